@@ -1,0 +1,53 @@
+"""Dispatch one code block to the reader for its language (Sybil-style: a parser per
+language, each a small callable returning snippets and diagnostics)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from extractor.python_calls import from_python
+from extractor.records import Diagnostic, Snippet
+from extractor.snippet_builder import Place, from_shell_text
+from extractor.yaml_commands import from_yaml_block
+
+SHELL_LANGS = {
+    "", "bash", "sh", "shell", "console", "zsh", "ksh", "shell-session", "shellsession",
+    "bash-session", "sh-session", "terminal", "text", "txt", "plain", "plaintext", "none",
+}
+PYTHON_LANGS = {"python", "py", "python3", "pycon"}
+YAML_LANGS = {"yaml", "yml"}
+# Cheap prefilters: a block without these words cannot hold a snippet.
+_SHELL_HINTS = ("vllm", "speculative", "-sc")
+
+
+def _shell(text: str, place: Place) -> tuple[list[Snippet], list[Diagnostic]]:
+    if not any(h in text for h in _SHELL_HINTS):
+        return [], []
+    return from_shell_text(text, place), []
+
+
+Reader = Callable[[str, Place], tuple[list[Snippet], list[Diagnostic]]]
+
+
+def reader_for(lang: str) -> Reader | None:
+    if lang in SHELL_LANGS:
+        return _shell
+    if lang in PYTHON_LANGS:
+        return from_python
+    if lang in YAML_LANGS:
+        return from_yaml_block
+    return None
+
+
+def snippets_from_block(lang: str, text: str, place: Place) -> tuple[list[Snippet], list[Diagnostic]]:
+    """Snippets of one block; a failure in our own code becomes a diagnostic, never a crash."""
+    reader = reader_for(lang)
+    if reader is None:
+        return [], []
+    try:
+        return reader(text, place.at(place.line, context=place.context or f"fence:{lang or 'plain'}"))
+    except RecursionError as err:  # pathological nesting in the input
+        message = f"input too deeply nested to read: {err}"
+    except Exception as err:  # noqa: BLE001 — our bug; report it per block and go on
+        message = f"internal error reading this {lang or 'plain'} block: {type(err).__name__}: {err}"
+    return [], [Diagnostic("error", "internal-error", message, place.corpus, place.version, place.file, place.line)]

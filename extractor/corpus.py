@@ -1,0 +1,237 @@
+"""Source trees: tell what a SOURCE is, list its files, read each one safely.
+
+A SOURCE is a vLLM docs tree (`docs/` + `mkdocs.yaml`), an unpacked vLLM sdist (the
+same plus `PKG-INFO` and `examples/`), a vllm-project/recipes checkout (`models/` +
+`taxonomy.yaml`/`strategies/`), or a saved HTML page. Each file is read on its own:
+a broken file becomes a diagnostic and every other file is still extracted.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from extractor.code_blocks import snippets_from_block
+from extractor.html_pages import from_html
+from extractor.markdown_blocks import code_blocks
+from extractor.python_calls import from_python
+from extractor.recipes_yaml import from_recipe
+from extractor.records import CorpusInfo, Diagnostic, Snippet
+from extractor.snippet_builder import Place
+
+MAX_FILE_BYTES = 10 * 1024 * 1024
+DOCS_SITE = "https://docs.vllm.ai/en"
+RECIPES_REPO = "https://github.com/vllm-project/recipes"
+_INCLUDE = re.compile(r"""^[ \t]*-{1,3}8<-{1,3}[ \t]+["']([^"'\n]+)["']""", re.M)
+_SKIP_DIRS = {".git", "node_modules", ".next", "public", "site", "__pycache__"}
+# A page without any of these words cannot hold a snippet: skip parsing it.
+_PAGE_HINTS = ("vllm", "speculative", "--8<--")
+
+
+class SourceError(ValueError):
+    """The SOURCE argument is not something the extractor can read."""
+
+
+@dataclass
+class Tree:
+    kind: str
+    """`vllm-docs` or `recipes` (also the corpus name written to sources)."""
+    root: Path
+    version: str
+
+
+@dataclass
+class Result:
+    info: CorpusInfo
+    snippets: list[Snippet] = field(default_factory=list)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+
+def _git_ref(root: Path) -> str | None:
+    if not (root / ".git").exists():
+        return None
+    try:
+        out = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"],
+                             capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None
+
+
+def _pkg_version(root: Path) -> str | None:
+    pkg_info = root / "PKG-INFO"
+    if pkg_info.is_file():
+        m = re.search(r"^Version:\s*(\S+)", pkg_info.read_text(errors="replace"), re.M)
+        if m:
+            return m.group(1)
+    return None
+
+
+def detect(path: Path) -> Tree:
+    if not path.exists():
+        raise SourceError(f"{path}: no such file or directory")
+    if path.is_dir():
+        if (path / "docs").is_dir() and any((path / n).is_file() for n in ("mkdocs.yaml", "mkdocs.yml")):
+            version = _pkg_version(path) or _git_ref(path) or path.name.removeprefix("vllm-")
+            return Tree("vllm-docs", path, version)
+        if (path / "models").is_dir() and ((path / "taxonomy.yaml").is_file() or (path / "strategies").is_dir()):
+            return Tree("recipes", path, _git_ref(path) or path.name)
+    raise SourceError(
+        f"{path}: not a vLLM docs tree (docs/ + mkdocs.yaml), a vLLM sdist, a recipes "
+        "repository (models/ + taxonomy.yaml) or a saved .html page"
+    )
+
+
+def files_of(tree: Tree) -> Iterator[Path]:
+    if tree.kind == "vllm-docs":
+        tops = [tree.root / "docs", tree.root / "recipes"]
+    else:
+        tops = [tree.root]
+    for top in tops:
+        if not top.is_dir():
+            continue
+        for path in sorted(top.rglob("*")):
+            rel = path.relative_to(tree.root)
+            if any(part in _SKIP_DIRS for part in rel.parts) or not path.is_file():
+                continue
+            if path.suffix == ".md" or (path.suffix in (".yaml", ".yml") and "models" in rel.parts[:-1]):
+                yield path
+
+
+def page_url(tree: Tree, rel: str) -> str:
+    if tree.kind == "recipes":
+        return f"{RECIPES_REPO}/blob/{tree.version}/{rel}"
+    if not rel.startswith("docs/"):
+        return f"https://github.com/vllm-project/vllm/blob/v{tree.version}/{rel}"
+    page = rel.removeprefix("docs/").removesuffix(".md")
+    page = re.sub(r"(^|/)(README|index)$", r"\1", page)
+    version = f"v{tree.version}" if re.match(r"^\d", tree.version) else tree.version or "latest"
+    return f"{DOCS_SITE}/{version}/{page}{'/' if page and not page.endswith('/') else ''}"
+
+
+def read_text(path: Path, corpus: str, version: str, rel: str) -> tuple[str | None, list[Diagnostic]]:
+    """The file's text, or None; never raises for bad bytes."""
+    def diag(severity: str, code: str, message: str, line: int | None = None) -> Diagnostic:
+        return Diagnostic(severity, code, message, corpus, version, rel, line)
+
+    try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            return None, [diag("error", "too-large", f"{size} bytes is over the {MAX_FILE_BYTES}-byte limit; skipped")]
+        data = path.read_bytes()
+    except OSError as err:
+        return None, [diag("error", "unreadable", f"cannot read: {err.strerror or err}")]
+    if b"\0" in data[:8192]:
+        return None, [diag("error", "binary-file", "contains NUL bytes: binary, not text; skipped")]
+    try:
+        return data.decode("utf-8"), []
+    except UnicodeDecodeError as err:
+        line = data[:err.start].count(b"\n") + 1
+        text = data.decode("utf-8", errors="replace")
+        return text, [diag("warning", "invalid-utf8",
+                           f"invalid UTF-8 at byte {err.start} ({data[err.start:err.start + 1]!r}); "
+                           "read with U+FFFD in its place", line)]
+
+
+def _markdown(text: str, place: Place, tree_root: Path | None, line_offset: int = 0) -> tuple[list[Snippet], list[Diagnostic]]:
+    """Snippets of a Markdown page (or a recipe guide starting at `line_offset`)."""
+    snippets: list[Snippet] = []
+    diagnostics: list[Diagnostic] = []
+    if not any(h in text for h in _PAGE_HINTS):
+        return snippets, diagnostics
+    for block in code_blocks(text):
+        context = f"fence:{block.lang or 'plain'}" + (f" in {block.container}" if block.container else "")
+        found, diags = snippets_from_block(
+            block.lang, block.text, place.at(block.line + line_offset, anchor=block.anchor, context=context))
+        snippets += found
+        diagnostics += diags
+    if tree_root is not None and "--8<--" in text:
+        s, d = _includes(text, place, tree_root, line_offset)
+        snippets += s
+        diagnostics += d
+    return snippets, diagnostics
+
+
+def _includes(text: str, place: Place, root: Path, line_offset: int) -> tuple[list[Snippet], list[Diagnostic]]:
+    """`--8<-- "examples/….py"`: read the included Python when the tree has it."""
+    snippets, diagnostics = [], []
+    for m in _INCLUDE.finditer(text):
+        target = m.group(1).split(":", 1)[0].strip()
+        if not (target.endswith(".py") and target.startswith("examples/")):
+            continue
+        line = text.count("\n", 0, m.start()) + 1 + line_offset
+        path = (root / target).resolve()
+        if not path.is_file() or root.resolve() not in path.parents:
+            diagnostics.append(Diagnostic("warning", "unresolved-include",
+                                          f"`--8<-- \"{m.group(1)}\"`: {target} is not in this tree",
+                                          place.corpus, place.version, place.file, line))
+            continue
+        code, diags = read_text(path, place.corpus, place.version, target)
+        diagnostics += diags
+        if code is not None:
+            found, diags = from_python(code, place.at(1, context=f"include:{target}"))
+            for snippet in found:  # the reader sees it on the page, at the include line
+                for source in snippet.sources:
+                    source.context = f"include:{target}:{source.line}"
+                    source.line = line
+            snippets += found
+            diagnostics += diags
+    return snippets, diagnostics
+
+
+def extract_tree(tree: Tree, root_arg: str) -> Result:
+    result = Result(CorpusInfo(tree.kind, tree.version, root_arg))
+    for path in files_of(tree):
+        rel = path.relative_to(tree.root).as_posix()
+        result.info.files += 1
+        text, diags = read_text(path, tree.kind, tree.version, rel)
+        result.diagnostics += diags
+        if text is None:
+            continue
+        url = page_url(tree, rel)
+        place = Place(tree.kind, tree.version, rel, 1, None, url, line_links="github.com" in url)
+        try:
+            if path.suffix == ".md":
+                found, diags = _markdown(text, place, tree.root)
+            else:
+                found, diags, guide = from_recipe(text, place)
+                if guide is not None:
+                    more, more_diags = _markdown(guide[0], place, None, line_offset=guide[1])
+                    found, diags = found + more, diags + more_diags
+        except RecursionError:
+            found, diags = [], [Diagnostic("error", "too-deep", "nesting too deep to read; skipped",
+                                           tree.kind, tree.version, rel)]
+        except Exception as err:  # noqa: BLE001 — our bug: report it for this file, go on
+            found, diags = [], [Diagnostic("error", "internal-error", f"{type(err).__name__}: {err}",
+                                           tree.kind, tree.version, rel)]
+        result.snippets += found
+        result.diagnostics += diags
+    result.info.snippets = len(result.snippets)
+    return result
+
+
+def extract_html(path: Path) -> Result:
+    info = CorpusInfo("html", "", str(path), files=1)
+    text, diags = read_text(path, "html", "", path.name)
+    result = Result(info, diagnostics=diags)
+    if text is None:
+        return result
+    try:
+        found, diags, version, _url = from_html(path, text)
+    except Exception as err:  # noqa: BLE001
+        result.diagnostics.append(Diagnostic("error", "internal-error", f"{type(err).__name__}: {err}", "html", "", path.name))
+        return result
+    info.version = version
+    result.snippets, result.diagnostics = found, result.diagnostics + diags
+    info.snippets = len(found)
+    return result
+
+
+def extract_source(path: Path) -> Result:
+    """Extract one SOURCE argument (raises SourceError if it is not a known kind)."""
+    if path.is_file() and path.suffix.lower() in (".html", ".htm"):
+        return extract_html(path)
+    return extract_tree(detect(path), str(path))

@@ -1,0 +1,141 @@
+"""`LLM(..., speculative_config={...})` and friends in Python snippets, via `ast`.
+
+Keyword values are evaluated with `ast.literal_eval` only; a name is replaced by the
+literal it was last assigned before the call (`model_path = "google/…"`), anything else
+stays an unresolved expression and makes the snippet not runnable.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from typing import Any
+
+from extractor.records import Diagnostic, Snippet
+from extractor.snippet_builder import Place, build
+
+CALLS = {"LLM", "AsyncEngineArgs", "EngineArgs", "AsyncLLMEngine", "LLMEngine"}
+_UNRESOLVED = object()
+
+
+def _call_name(node: ast.Call) -> str | None:
+    func = node.func
+    name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+    return name if name in CALLS else None
+
+
+class _Names(ast.NodeTransformer):
+    def __init__(self, assigned: dict[str, ast.expr]):
+        self.assigned = assigned
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        return self.assigned.get(node.id, node)
+
+
+def _assignments_before(tree: ast.AST, line: int) -> dict[str, ast.expr]:
+    found: list[tuple[int, str, ast.expr]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and node.lineno < line:
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    found.append((node.lineno, target.id, node.value))
+        elif isinstance(node, ast.AnnAssign) and node.value is not None and node.lineno < line:
+            if isinstance(node.target, ast.Name):
+                found.append((node.lineno, node.target.id, node.value))
+    return {name: value for _, name, value in sorted(found, key=lambda x: x[0])}
+
+
+def evaluate(node: ast.expr, assigned: dict[str, ast.expr]) -> Any:
+    """The literal value of `node`, or `_UNRESOLVED`."""
+    for candidate in (node, _Names(assigned).visit(_copy(node))):
+        try:
+            return ast.literal_eval(candidate)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            continue
+    return _UNRESOLVED
+
+
+def _copy(node: ast.expr) -> ast.expr:
+    return ast.parse(ast.unparse(node), mode="eval").body
+
+
+def kwargs_to_argv(model: Any, kwargs: dict[str, Any]) -> list[str]:
+    """The `vllm serve` arguments equivalent to engine keyword arguments."""
+    argv = [str(model)] if model is not None else []
+    for key, value in kwargs.items():
+        if key == "model" or value is None:
+            continue
+        flag = "--" + key.replace("_", "-")
+        if value is True:
+            argv.append(flag)
+        elif value is False:
+            argv.append("--no-" + key.replace("_", "-"))
+        elif isinstance(value, (dict, list, tuple)):
+            argv += [flag, json.dumps(value, default=str)]
+        else:
+            argv += [flag, str(value)]
+    return argv
+
+
+def from_python(text: str, place: Place) -> tuple[list[Snippet], list[Diagnostic]]:
+    """Snippets for every engine construction with `speculative_config=` in `text`."""
+    if "speculative_config" not in text:
+        return [], []
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError) as err:
+        line = place.line + (getattr(err, "lineno", 1) or 1) - 1
+        return [], [Diagnostic(
+            "warning", "python-syntax",
+            f"Python block mentions speculative_config but does not parse: {getattr(err, 'msg', err)}",
+            place.corpus, place.version, place.file, line,
+        )]
+    snippets = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call) or not (call := _call_name(node)):
+            continue
+        if not any(kw.arg == "speculative_config" for kw in node.keywords):
+            continue
+        snippets.append(_snippet(text, tree, node, call, place))
+    return snippets, []
+
+
+def _snippet(text: str, tree: ast.AST, node: ast.Call, call: str, place: Place) -> Snippet:
+    assigned = _assignments_before(tree, node.lineno)
+    kwargs: dict[str, Any] = {}
+    record: dict[str, Any] = {}
+    unresolved: list[str] = []
+
+    def value_of(expr: ast.expr) -> Any:
+        value = evaluate(expr, assigned)
+        if value is _UNRESOLVED:
+            src = ast.unparse(expr)
+            unresolved.append(src)
+            record_value = {"unresolved": src}
+            return f"<{src}>", record_value
+        return value, value
+
+    model = None
+    if node.args:
+        model, record["model"] = value_of(node.args[0])
+    for kw in node.keywords:
+        if kw.arg is None:
+            unresolved.append("**" + ast.unparse(kw.value))
+            continue
+        kwargs[kw.arg], record[kw.arg] = value_of(kw.value)
+    if "model" in kwargs:
+        model = kwargs["model"]
+    snippet = build(
+        "python",
+        kwargs_to_argv(model, kwargs),
+        {},
+        place.source(node.lineno - 1, ast.get_source_segment(text, node) or ""),
+        python={"call": call, "kwargs": record},
+        extra_placeholders=[f"<{u}>" if not u.startswith("**") else u for u in unresolved],
+    )
+    if unresolved:
+        snippet.reason = "unresolved Python expression: " + ", ".join(unresolved)
+    spec = kwargs.get("speculative_config")
+    if isinstance(spec, dict):
+        snippet.speculative_config = spec  # keep Python values (True, not "true")
+    return snippet

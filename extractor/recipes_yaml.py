@@ -1,0 +1,132 @@
+"""`models/<org>/<repo>.yaml` of the vLLM recipes: the commands its page composes.
+
+The recipes site builds `vllm serve <model_id> <base_args> <feature args…>`; features
+not listed in `opt_in_features` are on by default. We emit the default command, the
+default command plus each opt-in feature (each mode of a multi-mode feature), and each
+non-default variant (its checkpoint and `extra_args`). Hardware and strategy overrides
+are deployment-specific and left out. The `guide:` Markdown is read like a docs page.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from extractor import yaml_nodes
+from extractor.records import Diagnostic, Snippet
+from extractor.snippet_builder import Place, build
+
+RECIPES_SITE = "https://recipes.vllm.ai"
+
+
+class RecipeError(ValueError):
+    """The recipe does not have the shape the recipes site expects."""
+
+
+def _str_list(value: Any, where: str) -> list[str]:
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(v, (str, int, float, bool)) for v in value):
+        raise RecipeError(f"{where} must be a list of strings")
+    return [str(v).lower() if isinstance(v, bool) else str(v) for v in value]
+
+
+def _str_dict(value: Any, where: str) -> dict[str, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or not all(isinstance(v, (str, int, float, bool)) for v in value.values()):
+        raise RecipeError(f"{where} must map names to strings")
+    return {str(k): str(v) for k, v in value.items()}
+
+
+def _line(node: yaml.Node | None, fallback: int) -> int:
+    return node.start_mark.line if node is not None else fallback
+
+
+def _modes(name: str, feature: dict[str, Any]) -> list[tuple[str | None, list[str], list[str] | None, str]]:
+    """(mode, args, variants it is limited to, yaml path) for one feature."""
+    if isinstance(feature.get("modes"), dict):
+        out = []
+        for mode, spec in feature["modes"].items():
+            spec = spec if isinstance(spec, dict) else {}
+            limited = spec.get("variants") if isinstance(spec.get("variants"), list) else None
+            path = f"features.{name}.modes.{mode}.args"
+            out.append((str(mode), _str_list(spec.get("args"), path), limited, path))
+        default = feature.get("default_mode")
+        out.sort(key=lambda m: m[0] != default)  # the default mode first
+        return out
+    return [(None, _str_list(feature.get("args"), f"features.{name}.args"), None, f"features.{name}.args")]
+
+
+def from_recipe(text: str, place: Place) -> tuple[list[Snippet], list[Diagnostic], tuple[str, int] | None]:
+    """(snippets, diagnostics, (guide Markdown, its 0-based first line)) of a recipe file."""
+    try:
+        root, data = yaml_nodes.compose_and_load(text)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        return [], [Diagnostic("error", "yaml-error", f"recipe YAML does not parse: {str(err).splitlines()[0]}",
+                               place.corpus, place.version, place.file, mark.line + 1 if mark else None)], None
+    if not isinstance(data, dict) or not isinstance(data.get("model"), dict) or not data["model"].get("model_id"):
+        return [], [Diagnostic("warning", "not-a-recipe", "no model.model_id: not a recipe, skipped",
+                               place.corpus, place.version, place.file, 1)], None
+    try:
+        snippets = _commands(root, data, place)
+    except RecipeError as err:
+        return [], [Diagnostic("error", "recipe-shape", str(err), place.corpus, place.version, place.file, None)], None
+    node = yaml_nodes.child(root, "guide")
+    guide = (node.value, yaml_nodes.scalar_line(node)) if isinstance(node, yaml.ScalarNode) else None
+    return snippets, [], guide
+
+
+def _commands(root: yaml.Node, data: dict[str, Any], place: Place) -> list[Snippet]:
+    model = data["model"]
+    model_id = str(model["model_id"])
+    base_args = _str_list(model.get("base_args"), "model.base_args")
+    base_env = _str_dict(model.get("base_env"), "model.base_env")
+    features = data.get("features") if isinstance(data.get("features"), dict) else {}
+    opt_in = set(_str_list(data.get("opt_in_features"), "opt_in_features"))
+    variants = data.get("variants") if isinstance(data.get("variants"), dict) else {}
+    org_repo = place.file.split("models/", 1)[-1].removesuffix(".yaml")
+    url = f"{RECIPES_SITE}/{org_repo}"
+
+    default_features: list[str] = []
+    default_args: list[str] = []
+    for name, feature in features.items():
+        if name in opt_in or not isinstance(feature, dict):
+            continue
+        modes = [m for m in _modes(name, feature) if m[2] is None or "default" in m[2]]
+        if modes:
+            default_features.append(name if modes[0][0] is None else f"{name}:{modes[0][0]}")
+            default_args += modes[0][1]
+
+    def snippet(node_path: tuple[str, ...], argv: list[str], env: dict[str, str], what: dict[str, Any]) -> Snippet:
+        node = yaml_nodes.child(root, *node_path)
+        line = _line(node, 0)
+        text = "vllm serve " + " ".join(argv)
+        source = place.at(place.line, url=url, line_links=False, context="recipe:" + ".".join(node_path)).source(line, text)
+        return build("recipe", argv, env, source, recipe={"model_id": model_id, **what})
+
+    out = [snippet(("model", "model_id"), [model_id, *base_args, *default_args], base_env,
+                   {"variant": "default", "features": default_features})]
+    for name in features:
+        if name not in opt_in or not isinstance(features[name], dict):
+            continue
+        for mode, args, limited, path in _modes(name, features[name]):
+            variant = "default" if limited is None or "default" in limited else str(limited[0])
+            spec = variants.get(variant) if isinstance(variants.get(variant), dict) else {}
+            served = str(spec.get("model_id") or model_id)
+            extra = _str_list(spec.get("extra_args"), f"variants.{variant}.extra_args") if variant != "default" else []
+            label = name if mode is None else f"{name}:{mode}"
+            out.append(snippet(tuple(path.split(".")), [served, *base_args, *default_args, *extra, *args], base_env,
+                               {"variant": variant, "features": [*default_features, label]}))
+    for variant, spec in variants.items():
+        if variant == "default" or not isinstance(spec, dict):
+            continue
+        served = str(spec.get("model_id") or model_id)
+        extra = _str_list(spec.get("extra_args"), f"variants.{variant}.extra_args")
+        env = base_env | _str_dict(spec.get("extra_env"), f"variants.{variant}.extra_env")
+        out.append(snippet(("variants", str(variant)), [served, *base_args, *default_args, *extra], env,
+                           {"variant": str(variant), "features": default_features}))
+    return out
+

@@ -1,0 +1,174 @@
+"""The records the extractor writes: `snippets.json` (schema 1).
+
+One dataclass per record, a docstring per field, plain JSON in and out, so the runner
+and the publisher (possibly on other machines) read exactly what was written here.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+SCHEMA = 1
+KINDS = ("serve", "docker", "python", "recipe")
+
+
+@dataclass
+class Lint:
+    """Something in the docs that bash or vLLM would read differently from the author."""
+
+    code: str
+    """Stable machine name, e.g. `backslash-not-continuation`, `key-value-not-json`."""
+    message: str
+    """One human sentence explaining what happens and what was assumed."""
+    line: int | None = None
+    """1-based line in `file` (relative while lexing, made absolute by the builder)."""
+    file: str | None = None
+    """Corpus-relative path of the file the lint is about."""
+
+
+@dataclass
+class Source:
+    """One place where a snippet appears in the docs."""
+
+    corpus: str
+    """`vllm-docs`, `recipes`, or `html` (a saved rendered page)."""
+    version: str
+    """Docs version (`0.33.0`) or recipes ref (`8959cf6`)."""
+    file: str
+    """Path relative to the corpus root, POSIX separators."""
+    line: int
+    """1-based line in `file` where the command starts."""
+    anchor: str | None
+    """Id of the nearest heading above the snippet (as mkdocs renders it)."""
+    url: str | None
+    """The rendered page URL (with `#anchor`) where a reader sees the snippet."""
+    text: str
+    """The snippet exactly as written at this place (for display and annotation)."""
+    context: str = ""
+    """Where in the page: `fence:bash`, `yaml`, `recipe:features.spec_decoding`, ..."""
+
+
+@dataclass
+class Snippet:
+    """One runnable thing the docs show; identical invocations share one record."""
+
+    id: str
+    """Stable hash of the normalized invocation (kind, canonical argv, env, image)."""
+    kind: str
+    """`serve`, `docker`, `python` or `recipe`."""
+    argv: list[str]
+    """Arguments after `vllm serve` exactly as bash would pass them (for `python`:
+    the equivalent CLI arguments of the call's keyword arguments)."""
+    env: dict[str, str]
+    """Environment assignments the docs put in front of the command (or `-e` flags)."""
+    model: str | None
+    """The served model (positional or `--model`), or None when absent."""
+    speculative_config: dict[str, Any] | None
+    """The effective speculative config as vLLM's parser would build it, or None."""
+    speculative_config_error: dict[str, Any] | None = None
+    """When the config is not valid JSON: `{message, value, pos, lineno, colno}`."""
+    placeholders: list[str] = field(default_factory=list)
+    """Values the reader must fill in: `<MODEL>`, `{dir}`, `$VAR`, `${VAR}`, `$(cmd)`."""
+    runnable: bool = True
+    """False when the snippet cannot be run as written; see `reason`."""
+    reason: str | None = None
+    """Why it is not runnable (placeholder, fragment, unresolved Python, ...)."""
+    lints: list[Lint] = field(default_factory=list)
+    """Constructs bash or vLLM reads differently from what the author meant."""
+    sources: list[Source] = field(default_factory=list)
+    """Every place the snippet appears, in corpus order."""
+    image: str | None = None
+    """docker only: the image reference with tag, e.g. `vllm/vllm-openai:latest`."""
+    docker_options: list[str] | None = None
+    """docker only: the `docker run` options before the image (not part of the id)."""
+    python: dict[str, Any] | None = None
+    """python only: `{"call": "LLM", "kwargs": {...}}` as evaluated from the source."""
+    recipe: dict[str, Any] | None = None
+    """recipe only: `{"model_id", "variant", "features"}` the command was composed from."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if v is not None or k in _ALWAYS}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Snippet:
+        known = {f.name for f in fields(cls)}
+        kw = {k: v for k, v in data.items() if k in known}
+        kw["lints"] = [Lint(**x) for x in data.get("lints", [])]
+        kw["sources"] = [Source(**x) for x in data.get("sources", [])]
+        return cls(**kw)
+
+
+_ALWAYS = {"model", "speculative_config", "reason"}
+
+
+@dataclass
+class Diagnostic:
+    """A problem with an input file or a snippet that the extractor could not read."""
+
+    severity: str
+    """`error` (something was lost) or `warning` (read, but suspicious)."""
+    code: str
+    """Stable machine name: `invalid-utf8`, `binary-file`, `too-large`, `yaml-error`, ..."""
+    message: str
+    """What went wrong, precisely enough to fix the input."""
+    corpus: str = ""
+    version: str = ""
+    file: str = ""
+    line: int | None = None
+
+
+@dataclass
+class CorpusInfo:
+    """One extracted source tree or page."""
+
+    name: str
+    """`vllm-docs`, `recipes`, or `html`."""
+    version: str
+    """Docs version or recipes ref, as detected (PKG-INFO, .git, folder name)."""
+    root: str
+    """The path given on the command line."""
+    files: int = 0
+    """Files read."""
+    snippets: int = 0
+    """Snippet occurrences found (before merging identical invocations)."""
+
+
+@dataclass
+class Catalog:
+    """The whole `snippets.json`."""
+
+    snippets: list[Snippet]
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    corpora: list[CorpusInfo] = field(default_factory=list)
+    generated_at: str = ""
+    schema: int = SCHEMA
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": self.schema,
+            "generated_at": self.generated_at,
+            "corpora": [asdict(c) for c in self.corpora],
+            "snippets": [s.to_dict() for s in self.snippets],
+            "diagnostics": [asdict(d) for d in self.diagnostics],
+        }
+
+    def write(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(path.suffix + ".tmp")
+        tmp.write_text(json.dumps(self.to_dict(), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        tmp.replace(path)
+
+    @classmethod
+    def read(cls, path: Path) -> Catalog:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        if data.get("schema") != SCHEMA:
+            raise ValueError(f"{path}: snippets schema {data.get('schema')!r}, this driftmatrix reads {SCHEMA}")
+        return cls(
+            snippets=[Snippet.from_dict(s) for s in data["snippets"]],
+            diagnostics=[Diagnostic(**d) for d in data.get("diagnostics", [])],
+            corpora=[CorpusInfo(**c) for c in data.get("corpora", [])],
+            generated_at=data.get("generated_at", ""),
+        )

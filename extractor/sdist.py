@@ -1,0 +1,99 @@
+"""Fetch the docs of any released vLLM: the `vllm==X` sdist from a PyPI-style index.
+
+`pip download` cannot be used (it builds vLLM's metadata), so the index's simple API
+(PEP 691 JSON) gives the file URL and sha256; the tarball is checked and only `docs/`,
+`recipes/`, `examples/`, `mkdocs.yaml` and `PKG-INFO` are unpacked, into a cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tarfile
+from pathlib import Path, PurePosixPath
+
+import httpx
+
+DEFAULT_INDEX = "https://pypi.org/simple"
+_KEEP_DIRS = ("docs", "recipes", "examples")
+_KEEP_FILES = ("mkdocs.yaml", "mkdocs.yml", "PKG-INFO")
+
+
+class SdistError(RuntimeError):
+    """The sdist could not be found, downloaded or verified."""
+
+
+def index_url() -> str:
+    return os.environ.get("DRIFTMATRIX_INDEX_URL", DEFAULT_INDEX).rstrip("/")
+
+
+def find_sdist(version: str, index: str, client: httpx.Client) -> tuple[str, str | None]:
+    """(download URL, sha256) of `vllm-<version>.tar.gz` from the index's JSON API."""
+    response = client.get(f"{index}/vllm/", headers={"Accept": "application/vnd.pypi.simple.v1+json"})
+    if response.status_code != 200:
+        raise SdistError(f"{index}/vllm/: HTTP {response.status_code}")
+    try:
+        files = response.json()["files"]
+    except (ValueError, KeyError) as err:
+        raise SdistError(f"{index}/vllm/ did not answer with PEP 691 JSON ({err})") from None
+    wanted = f"vllm-{version}.tar.gz"
+    for entry in files:
+        if entry.get("filename") == wanted:
+            url = str(httpx.URL(f"{index}/vllm/").join(entry["url"]))
+            return url, (entry.get("hashes") or {}).get("sha256")
+    sdists = sorted(e["filename"][5:-7] for e in files if e.get("filename", "").endswith(".tar.gz"))
+    raise SdistError(f"{wanted} is not on {index}; sdists there include: {', '.join(sdists[-8:]) or 'none'}")
+
+
+def _safe_members(tar: tarfile.TarFile, top: str):
+    for member in tar.getmembers():
+        path = PurePosixPath(member.name)
+        if path.is_absolute() or ".." in path.parts or not member.isfile() or len(path.parts) < 2:
+            continue
+        if path.parts[0] != top:
+            continue
+        inner = path.parts[1:]
+        if (inner[0] in _KEEP_DIRS and len(inner) > 1) or (len(inner) == 1 and inner[0] in _KEEP_FILES):
+            yield member, PurePosixPath(*inner)
+
+
+def fetch_docs(version: str, cache_dir: Path, index: str | None = None, timeout: float = 120.0) -> Path:
+    """The unpacked docs tree of vllm==`version` (downloaded once, then cached)."""
+    index = (index or index_url()).rstrip("/")
+    tree = cache_dir / f"vllm-{version}"
+    if (tree / ".complete").is_file():
+        return tree
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    with httpx.Client(timeout=timeout, follow_redirects=True) as client:
+        url, sha256 = find_sdist(version, index, client)
+        archive = cache_dir / f"vllm-{version}.tar.gz.part"
+        digest = hashlib.sha256()
+        with client.stream("GET", url) as response:
+            if response.status_code != 200:
+                raise SdistError(f"{url}: HTTP {response.status_code}")
+            with archive.open("wb") as out:
+                for chunk in response.iter_bytes(1 << 20):
+                    digest.update(chunk)
+                    out.write(chunk)
+    if sha256 and digest.hexdigest() != sha256:
+        archive.unlink(missing_ok=True)
+        raise SdistError(f"{url}: sha256 {digest.hexdigest()} does not match the index's {sha256}")
+    shutil.rmtree(tree, ignore_errors=True)
+    try:
+        with tarfile.open(archive, "r:gz") as tar:
+            for member, inner in _safe_members(tar, f"vllm-{version}"):
+                target = tree.joinpath(*inner.parts)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                source = tar.extractfile(member)
+                if source is not None:
+                    with source, target.open("wb") as out:
+                        shutil.copyfileobj(source, out)
+    except (tarfile.TarError, OSError, EOFError) as err:
+        raise SdistError(f"{archive.name}: not a readable sdist ({err})") from None
+    finally:
+        archive.unlink(missing_ok=True)
+    if not (tree / "docs").is_dir():
+        raise SdistError(f"vllm-{version}.tar.gz has no docs/ folder")
+    (tree / ".complete").write_text(url + "\n")
+    return tree

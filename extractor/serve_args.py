@@ -1,0 +1,226 @@
+"""Read the arguments of a `vllm serve` invocation the way vLLM's parser would.
+
+- the model (first positional, or `--model`),
+- the effective `--speculative-config` (JSON, `-sc`, `--speculative_config`, `=` form,
+  and dotted keys merged the way vLLM's `FlexibleArgumentParser` merges them),
+- placeholders the reader must fill in,
+- a canonical form of the arguments, which is what a snippet's id hashes.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from extractor.records import Lint
+
+# Short aliases vLLM registers, expanded so `-tp 2` and `--tensor-parallel-size 2` share an id.
+ALIASES = {
+    "-tp": "--tensor-parallel-size",
+    "-pp": "--pipeline-parallel-size",
+    "-dp": "--data-parallel-size",
+    "-sc": "--speculative-config",
+    "-q": "--quantization",
+}
+SPEC_FLAG = "--speculative-config"
+# Variables the runner takes from its own environment (never placeholders to fill in).
+AMBIENT_VARS = {"HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_HOME", "HOME", "USER", "PWD"}
+
+_PLACEHOLDER_TEXT = re.compile(
+    r"<[A-Za-z][^<>\n]{0,80}?>"  # <MODEL>, <draft-model>
+    r"|(?<!\$)\{[A-Za-z_][^{}\n\"':,]{0,80}\}"  # {your model directory}, not ${VAR}
+    r"|(?<![\w.])/path/to/[^\s\"',}]*"  # /path/to/model
+    r"|^(?:\.\.\.|…)$"  # a bare ellipsis: "and more arguments here"
+)
+_VAR_NAME = re.compile(r"^\$\{?([A-Za-z_][A-Za-z0-9_]*)")
+_NEGATIVE_NUMBER = re.compile(r"^-\d")
+_HUMAN_INT = re.compile(r"(\d+(?:\.\d+)?)([kKmMgGtT])")
+
+
+@dataclass
+class Option:
+    """One option as written: name (as typed), attached/following values, position."""
+
+    written: str
+    name: str
+    """Canonical name: dashes for underscores before the first `.`, aliases expanded."""
+    values: list[str]
+    index: int
+
+
+@dataclass
+class ServeArgs:
+    model: str | None
+    options: list[Option]
+    speculative_config: dict[str, Any] | None = None
+    speculative_config_error: dict[str, Any] | None = None
+    lints: list[Lint] = field(default_factory=list)
+
+    def canonical(self) -> list[str]:
+        """Model first, then options sorted by name (argparse is order-insensitive except
+        for repeats, whose relative order is kept), JSON values re-serialised compactly."""
+        out = [self.model] if self.model is not None else []
+        for opt in sorted(self.options, key=lambda o: o.name):
+            out.append(opt.name)
+            out.extend(_canonical_value(v) for v in opt.values)
+        return out
+
+
+def canonical_flag(flag: str) -> str:
+    name = ALIASES.get(flag.split(".", 1)[0], flag.split(".", 1)[0])
+    rest = flag[len(flag.split(".", 1)[0]):]
+    if name.startswith("--"):
+        name = "--" + name[2:].replace("_", "-")
+    return name + rest
+
+
+def _canonical_value(value: str) -> str:
+    stripped = value.strip()
+    if stripped[:1] in "{[":
+        try:
+            return json.dumps(json.loads(stripped), sort_keys=True, separators=(",", ":"))
+        except ValueError:
+            pass
+    return value
+
+
+def _is_option(token: str) -> bool:
+    return token.startswith("-") and len(token) > 1 and not _NEGATIVE_NUMBER.match(token)
+
+
+def _human_readable_int(value: str) -> int:
+    m = _HUMAN_INT.fullmatch(value.strip())
+    if not m:
+        return int(value)
+    number, suffix = m.groups()
+    if suffix.islower():
+        return int(float(number) * 10 ** {"k": 3, "m": 6, "g": 9, "t": 12}[suffix])
+    return int(number) * 2 ** {"K": 10, "M": 20, "G": 30, "T": 40}[suffix]
+
+
+def _dotted_value(value: str) -> Any:
+    # vLLM: json.loads, else a human-readable int (`80g`), else the string itself.
+    try:
+        return json.loads(value)
+    except ValueError:
+        try:
+            return _human_readable_int(value)
+        except ValueError:
+            return value
+
+
+def _merge(original: dict[str, Any], update: dict[str, Any]) -> None:
+    for k, v in update.items():
+        if isinstance(v, dict) and isinstance(original.get(k), dict):
+            _merge(original[k], v)
+        elif isinstance(v, list) and isinstance(original.get(k), list):
+            original[k] += v
+        else:
+            original[k] = v
+
+
+def json_error(value: str, err: json.JSONDecodeError) -> dict[str, Any]:
+    return {"message": err.msg, "value": value, "pos": err.pos, "lineno": err.lineno, "colno": err.colno}
+
+
+def parse_serve_args(args: list[str], model_is_positional: bool = True) -> ServeArgs:
+    """Split `args` (after `vllm serve`) into model + options and resolve the spec config."""
+    model: str | None = None
+    options: list[Option] = []
+    i = 0
+    if model_is_positional and args and not _is_option(args[0]):
+        model, i = args[0], 1
+    while i < len(args):
+        tok = args[i]
+        if not _is_option(tok):
+            # A stray positional (e.g. the model after some options).
+            if model is None:
+                model = tok
+            i += 1
+            continue
+        written, _, attached = tok.partition("=")
+        values = [attached] if "=" in tok else []
+        j = i + 1
+        if "=" not in tok:
+            while j < len(args) and not _is_option(args[j]):
+                values.append(args[j])
+                j += 1
+        options.append(Option(written, canonical_flag(written), values, i))
+        i = j
+    result = ServeArgs(model, options)
+    for opt in options:
+        if opt.name == "--model" and opt.values and result.model is None:
+            result.model = opt.values[0]
+    _resolve_speculative_config(result)
+    _lint_json_values(result)
+    return result
+
+
+def _resolve_speculative_config(result: ServeArgs) -> None:
+    whole: list[Option] = [o for o in result.options if o.name == SPEC_FLAG]
+    dotted: dict[str, Any] = {}
+    for opt in result.options:
+        if not opt.name.startswith(SPEC_FLAG + "."):
+            continue
+        path = opt.name[len(SPEC_FLAG) + 1:]
+        raw = opt.values[0] if opt.values else ""
+        if path.endswith("+"):
+            path, value = path[:-1], raw.split(",")
+        else:
+            value = _dotted_value(raw)
+        for key in reversed(path.split(".")):
+            value = {key: value}
+        _merge(dotted, value)
+    if len(whole) > 1:
+        result.lints.append(Lint("duplicate-flag", f"`{SPEC_FLAG}` is given {len(whole)} times; the last one wins"))
+    if dotted:
+        # vLLM re-appends the merged dotted keys after all other arguments, so they
+        # replace (not extend) any JSON value given with the plain flag.
+        if whole:
+            result.lints.append(Lint(
+                "dotted-replaces-json",
+                f"`{SPEC_FLAG}` is given both as JSON and as dotted keys; vLLM uses only the dotted keys",
+            ))
+        result.speculative_config = dotted
+        return
+    if not whole:
+        return
+    raw = whole[-1].values[0] if whole[-1].values else ""
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as err:
+        result.speculative_config_error = json_error(raw, err)
+        return
+    if isinstance(value, dict):
+        result.speculative_config = value
+    else:
+        result.speculative_config_error = {
+            "message": f"expected a JSON object, got {type(value).__name__}",
+            "value": raw, "pos": 0, "lineno": 1, "colno": 1,
+        }
+
+
+def _lint_json_values(result: ServeArgs) -> None:
+    for opt in result.options:
+        if "." in opt.name or not opt.name.endswith(("-config", "-per-prompt", "-kwargs", "-overrides")):
+            continue
+        for value in opt.values[:1]:
+            if re.match(r"^[A-Za-z_][\w.]*=", value):
+                result.lints.append(Lint(
+                    "key-value-not-json",
+                    f"`{opt.written} {value}` uses key=value form; vLLM expects JSON here "
+                    f"(e.g. `{opt.written} '{{\"{value.split('=')[0]}\": ...}}'`)",
+                ))
+
+
+def placeholders_in(text: str, expansions: list[str]) -> list[str]:
+    """Placeholders a reader must replace in one word (expansions come from the lexer)."""
+    found = [m.group(0) for m in _PLACEHOLDER_TEXT.finditer(text)]
+    for exp in expansions:
+        m = _VAR_NAME.match(exp)
+        if m and m.group(1) in AMBIENT_VARS:
+            continue
+        found.append(exp)
+    return found

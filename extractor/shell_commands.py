@@ -1,0 +1,261 @@
+"""Find `vllm serve`, `docker run … vllm/vllm-openai` and bare `--speculative-config`
+fragments in a piece of shell text (a fenced block, a YAML string, a recipe guide).
+
+The lexer gives words; here they are grouped into simple commands, env prefixes and
+wrappers (`nohup`, `uv run`, `env`, `sudo`, …) are peeled off, and `sh -c '…'` scripts
+are searched recursively.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from extractor.records import Lint
+from extractor.shell_lexer import Operator, Word, lex
+
+_VLLM_SERVER_IMAGE = re.compile(r"^(docker\.io/)?vllm/vllm-(openai|tpu|omni)")
+_ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
+_PROMPT = re.compile(r"^([ \t]*)\$ (?=\S)", re.M)
+SPEC_FLAGS = ("--speculative-config", "--speculative_config", "-sc")
+
+# `docker run` options that take a value (the rest are booleans); from `docker run --help`.
+_DOCKER_VALUED = {
+    "-a", "--attach", "--add-host", "--annotation", "--blkio-weight", "--cap-add", "--cap-drop",
+    "--cgroup-parent", "--cgroupns", "--cidfile", "--cpu-period", "--cpu-quota", "--cpu-shares",
+    "-c", "--cpus", "--cpuset-cpus", "--cpuset-mems", "--device", "--device-cgroup-rule",
+    "--dns", "--dns-option", "--dns-search", "--domainname", "--entrypoint", "-e", "--env",
+    "--env-file", "--expose", "--gpus", "--group-add", "--health-cmd", "--health-interval",
+    "--health-retries", "--health-start-period", "--health-timeout", "-h", "--hostname",
+    "--ip", "--ip6", "--ipc", "--isolation", "--kernel-memory", "-l", "--label", "--label-file",
+    "--link", "--log-driver", "--log-opt", "--mac-address", "-m", "--memory",
+    "--memory-reservation", "--memory-swap", "--memory-swappiness", "--mount", "--name",
+    "--network", "--net", "--network-alias", "--oom-score-adj", "--pid", "--pids-limit",
+    "--platform", "-p", "--publish", "--pull", "--restart", "--runtime", "--security-opt",
+    "--shm-size", "--stop-signal", "--stop-timeout", "--storage-opt", "--sysctl", "--tmpfs",
+    "--ulimit", "-u", "--user", "--userns", "--uts", "-v", "--volume", "--volume-driver",
+    "--volumes-from", "-w", "--workdir",
+}
+
+
+@dataclass
+class Invocation:
+    """One command of interest found in shell text, before it becomes a Snippet."""
+
+    kind: str
+    """`serve`, `docker` or `fragment` (bare `--speculative-config …` without a command)."""
+    args: list[Word]
+    """Server arguments: after `vllm serve`, or after the docker image."""
+    env: dict[str, str]
+    env_words: list[Word]
+    line: int
+    """0-based line (in the lexed text) where the command starts."""
+    end_line: int
+    image: str | None = None
+    docker_options: list[str] = field(default_factory=list)
+    lints: list[Lint] = field(default_factory=list)
+
+
+@dataclass
+class ShellScan:
+    invocations: list[Invocation]
+    lints: list[Lint]
+    unterminated: str | None
+
+
+def strip_prompts(text: str) -> str:
+    """`$ vllm serve …` → `  vllm serve …` (console prompts are not part of the command)."""
+    return _PROMPT.sub(lambda m: m.group(1) + "  ", text)
+
+
+def simple_commands(tokens: list[Word | Operator]) -> list[tuple[list[Word], int]]:
+    """Group tokens into simple commands (words, last line), dropping redirections."""
+    commands: list[tuple[list[Word], int]] = []
+    current: list[Word] = []
+    skip_target = False
+    for tok in tokens:
+        if isinstance(tok, Operator):
+            if tok.redirection:
+                skip_target = True
+                continue
+            if current:
+                commands.append((current, tok.line))
+            current = []
+        elif skip_target:
+            skip_target = False
+        else:
+            current.append(tok)
+    if current:
+        commands.append((current, max(w.line for w in current)))
+    return commands
+
+
+def _peel(words: list[Word]) -> tuple[list[Word], list[Word]]:
+    """Remove env assignments and wrapper commands; return (env words, the command)."""
+    env: list[Word] = []
+    i = 0
+    while i < len(words):
+        t = words[i].text
+        if _ASSIGNMENT.match(t):
+            env.append(words[i])
+            i += 1
+        elif t in ("sudo", "nohup", "exec", "time", "command", "nice", "numactl", "taskset"):
+            i += 1
+            while i < len(words) and words[i].text.startswith("-"):
+                i += 1
+        elif t == "env":
+            i += 1
+            while i < len(words) and words[i].text.startswith("-"):
+                i += 2 if words[i].text in ("-u", "--unset") else 1
+        elif t == "timeout":
+            i += 2
+        elif t == "uv" and i + 1 < len(words) and words[i + 1].text == "run":
+            i += 2
+            while i < len(words) and words[i].text.startswith("-"):
+                i += 2 if words[i].text in ("--with", "--python", "-p", "--project", "--directory") else 1
+        else:
+            break
+    return env, words[i:]
+
+
+def _server_args(cmd: list[Word]) -> tuple[list[Word], Lint | None] | None:
+    """The arguments after the vLLM server entry point, if `cmd` starts one."""
+    texts = [w.text for w in cmd[:4]]
+    if texts[:2] == ["vllm", "serve"]:
+        return cmd[2:], None
+    if len(texts) >= 3 and re.fullmatch(r"python[0-9.]*", texts[0]) and texts[1] == "-m":
+        if texts[2] == "vllm.entrypoints.openai.api_server":
+            return cmd[3:], Lint(
+                "legacy-entrypoint",
+                "`python -m vllm.entrypoints.openai.api_server` is the legacy entry point; "
+                "`vllm serve` is the documented one",
+            )
+        if texts[2] == "vllm.entrypoints.cli.main" and texts[3:4] == ["serve"]:
+            return cmd[4:], None
+    return None
+
+
+def _docker(cmd: list[Word]) -> tuple[str, list[str], list[Word], list[Word]] | None:
+    """(image, docker options, env words, server args) for `docker run … IMAGE args`."""
+    texts = [w.text for w in cmd]
+    if len(texts) < 2 or texts[0] not in ("docker", "podman"):
+        return None
+    i = 2 if texts[1] == "run" else 3 if texts[1:3] == ["container", "run"] else 0
+    if not i:
+        return None
+    options: list[str] = []
+    env: list[Word] = []
+    while i < len(cmd) and texts[i].startswith("-"):
+        opt = texts[i]
+        name = opt.split("=", 1)[0]
+        takes_value = "=" not in opt and name in _DOCKER_VALUED
+        value = cmd[i + 1] if takes_value and i + 1 < len(cmd) else None
+        options.append(opt)
+        if value is not None:
+            options.append(value.text)
+        if name in ("-e", "--env"):
+            if "=" in opt[len(name):]:
+                env.append(Word(opt.split("=", 1)[1], cmd[i].line, cmd[i].expansions, cmd[i].quoted))
+            elif value is not None and "=" in value.text:
+                env.append(value)
+        i += 2 if value is not None else 1
+    if i >= len(cmd):
+        return None
+    image, args = texts[i], cmd[i + 1:]
+    if [w.text for w in args[:2]] == ["vllm", "serve"]:
+        args = args[2:]
+    elif not _VLLM_SERVER_IMAGE.match(image):
+        return None
+    return image, options, env, args
+
+
+def _env_dict(words: list[Word]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for w in words:
+        m = _ASSIGNMENT.match(w.text)
+        if m:
+            out[m.group(1)] = m.group(2)
+    return out
+
+
+_SHELLS = ("sh", "bash", "/bin/sh", "/bin/bash", "/usr/bin/bash", "/usr/bin/env bash")
+
+
+def _option_value(options: list[str], name: str) -> str | None:
+    for i, opt in enumerate(options):
+        if opt == name and i + 1 < len(options):
+            return options[i + 1]
+        if opt.startswith(name + "="):
+            return opt.split("=", 1)[1]
+    return None
+
+
+def _shell_c(cmd: list[Word], depth: int) -> list[Invocation]:
+    """Invocations inside `bash -c 'script'` (lines made relative to the outer text)."""
+    if cmd[0].text not in _SHELLS:
+        return []
+    script = next((cmd[j + 1] for j, w in enumerate(cmd[:-1]) if w.text in ("-c", "-lc", "-ec", "-xc")), None)
+    if script is None:
+        return []
+    inner = scan(script.text, depth + 1).invocations
+    for inv in inner:
+        inv.line += script.line
+        inv.end_line += script.line
+        for lint in inv.lints:
+            lint.line = None if lint.line is None else lint.line + script.line
+    return inner
+
+
+def scan(text: str, depth: int = 0) -> ShellScan:
+    """Find every serve/docker/fragment invocation in `text`."""
+    lexed = lex(strip_prompts(text))
+    found: list[Invocation] = []
+    previous: Invocation | None = None  # the invocation that the last simple command was
+    for cmd, end in simple_commands(lexed.tokens):
+        env_words, rest = _peel(cmd)
+        if not rest:
+            previous = None
+            continue
+        start = cmd[0].line
+        if previous is not None and not env_words and rest[0].text.startswith("--"):
+            previous.lints.append(Lint(
+                "orphan-arguments",
+                f"line {start + 1} starts with `{rest[0].text}` but the command ended on the line "
+                "before (no `\\`): bash runs these arguments as a separate command",
+                start,
+            ))
+            continue
+        previous = None
+        server = _server_args(rest)
+        if server is not None:
+            args, lint = server
+            inv = Invocation("serve", args, _env_dict(env_words), env_words, start, end)
+            if lint:
+                inv.lints.append(Lint(lint.code, lint.message, start))
+            found.append(inv)
+            previous = inv
+            continue
+        docker = _docker(rest)
+        if docker is not None:
+            image, options, denv, args = docker
+            env = _env_dict(env_words) | _env_dict(denv)
+            entrypoint = _option_value(options, "--entrypoint")
+            if entrypoint is None or entrypoint in ("vllm", "vllm serve"):
+                found.append(Invocation("docker", args, env, env_words + denv, start, end, image, options))
+                previous = found[-1]
+            elif depth < 3:
+                # `--entrypoint bash IMAGE -lc "… vllm serve …"`: the server starts inside.
+                for inv in _shell_c([Word(entrypoint, start), *args], depth):
+                    if inv.kind == "serve":
+                        found.append(Invocation("docker", inv.args, env | inv.env, env_words + denv + inv.env_words,
+                                                start, end, image, options, inv.lints))
+            continue
+        if rest[0].text in _SHELLS and depth < 3:
+            inner = _shell_c(rest, depth)
+            for inv in inner:
+                inv.env = _env_dict(env_words) | inv.env
+            found += inner
+            continue
+        if rest[0].text.split("=", 1)[0].split(".", 1)[0] in SPEC_FLAGS:
+            found.append(Invocation("fragment", rest, _env_dict(env_words), env_words, start, end))
+    return ShellScan(found, lexed.lints, lexed.unterminated)

@@ -1,0 +1,162 @@
+"""Turn a found invocation (words + where it was found) into a `Snippet` record."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import textwrap
+from dataclasses import dataclass, replace
+from typing import Any
+
+from extractor.records import Lint, Snippet, Source
+from extractor.serve_args import parse_serve_args, placeholders_in
+from extractor.shell_commands import Invocation, scan
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where a block of text sits in the corpus; `line` is the block's first file line."""
+
+    corpus: str
+    version: str
+    file: str
+    line: int
+    anchor: str | None = None
+    url: str | None = None
+    """The page URL, without fragment."""
+    context: str = ""
+    line_links: bool = False
+    """Link to the line (`?plain=1#L12` on GitHub) rather than to the heading anchor."""
+
+    def source(self, offset: int, text: str) -> Source:
+        line = self.line + offset
+        url = self.url
+        if url and self.line_links:
+            url = f"{url}?plain=1#L{line}"
+        elif url and self.anchor:
+            url = f"{url}#{self.anchor}"
+        return Source(self.corpus, self.version, self.file, line, self.anchor, url, text, self.context)
+
+    def at(self, line: int, **changes: Any) -> Place:
+        return replace(self, line=line, **changes)
+
+
+def normalize_image(image: str) -> str:
+    image = image.removeprefix("docker.io/")
+    last = image.rsplit("/", 1)[-1]
+    return image if ":" in last or "@" in last else image + ":latest"
+
+
+def snippet_id(kind: str, canonical_argv: list[str], env: dict[str, str], image: str | None) -> str:
+    """A stable id: the same invocation on another page or docs version hashes the same."""
+    key = {"kind": kind, "argv": canonical_argv, "env": sorted(env.items())}
+    if image is not None:
+        key["image"] = image
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+    return f"{kind[0]}-{digest[:12]}"
+
+
+def build(
+    kind: str,
+    argv: list[str],
+    env: dict[str, str],
+    source: Source,
+    *,
+    expansions: list[list[str]] | None = None,
+    env_expansions: dict[str, list[str]] | None = None,
+    lints: list[Lint] = (),
+    image: str | None = None,
+    docker_options: list[str] | None = None,
+    python: dict[str, Any] | None = None,
+    recipe: dict[str, Any] | None = None,
+    extra_placeholders: list[str] = (),
+    fragment: bool = False,
+) -> Snippet:
+    """Assemble a snippet from final argv/env; `expansions[i]` belongs to `argv[i]`."""
+    expansions = expansions or [[] for _ in argv]
+    parsed = parse_serve_args(argv)
+    placeholders: list[str] = list(extra_placeholders)
+    for word, exps in zip(argv, expansions):
+        placeholders += placeholders_in(word, exps)
+    for name, value in env.items():
+        placeholders += placeholders_in(value, (env_expansions or {}).get(name, []))
+    placeholders = list(dict.fromkeys(placeholders))
+    all_lints = [replace(lint, file=source.file) for lint in (*lints, *parsed.lints)]
+    for lint in all_lints:
+        lint.line = source.line if lint.line is None else lint.line
+
+    image = normalize_image(image) if image else None
+    runnable, reason = True, None
+    if fragment:
+        runnable, reason = False, "fragment: a `--speculative-config` value shown without a `vllm serve` command"
+    elif any(lint.code == "unbalanced-quote" for lint in all_lints):
+        runnable, reason = False, next(lint.message for lint in all_lints if lint.code == "unbalanced-quote")
+    elif placeholders:
+        runnable, reason = False, "placeholder: " + ", ".join(placeholders)
+    elif (config := next((o for o in parsed.options if o.name == "--config"), None)) is not None:
+        runnable, reason = False, f"needs a local file: --config {' '.join(config.values)}"
+    elif any(a == "--help" or a.startswith("--help=") or a == "-h" for a in argv):
+        runnable, reason = False, "help invocation: prints help, serves nothing"
+    elif parsed.model is None and kind in ("serve", "docker", "recipe"):
+        all_lints.append(Lint("no-model", "no model is given: vLLM serves its built-in default model",
+                              source.line, source.file))
+
+    return Snippet(
+        id=snippet_id("serve" if fragment else kind, parsed.canonical(), env, image),
+        kind=kind,
+        argv=list(argv),
+        env=dict(env),
+        model=parsed.model,
+        speculative_config=parsed.speculative_config,
+        speculative_config_error=parsed.speculative_config_error,
+        placeholders=placeholders,
+        runnable=runnable,
+        reason=reason,
+        lints=_dedupe(all_lints),
+        sources=[source],
+        image=image,
+        docker_options=docker_options,
+        python=python,
+        recipe=recipe,
+    )
+
+
+def _dedupe(lints: list[Lint]) -> list[Lint]:
+    seen, out = set(), []
+    for lint in lints:
+        key = (lint.code, lint.file, lint.line, lint.message)
+        if key not in seen:
+            seen.add(key)
+            out.append(lint)
+    return out
+
+
+def from_shell_text(text: str, place: Place, extra_env: dict[str, str] | None = None) -> list[Snippet]:
+    """Every serve/docker/fragment snippet in a shell block starting at `place.line`
+    (`extra_env`: variables the surrounding file sets, e.g. a k8s container's `env`)."""
+    found = scan(text)
+    lines = text.split("\n")
+    out = []
+    for inv in found.invocations:
+        inv.env = (extra_env or {}) | inv.env
+        lints = [lint for lint in found.lints if lint.line is not None and inv.line <= lint.line <= inv.end_line]
+        lints += inv.lints
+        lints = [replace(lint, line=place.line + lint.line) for lint in lints]
+        raw = textwrap.dedent("\n".join(lines[inv.line:inv.end_line + 1])).strip("\n")
+        out.append(_from_invocation(inv, place.source(inv.line, raw), lints))
+    return out
+
+
+def _from_invocation(inv: Invocation, source: Source, lints: list[Lint]) -> Snippet:
+    return build(
+        "docker" if inv.kind == "docker" else "serve",
+        [w.text for w in inv.args],
+        inv.env,
+        source,
+        expansions=[w.expansions for w in inv.args],
+        env_expansions={w.text.split("=", 1)[0]: w.expansions for w in inv.env_words},
+        lints=lints,
+        image=inv.image,
+        docker_options=inv.docker_options if inv.kind == "docker" else None,
+        fragment=inv.kind == "fragment",
+    )
