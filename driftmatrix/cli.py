@@ -7,7 +7,9 @@ import os
 import sys
 from pathlib import Path
 
-SAMPLE_DOCS = Path(__file__).resolve().parent.parent / "extractor" / "data" / "sample-docs"
+import extractor
+
+SAMPLE_DOCS = Path(extractor.__file__).resolve().parent / "data" / "sample-docs"
 
 
 def _cache_dir() -> Path:

@@ -15,7 +15,7 @@ import yaml
 
 from extractor import yaml_nodes
 from extractor.records import Diagnostic, Snippet
-from extractor.snippet_builder import Place, build
+from extractor.snippet_builder import Place, build, shell_text
 
 RECIPES_SITE = "https://recipes.vllm.ai"
 
@@ -103,7 +103,7 @@ def _commands(root: yaml.Node, data: dict[str, Any], place: Place) -> list[Snipp
     def snippet(node_path: tuple[str, ...], argv: list[str], env: dict[str, str], what: dict[str, Any]) -> Snippet:
         node = yaml_nodes.child(root, *node_path)
         line = _line(node, 0)
-        text = "vllm serve " + " ".join(argv)
+        text = shell_text(argv, env)
         source = place.at(place.line, url=url, line_links=False, context="recipe:" + ".".join(node_path)).source(line, text)
         return build("recipe", argv, env, source, recipe={"model_id": model_id, **what})
 

@@ -27,6 +27,9 @@ class Lint:
     """1-based line in `file` (relative while lexing, made absolute by the builder)."""
     file: str | None = None
     """Corpus-relative path of the file the lint is about."""
+    corpus: str | None = None
+    version: str | None = None
+    """Corpus and version of that file (one snippet can appear in several versions)."""
 
 
 @dataclass

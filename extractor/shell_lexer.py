@@ -63,6 +63,8 @@ class LexResult:
     """Places where bash reads the text differently from what the author meant."""
     unterminated: str | None = None
     """Description of an unbalanced quote/expansion, when the text ends inside one."""
+    heredocs: list[tuple[int, str]] = field(default_factory=list)
+    """(0-based first line, body) of each here-document: data, e.g. a manifest for kubectl."""
 
 
 class _Lexer:
@@ -73,7 +75,8 @@ class _Lexer:
         self.tokens: list[Token] = []
         self.lints: list[Lint] = []
         self.unterminated: str | None = None
-        self.heredocs: list[tuple[str, bool]] = []  # (delimiter, strip_tabs)
+        self.heredocs: list[tuple[str, bool]] = []  # pending: (delimiter, strip_tabs)
+        self.bodies: list[tuple[int, str]] = []
         # current word under construction
         self.buf: list[str] | None = None
         self.word_line = 0
@@ -145,7 +148,7 @@ class _Lexer:
                 self.buf.append(c)
                 self.i += 1
         self._end()
-        return LexResult(self.tokens, self.lints, self.unterminated)
+        return LexResult(self.tokens, self.lints, self.unterminated, self.bodies)
 
     def _newline_operator(self) -> None:
         self.tokens.append(Operator("\n", self.line))
@@ -157,6 +160,7 @@ class _Lexer:
     def _skip_heredoc_bodies(self) -> None:
         # Heredoc bodies are data (a config file written with `cat <<EOF`), not commands.
         for delimiter, strip_tabs in self.heredocs:
+            first, body = self.line, []
             while self.i < len(self.s):
                 end = self.s.find("\n", self.i)
                 end = len(self.s) if end < 0 else end
@@ -165,6 +169,8 @@ class _Lexer:
                 self.line += 1
                 if (body_line.lstrip("\t") if strip_tabs else body_line).strip() == delimiter:
                     break
+                body.append(body_line)
+            self.bodies.append((first, "\n".join(body)))
         self.heredocs = []
 
     def _backslash(self) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shlex
 import textwrap
 from dataclasses import dataclass, replace
 from typing import Any
@@ -39,6 +40,12 @@ class Place:
 
     def at(self, line: int, **changes: Any) -> Place:
         return replace(self, line=line, **changes)
+
+
+def shell_text(argv: list[str], env: dict[str, str]) -> str:
+    """The `vllm serve` command line a reader would type for composed argv/env."""
+    prefix = "".join(f"{name}={shlex.quote(value)} " for name, value in env.items())
+    return f"{prefix}vllm serve {shlex.join(argv)}"
 
 
 def normalize_image(image: str) -> str:
@@ -81,7 +88,8 @@ def build(
     for name, value in env.items():
         placeholders += placeholders_in(value, (env_expansions or {}).get(name, []))
     placeholders = list(dict.fromkeys(placeholders))
-    all_lints = [replace(lint, file=source.file) for lint in (*lints, *parsed.lints)]
+    all_lints = [replace(lint, file=source.file, corpus=source.corpus, version=source.version)
+                 for lint in (*lints, *parsed.lints)]
     for lint in all_lints:
         lint.line = source.line if lint.line is None else lint.line
 
@@ -99,7 +107,7 @@ def build(
         runnable, reason = False, "help invocation: prints help, serves nothing"
     elif parsed.model is None and kind in ("serve", "docker", "recipe"):
         all_lints.append(Lint("no-model", "no model is given: vLLM serves its built-in default model",
-                              source.line, source.file))
+                              source.line, source.file, source.corpus, source.version))
 
     return Snippet(
         id=snippet_id("serve" if fragment else kind, parsed.canonical(), env, image),
