@@ -19,7 +19,7 @@ from extractor.html_pages import from_html
 from extractor.markdown_blocks import code_blocks
 from extractor.python_calls import from_python
 from extractor.recipes_yaml import from_recipe
-from extractor.records import CorpusInfo, Diagnostic, Snippet
+from extractor.records import CorpusInfo, Diagnostic, Lint, Snippet
 from extractor.snippet_builder import Place
 
 MAX_FILE_BYTES = 10 * 1024 * 1024
@@ -146,6 +146,13 @@ def _markdown(text: str, place: Place, tree_root: Path | None, line_offset: int 
         context = f"fence:{block.lang or 'plain'}" + (f" in {block.container}" if block.container else "")
         found, diags = snippets_from_block(
             block.lang, block.text, place.at(block.line + line_offset, anchor=block.anchor, context=context))
+        if block.stray_indent:
+            for snippet in found:
+                snippet.lints.append(Lint(
+                    "fence-not-rendered",
+                    f"the opening fence is indented by {block.stray_indent} space(s) outside any list or "
+                    "container: mkdocs renders this block as a paragraph of text, not as code",
+                    block.line + line_offset - 1, place.file, place.corpus, place.version))
         snippets += found
         diagnostics += diags
     if tree_root is not None and "--8<--" in text:

@@ -39,6 +39,9 @@ class CodeBlock:
     """Id of the nearest heading above the block."""
     container: str
     """`""`, `tab`, `admonition` or `html` — what the block sits in."""
+    stray_indent: int = 0
+    """Spaces before the opening fence of a top-level block. CommonMark accepts up to
+    3; Python-Markdown (mkdocs) then renders the block as a paragraph, not as code."""
 
 
 def _tabbed_rule(state: StateBlock, start: int, end: int, silent: bool) -> bool:
@@ -107,6 +110,7 @@ def code_blocks(text: str) -> Iterator[CodeBlock]:
 def _walk(text: str, offset: int, anchors: _Anchors, container: str, depth: int) -> Iterator[CodeBlock]:
     tokens = _PARSER.parse(text)
     inner = container
+    lines: list[str] | None = None
     for i, tok in enumerate(tokens):
         if tok.type == "heading_open" and i + 1 < len(tokens):
             anchors.heading(tokens[i + 1].content)
@@ -117,7 +121,11 @@ def _walk(text: str, offset: int, anchors: _Anchors, container: str, depth: int)
         elif tok.type == "fence" and tok.map:
             info = tok.info.strip().lstrip("{").lstrip(".")
             lang = re.split(r"[\s{}]", info, maxsplit=1)[0].lower() if info else ""
-            yield CodeBlock(lang, tok.content, offset + tok.map[0] + 2, anchors.current, inner)
+            indent = 0
+            if tok.level == 0 and depth == 0:
+                lines = lines or text.split("\n")
+                indent = len(lines[tok.map[0]]) - len(lines[tok.map[0]].lstrip(" "))
+            yield CodeBlock(lang, tok.content, offset + tok.map[0] + 2, anchors.current, inner, indent)
         elif tok.type == "code_block" and tok.map and depth < _MAX_DEPTH:
             # Indented content: a container markdown-it did not know, or a tab/admonition
             # body after a blank line. Parse it again; keep it as a block if no fence.
