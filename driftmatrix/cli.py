@@ -22,11 +22,12 @@ def cmd_extract(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from extractor.catalog import extract, print_diagnostic, summarize
-    from extractor.sdist import SdistError, fetch_docs
     from extractor.summary_table import render
 
     sources = [Path(s) for s in args.sources]
     failed = []
+    if args.vllm_version:
+        from extractor.sdist import SdistError, fetch_docs  # httpx only when downloading
     for version in args.vllm_version or []:
         try:
             sources.append(fetch_docs(version, Path(args.cache_dir) / "sdists"))

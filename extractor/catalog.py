@@ -3,13 +3,16 @@ with several sources; counts for the summary table."""
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 import sys
 from collections import Counter
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from extractor.corpus import SourceError, extract_source
+from extractor.corpus import Result, SourceError, Tree, detect, extract_file, extract_html, files_of
 from extractor.records import Catalog, CorpusInfo, Diagnostic, Snippet
 
 
@@ -29,32 +32,61 @@ def merge(snippets: list[Snippet]) -> list[Snippet]:
     return list(by_id.values())
 
 
-def extract(sources: list[Path], on_diagnostic=None) -> tuple[Catalog, list[str]]:
+def _file_job(job: tuple[Tree, Path]) -> tuple[list[Snippet], list[Diagnostic]]:
+    return extract_file(*job)
+
+
+def _map_files(jobs: list[tuple[Tree, Path]], workers: int):
+    """extract_file over all jobs, in order; forked workers when it pays off (the files
+    are independent, and parsing is CPU-bound)."""
+    if workers <= 1 or len(jobs) < 64 or "fork" not in multiprocessing.get_all_start_methods():
+        yield from map(_file_job, jobs)
+        return
+    context = multiprocessing.get_context("fork")
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        yield from pool.map(_file_job, jobs, chunksize=max(1, len(jobs) // (workers * 8)))
+
+
+def default_workers() -> int:
+    return int(os.environ.get("DRIFTMATRIX_WORKERS") or min(4, os.cpu_count() or 1))
+
+
+def extract(sources: list[Path], on_diagnostic=None, workers: int | None = None) -> tuple[Catalog, list[str]]:
     """Extract every SOURCE; returns the catalog and the SOURCEs that could not be read."""
-    found: list[Snippet] = []
     diagnostics: list[Diagnostic] = []
-    corpora: list[CorpusInfo] = []
     unusable: list[str] = []
+    results: list[Result] = []
+    jobs: list[tuple[Tree, Path]] = []
+    owner: list[Result] = []
     for path in sources:
         try:
-            result = extract_source(path)
+            if path.is_file() and path.suffix.lower() in (".html", ".htm"):
+                results.append(extract_html(path))
+                continue
+            tree = detect(path)
         except SourceError as err:
             unusable.append(str(path))
-            diag = Diagnostic("error", "bad-source", str(err), file=str(path))
-            diagnostics.append(diag)
-            if on_diagnostic:
-                on_diagnostic(diag)
+            diagnostics.append(Diagnostic("error", "bad-source", str(err), file=str(path)))
             continue
-        corpora.append(result.info)
-        found += result.snippets
+        result = Result(CorpusInfo(tree.kind, tree.version, str(path)))
+        results.append(result)
+        for file in files_of(tree):
+            jobs.append((tree, file))
+            owner.append(result)
+    for result, (found, diags) in zip(owner, _map_files(jobs, workers or default_workers())):
+        result.info.files += 1
+        result.info.snippets += len(found)
+        result.snippets += found
+        result.diagnostics += diags
+    for result in results:
         diagnostics += result.diagnostics
-        for diag in result.diagnostics:
-            if on_diagnostic:
-                on_diagnostic(diag)
+    if on_diagnostic:
+        for diag in diagnostics:
+            on_diagnostic(diag)
     catalog = Catalog(
-        snippets=merge(found),
+        snippets=merge([s for result in results for s in result.snippets]),
         diagnostics=diagnostics,
-        corpora=corpora,
+        corpora=[result.info for result in results],
         generated_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
     )
     return catalog, unusable

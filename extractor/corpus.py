@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from extractor.code_blocks import snippets_from_block
-from extractor.html_pages import from_html
 from extractor.markdown_blocks import code_blocks
 from extractor.python_calls import from_python
 from extractor.recipes_yaml import from_recipe
@@ -27,8 +26,10 @@ DOCS_SITE = "https://docs.vllm.ai/en"
 RECIPES_REPO = "https://github.com/vllm-project/recipes"
 _INCLUDE = re.compile(r"""^[ \t]*-{1,3}8<-{1,3}[ \t]+["']([^"'\n]+)["']""", re.M)
 _SKIP_DIRS = {".git", "node_modules", ".next", "public", "site", "__pycache__"}
-# A page without any of these words cannot hold a snippet: skip parsing it.
-_PAGE_HINTS = ("vllm", "speculative", "--8<--")
+# A page without any of these cannot hold a snippet (a serve command, a vLLM image, a
+# speculative config, an argv list, an include): skip parsing it — a third of the docs.
+_PAGE_HINTS = ("vllm serve", "speculative", "vllm.entrypoints", "vllm/vllm-", "--8<--", '"vllm"', "'vllm'",
+               "- vllm", "-sc ")
 
 
 class SourceError(ValueError):
@@ -189,31 +190,36 @@ def _includes(text: str, place: Place, root: Path, line_offset: int) -> tuple[li
     return snippets, diagnostics
 
 
+def extract_file(tree: Tree, path: Path) -> tuple[list[Snippet], list[Diagnostic]]:
+    """Snippets and diagnostics of one file of a tree (never raises)."""
+    rel = path.relative_to(tree.root).as_posix()
+    text, diagnostics = read_text(path, tree.kind, tree.version, rel)
+    if text is None:
+        return [], diagnostics
+    url = page_url(tree, rel)
+    place = Place(tree.kind, tree.version, rel, 1, None, url, line_links="github.com" in url)
+    try:
+        if path.suffix == ".md":
+            found, diags = _markdown(text, place, tree.root)
+        else:
+            found, diags, guide = from_recipe(text, place)
+            if guide is not None:
+                more, more_diags = _markdown(guide[0], place, None, line_offset=guide[1])
+                found, diags = found + more, diags + more_diags
+    except RecursionError:
+        found, diags = [], [Diagnostic("error", "too-deep", "nesting too deep to read; skipped",
+                                       tree.kind, tree.version, rel)]
+    except Exception as err:  # noqa: BLE001 — our bug: report it for this file, go on
+        found, diags = [], [Diagnostic("error", "internal-error", f"{type(err).__name__}: {err}",
+                                       tree.kind, tree.version, rel)]
+    return found, diagnostics + diags
+
+
 def extract_tree(tree: Tree, root_arg: str) -> Result:
     result = Result(CorpusInfo(tree.kind, tree.version, root_arg))
     for path in files_of(tree):
-        rel = path.relative_to(tree.root).as_posix()
         result.info.files += 1
-        text, diags = read_text(path, tree.kind, tree.version, rel)
-        result.diagnostics += diags
-        if text is None:
-            continue
-        url = page_url(tree, rel)
-        place = Place(tree.kind, tree.version, rel, 1, None, url, line_links="github.com" in url)
-        try:
-            if path.suffix == ".md":
-                found, diags = _markdown(text, place, tree.root)
-            else:
-                found, diags, guide = from_recipe(text, place)
-                if guide is not None:
-                    more, more_diags = _markdown(guide[0], place, None, line_offset=guide[1])
-                    found, diags = found + more, diags + more_diags
-        except RecursionError:
-            found, diags = [], [Diagnostic("error", "too-deep", "nesting too deep to read; skipped",
-                                           tree.kind, tree.version, rel)]
-        except Exception as err:  # noqa: BLE001 — our bug: report it for this file, go on
-            found, diags = [], [Diagnostic("error", "internal-error", f"{type(err).__name__}: {err}",
-                                           tree.kind, tree.version, rel)]
+        found, diags = extract_file(tree, path)
         result.snippets += found
         result.diagnostics += diags
     result.info.snippets = len(result.snippets)
@@ -226,6 +232,8 @@ def extract_html(path: Path) -> Result:
     result = Result(info, diagnostics=diags)
     if text is None:
         return result
+    from extractor.html_pages import from_html  # bs4 is only needed for saved pages
+
     try:
         found, diags, version, _url = from_html(path, text)
     except Exception as err:  # noqa: BLE001

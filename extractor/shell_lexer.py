@@ -21,6 +21,7 @@ CONTROL_OPERATORS = ("&&", "||", ";;", "|&", ";", "&", "|", "(", ")", "\n")
 REDIRECTIONS = ("<<-", "<<<", "<<", ">>", "&>>", "&>", ">&", "<&", ">|", "<>", ">", "<")
 
 _PLACEHOLDER = re.compile(r"<[A-Za-z][^<>\n=]{0,80}?>|\{[A-Za-z_][^{}\n\"':,]{0,80}\}")
+_PLAIN = re.compile(r"[^ \t\r\n\\'\"$`<>;&|()]+")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _ANSI_C_ESCAPES = {
     "a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n",
@@ -144,9 +145,11 @@ class _Lexer:
                 self.tokens.append(Operator(op, self.line))
                 self.i += len(op)
             else:
+                # A run of ordinary characters at once (`#` and `{` are ordinary mid-word).
                 self._start()
-                self.buf.append(c)
-                self.i += 1
+                m = _PLAIN.match(s, self.i)
+                self.buf.append(m.group(0) if m else c)
+                self.i = m.end() if m else self.i + 1
         self._end()
         return LexResult(self.tokens, self.lints, self.unterminated, self.bodies)
 

@@ -1,0 +1,59 @@
+from extractor.recipes_yaml import from_recipe
+from extractor.snippet_builder import Place
+
+RECIPE = """meta:
+  title: T
+model:
+  model_id: "org/model"
+  base_args: ["--trust-remote-code"]
+  base_env: {VLLM_X: "1"}
+features:
+  tool_calling:
+    args: ["--enable-auto-tool-choice", "--tool-call-parser", "hermes"]
+  spec_decoding:
+    default_mode: mtp
+    modes:
+      eagle:
+        args: ["--speculative-config", '{"method":"eagle3","model":"org/eagle","num_speculative_tokens":3}']
+      mtp:
+        variants: [default, fp8]
+        args: ["--speculative-config", '{"method":"mtp","num_speculative_tokens":1}']
+opt_in_features: [spec_decoding]
+variants:
+  default: {precision: bf16}
+  fp8:
+    model_id: org/model-FP8
+    extra_args: ["--kv-cache-dtype", "fp8"]
+    extra_env: {VLLM_Y: "2"}
+guide: |
+  ## Run
+  ```bash
+  vllm serve org/model --max-model-len 1024
+  ```
+"""
+
+
+def test_recipe_commands_lines_and_guide():
+    snippets, diags, guide = from_recipe(RECIPE, Place("recipes", "abc", "models/org/model.yaml", 1))
+    assert diags == []
+    by_context = {s.sources[0].context: s for s in snippets}
+    default = by_context["recipe:model.model_id"]
+    assert default.argv == ["org/model", "--trust-remote-code", "--enable-auto-tool-choice", "--tool-call-parser", "hermes"]
+    assert default.env == {"VLLM_X": "1"} and default.sources[0].line == 4
+    assert default.sources[0].text.startswith("VLLM_X=1 vllm serve org/model --trust-remote-code")
+    mtp = by_context["recipe:features.spec_decoding.modes.mtp.args"]
+    assert mtp.speculative_config == {"method": "mtp", "num_speculative_tokens": 1}
+    assert mtp.recipe["features"] == ["tool_calling", "spec_decoding:mtp"]
+    assert mtp.sources[0].line == 17  # its `args:` line
+    eagle = by_context["recipe:features.spec_decoding.modes.eagle.args"]
+    assert eagle.speculative_config["model"] == "org/eagle"
+    fp8 = by_context["recipe:variants.fp8"]
+    assert fp8.model == "org/model-FP8" and fp8.argv[-2:] == ["--kv-cache-dtype", "fp8"]
+    assert fp8.env == {"VLLM_X": "1", "VLLM_Y": "2"}
+    assert all(s.sources[0].url == "https://recipes.vllm.ai/org/model" for s in snippets)
+    text, first = guide
+    assert text.startswith("## Run") and first == 25  # 0-based: the line after `guide: |`
+
+
+def test_not_a_recipe_is_a_warning():
+    assert from_recipe("title: x\n", Place("recipes", "abc", "models/a.yaml", 1))[1][0].code == "not-a-recipe"

@@ -1,0 +1,33 @@
+import json
+
+import pytest
+
+from extractor.catalog import extract
+from extractor.records import SCHEMA, Catalog
+
+
+def test_catalog_round_trip_and_schema(tmp_path, corpus):
+    catalog, _ = extract([corpus / "recipes" / "8959cf6"])
+    path = tmp_path / "snippets.json"
+    catalog.write(path)
+    data = json.loads(path.read_text())
+    assert data["schema"] == SCHEMA == 1
+    for snippet in data["snippets"]:
+        assert {"id", "kind", "argv", "env", "model", "speculative_config", "placeholders", "runnable",
+                "reason", "lints", "sources"} <= set(snippet)
+        for source in snippet["sources"]:
+            assert set(source) == {"corpus", "version", "file", "line", "anchor", "url", "text", "context"}
+    again = Catalog.read(path)
+    assert [s.to_dict() for s in again.snippets] == [s.to_dict() for s in catalog.snippets]
+    data["schema"] = 2
+    path.write_text(json.dumps(data))
+    with pytest.raises(ValueError, match="schema 2"):
+        Catalog.read(path)
+
+
+def test_identical_invocations_are_merged(corpus):
+    catalog, _ = extract([corpus / "vllm-docs" / "0.20.1", corpus / "vllm-docs" / "0.33.0"])
+    ids = [s.id for s in catalog.snippets]
+    assert len(ids) == len(set(ids))
+    multi = [s for s in catalog.snippets if len(s.sources) > 1]
+    assert multi and all(len({(x.version, x.file, x.line) for x in s.sources}) == len(s.sources) for s in multi)
