@@ -33,6 +33,7 @@ _PLACEHOLDER_TEXT = re.compile(
     r"|(?<!\$)\{[A-Za-z_][^{}\n\"':,]{0,80}\}"  # {your model directory}, not ${VAR}
     r"|(?<![\w.])/path/to/[^\s\"',}]*"  # /path/to/model
     r"|^(?:\.\.\.|…)$"  # a bare ellipsis: "and more arguments here"
+    r"|(?i:\byour[-_][\w-]+)"  # your-huggingface-token, YOUR_API_KEY
 )
 _VAR_NAME = re.compile(r"^\$\{?([A-Za-z_][A-Za-z0-9_]*)")
 _NEGATIVE_NUMBER = re.compile(r"^-\d")

@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from extractor.records import Lint, Snippet, Source
-from extractor.serve_args import parse_serve_args, placeholders_in
+from extractor.serve_args import ServeArgs, parse_serve_args, placeholders_in
 from extractor.shell_commands import Invocation, scan
 
 
@@ -94,18 +94,8 @@ def build(
         lint.line = source.line if lint.line is None else lint.line
 
     image = normalize_image(image) if image else None
-    runnable, reason = True, None
-    if fragment:
-        runnable, reason = False, "fragment: a `--speculative-config` value shown without a `vllm serve` command"
-    elif any(lint.code == "unbalanced-quote" for lint in all_lints):
-        runnable, reason = False, next(lint.message for lint in all_lints if lint.code == "unbalanced-quote")
-    elif placeholders:
-        runnable, reason = False, "placeholder: " + ", ".join(placeholders)
-    elif (config := next((o for o in parsed.options if o.name == "--config"), None)) is not None:
-        runnable, reason = False, f"needs a local file: --config {' '.join(config.values)}"
-    elif any(a == "--help" or a.startswith("--help=") or a == "-h" for a in argv):
-        runnable, reason = False, "help invocation: prints help, serves nothing"
-    elif parsed.model is None and kind in ("serve", "docker", "recipe"):
+    reason = _not_runnable(fragment, all_lints, placeholders, parsed, argv)
+    if reason is None and parsed.model is None and kind in ("serve", "docker", "recipe"):
         all_lints.append(Lint("no-model", "no model is given: vLLM serves its built-in default model",
                               source.line, source.file, source.corpus, source.version))
 
@@ -118,7 +108,7 @@ def build(
         speculative_config=parsed.speculative_config,
         speculative_config_error=parsed.speculative_config_error,
         placeholders=placeholders,
-        runnable=runnable,
+        runnable=reason is None,
         reason=reason,
         lints=_dedupe(all_lints),
         sources=[source],
@@ -127,6 +117,24 @@ def build(
         python=python,
         recipe=recipe,
     )
+
+
+def _not_runnable(fragment: bool, lints: list[Lint], placeholders: list[str], parsed: ServeArgs,
+                  argv: list[str]) -> str | None:
+    """Why the snippet cannot be run as written, or None."""
+    if fragment:
+        return "fragment: a `--speculative-config` value shown without a `vllm serve` command"
+    unbalanced = next((lint.message for lint in lints if lint.code == "unbalanced-quote"), None)
+    if unbalanced:
+        return unbalanced
+    if placeholders:
+        return "placeholder: " + ", ".join(placeholders)
+    config = next((o for o in parsed.options if o.name == "--config"), None)
+    if config is not None:
+        return f"needs a local file: --config {' '.join(config.values)}"
+    if any(a == "--help" or a.startswith("--help=") or a == "-h" for a in argv):
+        return "help invocation: prints help, serves nothing"
+    return None
 
 
 def _dedupe(lints: list[Lint]) -> list[Lint]:

@@ -61,3 +61,5 @@ def test_placeholders():
     assert placeholders_in("${HEAD_IP}:8000", ["${HEAD_IP}"]) == ["${HEAD_IP}"]
     assert placeholders_in("$HF_TOKEN", ["$HF_TOKEN"]) == []  # taken from the runner's env
     assert placeholders_in('{"model": "a/b"}', []) == []
+    assert placeholders_in("your-huggingface-token", []) == ["your-huggingface-token"]
+    assert placeholders_in("...", []) == ["..."]
