@@ -68,7 +68,7 @@ def extract(sources: list[Path], on_diagnostic=None, workers: int | None = None)
             unusable.append(str(path))
             diagnostics.append(Diagnostic("error", "bad-source", str(err), file=str(path)))
             continue
-        result = Result(CorpusInfo(tree.kind, tree.version, str(path)))
+        result = Result(CorpusInfo(tree.kind, tree.version, str(path), tree.layout))
         results.append(result)
         for file in files_of(tree):
             jobs.append((tree, file))

@@ -42,6 +42,8 @@ class Tree:
     """`vllm-docs` or `recipes` (also the corpus name written to sources)."""
     root: Path
     version: str
+    layout: str = "docs-tree"
+    """`docs-tree`, `sdist` (has PKG-INFO) or `recipes-repo`."""
 
 
 @dataclass
@@ -76,10 +78,11 @@ def detect(path: Path) -> Tree:
         raise SourceError(f"{path}: no such file or directory")
     if path.is_dir():
         if (path / "docs").is_dir() and any((path / n).is_file() for n in ("mkdocs.yaml", "mkdocs.yml")):
-            version = _pkg_version(path) or _git_ref(path) or path.name.removeprefix("vllm-")
-            return Tree("vllm-docs", path, version)
+            pkg_version = _pkg_version(path)
+            version = pkg_version or _git_ref(path) or path.name.removeprefix("vllm-")
+            return Tree("vllm-docs", path, version, "sdist" if pkg_version else "docs-tree")
         if (path / "models").is_dir() and ((path / "taxonomy.yaml").is_file() or (path / "strategies").is_dir()):
-            return Tree("recipes", path, _git_ref(path) or path.name)
+            return Tree("recipes", path, _git_ref(path) or path.name, "recipes-repo")
     raise SourceError(
         f"{path}: not a vLLM docs tree (docs/ + mkdocs.yaml), a vLLM sdist, a recipes "
         "repository (models/ + taxonomy.yaml) or a saved .html page"
@@ -147,6 +150,11 @@ def _markdown(text: str, place: Place, tree_root: Path | None, line_offset: int 
         context = f"fence:{block.lang or 'plain'}" + (f" in {block.container}" if block.container else "")
         found, diags = snippets_from_block(
             block.lang, block.text, place.at(block.line + line_offset, anchor=block.anchor, context=context))
+        if block.unclosed:
+            diagnostics.append(Diagnostic(
+                "warning", "unterminated-fence",
+                f"the code fence opened on line {block.line + line_offset - 1} is never closed: it runs to the "
+                "end of its container or page", place.corpus, place.version, place.file, block.line + line_offset - 1))
         if block.stray_indent:
             for snippet in found:
                 snippet.lints.append(Lint(
@@ -212,11 +220,28 @@ def extract_file(tree: Tree, path: Path) -> tuple[list[Snippet], list[Diagnostic
     except Exception as err:  # noqa: BLE001 — our bug: report it for this file, go on
         found, diags = [], [Diagnostic("error", "internal-error", f"{type(err).__name__}: {err}",
                                        tree.kind, tree.version, rel)]
-    return found, diagnostics + diags
+    return found, diagnostics + diags + _snippet_problems(found)
+
+
+def _snippet_problems(snippets: list[Snippet]) -> list[Diagnostic]:
+    """Per-snippet input problems, repeated as diagnostics so they reach stderr too."""
+    out = []
+    for snippet in snippets:
+        src = snippet.sources[0]
+        err = snippet.speculative_config_error
+        if err:
+            out.append(Diagnostic("warning", "invalid-json",
+                                  f"--speculative-config is not valid JSON: {err['message']} (line {err['lineno']}, "
+                                  f"column {err['colno']} of the value)", src.corpus, src.version, src.file, src.line))
+        for lint in snippet.lints:
+            if lint.code == "unbalanced-quote":
+                out.append(Diagnostic("warning", "unbalanced-quote", lint.message, src.corpus, src.version,
+                                      src.file, lint.line))
+    return out
 
 
 def extract_tree(tree: Tree, root_arg: str) -> Result:
-    result = Result(CorpusInfo(tree.kind, tree.version, root_arg))
+    result = Result(CorpusInfo(tree.kind, tree.version, root_arg, tree.layout))
     for path in files_of(tree):
         result.info.files += 1
         found, diags = extract_file(tree, path)
@@ -227,7 +252,7 @@ def extract_tree(tree: Tree, root_arg: str) -> Result:
 
 
 def extract_html(path: Path) -> Result:
-    info = CorpusInfo("html", "", str(path), files=1)
+    info = CorpusInfo("html", "", str(path), "html-page", files=1)
     text, diags = read_text(path, "html", "", path.name)
     result = Result(info, diagnostics=diags)
     if text is None:

@@ -2,8 +2,8 @@
 and the anchor of the nearest heading.
 
 markdown-it-py does the parsing. mkdocs-material puts code inside `!!! note` /
-`??? tip` admonitions (mdit-py-plugins' `admon`), `=== "Tab"` blocks (a small block rule
-below, built the same way) and `<details>` HTML blocks; an indented code block is parsed
+`??? tip` admonitions and `=== "Tab"` blocks (one small block rule below, with
+Python-Markdown's notion of where such a block ends) and `<details>` HTML blocks; an indented code block is parsed
 again as Markdown, because in these docs indentation almost always means "inside a
 container" rather than "indented code".
 """
@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from markdown.extensions.toc import slugify, unique
 from markdown_it import MarkdownIt
 from markdown_it.rules_block import StateBlock
-from mdit_py_plugins.admon import admon_plugin
 
-_TAB = re.compile(r"^===[+!]*\s+\S")
+_CONTAINER = re.compile(r"^(===[+!]*|!!!|\?\?\?\+?)[ \t]+\S")
+_QUOTE_MARKERS = re.compile(r"^[ \t]*(>[ \t]?)*")
 _ATTR_ID = re.compile(r"\s*\{[^}]*#([\w-]+)[^}]*\}\s*$")
 _INLINE_MARKUP = re.compile(r"!?\[([^\]]*)\]\([^)]*\)|<[^>]+>|[`*_]")
 _MAX_DEPTH = 6
@@ -42,14 +42,20 @@ class CodeBlock:
     stray_indent: int = 0
     """Spaces before the opening fence of a top-level block. CommonMark accepts up to
     3; Python-Markdown (mkdocs) then renders the block as a paragraph, not as code."""
+    unclosed: bool = False
+    """The fence is never closed: it runs to the end of its container or page."""
 
 
-def _tabbed_rule(state: StateBlock, start: int, end: int, silent: bool) -> bool:
-    """`=== "Tab title"` followed by content indented by 4 (pymdownx.tabbed)."""
+def _container_rule(state: StateBlock, start: int, end: int, silent: bool) -> bool:
+    """`=== "Tab"` (pymdownx.tabbed), `!!! note` / `??? tip` / `???+` (admonition,
+    pymdownx.details): a marker line, then content indented by 4. As in Python-Markdown,
+    blank lines do not end the body (code in these blocks has them); a non-blank line
+    indented less does."""
     if state.sCount[start] - state.blkIndent >= 4:
         return False
     pos = state.bMarks[start] + state.tShift[start]
-    if not _TAB.match(state.src[pos:state.eMarks[start]]):
+    m = _CONTAINER.match(state.src[pos:state.eMarks[start]])
+    if not m:
         return False
     if silent:
         return True
@@ -59,20 +65,21 @@ def _tabbed_rule(state: StateBlock, start: int, end: int, silent: bool) -> bool:
         if not state.isEmpty(nxt) and state.sCount[nxt] < indent:
             break
         nxt += 1
+    kind = "tab" if m.group(1).startswith("=") else "admonition"
     old = (state.parentType, state.lineMax, state.blkIndent)
-    state.parentType, state.lineMax, state.blkIndent = "tab", nxt, indent
-    token = state.push("tab_open", "div", 1)
+    state.parentType, state.lineMax, state.blkIndent = kind, nxt, indent
+    token = state.push(f"{kind}_open", "div", 1)
     token.map = [start, nxt]
     state.md.block.tokenize(state, start + 1, nxt)
-    state.push("tab_close", "div", -1)
+    state.push(f"{kind}_close", "div", -1)
     state.parentType, state.lineMax, state.blkIndent = old
     state.line = nxt
     return True
 
 
 def make_parser() -> MarkdownIt:
-    md = MarkdownIt("commonmark").use(admon_plugin)
-    md.block.ruler.before("fence", "tabbed", _tabbed_rule, {"alt": ["paragraph", "reference", "blockquote", "list"]})
+    md = MarkdownIt("commonmark")
+    md.block.ruler.before("fence", "containers", _container_rule, {"alt": ["paragraph", "reference", "blockquote", "list"]})
     # Only block structure matters here; inline parsing is most of markdown-it's cost.
     md.core.ruler.disable(["inline", "text_join"], ignoreInvalid=True)
     return md
@@ -121,11 +128,13 @@ def _walk(text: str, offset: int, anchors: _Anchors, container: str, depth: int)
         elif tok.type == "fence" and tok.map:
             info = tok.info.strip().lstrip("{").lstrip(".")
             lang = re.split(r"[\s{}]", info, maxsplit=1)[0].lower() if info else ""
+            lines = lines or text.split("\n")
             indent = 0
             if tok.level == 0 and depth == 0:
-                lines = lines or text.split("\n")
                 indent = len(lines[tok.map[0]]) - len(lines[tok.map[0]].lstrip(" "))
-            yield CodeBlock(lang, tok.content, offset + tok.map[0] + 2, anchors.current, inner, indent)
+            last = _QUOTE_MARKERS.sub("", lines[tok.map[1] - 1]).strip() if tok.map[1] - 1 > tok.map[0] else ""
+            closed = bool(last) and last.startswith(tok.markup) and set(last) == {tok.markup[0]}
+            yield CodeBlock(lang, tok.content, offset + tok.map[0] + 2, anchors.current, inner, indent, not closed)
         elif tok.type == "code_block" and tok.map and depth < _MAX_DEPTH:
             # Indented content: a container markdown-it did not know, or a tab/admonition
             # body after a blank line. Parse it again; keep it as a block if no fence.

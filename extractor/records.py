@@ -133,6 +133,8 @@ class CorpusInfo:
     """Docs version or recipes ref, as detected (PKG-INFO, .git, folder name)."""
     root: str
     """The path given on the command line."""
+    layout: str = ""
+    """What the SOURCE was detected as: `docs-tree`, `sdist`, `recipes-repo`, `html-page`."""
     files: int = 0
     """Files read."""
     snippets: int = 0

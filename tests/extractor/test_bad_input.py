@@ -55,6 +55,9 @@ def test_every_bad_file_is_diagnosed_and_nothing_else_is_lost(tmp_path):
     assert ("docs/python.md", "python-syntax") in codes
     assert ("recipes/models/org/bomb.yaml", "recipe-shape") in codes
     assert ("recipes/models/org/broken.yaml", "yaml-error") in codes
+    assert ("docs/unterminated.md", "unterminated-fence") in codes
+    assert ("docs/json.md", "invalid-json") in codes and ("docs/quotes.md", "unbalanced-quote") in codes
+    assert ("docs/good.md", "unterminated-fence") not in codes
     latin1 = next(d for d in catalog.diagnostics if d.code == "invalid-utf8")
     assert latin1.line == 1 and "byte 5" in latin1.message
 

@@ -97,3 +97,14 @@ def test_anchors_match_python_markdown_toc_on_real_pages(corpus: Path):
         ours = {b.anchor for b in code_blocks(text)} - {None}
         assert ours, page
         assert ours <= set(rendered), (page, ours - set(rendered))
+
+
+def test_blank_lines_inside_a_container_do_not_cut_its_code():
+    page = '??? code\n\n    ```python\n    import a\n\n\n    def f():\n        return LLM(speculative_config={})\n    ```\n\nafter\n'
+    (block,) = code_blocks(page)
+    assert block.text.endswith("return LLM(speculative_config={})\n") and not block.unclosed
+
+
+def test_unclosed_fence_is_flagged_but_quoted_and_closed_ones_are_not():
+    blocks = list(code_blocks("> ```bash\n> vllm serve a\n> ```\n\n```bash\nvllm serve b ```\n\ntext\n"))
+    assert [b.unclosed for b in blocks] == [False, True]

@@ -65,7 +65,8 @@ def test_fetched_docs_extract_like_the_tree(index, tmp_path, corpus):
     assert not (tree / "docs" / "link.md").exists() and not (tmp_path / "evil.md").exists()
     fetched, _ = extract([tree])
     direct, _ = extract([corpus / "vllm-docs" / "0.20.1"])
-    assert fetched.corpora[0].version == "0.20.1"
+    assert (fetched.corpora[0].version, fetched.corpora[0].layout) == ("0.20.1", "sdist")
+    assert direct.corpora[0].layout == "docs-tree"
     def key(c):
         return {(s.id, src.file, src.line) for s in c.snippets for src in s.sources}
     assert key(fetched) == key(direct) and len(key(direct)) > 100
