@@ -240,17 +240,6 @@ def _snippet_problems(snippets: list[Snippet]) -> list[Diagnostic]:
     return out
 
 
-def extract_tree(tree: Tree, root_arg: str) -> Result:
-    result = Result(CorpusInfo(tree.kind, tree.version, root_arg, tree.layout))
-    for path in files_of(tree):
-        result.info.files += 1
-        found, diags = extract_file(tree, path)
-        result.snippets += found
-        result.diagnostics += diags
-    result.info.snippets = len(result.snippets)
-    return result
-
-
 def extract_html(path: Path) -> Result:
     info = CorpusInfo("html", "", str(path), "html-page", files=1)
     text, diags = read_text(path, "html", "", path.name)
@@ -268,10 +257,3 @@ def extract_html(path: Path) -> Result:
     result.snippets, result.diagnostics = found, result.diagnostics + diags
     info.snippets = len(found)
     return result
-
-
-def extract_source(path: Path) -> Result:
-    """Extract one SOURCE argument (raises SourceError if it is not a known kind)."""
-    if path.is_file() and path.suffix.lower() in (".html", ".htm"):
-        return extract_html(path)
-    return extract_tree(detect(path), str(path))

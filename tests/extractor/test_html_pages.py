@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from extractor.corpus import Tree, extract_source, extract_tree
+from extractor.catalog import extract
 
 PAGES = [
     "benchmarking/cli.md",
@@ -43,7 +43,7 @@ markdown_extensions:
 @pytest.fixture(scope="module")
 def built_site(tmp_path_factory, corpus: Path) -> tuple[Path, Path]:
     root = tmp_path_factory.mktemp("html")
-    tree = root / "tree"
+    tree = root / "vllm-0.33.0"  # the folder name gives the version (no PKG-INFO, no git)
     for page in PAGES:
         target = tree / "docs" / page
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -56,22 +56,24 @@ def built_site(tmp_path_factory, corpus: Path) -> tuple[Path, Path]:
 
 def test_html_page_gives_the_same_snippets_as_its_markdown(built_site):
     tree, site = built_site
-    markdown = extract_tree(Tree("vllm-docs", tree, "0.33.0"), str(tree))
+    markdown, _ = extract([tree])
+    assert markdown.corpora[0].version == "0.33.0"
     for page in PAGES:
         html_path = site / page.removesuffix(".md").removesuffix("README") / "index.html"
-        html = extract_source(html_path)
-        assert html.info.version == "0.33.0"
+        html, _ = extract([html_path])
+        assert html.corpora[0].version == "0.33.0" and html.corpora[0].layout == "html-page"
         # A fence mkdocs renders as text is not code on the page: linted, absent from the HTML.
-        want = {(s.id, s.sources[0].anchor, s.sources[0].url) for s in markdown.snippets
-                if s.sources[0].file == f"docs/{page}" and not any(x.code == "fence-not-rendered" for x in s.lints)}
-        got = {(s.id, s.sources[0].anchor, s.sources[0].url) for s in html.snippets}
+        want = {(s.id, src.anchor, src.url) for s in markdown.snippets
+                for src in s.sources if src.file == f"docs/{page}"
+                and not any(x.code == "fence-not-rendered" for x in s.lints)}
+        got = {(s.id, src.anchor, src.url) for s in html.snippets for src in s.sources}
         assert want and got == want, page
-        assert all(s.sources[0].corpus == "html" and s.sources[0].line > 1 for s in html.snippets)
+        assert all(src.corpus == "html" and src.line > 1 for s in html.snippets for src in s.sources)
 
 
 def test_the_stray_indented_fence_in_speculative_decoding_readme_is_linted(built_site):
     tree, _ = built_site
-    markdown = extract_tree(Tree("vllm-docs", tree, "0.33.0"), str(tree))
+    markdown, _ = extract([tree])
     lints = [x for s in markdown.snippets for x in s.lints if x.code == "fence-not-rendered"]
     assert [(x.file, x.line) for x in lints] == [("docs/features/speculative_decoding/README.md", 166)]
 
@@ -81,7 +83,7 @@ def test_script_in_a_page_is_not_a_problem(tmp_path):
     page.write_text('<html><head><link rel="canonical" href="https://docs.vllm.ai/en/latest/x/"></head><body>'
                     '<article><h2 id="run">Run</h2><div class="language-bash highlight"><pre><code>'
                     'vllm serve m --served-model-name &lt;script&gt;</code></pre></div></article></body></html>')
-    result = extract_source(page)
+    result, _ = extract([page])
     (snippet,) = result.snippets
     assert snippet.argv == ["m", "--served-model-name", "<script>"]
     assert snippet.sources[0].url == "https://docs.vllm.ai/en/latest/x/#run"

@@ -3,7 +3,7 @@
 import shutil
 from pathlib import Path
 
-from extractor.corpus import extract_source
+from extractor.catalog import extract
 
 
 def test_included_example_is_extracted_and_missing_one_is_reported(tmp_path: Path, corpus: Path):
@@ -18,7 +18,7 @@ def test_included_example_is_extracted_and_missing_one_is_reported(tmp_path: Pat
     (tree / "docs" / "features" / "spec.md").write_text(
         '# Spec\n\n??? code\n\n    ```python\n    --8<-- "examples/offline_inference/spec_decode.py"\n    ```\n\n'
         '--8<-- "examples/offline_inference/missing.py"\n')
-    result = extract_source(tree)
+    result, _ = extract([tree])
     (snippet,) = result.snippets
     assert snippet.kind == "python" and snippet.speculative_config["method"] == "eagle3"
     assert snippet.model == "meta-llama/Llama-3.1-8B-Instruct"
