@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from extractor.python_calls import from_python
 from extractor.records import Diagnostic, Snippet
-from extractor.shell_lexer import lex
+from extractor.shell_commands import scan
 from extractor.snippet_builder import Place, from_shell_text
 from extractor.yaml_commands import from_yaml_block
 
@@ -24,13 +24,13 @@ _SHELL_HINTS = ("vllm", "speculative", "-sc")
 def _shell(text: str, place: Place) -> tuple[list[Snippet], list[Diagnostic]]:
     if not any(h in text for h in _SHELL_HINTS):
         return [], []
-    snippets = from_shell_text(text, place)
-    if "<<" in text:
-        # `cat <<EOF | kubectl apply -f -`: the here-document is a manifest to read.
-        for first, body in lex(text).heredocs:
-            if "vllm" in body:
-                found, _ = from_yaml_block(body, place.at(place.line + first))
-                snippets += found
+    found = scan(text)
+    snippets = from_shell_text(text, place, found=found)
+    # `cat <<EOF | kubectl apply -f -`: the here-document is a manifest to read.
+    for first, body in found.heredocs:
+        if "vllm" in body:
+            more, _ = from_yaml_block(body, place.at(place.line + first))
+            snippets += more
     return snippets, []
 
 

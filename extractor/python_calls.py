@@ -8,6 +8,7 @@ stays an unresolved expression and makes the snippet not runnable.
 from __future__ import annotations
 
 import ast
+import copy
 import json
 from typing import Any
 
@@ -47,16 +48,12 @@ def _assignments_before(tree: ast.AST, line: int) -> dict[str, ast.expr]:
 
 def evaluate(node: ast.expr, assigned: dict[str, ast.expr]) -> Any:
     """The literal value of `node`, or `_UNRESOLVED`."""
-    for candidate in (node, _Names(assigned).visit(_copy(node))):
+    for candidate in (node, _Names(assigned).visit(copy.deepcopy(node))):
         try:
             return ast.literal_eval(candidate)
         except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
             continue
     return _UNRESOLVED
-
-
-def _copy(node: ast.expr) -> ast.expr:
-    return ast.parse(ast.unparse(node), mode="eval").body
 
 
 def kwargs_to_argv(model: Any, kwargs: dict[str, Any]) -> list[str]:

@@ -61,6 +61,8 @@ class ShellScan:
     invocations: list[Invocation]
     lints: list[Lint]
     unterminated: str | None
+    heredocs: list[tuple[int, str]] = field(default_factory=list)
+    """(0-based first line, body) of here-documents: data such as a kubectl manifest."""
 
 
 def strip_prompts(text: str) -> str:
@@ -258,4 +260,4 @@ def scan(text: str, depth: int = 0) -> ShellScan:
             continue
         if rest[0].text.split("=", 1)[0].split(".", 1)[0] in SPEC_FLAGS:
             found.append(Invocation("fragment", rest, _env_dict(env_words), env_words, start, end))
-    return ShellScan(found, lexed.lints, lexed.unterminated)
+    return ShellScan(found, lexed.lints, lexed.unterminated, lexed.heredocs)

@@ -23,6 +23,10 @@ REDIRECTIONS = ("<<-", "<<<", "<<", ">>", "&>>", "&>", ">&", "<&", ">|", "<>", "
 _PLACEHOLDER = re.compile(r"<[A-Za-z][^<>\n=]{0,80}?>|\{[A-Za-z_][^{}\n\"':,]{0,80}\}")
 _PLAIN = re.compile(r"[^ \t\r\n\\'\"$`<>;&|()]+")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_SPECIAL_PARAM = re.compile(r"[0-9@*#?$!-]")
+_BACKSLASH_BLANKS = re.compile(r"\\[ \t]+(#[^\n]*)?(?=\n|$)")
+_ANSI_C_CODE = re.compile(r"x([0-9A-Fa-f]{1,2})|u([0-9A-Fa-f]{1,4})|U([0-9A-Fa-f]{1,8})|([0-7]{1,3})")
+_HEREDOC_DELIMITER = re.compile(r"[ \t]*(['\"]?)([A-Za-z_0-9]+)\1")
 _ANSI_C_ESCAPES = {
     "a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n",
     "r": "\r", "t": "\t", "v": "\v", "\\": "\\", "'": "'", '"': '"', "?": "?",
@@ -186,7 +190,7 @@ class _Lexer:
         if nxt in " \t":
             # `\` + trailing blanks (+ maybe a comment) + newline: the author meant a
             # continuation; bash passes a ' ' argument and ends the command here.
-            m = re.compile(r"\\[ \t]+(#[^\n]*)?(?=\n|$)").match(s, i)
+            m = _BACKSLASH_BLANKS.match(s, i)
             if m:
                 comment = m.group(1)
                 what = "a comment" if comment else "trailing spaces"
@@ -278,7 +282,7 @@ class _Lexer:
                     self.buf.append(_ANSI_C_ESCAPES[e])
                     self.i += 2
                     continue
-                m = re.compile(r"x([0-9A-Fa-f]{1,2})|u([0-9A-Fa-f]{1,4})|U([0-9A-Fa-f]{1,8})|([0-7]{1,3})").match(s, self.i + 1)
+                m = _ANSI_C_CODE.match(s, self.i + 1)
                 if m:
                     self.buf.append(chr(int(next(g for g in m.groups() if g), 8 if m.group(4) else 16)))
                     self.i = m.end()
@@ -321,7 +325,7 @@ class _Lexer:
                 self._unbalanced(f"an unbalanced ${nxt}", self.line)
             text = s[i:j + 1]
         else:
-            m = _NAME.match(s, i + 1) or re.compile(r"[0-9@*#?$!-]").match(s, i + 1)
+            m = _NAME.match(s, i + 1) or _SPECIAL_PARAM.match(s, i + 1)
             if not m:  # a lone `$` is literal
                 self.buf.append("$")
                 self.i += 1
@@ -352,7 +356,7 @@ class _Lexer:
         self.i += len(op)
         self.tokens.append(Operator(op, self.line, redirection=True))
         if op in ("<<", "<<-"):
-            m = re.compile(r"[ \t]*(['\"]?)([A-Za-z_0-9]+)\1").match(self.s, self.i)
+            m = _HEREDOC_DELIMITER.match(self.s, self.i)
             if m:
                 self.heredocs.append((m.group(2), op == "<<-"))
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from extractor.records import Lint, Snippet, Source
 from extractor.serve_args import ServeArgs, parse_serve_args, placeholders_in
-from extractor.shell_commands import Invocation, scan
+from extractor.shell_commands import Invocation, ShellScan, scan
 
 
 @dataclass(frozen=True)
@@ -147,10 +147,12 @@ def _dedupe(lints: list[Lint]) -> list[Lint]:
     return out
 
 
-def from_shell_text(text: str, place: Place, extra_env: dict[str, str] | None = None) -> list[Snippet]:
+def from_shell_text(text: str, place: Place, extra_env: dict[str, str] | None = None,
+                    found: ShellScan | None = None) -> list[Snippet]:
     """Every serve/docker/fragment snippet in a shell block starting at `place.line`
-    (`extra_env`: variables the surrounding file sets, e.g. a k8s container's `env`)."""
-    found = scan(text)
+    (`extra_env`: variables the surrounding file sets, e.g. a k8s container's `env`;
+    `found`: the block's scan, when the caller already has it)."""
+    found = found or scan(text)
     lines = text.split("\n")
     out = []
     for inv in found.invocations:
