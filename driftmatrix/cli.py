@@ -45,6 +45,18 @@ def cmd_extract(args: argparse.Namespace) -> int:
     return 1 if unusable or failed else 0
 
 
+def cmd_run(args: argparse.Namespace) -> int:
+    from runner.main import RunOptions, run
+
+    return run(RunOptions(
+        snippets=Path(args.snippets), output=Path(args.output),
+        targets=Path(args.targets) if args.targets else None, tier=args.tier, only=args.only,
+        shard=args.shard, variants=args.variants, gpus=args.gpus, gpu_mem=args.gpu_mem,
+        start_timeout=args.start_timeout, cache_dir=Path(args.cache_dir),
+        workdir=Path(args.workdir) if args.workdir else None, fmt=args.format,
+        junit=Path(args.junit) if args.junit else None, target_names=args.target))
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="driftmatrix", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -58,6 +70,29 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cache-dir", default=str(_cache_dir()), help="download cache (default: %(default)s)")
     p.add_argument("-q", "--quiet", action="store_true", help="do not print per-file diagnostics on stderr")
     p.set_defaults(func=cmd_extract)
+
+    r = sub.add_parser("run", help="snippets.json x targets -> outcomes.jsonl")
+    r.add_argument("snippets", help="the extractor's snippets.json")
+    r.add_argument("-o", "--output", default="outcomes.jsonl",
+                   help="outcomes file, appended to; finished jobs in it are not re-run (default: %(default)s)")
+    r.add_argument("--targets", help="targets TOML (default: the shipped config for this machine, CPU or GPU)")
+    r.add_argument("--target", action="append", metavar="NAME", help="only these targets of the config (repeatable)")
+    r.add_argument("--tier", choices=["parse", "config", "start", "probe"], default="probe",
+                   help="the last tier to run (default: %(default)s)")
+    r.add_argument("--only", nargs="+", metavar="ID", help="only these snippet ids")
+    r.add_argument("--shard", metavar="i/n", help="run the i-th of n cost-balanced shards (1-based)")
+    r.add_argument("--variants", action="store_true",
+                   help="also run each snippet with a speculative config without it (variant no-spec)")
+    r.add_argument("--gpus", type=int, help="GPUs to use (default: as many as nvidia-smi lists; 0 = CPU)")
+    r.add_argument("--gpu-mem", type=float, metavar="GB", help="memory per GPU: SKIP models that cannot fit")
+    r.add_argument("--start-timeout", type=float, default=900.0, metavar="S",
+                   help="deadline for a server to answer /health (default: %(default)s)")
+    r.add_argument("--cache-dir", default=str(_cache_dir()), help="target environments (default: %(default)s)")
+    r.add_argument("--workdir", help="server and helper logs (default: next to the output)")
+    r.add_argument("--format", choices=["rich", "json"], default="rich",
+                   help="rich progress bar, or JSON lines on stdout for machines")
+    r.add_argument("--junit", metavar="FILE", help="also write a JUnit XML report")
+    r.set_defaults(func=cmd_run)
     return parser
 
 

@@ -1,0 +1,65 @@
+"""Turning raw results into evidence: signatures, feature warnings, root-cause tracebacks."""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from runner import logscan
+
+SIGNATURES = Path(__file__).resolve().parent / "data" / "signatures.yaml"
+# Exceptions that only report that something else failed; the root cause is elsewhere.
+WRAPPERS = re.compile(r"Engine core initialization failed|Engine process failed to start|"
+                      r"EngineDeadError|WorkerProc initialization failed|See root cause above")
+
+
+@dataclass
+class Signature:
+    id: str
+    pattern: re.Pattern
+    explanation: str
+    blame: str = "docs"
+
+
+@functools.lru_cache(maxsize=4)
+def load(path: Path = SIGNATURES) -> tuple[list[Signature], list[re.Pattern], list[re.Pattern]]:
+    data = yaml.safe_load(path.read_text())
+    sigs = [Signature(s["id"], re.compile(s["pattern"]), s["explanation"], s.get("blame", "docs"))
+            for s in data.get("failures", [])]
+    warn = data.get("warnings", {})
+    return sigs, [re.compile(p) for p in warn.get("benign", [])], [re.compile(p) for p in warn.get("feature", [])]
+
+
+def match_signature(*texts: str | None) -> Signature | None:
+    sigs, _, _ = load()
+    for text in texts:
+        if not text:
+            continue
+        for sig in sigs:
+            if sig.pattern.search(text):
+                return sig
+    return None
+
+
+def is_feature_warning(message: str) -> bool:
+    _, benign, feature = load()
+    if any(p.search(message) for p in benign):
+        return False
+    return any(p.search(message) for p in feature)
+
+
+def root_cause(tracebacks: list[logscan.Traceback]) -> logscan.Traceback | None:
+    """The first traceback that is not a wrapper around another failure."""
+    for tb in tracebacks:
+        if not WRAPPERS.search(f"{tb.type}: {tb.message}"):
+            return tb
+    return tracebacks[0] if tracebacks else None
+
+
+def warning_records(lines: list[logscan.LogLine]) -> list[dict]:
+    return [{"file": w.file, "line": w.line, "message": w.message[:2000], "process": w.proc,
+             "feature": is_feature_warning(w.message)} for w in lines]

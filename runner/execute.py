@@ -1,0 +1,337 @@
+"""One job = one snippet (or its counterfactual variant) × one target, through the tiers.
+
+parse and config run in the target's long-lived helper; start and probe run a real
+`vllm serve`.  Each tier is a real execution and the first failing one decides.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+import socket
+import subprocess
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from extractor.records import Snippet
+from runner import classify, logscan, probes
+from runner.envs import TargetEnv
+from runner.helper_client import Helper, HelperError
+from runner.models import ModelResolver, SPEC_FLAGS, estimated_bytes, needed_models, substitute
+from runner.records import TIERS, Evidence, Outcome, TargetRef
+from runner.redact import Redactor
+from runner.server import Server, free_port, serve_args
+
+PARALLEL_FLAGS = {"--tensor-parallel-size": 1, "-tp": 1, "--pipeline-parallel-size": 1, "-pp": 1,
+                  "--data-parallel-size": 1, "-dp": 1}
+TOOL_FLAGS = ("--enable-auto-tool-choice", "--tool-call-parser")
+
+
+@dataclass
+class Job:
+    snippet: Snippet
+    target: TargetEnv
+    tier: str
+    variant: str | None = None
+
+    def key(self) -> tuple:
+        t = self.target
+        return (self.snippet.id, self.variant, t.target.name, t.version, t.commit, self.tier)
+
+
+@dataclass
+class RunContext:
+    resolver: ModelResolver
+    workdir: Path
+    """Server logs and helper logs go here."""
+    base_env: dict[str, str] = field(default_factory=dict)
+    start_timeout: float = 900.0
+    gpus: int = 0
+    gpu_mem_gb: float | None = None
+    redact: Redactor = field(default_factory=Redactor)
+    helpers: dict[str, Helper] = field(default_factory=dict)
+
+    def helper(self, target: TargetEnv) -> Helper:
+        name = target.target.name
+        if name not in self.helpers:
+            env = {**self.base_env, **target.env}
+            if not self.resolver.hub:
+                env["HF_HUB_OFFLINE"] = "1"
+            self.helpers[name] = Helper(target.python, env, self.workdir / f"helper-{name}.log")
+        return self.helpers[name]
+
+    def close(self) -> None:
+        for helper in self.helpers.values():
+            helper.close()
+
+
+def host_facts() -> dict:
+    facts = {"hostname": socket.gethostname(), "cpus": os.cpu_count(), "platform": platform.platform()}
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=30)
+        if out.returncode == 0 and out.stdout.strip():
+            facts["gpus"] = [line.strip() for line in out.stdout.strip().splitlines()]
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+    return facts
+
+
+def drop_speculative(argv: list[str]) -> list[str]:
+    """The same command without its speculative config (all spellings, dotted keys too)."""
+    out, skip = [], False
+    for token in argv:
+        if skip:
+            skip = False
+            continue
+        name = token.split("=", 1)[0]
+        if name in SPEC_FLAGS or name.startswith(tuple(f"{f}." for f in SPEC_FLAGS)):
+            skip = "=" not in token
+            continue
+        out.append(token)
+    return out
+
+
+def devices_needed(argv: list[str]) -> int:
+    sizes = {"tp": 1, "pp": 1, "dp": 1}
+    for i, token in enumerate(argv):
+        name, eq, value = token.partition("=")
+        if name in PARALLEL_FLAGS:
+            raw = value if eq else (argv[i + 1] if i + 1 < len(argv) else "1")
+            kind = "tp" if "tensor" in name or name == "-tp" else "pp" if "pipeline" in name or name == "-pp" else "dp"
+            try:
+                sizes[kind] = int(raw)
+            except ValueError:
+                pass
+    return sizes["tp"] * sizes["pp"] * sizes["dp"]
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _exception(err: dict | None) -> dict | None:
+    if not err:
+        return None
+    return {"type": err.get("type"), "message": err.get("message"), "location": err.get("location"),
+            "traceback": err.get("traceback")}
+
+
+class JobRunner:
+    """Runs jobs; `on_stage(job, stage)` reports progress."""
+
+    def __init__(self, ctx: RunContext, on_stage=lambda job, stage: None):
+        self.ctx, self.on_stage = ctx, on_stage
+
+    def run(self, job: Job, gpu_ids: list[int] | None = None) -> Outcome:
+        t0 = time.monotonic()
+        info = job.target.info
+        out = Outcome(snippet_id=job.snippet.id, variant=job.variant, tier=job.tier, stage="parse", verdict="PASS",
+                      target=TargetRef(job.target.target.name, job.target.version, job.target.commit,
+                                       info.get("distribution")),
+                      started=_now(), host=host_facts())
+        try:
+            self._run(job, out, gpu_ids or [])
+        except HelperError as err:
+            self._set(out, "ERROR", f"the parse/config helper failed (ours, not the docs'): {err}")
+        out.duration_s = round(time.monotonic() - t0, 2)
+        self._redact(out)
+        return out
+
+    # -- helpers -------------------------------------------------------------------------
+    def _set(self, out: Outcome, verdict: str, reason: str | None, stage: str | None = None) -> None:
+        out.verdict, out.reason = verdict, reason
+        if stage:
+            out.stage = stage
+
+    def _redact(self, out: Outcome) -> None:
+        r = self.ctx.redact
+        out.argv = r(out.argv)
+        out.reason = r(out.reason)
+        ev = out.evidence
+        ev.exception, ev.warnings, ev.log_excerpt = r(ev.exception), r(ev.warnings), r(ev.log_excerpt)
+        ev.probes, ev.notes, ev.effective_config = r(ev.probes), r(ev.notes), r(ev.effective_config)
+
+    def _fail(self, out: Outcome, stage: str, exc: dict | None, excerpt: str | None = None) -> None:
+        sig = classify.match_signature(exc and f"{exc.get('type')}: {exc.get('message')}", excerpt)
+        out.evidence.exception = exc
+        out.evidence.signature = {"id": sig.id, "explanation": sig.explanation} if sig else None
+        one_line = _one_line(exc) if exc else "see the log excerpt"
+        if sig and sig.blame == "infra":
+            self._set(out, "ERROR", f"infrastructure: {sig.explanation} ({one_line})", stage)
+        else:
+            self._set(out, "FAIL", one_line, stage)
+
+    # -- the tiers -----------------------------------------------------------------------
+    def _run(self, job: Job, out: Outcome, gpu_ids: list[int]) -> None:
+        snippet, ctx = job.snippet, self.ctx
+        tier_n = TIERS.index(job.tier)
+        argv = drop_speculative(snippet.argv) if job.variant == "no-spec" else list(snippet.argv)
+        ev = out.evidence
+        if snippet.kind == "python":
+            ev.notes.append("python snippet: LLM(...) keyword arguments run as the equivalent `vllm serve` flags")
+        if snippet.kind == "docker" and job.target.target.kind != "docker":
+            ev.notes.append(f"docker snippet: image {snippet.image} not used; its server arguments ran "
+                            f"against {job.target.target.name}")
+        placeholders = snippet.placeholders
+        if not snippet.runnable and not placeholders:
+            out.argv = argv
+            return self._set(out, "SKIP", f"not runnable as written: {snippet.reason}")
+
+        models = needed_models(snippet) if not placeholders else []
+        if job.variant == "no-spec":
+            models = models[:1]
+        subs, missing = ctx.resolver.resolve(models)
+        argv = substitute(argv, subs)
+        out.argv, out.substitutions = argv, subs
+        out.stand_in = any(ctx.resolver.is_stand_in(p) for p in subs.values())
+        want_config = tier_n >= 1 and not placeholders and not missing
+
+        self.on_stage(job, "config" if want_config else "parse")
+        answer = ctx.helper(job.target).ask(argv, "config" if want_config else "parse", env=_literal_env(snippet))
+        ev.warnings.extend({**w, "feature": classify.is_feature_warning(w["message"])} for w in answer.get("warnings", []))
+        ev.effective_config.update(answer.get("effective_config") or {})
+        stage = answer.get("stage", "parse")
+        if answer.get("ok") is None:
+            return self._set(out, "SKIP", answer.get("skip"), stage)
+        if not answer.get("ok"):
+            err = answer.get("error") or {}
+            if placeholders and any(p in (err.get("message") or "") for p in placeholders):
+                return self._set(out, "SKIP", f"placeholder {', '.join(placeholders)} must be filled in "
+                                              f"(parse error on it: {err.get('message')})", stage)
+            return self._fail(out, stage, _exception(err))
+        out.stage = stage
+        if tier_n == 0:
+            return self._finish(out)
+        if placeholders:
+            return self._set(out, "SKIP", f"placeholder {', '.join(placeholders)} must be filled in", "config")
+        if missing:
+            return self._set(out, "SKIP", f"model {', '.join(missing)} not available here (no model-map entry, "
+                                          "Hugging Face hub unreachable)", "config")
+        if tier_n == 1:
+            return self._finish(out)
+
+        need = devices_needed(argv)
+        have = max(ctx.gpus, 1)
+        if need > have:
+            where = f"{ctx.gpus} GPU(s)" if ctx.gpus else "CPU (one device)"
+            return self._set(out, "SKIP", f"needs {need} devices (tensor x pipeline x data parallel); "
+                                          f"this run has {where}", "start")
+        if ctx.gpu_mem_gb and snippet.model:
+            size = estimated_bytes(snippet.model, subs.get(snippet.model))
+            if size and size > ctx.gpu_mem_gb * 1e9 * need:
+                return self._set(out, "SKIP", f"model weights ~{size / 1e9:.0f} GB exceed --gpu-mem "
+                                              f"{ctx.gpu_mem_gb} GB x {need}", "start")
+        self._serve(job, out, argv, gpu_ids, tier_n)
+
+    def _serve(self, job: Job, out: Outcome, argv: list[str], gpu_ids: list[int], tier_n: int) -> None:
+        ctx, ev, snippet = self.ctx, out.evidence, job.snippet
+        env = {**os.environ, **ctx.base_env, **job.target.env, **_literal_env(snippet)}
+        if gpu_ids:
+            env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, gpu_ids))
+        if not ctx.resolver.hub:
+            env["HF_HUB_OFFLINE"] = "1"
+        api_key = _flag_value(argv, "--api-key") or env.get("VLLM_API_KEY")
+        ctx.redact.add(api_key)
+        for attempt in (1, 2):
+            port = free_port()
+            log = ctx.workdir / "logs" / f"{snippet.id}-{job.variant or 'doc'}-{job.target.target.name}.log"
+            server = Server([*job.target.vllm, "serve", *serve_args(argv, port)], env, log, port, gpu_ids)
+            self.on_stage(job, "start")
+            out.stage = "start"
+            server.start()
+            try:
+                state = server.wait_ready(ctx.start_timeout)
+                lines = server.log_lines()
+                if state == "ready":
+                    if tier_n >= 3:
+                        self.on_stage(job, "probe")
+                        self._probe(out, server, argv, snippet, api_key)
+                        lines = server.log_lines()
+            finally:
+                teardown = server.stop()
+            self._read_log(out, lines)
+            ev.server = {"port": port, "ready_s": round(server.ready_s, 1) if server.ready_s else None,
+                         "state": state, **teardown}
+            if state == "ready":
+                return self._finish(out)
+            if state == "timeout":
+                ev.log_excerpt = logscan.excerpt(lines)
+                return self._set(out, "ERROR", f"no /health 200 within our deadline of {ctx.start_timeout:.0f} s "
+                                               "(server killed)", "start")
+            tbs = logscan.tracebacks(lines)
+            root = classify.root_cause(tbs)
+            if root is None:
+                ev.log_excerpt = logscan.excerpt(lines)
+                rc = teardown.get("returncode")
+                return self._set(out, "ERROR", f"server exited with status {rc} before /health without a "
+                                               "traceback (killed? out of memory?)", "start")
+            ev.log_excerpt = logscan.excerpt(lines, root.end)
+            exc = {"type": root.type, "message": root.message, "location": root.location(),
+                   "final": f"{tbs[-1].type}: {tbs[-1].message}"[:500] if tbs[-1] is not root else None}
+            sig = classify.match_signature(f"{root.type}: {root.message}")
+            if sig and sig.id == "port-in-use" and attempt == 1:
+                ev.notes.append(f"port {port} was taken; retried on another")
+                continue
+            return self._fail(out, "start", exc, ev.log_excerpt)
+
+    def _probe(self, out: Outcome, server: Server, argv: list[str], snippet: Snippet, api_key: str | None) -> None:
+        out.stage = "probe"
+        served = out.substitutions.get(snippet.model or "", snippet.model or "")
+        multimodal = bool(served) and self.ctx.resolver.is_multimodal(served)
+        tools = any(t.split("=")[0] in TOOL_FLAGS for t in argv)
+        spec = any(t.split("=")[0].split(".")[0] in SPEC_FLAGS for t in argv)
+        ctx = probes.ProbeContext(f"http://127.0.0.1:{server.port}", "", server.alive)
+        results, metrics = probes.run(ctx, tools, multimodal, spec, api_key=api_key)
+        out.evidence.probes = results
+        out.evidence.spec_decode = metrics
+        failed = [p for p in results if not p["ok"]]
+        if failed:
+            lines = server.log_lines()
+            root = classify.root_cause(logscan.tracebacks(lines))
+            first = failed[0]
+            if root:
+                self._fail(out, "probe", {"type": root.type, "message": root.message, "location": root.location()},
+                           logscan.excerpt(lines, root.end))
+                out.reason = f"probe {first['name']}: {out.reason}"
+            else:
+                self._set(out, "FAIL", f"probe {first['name']} failed: status {first['status']} "
+                                       f"{str(first.get('detail'))[:200]}", "probe")
+
+    def _read_log(self, out: Outcome, lines: list[str]) -> None:
+        ev = out.evidence
+        ev.warnings.extend(classify.warning_records(logscan.warnings(lines)))
+        for key, value in logscan.engine_config(lines).items():
+            ev.effective_config.setdefault(key, value)
+
+    def _finish(self, out: Outcome) -> None:
+        if out.verdict != "PASS":
+            return
+        feature = [w for w in out.evidence.warnings if w.get("feature")]
+        if feature:
+            w = feature[0]
+            self._set(out, "WARN", f"vLLM warns: {w['message'][:300]} [{w['file']}:{w['line']}]")
+
+
+def _one_line(exc: dict) -> str:
+    """`Type: message` on one line; pydantic's first line only counts errors, so add the next."""
+    lines = [ln.strip() for ln in str(exc.get("message") or "").splitlines() if ln.strip()]
+    text = " ".join(lines[:2]) if lines and re.match(r"\d+ validation errors? for", lines[0]) else (lines or [""])[0]
+    return f"{exc.get('type')}: {text}"[:300]
+
+
+def _literal_env(snippet: Snippet) -> dict[str, str]:
+    """The snippet's env assignments that are values, not placeholders."""
+    return {k: v for k, v in snippet.env.items() if "$" not in v and "<" not in v}
+
+
+def _flag_value(argv: list[str], flag: str) -> str | None:
+    for i, token in enumerate(argv):
+        if token == flag and i + 1 < len(argv):
+            return argv[i + 1]
+        if token.startswith(flag + "="):
+            return token.split("=", 1)[1]
+    return None

@@ -1,0 +1,90 @@
+"""The driftmatrix side of `vllm_helper.py`: one long-lived helper per target env."""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+HELPER = Path(__file__).resolve().parent / "vllm_helper.py"
+
+
+class HelperError(RuntimeError):
+    """The helper died or stopped answering: our side's fault (ERROR), with its stderr tail."""
+
+
+class Helper:
+    def __init__(self, python: str, env: dict[str, str], log_path: Path, import_timeout: float = 600):
+        self.python, self.env, self.log_path = python, env, log_path
+        self.import_timeout = import_timeout
+        self.proc: subprocess.Popen | None = None
+        self.import_s: float | None = None
+        self.lock = threading.Lock()
+        self._seq = 0
+
+    def _start(self) -> None:
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._err = self.log_path.open("ab")
+        self.proc = subprocess.Popen([self.python, str(HELPER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=self._err, env={**os.environ, **self.env}, start_new_session=True)
+        hello = self._read(self.import_timeout)
+        if not hello.get("ready"):
+            err = hello.get("error") or {}
+            self.close()
+            raise HelperError(f"vLLM's parser could not be built: {err.get('type')}: {err.get('message')}")
+        self.import_s = hello.get("import_s")
+
+    def _read(self, timeout: float) -> dict:
+        assert self.proc and self.proc.stdout
+        sel = selectors.DefaultSelector()
+        sel.register(self.proc.stdout, selectors.EVENT_READ)
+        end = time.monotonic() + timeout
+        try:
+            while True:
+                left = end - time.monotonic()
+                if left <= 0:
+                    raise HelperError(f"helper gave no answer within {timeout:.0f} s")
+                if sel.select(left):
+                    line = self.proc.stdout.readline()
+                    if not line:
+                        raise HelperError(f"helper exited ({self.proc.wait()}); stderr: {self.stderr_tail()}")
+                    return json.loads(line)
+        finally:
+            sel.close()
+
+    def stderr_tail(self, n: int = 8) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-n:])
+        except OSError:
+            return ""
+
+    def ask(self, argv: list[str], tier: str, timeout: float = 300, env: dict[str, str] | None = None) -> dict:
+        """Run the parse (or parse+config) tier on `argv`; restarts a dead helper once."""
+        with self.lock:
+            for attempt in (1, 2):
+                if self.proc is None or self.proc.poll() is not None:
+                    self._start()
+                self._seq += 1
+                try:
+                    self.proc.stdin.write((json.dumps({"id": self._seq, "argv": argv, "tier": tier, "env": env or {}}) + "\n").encode())
+                    self.proc.stdin.flush()
+                    return self._read(timeout)
+                except (HelperError, BrokenPipeError, OSError) as err:
+                    self.close()
+                    if attempt == 2:
+                        raise HelperError(str(err)) from None
+            raise AssertionError("unreachable")
+
+    def close(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            try:
+                self.proc.stdin.close()
+                self.proc.wait(timeout=10)
+            except (OSError, subprocess.TimeoutExpired):
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None

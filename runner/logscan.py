@@ -1,0 +1,189 @@
+"""Reading a `vllm serve` log: WARNING lines, tracebacks, and the engine config line.
+
+vLLM's log format is `[(Proc pid=N) ]LEVEL MM-DD HH:MM:SS [file.py:line] message`; lines
+printed by child processes (engine core, workers) carry the `(Proc pid=N)` prefix, also
+on traceback lines, which is stripped before tracebacks are read.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+LOG_LINE = re.compile(
+    r"^(?:\((?P<proc>[^)]*)\)\s+)?(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL)\s+"
+    r"\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?\s+\[(?P<file>[^\]:]+):(?P<line>\d+)\]\s?(?P<msg>.*)$")
+PROC_PREFIX = re.compile(r"^\([^)]*\bpid=\d+\)\s?")
+FRAME = re.compile(r'^\s+File "(?P<path>[^"]+)", line (?P<line>\d+), in (?P<func>.+)$')
+EXC_LINE = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Failure)|[A-Za-z_][\w.]*Error\w*)(?::\s?(?P<msg>.*))?$")
+ENGINE_CONFIG = re.compile(r"Initializing a V1 LLM engine \((?P<version>[^)]*)\) with config: (?P<cfg>.*)$")
+
+
+@dataclass
+class LogLine:
+    level: str
+    file: str
+    line: int
+    message: str
+    proc: str | None = None
+    index: int = 0
+    """0-based line number in the log."""
+
+
+@dataclass
+class Traceback:
+    type: str
+    message: str
+    frames: list[dict] = field(default_factory=list)
+    """`{path, line, function}` outermost first."""
+    start: int = 0
+    end: int = 0
+
+    def vllm_frame(self) -> dict | None:
+        """The deepest frame inside the vllm package: where vLLM raised."""
+        inside = [f for f in self.frames if "/vllm/" in f["path"]]
+        return inside[-1] if inside else (self.frames[-1] if self.frames else None)
+
+    def location(self) -> dict | None:
+        frame = self.vllm_frame()
+        if not frame:
+            return None
+        return {"file": relative(frame["path"]), "line": frame["line"], "function": frame["function"]}
+
+
+def relative(path: str) -> str:
+    for marker in ("site-packages/", "dist-packages/"):
+        if marker in path:
+            return path.rsplit(marker, 1)[1]
+    return path
+
+
+def strip(line: str) -> str:
+    return PROC_PREFIX.sub("", line, count=1)
+
+
+def log_lines(lines: list[str]) -> list[LogLine]:
+    out = []
+    for i, raw in enumerate(lines):
+        m = LOG_LINE.match(raw)
+        if m:
+            out.append(LogLine(m["level"], m["file"], int(m["line"]), m["msg"], m["proc"], i))
+    return out
+
+
+def warnings(lines: list[str]) -> list[LogLine]:
+    """WARNING lines, one per distinct (file, line, message): workers repeat each other."""
+    seen, out = set(), []
+    for ll in log_lines(lines):
+        if ll.level == "WARNING" and (ll.file, ll.line, ll.message) not in seen:
+            seen.add((ll.file, ll.line, ll.message))
+            out.append(ll)
+    return out
+
+
+def tracebacks(lines: list[str]) -> list[Traceback]:
+    """Every Python traceback in the log, in order (chained causes are separate entries)."""
+    out: list[Traceback] = []
+    i, n = 0, len(lines)
+    while i < n:
+        if strip(lines[i]).rstrip().endswith("Traceback (most recent call last):"):
+            start, frames, i = i, [], i + 1
+            while i < n:
+                text = strip(lines[i]).rstrip("\n")
+                m = FRAME.match(text)
+                if m:
+                    frames.append({"path": m["path"], "line": int(m["line"]), "function": m["func"].strip()})
+                    i += 1
+                    continue
+                if text.startswith((" ", "\t")) or not text.strip() or set(text.strip()) <= set("^~ "):
+                    i += 1  # source line, caret markers, blank
+                    continue
+                m = EXC_LINE.match(text.strip())
+                if m:
+                    message = m["msg"] or ""
+                    out.append(Traceback(m["type"], message, frames, start, i))
+                    break
+                # something else (a log line from another process interleaved): keep scanning
+                if LOG_LINE.match(lines[i]):
+                    i += 1
+                    continue
+                out.append(Traceback(text.strip().split(":")[0], text.strip(), frames, start, i))
+                break
+        i += 1
+    return out
+
+
+def _split_top(text: str) -> list[str]:
+    """Split `a=1, b=X(c=2, d=[3, 4]), e='x, y'` at top-level commas."""
+    parts, depth, quote, cur = [], 0, None, []
+    for ch in text:
+        if quote:
+            cur.append(ch)
+            if ch == quote:
+                quote = None
+            continue
+        if ch in "'\"":
+            quote = ch
+        elif ch in "([{<":
+            depth += 1
+        elif ch in ")]}>":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append("".join(cur).strip())
+            cur = []
+            continue
+        cur.append(ch)
+    if cur:
+        parts.append("".join(cur).strip())
+    return parts
+
+
+def _value(raw: str):
+    raw = raw.strip()
+    if raw in ("True", "False"):
+        return raw == "True"
+    if raw == "None":
+        return None
+    if re.fullmatch(r"-?\d+", raw):
+        return int(raw)
+    if len(raw) >= 2 and raw[0] == raw[-1] and raw[0] in "'\"":
+        return raw[1:-1]
+    return raw
+
+
+ENGINE_KEYS = {
+    "speculative_config": "speculative_config", "dtype": "dtype", "max_seq_len": "max_model_len",
+    "enable_prefix_caching": "prefix_caching", "enable_chunked_prefill": "chunked_prefill",
+    "chunked_prefill_enabled": "chunked_prefill", "async_scheduling": "async_scheduling",
+    "tensor_parallel_size": "tensor_parallel_size", "enforce_eager": "enforce_eager",
+    "kv_cache_dtype": "kv_cache_dtype", "device_config": "device", "quantization": "quantization",
+}
+
+
+def engine_config(lines: list[str]) -> dict:
+    """The settings the engine core says it was initialised with."""
+    for raw in lines:
+        m = ENGINE_CONFIG.search(raw)
+        if not m:
+            continue
+        out = {"engine_version": m["version"]}
+        for part in _split_top(m["cfg"]):
+            key, _, raw_value = part.partition("=")
+            if key.strip() in ENGINE_KEYS:
+                out[ENGINE_KEYS[key.strip()]] = _value(raw_value)
+        spec = out.get("speculative_config")
+        if isinstance(spec, str) and spec.startswith("SpeculativeConfig("):
+            inner = dict(p.partition("=")[::2] for p in _split_top(spec[len("SpeculativeConfig("):-1]))
+            out["speculative_method"] = _value(inner.get("method", "None"))
+            if "num_spec_tokens" in inner:
+                out["num_speculative_tokens"] = _value(inner["num_spec_tokens"])
+        return out
+    return {}
+
+
+def excerpt(lines: list[str], around: int | None = None, before: int = 25, after: int = 10, tail: int = 40) -> str:
+    if around is None:
+        chosen = lines[-tail:]
+    else:
+        chosen = lines[max(0, around - before): around + after]
+    return "\n".join(line.rstrip("\n")[:1000] for line in chosen)

