@@ -46,7 +46,13 @@ def cmd_extract(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    import signal
+
     from runner.main import RunOptions, run
+
+    def stop(signum, frame):  # CI cancellation: unwind so servers are torn down
+        raise KeyboardInterrupt(f"signal {signum}")
+    signal.signal(signal.SIGTERM, stop)
 
     return run(RunOptions(
         snippets=Path(args.snippets), output=Path(args.output),

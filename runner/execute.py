@@ -17,11 +17,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from extractor.records import Snippet
-from runner import classify, logscan, probes
+from runner import classify, docker_target, logscan, probes
 from runner.envs import TargetEnv
 from runner.helper_client import Helper, HelperError
 from runner.models import ModelResolver, SPEC_FLAGS, estimated_bytes, needed_models, substitute
-from runner.records import TIERS, Evidence, Outcome, TargetRef
+from runner.records import TIERS, Outcome, TargetRef
 from runner.redact import Redactor
 from runner.server import Server, free_port, serve_args
 
@@ -60,7 +60,11 @@ class RunContext:
             env = {**self.base_env, **target.env}
             if not self.resolver.hub:
                 env["HF_HUB_OFFLINE"] = "1"
-            self.helpers[name] = Helper(target.python, env, self.workdir / f"helper-{name}.log")
+            command = None
+            if target.target.docker:
+                command = docker_target.helper_command(target.target.docker, list(self.resolver.model_map.values()),
+                                                       {**env, **target.env})
+            self.helpers[name] = Helper(target.python, env, self.workdir / f"helper-{name}.log", command=command)
         return self.helpers[name]
 
     def close(self) -> None:
@@ -239,7 +243,14 @@ class JobRunner:
         for attempt in (1, 2):
             port = free_port()
             log = ctx.workdir / "logs" / f"{snippet.id}-{job.variant or 'doc'}-{job.target.target.name}.log"
-            server = Server([*job.target.vllm, "serve", *serve_args(argv, port)], env, log, port, gpu_ids)
+            if job.target.target.docker:
+                name = f"driftmatrix-{snippet.id}-{port}"
+                cmd = docker_target.server_command(
+                    job.target.target.docker, name, serve_args(argv, port),
+                    {**ctx.base_env, **job.target.env, **_literal_env(snippet)}, list(out.substitutions.values()), gpu_ids)
+                server = Server(cmd, env, log, port, gpu_ids, cleanup=docker_target.cleanup_command(name))
+            else:
+                server = Server([*job.target.vllm, "serve", *serve_args(argv, port)], env, log, port, gpu_ids)
             self.on_stage(job, "start")
             out.stage = "start"
             server.start()

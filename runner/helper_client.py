@@ -18,8 +18,10 @@ class HelperError(RuntimeError):
 
 
 class Helper:
-    def __init__(self, python: str, env: dict[str, str], log_path: Path, import_timeout: float = 600):
+    def __init__(self, python: str, env: dict[str, str], log_path: Path, import_timeout: float = 600,
+                 command: list[str] | None = None):
         self.python, self.env, self.log_path = python, env, log_path
+        self.command = command or [python, str(HELPER)]  # docker targets run it inside the image
         self.import_timeout = import_timeout
         self.proc: subprocess.Popen | None = None
         self.import_s: float | None = None
@@ -29,7 +31,7 @@ class Helper:
     def _start(self) -> None:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._err = self.log_path.open("ab")
-        self.proc = subprocess.Popen([self.python, str(HELPER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        self.proc = subprocess.Popen(self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=self._err, env={**os.environ, **self.env}, start_new_session=True)
         hello = self._read(self.import_timeout)
         if not hello.get("ready"):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import queue
-import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path

@@ -11,6 +11,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +19,46 @@ from pathlib import Path
 import httpx
 
 HOST_FLAGS = {"--host", "--port", "--uds"}
+
+
+def _die_with_parent() -> None:
+    """In the child: get SIGKILL when the runner dies, even by SIGKILL (Linux prctl)."""
+    try:
+        import ctypes
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+# A watchdog per server, in its own session: it blocks on a pipe from the runner; EOF
+# without "done" means the runner died (even by SIGKILL), and it then kills every process
+# of the server's session — vLLM's engine core outlives a killed API server otherwise.
+REAPER = r"""
+import os, signal, sys, time
+sid = int(sys.argv[1])
+if "done" in sys.stdin.read():
+    sys.exit(0)
+def members():
+    out = []
+    for e in os.listdir("/proc"):
+        if e.isdigit():
+            try:
+                f = open(f"/proc/{e}/stat").read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if f[0] != "Z" and (int(f[2]) == sid or int(f[3]) == sid):
+                out.append(int(e))
+    return out
+for sig in (signal.SIGTERM, signal.SIGKILL):
+    for pid in members():
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            pass
+    end = time.time() + 5
+    while members() and time.time() < end:
+        time.sleep(0.2)
+"""
 
 
 def free_port() -> int:
@@ -80,6 +121,8 @@ class Server:
     started_at: float = 0.0
     ready_s: float | None = None
     teardown: dict = field(default_factory=dict)
+    cleanup: list[str] | None = None
+    """A command run after the group is gone (docker: remove the container)."""
 
     def start(self) -> None:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -88,12 +131,15 @@ class Server:
         self.started_at = time.monotonic()
         # An argv list, never a shell: `;`, `&&`, `$(...)` in a snippet stay literal arguments.
         self.proc = subprocess.Popen(self.cmd, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                     env=self.env, start_new_session=True, cwd=self.log_path.parent)
+                                     env=self.env, start_new_session=True, cwd=self.log_path.parent,
+                                     preexec_fn=_die_with_parent)
+        self._reaper = subprocess.Popen([sys.executable, "-c", REAPER, str(self.proc.pid)], stdin=subprocess.PIPE,
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
-    def wait_ready(self, deadline_s: float, poll_s: float = 1.0) -> str:
+    def wait_ready(self, deadline_s: float, poll_s: float = 0.25) -> str:
         """`ready`, `exited` or `timeout`."""
         url = f"http://127.0.0.1:{self.port}/health"
         with httpx.Client(timeout=5) as client:
@@ -135,7 +181,13 @@ class Server:
             except ProcessLookupError:
                 pass
         left = group_members(pgid)
+        if self.cleanup:
+            subprocess.run(self.cleanup, capture_output=True, timeout=60)
         self._log.close()
+        try:
+            self._reaper.communicate(b"done", timeout=10)
+        except (OSError, ValueError, subprocess.TimeoutExpired):
+            self._reaper.kill()
         self.teardown = {"returncode": self.proc.returncode, "left_processes": len(left),
                          "stop_s": round(time.monotonic() - t0, 2)}
         if self.gpus and self._baseline is not None:

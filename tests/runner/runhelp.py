@@ -1,0 +1,52 @@
+"""Helpers shared by the runner tests (imported by conftest and the test modules)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from extractor.catalog import extract
+from runner.records import Outcome
+
+HERE = Path(__file__).resolve().parent
+CACHE = Path(os.environ.get("DRIFTMATRIX_CACHE") or Path.home() / ".cache" / "driftmatrix")
+
+
+def docs_tree(root: Path, markdown: str) -> Path:
+    (root / "docs").mkdir(parents=True, exist_ok=True)
+    (root / "mkdocs.yaml").write_text("site_name: under test\n")
+    (root / "docs" / "index.md").write_text(markdown)
+    return root
+
+
+def catalog_of(root: Path) -> tuple[Path, dict[str, list[str]]]:
+    """Extract with the real extractor; return snippets.json and {heading anchor: [ids]}."""
+    catalog, unusable = extract([root])
+    assert not unusable
+    path = root / "snippets.json"
+    catalog.write(path)
+    by_anchor: dict[str, list[str]] = {}
+    for s in catalog.snippets:
+        by_anchor.setdefault(s.sources[0].anchor, []).append(s.id)
+    return path, by_anchor
+
+
+def run_cli(*args: str, cwd: Path, check: bool = True) -> subprocess.CompletedProcess:
+    proc = subprocess.run([sys.executable, "-m", "driftmatrix.cli", "run", *args, "--cache-dir", str(CACHE)],
+                          cwd=cwd, capture_output=True, text=True)
+    if check and proc.returncode:
+        raise AssertionError(f"driftmatrix run exited {proc.returncode}:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    return proc
+
+
+def outcomes(path: Path) -> list[Outcome]:
+    return [Outcome.from_dict(json.loads(line)) for line in path.read_text().splitlines() if line.strip()]
+
+
+def pick(items: list[Outcome], snippet_id: str, target: str, variant: str | None = None) -> Outcome:
+    found = [o for o in items if o.snippet_id == snippet_id and o.target.name == target and o.variant == variant]
+    assert len(found) == 1, f"{snippet_id}/{target}/{variant}: {len(found)} outcomes"
+    return found[0]

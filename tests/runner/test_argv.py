@@ -1,0 +1,54 @@
+"""How the runner rewrites a snippet's argv: model substitution, no-spec variant, host/port."""
+
+from __future__ import annotations
+
+import json
+
+from runner.execute import devices_needed, drop_speculative
+from runner.models import substitute
+from runner.server import serve_args
+
+MAP = {"google/gemma-4-E2B-it": "/m/target", "google/gemma-4-E2B-it-assistant": "/m/draft"}
+
+
+def test_substitute_model_and_draft_inside_json():
+    argv = ["google/gemma-4-E2B-it", "--speculative-config",
+            '{"model": "google/gemma-4-E2B-it-assistant", "num_speculative_tokens": 4}']
+    out = substitute(argv, MAP)
+    assert out[0] == "/m/target"
+    assert json.loads(out[2]) == {"model": "/m/draft", "num_speculative_tokens": 4}
+
+
+def test_substitute_equals_form_and_leaves_others():
+    assert substitute(["--model=google/gemma-4-E2B-it", "--served-model-name", "google/gemma-4-E2B-it-x"], MAP) == \
+        ["--model=/m/target", "--served-model-name", "google/gemma-4-E2B-it-x"]
+    assert substitute(["x", '{"broken'], MAP) == ["x", '{"broken']
+
+
+def test_drop_speculative_all_spellings():
+    argv = ["m", "--speculative-config", "{}", "-sc", "{}", "--speculative_config={}",
+            "--speculative-config.method", "mtp", "--max-model-len", "8"]
+    assert drop_speculative(argv) == ["m", "--max-model-len", "8"]
+
+
+def test_serve_args_replace_host_and_port():
+    out = serve_args(["m", "--host", "0.0.0.0", "--port=8000", "--max-model-len", "8"], 1234)
+    assert out == ["m", "--max-model-len", "8", "--host", "127.0.0.1", "--port", "1234"]
+
+
+def test_devices_needed():
+    assert devices_needed(["m"]) == 1
+    assert devices_needed(["m", "--tensor-parallel-size", "4", "-pp", "2"]) == 8
+    assert devices_needed(["m", "--data-parallel-size=2", "-tp", "2"]) == 4
+    assert devices_needed(["m", "-tp", "<N>"]) == 1
+
+
+def test_docker_server_command_uses_host_network_gpus_and_mounts():
+    from runner.docker_target import cleanup_command, server_command
+    cmd = server_command("vllm/vllm-openai:v0.20.1", "dm-x", ["/m/target", "--port", "9"], {"HF_HOME": "/h"},
+                         ["/m/target"], [2, 3])
+    assert cmd[:2] == ["docker", "run"] and "--network" in cmd and cmd[cmd.index("--network") + 1] == "host"
+    assert cmd[cmd.index("--gpus") + 1] == '"device=2,3"'
+    assert "/m/target:/m/target:ro" in cmd and "HF_HOME=/h" in cmd
+    assert cmd[cmd.index("vllm/vllm-openai:v0.20.1") + 1:] == ["/m/target", "--port", "9"]
+    assert cleanup_command("dm-x") == ["docker", "rm", "-f", "dm-x"]

@@ -1,0 +1,106 @@
+"""Deadlines, teardown and interrupted runs: no process left behind, no finished result lost."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from runhelp import CACHE, catalog_of, docs_tree, outcomes, run_cli
+
+BATCH = """# batch
+
+```bash
+vllm serve Qwen/Qwen3-0.6B --max-model-len 512 --disable-log-requests
+```
+
+```bash
+vllm serve Qwen/Qwen3-0.6B --max-model-len 512 --max-num-seqs 4
+```
+"""
+
+
+def alive(pids: set[int]) -> set[int]:
+    out = set()
+    for pid in pids:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != "Z":
+            out.add(pid)
+    return out
+
+
+def server_pids(log: Path) -> set[int]:
+    return {int(p) for p in re.findall(r"pid=(\d+)\)", log.read_text(errors="replace"))}
+
+
+def test_server_killed_at_deadline_leaves_nothing(docs, targets_toml, tmp_path):
+    snippets, ids = docs
+    out = tmp_path / "o.jsonl"
+    run_cli(str(snippets), "--targets", str(targets_toml), "--target", "nightly", "--only", ids["tools"][0],
+            "--start-timeout", "8", "-o", str(out), cwd=tmp_path)
+    [o] = outcomes(out)
+    assert (o.verdict, o.stage) == ("ERROR", "start") and "deadline" in o.reason
+    assert o.evidence.server["state"] == "timeout" and o.evidence.server["left_processes"] == 0
+    logs = list(tmp_path.rglob("*.log"))
+    pids = set().union(*(server_pids(p) for p in logs if "helper" not in p.name))
+    assert not alive(pids)
+
+
+def test_killed_runner_keeps_finished_outcomes_and_rerun_skips_them(targets_toml, tmp_path):
+    snippets, _ = catalog_of(docs_tree(tmp_path / "docs", BATCH))
+    out = tmp_path / "o.jsonl"
+    cmd = [sys.executable, "-m", "driftmatrix.cli", "run", str(snippets), "--targets", str(targets_toml),
+           "--target", "nightly", "--cache-dir", str(CACHE), "-o", str(out), "--format", "json"]
+    runner = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    logs = tmp_path / "driftmatrix-work" / "logs"
+    deadline = time.monotonic() + 600
+    # wait for the first (parse-tier) outcome and for the second job's engine to be up
+    while time.monotonic() < deadline:
+        if out.exists() and out.read_text().count("\n") >= 1 and logs.exists():
+            started = [p for p in logs.glob("*.log") if "EngineCore" in p.read_text(errors="replace")]
+            if started:
+                break
+        assert runner.poll() is None, runner.stderr.read().decode()[-2000:]
+        time.sleep(1)
+    else:
+        raise AssertionError("the server never started")
+    pids = server_pids(started[0])
+    assert alive(pids)
+    runner.send_signal(signal.SIGKILL)  # the hardest way to die: no cleanup code runs
+    runner.wait()
+    before = out.read_text()
+    assert before.count("\n") == 1
+    end = time.monotonic() + 60
+    while alive(pids) and time.monotonic() < end:
+        time.sleep(1)
+    assert not alive(pids), "server processes outlived the runner"
+    # rerun: the finished outcome is kept byte for byte and not re-run
+    proc = run_cli(str(snippets), "--targets", str(targets_toml), "--target", "nightly", "-o", str(out),
+                   "--start-timeout", "5", cwd=tmp_path)
+    assert "1 job(s) already in" in proc.stderr
+    after = out.read_text()
+    assert after.startswith(before) and after.count("\n") == 2
+
+
+def test_sigterm_tears_the_server_down(targets_toml, tmp_path):
+    snippets, _ = catalog_of(docs_tree(tmp_path / "docs", BATCH.split("```bash", 2)[0] + "```bash" + BATCH.split("```bash", 2)[2]))
+    out = tmp_path / "o.jsonl"
+    cmd = [sys.executable, "-m", "driftmatrix.cli", "run", str(snippets), "--targets", str(targets_toml),
+           "--target", "nightly", "--cache-dir", str(CACHE), "-o", str(out)]
+    runner = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    logs = tmp_path / "driftmatrix-work" / "logs"
+    end = time.monotonic() + 600
+    while time.monotonic() < end and not (logs.exists() and any(
+            "EngineCore" in p.read_text(errors="replace") for p in logs.glob("*.log"))):
+        time.sleep(1)
+    pids = set().union(*(server_pids(p) for p in logs.glob("*.log")))
+    os.kill(runner.pid, signal.SIGTERM)
+    runner.wait(timeout=120)
+    assert not alive(pids)

