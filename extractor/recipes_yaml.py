@@ -9,6 +9,8 @@ are deployment-specific and left out. The `guide:` Markdown is read like a docs 
 
 from __future__ import annotations
 
+import re
+
 from typing import Any
 
 import yaml
@@ -29,7 +31,17 @@ def _str_list(value: Any, where: str) -> list[str]:
         return []
     if not isinstance(value, list) or not all(isinstance(v, (str, int, float, bool)) for v in value):
         raise RecipeError(f"{where} must be a list of strings")
-    return [str(v).lower() if isinstance(v, bool) else str(v) for v in value]
+    out = []
+    for v in value:
+        text = str(v).lower() if isinstance(v, bool) else str(v)
+        # The site renders args space-joined, so an item "--max-model-len auto" reaches the
+        # reader's shell as a flag and its value: keep that reading (a JSON item stays whole).
+        m = _FLAG_AND_VALUE.match(text)
+        out += [m[1], m[2]] if m else [text]
+    return out
+
+
+_FLAG_AND_VALUE = re.compile(r"^(--[A-Za-z0-9][\w.-]*)\s+([^\s'\"{\[]+)$")
 
 
 def _str_dict(value: Any, where: str) -> dict[str, str]:

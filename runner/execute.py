@@ -164,7 +164,9 @@ class JobRunner:
         out.evidence.exception = exc
         out.evidence.signature = {"id": sig.id, "explanation": sig.explanation} if sig else None
         one_line = _one_line(exc) if exc else "see the log excerpt"
-        if sig and sig.blame == "infra":
+        if sig and sig.blame == "unavailable":
+            self._set(out, "SKIP", f"{sig.explanation} ({one_line})", stage)
+        elif sig and sig.blame == "infra":
             self._set(out, "ERROR", f"infrastructure: {sig.explanation} ({one_line})", stage)
         else:
             self._set(out, "FAIL", one_line, stage)
@@ -203,7 +205,9 @@ class JobRunner:
             return self._set(out, "SKIP", answer.get("skip"), stage)
         if not answer.get("ok"):
             err = answer.get("error") or {}
-            if placeholders and any(p in (err.get("message") or "") for p in placeholders):
+            message = err.get("message") or ""
+            unknown_flag = "unrecognized arguments" in message and not any(p in message for p in placeholders)
+            if placeholders and not unknown_flag:  # a value we had to leave unfilled may be the cause
                 return self._set(out, "SKIP", f"placeholder {', '.join(placeholders)} must be filled in "
                                               f"(parse error on it: {err.get('message')})", stage)
             return self._fail(out, stage, _exception(err))

@@ -50,7 +50,11 @@ def error_of(exc, stderr_text=""):
     where = vllm_frames[-1] if vllm_frames else (frames[-1] if frames else None)
     if isinstance(exc, SystemExit):
         lines = [ln for ln in stderr_text.strip().splitlines() if ln.strip()]
-        message = lines[-1] if lines else f"exit status {exc.code}"
+        # argparse prints usage, then "prog: error: ..."; pydantic adds lines and a URL
+        start = next((i for i, ln in enumerate(lines) if "error:" in ln), None)
+        kept = [ln for ln in lines[start:] if not ln.strip().startswith("For further information")] \
+            if start is not None else lines[-1:]
+        message = "\n".join(kept) if kept else f"exit status {exc.code}"
         etype = "ArgumentError"
     else:
         message, etype = str(exc), type(exc).__name__

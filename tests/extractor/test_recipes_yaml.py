@@ -57,3 +57,11 @@ def test_recipe_commands_lines_and_guide():
 
 def test_not_a_recipe_is_a_warning():
     assert from_recipe("title: x\n", Place("recipes", "abc", "models/a.yaml", 1))[1][0].code == "not-a-recipe"
+
+
+def test_flag_and_value_in_one_args_item_is_split(corpus):
+    from extractor.catalog import extract
+    catalog, _ = extract([corpus / "vllm-docs" / "0.33.0"])
+    mimo = [s for s in catalog.snippets if s.model == "XiaomiMiMo/MiMo-V2.5-Pro" and s.kind == "recipe"]
+    assert mimo and all("--max-model-len auto" not in s.argv for s in mimo)
+    assert all(s.argv[s.argv.index("--max-model-len") + 1] == "auto" for s in mimo)
