@@ -14,7 +14,9 @@ from runner import logscan
 SIGNATURES = Path(__file__).resolve().parent / "data" / "signatures.yaml"
 # Exceptions that only report that something else failed; the root cause is elsewhere.
 WRAPPERS = re.compile(r"Engine core initialization failed|Engine process failed to start|"
-                      r"EngineDeadError|WorkerProc initialization failed|See root cause above")
+                      r"EngineDeadError|WorkerProc initialization failed|See root cause above|"
+                      # printed by 0.20.1's CPU build at every shutdown: never the cause
+                      r"Found no NVIDIA driver")
 
 
 @dataclass
@@ -53,10 +55,19 @@ def is_feature_warning(message: str) -> bool:
 
 
 def root_cause(tracebacks: list[logscan.Traceback]) -> logscan.Traceback | None:
-    """The first traceback that is not a wrapper around another failure."""
+    """Where it went wrong first: in the first exception chain that holds a real error, the
+    last exception of it that is not a wrapper (e.g. vLLM's LoRAAdapterNotFoundError, not
+    the FileNotFoundError it was raised from, nor "Engine core initialization failed")."""
+    chains: list[list[logscan.Traceback]] = []
     for tb in tracebacks:
-        if not WRAPPERS.search(f"{tb.type}: {tb.message}"):
-            return tb
+        if tb.chained and chains:
+            chains[-1].append(tb)
+        else:
+            chains.append([tb])
+    for chain in chains:
+        real = [tb for tb in chain if not WRAPPERS.search(f"{tb.type}: {tb.message}")]
+        if real:
+            return real[-1]
     return tracebacks[0] if tracebacks else None
 
 

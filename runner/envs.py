@@ -186,7 +186,11 @@ def _query(python: str, env: dict[str, str]) -> dict:
                           env={**os.environ, **env}, timeout=300)
     if proc.returncode:
         raise EnvError(f"{python}: cannot import vllm: {proc.stderr.strip().splitlines()[-1:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    info = json.loads(proc.stdout.strip().splitlines()[-1])
+    commit = info.get("commit")
+    if isinstance(commit, str) and re.fullmatch(r"g[0-9a-f]{7,40}", commit):
+        info["commit"] = commit[1:]  # setuptools-scm writes "g<hash>"
+    return info
 
 
 def _cache_env(envdir: Path) -> dict[str, str]:

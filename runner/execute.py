@@ -18,6 +18,7 @@ from pathlib import Path
 
 from extractor.records import Snippet
 from runner import classify, docker_target, logscan, probes
+from runner.argv_edit import without_options
 from runner.envs import TargetEnv
 from runner.helper_client import Helper, HelperError
 from runner.models import ModelResolver, SPEC_FLAGS, estimated_bytes, needed_models, substitute
@@ -86,17 +87,8 @@ def host_facts() -> dict:
 
 def drop_speculative(argv: list[str]) -> list[str]:
     """The same command without its speculative config (all spellings, dotted keys too)."""
-    out, skip = [], False
-    for token in argv:
-        if skip:
-            skip = False
-            continue
-        name = token.split("=", 1)[0]
-        if name in SPEC_FLAGS or name.startswith(tuple(f"{f}." for f in SPEC_FLAGS)):
-            skip = "=" not in token
-            continue
-        out.append(token)
-    return out
+    dotted = tuple(f"{f}." for f in SPEC_FLAGS)
+    return without_options(argv, lambda name: name in SPEC_FLAGS or name.startswith(dotted))
 
 
 def devices_needed(argv: list[str]) -> int:

@@ -13,7 +13,11 @@ from dataclasses import dataclass, field
 LOG_LINE = re.compile(
     r"^(?:\((?P<proc>[^)]*)\)\s+)?(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL)\s+"
     r"\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?\s+\[(?P<file>[^\]:]+):(?P<line>\d+)\]\s?(?P<msg>.*)$")
-PROC_PREFIX = re.compile(r"^\([^)]*\bpid=\d+\)\s?")
+# What precedes a traceback line: the process tag, and for logger.exception() output the
+# whole log-record header as well.
+LINE_PREFIX = re.compile(r"^(?:\([^)]*\bpid=\d+\)\s?)?(?:(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\s+"
+                         r"\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?\s+\[[^\]]+\]\s?)?")
+CHAINED = ("During handling of the above exception", "The above exception was the direct cause")
 FRAME = re.compile(r'^\s+File "(?P<path>[^"]+)", line (?P<line>\d+), in (?P<func>.+)$')
 EXC_LINE = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Failure)|[A-Za-z_][\w.]*Error\w*)(?::\s?(?P<msg>.*))?$")
 ENGINE_CONFIG = re.compile(r"Initializing a V1 LLM engine \((?P<version>[^)]*)\) with config: (?P<cfg>.*)$")
@@ -38,6 +42,8 @@ class Traceback:
     """`{path, line, function}` outermost first."""
     start: int = 0
     end: int = 0
+    chained: bool = False
+    """True when this exception was raised while handling the previous one (same chain)."""
 
     def vllm_frame(self) -> dict | None:
         """The deepest frame inside the vllm package: where vLLM raised."""
@@ -59,7 +65,7 @@ def relative(path: str) -> str:
 
 
 def strip(line: str) -> str:
-    return PROC_PREFIX.sub("", line, count=1)
+    return LINE_PREFIX.sub("", line, count=1)
 
 
 def log_lines(lines: list[str]) -> list[LogLine]:
@@ -101,14 +107,11 @@ def tracebacks(lines: list[str]) -> list[Traceback]:
                 m = EXC_LINE.match(text.strip())
                 if m:
                     message = m["msg"] or ""
-                    out.append(Traceback(m["type"], message, frames, start, i))
+                    between = " ".join(strip(x) for x in lines[out[-1].end + 1:start]) if out else ""
+                    out.append(Traceback(m["type"], message, frames, start, i, any(c in between for c in CHAINED)))
                     break
-                # something else (a log line from another process interleaved): keep scanning
-                if LOG_LINE.match(lines[i]):
-                    i += 1
-                    continue
-                out.append(Traceback(text.strip().split(":")[0], text.strip(), frames, start, i))
-                break
+                # something else (a line from another process interleaved): keep scanning
+                i += 1
         i += 1
     return out
 

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import httpx
 
+from runner.argv_edit import without_options
+
 HOST_FLAGS = {"--host", "--port", "--uds"}
 
 
@@ -69,17 +71,7 @@ def free_port() -> int:
 
 def serve_args(argv: list[str], port: int) -> list[str]:
     """The snippet's arguments with its own host/port replaced by ours (loopback)."""
-    out, skip = [], False
-    for token in argv:
-        if skip:
-            skip = False
-            continue
-        name = token.split("=", 1)[0]
-        if name in HOST_FLAGS:
-            skip = "=" not in token
-            continue
-        out.append(token)
-    return [*out, "--host", "127.0.0.1", "--port", str(port)]
+    return [*without_options(argv, HOST_FLAGS.__contains__), "--host", "127.0.0.1", "--port", str(port)]
 
 
 def group_members(pgid: int) -> list[int]:

@@ -63,8 +63,9 @@ def served(docs, targets_toml, tmp_path_factory):
     work = tmp_path_factory.mktemp("served")
     out = work / "outcomes.jsonl"
     tools, ngram, draft = ids["tools"][0], ids["n-gram-speculative-decoding"][0], ids["draft-model"][0]
+    lora = ids["a-lora-adapter-that-is-not-there"][0]
     first = run_cli(str(snippets), "--targets", str(targets_toml), "--target", "nightly",
-                    "--only", tools, ngram, draft, "-o", str(out), cwd=work)
+                    "--only", tools, ngram, draft, lora, "-o", str(out), cwd=work)
     # Same file again with --variants: the documented draft job is reused, only no-spec runs.
     second = run_cli(str(snippets), "--targets", str(targets_toml), "--target", "nightly",
                      "--only", draft, "--variants", "-o", str(out), "--format", "json", cwd=work)

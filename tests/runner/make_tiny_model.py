@@ -63,6 +63,7 @@ def main():
     ap.add_argument("--layers", type=int, default=2)
     ap.add_argument("--tokenizer-from")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--head-dim", type=int, default=32, help="32+ for vLLM's CPU attention backend")
     a = ap.parse_args()
     import torch
     from transformers import Qwen3Config, Qwen3ForCausalLM
@@ -76,7 +77,7 @@ def main():
         train_tokenizer(out)
     ids = json.loads((out / "tokenizer.json").read_text())["model"]["vocab"]
     cfg = Qwen3Config(vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=a.layers,
-                      num_attention_heads=4, num_key_value_heads=2, head_dim=32, max_position_embeddings=2048,
+                      num_attention_heads=4, num_key_value_heads=2, head_dim=a.head_dim, max_position_embeddings=2048,
                       tie_word_embeddings=True, dtype="bfloat16", bos_token_id=ids["<|endoftext|>"],
                       eos_token_id=ids["<|im_end|>"], pad_token_id=ids["<|endoftext|>"])
     torch.manual_seed(a.seed)

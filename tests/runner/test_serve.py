@@ -64,3 +64,17 @@ def test_log_evidence_is_parsed_from_the_real_log(served):
     assert o.evidence.effective_config["engine_version"] == "v0.32.0"
     assert all(set(w) >= {"file", "line", "message"} for w in o.evidence.warnings)
     assert o.evidence.warnings and all(isinstance(w["line"], int) for w in o.evidence.warnings)
+
+
+def test_start_failure_carries_the_root_cause_from_the_server_log(served):
+    items, ids, *_ = served
+    o = pick(items, ids["a-lora-adapter-that-is-not-there"][0], "nightly")
+    assert (o.verdict, o.stage) == ("FAIL", "start")
+    exc = o.evidence.exception
+    # the worker's chained traceback: vLLM's own exception, not the FileNotFoundError under
+    # it nor the engine-core / API-server wrappers printed after it
+    assert exc["type"].endswith("LoRAAdapterNotFoundError")
+    assert "/nonexistent/adapter" in exc["message"]
+    assert exc["location"]["file"].startswith("vllm/lora/") and exc["location"]["line"] > 0
+    assert "LoRAAdapterNotFoundError" in o.evidence.log_excerpt
+    assert o.evidence.server["state"] == "exited" and o.evidence.server["left_processes"] == 0
