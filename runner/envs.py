@@ -90,7 +90,8 @@ def _run(cmd: list[str], log: Path, env: dict | None = None) -> None:
 
 def _pip(python: str, args: list[str], target: Target, log: Path, env: dict | None = None) -> None:
     index = [a for url in target.index_urls for a in ("--extra-index-url", url)]
-    _run([python, "-m", "pip", "install", "--disable-pip-version-check", *index, *args], log, env)
+    pre = ["--pre"] if target.pre else []
+    _run([python, "-m", "pip", "install", "--disable-pip-version-check", *pre, *index, *args], log, env)
 
 
 # pip configs may point find-links at a local `+cpu` torch, which `torch==V` would pick;

@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import tomllib
 from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -44,15 +45,22 @@ class Target:
     """A Docker image, e.g. `vllm/vllm-openai:v0.20.1`; needs a Docker engine."""
     env: dict[str, str] = field(default_factory=dict)
     """Environment variables for every process started for this target."""
+    pre: bool = False
+    """Allow pre-releases (nightly wheels are `.devN` versions)."""
 
     @property
     def kind(self) -> str:
         return "pip" if self.pip else "python" if self.python else "docker"
 
     def key(self) -> str:
-        """Hash of how the target is obtained: the environment cache key."""
+        """Hash of how the target is obtained: the environment cache key.  An unpinned pip
+        spec (a nightly) also hashes today's UTC date, so it is re-resolved once a day."""
         spec = {"pip": self.pip, "index_urls": self.index_urls, "extra": self.extra,
                 "python": self.python, "docker": self.docker}
+        if self.pre:
+            spec["pre"] = True
+        if self.pip and "==" not in self.pip:
+            spec["day"] = datetime.now(timezone.utc).date().isoformat()
         return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:12]
 
     def to_dict(self) -> dict[str, Any]:
@@ -101,7 +109,7 @@ def load(path: Path) -> TargetsFile:
         where = f"{path}: [targets.{name}]"
         if not isinstance(spec, dict):
             raise TargetConfigError(f"{where}: expected a table")
-        unknown = set(spec) - {"pip", "index_urls", "extra", "python", "docker", "env"}
+        unknown = set(spec) - {"pip", "index_urls", "extra", "python", "docker", "env", "pre"}
         if unknown:
             raise TargetConfigError(f"{where}: unknown keys {sorted(unknown)}")
         kinds = [k for k in ("pip", "python", "docker") if spec.get(k)]
@@ -114,7 +122,7 @@ def load(path: Path) -> TargetsFile:
             name=name, pip=spec.get("pip"), python=python, docker=spec.get("docker"),
             index_urls=_strings(spec.get("index_urls", []), f"{where} index_urls"),
             extra=_strings(spec.get("extra", []), f"{where} extra"),
-            env=_str_map(spec.get("env", {}), f"{where} env"),
+            env=_str_map(spec.get("env", {}), f"{where} env"), pre=bool(spec.get("pre", False)),
         ))
     models = {}
     for model_id, local in _str_map(data.get("models", {}), f"{path}: [models]").items():

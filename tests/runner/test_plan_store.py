@@ -104,3 +104,18 @@ def test_outcome_roundtrip():
     o.evidence.warnings.append({"file": "x.py", "line": 1, "message": "m"})
     again = Outcome.from_dict(json.loads(json.dumps(o.to_dict())))
     assert again == o and again.key() == o.key()
+
+
+def test_env_cache_keys():
+    from runner.targets import Target
+    pinned = Target(name="a", pip="vllm==0.20.1")
+    assert pinned.key() == Target(name="b", pip="vllm==0.20.1").key()  # the name is not the build
+    assert pinned.key() != Target(name="a", pip="vllm==0.21.0").key()
+    nightly = load(DEFAULT_GPU).targets[1]
+    assert nightly.pre and "==" not in nightly.pip
+    # an unpinned nightly is re-resolved daily: today's date is part of its key
+    from datetime import datetime, timezone
+    import hashlib
+    spec = {"pip": nightly.pip, "index_urls": nightly.index_urls, "extra": [], "python": None, "docker": None,
+            "pre": True, "day": datetime.now(timezone.utc).date().isoformat()}
+    assert nightly.key() == hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:12]
