@@ -119,3 +119,28 @@ def test_env_cache_keys():
     spec = {"pip": nightly.pip, "index_urls": nightly.index_urls, "extra": [], "python": None, "docker": None,
             "pre": True, "day": datetime.now(timezone.utc).date().isoformat()}
     assert nightly.key() == hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def test_gpu_pool_hands_out_disjoint_sets():
+    import threading
+    import time as _time
+
+    from runner.main import GpuPool
+    pool, held, peak, lock = GpuPool(4), set(), [0], threading.Lock()
+
+    def job(k):
+        ids = pool.acquire(k)
+        with lock:
+            assert not held & set(ids)  # never the same GPU to two jobs at once
+            held.update(ids)
+            peak[0] = max(peak[0], len(held))
+        _time.sleep(0.02)
+        with lock:
+            held.difference_update(ids)
+        pool.release(ids)
+    threads = [threading.Thread(target=job, args=(k,)) for k in (1, 2, 1, 4, 2, 1, 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert peak[0] <= 4 and pool.free == [0, 1, 2, 3]
