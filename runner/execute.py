@@ -175,7 +175,9 @@ class JobRunner:
             ev.notes.append(f"docker snippet: image {snippet.image} not used; its server arguments ran "
                             f"against {job.target.target.name}")
         placeholders = snippet.placeholders
-        if not snippet.runnable and not placeholders:
+        # A placeholder still lets the parse tier check the flags; fragments, unbalanced
+        # quotes, --config FILE and --help do not run at all.
+        if not snippet.runnable and not (snippet.reason or "").startswith("placeholder"):
             out.argv = argv
             return self._set(out, "SKIP", f"not runnable as written: {snippet.reason}")
 
