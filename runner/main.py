@@ -125,7 +125,7 @@ def run(opts: RunOptions, console=None) -> int:
     if opts.junit:
         junit.write(finished, opts.junit)
     if opts.fmt != "json":
-        _summary(finished, console)
+        _summary(finished, console, opts.tier)
     return 0
 
 
@@ -187,11 +187,11 @@ def _execute(jobs: list[Job], ctx: RunContext, out_store: store.Store, opts: Run
     return results
 
 
-def _summary(outcomes: list[Outcome], console) -> None:
+def _summary(outcomes: list[Outcome], console, tier: str) -> None:
     from rich.table import Table
     if not outcomes:
         return
-    table = Table(title="driftmatrix run")
+    table = Table(title=f"driftmatrix run — tiers up to {tier}")
     table.add_column("target")
     verdicts = ["PASS", "WARN", "FAIL", "SKIP", "ERROR"]
     for v in verdicts:
