@@ -1,6 +1,6 @@
 """Runner overhead for one start+probe job vs the bare `vllm serve` start-up to /health.
 
-Builds the tiny Qwen3 model with the nightly target's Python, then N interleaved rounds (medians):
+Builds a Qwen3 stand-in with the nightly target's Python, then N interleaved rounds (medians):
   bare    - `vllm serve DIR --max-model-len 512` from the target env, polled every 0.1 s
             until GET /health is 200 (then killed);
   runner  - the same command as a docs snippet through `driftmatrix run --tier probe`:
@@ -34,6 +34,7 @@ from runner.envs import ensure  # noqa: E402
 from runner.execute import Job, JobRunner, RunContext  # noqa: E402
 from runner.models import ModelResolver  # noqa: E402
 from runner.server import free_port  # noqa: E402
+from runner.standins import build  # noqa: E402
 from runner.targets import DEFAULT_CPU, load  # noqa: E402
 
 CACHE = Path.home() / ".cache" / "driftmatrix"
@@ -70,8 +71,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         model = tmp / "tiny"
-        subprocess.run([env.python, str(REPO / "tests/runner/make_tiny_model.py"), str(model)], check=True,
-                       capture_output=True)
+        build("Qwen/Qwen3-0.6B", env, model, cache=CACHE)
         bare(env, model)  # warm vLLM's compile cache once, for both sides alike
         snippets, ids = catalog_of(docs_tree(tmp / "docs", f"# b\n\n```bash\nvllm serve {model} --max-model-len 512\n```\n"))
         from extractor.records import Catalog

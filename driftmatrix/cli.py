@@ -60,7 +60,29 @@ def cmd_run(args: argparse.Namespace) -> int:
         shard=args.shard, variants=args.variants, gpus=args.gpus, gpu_mem=args.gpu_mem,
         start_timeout=args.start_timeout, cache_dir=Path(args.cache_dir),
         workdir=Path(args.workdir) if args.workdir else None, fmt=args.format,
-        junit=Path(args.junit) if args.junit else None, target_names=args.target))
+        junit=Path(args.junit) if args.junit else None, target_names=args.target, stand_ins=args.stand_ins))
+
+
+def cmd_standin(args: argparse.Namespace) -> int:
+    import json
+
+    from runner.envs import EnvError, ensure
+    from runner.standins import StandInError, build
+    from runner.targets import TargetConfigError, default_path, load
+
+    try:
+        tfile = load(Path(args.targets) if args.targets else default_path())
+        target = next((t for t in tfile.targets if t.name == args.target), None) if args.target else tfile.targets[-1]
+        if target is None:
+            raise TargetConfigError(f"no target named {args.target}")
+        env = ensure(target, Path(args.cache_dir), log=lambda m: print(m, file=sys.stderr))
+        twin = build(args.model, env, Path(args.output), cache=Path(args.cache_dir), layers=args.layers,
+                     tokenizer_from=args.tokenizer_from)
+    except (TargetConfigError, EnvError, StandInError) as err:
+        print(f"driftmatrix standin: {err}", file=sys.stderr)
+        return 1
+    print(json.dumps(twin.__dict__, indent=1))
+    return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -98,7 +120,20 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--format", choices=["rich", "json"], default="rich",
                    help="rich progress bar, or JSON lines on stdout for machines")
     r.add_argument("--junit", metavar="FILE", help="also write a JUnit XML report")
+    r.add_argument("--stand-ins", action="store_true",
+                   help="replace models that cannot be had (incl. drafts in speculative configs) by tiny "
+                        "architecture-preserving twins; verdicts are labelled stand_in")
     r.set_defaults(func=cmd_run)
+
+    st = sub.add_parser("standin", help="build a tiny architecture-preserving twin of a model")
+    st.add_argument("model", metavar="MODEL_OR_CONFIG", help="model id, local model dir, or a config.json")
+    st.add_argument("-o", "--output", required=True, help="directory to write (replaced)")
+    st.add_argument("--targets", help="targets TOML (default: the shipped config for this machine)")
+    st.add_argument("--target", help="build with this target's env (its transformers); default: the last one")
+    st.add_argument("--layers", type=int, default=2, help="decoder layers (default: %(default)s)")
+    st.add_argument("--tokenizer-from", metavar="DIR", help="share this twin's tokenizer (for a draft model)")
+    st.add_argument("--cache-dir", default=str(_cache_dir()), help="environments and configs (default: %(default)s)")
+    st.set_defaults(func=cmd_standin)
     return parser
 
 

@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from extractor.records import Snippet
-from runner import classify, docker_target, logscan, probes
+from runner import classify, docker_target, logscan, probes, standins
 from runner.argv_edit import without_options
 from runner.envs import TargetEnv
 from runner.helper_client import Helper, HelperError
@@ -54,6 +54,9 @@ class RunContext:
     gpu_mem_gb: float | None = None
     redact: Redactor = field(default_factory=Redactor)
     helpers: dict[str, Helper] = field(default_factory=dict)
+    stand_ins: bool = False
+    """Replace models that cannot be had by twins built in the target's env."""
+    cache_dir: Path = Path.home() / ".cache" / "driftmatrix"
 
     def helper(self, target: TargetEnv) -> Helper:
         name = target.target.name
@@ -185,6 +188,10 @@ class JobRunner:
         if job.variant == "no-spec":
             models = models[:1]
         subs, missing = ctx.resolver.resolve(models)
+        why_not: list[str] = []
+        if missing and ctx.stand_ins:
+            self.on_stage(job, "stand-in")
+            missing, why_not = self._stand_ins(job, models, subs, missing, ev)
         argv = substitute(argv, subs)
         out.argv, out.substitutions = argv, subs
         out.stand_in = any(ctx.resolver.is_stand_in(p) for p in subs.values())
@@ -212,7 +219,9 @@ class JobRunner:
             return self._set(out, "SKIP", f"placeholder {', '.join(placeholders)} must be filled in", "config")
         if missing:
             return self._set(out, "SKIP", f"model {', '.join(missing)} not available here (no model-map entry, "
-                                          "Hugging Face hub unreachable)", "config")
+                                          "Hugging Face hub unreachable"
+                                          + (f"; no stand-in: {'; '.join(why_not)}" if why_not else "") + ")",
+                             "config")
         if tier_n == 1:
             return self._finish(out)
 
@@ -228,6 +237,25 @@ class JobRunner:
                 return self._set(out, "SKIP", f"model weights ~{size / 1e9:.0f} GB exceed --gpu-mem "
                                               f"{ctx.gpu_mem_gb} GB x {need}", "start")
         self._serve(job, out, argv, gpu_ids, tier_n)
+
+    def _stand_ins(self, job: Job, models: list[str], subs: dict, missing: list[str], ev) -> tuple[list[str], list[str]]:
+        """Twins for the missing models (the served one first; a draft shares its tokenizer)."""
+        still, why_not = [], []
+        for i, model in enumerate(models):
+            if model not in missing:
+                continue
+            served = subs.get(models[0]) or (models[0] if Path(models[0]).is_dir() else None)
+            try:
+                twin = standins.ensure(model, job.target, self.ctx.cache_dir, layers=2 if i == 0 else 1,
+                                       tokenizer_from=served if i > 0 else None)
+            except standins.StandInError as err:
+                still.append(model)
+                why_not.append(str(err))
+                continue
+            subs[model] = twin.dir
+            ev.notes.append(f"{model}: stand-in {twin.family} twin ({twin.config_source}; transformers "
+                            f"{twin.transformers}; {twin.layers} layer(s); random weights)")
+        return still, why_not
 
     def _serve(self, job: Job, out: Outcome, argv: list[str], gpu_ids: list[int], tier_n: int) -> None:
         ctx, ev, snippet = self.ctx, out.evidence, job.snippet

@@ -35,6 +35,7 @@ class RunOptions:
     fmt: str = "rich"
     junit: Path | None = None
     target_names: list[str] | None = None
+    stand_ins: bool = False
 
 
 class GpuPool:
@@ -94,7 +95,8 @@ def run(opts: RunOptions, console=None) -> int:
         console.print(f"[yellow]{problem}")
     workdir = opts.workdir or opts.output.parent / "driftmatrix-work"
     ctx = RunContext(resolver=ModelResolver(tfile.models), workdir=workdir, base_env=tfile.env,
-                     start_timeout=opts.start_timeout, gpus=gpus, gpu_mem_gb=opts.gpu_mem, redact=Redactor())
+                     start_timeout=opts.start_timeout, gpus=gpus, gpu_mem_gb=opts.gpu_mem, redact=Redactor(),
+                     stand_ins=opts.stand_ins, cache_dir=opts.cache_dir)
     envs: dict[str, TargetEnv] = {}
     finished: list[Outcome] = []
     jobs: list[Job] = []

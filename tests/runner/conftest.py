@@ -22,12 +22,12 @@ def cpu_envs():
 
 @pytest.fixture(scope="session")
 def tiny_models(cpu_envs, tmp_path_factory):
+    """A Qwen3 twin and a 1-layer draft sharing its tokenizer, built with the nightly env."""
+    from runner.standins import build
     root = tmp_path_factory.mktemp("models")
-    python = cpu_envs["nightly"].python
-    maker = str(HERE / "make_tiny_model.py")
-    subprocess.run([python, maker, str(root / "target")], check=True, capture_output=True)
-    subprocess.run([python, maker, str(root / "draft"), "--layers", "1", "--tokenizer-from", str(root / "target")],
-                   check=True, capture_output=True)
+    env = cpu_envs["nightly"]
+    build("Qwen/Qwen3-0.6B", env, root / "target", cache=CACHE)
+    build("Qwen/Qwen3-0.6B", env, root / "draft", cache=CACHE, layers=1, tokenizer_from=str(root / "target"))
     return {"target": root / "target", "draft": root / "draft"}
 
 

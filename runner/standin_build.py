@@ -1,0 +1,147 @@
+"""Build a stand-in ("twin") model directory; run by a *target* env's Python.
+
+    python standin_build.py --family qwen3|llama --out DIR [--config-json FILE]
+                            [--layers N] [--head-dim D] [--tokenizer-from DIR] [--seed S]
+
+The twin keeps what vLLM's start-up paths look at — `architectures`, `model_type`, rope
+type and parameters, tied embeddings, max positions, the attention layout — and shrinks
+the sizes (hidden 64, 4 heads of 32, 2 layers, vocab 2000).  Weights are random (seeded),
+bf16 safetensors; the tokenizer is a byte-level BPE trained offline on this interpreter's
+own standard library sources, with the family's special tokens and chat template.  With
+`--tokenizer-from` the tokenizer (and so the vocabulary) is copied from another twin, so a
+draft and its target can be used together for speculative decoding.
+
+Imports only torch / transformers / tokenizers: no driftmatrix code runs in the target env.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import sysconfig
+from pathlib import Path
+
+VOCAB = 2000
+CHATML = (
+    "{%- if tools %}<|im_start|>system\nYou may call these tools:\n<tools>\n"
+    "{%- for t in tools %}{{ t | tojson }}\n{% endfor %}</tools>\n"
+    "Answer with <tool_call>{\"name\": ..., \"arguments\": ...}</tool_call>.<|im_end|>\n{% endif %}"
+    "{%- for m in messages %}<|im_start|>{{ m['role'] }}\n"
+    "{%- if m['content'] is string %}{{ m['content'] }}{% else %}"
+    "{%- for part in m['content'] %}{% if part['type'] == 'text' %}{{ part['text'] }}{% endif %}{% endfor %}"
+    "{%- endif %}<|im_end|>\n{% endfor %}"
+    "{%- if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+LLAMA3 = (
+    "{{- '<|begin_of_text|>' }}{%- for m in messages %}<|start_header_id|>{{ m['role'] }}<|end_header_id|>\n\n"
+    "{%- if m['content'] is string %}{{ m['content'] }}{% else %}"
+    "{%- for part in m['content'] %}{% if part['type'] == 'text' %}{{ part['text'] }}{% endif %}{% endfor %}"
+    "{%- endif %}<|eot_id|>{% endfor %}"
+    "{%- if add_generation_prompt %}<|start_header_id|>assistant<|end_header_id|>\n\n{% endif %}"
+)
+FAMILIES = {
+    # family: (config class, model class, special tokens, eos, pad, bos, chat template)
+    "qwen3": ("Qwen3Config", "Qwen3ForCausalLM",
+              ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<tool_call>", "</tool_call>"],
+              "<|im_end|>", "<|endoftext|>", None, CHATML),
+    "llama": ("LlamaConfig", "LlamaForCausalLM",
+              ["<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>",
+               "<tool_call>", "</tool_call>"],
+              "<|eot_id|>", "<|end_of_text|>", "<|begin_of_text|>", LLAMA3),
+}
+SHRINK = {"hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4, "vocab_size": VOCAB}
+
+
+def corpus(limit=3_000_000):
+    size = 0
+    for path in sorted(Path(sysconfig.get_paths()["stdlib"]).glob("*.py")):
+        text = path.read_text(errors="ignore")
+        size += len(text)
+        yield text
+        if size > limit:
+            return
+
+
+def train_tokenizer(out: Path, family: str):
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    _, _, special, eos, pad, bos, template = FAMILIES[family]
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=VOCAB - 16, special_tokens=special,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator(corpus(), trainer)
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token=eos, pad_token=pad, bos_token=bos, unk_token=None)
+    fast.chat_template = template
+    fast.save_pretrained(out)
+
+
+def twin_config(family: str, source: dict, layers: int, head_dim: int, ids: dict):
+    import transformers
+
+    config_cls, model_cls, _, eos, pad, bos, _ = FAMILIES[family]
+    cfg = dict(source)
+    for key in ("_name_or_path", "transformers_version", "quantization_config", "auto_map"):
+        cfg.pop(key, None)
+    cfg.update(SHRINK)
+    # grouped-query attention stays grouped, plain multi-head stays plain
+    grouped = (source.get("num_key_value_heads") or 1) < (source.get("num_attention_heads") or 1)
+    cfg["num_key_value_heads"] = 2 if grouped else 4
+    cfg["head_dim"] = head_dim
+    cfg["num_hidden_layers"] = layers
+    if isinstance(cfg.get("layer_types"), list):  # keep the sliding/full pattern's start
+        cfg["layer_types"] = (cfg["layer_types"] * layers)[:layers]
+    if cfg.get("max_window_layers") is not None:
+        cfg["max_window_layers"] = min(cfg["max_window_layers"], layers)
+    cfg["architectures"] = source.get("architectures") or [model_cls]
+    cfg["bos_token_id"] = ids[bos] if bos else ids[pad]
+    cfg["eos_token_id"] = ids[eos]
+    cfg["pad_token_id"] = ids[pad]
+    cfg["dtype"] = "bfloat16"
+    cfg.pop("torch_dtype", None)
+    return getattr(transformers, config_cls)(**cfg), getattr(transformers, model_cls)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--family", required=True, choices=sorted(FAMILIES))
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--config-json", help="the real model's config.json (else the family's defaults)")
+    ap.add_argument("--layers", type=int, default=2)
+    ap.add_argument("--head-dim", type=int, default=32, help="32+ for vLLM's CPU attention backend")
+    ap.add_argument("--tokenizer-from")
+    ap.add_argument("--seed", type=int, default=0)
+    a = ap.parse_args()
+    import torch
+    import transformers
+
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    if a.tokenizer_from:
+        for f in Path(a.tokenizer_from).iterdir():
+            if "token" in f.name or f.name == "chat_template.jinja":
+                shutil.copy(f, out / f.name)
+    else:
+        train_tokenizer(out, a.family)
+    ids = json.loads((out / "tokenizer.json").read_text())["model"]["vocab"]
+    if a.config_json:
+        source, config_source = json.loads(Path(a.config_json).read_text()), "config.json"
+    else:
+        config_cls = FAMILIES[a.family][0]
+        source, config_source = getattr(transformers, config_cls)().to_dict(), f"transformers {config_cls}() defaults"
+    cfg, model_cls = twin_config(a.family, source, a.layers, a.head_dim, ids)
+    torch.manual_seed(a.seed)
+    model = model_cls(cfg).to(torch.bfloat16)
+    model.save_pretrained(out, safe_serialization=True)
+    (out / "generation_config.json").write_text(json.dumps(
+        {"bos_token_id": cfg.bos_token_id, "eos_token_id": cfg.eos_token_id, "do_sample": False}))
+    print(json.dumps({"dir": str(out), "params": sum(p.numel() for p in model.parameters()),
+                      "architectures": cfg.architectures, "model_type": cfg.model_type,
+                      "config_source": config_source, "transformers": transformers.__version__}))
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    main()

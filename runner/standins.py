@@ -1,0 +1,129 @@
+"""Stand-in models ("twins"): tiny, architecture-preserving copies of documented models.
+
+A twin is built by `standin_build.py` inside a target's environment (with that env's own
+transformers, since config layouts change between releases), cached under
+`<cache>/standins/` by a hash of everything that shapes it, and marked with
+`driftmatrix-standin.json` so every outcome obtained with it says `stand_in: true`.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import httpx
+
+from runner.envs import TargetEnv
+from runner.models import STANDIN_MARKER
+
+BUILDER = Path(__file__).resolve().parent / "standin_build.py"
+# model id families the builder knows; the first match wins
+FAMILIES = [
+    (re.compile(r"(?i)(^|/)qwen3"), "qwen3"),
+    (re.compile(r"(?i)llama-?3|(^|/)meta-llama/"), "llama"),
+]
+MODEL_TYPES = {"qwen3": "qwen3", "llama": "llama"}
+
+
+class StandInError(RuntimeError):
+    """No twin can be built for this model here (the reason says why): a SKIP, not a FAIL."""
+
+
+@dataclass
+class StandIn:
+    """What the marker file records about a twin."""
+
+    model_id: str
+    """The documented model it stands in for."""
+    dir: str
+    family: str
+    config_source: str
+    """`config.json from <where>` or `transformers <Class>() defaults`."""
+    transformers: str
+    """The transformers version of the env that built it."""
+    layers: int
+    tokenizer_from: str | None = None
+    """The twin whose tokenizer it shares (a draft shares its target's)."""
+
+
+def family_of(model_id: str, config: dict | None = None) -> str | None:
+    if config and config.get("model_type") in MODEL_TYPES:
+        return MODEL_TYPES[config["model_type"]]
+    return next((fam for pattern, fam in FAMILIES if pattern.search(model_id)), None)
+
+
+def _hub_config(model_id: str, cache: Path) -> Path | None:
+    """config.json from the Hugging Face hub when it can be reached (token from HF_TOKEN)."""
+    if os.environ.get("HF_HUB_OFFLINE") == "1" or "/" not in model_id or Path(model_id).exists():
+        return None
+    headers = {"Authorization": f"Bearer {os.environ['HF_TOKEN']}"} if os.environ.get("HF_TOKEN") else {}
+    try:
+        r = httpx.get(f"https://huggingface.co/{model_id}/resolve/main/config.json", headers=headers,
+                      timeout=10, follow_redirects=True)
+    except httpx.HTTPError:
+        return None
+    if r.status_code != 200:
+        return None
+    path = cache / "configs" / model_id.replace("/", "--") / "config.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(r.content)
+    return path
+
+
+def _local_config(model_or_config: str) -> Path | None:
+    path = Path(model_or_config)
+    if path.is_file() and path.name.endswith(".json"):
+        return path
+    if (path / "config.json").is_file():
+        return path / "config.json"
+    return None
+
+
+def build(model_or_config: str, env: TargetEnv, out: Path, *, cache: Path, layers: int = 2,
+          tokenizer_from: str | None = None, seed: int = 0) -> StandIn:
+    """Build a twin into `out` (replaced) with `env`'s Python; raise StandInError if impossible."""
+    config_path = _local_config(model_or_config) or _hub_config(model_or_config, cache)
+    config = json.loads(config_path.read_text()) if config_path else None
+    family = family_of(model_or_config, config)
+    if family is None:
+        raise StandInError(f"no stand-in family known for {model_or_config} "
+                           f"(known: {', '.join(sorted(set(MODEL_TYPES.values())))})")
+    shutil.rmtree(out, ignore_errors=True)
+    cmd = [env.python, str(BUILDER), "--family", family, "--out", str(out), "--layers", str(layers),
+           "--seed", str(seed)]
+    if config_path:
+        cmd += ["--config-json", str(config_path)]
+    if tokenizer_from:
+        cmd += ["--tokenizer-from", tokenizer_from]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **env.env}, timeout=900)
+    if proc.returncode:
+        tail = "\n".join(proc.stderr.strip().splitlines()[-5:])
+        raise StandInError(f"building a {family} twin with transformers {env.info.get('transformers')} failed: {tail}")
+    built = json.loads(proc.stdout.strip().splitlines()[-1])
+    source = f"config.json from {config_path}" if config_path else built["config_source"]
+    twin = StandIn(model_or_config, str(out), family, source, built["transformers"], layers, tokenizer_from)
+    (out / STANDIN_MARKER).write_text(json.dumps(asdict(twin), indent=1))
+    return twin
+
+
+def ensure(model_id: str, env: TargetEnv, cache: Path, *, layers: int = 2, tokenizer_from: str | None = None) -> StandIn:
+    """The cached twin of `model_id` for `env`, built the first time."""
+    key = hashlib.sha256(json.dumps({
+        "model": model_id, "layers": layers, "tokenizer_from": tokenizer_from,
+        "transformers": env.info.get("transformers"), "builder": hashlib.sha256(BUILDER.read_bytes()).hexdigest(),
+    }, sort_keys=True).encode()).hexdigest()[:12]
+    out = cache / "standins" / f"{re.sub(r'[^A-Za-z0-9.]+', '-', model_id)[-50:]}-{key}"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with open(f"{out}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # parallel GPU workers may want the same twin
+        marker = out / STANDIN_MARKER
+        if marker.exists():
+            return StandIn(**json.loads(marker.read_text()))
+        return build(model_id, env, out, cache=cache, layers=layers, tokenizer_from=tokenizer_from)
