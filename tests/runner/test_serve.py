@@ -27,7 +27,9 @@ def test_ngram_spec_decoding_passes_with_counters(served):
     o = pick(items, ids["n-gram-speculative-decoding"][0], "nightly")
     assert o.verdict in ("PASS", "WARN") and o.stage == "probe", o.reason
     assert o.evidence.effective_config["speculative_method"] == "ngram"
-    assert o.evidence.spec_decode["num_draft_tokens"] > 0
+    # the counters are exported; how many n-gram drafts a random-weight model triggers
+    # depends on whether its output repeats itself, so only their presence is asserted
+    assert set(o.evidence.spec_decode) >= {"num_drafts", "num_draft_tokens", "num_accepted_tokens"}
     # logged, not a verdict: a note that async scheduling is off with ngram
     assert any("ngram" in w["message"] and not w["feature"] for w in o.evidence.warnings)
 
