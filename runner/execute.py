@@ -6,6 +6,7 @@ parse and config run in the target's long-lived helper; start and probe run a re
 
 from __future__ import annotations
 
+import functools
 import os
 import platform
 import re
@@ -76,7 +77,8 @@ class RunContext:
             helper.close()
 
 
-def host_facts() -> dict:
+@functools.lru_cache(maxsize=1)
+def _host_facts() -> dict:
     facts = {"hostname": socket.gethostname(), "cpus": os.cpu_count(), "platform": platform.platform()}
     try:
         out = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
@@ -86,6 +88,11 @@ def host_facts() -> dict:
     except (OSError, subprocess.TimeoutExpired):
         pass
     return facts
+
+
+def host_facts() -> dict:
+    """The machine, looked up once per process (a copy: outcomes must not share it)."""
+    return dict(_host_facts())
 
 
 def drop_speculative(argv: list[str]) -> list[str]:

@@ -16,8 +16,6 @@ from typing import Any
 import httpx
 
 SPEC_FLAGS = ("--speculative-config", "--speculative_config", "-sc")
-# Speculative methods that need no separate draft weights.
-SELF_DRAFTING = {"ngram", "suffix", "mtp", "medusa_self", "ngram_gpu"}
 STANDIN_MARKER = "driftmatrix-standin.json"
 
 
