@@ -113,13 +113,17 @@ class ModelResolver:
 _SIZE = re.compile(r"(?<![\d.])(\d+(?:\.\d+)?)[Bb](?![a-z])")
 
 
+def billions_of_parameters(model: str) -> float | None:
+    """The parameter count a model id states (`gemma-4-31B-it` -> 31.0), or None."""
+    found = _SIZE.findall(model.split("/")[-1])
+    return float(found[-1]) if found else None
+
+
 def estimated_bytes(model: str, local: str | None) -> int | None:
     """Weights size: the local safetensors, else the parameter count in the id (bf16)."""
     if local and Path(local).is_dir():
         total = sum(p.stat().st_size for p in Path(local).glob("*.safetensors"))
         if total:
             return total
-    found = _SIZE.findall(model.split("/")[-1])
-    if found:
-        return int(float(found[-1]) * 1e9 * 2)
-    return None
+    billions = billions_of_parameters(model)
+    return int(billions * 1e9 * 2) if billions else None

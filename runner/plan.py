@@ -9,9 +9,9 @@ from __future__ import annotations
 import hashlib
 import re
 
+from runner.models import billions_of_parameters
 from runner.records import TIERS
 
-_SIZE = re.compile(r"(\d+(?:\.\d+)?)[Bb]\b")
 
 
 def predicted_cost(snippet, tier: str) -> float:
@@ -21,8 +21,7 @@ def predicted_cost(snippet, tier: str) -> float:
         return 0.05
     cost = 0.05 + (2.0 if n >= 1 else 0)
     if n >= 2:
-        size = _SIZE.findall((snippet.model or "").split("/")[-1])
-        billions = float(size[-1]) if size else 1.0
+        billions = billions_of_parameters(snippet.model or "") or 1.0
         cost += 60 + 4 * billions + (30 if snippet.speculative_config else 0)
     if n >= 3:
         cost += 10
