@@ -84,9 +84,14 @@ def run(opts: RunOptions, console=None) -> int:
     try:
         tfile: TargetsFile = load(opts.targets or default_path())
     except TargetConfigError as err:
-        console.print(f"[red]driftmatrix run: {err}")
+        console.print(f"[red]driftmatrix run: {err}", soft_wrap=True)
         return 2
-    catalog = Catalog.read(opts.snippets)
+    try:
+        catalog = Catalog.read(opts.snippets)
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        console.print(f"[red]driftmatrix run: {opts.snippets}: not a readable snippets.json ({type(err).__name__}: {err})",
+                      soft_wrap=True)
+        return 2
     pairs = select(catalog, opts)
     targets = [t for t in tfile.targets if not opts.target_names or t.name in opts.target_names]
     gpus = gpu_count() if opts.gpus is None else opts.gpus

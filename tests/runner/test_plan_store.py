@@ -144,3 +144,16 @@ def test_gpu_pool_hands_out_disjoint_sets():
     for t in threads:
         t.join()
     assert peak[0] <= 4 and pool.free == [0, 1, 2, 3]
+
+
+@pytest.mark.parametrize("content", [None, "{not json", '{"schema": 99, "snippets": []}'])
+def test_run_refuses_a_bad_snippets_file_clearly(tmp_path, content):
+    import subprocess
+    import sys
+    path = tmp_path / "snippets.json"
+    if content is not None:
+        path.write_text(content)
+    proc = subprocess.run([sys.executable, "-m", "driftmatrix.cli", "run", str(path), "-o", str(tmp_path / "o.jsonl"),
+                           "--targets", str(DEFAULT_CPU)], capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert "not a readable snippets.json" in proc.stderr and "Traceback" not in proc.stderr
