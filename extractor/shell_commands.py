@@ -183,7 +183,8 @@ def _env_dict(words: list[Word]) -> dict[str, str]:
 _SHELLS = ("sh", "bash", "/bin/sh", "/bin/bash", "/usr/bin/bash", "/usr/bin/env bash")
 
 
-def _option_value(options: list[str], name: str) -> str | None:
+def option_value(options: list[str], name: str) -> str | None:
+    """The value of `name` in an argv (`name value` or `name=value`), or None."""
     for i, opt in enumerate(options):
         if opt == name and i + 1 < len(options):
             return options[i + 1]
@@ -241,7 +242,7 @@ def scan(text: str, depth: int = 0) -> ShellScan:
         if docker is not None:
             image, options, denv, args = docker
             env = _env_dict(env_words) | _env_dict(denv)
-            entrypoint = _option_value(options, "--entrypoint")
+            entrypoint = option_value(options, "--entrypoint")
             if entrypoint is None or entrypoint in ("vllm", "vllm serve"):
                 found.append(Invocation("docker", args, env, env_words + denv, start, end, image, options))
                 previous = found[-1]

@@ -18,6 +18,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from extractor.records import Snippet
+from extractor.shell_commands import option_value
 from runner import classify, docker_target, logscan, probes, standins
 from runner.argv_edit import without_options
 from runner.envs import TargetEnv
@@ -271,7 +272,7 @@ class JobRunner:
             env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, gpu_ids))
         if not ctx.resolver.hub:
             env["HF_HUB_OFFLINE"] = "1"
-        api_key = _flag_value(argv, "--api-key") or env.get("VLLM_API_KEY")
+        api_key = option_value(argv, "--api-key") or env.get("VLLM_API_KEY")
         ctx.redact.add(api_key)
         for attempt in (1, 2):
             port = free_port()
@@ -370,12 +371,3 @@ def _one_line(exc: dict) -> str:
 def _literal_env(snippet: Snippet) -> dict[str, str]:
     """The snippet's env assignments that are values, not placeholders."""
     return {k: v for k, v in snippet.env.items() if "$" not in v and "<" not in v}
-
-
-def _flag_value(argv: list[str], flag: str) -> str | None:
-    for i, token in enumerate(argv):
-        if token == flag and i + 1 < len(argv):
-            return argv[i + 1]
-        if token.startswith(flag + "="):
-            return token.split("=", 1)[1]
-    return None
