@@ -25,24 +25,26 @@ class Signature:
     pattern: re.Pattern
     explanation: str
     blame: str = "docs"
+    only_on: str | None = None
+    """"cpu" or "gpu": the signature means this only on that kind of run."""
 
 
 @functools.lru_cache(maxsize=4)
 def load(path: Path = SIGNATURES) -> tuple[list[Signature], list[re.Pattern], list[re.Pattern]]:
     data = yaml.safe_load(path.read_text())
-    sigs = [Signature(s["id"], re.compile(s["pattern"]), s["explanation"], s.get("blame", "docs"))
+    sigs = [Signature(s["id"], re.compile(s["pattern"]), s["explanation"], s.get("blame", "docs"), s.get("only_on"))
             for s in data.get("failures", [])]
     warn = data.get("warnings", {})
     return sigs, [re.compile(p) for p in warn.get("benign", [])], [re.compile(p) for p in warn.get("feature", [])]
 
 
-def match_signature(*texts: str | None) -> Signature | None:
+def match_signature(*texts: str | None, device: str = "cpu") -> Signature | None:
     sigs, _, _ = load()
     for text in texts:
         if not text:
             continue
         for sig in sigs:
-            if sig.pattern.search(text):
+            if sig.only_on in (None, device) and sig.pattern.search(text):
                 return sig
     return None
 

@@ -19,11 +19,11 @@ from pathlib import Path
 
 from extractor.records import Snippet
 from extractor.shell_commands import option_value
-from runner import classify, docker_target, logscan, probes, standins
+from runner import classify, docker_target, logscan, probes, source_trees, standins
 from runner.argv_edit import without_options
 from runner.envs import TargetEnv
 from runner.helper_client import Helper, HelperError
-from runner.models import ModelResolver, SPEC_FLAGS, estimated_bytes, needed_models, substitute
+from runner.models import ModelResolver, SPEC_FLAGS, estimated_bytes, has_weights, needed_models, substitute
 from runner.records import TIERS, Outcome, TargetRef
 from runner.redact import Redactor
 from runner.server import Server, free_port, serve_args
@@ -163,7 +163,8 @@ class JobRunner:
         ev.probes, ev.notes, ev.effective_config = r(ev.probes), r(ev.notes), r(ev.effective_config)
 
     def _fail(self, out: Outcome, stage: str, exc: dict | None, excerpt: str | None = None) -> None:
-        sig = classify.match_signature(exc and f"{exc.get('type')}: {exc.get('message')}", excerpt)
+        sig = classify.match_signature(exc and f"{exc.get('type')}: {exc.get('message')}", excerpt,
+                                       device="gpu" if self.ctx.gpus else "cpu")
         out.evidence.exception = exc
         out.evidence.signature = {"id": sig.id, "explanation": sig.explanation} if sig else None
         one_line = _one_line(exc) if exc else "see the log excerpt"
@@ -197,9 +198,17 @@ class JobRunner:
             models = models[:1]
         subs, missing = ctx.resolver.resolve(models)
         why_not: list[str] = []
+        configs_only = {m: subs.pop(m) for m in models if ctx.stand_ins and m in subs and not has_weights(subs[m])}
+        missing += [m for m in models if m in configs_only]
         if missing and ctx.stand_ins:
             self.on_stage(job, "stand-in")
-            missing, why_not = self._stand_ins(job, models, subs, missing, ev)
+            missing, why_not = self._stand_ins(job, models, subs, missing, ev, configs_only)
+        if source_trees.names_source_files(argv) and not job.target.target.docker:
+            files = source_trees.files_named(argv, source_trees.source_tree(job.target.version, ctx.cache_dir))
+            subs.update(files)
+            if files:
+                ev.notes.append(f"{', '.join(files)}: taken from the vllm {job.target.version} sdist (the docs "
+                                "assume a vLLM checkout)")
         argv = substitute(argv, subs)
         out.argv, out.substitutions = argv, subs
         out.stand_in = any(ctx.resolver.is_stand_in(p) for p in subs.values())
@@ -246,8 +255,12 @@ class JobRunner:
                                               f"{ctx.gpu_mem_gb} GB x {need}", "start")
         self._serve(job, out, argv, gpu_ids, tier_n)
 
-    def _stand_ins(self, job: Job, models: list[str], subs: dict, missing: list[str], ev) -> tuple[list[str], list[str]]:
-        """Twins for the missing models (the served one first; a draft shares its tokenizer)."""
+    def _stand_ins(self, job: Job, models: list[str], subs: dict, missing: list[str], ev,
+                   configs: dict[str, str]) -> tuple[list[str], list[str]]:
+        """Twins for the missing models (the served one first; a draft shares its tokenizer).
+
+        `configs`: model-map entries that hold a config.json but no weights: the twin's source.
+        """
         still, why_not = [], []
         for i, model in enumerate(models):
             if model not in missing:
@@ -255,14 +268,16 @@ class JobRunner:
             served = subs.get(models[0]) or (models[0] if Path(models[0]).is_dir() else None)
             try:
                 twin = standins.ensure(model, job.target, self.ctx.cache_dir, layers=2 if i == 0 else 1,
-                                       tokenizer_from=served if i > 0 else None)
+                                       tokenizer_from=served if i > 0 else None, config_from=configs.get(model))
             except standins.StandInError as err:
                 still.append(model)
                 why_not.append(str(err))
                 continue
             subs[model] = twin.dir
+            pattern = f" {'/'.join(t.split('_')[0] for t in twin.layer_types)}" if twin.layer_types else ""
+            extra = "".join(f"; {n}" for n in twin.notes or [])
             ev.notes.append(f"{model}: stand-in {twin.family} twin ({twin.config_source}; transformers "
-                            f"{twin.transformers}; {twin.layers} layer(s); random weights)")
+                            f"{twin.transformers}; {twin.layers} layer(s){pattern}; random weights{extra})")
         return still, why_not
 
     def _serve(self, job: Job, out: Outcome, argv: list[str], gpu_ids: list[int], tier_n: int) -> None:

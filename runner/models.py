@@ -65,6 +65,12 @@ def substitute(argv: list[str], mapping: dict[str, str]) -> list[str]:
     return out
 
 
+def has_weights(path: str) -> bool:
+    """A model dir with weight files (not just a config.json to build a twin from)."""
+    p = Path(path)
+    return not p.is_dir() or any(p.glob("*.safetensors")) or any(p.glob("*.bin")) or any(p.glob("*.gguf"))
+
+
 class ModelResolver:
     """Maps model ids to local dirs; knows whether the hub can be reached."""
 

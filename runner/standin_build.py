@@ -1,7 +1,8 @@
 """Build a stand-in ("twin") model directory; run by a *target* env's Python.
 
-    python standin_build.py --family qwen3|llama --out DIR [--config-json FILE]
-                            [--layers N] [--head-dim D] [--tokenizer-from DIR] [--seed S]
+    python standin_build.py --family qwen3|llama|gemma4|gemma4_text|gemma4_assistant --out DIR
+                            [--model-id ID] [--config-json FILE] [--layers N] [--head-dim D]
+                            [--tokenizer-from DIR] [--seed S]
 
 The twin keeps what vLLM's start-up paths look at — `architectures`, `model_type`, rope
 type and parameters, tied embeddings, max positions, the attention layout — and shrinks
@@ -9,7 +10,8 @@ the sizes (hidden 64, 4 heads of 32, 2 layers, vocab 2000).  Weights are random 
 bf16 safetensors; the tokenizer is a byte-level BPE trained offline on this interpreter's
 own standard library sources, with the family's special tokens and chat template.  With
 `--tokenizer-from` the tokenizer (and so the vocabulary) is copied from another twin, so a
-draft and its target can be used together for speculative decoding.
+draft and its target can be used together for speculative decoding.  Gemma 4 (multimodal
+model, text-only model, assistant) is built by standin_gemma4.py next to this file.
 
 Imports only torch / transformers / tokenizers: no driftmatrix code runs in the target env.
 """
@@ -20,6 +22,8 @@ import os
 import shutil
 import sysconfig
 from pathlib import Path
+
+import standin_gemma4  # next to this file, so on sys.path when run as a script
 
 VOCAB = 2000
 CHATML = (
@@ -49,6 +53,8 @@ FAMILIES = {
                "<tool_call>", "</tool_call>"],
               "<|eot_id|>", "<|end_of_text|>", "<|begin_of_text|>", LLAMA3),
 }
+# built by standin_gemma4.py (multimodal model + assistant); config class for the offline defaults
+GEMMA4 = {"gemma4": "Gemma4Config", "gemma4_text": "Gemma4TextConfig", "gemma4_assistant": "Gemma4AssistantConfig"}
 SHRINK = {"hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4, "vocab_size": VOCAB}
 
 
@@ -66,16 +72,24 @@ def train_tokenizer(out: Path, family: str):
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
-    _, _, special, eos, pad, bos, template = FAMILIES[family]
+    if family in GEMMA4:
+        spec = standin_gemma4.TOKENIZER
+        special, eos, pad, bos, template, named = (spec["special"], spec["eos"], spec["pad"], spec["bos"],
+                                                   spec["template"], spec["named"])
+    else:
+        _, _, special, eos, pad, bos, template = FAMILIES[family]
+        named = {}
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(vocab_size=VOCAB - 16, special_tokens=special,
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
     tok.train_from_iterator(corpus(), trainer)
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token=eos, pad_token=pad, bos_token=bos, unk_token=None)
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token=eos, pad_token=pad, bos_token=bos, unk_token=None,
+                                   extra_special_tokens=named)
     fast.chat_template = template
     fast.save_pretrained(out)
+    return fast
 
 
 def twin_config(family: str, source: dict, layers: int, head_dim: int, ids: dict):
@@ -106,7 +120,8 @@ def twin_config(family: str, source: dict, layers: int, head_dim: int, ids: dict
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--family", required=True, choices=sorted(FAMILIES))
+    ap.add_argument("--family", required=True, choices=sorted([*FAMILIES, *GEMMA4]))
+    ap.add_argument("--model-id", default="", help="the documented model id (picks known structure facts)")
     ap.add_argument("--out", required=True)
     ap.add_argument("--config-json", help="the real model's config.json (else the family's defaults)")
     ap.add_argument("--layers", type=int, default=2)
@@ -123,23 +138,34 @@ def main():
         for f in Path(a.tokenizer_from).iterdir():
             if "token" in f.name or f.name == "chat_template.jinja":
                 shutil.copy(f, out / f.name)
+        tokenizer = transformers.PreTrainedTokenizerFast.from_pretrained(out)
     else:
-        train_tokenizer(out, a.family)
-    ids = json.loads((out / "tokenizer.json").read_text())["model"]["vocab"]
+        tokenizer = train_tokenizer(out, a.family)
+    config_cls = GEMMA4.get(a.family) or FAMILIES[a.family][0]
     if a.config_json:
         source, config_source = json.loads(Path(a.config_json).read_text()), "config.json"
     else:
-        config_cls = FAMILIES[a.family][0]
         source, config_source = getattr(transformers, config_cls)().to_dict(), f"transformers {config_cls}() defaults"
-    cfg, model_cls = twin_config(a.family, source, a.layers, a.head_dim, ids)
-    torch.manual_seed(a.seed)
-    model = model_cls(cfg).to(torch.bfloat16)
-    model.save_pretrained(out, safe_serialization=True)
-    (out / "generation_config.json").write_text(json.dumps(
-        {"bos_token_id": cfg.bos_token_id, "eos_token_id": cfg.eos_token_id, "do_sample": False}))
-    print(json.dumps({"dir": str(out), "params": sum(p.numel() for p in model.parameters()),
-                      "architectures": cfg.architectures, "model_type": cfg.model_type,
-                      "config_source": config_source, "transformers": transformers.__version__}))
+    facts = {"config_source": config_source, "transformers": transformers.__version__}
+    if a.family in GEMMA4:
+        backbone = 64
+        if a.tokenizer_from and (Path(a.tokenizer_from) / "config.json").exists():  # the target this drafts for
+            target = json.loads((Path(a.tokenizer_from) / "config.json").read_text())
+            backbone = (target.get("text_config") or target).get("hidden_size", 64)
+        built = standin_gemma4.build(a.family, out, source, a.model_id, a.layers, tokenizer, a.seed, backbone)
+        bos, eos = built.pop("bos"), built.pop("eos")
+    else:
+        ids = tokenizer.get_vocab()
+        cfg, model_cls = twin_config(a.family, source, a.layers, a.head_dim, ids)
+        torch.manual_seed(a.seed)
+        model = model_cls(cfg).to(torch.bfloat16)
+        model.save_pretrained(out, safe_serialization=True)
+        built = {"params": sum(p.numel() for p in model.parameters()), "architectures": cfg.architectures,
+                 "model_type": cfg.model_type, "layer_types": getattr(cfg, "layer_types", None), "notes": []}
+        bos, eos = cfg.bos_token_id, cfg.eos_token_id
+    (out / "generation_config.json").write_text(json.dumps({"bos_token_id": bos, "eos_token_id": eos,
+                                                            "do_sample": False}))
+    print(json.dumps({"dir": str(out), **built, **facts}))
 
 
 if __name__ == "__main__":

@@ -24,12 +24,16 @@ from runner.envs import TargetEnv
 from runner.models import STANDIN_MARKER
 
 BUILDER = Path(__file__).resolve().parent / "standin_build.py"
+BUILDER_FILES = [BUILDER, BUILDER.with_name("standin_gemma4.py")]
 # model id families the builder knows; the first match wins
 FAMILIES = [
+    (re.compile(r"(?i)gemma-?4.*-assistant$"), "gemma4_assistant"),
+    (re.compile(r"(?i)(^|/)gemma-?4"), "gemma4"),
     (re.compile(r"(?i)(^|/)qwen3"), "qwen3"),
     (re.compile(r"(?i)llama-?3|(^|/)meta-llama/"), "llama"),
 ]
-MODEL_TYPES = {"qwen3": "qwen3", "llama": "llama"}
+MODEL_TYPES = {"qwen3": "qwen3", "llama": "llama", "gemma4": "gemma4", "gemma4_text": "gemma4_text",
+               "gemma4_assistant": "gemma4_assistant"}
 
 
 class StandInError(RuntimeError):
@@ -51,6 +55,11 @@ class StandIn:
     layers: int
     tokenizer_from: str | None = None
     """The twin whose tokenizer it shares (a draft shares its target's)."""
+    architectures: list[str] | None = None
+    layer_types: list[str] | None = None
+    """The attention pattern kept from the source (sliding/full), when the family has one."""
+    notes: list[str] | None = None
+    """Parts not taken from the source config (defaults filled in, towers dropped)."""
 
 
 def family_of(model_id: str, config: dict | None = None) -> str | None:
@@ -61,7 +70,12 @@ def family_of(model_id: str, config: dict | None = None) -> str | None:
 
 def _hub_config(model_id: str, cache: Path) -> Path | None:
     """config.json from the Hugging Face hub when it can be reached (token from HF_TOKEN)."""
-    if os.environ.get("HF_HUB_OFFLINE") == "1" or "/" not in model_id or Path(model_id).exists():
+    if "/" not in model_id or Path(model_id).exists():
+        return None
+    path = cache / "configs" / model_id.replace("/", "--") / "config.json"
+    if path.is_file():  # fetched before (or put there by hand)
+        return path
+    if os.environ.get("HF_HUB_OFFLINE") == "1":
         return None
     headers = {"Authorization": f"Bearer {os.environ['HF_TOKEN']}"} if os.environ.get("HF_TOKEN") else {}
     try:
@@ -71,7 +85,6 @@ def _hub_config(model_id: str, cache: Path) -> Path | None:
         return None
     if r.status_code != 200:
         return None
-    path = cache / "configs" / model_id.replace("/", "--") / "config.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(r.content)
     return path
@@ -87,17 +100,21 @@ def _local_config(model_or_config: str) -> Path | None:
 
 
 def build(model_or_config: str, env: TargetEnv, out: Path, *, cache: Path, layers: int = 2,
-          tokenizer_from: str | None = None, seed: int = 0) -> StandIn:
-    """Build a twin into `out` (replaced) with `env`'s Python; raise StandInError if impossible."""
-    config_path = _local_config(model_or_config) or _hub_config(model_or_config, cache)
+          tokenizer_from: str | None = None, seed: int = 0, config_from: str | None = None) -> StandIn:
+    """Build a twin into `out` (replaced) with `env`'s Python; raise StandInError if impossible.
+
+    The config comes from `config_from` (a dir or .json), else MODEL_OR_CONFIG itself when it is
+    one, else the hub (or its cached copy), else the family's defaults in the env's transformers.
+    """
+    config_path = (_local_config(config_from or model_or_config) or _hub_config(model_or_config, cache))
     config = json.loads(config_path.read_text()) if config_path else None
     family = family_of(model_or_config, config)
     if family is None:
         raise StandInError(f"no stand-in family known for {model_or_config} "
                            f"(known: {', '.join(sorted(set(MODEL_TYPES.values())))})")
     shutil.rmtree(out, ignore_errors=True)
-    cmd = [env.python, str(BUILDER), "--family", family, "--out", str(out), "--layers", str(layers),
-           "--seed", str(seed)]
+    cmd = [env.python, str(BUILDER), "--family", family, "--model-id", model_or_config, "--out", str(out),
+           "--layers", str(layers), "--seed", str(seed)]
     if config_path:
         cmd += ["--config-json", str(config_path)]
     if tokenizer_from:
@@ -108,16 +125,21 @@ def build(model_or_config: str, env: TargetEnv, out: Path, *, cache: Path, layer
         raise StandInError(f"building a {family} twin with transformers {env.info.get('transformers')} failed: {tail}")
     built = json.loads(proc.stdout.strip().splitlines()[-1])
     source = f"config.json from {config_path}" if config_path else built["config_source"]
-    twin = StandIn(model_or_config, str(out), family, source, built["transformers"], layers, tokenizer_from)
+    twin = StandIn(model_or_config, str(out), family, source, built["transformers"],
+                   len(built.get("layer_types") or []) or layers, tokenizer_from, built.get("architectures"),
+                   built.get("layer_types"), built.get("notes") or [])
     (out / STANDIN_MARKER).write_text(json.dumps(asdict(twin), indent=1))
     return twin
 
 
-def ensure(model_id: str, env: TargetEnv, cache: Path, *, layers: int = 2, tokenizer_from: str | None = None) -> StandIn:
+def ensure(model_id: str, env: TargetEnv, cache: Path, *, layers: int = 2, tokenizer_from: str | None = None,
+           config_from: str | None = None) -> StandIn:
     """The cached twin of `model_id` for `env`, built the first time."""
+    config_path = _local_config(config_from) if config_from else None
     key = hashlib.sha256(json.dumps({
         "model": model_id, "layers": layers, "tokenizer_from": tokenizer_from,
-        "transformers": env.info.get("transformers"), "builder": hashlib.sha256(BUILDER.read_bytes()).hexdigest(),
+        "config": hashlib.sha256(config_path.read_bytes()).hexdigest() if config_path else None,
+        "transformers": env.info.get("transformers"), "builder": hashlib.sha256(b"".join(f.read_bytes() for f in BUILDER_FILES)).hexdigest(),
     }, sort_keys=True).encode()).hexdigest()[:12]
     out = cache / "standins" / f"{re.sub(r'[^A-Za-z0-9.]+', '-', model_id)[-50:]}-{key}"
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -126,4 +148,5 @@ def ensure(model_id: str, env: TargetEnv, cache: Path, *, layers: int = 2, token
         marker = out / STANDIN_MARKER
         if marker.exists():
             return StandIn(**json.loads(marker.read_text()))
-        return build(model_id, env, out, cache=cache, layers=layers, tokenizer_from=tokenizer_from)
+        return build(model_id, env, out, cache=cache, layers=layers, tokenizer_from=tokenizer_from,
+                     config_from=config_from)

@@ -52,3 +52,26 @@ def test_docker_server_command_uses_host_network_gpus_and_mounts():
     assert "/m/target:/m/target:ro" in cmd and "HF_HOME=/h" in cmd
     assert cmd[cmd.index("vllm/vllm-openai:v0.20.1") + 1:] == ["/m/target", "--port", "9"]
     assert cleanup_command("dm-x") == ["docker", "rm", "-f", "dm-x"]
+
+
+def test_files_of_a_vllm_checkout_come_from_the_sdist_tree(tmp_path):
+    from runner.source_trees import files_named, names_source_files
+
+    (tmp_path / "examples").mkdir()
+    (tmp_path / "examples" / "t.jinja").write_text("{{ messages }}")
+    argv = ["m", "--chat-template", "examples/t.jinja", "--x=examples/t.jinja", "examples/missing.jinja",
+            "examples/../examples/t.jinja"]
+    assert names_source_files(argv) and not names_source_files(["m", "--chat-template", "/abs/t.jinja"])
+    assert files_named(argv, tmp_path) == {"examples/t.jinja": str(tmp_path / "examples" / "t.jinja")}
+    assert files_named(argv, None) == {}
+    subbed = substitute(argv, files_named(argv, tmp_path))
+    assert subbed[2] == subbed[3].split("=", 1)[1] == str(tmp_path / "examples" / "t.jinja")
+
+
+def test_a_cuda_only_path_is_a_skip_on_cpu_and_not_on_gpu():
+    from runner.classify import match_signature
+
+    text = "torch.AcceleratorError: CUDA error: CUDA driver version is insufficient for CUDA runtime version"
+    assert match_signature(text, device="cpu").id == "cuda-only-code-on-cpu"
+    assert match_signature(text, device="cpu").blame == "unavailable"
+    assert match_signature(text, device="gpu") is None

@@ -1,0 +1,46 @@
+"""vLLM's own files (examples/, docs/) for a target's version, for commands that name them.
+
+Docs name files relative to a vLLM checkout (`--chat-template examples/tool_chat_template_gemma4.jinja`),
+as a reader working in a checkout of that release would have them.  The runner substitutes the
+file from the target version's `vllm==X` sdist on PyPI (only docs/, examples/, recipes/ unpacked,
+cached), like a model id by its local dir, and records the substitution.  Where the sdist cannot
+be had (offline, a dev build) or lacks the file, the path stays and the command SKIPs with the
+`file-from-source-tree` signature.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import httpx
+
+DIRS = ("examples/", "docs/")  # argv values that name files of a vLLM checkout
+
+
+def _values(argv: list[str]) -> list[str]:
+    return [a.partition("=")[2] if a.startswith("-") and "=" in a else a for a in argv]
+
+
+def names_source_files(argv: list[str]) -> bool:
+    return any(v.startswith(DIRS) for v in _values(argv))
+
+
+@functools.lru_cache(maxsize=None)
+def source_tree(version: str | None, cache_dir: Path) -> Path | None:
+    from extractor.sdist import SdistError, fetch_docs
+
+    release = (version or "").split("+")[0]
+    if not release:
+        return None
+    try:
+        return fetch_docs(release, cache_dir / "sdists", timeout=30)
+    except (SdistError, httpx.HTTPError, OSError):
+        return None
+
+
+def files_named(argv: list[str], tree: Path | None) -> dict[str, str]:
+    """{relative path in argv: the file in `tree`} for those the tree has."""
+    if tree is None:
+        return {}
+    return {v: str(tree / v) for v in _values(argv) if v.startswith(DIRS) and ".." not in v and (tree / v).is_file()}

