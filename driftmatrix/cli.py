@@ -12,6 +12,16 @@ import extractor
 SAMPLE_DOCS = Path(extractor.__file__).resolve().parent / "data" / "sample-docs"
 
 
+def _variant_list(text: str) -> list[str]:
+    from runner.execute import VARIANTS
+
+    names = [v.strip() for v in text.split(",") if v.strip()]
+    bad = [v for v in names if v not in VARIANTS]
+    if bad or not names:
+        raise argparse.ArgumentTypeError(f"unknown variant(s) {', '.join(bad) or text!r}; known: {', '.join(VARIANTS)}")
+    return names
+
+
 def _cache_dir() -> Path:
     base = os.environ.get("DRIFTMATRIX_CACHE") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "driftmatrix")
@@ -105,12 +115,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="outcomes file, appended to; finished jobs in it are not re-run (default: %(default)s)")
     r.add_argument("--targets", help="targets TOML (default: the shipped config for this machine, CPU or GPU)")
     r.add_argument("--target", action="append", metavar="NAME", help="only these targets of the config (repeatable)")
-    r.add_argument("--tier", choices=["parse", "config", "start", "probe"], default="probe",
-                   help="the last tier to run (default: %(default)s)")
+    r.add_argument("--tier", choices=["parse", "config", "start", "probe", "perf"], default="probe",
+                   help="the last tier to run (default: %(default)s; perf = decode tok/s, 1 and 16 "
+                        "streams, meant for GPUs)")
     r.add_argument("--only", nargs="+", metavar="ID", help="only these snippet ids")
     r.add_argument("--shard", metavar="i/n", help="run the i-th of n cost-balanced shards (1-based)")
-    r.add_argument("--variants", action="store_true",
-                   help="also run each snippet with a speculative config without it (variant no-spec)")
+    r.add_argument("--variants", nargs="?", const=["no-spec"], type=_variant_list, metavar="LIST",
+                   help="extra runs, comma-separated: no-spec (each snippet with a speculative config, "
+                        "without it; the default), self-spec (the served model as its own draft)")
     r.add_argument("--gpus", type=int, help="GPUs to use (default: as many as nvidia-smi lists; 0 = CPU)")
     r.add_argument("--gpu-mem", type=float, metavar="GB", help="memory per GPU: SKIP models that cannot fit")
     r.add_argument("--start-timeout", type=float, default=900.0, metavar="S",

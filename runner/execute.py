@@ -7,6 +7,7 @@ parse and config run in the target's long-lived helper; start and probe run a re
 from __future__ import annotations
 
 import functools
+import json
 import os
 import platform
 import re
@@ -17,9 +18,11 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+import httpx
+
 from extractor.records import Snippet
 from extractor.shell_commands import option_value
-from runner import classify, docker_target, logscan, probes, source_trees, standins
+from runner import classify, docker_target, logscan, perf, probes, source_trees, standins
 from runner.argv_edit import without_options
 from runner.envs import TargetEnv
 from runner.helper_client import Helper, HelperError
@@ -102,6 +105,22 @@ def drop_speculative(argv: list[str]) -> list[str]:
     return without_options(argv, lambda name: name in SPEC_FLAGS or name.startswith(dotted))
 
 
+VARIANTS = ("no-spec", "self-spec")
+
+
+def variant_argv(snippet: Snippet, variant: str | None) -> list[str]:
+    """The command a variant runs: as documented, without its speculative config (`no-spec`),
+    or with the served model as its own draft (`self-spec`: with greedy requests nearly every
+    draft is accepted, the upper bound for speculative decoding's gain on this command)."""
+    if variant == "no-spec":
+        return drop_speculative(snippet.argv)
+    if variant == "self-spec":
+        k = (snippet.speculative_config or {}).get("num_speculative_tokens") or 4
+        spec = {"model": snippet.model, "method": "draft_model", "num_speculative_tokens": k}
+        return [*drop_speculative(snippet.argv), "--speculative-config", json.dumps(spec)]
+    return list(snippet.argv)
+
+
 def devices_needed(argv: list[str]) -> int:
     sizes = {"tp": 1, "pp": 1, "dp": 1}
     for i, token in enumerate(argv):
@@ -179,7 +198,7 @@ class JobRunner:
     def _run(self, job: Job, out: Outcome, gpu_ids: list[int]) -> None:
         snippet, ctx = job.snippet, self.ctx
         tier_n = TIERS.index(job.tier)
-        argv = drop_speculative(snippet.argv) if job.variant == "no-spec" else list(snippet.argv)
+        argv = variant_argv(snippet, job.variant)
         ev = out.evidence
         if snippet.kind == "python":
             ev.notes.append("python snippet: LLM(...) keyword arguments run as the equivalent `vllm serve` flags")
@@ -194,7 +213,7 @@ class JobRunner:
             return self._set(out, "SKIP", f"not runnable as written: {snippet.reason}")
 
         models = needed_models(snippet) if not placeholders else []
-        if job.variant == "no-spec":
+        if job.variant in VARIANTS:
             models = models[:1]
         subs, missing = ctx.resolver.resolve(models)
         why_not: list[str] = []
@@ -310,6 +329,9 @@ class JobRunner:
                     if tier_n >= 3:
                         self.on_stage(job, "probe")
                         self._probe(out, server, argv, snippet, api_key)
+                    if tier_n >= 4 and out.verdict == "PASS" and server.alive():
+                        self.on_stage(job, "perf")
+                        self._perf(out, server, api_key, gpu_ids)
                         lines = server.log_lines()
             finally:
                 teardown = server.stop()
@@ -360,6 +382,16 @@ class JobRunner:
             else:
                 self._set(out, "FAIL", f"probe {first['name']} failed: status {first['status']} "
                                        f"{str(first.get('detail'))[:200]}", "probe")
+
+    def _perf(self, out: Outcome, server: Server, api_key: str | None, gpu_ids: list[int]) -> None:
+        out.stage = "perf"
+        try:
+            out.evidence.perf = perf.measure(f"http://127.0.0.1:{server.port}", api_key=api_key)
+        except (httpx.HTTPError, ValueError, KeyError, IndexError) as err:
+            return self._set(out, "ERROR", f"perf measurement failed: {type(err).__name__}: {err}"[:500], "perf")
+        out.evidence.perf["device"] = "gpu" if gpu_ids else "cpu"
+        if not out.evidence.perf["concurrent"].get("completed"):
+            self._set(out, "FAIL", f"perf: no request completed ({out.evidence.perf['concurrent']['errors']})", "perf")
 
     def _read_log(self, out: Outcome, lines: list[str]) -> None:
         ev = out.evidence

@@ -26,7 +26,8 @@ class RunOptions:
     tier: str = "probe"
     only: list[str] | None = None
     shard: str | None = None
-    variants: bool = False
+    variants: list[str] | None = None
+    """Extra runs per snippet: `no-spec` (speculative config removed), `self-spec` (own draft)."""
     gpus: int | None = None
     gpu_mem: float | None = None
     start_timeout: float = 900.0
@@ -70,8 +71,8 @@ def select(catalog: Catalog, opts: RunOptions) -> list[tuple]:
             raise SystemExit(f"driftmatrix run: unknown snippet id(s): {', '.join(sorted(unknown))}")
         snippets = [s for s in snippets if s.id in wanted]
     pairs = [(s, None) for s in snippets]
-    if opts.variants:
-        pairs += [(s, "no-spec") for s in snippets if s.speculative_config]
+    for variant in opts.variants or ():
+        pairs += [(s, variant) for s in snippets if s.speculative_config or variant == "self-spec"]
     if opts.shard:
         index, count = plan.parse_shard(opts.shard)
         pairs = plan.shard(pairs, index, count, lambda p: plan.predicted_cost(p[0], opts.tier))

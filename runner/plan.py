@@ -25,6 +25,8 @@ def predicted_cost(snippet, tier: str) -> float:
         cost += 60 + 4 * billions + (30 if snippet.speculative_config else 0)
     if n >= 3:
         cost += 10
+    if n >= 4:
+        cost += 60
     return cost
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 SCHEMA = 1
 VERDICTS = ("PASS", "WARN", "FAIL", "SKIP", "ERROR")
-TIERS = ("parse", "config", "start", "probe")
+TIERS = ("parse", "config", "start", "probe", "perf")
 
 
 @dataclass
@@ -45,6 +45,10 @@ class Evidence:
     """One entry per probe request: `{name, ok, status, detail, duration_s}`."""
     spec_decode: dict[str, float] | None = None
     """Speculative-decoding counters from `/metrics` after the probes."""
+    perf: dict[str, Any] | None = None
+    """The perf tier: `{single, concurrent, spec_decode, device}` — per run `{streams, max_tokens,
+    completed, tokens, wall_s, throughput_tok_s, decode_tok_s_median, ttft_s_median}` and the
+    spec-decode counter deltas (with `acceptance_rate`) during these requests (runner/perf.py)."""
     server: dict[str, Any] | None = None
     """The start tier's server: `{port, state, ready_s, returncode, left_processes, stop_s}`
     (+ GPU memory before/after teardown on GPU)."""

@@ -75,3 +75,24 @@ def test_a_cuda_only_path_is_a_skip_on_cpu_and_not_on_gpu():
     assert match_signature(text, device="cpu").id == "cuda-only-code-on-cpu"
     assert match_signature(text, device="cpu").blame == "unavailable"
     assert match_signature(text, device="gpu") is None
+
+
+def test_self_spec_variant_uses_the_served_model_as_draft():
+    import argparse
+
+    import pytest
+
+    from driftmatrix.cli import _variant_list
+    from extractor.records import Snippet
+    from runner.execute import variant_argv
+
+    argv = ["google/gemma-4-E2B-it", "--speculative-config", '{"model": "x-assistant", "num_speculative_tokens": 2}']
+    s = Snippet.__new__(Snippet)
+    s.argv, s.model, s.speculative_config = argv, "google/gemma-4-E2B-it", {"model": "x-assistant", "num_speculative_tokens": 2}
+    own = variant_argv(s, "self-spec")
+    assert own[:1] == ["google/gemma-4-E2B-it"] and json.loads(own[-1]) == {
+        "model": "google/gemma-4-E2B-it", "method": "draft_model", "num_speculative_tokens": 2}
+    assert variant_argv(s, "no-spec") == ["google/gemma-4-E2B-it"] and variant_argv(s, None) == argv
+    assert _variant_list("no-spec,self-spec") == ["no-spec", "self-spec"]
+    with pytest.raises(argparse.ArgumentTypeError):
+        _variant_list("bogus")
