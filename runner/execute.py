@@ -332,7 +332,7 @@ class JobRunner:
                     if tier_n >= 4 and out.verdict == "PASS" and server.alive():
                         self.on_stage(job, "perf")
                         self._perf(out, server, api_key, gpu_ids)
-                        lines = server.log_lines()
+                    lines = server.log_lines()
             finally:
                 teardown = server.stop()
             self._read_log(out, lines)
