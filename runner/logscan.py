@@ -58,9 +58,12 @@ class Traceback:
 
 
 def relative(path: str) -> str:
+    """`vllm/...` for a file of an installed vLLM (site-packages, or a carried/source tree)."""
     for marker in ("site-packages/", "dist-packages/"):
         if marker in path:
             return path.rsplit(marker, 1)[1]
+    if "/vllm/" in path:
+        return "vllm/" + path.rsplit("/vllm/", 1)[1]
     return path
 
 

