@@ -32,8 +32,8 @@ FAMILIES = [
     (re.compile(r"(?i)(^|/)qwen3"), "qwen3"),
     (re.compile(r"(?i)llama-?3|(^|/)meta-llama/"), "llama"),
 ]
-MODEL_TYPES = {"qwen3": "qwen3", "llama": "llama", "gemma4": "gemma4", "gemma4_text": "gemma4_text",
-               "gemma4_assistant": "gemma4_assistant"}
+# a given config's `model_type` names the family directly (twins are built per model type)
+MODEL_TYPES = frozenset({"qwen3", "llama", "gemma4", "gemma4_text", "gemma4_assistant"})
 
 
 class StandInError(RuntimeError):
@@ -64,7 +64,7 @@ class StandIn:
 
 def family_of(model_id: str, config: dict | None = None) -> str | None:
     if config and config.get("model_type") in MODEL_TYPES:
-        return MODEL_TYPES[config["model_type"]]
+        return config["model_type"]
     return next((fam for pattern, fam in FAMILIES if pattern.search(model_id)), None)
 
 
@@ -111,7 +111,7 @@ def build(model_or_config: str, env: TargetEnv, out: Path, *, cache: Path, layer
     family = family_of(model_or_config, config)
     if family is None:
         raise StandInError(f"no stand-in family known for {model_or_config} "
-                           f"(known: {', '.join(sorted(set(MODEL_TYPES.values())))})")
+                           f"(known: {', '.join(sorted(MODEL_TYPES))})")
     shutil.rmtree(out, ignore_errors=True)
     cmd = [env.python, str(BUILDER), "--family", family, "--model-id", model_or_config, "--out", str(out),
            "--layers", str(layers), "--seed", str(seed)]
