@@ -13,7 +13,7 @@ SAMPLE_DOCS = Path(extractor.__file__).resolve().parent / "data" / "sample-docs"
 
 
 def _variant_list(text: str) -> list[str]:
-    from runner.execute import VARIANTS
+    from runner.argv_edit import VARIANTS
 
     names = [v.strip() for v in text.split(",") if v.strip()]
     bad = [v for v in names if v not in VARIANTS]
@@ -87,7 +87,7 @@ def cmd_standin(args: argparse.Namespace) -> int:
             raise TargetConfigError(f"no target named {args.target}")
         env = ensure(target, Path(args.cache_dir), log=lambda m: print(m, file=sys.stderr))
         twin = build(args.model, env, Path(args.output), cache=Path(args.cache_dir), layers=args.layers,
-                     tokenizer_from=args.tokenizer_from)
+                     tokenizer_from=args.tokenizer_from, full_size=args.full_size)
     except (TargetConfigError, EnvError, StandInError) as err:
         print(f"driftmatrix standin: {err}", file=sys.stderr)
         return 1
@@ -132,9 +132,10 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--format", choices=["rich", "json"], default="rich",
                    help="rich progress bar, or JSON lines on stdout for machines")
     r.add_argument("--junit", metavar="FILE", help="also write a JUnit XML report")
-    r.add_argument("--stand-ins", action="store_true",
-                   help="replace models that cannot be had (incl. drafts in speculative configs) by tiny "
-                        "architecture-preserving twins; verdicts are labelled stand_in")
+    r.add_argument("--stand-ins", nargs="?", const="tiny", choices=["tiny", "full"], metavar="SIZE",
+                   help="replace models that cannot be had (incl. drafts in speculative configs) by "
+                        "architecture-preserving twins with random weights: tiny (the default; 2 layers) or "
+                        "full (the real sizes, for the perf tier on a GPU); verdicts are labelled stand_in")
     r.set_defaults(func=cmd_run)
 
     st = sub.add_parser("standin", help="build a tiny architecture-preserving twin of a model")
@@ -144,6 +145,8 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument("--target", help="build with this target's env (its transformers); default: the last one")
     st.add_argument("--layers", type=int, default=2, help="decoder layers (default: %(default)s)")
     st.add_argument("--tokenizer-from", metavar="DIR", help="share this twin's tokenizer (for a draft model)")
+    st.add_argument("--full-size", action="store_true",
+                    help="keep the real sizes (layers, hidden sizes, vocabulary): for speed on a GPU")
     st.add_argument("--cache-dir", default=str(_cache_dir()), help="environments and configs (default: %(default)s)")
     st.set_defaults(func=cmd_standin)
     return parser

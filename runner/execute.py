@@ -7,7 +7,6 @@ parse and config run in the target's long-lived helper; start and probe run a re
 from __future__ import annotations
 
 import functools
-import json
 import os
 import platform
 import re
@@ -23,16 +22,14 @@ import httpx
 from extractor.records import Snippet
 from extractor.shell_commands import option_value
 from runner import classify, docker_target, logscan, perf, probes, source_trees, standins
-from runner.argv_edit import without_options
+from runner.argv_edit import VARIANTS, devices_needed, variant_argv
 from runner.envs import TargetEnv
 from runner.helper_client import Helper, HelperError
 from runner.models import ModelResolver, SPEC_FLAGS, estimated_bytes, has_weights, needed_models, substitute
 from runner.records import TIERS, Outcome, TargetRef
 from runner.redact import Redactor
-from runner.server import Server, free_port, serve_args
+from runner.server import Server, free_port, gpu_memory_used, serve_args
 
-PARALLEL_FLAGS = {"--tensor-parallel-size": 1, "-tp": 1, "--pipeline-parallel-size": 1, "-pp": 1,
-                  "--data-parallel-size": 1, "-dp": 1}
 TOOL_FLAGS = ("--enable-auto-tool-choice", "--tool-call-parser")
 
 
@@ -59,7 +56,8 @@ class RunContext:
     gpu_mem_gb: float | None = None
     redact: Redactor = field(default_factory=Redactor)
     helpers: dict[str, Helper] = field(default_factory=dict)
-    stand_ins: bool = False
+    stand_ins: str | None = None
+    """None, `tiny` (2-layer twins) or `full` (the source's sizes, random weights: for perf on a GPU)."""
     """Replace models that cannot be had by twins built in the target's env."""
     cache_dir: Path = Path.home() / ".cache" / "driftmatrix"
 
@@ -97,42 +95,6 @@ def _host_facts() -> dict:
 def host_facts() -> dict:
     """The machine, looked up once per process (a copy: outcomes must not share it)."""
     return dict(_host_facts())
-
-
-def drop_speculative(argv: list[str]) -> list[str]:
-    """The same command without its speculative config (all spellings, dotted keys too)."""
-    dotted = tuple(f"{f}." for f in SPEC_FLAGS)
-    return without_options(argv, lambda name: name in SPEC_FLAGS or name.startswith(dotted))
-
-
-VARIANTS = ("no-spec", "self-spec")
-
-
-def variant_argv(snippet: Snippet, variant: str | None) -> list[str]:
-    """The command a variant runs: as documented, without its speculative config (`no-spec`),
-    or with the served model as its own draft (`self-spec`: with greedy requests nearly every
-    draft is accepted, the upper bound for speculative decoding's gain on this command)."""
-    if variant == "no-spec":
-        return drop_speculative(snippet.argv)
-    if variant == "self-spec":
-        k = (snippet.speculative_config or {}).get("num_speculative_tokens") or 4
-        spec = {"model": snippet.model, "method": "draft_model", "num_speculative_tokens": k}
-        return [*drop_speculative(snippet.argv), "--speculative-config", json.dumps(spec)]
-    return list(snippet.argv)
-
-
-def devices_needed(argv: list[str]) -> int:
-    sizes = {"tp": 1, "pp": 1, "dp": 1}
-    for i, token in enumerate(argv):
-        name, eq, value = token.partition("=")
-        if name in PARALLEL_FLAGS:
-            raw = value if eq else (argv[i + 1] if i + 1 < len(argv) else "1")
-            kind = "tp" if "tensor" in name or name == "-tp" else "pp" if "pipeline" in name or name == "-pp" else "dp"
-            try:
-                sizes[kind] = int(raw)
-            except ValueError:
-                pass
-    return sizes["tp"] * sizes["pp"] * sizes["dp"]
 
 
 def _now() -> str:
@@ -287,7 +249,8 @@ class JobRunner:
             served = subs.get(models[0]) or (models[0] if Path(models[0]).is_dir() else None)
             try:
                 twin = standins.ensure(model, job.target, self.ctx.cache_dir, layers=2 if i == 0 else 1,
-                                       tokenizer_from=served if i > 0 else None, config_from=configs.get(model))
+                                       tokenizer_from=served if i > 0 else None, config_from=configs.get(model),
+                                       full_size=self.ctx.stand_ins == "full")
             except standins.StandInError as err:
                 still.append(model)
                 why_not.append(str(err))
@@ -295,7 +258,9 @@ class JobRunner:
             subs[model] = twin.dir
             pattern = f" {'/'.join(t.split('_')[0] for t in twin.layer_types)}" if twin.layer_types else ""
             extra = "".join(f"; {n}" for n in twin.notes or [])
-            ev.notes.append(f"{model}: stand-in {twin.family} twin ({twin.config_source}; transformers "
+            size = "full-size " if twin.full_size else ""
+            pattern = "" if twin.full_size else pattern  # a full-size pattern is the source's, dozens long
+            ev.notes.append(f"{model}: stand-in {size}{twin.family} twin ({twin.config_source}; transformers "
                             f"{twin.transformers}; {twin.layers} layer(s){pattern}; random weights{extra})")
         return still, why_not
 
@@ -310,7 +275,7 @@ class JobRunner:
         ctx.redact.add(api_key)
         for attempt in (1, 2):
             port = free_port()
-            log = ctx.workdir / "logs" / f"{snippet.id}-{job.variant or 'doc'}-{job.target.target.name}.log"
+            log = ctx.workdir / "logs" / f"{snippet.id}-{job.variant or 'doc'}-{job.target.target.name}-{job.tier}.log"
             if job.target.target.docker:
                 name = f"driftmatrix-{snippet.id}-{port}"
                 cmd = docker_target.server_command(
@@ -390,13 +355,15 @@ class JobRunner:
         except (httpx.HTTPError, ValueError, KeyError, IndexError) as err:
             return self._set(out, "ERROR", f"perf measurement failed: {type(err).__name__}: {err}"[:500], "perf")
         out.evidence.perf["device"] = "gpu" if gpu_ids else "cpu"
+        if gpu_ids:  # while the server still holds its weights, KV cache and graphs
+            out.evidence.perf["gpu_mib_used"] = gpu_memory_used(gpu_ids)
         if not out.evidence.perf["concurrent"].get("completed"):
             self._set(out, "FAIL", f"perf: no request completed ({out.evidence.perf['concurrent']['errors']})", "perf")
 
     def _read_log(self, out: Outcome, lines: list[str]) -> None:
         ev = out.evidence
         ev.warnings.extend(classify.warning_records(logscan.warnings(lines)))
-        for key, value in logscan.engine_config(lines).items():
+        for key, value in {**logscan.engine_config(lines), **logscan.memory_facts(lines)}.items():
             ev.effective_config.setdefault(key, value)
 
     def _finish(self, out: Outcome) -> None:

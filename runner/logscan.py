@@ -21,6 +21,11 @@ CHAINED = ("During handling of the above exception", "The above exception was th
 FRAME = re.compile(r'^\s+File "(?P<path>[^"]+)", line (?P<line>\d+), in (?P<func>.+)$')
 EXC_LINE = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Failure)|[A-Za-z_][\w.]*Error\w*)(?::\s?(?P<msg>.*))?$")
 ENGINE_CONFIG = re.compile(r"Initializing a V1 LLM engine \((?P<version>[^)]*)\) with config: (?P<cfg>.*)$")
+# how much memory the weights and the KV cache took (what a reader sizing a GPU wants to know)
+MEMORY_FACTS = {
+    "model_memory_gib": re.compile(r"Model loading took (?P<v>[\d.]+) ?GiB"),
+    "kv_cache_memory_gib": re.compile(r"Available KV cache memory: (?P<v>[\d.]+) ?GiB"),
+}
 
 
 @dataclass
@@ -164,6 +169,17 @@ ENGINE_KEYS = {
     "tensor_parallel_size": "tensor_parallel_size", "enforce_eager": "enforce_eager",
     "kv_cache_dtype": "kv_cache_dtype", "device_config": "device", "quantization": "quantization",
 }
+
+
+def memory_facts(lines: list[str]) -> dict:
+    """{model_memory_gib, kv_cache_memory_gib} as the engine core logs them (first of each)."""
+    out: dict = {}
+    for raw in lines:
+        for key, pattern in MEMORY_FACTS.items():
+            m = pattern.search(raw)
+            if m and key not in out:
+                out[key] = float(m["v"])
+    return out
 
 
 def engine_config(lines: list[str]) -> dict:

@@ -11,7 +11,8 @@ from pathlib import Path
 from extractor.records import Catalog
 from runner import junit, plan, store
 from runner.envs import EnvError, TargetEnv, ensure
-from runner.execute import Job, JobRunner, RunContext, devices_needed, host_facts
+from runner.argv_edit import devices_needed
+from runner.execute import Job, JobRunner, RunContext, host_facts
 from runner.models import ModelResolver
 from runner.records import TIERS, Evidence, Outcome, TargetRef
 from runner.redact import Redactor
@@ -36,7 +37,8 @@ class RunOptions:
     fmt: str = "rich"
     junit: Path | None = None
     target_names: list[str] | None = None
-    stand_ins: bool = False
+    stand_ins: str | None = None
+    """`tiny` or `full` twins for models that cannot be had; None: such snippets SKIP."""
 
 
 class GpuPool:

@@ -2,7 +2,7 @@
 
     python standin_build.py --family qwen3|llama|gemma4|gemma4_text|gemma4_assistant --out DIR
                             [--model-id ID] [--config-json FILE] [--layers N] [--head-dim D]
-                            [--tokenizer-from DIR] [--seed S]
+                            [--tokenizer-from DIR] [--seed S] [--full-size]
 
 The twin keeps what vLLM's start-up paths look at — `architectures`, `model_type`, rope
 type and parameters, tied embeddings, max positions, the attention layout — and shrinks
@@ -12,6 +12,11 @@ own standard library sources, with the family's special tokens and chat template
 `--tokenizer-from` the tokenizer (and so the vocabulary) is copied from another twin, so a
 draft and its target can be used together for speculative decoding.  Gemma 4 (multimodal
 model, text-only model, assistant) is built by standin_gemma4.py next to this file.
+
+With `--full-size` nothing is shrunk: the twin has the source's hidden sizes, layer counts and
+vocabulary size (the tokenizer is padded with unreachable `<unusedN>` entries up to it, so every
+id the random weights emit decodes to text), for speed measurements on a GPU.  The weights are
+initialised on the GPU when there is one, directly in bf16.
 
 Imports only torch / transformers / tokenizers: no driftmatrix code runs in the target env.
 """
@@ -68,7 +73,20 @@ def corpus(limit=3_000_000):
             return
 
 
-def train_tokenizer(out: Path, family: str):
+def pad_vocab(tok, size: int):
+    """Extend a trained BPE vocabulary to `size` ids with unreachable `<unusedN>` entries (no merge
+    leads to them; they decode to their own text), like the real tokenizers' reserved slots."""
+    from tokenizers import Tokenizer
+
+    data = json.loads(tok.to_str())
+    vocab = data["model"]["vocab"]
+    next_id = 1 + max([*vocab.values(), *(t["id"] for t in data.get("added_tokens") or [])])
+    for i in range(size - next_id):
+        vocab[f"<unused{i}>"] = next_id + i
+    return Tokenizer.from_str(json.dumps(data))
+
+
+def train_tokenizer(out: Path, family: str, vocab_size: int | None = None):
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
@@ -85,6 +103,8 @@ def train_tokenizer(out: Path, family: str):
     trainer = trainers.BpeTrainer(vocab_size=VOCAB - 16, special_tokens=special,
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
     tok.train_from_iterator(corpus(), trainer)
+    if vocab_size and vocab_size > tok.get_vocab_size():
+        tok = pad_vocab(tok, vocab_size)
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token=eos, pad_token=pad, bos_token=bos, unk_token=None,
                                    extra_special_tokens=named)
     fast.chat_template = template
@@ -92,19 +112,22 @@ def train_tokenizer(out: Path, family: str):
     return fast
 
 
-def twin_config(family: str, source: dict, layers: int, head_dim: int, ids: dict):
+def twin_config(family: str, source: dict, layers: int, head_dim: int, ids: dict, full: bool = False):
     import transformers
 
     config_cls, model_cls, _, eos, pad, bos, _ = FAMILIES[family]
     cfg = dict(source)
     for key in ("_name_or_path", "transformers_version", "quantization_config", "auto_map"):
         cfg.pop(key, None)
-    cfg.update(SHRINK)
-    # grouped-query attention stays grouped, plain multi-head stays plain
-    grouped = (source.get("num_key_value_heads") or 1) < (source.get("num_attention_heads") or 1)
-    cfg["num_key_value_heads"] = 2 if grouped else 4
-    cfg["head_dim"] = head_dim
-    cfg["num_hidden_layers"] = layers
+    if full:  # the source's sizes as they are
+        layers = cfg.get("num_hidden_layers") or layers
+    else:
+        cfg.update(SHRINK)
+        # grouped-query attention stays grouped, plain multi-head stays plain
+        grouped = (source.get("num_key_value_heads") or 1) < (source.get("num_attention_heads") or 1)
+        cfg["num_key_value_heads"] = 2 if grouped else 4
+        cfg["head_dim"] = head_dim
+        cfg["num_hidden_layers"] = layers
     if isinstance(cfg.get("layer_types"), list):  # keep the sliding/full pattern's start
         cfg["layer_types"] = (cfg["layer_types"] * layers)[:layers]
     if cfg.get("max_window_layers") is not None:
@@ -128,35 +151,42 @@ def main():
     ap.add_argument("--head-dim", type=int, default=32, help="32+ for vLLM's CPU attention backend")
     ap.add_argument("--tokenizer-from")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--full-size", action="store_true", help="keep the source's sizes (speed measurements)")
     a = ap.parse_args()
     import torch
     import transformers
 
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
+    config_cls = GEMMA4.get(a.family) or FAMILIES[a.family][0]
+    if a.config_json:
+        source, config_source = json.loads(Path(a.config_json).read_text()), "config.json"
+    else:
+        source, config_source = getattr(transformers, config_cls)().to_dict(), f"transformers {config_cls}() defaults"
     if a.tokenizer_from:
         for f in Path(a.tokenizer_from).iterdir():
             if "token" in f.name or f.name == "chat_template.jinja":
                 shutil.copy(f, out / f.name)
         tokenizer = transformers.PreTrainedTokenizerFast.from_pretrained(out)
     else:
-        tokenizer = train_tokenizer(out, a.family)
-    config_cls = GEMMA4.get(a.family) or FAMILIES[a.family][0]
-    if a.config_json:
-        source, config_source = json.loads(Path(a.config_json).read_text()), "config.json"
-    else:
-        source, config_source = getattr(transformers, config_cls)().to_dict(), f"transformers {config_cls}() defaults"
-    facts = {"config_source": config_source, "transformers": transformers.__version__}
+        vocab_size = (source.get("text_config") or source).get("vocab_size") if a.full_size else None
+        tokenizer = train_tokenizer(out, a.family, vocab_size)
+    facts = {"config_source": config_source, "transformers": transformers.__version__, "full_size": a.full_size}
+    if a.full_size:  # billions of parameters: initialise where it is fast, in the dtype that is saved
+        torch.set_default_dtype(torch.bfloat16)
+        if torch.cuda.is_available():
+            torch.set_default_device("cuda")
     if a.family in GEMMA4:
         backbone = 64
         if a.tokenizer_from and (Path(a.tokenizer_from) / "config.json").exists():  # the target this drafts for
             target = json.loads((Path(a.tokenizer_from) / "config.json").read_text())
             backbone = (target.get("text_config") or target).get("hidden_size", 64)
-        built = standin_gemma4.build(a.family, out, source, a.model_id, a.layers, tokenizer, a.seed, backbone)
+        built = standin_gemma4.build(a.family, out, source, a.model_id, a.layers, tokenizer, a.seed, backbone,
+                                     full=a.full_size)
         bos, eos = built.pop("bos"), built.pop("eos")
     else:
         ids = tokenizer.get_vocab()
-        cfg, model_cls = twin_config(a.family, source, a.layers, a.head_dim, ids)
+        cfg, model_cls = twin_config(a.family, source, a.layers, a.head_dim, ids, full=a.full_size)
         torch.manual_seed(a.seed)
         model = model_cls(cfg).to(torch.bfloat16)
         model.save_pretrained(out, safe_serialization=True)

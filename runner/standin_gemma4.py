@@ -66,10 +66,18 @@ def _global_head_dim(text: dict) -> int | None:
     return max(dims) if dims else None
 
 
-def shrink_text(text: dict, layer_types: list[str], vocab_size: int, vocab: dict) -> dict:
-    """A gemma4_text config with tiny sizes and the source's structure."""
+def shrink_text(text: dict, layer_types: list[str], vocab_size: int, vocab: dict, full: bool = False) -> dict:
+    """A gemma4_text config with tiny sizes (or, `full`, the source's sizes) and the source's structure."""
     t = {k: v for k, v in text.items() if k not in ("per_layer_config", "transformers_version", "_name_or_path",
                                                        "architectures", "id2label", "label2id", "dtype")}
+    if full:
+        glob = _global_head_dim(text)
+        t.update(layer_types=layer_types, num_hidden_layers=len(layer_types), vocab_size=vocab_size, **_ids(vocab))
+        if glob:
+            t["global_head_dim"] = glob
+        if t.get("vocab_size_per_layer_input"):
+            t["vocab_size_per_layer_input"] = vocab_size
+        return t
     grouped = (text.get("num_key_value_heads") or 1) < (text.get("num_attention_heads") or 1)
     t.update(hidden_size=64, intermediate_size=128, num_attention_heads=2, num_key_value_heads=1 if grouped else 2,
              head_dim=32, num_hidden_layers=len(layer_types), layer_types=layer_types, vocab_size=vocab_size,
@@ -91,7 +99,7 @@ def shrink_text(text: dict, layer_types: list[str], vocab_size: int, vocab: dict
     return t
 
 
-def target_config(source: dict, vocab: dict, vocab_size: int, layers: int) -> tuple[dict, list[str]]:
+def target_config(source: dict, vocab: dict, vocab_size: int, layers: int, full: bool = False) -> tuple[dict, list[str]]:
     """A Gemma4ForConditionalGeneration config dict; also says which parts came from defaults."""
     import transformers
 
@@ -100,17 +108,19 @@ def target_config(source: dict, vocab: dict, vocab_size: int, layers: int) -> tu
     types = text.get("layer_types") or ["sliding_attention"] * 5 + ["full_attention"]
     # the last layers, at least one of each attention kind (Gemma 4 ends on a full-attention
     # layer, the one before slides); the kinds decide the KV-cache groups vLLM sets up
-    layers = max(layers, len(set(types)))
+    layers = len(types) if full else max(layers, len(set(types)))
     cfg = {k: v for k, v in source.items() if k not in ("transformers_version", "_name_or_path", "dtype",
                                                           "torch_dtype", "quantization_config")}
-    cfg["text_config"] = shrink_text(text, types[-layers:], vocab_size, vocab)
+    cfg["text_config"] = shrink_text(text, types[-layers:], vocab_size, vocab, full)
     vision = source.get("vision_config")
     if not vision:
         vision = transformers.Gemma4VisionConfig().to_dict()
         notes.append("vision_config from Gemma4VisionConfig() defaults (every gemma-4-*-it has a vision tower)")
     vision = {k: v for k, v in vision.items() if k not in ("transformers_version", "_name_or_path", "dtype")}
-    vision.update(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=2,
-                  num_key_value_heads=2, head_dim=32, default_output_length=MAX_SOFT_TOKENS)
+    vision["default_output_length"] = MAX_SOFT_TOKENS
+    if not full:
+        vision.update(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=2,
+                      num_key_value_heads=2, head_dim=32)
     cfg["vision_config"] = vision
     if source.get("audio_config"):
         notes.append("audio_config dropped (the twin has no audio tower)")
@@ -120,7 +130,8 @@ def target_config(source: dict, vocab: dict, vocab_size: int, layers: int) -> tu
     return cfg, notes
 
 
-def assistant_config(source: dict, model_id: str, vocab: dict, vocab_size: int, backbone_hidden: int) -> tuple[dict, list[str]]:
+def assistant_config(source: dict, model_id: str, vocab: dict, vocab_size: int, backbone_hidden: int,
+                     full: bool = False) -> tuple[dict, list[str]]:
     """A Gemma4AssistantForCausalLM config dict keeping the real layer pattern (all layers KV-shared)."""
     import transformers
 
@@ -140,7 +151,7 @@ def assistant_config(source: dict, model_id: str, vocab: dict, vocab_size: int, 
         else:
             notes.append("layer pattern [sliding x3, full] from the published assistant configs; no published "
                          "facts for this size, the rest is transformers' defaults")
-    t = shrink_text(text, list(text["layer_types"]), vocab_size, vocab)
+    t = shrink_text(text, list(text["layer_types"]), vocab_size, vocab, full)
     t.update(num_kv_shared_layers=len(t["layer_types"]), hidden_size_per_layer_input=0, vocab_size_per_layer_input=0,
              enable_moe_block=False, use_double_wide_mlp=False)
     cfg = {k: v for k, v in source.items() if k not in ("transformers_version", "_name_or_path", "dtype", "torch_dtype")}
@@ -148,8 +159,9 @@ def assistant_config(source: dict, model_id: str, vocab: dict, vocab_size: int, 
                model_type="gemma4_assistant", tie_word_embeddings=True, dtype="bfloat16", **_mm_ids(vocab))
     if cfg.get("use_ordered_embeddings"):  # centroid LM head: the vocabulary must split evenly into centroids
         # (vLLM reshapes the token ordering to [centroids, vocab // centroids]; 262144 / 2048 on the real ones)
-        centroids = max(n for n in range(1, 33) if vocab_size % n == 0)
-        cfg.update(num_centroids=centroids, centroid_intermediate_top_k=min(4, centroids))
+        if not (full and vocab_size % cfg.get("num_centroids", 2048) == 0):
+            centroids = max(n for n in range(1, 33) if vocab_size % n == 0)
+            cfg.update(num_centroids=centroids, centroid_intermediate_top_k=min(4, centroids))
     return cfg, notes
 
 
@@ -165,15 +177,15 @@ def save_processor(out: Path, tokenizer) -> None:
 
 
 def build(family: str, out: Path, source: dict, model_id: str, layers: int, tokenizer, seed: int,
-          backbone_hidden: int = 64) -> dict:
+          backbone_hidden: int = 64, full: bool = False) -> dict:
     """Write weights + config (+ processor) for a gemma4 / gemma4_text / gemma4_assistant twin; return marker facts."""
     import torch
     import transformers as tf
 
     vocab = tokenizer.get_vocab()
-    size = len(vocab)
+    size = len(tokenizer)
     if family == "gemma4":
-        cfg_dict, notes = target_config(source, vocab, size, layers)
+        cfg_dict, notes = target_config(source, vocab, size, layers, full)
         config = tf.Gemma4Config(**cfg_dict)
         model_cls = tf.Gemma4ForConditionalGeneration
     elif family == "gemma4_text":  # a text-only Gemma 4 (a plain draft model)
@@ -182,19 +194,22 @@ def build(family: str, out: Path, source: dict, model_id: str, layers: int, toke
         # at least one layer of each attention kind: how many KV-cache groups a draft's layers
         # fall into decides whether vLLM's draft-model path accepts it, so a 1-layer twin of a
         # sliding+full model would pass where the real one does not
-        n = max(layers, len(set(types)))
-        cfg_dict, notes = shrink_text(text, types[-n:], size, vocab), []
+        n = len(types) if full else max(layers, len(set(types)))
+        cfg_dict, notes = shrink_text(text, types[-n:], size, vocab, full), []
         config = tf.Gemma4TextConfig(**cfg_dict, architectures=["Gemma4ForCausalLM"], dtype="bfloat16")
         model_cls = tf.Gemma4ForCausalLM
     else:
-        cfg_dict, notes = assistant_config(source, model_id, vocab, size, backbone_hidden)
+        cfg_dict, notes = assistant_config(source, model_id, vocab, size, backbone_hidden, full)
         config = tf.Gemma4AssistantConfig(**cfg_dict)
         model_cls = tf.Gemma4AssistantForCausalLM
     torch.manual_seed(seed)
     model = model_cls(config).to(torch.bfloat16)
+    if full:  # KV-shared sizes and the like are the source's: say what was built
+        notes.append(f"full size: {sum(p.numel() for p in model.parameters()) / 1e9:.2f} B parameters")
     masked = getattr(model, "masked_embedding", None)
     if masked is not None:  # a real permutation of the vocabulary, not uninitialised memory
-        masked.token_ordering.copy_(torch.randperm(size, generator=torch.Generator().manual_seed(seed)))
+        order = torch.randperm(size, generator=torch.Generator().manual_seed(seed))
+        masked.token_ordering.copy_(order.to(masked.token_ordering.device))
     model.save_pretrained(out, safe_serialization=True)
     if family == "gemma4":
         save_processor(out, tokenizer)

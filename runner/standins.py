@@ -60,6 +60,8 @@ class StandIn:
     """The attention pattern kept from the source (sliding/full), when the family has one."""
     notes: list[str] | None = None
     """Parts not taken from the source config (defaults filled in, towers dropped)."""
+    full_size: bool = False
+    """The source's sizes kept (for speed measurements), not shrunk."""
 
 
 def family_of(model_id: str, config: dict | None = None) -> str | None:
@@ -100,7 +102,8 @@ def _local_config(model_or_config: str) -> Path | None:
 
 
 def build(model_or_config: str, env: TargetEnv, out: Path, *, cache: Path, layers: int = 2,
-          tokenizer_from: str | None = None, seed: int = 0, config_from: str | None = None) -> StandIn:
+          tokenizer_from: str | None = None, seed: int = 0, config_from: str | None = None,
+          full_size: bool = False) -> StandIn:
     """Build a twin into `out` (replaced) with `env`'s Python; raise StandInError if impossible.
 
     The config comes from `config_from` (a dir or .json), else MODEL_OR_CONFIG itself when it is
@@ -119,7 +122,9 @@ def build(model_or_config: str, env: TargetEnv, out: Path, *, cache: Path, layer
         cmd += ["--config-json", str(config_path)]
     if tokenizer_from:
         cmd += ["--tokenizer-from", tokenizer_from]
-    proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **env.env}, timeout=900)
+    if full_size:
+        cmd.append("--full-size")
+    proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **env.env}, timeout=1800)
     if proc.returncode:
         tail = "\n".join(proc.stderr.strip().splitlines()[-5:])
         raise StandInError(f"building a {family} twin with transformers {env.info.get('transformers')} failed: {tail}")
@@ -127,17 +132,18 @@ def build(model_or_config: str, env: TargetEnv, out: Path, *, cache: Path, layer
     source = f"config.json from {config_path}" if config_path else built["config_source"]
     twin = StandIn(model_or_config, str(out), family, source, built["transformers"],
                    len(built.get("layer_types") or []) or layers, tokenizer_from, built.get("architectures"),
-                   built.get("layer_types"), built.get("notes") or [])
+                   built.get("layer_types"), built.get("notes") or [], full_size)
     (out / STANDIN_MARKER).write_text(json.dumps(asdict(twin), indent=1))
     return twin
 
 
 def ensure(model_id: str, env: TargetEnv, cache: Path, *, layers: int = 2, tokenizer_from: str | None = None,
-           config_from: str | None = None) -> StandIn:
+           config_from: str | None = None, full_size: bool = False) -> StandIn:
     """The cached twin of `model_id` for `env`, built the first time."""
     config_path = _local_config(config_from) if config_from else None
     key = hashlib.sha256(json.dumps({
-        "model": model_id, "layers": layers, "tokenizer_from": tokenizer_from,
+        "model": model_id, "layers": None if full_size else layers, "tokenizer_from": tokenizer_from,
+        "full_size": full_size,
         "config": hashlib.sha256(config_path.read_bytes()).hexdigest() if config_path else None,
         "transformers": env.info.get("transformers"), "builder": hashlib.sha256(b"".join(f.read_bytes() for f in BUILDER_FILES)).hexdigest(),
     }, sort_keys=True).encode()).hexdigest()[:12]
@@ -149,4 +155,4 @@ def ensure(model_id: str, env: TargetEnv, cache: Path, *, layers: int = 2, token
         if marker.exists():
             return StandIn(**json.loads(marker.read_text()))
         return build(model_id, env, out, cache=cache, layers=layers, tokenizer_from=tokenizer_from,
-                     config_from=config_from)
+                     config_from=config_from, full_size=full_size)

@@ -12,6 +12,7 @@
 # transformers 5.8: 5.7 mis-loads the assistant, 5.17 on the device writes per-layer configs).
 set -euo pipefail
 version=$1 date=$2 work=$3
+here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$work" && cd "$work"
 [ -x uvenv/bin/uv ] || { python3 -m venv uvenv && uvenv/bin/pip install -q uv; }
 plat=(); for n in 5 12 17 24 26 27 28 31 34 35; do plat+=(--platform "manylinux_2_${n}_x86_64"); done
@@ -31,7 +32,7 @@ uvenv/bin/uv pip compile "req-$version.in" --python-version 3.12 --python-platfo
   -o "lock-$version.txt"
 # what the device image already has (../.library/device/KINDS.md, "Python packages already
 # there"), except transformers/tokenizers: vLLM 0.20.1 needs transformers 5.8 for Gemma 4
-has=" $(tr ',' '\n' < "$(dirname "$0")/device-packages.txt" | tr -d ' ' | tr 'A-Z_' 'a-z-' | tr '\n' ' ') "
+has=" $(tr ',' '\n' < "$here/device-packages.txt" | tr -d ' ' | tr 'A-Z_' 'a-z-' | tr '\n' ' ') "
 grep -v '^ *#' "lock-$version.txt" | sed 's/ *;.*//' | grep . | while read -r pin; do
   name=$(echo "${pin%%==*}" | tr 'A-Z_' 'a-z-')
   case "$has" in *" $name "*) [ "$name" = transformers ] || [ "$name" = tokenizers ] || continue ;; esac

@@ -1,19 +1,32 @@
 #!/usr/bin/env bash
 # Runs on the H200 machine (repository root), after the payload parts were moved to
-# /root/stage/<version>/ by the carrying calls.  Unpacks, then `driftmatrix run` on the
-# GPU page for the given targets; outcomes + logs under $OUT.
-#   bash benchmarks/gpu/run_on_device.sh TIER TARGET...
+# /root/stage/<version>/ by the carrying calls.  Unpacks what is not unpacked yet, then one
+# `driftmatrix run` over the GPU pages with the given arguments, stopped (SIGTERM: servers torn
+# down, finished outcomes kept) before the call's limit.  Outcomes accumulate in
+# /root/dmwork/outcomes.jsonl across calls (a rerun skips finished jobs); each call returns
+# the whole file, the server logs and the device report under $OUT.
+#   bash benchmarks/gpu/run_on_device.sh SECONDS [driftmatrix run arguments...]
+#   e.g. bash benchmarks/gpu/run_on_device.sh 520 --target vllm-0.21.0 --tier probe --stand-ins
 set -uo pipefail
-tier=$1; shift
+budget=$1; shift
+t0=$(date +%s)
 for v in 0.20.1 0.21.0; do
   if [ ! -d /root/site-$v ] && [ -d /root/stage/$v ]; then
     cat /root/stage/$v/part_* | python3 -c "import sys,tarfile; tarfile.open(fileobj=sys.stdin.buffer, mode='r|xz').extractall('/root', filter='fully_trusted')"
+    echo "payload $v sha256 $(cat /root/stage/$v/part_* | sha256sum | cut -c1-64)" | tee -a "$OUT/device.txt"
   fi
 done
-nvidia-smi --query-gpu=name,driver_version,memory.used,memory.total --format=csv | tee "$OUT/device.txt"
-args=(); for t in "$@"; do args+=(--target "$t"); done
-python3 -m driftmatrix.cli run benchmarks/gpu/snippets.json --targets benchmarks/gpu/targets-h200.toml \
-  "${args[@]}" --tier "$tier" --stand-ins --gpus 1 --cache-dir /root/dmcache --workdir /root/dmwork \
-  --format json -o "$OUT/outcomes.jsonl" 2>&1 | tail -n 40
+mkdir -p /root/dmwork
+nvidia-smi --query-gpu=name,driver_version,memory.used,memory.total --format=csv | tee -a "$OUT/device.txt"
+start=$(date +%s)
+timeout -k 30 -s TERM $((budget - (start - t0) - 45)) \
+  python3 -m driftmatrix.cli run benchmarks/gpu/snippets.json --targets benchmarks/gpu/targets-h200.toml \
+  --gpus 1 --cache-dir /root/dmcache --workdir /root/dmwork --format json -o /root/dmwork/outcomes.jsonl "$@" \
+  > /root/dmwork/events.jsonl 2>&1
+echo "driftmatrix run: exit $? after $(( $(date +%s) - start )) s" | tee -a "$OUT/device.txt"
+tail -n 5 /root/dmwork/events.jsonl | cut -c1-400
 nvidia-smi --query-gpu=memory.used --format=csv | tee -a "$OUT/device.txt"
-tar -C /root/dmwork -czf "$OUT/logs.tgz" logs 2>/dev/null
+ps -eo pid,etime,cmd | grep -c "[v]llm" | sed 's/^/vllm processes left: /' | tee -a "$OUT/device.txt"
+cp /root/dmwork/outcomes.jsonl "$OUT/" 2>/dev/null
+tar -C /root/dmwork -czf "$OUT/logs.tgz" logs events.jsonl 2>/dev/null
+du -sh /root/dmcache/standins/* 2>/dev/null | tee -a "$OUT/device.txt"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from runner.execute import devices_needed, drop_speculative
+from runner.argv_edit import devices_needed, drop_speculative
 from runner.models import substitute
 from runner.server import serve_args
 
@@ -84,7 +84,7 @@ def test_self_spec_variant_uses_the_served_model_as_draft():
 
     from driftmatrix.cli import _variant_list
     from extractor.records import Snippet
-    from runner.execute import variant_argv
+    from runner.argv_edit import variant_argv
 
     argv = ["google/gemma-4-E2B-it", "--speculative-config", '{"model": "x-assistant", "num_speculative_tokens": 2}']
     s = Snippet.__new__(Snippet)

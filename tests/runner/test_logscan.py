@@ -12,7 +12,7 @@ def real_logs(work):
 def test_warnings_engine_config_and_no_tracebacks_before_ready(served):
     _, ids, work, _ = served
     logs = real_logs(work)
-    lines = logs[f"{ids['draft-model'][0]}-doc-nightly.log"]
+    lines = logs[f"{ids['draft-model'][0]}-doc-nightly-probe.log"]
     cfg = logscan.engine_config(lines)
     assert cfg["speculative_method"] == "draft_model" and cfg["num_speculative_tokens"] == 2
     assert cfg["max_model_len"] == 512
@@ -24,7 +24,7 @@ def test_warnings_engine_config_and_no_tracebacks_before_ready(served):
 
 def test_chained_traceback_from_logger_exception_lines(served):
     _, ids, work, _ = served
-    lines = real_logs(work)[f"{ids['a-lora-adapter-that-is-not-there'][0]}-doc-nightly.log"]
+    lines = real_logs(work)[f"{ids['a-lora-adapter-that-is-not-there'][0]}-doc-nightly-probe.log"]
     tbs = logscan.tracebacks(lines)
     assert len(tbs) >= 3 and any(tb.chained for tb in tbs)
     assert all(tb.frames for tb in tbs)

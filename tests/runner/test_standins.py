@@ -9,8 +9,10 @@ import sys
 
 import pytest
 
-from runhelp import CACHE, catalog_of, docs_tree, outcomes, pick, run_cli
+from runhelp import CACHE, HERE, catalog_of, docs_tree, outcomes, pick, run_cli
 from runner.standins import StandInError, build
+
+REPO = HERE.parent.parent
 
 DOC = """# Stand-ins
 
@@ -116,3 +118,66 @@ def test_run_with_stand_ins_on_both_targets(cpu_envs, tmp_path):
     old = pick(items, qwen, "stable")
     assert old.stand_in and old.stage == "start" and old.verdict == "FAIL"
     assert old.evidence.exception["location"]["file"].startswith("vllm/v1/sample/")
+
+
+def _safetensors_params(model_dir) -> int:
+    """Parameter count from the safetensors headers (no torch in the test env)."""
+    import struct
+    total = 0
+    for path in model_dir.glob("*.safetensors"):
+        with open(path, "rb") as f:
+            (size,) = struct.unpack("<Q", f.read(8))
+            header = json.loads(f.read(size))
+        for name, meta in header.items():
+            if name != "__metadata__":
+                n = 1
+                for d in meta["shape"]:
+                    n *= d
+                total += n
+    return total
+
+
+def test_full_size_twin_keeps_the_real_sizes(cpu_envs, tmp_path):
+    """`--full-size` (the perf tier's twins): the published Qwen3-0.6B sizes, a tokenizer padded
+    to the full vocabulary so every id the random weights emit decodes to text."""
+    source = json.loads((REPO / "benchmarks" / "gpu" / "configs" / "Qwen3-0.6B" / "config.json").read_text())
+    twin = build("Qwen/Qwen3-0.6B", cpu_envs["nightly"], tmp_path / "full", cache=CACHE,
+                 config_from=str(REPO / "benchmarks" / "gpu" / "configs" / "Qwen3-0.6B"), full_size=True)
+    cfg = json.loads((tmp_path / "full" / "config.json").read_text())
+    for key in ("hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+                "num_key_value_heads", "head_dim", "vocab_size", "tie_word_embeddings"):
+        assert cfg[key] == source[key], key
+    assert twin.full_size and twin.layers == source["num_hidden_layers"]
+    vocab = json.loads((tmp_path / "full" / "tokenizer.json").read_text())["model"]["vocab"]
+    assert sorted(vocab.values()) == list(range(source["vocab_size"]))  # every id has a token
+    assert vocab.get("<unused0>") is not None
+    params = _safetensors_params(tmp_path / "full")
+    assert 0.55e9 < params < 0.65e9  # Qwen3-0.6B: 0.60 B with tied embeddings
+    assert any(n.startswith("full size: 0.6") for n in twin.notes)
+
+
+def test_full_size_gemma4_twin_keeps_the_source_layout(cpu_envs, tmp_path):
+    """The Gemma 4 path of `--full-size`: nothing shrunk — all layers of the pattern, head sizes,
+    per-layer embeddings, KV sharing and the vision tower as the source config has them."""
+    text = {"model_type": "gemma4_text", "hidden_size": 128, "intermediate_size": 256, "num_hidden_layers": 6,
+            "layer_types": ["sliding_attention", "sliding_attention", "full_attention"] * 2,
+            "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 64, "global_head_dim": 128,
+            "hidden_size_per_layer_input": 32, "vocab_size_per_layer_input": 4096, "vocab_size": 4096,
+            "num_kv_shared_layers": 2, "sliding_window": 512}
+    vision = {"model_type": "gemma4_vision", "hidden_size": 96, "intermediate_size": 192, "num_hidden_layers": 3,
+              "num_attention_heads": 2, "num_key_value_heads": 2, "head_dim": 48}
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "config.json").write_text(json.dumps(
+        {"model_type": "gemma4", "architectures": ["Gemma4ForConditionalGeneration"], "text_config": text,
+         "vision_config": vision}))
+    env = cpu_envs["stable"]  # transformers 5.8: the layout with global_head_dim
+    twin = build("google/gemma-4-E2B-it", env, tmp_path / "t", cache=CACHE, config_from=str(tmp_path / "src"),
+                 full_size=True)
+    cfg = json.loads((tmp_path / "t" / "config.json").read_text())
+    built_text, built_vision = cfg["text_config"], cfg["vision_config"]
+    for key in ("hidden_size", "intermediate_size", "num_hidden_layers", "layer_types", "head_dim",
+                "global_head_dim", "hidden_size_per_layer_input", "num_kv_shared_layers", "vocab_size"):
+        assert built_text[key] == text[key], key
+    for key in ("hidden_size", "num_hidden_layers", "head_dim"):
+        assert built_vision[key] == vision[key], key
+    assert twin.full_size and twin.layers == 6
