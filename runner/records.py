@@ -30,6 +30,8 @@ class TargetRef:
     """The torch version in the target's environment."""
     transformers: str | None = None
     """The transformers version in the target's environment (config layouts depend on it)."""
+    torch_cuda: str | None = None
+    """The CUDA version torch was built for (`torch.version.cuda`); None for a CPU build."""
 
 
 @dataclass

@@ -165,6 +165,31 @@ def assistant_config(source: dict, model_id: str, vocab: dict, vocab_size: int, 
     return cfg, notes
 
 
+def add_shared_kv_weights(model) -> int:
+    """Give the KV-shared layers the K/V projections and K norm the published checkpoints ship.
+
+    transformers builds those layers without them (and ignores them when loading), but the
+    released E2B/E4B files carry `k_proj`, `v_proj` and `k_norm` for every layer, and some vLLM
+    releases load them (0.21.0 fails with "weights were not initialized from checkpoint:
+    ...k_norm.weight" without them) while later ones drop them.  Random like everything else.
+    """
+    import torch.nn as nn
+    from transformers.models.gemma4 import modeling_gemma4 as mg
+
+    added = 0
+    for attn in model.modules():
+        if not (isinstance(attn, mg.Gemma4TextAttention) and attn.is_kv_shared_layer and not hasattr(attn, "k_proj")):
+            continue
+        cfg = attn.config
+        heads = cfg.num_global_key_value_heads if attn.use_alternative_attention else cfg.num_key_value_heads
+        attn.k_norm = mg.Gemma4RMSNorm(dim=attn.head_dim, eps=cfg.rms_norm_eps)
+        attn.k_proj = nn.Linear(cfg.hidden_size, heads * attn.head_dim, bias=cfg.attention_bias)
+        if not attn.use_alternative_attention:
+            attn.v_proj = nn.Linear(cfg.hidden_size, heads * attn.head_dim, bias=cfg.attention_bias)
+        added += 1
+    return added
+
+
 def save_processor(out: Path, tokenizer) -> None:
     """The multimodal processor vLLM loads next to the weights (image budget MAX_SOFT_TOKENS)."""
     import transformers as tf
@@ -203,12 +228,15 @@ def build(family: str, out: Path, source: dict, model_id: str, layers: int, toke
         config = tf.Gemma4AssistantConfig(**cfg_dict)
         model_cls = tf.Gemma4AssistantForCausalLM
     torch.manual_seed(seed)
-    model = model_cls(config).to(torch.bfloat16)
+    model = model_cls(config)
+    if family != "gemma4_assistant":
+        add_shared_kv_weights(model)
+    model = model.to(torch.bfloat16)
     if full:  # KV-shared sizes and the like are the source's: say what was built
         notes.append(f"full size: {sum(p.numel() for p in model.parameters()) / 1e9:.2f} B parameters")
     masked = getattr(model, "masked_embedding", None)
     if masked is not None:  # a real permutation of the vocabulary, not uninitialised memory
-        order = torch.randperm(size, generator=torch.Generator().manual_seed(seed))
+        order = torch.randperm(size, generator=torch.Generator().manual_seed(seed), device="cpu")
         masked.token_ordering.copy_(order.to(masked.token_ordering.device))
     model.save_pretrained(out, safe_serialization=True)
     if family == "gemma4":

@@ -26,7 +26,7 @@ timeout -k 30 -s TERM $((budget - (start - t0) - 45)) \
 echo "driftmatrix run: exit $? after $(( $(date +%s) - start )) s" | tee -a "$OUT/device.txt"
 tail -n 5 /root/dmwork/events.jsonl | cut -c1-400
 nvidia-smi --query-gpu=memory.used --format=csv | tee -a "$OUT/device.txt"
-ps -eo pid,etime,cmd | grep -c "[v]llm" | sed 's/^/vllm processes left: /' | tee -a "$OUT/device.txt"
+echo "vLLM server processes left: $(pgrep -fc 'vllm.entrypoints|EngineCore' || true)" | tee -a "$OUT/device.txt"
 cp /root/dmwork/outcomes.jsonl "$OUT/" 2>/dev/null
 tar -C /root/dmwork -czf "$OUT/logs.tgz" logs events.jsonl 2>/dev/null
 du -sh /root/dmcache/standins/* 2>/dev/null | tee -a "$OUT/device.txt"

@@ -32,7 +32,7 @@ def test_every_outcome_says_where_it_ran(recorded):
         name, driver = o.host["gpus"][0].split(", ")
         assert driver.count(".") >= 1
         assert o.target.version in ("0.20.1", "0.21.0") and o.target.distribution == "vllm"
-        assert o.target.commit and o.target.torch and "+cu" in o.target.torch, (o.snippet_id, o.target)
+        assert o.target.commit and o.target.torch and o.target.torch_cuda, (o.snippet_id, o.target)
         assert o.stand_in  # twins with random weights, labelled as such
 
 
