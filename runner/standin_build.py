@@ -190,8 +190,10 @@ def main():
         torch.manual_seed(a.seed)
         model = model_cls(cfg).to(torch.bfloat16)
         model.save_pretrained(out, safe_serialization=True)
-        built = {"params": sum(p.numel() for p in model.parameters()), "architectures": cfg.architectures,
-                 "model_type": cfg.model_type, "layer_types": getattr(cfg, "layer_types", None), "notes": []}
+        params = sum(p.numel() for p in model.parameters())
+        built = {"params": params, "architectures": cfg.architectures, "model_type": cfg.model_type,
+                 "layer_types": getattr(cfg, "layer_types", None),
+                 "notes": [f"full size: {params / 1e9:.2f} B parameters"] if a.full_size else []}
         bos, eos = cfg.bos_token_id, cfg.eos_token_id
     (out / "generation_config.json").write_text(json.dumps({"bos_token_id": bos, "eos_token_id": eos,
                                                             "do_sample": False}))

@@ -19,7 +19,7 @@ done
 mkdir -p /root/dmwork
 nvidia-smi --query-gpu=name,driver_version,memory.used,memory.total --format=csv | tee -a "$OUT/device.txt"
 start=$(date +%s)
-timeout -k 30 -s TERM $((budget - (start - t0) - 45)) \
+timeout -k 20 -s TERM $((budget - (start - t0) - 28)) \
   python3 -m driftmatrix.cli run benchmarks/gpu/snippets.json --targets benchmarks/gpu/targets-h200.toml \
   --gpus 1 --cache-dir /root/dmcache --workdir /root/dmwork --format json -o /root/dmwork/outcomes.jsonl "$@" \
   > /root/dmwork/events.jsonl 2>&1

@@ -5,6 +5,7 @@ tree of commands extracted by the real extractor."""
 from __future__ import annotations
 
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -16,8 +17,11 @@ from runner.targets import DEFAULT_CPU, load
 
 @pytest.fixture(scope="session")
 def cpu_envs():
-    """{name: TargetEnv} for the shipped CPU config (minutes the first time, then cached)."""
-    return {t.name: ensure(t, CACHE) for t in load(DEFAULT_CPU).targets}
+    """{name: TargetEnv} for the shipped CPU config (minutes the first time, then cached).
+    Installed side by side: each is mostly waiting on downloads, and each has its own lock."""
+    targets = load(DEFAULT_CPU).targets
+    with ThreadPoolExecutor(len(targets)) as pool:
+        return dict(zip((t.name for t in targets), pool.map(lambda t: ensure(t, CACHE), targets)))
 
 
 @pytest.fixture(scope="session")

@@ -40,7 +40,9 @@ def test_verdicts_carry_their_evidence(recorded):
     for o in recorded:
         if o.verdict == "FAIL":
             exc = o.evidence.exception
-            assert exc and exc["type"] and ".py:" in (exc["location"] or ""), o.snippet_id
+            loc = (exc or {}).get("location") or {}
+            assert exc["type"] and exc["message"], o.snippet_id
+            assert loc.get("file", "").endswith(".py") and loc.get("line", 0) > 0, o.snippet_id  # raising file:line
         if o.verdict == "WARN":
             assert any(w["feature"] for w in o.evidence.warnings)
         if o.stage in ("start", "probe", "perf") and o.evidence.server and o.evidence.server.get("state") == "ready":
@@ -59,11 +61,22 @@ def test_probes_on_the_gpu(recorded):
 
 def test_perf_figures(recorded):
     runs = [o for o in recorded if o.evidence.perf]
-    if not runs:
-        pytest.skip("no perf outcomes recorded")
+    assert runs, "no perf outcomes recorded"
     for o in runs:
         perf = o.evidence.perf
         assert perf["device"] == "gpu" and perf["gpu_mib_used"][0] > 0
         for key in ("single", "concurrent"):
             assert perf[key]["completed"] == perf[key]["streams"] and perf[key]["decode_tok_s_median"] > 0
         assert o.evidence.effective_config.get("model_memory_gib")
+
+
+def test_perf_pairs_the_command_with_and_without_its_draft(recorded):
+    """The reader's question: what does the documented speculative config cost or give on the
+    same command?  Both runs are in the record, on the same target, with the draft's counters."""
+    perf = {(o.snippet_id, o.variant): o for o in recorded if o.tier == "perf" and o.evidence.perf}
+    pairs = [(doc, perf[(sid, "no-spec")]) for (sid, v), doc in perf.items() if v is None and (sid, "no-spec") in perf]
+    assert pairs
+    for doc, base in pairs:
+        assert doc.target == base.target
+        assert doc.evidence.perf["spec_decode"]["num_drafts"] > 0 and not base.evidence.perf.get("spec_decode")
+        assert "--speculative-config" in doc.argv and "--speculative-config" not in base.argv
