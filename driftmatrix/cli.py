@@ -149,6 +149,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="keep the real sizes (layers, hidden sizes, vocabulary): for speed on a GPU")
     st.add_argument("--cache-dir", default=str(_cache_dir()), help="environments and configs (default: %(default)s)")
     st.set_defaults(func=cmd_standin)
+    from driftmatrix.publish_cli import add_parsers
+    add_parsers(sub)
     return parser
 
 

@@ -1,0 +1,82 @@
+"""The publisher's commands: `driftmatrix publish` (the site + matrix.json) and
+`driftmatrix annotate` (warnings in a docs tree)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def _load(args):
+    from publisher.results import load
+    return load(Path(args.snippets), [Path(p) for p in args.outcomes])
+
+
+def cmd_publish(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from publisher import annotate as ann
+    from publisher.site import PublishError, build_site
+
+    console = Console(stderr=True)
+    try:
+        results = _load(args)
+    except ValueError as err:
+        console.print(f"[red]driftmatrix publish: {err}", soft_wrap=True)
+        return 2
+    annotations = [ann.annotate(results, Path(d)) for d in args.docs or []]
+    try:
+        done = build_site(results, Path(args.site_dir), history_dir=Path(args.history) if args.history else None,
+                          annotated=ann.for_site(annotations) if args.docs else None)
+    except PublishError as err:
+        console.print(f"[red]driftmatrix publish: {err}", soft_wrap=True)
+        return 1
+    for problem in done.problems:
+        console.print(f"[yellow]{problem}", soft_wrap=True)
+    console.print(f"{len(results.snippets)} commands x {len(results.columns)} targets: {done.pages} pages built "
+                  f"into {done.site_dir} (generate {done.timings['generate_s']} s, mkdocs {done.timings['mkdocs_s']} s); "
+                  f"{len(done.changes)} verdict change(s) since the previous run; matrix.json beside it")
+    return 0
+
+
+def cmd_annotate(args: argparse.Namespace) -> int:
+    from publisher import annotate as ann
+
+    try:
+        results = _load(args)
+    except ValueError as err:
+        print(f"driftmatrix annotate: {err}", file=sys.stderr)
+        return 2
+    result = ann.annotate(results, Path(args.docs))
+    for problem in result.problems:
+        print(f"driftmatrix annotate: {problem}", file=sys.stderr)
+    if args.patch:
+        Path(args.patch).write_text(result.diff(), encoding="utf-8")
+    if args.output:
+        ann.write_tree(result, Path(args.output))
+    inserted = sum(len(p.inserts) for p in result.patches)
+    print(f"{len(result.patches)} page(s) changed, {inserted} admonition(s) inserted"
+          + (f"; patched tree in {args.output}" if args.output else "") + (f"; patch in {args.patch}" if args.patch else ""))
+    return 1 if result.problems and not result.patches and not inserted else 0
+
+
+def add_parsers(sub) -> None:
+    p = sub.add_parser("publish", help="snippets.json + outcomes -> the support-matrix site and matrix.json")
+    p.add_argument("--snippets", required=True, help="snippets.json from `driftmatrix extract`")
+    p.add_argument("--outcomes", nargs="+", required=True, metavar="OUT",
+                   help="outcomes.jsonl files (targets, shards, reruns: merged)")
+    p.add_argument("--history", metavar="DIR", help="earlier runs' matrix.json (read; this run's is added)")
+    p.add_argument("--site-dir", default="site", help="where the built site goes (default: %(default)s)")
+    p.add_argument("--docs", action="append", metavar="DOCS_TREE",
+                   help="also annotate this docs tree and show its patched pages on the site (repeatable)")
+    p.set_defaults(func=cmd_publish)
+
+    a = sub.add_parser("annotate", help="insert warnings after failing commands in a docs tree")
+    a.add_argument("--docs", required=True, metavar="DOCS_TREE", help="a vLLM docs tree (docs/ + mkdocs.yaml)")
+    a.add_argument("--snippets", required=True, help="snippets.json from `driftmatrix extract`")
+    a.add_argument("--outcomes", nargs="+", required=True, metavar="OUT", help="outcomes.jsonl files")
+    dest = a.add_mutually_exclusive_group(required=True)
+    dest.add_argument("-o", "--output", metavar="PATCHED_TREE", help="write a copy of the tree with the patched pages")
+    dest.add_argument("--patch", metavar="FILE", help="write a unified diff instead")
+    a.set_defaults(func=cmd_annotate)

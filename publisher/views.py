@@ -1,0 +1,125 @@
+"""Small pure functions that turn records into what a reader sees: the command line, a
+verdict's one-line cause, the phrase for the stage a command failed at, where a page's
+generated files go, and which effective-config values differ between targets."""
+
+from __future__ import annotations
+
+import re
+import shlex
+
+from extractor.records import Snippet, Source
+from runner.logscan import relative
+from runner.records import Outcome
+
+VERDICTS = ("PASS", "WARN", "FAIL", "SKIP", "ERROR")
+ICONS = {"PASS": "✔", "WARN": "⚠", "FAIL": "✘", "SKIP": "–", "ERROR": "⚙"}
+MEANING = {
+    "PASS": "runs as documented",
+    "WARN": "runs, with a vLLM warning about a documented feature",
+    "FAIL": "does not run as documented (with the evidence)",
+    "SKIP": "not checked (placeholder, model or hardware not available, …)",
+    "ERROR": "the check itself broke (our fault or the infrastructure's, not the docs')",
+}
+_STAGE_TITLE = {
+    "parse": "Is rejected by the argument parser of",
+    "config": "Is rejected by the engine config of",
+    "start": "Does not start on",
+    "probe": "Starts but fails a request on",
+    "perf": "Starts but fails under load on",
+}
+
+
+def command(snippet: Snippet) -> str:
+    """The command as the docs show it (first place), else rebuilt from the argv."""
+    if snippet.sources and snippet.sources[0].text.strip():
+        return snippet.sources[0].text.strip()
+    env = " ".join(f"{k}={shlex.quote(v)}" for k, v in snippet.env.items())
+    return " ".join(p for p in (env, "vllm serve", shlex.join(snippet.argv)) if p)
+
+
+def location(exc: dict | None) -> str:
+    loc = (exc or {}).get("location") or {}
+    if isinstance(loc, str):
+        return loc
+    return f"{relative(str(loc.get('file')))}:{loc.get('line')}" if loc.get("file") else ""
+
+
+def _clip(text: str, limit: int | None) -> str:
+    text = str(text)
+    return text if limit is None or len(text) <= limit else text[:limit] + "…"
+
+
+def cause(o: Outcome, limit: int | None = None) -> str:
+    """One line: why this verdict (the FAIL's exception and where it was raised, the WARN's
+    warning, the SKIP's or ERROR's reason); `limit` clips the message, never the location."""
+    exc = o.evidence.exception
+    if o.verdict == "FAIL" and exc:
+        where = location(exc)
+        return f"{exc.get('type')}: {_clip(exc.get('message'), limit)}" + (f" ({where})" if where else "")
+    if o.verdict == "WARN":
+        feature = [w for w in o.evidence.warnings if w.get("feature")]
+        if feature:
+            w = feature[0]
+            return f"vLLM warns: {_clip(w.get('message'), limit)} ({w.get('file')}:{w.get('line')})"
+    return _clip(o.reason or "", limit)
+
+
+def title(verdict: str, stage: str, versions: list[str]) -> str:
+    """The admonition title: `Does not start on vLLM 0.20.1`, `Warns on vLLM 0.21.0`."""
+    where = " and ".join(f"vLLM {v}" for v in versions)
+    if verdict == "WARN":
+        return f"Warns on {where}"
+    return f"{_STAGE_TITLE.get(stage, 'Fails on')} {where}"
+
+
+def page_key(source: Source) -> str:
+    """One generated page per source doc page (corpus, version, file)."""
+    return f"{source.corpus}/{source.version}/{source.file}"
+
+
+def page_slug(key: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "-", key).strip("-").lower()
+
+
+def config_differences(by_column: dict[str, Outcome]) -> dict[str, dict[str, object]]:
+    """Effective-config keys whose values differ between targets: key -> {column: value}.
+    Paths (model dirs, the draft's) differ by construction and are left out."""
+    keys = sorted({k for o in by_column.values() for k in o.evidence.effective_config})
+    out = {}
+    for k in keys:
+        if k in ("model", "draft_model", "speculative_config", "engine_version"):
+            continue
+        values = {col: o.evidence.effective_config.get(k) for col, o in by_column.items()
+                  if k in o.evidence.effective_config}
+        if len(values) > 1 and len({repr(v) for v in values.values()}) > 1:
+            out[k] = values
+    return out
+
+
+def perf_rows(o: Outcome) -> list[dict]:
+    """The perf tier's figures as table rows (single stream, 16 streams)."""
+    perf = o.evidence.perf or {}
+    rows = []
+    for key in ("single", "concurrent"):
+        run = perf.get(key)
+        if run:
+            rows.append({"run": f"{run.get('streams')} stream(s)", "decode": run.get("decode_tok_s_median"),
+                         "throughput": run.get("throughput_tok_s"), "ttft": run.get("ttft_s_median")})
+    return rows
+
+
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]{}<>#!])")
+
+
+def md_escape(text: str) -> str:
+    """Text from logs or docs as inert Markdown: HTML-escaped, Markdown specials
+    backslash-escaped (a `<script>` in a log line stays text)."""
+    import html
+    return html.escape(_MD_SPECIAL.sub(r"\\\1", str(text)).replace("\\<", "<").replace("\\>", ">"), quote=False)
+
+
+def fence(text: str, lang: str = "") -> str:
+    """A fenced code block that cannot be closed early by the text inside it."""
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    bar = "`" * max(3, longest + 1)
+    return f"{bar}{lang}\n{text.rstrip()}\n{bar}"

@@ -1,0 +1,152 @@
+"""`driftmatrix publish` on outcomes recorded from real runner runs: the site builds with
+`mkdocs build --strict`, every page the issue names is there with the right content, and
+matrix.json and the history say what the records say."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from bs4 import BeautifulSoup
+
+from publisher.results import load
+
+
+def publish(*args, cwd=None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "driftmatrix.cli", "publish", *map(str, args)],
+                          capture_output=True, text=True, cwd=cwd)
+
+
+@pytest.fixture(scope="module")
+def published(site_inputs, tmp_path_factory):
+    """Two publishes with a history folder: the parse run, then the parse + config runs."""
+    root = tmp_path_factory.mktemp("publish")
+    hist = root / "history"
+    first = publish("--snippets", site_inputs["snippets"], "--outcomes", site_inputs["parse"],
+                    "--history", hist, "--site-dir", root / "site1")
+    second = publish("--snippets", site_inputs["snippets"], "--outcomes", site_inputs["parse"], site_inputs["config"],
+                     "--history", hist, "--site-dir", root / "site2")
+    return root, first, second
+
+
+def page(path) -> BeautifulSoup:
+    return BeautifulSoup(path.read_text(encoding="utf-8"), "html.parser")
+
+
+def test_builds_strict_with_every_page(published, site_inputs):
+    root, first, second = published
+    assert first.returncode == 0, first.stderr
+    assert second.returncode == 0, second.stderr
+    site = root / "site2"
+    results = load(site_inputs["snippets"], [site_inputs["parse"], site_inputs["config"]])
+    for name in ("index.html", "matrix.html", "pages/index.html", "annotated/index.html", "matrix-json.html", "matrix.json"):
+        assert (site / name).is_file(), name
+    for s in results.snippets:
+        assert (site / "snippets" / f"{s.id}.html").is_file()
+    assert (site / "matrix.html").stat().st_size < 3_000_000
+
+
+def test_matrix_json_says_what_the_records_say(published, site_inputs):
+    root, _, _ = published
+    doc = json.loads((root / "site2" / "matrix.json").read_text())
+    assert doc["schema"] == 1 and len(doc["targets"]) == 2
+    results = load(site_inputs["snippets"], [site_inputs["parse"], site_inputs["config"]])
+    first_run = load(site_inputs["snippets"], [site_inputs["parse"]])
+    versions = {c.key: c.version for c in results.columns}
+    old, new = results.columns
+    checked = 0
+    for s in results.snippets:
+        entry = doc["snippets"][s.id]
+        for c in results.columns:
+            o = results.cell(s.id, c)
+            if o is None:
+                assert c.key not in entry["support"]
+                continue
+            cell = entry["support"][c.key]
+            assert cell["status"] == o.verdict and cell["stage"] == o.stage
+            assert (root / "site2" / cell["evidence"].split("#")[0]).is_file()
+            if o.verdict == "FAIL":
+                assert cell["notes"] and ".py:" in cell["notes"][0]  # the raising file:line
+        a, b = results.cell(s.id, old), results.cell(s.id, new)
+        earlier = first_run.cell(s.id, old)  # the history: the first publish saw the parse run only
+        if earlier and earlier.verdict in ("PASS", "WARN"):
+            assert entry["version_added"] == old.version  # seen passing then, whatever it does now
+            continue
+        if a and b and a.verdict == "FAIL" and b.verdict in ("PASS", "WARN"):
+            assert entry["version_added"] == new.version and entry["version_removed"] is None
+            checked += 1
+        if a and b and a.verdict == "PASS" and b.verdict == "PASS":
+            assert entry["version_added"] == old.version and entry["last_passing"]["version"] == new.version
+    assert checked, "the fixture has commands that fail on the old version and run on the new one"
+    assert set(versions.values()) == {t["version"] for t in doc["targets"].values()}
+
+
+def test_history_shows_what_changed(published, site_inputs):
+    root, _, second = published
+    snapshots = sorted((root / "history").glob("matrix-*.json"))
+    assert len(snapshots) == 2
+    before = json.loads(snapshots[0].read_text())
+    after = json.loads((root / "site2" / "matrix.json").read_text())
+    expected = set()
+    for sid, entry in after["snippets"].items():
+        for key, cell in entry["support"].items():
+            old = before["snippets"][sid]["support"].get(key)
+            if old and old["status"] != cell["status"]:
+                expected.add(sid)
+    assert expected, "the config run changed some verdicts"
+    overview = page(root / "site2" / "index.html")
+    table = overview.select_one("table.dm-changes")
+    assert table is not None
+    linked = {a["href"].split("/")[-1].removesuffix(".html") for a in table.select("a[href]")}
+    assert linked == expected
+    first_overview = page(root / "site1" / "index.html")
+    assert "No earlier run" in first_overview.get_text() or "No verdict changed" in first_overview.get_text()
+
+
+def test_snippet_page_carries_the_evidence(published, site_inputs):
+    root, _, _ = published
+    results = load(site_inputs["snippets"], [site_inputs["parse"], site_inputs["config"]])
+    fails = [(s, c, results.cell(s.id, c)) for s in results.snippets for c in results.columns
+             if results.cell(s.id, c) and results.cell(s.id, c).verdict == "FAIL"]
+    assert fails
+    s, c, o = fails[0]
+    doc = page(root / "site2" / "snippets" / f"{s.id}.html")
+    section = doc.find(id=c.key)
+    assert section is not None
+    facts = section.find_next("table", class_="dm-facts").get_text(" ")
+    assert o.evidence.exception["type"] in facts and f":{o.evidence.exception['location']['line']}" in facts
+    assert s.sources[0].file in doc.select_one("ul.dm-sources").get_text()
+    code = doc.select_one("div.highlight code, pre code")
+    assert code is not None and "vllm" in code.get_text()
+    assert doc.find(string=lambda t: t and "seen passing" in t)
+
+
+def test_doc_pages_list_their_commands_in_order(published, site_inputs):
+    root, _, _ = published
+    results = load(site_inputs["snippets"], [site_inputs["parse"]])
+    index = page(root / "site2" / "pages" / "index.html")
+    rows = index.select("table.dm-pages tbody tr")
+    files = {src.file for s in results.snippets for src in s.sources}
+    assert len(rows) == len(files)
+    fails = [int(r.select("td")[1].get_text()) for r in rows]
+    assert fails == sorted(fails, reverse=True)  # pages with failing commands first
+    first = root / "site2" / "pages" / rows[0].select_one("a")["href"]
+    lines = [int(tr.select("td")[0].get_text()) for tr in page(first).select("table.dm-page tbody tr")]
+    assert lines == sorted(lines) and lines
+
+
+def test_bad_inputs_are_named_and_nothing_is_lost(site_inputs, tmp_path):
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text(site_inputs["parse"].read_text() + '{"snippet_id": "s-x", "target": \n')
+    r = publish("--snippets", site_inputs["snippets"], "--outcomes", broken, tmp_path / "missing.jsonl",
+                "--site-dir", tmp_path / "site")
+    assert r.returncode == 0, r.stderr
+    assert "unreadable outcome line" in r.stderr and "missing.jsonl: no such file" in r.stderr
+    overview = page(tmp_path / "site" / "index.html").get_text()
+    assert "missing.jsonl" in overview
+    bad = tmp_path / "bad.json"
+    bad.write_text("[")
+    r = publish("--snippets", bad, "--outcomes", broken, "--site-dir", tmp_path / "site2")
+    assert r.returncode == 2 and "not a readable snippets.json" in r.stderr
