@@ -161,3 +161,47 @@ def test_site_shows_the_annotated_pages(sample, site_inputs, tmp_path):
     shown = BeautifulSoup((tmp_path / "site" / "annotated" / links[0]["href"]).read_text(), "html.parser")
     assert len(shown.select("div.admonition.warning")) == 3
     assert "+!!! warning" in shown.get_text() or "+    !!! warning" in shown.get_text()
+
+
+def test_corpus_warnings_render_after_their_blocks(docs_copy, site_inputs, corpus, tmp_path):
+    """The patched corpus pages themselves, built with vLLM's Markdown extensions (not strict:
+    their links point at pages outside this mini site): every inserted warning renders as an
+    admonition whose previous element is the code block with its command."""
+    results = load(site_inputs["snippets"], [site_inputs["parse"]])
+    result = ann.annotate(results, docs_copy)
+    mini = tmp_path / "mini"
+    for p in result.patches:
+        (mini / "docs" / p.file).parent.mkdir(parents=True, exist_ok=True)
+        (mini / "docs" / p.file).write_text(p.after)
+    vllm_yaml = (corpus / "vllm-docs" / "0.33.0" / "mkdocs.yaml").read_text()
+    extensions = re.search(r"^markdown_extensions:\n(?:[ \-#].*\n|\n)+", vllm_yaml, re.M).group(0)
+    (mini / "mkdocs.yml").write_text(f"site_name: mini\ndocs_dir: docs/docs\ntheme:\n  name: material\n  font: false\n{extensions}")
+    r = subprocess.run([sys.executable, "-m", "mkdocs", "build", "-f", str(mini / "mkdocs.yml"), "-d", str(tmp_path / "site")],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    for p in result.patches:
+        html = BeautifulSoup((tmp_path / "site" / p.file.removeprefix("docs/").removesuffix(".md") / "index.html").read_text(),
+                             "html.parser")
+        shown = [a for a in html.select("div.admonition") if "vLLM 0.20.1" in a.get_text()]
+        assert len(shown) == len(p.inserts), p.file
+        for a, ins in zip(shown, p.inserts):
+            first = next(ln for ln in ins.block.split("\n") if ln.strip()).strip()
+            before = a.find_previous_sibling()
+            while before is not None and "admonition" in (before.get("class") or []):
+                before = before.find_previous_sibling()  # two commands in one block: two warnings after it
+            assert first[:30] in before.get_text(), p.file
+
+
+def test_a_warn_gets_a_note(site_inputs, tmp_path):
+    """The H200 run's vLLM 0.21.0 outcomes alone: the 31B + assistant command WARNs there
+    (falls back to text-only drafting), so its page gets a note, not a warning."""
+    gpu = HERE.parent / "fixtures" / "gpu"
+    only = tmp_path / "0.21.0.jsonl"
+    only.write_text("".join(ln + "\n" for ln in (gpu / "outcomes-h200.jsonl").read_text().splitlines()
+                            if ln.strip() and json.loads(ln)["target"]["version"] == "0.21.0"))
+    repo = HERE.parent.parent
+    results = load(repo / "benchmarks" / "gpu" / "snippets.json", [only])
+    result = ann.annotate(results, repo / "benchmarks" / "gpu" / "docs")
+    notes = [i for p in result.patches for i in p.inserts]
+    assert notes and all(i.kind == "note" for i in notes)
+    assert any(i.admonition.startswith('!!! note "Warns on vLLM 0.21.0"') and "text-only" in i.admonition for i in notes)
