@@ -61,6 +61,19 @@ def cmd_annotate(args: argparse.Namespace) -> int:
     return 1 if result.problems and not result.patches and not inserted else 0
 
 
+def cmd_pr(args: argparse.Namespace) -> int:
+    from publisher.pull_request import PrOptions, run_pr
+
+    try:
+        return run_pr(PrOptions(repo=args.repo, checkout=Path(args.checkout), snippets=Path(args.snippets),
+                                outcomes=[Path(p) for p in args.outcomes], apply=args.apply, base=args.base,
+                                branch=args.branch, remote=args.remote, site_url=args.site_url, api=args.api_url,
+                                label=args.label))
+    except ValueError as err:
+        print(f"driftmatrix pr: {err}", file=sys.stderr)
+        return 2
+
+
 def add_parsers(sub) -> None:
     p = sub.add_parser("publish", help="snippets.json + outcomes -> the support-matrix site and matrix.json")
     p.add_argument("--snippets", required=True, help="snippets.json from `driftmatrix extract`")
@@ -80,3 +93,17 @@ def add_parsers(sub) -> None:
     dest.add_argument("-o", "--output", metavar="PATCHED_TREE", help="write a copy of the tree with the patched pages")
     dest.add_argument("--patch", metavar="FILE", help="write a unified diff instead")
     a.set_defaults(func=cmd_annotate)
+
+    r = sub.add_parser("pr", help="annotate's changes as one rolling doc-fix pull request (dry run unless --apply)")
+    r.add_argument("--repo", required=True, metavar="OWNER/NAME", help="the docs repository on GitHub")
+    r.add_argument("--checkout", required=True, metavar="DIR", help="a local clone of it (reset to the PR branch)")
+    r.add_argument("--snippets", required=True, help="snippets.json from `driftmatrix extract`")
+    r.add_argument("--outcomes", nargs="+", required=True, metavar="OUT", help="outcomes.jsonl files")
+    r.add_argument("--apply", action="store_true", help="push and open/update the PR (token: GITHUB_TOKEN)")
+    r.add_argument("--base", help="base branch (default: the remote's default branch)")
+    r.add_argument("--branch", default="driftmatrix/doc-warnings", help="the tool's branch (default: %(default)s)")
+    r.add_argument("--remote", default="origin", help="git remote of the checkout (default: %(default)s)")
+    r.add_argument("--site-url", help="the published site, for evidence links in the PR body")
+    r.add_argument("--label", default="driftmatrix", help="label put on a new PR (default: %(default)s)")
+    r.add_argument("--api-url", default="https://api.github.com", help="GitHub API root (default: %(default)s)")
+    r.set_defaults(func=cmd_pr)

@@ -1,0 +1,172 @@
+"""`driftmatrix pr`: annotate's changes as one rolling doc-fix pull request per repository.
+
+In a local clone of the docs repository the tool's branch is rebuilt from the base branch
+plus annotate's patches, committed, pushed (only when its content changed), and the PR is
+opened through the GitHub REST API — or, when an open PR from that branch exists, its body
+is updated instead: never a duplicate. When nothing fails any more the open PR is closed.
+Dry-run (no `--apply`) touches nothing and prints what it would do. The token comes only
+from `GITHUB_TOKEN`; every line printed, the commit and the PR body go through the redactor.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from publisher import annotate as ann
+from publisher.github_api import API, GitHub, GitHubError
+from publisher.results import Results, load
+from publisher.views import cause
+from runner.redact import Redactor
+
+TITLE = "docs: warn where documented commands do not run (driftmatrix)"
+AUTHOR = {"GIT_AUTHOR_NAME": "driftmatrix", "GIT_AUTHOR_EMAIL": "driftmatrix@users.noreply.github.com",
+          "GIT_COMMITTER_NAME": "driftmatrix", "GIT_COMMITTER_EMAIL": "driftmatrix@users.noreply.github.com"}
+
+
+class PrError(Exception):
+    """A git or GitHub step failed (the message is redacted)."""
+
+
+@dataclass
+class PrOptions:
+    repo: str
+    """OWNER/NAME of the docs repository on GitHub."""
+    checkout: Path
+    """A local clone of it, owned by the tool (its working tree is reset to the branch)."""
+    snippets: Path
+    outcomes: list[Path]
+    apply: bool = False
+    base: str | None = None
+    """Base branch; default: the remote's default branch."""
+    branch: str = "driftmatrix/doc-warnings"
+    remote: str = "origin"
+    site_url: str | None = None
+    """Where the published site is, for the evidence links in the body."""
+    api: str = API
+    label: str = "driftmatrix"
+
+
+def _cell(text: str) -> str:
+    return " ".join(str(text).split()).replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def body(results: Results, annotation: ann.Annotation, site_url: str | None) -> str:
+    """The PR description: what was checked and, per inserted warning, the evidence."""
+    rows = []
+    for patch in annotation.patches:
+        for ins in patch.inserts:
+            s = next(x for x in results.snippets if x.id == ins.snippet_id)
+            line = next((src.line for src in s.sources if src.file == patch.file), ins.after_line)
+            link = f"[`{s.id}`]({site_url.rstrip('/')}/snippets/{s.id}.html)" if site_url else f"`{s.id}`"
+            for c in results.columns:
+                o = results.cell(s.id, c)
+                if o and o.verdict in ("FAIL", "WARN"):
+                    rows.append(f"| {link} | `{patch.file}:{line}` | {_cell(c.label)} `{c.commit or ''}` | "
+                                f"{o.verdict} ({o.stage}) | {_cell(cause(o, limit=200))} |")
+    lines = [
+        "driftmatrix ran the commands these pages show against the vLLM builds below. The ones listed "
+        "do not run as written there (or warn); this PR adds an admonition right after each, between "
+        "`<!-- driftmatrix:begin … -->` markers. The next run updates this PR, and removes a warning "
+        "once its command runs.", "",
+        "| Command | Page | Target | Verdict | Cause |", "|---|---|---|---|---|", *rows, ""]
+    if site_url:
+        lines.append(f"Evidence for every command (exception with the raising file:line, logs): {site_url}")
+    return "\n".join(lines)
+
+
+class Git:
+    def __init__(self, checkout: Path, redact: Redactor, token: str | None):
+        self.checkout, self.redact = checkout, redact
+        self.env = {**os.environ, **AUTHOR, "GIT_TERMINAL_PROMPT": "0"}
+        if token:  # an HTTPS remote on github.com: the token as a header, not in argv or .git/config
+            basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
+            self.env.update({"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "http.https://github.com/.extraheader",
+                             "GIT_CONFIG_VALUE_0": f"AUTHORIZATION: basic {basic}"})
+
+    def __call__(self, *args: str, check: bool = True) -> str:
+        proc = subprocess.run(["git", "-C", str(self.checkout), *args], capture_output=True, text=True, env=self.env)
+        if check and proc.returncode:
+            raise PrError(self.redact(f"git {' '.join(args)}: {proc.stderr.strip()[-500:]}"))
+        return proc.stdout.strip() if proc.returncode == 0 else ""
+
+
+def _default_branch(git: Git, remote: str) -> str:
+    ref = git("symbolic-ref", "--short", f"refs/remotes/{remote}/HEAD", check=False)
+    if ref:
+        return ref.split("/", 1)[1]
+    shown = git("remote", "show", remote, check=False)
+    for line in shown.splitlines():
+        if "HEAD branch:" in line:
+            return line.split(":", 1)[1].strip()
+    return "main"
+
+
+def run_pr(opts: PrOptions, say=print) -> int:
+    token = os.environ.get("GITHUB_TOKEN") or None
+    redact = Redactor(extra=[token] if token else [])
+    out = lambda text: say(redact(text))  # noqa: E731 — every line goes through the redactor
+    results = load(opts.snippets, opts.outcomes)
+    for problem in results.problems:
+        out(f"warning: {problem}")
+    if not opts.apply:
+        annotation = ann.annotate(results, opts.checkout)
+        inserted = sum(len(p.inserts) for p in annotation.patches)
+        out(f"dry run (no --apply): would rebuild branch {opts.branch} of {opts.repo} with {len(annotation.patches)} "
+            f"page(s) changed, {inserted} warning(s); then open it as a PR or update the open one.")
+        for p in annotation.patches:
+            out(f"  {p.file}: +{sum(1 for _ in p.inserts)} admonition(s)")
+        out("PR body:\n" + body(results, annotation, opts.site_url))
+        return 0
+    if not token:
+        out("driftmatrix pr: --apply needs GITHUB_TOKEN in the environment")
+        return 2
+    git = Git(opts.checkout, redact, token)
+    gh = GitHub(opts.repo, token, opts.api)
+    try:
+        git("fetch", opts.remote)
+        base = opts.base or _default_branch(git, opts.remote)
+        remote_branch = git("rev-parse", "--verify", "-q", f"refs/remotes/{opts.remote}/{opts.branch}", check=False)
+        git("checkout", "-q", "-f", "-B", opts.branch, f"{opts.remote}/{base}")
+        annotation = ann.annotate(results, opts.checkout)
+        ann.write_tree(annotation, opts.checkout)
+        owner = opts.repo.split("/", 1)[0]
+        pull = gh.open_pull(owner, opts.branch)
+        if not annotation.patches:
+            out(f"no page needs a warning on {base}")
+            if pull:
+                gh.update_pull(pull.number, state="closed",
+                               body=redact(pull.body + "\n\nClosed by driftmatrix: every command now runs."))
+                out(f"closed PR #{pull.number} ({pull.html_url})")
+            return 0
+        git("add", "-A", "--", *[p.file for p in annotation.patches])
+        inserted = sum(len(p.inserts) for p in annotation.patches)
+        message = redact(f"docs: warn where {inserted} documented command(s) do not run\n\n"
+                         + "\n".join(f"- {p.file}: {len(p.inserts)} warning(s)" for p in annotation.patches)
+                         + "\n\nGenerated by driftmatrix from its run outcomes.")
+        git("commit", "-q", "-m", message)
+        unchanged = bool(remote_branch) and git("rev-parse", "HEAD^{tree}") == git(
+            "rev-parse", f"refs/remotes/{opts.remote}/{opts.branch}^{{tree}}", check=False)
+        if unchanged:
+            out(f"branch {opts.branch}: same content as on {opts.remote}, not pushed")
+        else:
+            git("push", "-q", "--force", opts.remote, f"{opts.branch}:refs/heads/{opts.branch}")
+            out(f"pushed {opts.branch} ({len(annotation.patches)} page(s), {inserted} warning(s))")
+        text = redact(body(results, annotation, opts.site_url))
+        if pull:
+            gh.update_pull(pull.number, title=TITLE, body=text)
+            out(f"updated PR #{pull.number} ({pull.html_url})")
+        else:
+            pull = gh.create_pull(TITLE, opts.branch, base, text)
+            if opts.label:
+                gh.add_labels(pull.number, [opts.label])
+            out(f"opened PR #{pull.number} ({pull.html_url})")
+        return 0
+    except (PrError, GitHubError) as err:
+        out(f"driftmatrix pr: {err}")
+        return 1
+    finally:
+        gh.close()
