@@ -95,6 +95,29 @@ def cmd_standin(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_plan(args: argparse.Namespace) -> int:
+    import json
+    from dataclasses import asdict
+
+    from extractor.records import Catalog
+    from runner import store
+    from runner.main import RunOptions, select
+    from runner.targets import TargetConfigError, default_path, load
+    from runner.todo import todo
+
+    try:
+        tfile = load(Path(args.targets) if args.targets else default_path())
+    except TargetConfigError as err:
+        print(f"driftmatrix plan: {err}", file=sys.stderr)
+        return 2
+    catalog = Catalog.read(Path(args.snippets))
+    previous = [o for path in args.previous or [] for o in store.read(Path(path))[0]]
+    targets = [t for t in tfile.targets if not args.target or t.name in args.target]
+    pairs = select(catalog, RunOptions(snippets=Path(args.snippets), output=Path("-"), variants=args.variants))
+    print(json.dumps(asdict(todo(catalog, targets, args.tier, previous, pairs, args.shards))))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="driftmatrix", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -149,8 +172,20 @@ def build_parser() -> argparse.ArgumentParser:
                     help="keep the real sizes (layers, hidden sizes, vocabulary): for speed on a GPU")
     st.add_argument("--cache-dir", default=str(_cache_dir()), help="environments and configs (default: %(default)s)")
     st.set_defaults(func=cmd_standin)
+    pl = sub.add_parser("plan", help="what a scheduled run still has to do (JSON: jobs, shards with work)")
+    pl.add_argument("snippets", help="snippets.json")
+    pl.add_argument("--targets", help="targets TOML (default: the shipped config for this machine)")
+    pl.add_argument("--target", action="append", metavar="NAME", help="only these targets (repeatable)")
+    pl.add_argument("--tier", choices=["parse", "config", "start", "probe", "perf"], default="probe")
+    pl.add_argument("--shards", type=int, default=1, help="how the run job is split (default: %(default)s)")
+    pl.add_argument("--variants", nargs="?", const=["no-spec"], type=_variant_list, metavar="LIST")
+    pl.add_argument("--previous", nargs="*", metavar="OUT", help="the previous run's outcomes.jsonl files")
+    pl.set_defaults(func=cmd_plan)
+
+    from driftmatrix.pipeline import add_parser as add_pipeline
     from driftmatrix.publish_cli import add_parsers
     add_parsers(sub)
+    add_pipeline(sub, str(_cache_dir()))
     return parser
 
 

@@ -80,3 +80,23 @@ def test_start_failure_carries_the_root_cause_from_the_server_log(served):
     assert exc["location"]["file"].startswith("vllm/lora/") and exc["location"]["line"] > 0
     assert "LoRAAdapterNotFoundError" in o.evidence.log_excerpt
     assert o.evidence.server["state"] == "exited" and o.evidence.server["left_processes"] == 0
+
+
+def test_a_second_run_over_the_same_inputs_starts_no_server(served, docs, targets_toml, no_leftovers):
+    """The scheduled workflow's incremental step: the same snippets, targets and tier against
+    the outcomes file of the first run — every job is reused and no `vllm serve` starts."""
+    from runhelp import run_cli
+    items, ids, work, _ = served
+    snippets, _ = docs
+    logs = work / "driftmatrix-work" / "logs"
+    before = sorted(p.name for p in logs.rglob("*") if p.is_file()) if logs.exists() else []
+    lines_before = (work / "outcomes.jsonl").read_text().count("\n")
+    tools, ngram, draft = ids["tools"][0], ids["n-gram-speculative-decoding"][0], ids["draft-model"][0]
+    lora = ids["a-lora-adapter-that-is-not-there"][0]
+    again = run_cli(str(snippets), "--targets", str(targets_toml), "--target", "nightly",
+                    "--only", tools, ngram, draft, lora, "-o", str(work / "outcomes.jsonl"), cwd=work)
+    assert "4 job(s) already in" in again.stderr
+    after = sorted(p.name for p in logs.rglob("*") if p.is_file()) if logs.exists() else []
+    assert after == before  # no server log: no server
+    assert (work / "outcomes.jsonl").read_text().count("\n") == lines_before
+    assert no_leftovers("vllm serve") == []

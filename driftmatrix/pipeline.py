@@ -1,0 +1,79 @@
+"""`driftmatrix pipeline`: the whole chain on one machine without a GPU (the README's main
+job): extract the pinned stable's docs (its sdist from PyPI) and the embedded sample docs
+(which carry the Gemma 4 speculative-decoding case) -> parse + config tiers on the default
+CPU targets -> start + probe with random-weight stand-ins for the Gemma 4 commands with a
+speculative config -> publish the site locally, and say where to open it."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+STABLE = "0.20.1"
+
+
+def gemma4_cases(catalog, limit: int) -> list[str]:
+    """The Gemma 4 commands with a speculative config, one per distinct config, at most `limit`."""
+    seen, ids = set(), []
+    for s in catalog.snippets:
+        if "gemma-4" in (s.model or "").lower() and s.speculative_config and s.runnable:
+            key = repr(sorted(s.speculative_config.items()))
+            if key not in seen:
+                seen.add(key)
+                ids.append(s.id)
+    return ids[:limit]
+
+
+def cmd_pipeline(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from driftmatrix.cli import SAMPLE_DOCS
+    from extractor.catalog import extract
+    from extractor.sdist import SdistError, fetch_docs
+    from publisher.results import load
+    from publisher.site import PublishError, build_site
+    from runner.main import RunOptions, run
+
+    console = Console(stderr=True)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    cache = Path(args.cache_dir)
+    sources = [SAMPLE_DOCS]
+    console.rule(f"1/4 extract: vLLM {args.vllm_version} docs (sdist from PyPI) + the embedded sample docs")
+    try:
+        sources.insert(0, fetch_docs(args.vllm_version, cache / "sdists"))
+    except SdistError as err:
+        console.print(f"[yellow]vllm=={args.vllm_version} docs not available ({err}); the sample docs only")
+    catalog, _ = extract(sources)
+    snippets = out / "snippets.json"
+    catalog.write(snippets)
+    console.print(f"{len(catalog.snippets)} commands -> {snippets}")
+    outcomes = out / "outcomes.jsonl"
+    console.rule("2/4 run: parse + config tiers, default CPU targets")
+    common = dict(snippets=snippets, output=outcomes, cache_dir=cache, workdir=out / "work")
+    # Parse first: every command gets a verdict. The config tier needs each model's config.json
+    # (SKIP where there is none offline); the site keeps a real verdict over such a SKIP.
+    rc = run(RunOptions(tier="parse", **common), console=console)
+    rc = max(rc, run(RunOptions(tier="config", **common), console=console))
+    cases = gemma4_cases(catalog, args.probe_limit)
+    console.rule(f"3/4 run: start + probe with stand-ins, {len(cases)} Gemma 4 speculative-decoding command(s)")
+    if cases:
+        rc = max(rc, run(RunOptions(tier="probe", only=cases, stand_ins="tiny", **common), console=console))
+    console.rule("4/4 publish")
+    try:
+        done = build_site(load(snippets, [outcomes]), out / "site", history_dir=out / "history")
+    except PublishError as err:
+        console.print(f"[red]{err}")
+        return 1
+    index = (out / "site" / "index.html").resolve()
+    console.print(f"site: {done.pages} pages; open file://{index}  (or: python3 -m http.server -d {out / 'site'})")
+    return 0 if rc in (0, 1) else rc
+
+
+def add_parser(sub, cache_default: str) -> None:
+    p = sub.add_parser("pipeline", help="extract -> run -> publish on this machine (the README's main job)")
+    p.add_argument("--vllm-version", default=STABLE, help="the pinned stable whose docs are checked (default: %(default)s)")
+    p.add_argument("--out", default="out", help="where snippets, outcomes and the site go (default: %(default)s)")
+    p.add_argument("--probe-limit", type=int, default=3, help="Gemma 4 commands started and probed (default: %(default)s)")
+    p.add_argument("--cache-dir", default=cache_default, help="envs, sdists, stand-ins (default: %(default)s)")
+    p.set_defaults(func=cmd_pipeline)

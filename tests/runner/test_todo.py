@@ -1,0 +1,35 @@
+"""`driftmatrix plan`: what the scheduled run still has to do, before installing anything —
+the gate that keeps the GPU jobs from starting on an unchanged day."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from runhelp import HERE
+
+SITE = HERE.parent / "fixtures" / "site"
+
+
+def plan(*args) -> dict:
+    out = subprocess.run([sys.executable, "-m", "driftmatrix.cli", "plan", str(SITE / "snippets.json"), *args],
+                         capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)
+
+
+def test_unchanged_inputs_leave_nothing_to_do():
+    snippets = len(json.loads((SITE / "snippets.json").read_text())["snippets"])
+    fresh = plan("--tier", "parse", "--shards", "3")
+    assert fresh["jobs"] == 2 * snippets and fresh["shards"] == [1, 2, 3]
+    again = plan("--tier", "parse", "--shards", "3", "--previous", str(SITE / "outcomes-cpu-parse.jsonl"))
+    assert again["jobs"] == 0 and again["shards"] == [] and again["reused"] == 2 * snippets
+
+
+def test_a_deeper_tier_or_one_target_is_still_to_do():
+    deeper = plan("--tier", "start", "--shards", "2", "--previous", str(SITE / "outcomes-cpu-parse.jsonl"))
+    assert deeper["jobs"] > 0 and deeper["shards"]
+    config = plan("--tier", "config", "--previous", str(SITE / "outcomes-cpu-config.jsonl"), "--target", "stable")
+    done = {json.loads(ln)["snippet_id"] for ln in (SITE / "outcomes-cpu-config.jsonl").read_text().splitlines()
+            if ln.strip() and json.loads(ln)["target"]["name"] == "stable" and json.loads(ln)["verdict"] != "ERROR"}
+    assert config["reused"] == len(done) and set(config["by_target"]) == {"stable"}
