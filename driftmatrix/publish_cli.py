@@ -74,6 +74,30 @@ def cmd_pr(args: argparse.Namespace) -> int:
         return 2
 
 
+def cmd_merge(args: argparse.Namespace) -> int:
+    """Outcome files (the previous state, every shard) into one, one record per job key:
+    shards start from a copy of the previous state, so plain concatenation would grow daily."""
+    import json
+
+    from runner import store
+
+    latest: dict = {}
+    for path in args.outcomes:
+        found, problems = store.read(Path(path))
+        for problem in problems:
+            print(f"driftmatrix merge: {problem}", file=sys.stderr)
+        for o in found:
+            old = latest.get(o.key())
+            if old is None or (o.verdict != "ERROR", o.started or "") >= (old.verdict != "ERROR", old.started or ""):
+                latest[o.key()] = o
+    out = Path(args.output)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("".join(json.dumps(o.to_dict(), ensure_ascii=False, default=str) + "\n" for o in latest.values()),
+                   encoding="utf-8")
+    print(f"{len(latest)} outcome(s) -> {out}")
+    return 0
+
+
 def add_parsers(sub) -> None:
     p = sub.add_parser("publish", help="snippets.json + outcomes -> the support-matrix site and matrix.json")
     p.add_argument("--snippets", required=True, help="snippets.json from `driftmatrix extract`")
@@ -107,3 +131,8 @@ def add_parsers(sub) -> None:
     r.add_argument("--label", default="driftmatrix", help="label put on a new PR (default: %(default)s)")
     r.add_argument("--api-url", default="https://api.github.com", help="GitHub API root (default: %(default)s)")
     r.set_defaults(func=cmd_pr)
+
+    m = sub.add_parser("merge", help="outcome files -> one, a record per (snippet, variant, build, tier)")
+    m.add_argument("outcomes", nargs="+", metavar="OUT", help="outcomes.jsonl files (missing ones are named, skipped)")
+    m.add_argument("-o", "--output", required=True, help="the merged file")
+    m.set_defaults(func=cmd_merge)

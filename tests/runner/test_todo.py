@@ -33,3 +33,20 @@ def test_a_deeper_tier_or_one_target_is_still_to_do():
     done = {json.loads(ln)["snippet_id"] for ln in (SITE / "outcomes-cpu-config.jsonl").read_text().splitlines()
             if ln.strip() and json.loads(ln)["target"]["name"] == "stable" and json.loads(ln)["verdict"] != "ERROR"}
     assert config["reused"] == len(done) and set(config["by_target"]) == {"stable"}
+
+
+def test_merge_keeps_one_record_per_job(tmp_path):
+    """What the workflow's publish job does with the previous state and the shards (each shard
+    starts from a copy of that state): one record per job key, the later one."""
+    parse = SITE / "outcomes-cpu-parse.jsonl"
+    lines = [ln for ln in parse.read_text().splitlines() if ln.strip()]
+    shard = tmp_path / "shard.jsonl"
+    later = json.loads(lines[0])
+    later["started"] = "2099-01-01T00:00:00Z"
+    shard.write_text(parse.read_text() + json.dumps(later) + "\n")
+    merged = tmp_path / "merged.jsonl"
+    subprocess.run([sys.executable, "-m", "driftmatrix.cli", "merge", str(parse), str(shard), "-o", str(merged)],
+                   check=True, capture_output=True)
+    out = [json.loads(ln) for ln in merged.read_text().splitlines()]
+    assert len(out) == len(lines)
+    assert any(o["started"] == "2099-01-01T00:00:00Z" for o in out)
