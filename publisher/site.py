@@ -35,7 +35,7 @@ class Published:
 
 
 def build_site(results: Results, site_dir: Path, *, history_dir: Path | None = None,
-               annotated: dict | None = None, project: Path = PROJECT, keep_source: Path | None = None) -> Published:
+               annotated: dict | None = None, project: Path = PROJECT) -> Published:
     t0 = time.monotonic()
     past = hist.load(history_dir)
     doc = matrix_json.build(results, past.snapshots)
@@ -47,9 +47,7 @@ def build_site(results: Results, site_dir: Path, *, history_dir: Path | None = N
                              annotated=annotated)
     t1 = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="driftmatrix-site-") as tmp:
-        stage = Path(keep_source) if keep_source else Path(tmp)
-        if stage.exists() and keep_source:
-            shutil.rmtree(stage)
+        stage = Path(tmp)
         shutil.copytree(project / "docs", stage / "docs")
         shutil.copy(project / "mkdocs.yml", stage / "mkdocs.yml")
         for rel, text in generated.items():
