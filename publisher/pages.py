@@ -80,7 +80,7 @@ def groups(results: Results) -> list[Group]:
         verdicts = sorted({c["verdict"] for c in cells if c})
         g.rows.append({"id": s.id, "short": short_command(s), "kind": s.kind,
                        "spec": "1" if s.speculative_config else "0",
-                       "standin": "1" if any(o.stand_in for (sid, v, _), o in results.cells.items() if sid == s.id and v is None) else "0",
+                       "standin": "1" if any(o.stand_in for c in results.columns if (o := results.cell(s.id, c))) else "0",
                        "verdicts": " ".join(verdicts), "cells": cells,
                        "text": " ".join([views.command(s), s.model or "", g.title]).lower()[:600]})
     return sorted(by_key.values(), key=lambda g: g.key)

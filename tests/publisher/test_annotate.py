@@ -22,6 +22,13 @@ from publisher.results import load
 HERE = Path(__file__).resolve().parent
 
 
+def vllm_markdown_extensions(corpus) -> str:
+    """The `markdown_extensions:` section of vLLM's own mkdocs.yaml, verbatim (its `!!python`
+    tags are for mkdocs' loader, so the text is reused rather than re-serialised)."""
+    vllm_yaml = (corpus / "vllm-docs" / "0.33.0" / "mkdocs.yaml").read_text()
+    return re.search(r"^markdown_extensions:\n(?:[ \-#].*\n|\n)+", vllm_yaml, re.M).group(0)
+
+
 def cli(*args) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "driftmatrix.cli", "annotate", *map(str, args)],
                           capture_output=True, text=True)
@@ -127,8 +134,7 @@ def test_patched_pages_build_with_vllms_markdown_extensions(sample, corpus, tmp_
     """mkdocs with the markdown_extensions of vLLM's own mkdocs.yaml: each warning renders as
     an admonition right after its code block, inside the same tab or admonition."""
     _, out = sample
-    vllm_yaml = (corpus / "vllm-docs" / "0.33.0" / "mkdocs.yaml").read_text()
-    extensions = re.search(r"^markdown_extensions:\n(?:[ \-#].*\n|\n)+", vllm_yaml, re.M).group(0)
+    extensions = vllm_markdown_extensions(corpus)
     (out / "mkdocs.yml").write_text(f"site_name: sample\ndocs_dir: docs\ntheme:\n  name: material\n  font: false\n{extensions}")
     r = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(out / "mkdocs.yml"),
                         "-d", str(tmp_path / "site")], capture_output=True, text=True)
@@ -173,8 +179,7 @@ def test_corpus_warnings_render_after_their_blocks(docs_copy, site_inputs, corpu
     for p in result.patches:
         (mini / "docs" / p.file).parent.mkdir(parents=True, exist_ok=True)
         (mini / "docs" / p.file).write_text(p.after)
-    vllm_yaml = (corpus / "vllm-docs" / "0.33.0" / "mkdocs.yaml").read_text()
-    extensions = re.search(r"^markdown_extensions:\n(?:[ \-#].*\n|\n)+", vllm_yaml, re.M).group(0)
+    extensions = vllm_markdown_extensions(corpus)
     (mini / "mkdocs.yml").write_text(f"site_name: mini\ndocs_dir: docs/docs\ntheme:\n  name: material\n  font: false\n{extensions}")
     r = subprocess.run([sys.executable, "-m", "mkdocs", "build", "-f", str(mini / "mkdocs.yml"), "-d", str(tmp_path / "site")],
                        capture_output=True, text=True)
