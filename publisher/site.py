@@ -42,7 +42,8 @@ def build_site(results: Results, site_dir: Path, *, history_dir: Path | None = N
     if past.previous:
         doc["previous"] = past.previous.get("generated")
     changes = hist.changes(past.previous, doc)
-    seen = hist.seen(past.snapshots, doc)
+    # matrix.json already holds each command's passing range: the pages read it from there
+    seen = {sid: hist.Seen(e["first_passing"], e["last_passing"], e["version_removed"]) for sid, e in doc["snippets"].items()}
     generated = pages.render(results, doc, changes, seen, had_history=history_dir is not None,
                              annotated=annotated)
     t1 = time.monotonic()
