@@ -1,1 +1,6 @@
-"""Stage 3 (see ../shared/DESIGN.md): Outcomes -> site, matrix.json, doc warnings, PRs. Not built yet (issue 6)."""
+"""Stage 3 (see ../shared/DESIGN.md): Outcomes -> site, matrix.json, doc warnings, PRs.
+
+`publisher.results` merges outcomes, `publisher.site` writes and builds the mkdocs site,
+`publisher.matrix_json` the compat data, `publisher.annotate` the doc warnings and
+`publisher.pull_request` the doc-fix PRs.
+"""
