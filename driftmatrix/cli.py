@@ -34,6 +34,16 @@ def cmd_extract(args: argparse.Namespace) -> int:
     from extractor.catalog import extract, print_diagnostic, summarize
     from extractor.summary_table import render
 
+    from extractor.written_for import WrittenForError, override, release
+
+    if args.stable is not None and release(args.stable) is None:
+        print(f"driftmatrix extract: --stable {args.stable!r} is not a vLLM version (e.g. 0.20.1)", file=sys.stderr)
+        return 2
+    try:
+        written_for = override(args.written_for) if args.written_for is not None else None
+    except WrittenForError as err:
+        print(f"driftmatrix extract: --written-for {err}", file=sys.stderr)
+        return 2
     sources = [Path(s) for s in args.sources]
     failed = []
     if args.vllm_version:
@@ -47,7 +57,8 @@ def cmd_extract(args: argparse.Namespace) -> int:
     if not sources and not failed:
         sources = [SAMPLE_DOCS]
         print(f"driftmatrix: no SOURCE given; extracting the embedded sample docs ({SAMPLE_DOCS})", file=sys.stderr)
-    catalog, unusable = extract(sources, on_diagnostic=None if args.quiet else print_diagnostic)
+    catalog, unusable = extract(sources, on_diagnostic=None if args.quiet else print_diagnostic, stable=args.stable,
+                                written_for=written_for)
     catalog.write(Path(args.output))
     console = Console(stderr=False)
     render(summarize(catalog), console)
@@ -130,6 +141,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", default="snippets.json", help="catalog to write (default: %(default)s)")
     p.add_argument("--cache-dir", default=str(_cache_dir()), help="download cache (default: %(default)s)")
     p.add_argument("-q", "--quiet", action="store_true", help="do not print per-file diagnostics on stderr")
+    p.add_argument("--written-for", metavar="SPEC",
+                   help="the vLLM versions every page is written for, a PEP 440 specifier (e.g. '>=0.21.0'); "
+                        "default: per page (a release's docs: its release line; a recipe: its min_vllm_version; "
+                        "an install line on the page; else the stable release and newer)")
+    p.add_argument("--stable", metavar="X", help="the current stable vLLM release (default: the stable target's pin "
+                                                 "in the shipped targets file)")
     p.set_defaults(func=cmd_extract)
 
     r = sub.add_parser("run", help="snippets.json x targets -> outcomes.jsonl")

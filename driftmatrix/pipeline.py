@@ -9,9 +9,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-STABLE = "0.20.1"
-
-
 def gemma4_cases(catalog, limit: int) -> list[str]:
     """The Gemma 4 commands with a speculative config, one per distinct config, at most `limit`."""
     seen, ids = set(), []
@@ -33,8 +30,10 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
     from publisher.results import load
     from publisher.site import PublishError, build_site
     from runner.main import RunOptions, run
+    from runner.targets import stable_pin
 
     console = Console(stderr=True)
+    args.vllm_version = args.vllm_version or stable_pin()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     cache = Path(args.cache_dir)
@@ -44,7 +43,7 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
         sources.insert(0, fetch_docs(args.vllm_version, cache / "sdists"))
     except SdistError as err:
         console.print(f"[yellow]vllm=={args.vllm_version} docs not available ({err}); the sample docs only")
-    catalog, _ = extract(sources)
+    catalog, _ = extract(sources, stable=args.vllm_version)
     snippets = out / "snippets.json"
     catalog.write(snippets)
     console.print(f"{len(catalog.snippets)} commands -> {snippets}")
@@ -72,7 +71,8 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
 
 def add_parser(sub, cache_default: str) -> None:
     p = sub.add_parser("pipeline", help="extract -> run -> publish on this machine (the README's main job)")
-    p.add_argument("--vllm-version", default=STABLE, help="the pinned stable whose docs are checked (default: %(default)s)")
+    p.add_argument("--vllm-version", default=None,
+                   help="the stable release whose docs are checked (default: the stable target's pin in the shipped targets file)")
     p.add_argument("--out", default="out", help="where snippets, outcomes and the site go (default: %(default)s)")
     p.add_argument("--probe-limit", type=int, default=3, help="Gemma 4 commands started and probed (default: %(default)s)")
     p.add_argument("--cache-dir", default=cache_default, help="envs, sdists, stand-ins (default: %(default)s)")

@@ -79,17 +79,16 @@ def cmd_merge(args: argparse.Namespace) -> int:
     shards start from a copy of the previous state, so plain concatenation would grow daily."""
     import json
 
-    from runner import store
+    from runner import counts, store
 
-    latest: dict = {}
+    jobs: dict = {}
     for path in args.outcomes:
         found, problems = store.read(Path(path))
         for problem in problems:
             print(f"driftmatrix merge: {problem}", file=sys.stderr)
         for o in found:
-            old = latest.get(o.key())
-            if old is None or (o.verdict != "ERROR", o.started or "") >= (old.verdict != "ERROR", old.started or ""):
-                latest[o.key()] = o
+            jobs.setdefault(o.key(), []).append(o)
+    latest = {key: counts.best(found) for key, found in jobs.items()}  # the outcome that counts
     out = Path(args.output)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("".join(json.dumps(o.to_dict(), ensure_ascii=False, default=str) + "\n" for o in latest.values()),

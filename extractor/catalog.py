@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from extractor.corpus import Result, SourceError, Tree, detect, extract_file, extract_html, files_of
-from extractor.records import Catalog, CorpusInfo, Diagnostic, Snippet
+from extractor.records import Catalog, CorpusInfo, Diagnostic, Snippet, WrittenFor
 
 
 def merge(snippets: list[Snippet]) -> list[Snippet]:
@@ -51,8 +51,14 @@ def default_workers() -> int:
     return int(os.environ.get("DRIFTMATRIX_WORKERS") or min(4, os.cpu_count() or 1))
 
 
-def extract(sources: list[Path], on_diagnostic=None, workers: int | None = None) -> tuple[Catalog, list[str]]:
-    """Extract every SOURCE; returns the catalog and the SOURCEs that could not be read."""
+def extract(sources: list[Path], on_diagnostic=None, workers: int | None = None, *, stable: str | None = None,
+            written_for: WrittenFor | None = None) -> tuple[Catalog, list[str]]:
+    """Extract every SOURCE; returns the catalog and the SOURCEs that could not be read.
+    `stable`: the current stable release (default: the shipped targets' stable pin), for
+    pages without versions of their own; `written_for`: an override for every page."""
+    if stable is None:
+        from runner.targets import stable_pin  # the one place the stable release is pinned
+        stable = stable_pin()
     diagnostics: list[Diagnostic] = []
     unusable: list[str] = []
     results: list[Result] = []
@@ -61,9 +67,11 @@ def extract(sources: list[Path], on_diagnostic=None, workers: int | None = None)
     for path in sources:
         try:
             if path.is_file() and path.suffix.lower() in (".html", ".htm"):
-                results.append(extract_html(path))
+                results.append(extract_html(path, stable, written_for))
                 continue
             tree = detect(path)
+            tree.stable = stable
+            tree.written_for = written_for or tree.versions()
         except SourceError as err:
             unusable.append(str(path))
             diagnostics.append(Diagnostic("error", "bad-source", str(err), file=str(path)))

@@ -8,6 +8,7 @@ a broken file becomes a diagnostic and every other file is still extracted.
 
 from __future__ import annotations
 
+import html
 import re
 import subprocess
 from collections.abc import Iterator
@@ -18,7 +19,8 @@ from extractor.code_blocks import snippets_from_block
 from extractor.markdown_blocks import code_blocks
 from extractor.python_calls import from_python
 from extractor.recipes_yaml import from_recipe
-from extractor.records import CorpusInfo, Diagnostic, Lint, Snippet
+from extractor import written_for
+from extractor.records import CorpusInfo, Diagnostic, Lint, Snippet, WrittenFor
 from extractor.snippet_builder import Place
 
 MAX_FILE_BYTES = 10 * 1024 * 1024
@@ -44,6 +46,21 @@ class Tree:
     version: str
     layout: str = "docs-tree"
     """`docs-tree`, `sdist` (has PKG-INFO) or `recipes-repo`."""
+    stable: str = ""
+    """The current stable vLLM release: unversioned pages are written for it and newer."""
+    written_for: WrittenFor | None = None
+    """The versions every page of the tree is written for (an override, a docs tree's release
+    line or nightly); None: decided per page (recipes, statements on the page, the default)."""
+
+    def versions(self) -> WrittenFor | None:
+        """The tree's own versions: a vLLM docs tree's release line, or the nightly builds for
+        a checkout of main; None for a recipes repository or an unknown version."""
+        if self.kind != "vllm-docs":
+            return None
+        if self.layout == "git":
+            return written_for.nightly(self.stable, f"docs of vLLM at git {self.version} (not a release tag)")
+        what = {"sdist": "docs of its sdist", "git-tag": "docs at its release tag"}.get(self.layout, "docs tree")
+        return written_for.of_docs(self.version, f"{what} (vLLM {self.version})", self.stable)
 
 
 @dataclass
@@ -53,15 +70,25 @@ class Result:
     diagnostics: list[Diagnostic] = field(default_factory=list)
 
 
-def _git_ref(root: Path) -> str | None:
+def _git(root: Path, *args: str) -> str | None:
     if not (root / ".git").exists():
         return None
     try:
-        out = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"],
-                             capture_output=True, text=True, timeout=10)
+        out = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.SubprocessError):
         return None
-    return out.stdout.strip() or None
+    return out.stdout.strip() if out.returncode == 0 and out.stdout.strip() else None
+
+
+def _git_ref(root: Path) -> str | None:
+    return _git(root, "rev-parse", "--short", "HEAD")
+
+
+def _git_release_tag(root: Path) -> str | None:
+    """`0.20.1` when the checkout is exactly at the tag `v0.20.1`."""
+    tag = _git(root, "describe", "--tags", "--exact-match", "HEAD")
+    v = written_for.release(tag) if tag else None
+    return str(v) if v is not None and not v.is_devrelease else None
 
 
 def _pkg_version(root: Path) -> str | None:
@@ -79,8 +106,12 @@ def detect(path: Path) -> Tree:
     if path.is_dir():
         if (path / "docs").is_dir() and any((path / n).is_file() for n in ("mkdocs.yaml", "mkdocs.yml")):
             pkg_version = _pkg_version(path)
-            version = pkg_version or _git_ref(path) or path.name.removeprefix("vllm-")
-            return Tree("vllm-docs", path, version, "sdist" if pkg_version else "docs-tree")
+            if pkg_version:
+                return Tree("vllm-docs", path, pkg_version, "sdist")
+            tag, ref = _git_release_tag(path), _git_ref(path)
+            if tag or ref:
+                return Tree("vllm-docs", path, tag or ref, "git-tag" if tag else "git")
+            return Tree("vllm-docs", path, path.name.removeprefix("vllm-"), "docs-tree")
         if (path / "models").is_dir() and ((path / "taxonomy.yaml").is_file() or (path / "strategies").is_dir()):
             return Tree("recipes", path, _git_ref(path) or path.name, "recipes-repo")
     raise SourceError(
@@ -206,14 +237,19 @@ def extract_file(tree: Tree, path: Path) -> tuple[list[Snippet], list[Diagnostic
         return [], diagnostics
     url = page_url(tree, rel)
     place = Place(tree.kind, tree.version, rel, 1, None, url, line_links="github.com" in url)
+    facts = written_for.PageFacts(tree.stable, tree.written_for, text=text, file=rel)
     try:
         if path.suffix == ".md":
             found, diags = _markdown(text, place, tree.root)
         else:
             found, diags, guide = from_recipe(text, place)
             if guide is not None:
-                more, more_diags = _markdown(guide[0], place, None, line_offset=guide[1])
+                more, more_diags = _markdown(guide.text, place, None, line_offset=guide.line)
                 found, diags = found + more, diags + more_diags
+                claim = guide.claim
+                facts.recipe = written_for.of_recipe(claim.get("min_vllm_version"), bool(claim.get("nightly_required")),
+                                                     f"recipe {rel}", tree.stable)
+        written_for.assign(found, facts)
     except RecursionError:
         found, diags = [], [Diagnostic("error", "too-deep", "nesting too deep to read; skipped",
                                        tree.kind, tree.version, rel)]
@@ -240,7 +276,17 @@ def _snippet_problems(snippets: list[Snippet]) -> list[Diagnostic]:
     return out
 
 
-def extract_html(path: Path) -> Result:
+def html_versions(version: str, override: WrittenFor | None, stable: str) -> WrittenFor | None:
+    """A rendered docs page's versions from its URL: `/en/v0.20.1/` its release line, `/en/latest/`
+    (built from main) the nightly builds; `/en/stable/` or none: the page's own statements."""
+    if override is not None:
+        return override
+    if version == "latest":
+        return written_for.nightly(stable, "a rendered page of docs.vllm.ai/en/latest (built from main)")
+    return written_for.of_docs(version, f"a rendered page of the vLLM {version} docs", stable) if version else None
+
+
+def extract_html(path: Path, stable: str = "", override: WrittenFor | None = None) -> Result:
     info = CorpusInfo("html", "", str(path), "html-page", files=1)
     text, diags = read_text(path, "html", "", path.name)
     result = Result(info, diagnostics=diags)
@@ -254,6 +300,10 @@ def extract_html(path: Path) -> Result:
         result.diagnostics.append(Diagnostic("error", "internal-error", f"{type(err).__name__}: {err}", "html", "", path.name))
         return result
     info.version = version
+    # statements are read from the page's text lines (highlighting splits them into spans)
+    plain = "\n".join(html.unescape(re.sub(r"<[^>]*>", "", ln)) for ln in text.split("\n"))
+    written_for.assign(found, written_for.PageFacts(stable, html_versions(version, override, stable), text=plain,
+                                                    file=path.name))
     result.snippets, result.diagnostics = found, result.diagnostics + diags
     info.snippets = len(found)
     return result

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 
@@ -20,6 +20,16 @@ from extractor.records import Diagnostic, Snippet
 from extractor.snippet_builder import Place, build, shell_text
 
 RECIPES_SITE = "https://recipes.vllm.ai"
+
+
+class Guide(NamedTuple):
+    """A recipe's `guide:` Markdown, read like a docs page."""
+
+    text: str
+    line: int
+    """0-based line of the YAML file where the Markdown starts."""
+    claim: dict[str, Any]
+    """The recipe's own version claim (`version_claim` of the model)."""
 
 
 class RecipeError(ValueError):
@@ -71,8 +81,10 @@ def _modes(name: str, feature: dict[str, Any]) -> list[tuple[str | None, list[st
     return [(None, _str_list(feature.get("args"), f"features.{name}.args"), None, f"features.{name}.args")]
 
 
-def from_recipe(text: str, place: Place) -> tuple[list[Snippet], list[Diagnostic], tuple[str, int] | None]:
-    """(snippets, diagnostics, (guide Markdown, its 0-based first line)) of a recipe file."""
+def from_recipe(text: str, place: Place) -> tuple[list[Snippet], list[Diagnostic], Guide | None]:
+    """(snippets, diagnostics, the guide) of a recipe file. Each command's `recipe` record
+    carries the versions the recipe claims for it (`min_vllm_version`, `nightly_required`: its
+    variant's own, else the model's); the guide carries the model's."""
     try:
         root, data = yaml_nodes.compose_and_load(text)
     except yaml.YAMLError as err:
@@ -87,8 +99,20 @@ def from_recipe(text: str, place: Place) -> tuple[list[Snippet], list[Diagnostic
     except RecipeError as err:
         return [], [Diagnostic("error", "recipe-shape", str(err), place.corpus, place.version, place.file, None)], None
     node = yaml_nodes.child(root, "guide")
-    guide = (node.value, yaml_nodes.scalar_line(node)) if isinstance(node, yaml.ScalarNode) else None
+    guide = Guide(node.value, yaml_nodes.scalar_line(node), version_claim(data["model"], None)) \
+        if isinstance(node, yaml.ScalarNode) else None
     return snippets, [], guide
+
+
+def version_claim(model: dict[str, Any], variant: Any) -> dict[str, Any]:
+    """The vLLM versions the recipe claims for a command: a variant's own `min_vllm_version`
+    (and `nightly_required`) first, else the model's; empty when it claims none."""
+    for level, own in ((variant, True), (model, False)):
+        if isinstance(level, dict) and level.get("min_vllm_version"):
+            return {"min_vllm_version": str(level["min_vllm_version"]),
+                    "nightly_required": bool(level.get("nightly_required", model.get("nightly_required"))),
+                    "variant_min": own}
+    return {}
 
 
 def _commands(root: yaml.Node, data: dict[str, Any], place: Place) -> list[Snippet]:
@@ -117,7 +141,8 @@ def _commands(root: yaml.Node, data: dict[str, Any], place: Place) -> list[Snipp
         line = _line(node, 0)
         text = shell_text(argv, env)
         source = place.at(place.line, url=url, line_links=False, context="recipe:" + ".".join(node_path)).source(line, text)
-        return build("recipe", argv, env, source, recipe={"model_id": model_id, **what})
+        return build("recipe", argv, env, source, recipe={"model_id": model_id, **what,
+                                                          **version_claim(model, variants.get(what["variant"]))})
 
     out = [snippet(("model", "model_id"), [model_id, *base_args, *default_args], base_env,
                    {"variant": "default", "features": default_features})]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 SCHEMA = 1
 KINDS = ("serve", "docker", "python", "recipe")
@@ -32,6 +32,27 @@ class Lint:
     """Corpus and version of that file (one snippet can appear in several versions)."""
 
 
+WrittenForBasis = Literal["release", "nightly", "recipe", "page", "default", "override", "unrecorded"]
+
+
+@dataclass(frozen=True)
+class WrittenFor:
+    """The vLLM versions a page is written for: its commands are judged on those builds only
+    (docs of 0.33.0 that use an option added in 0.31.0 are not wrong because 0.20.1 rejects it)."""
+
+    spec: str
+    """A PEP 440 version specifier: `==0.20.*` (a release's docs), `>=0.21.0` (a recipe or an
+    install line), `>0.20.1` (docs of vLLM main: the nightly builds after the stable release).
+    Pre-releases (nightly `.devN` builds) match. Empty: every build (`unrecorded`)."""
+    origin: str
+    """Where it came from, in words a reader can check (the install line and its line number,
+    the recipe's `min_vllm_version`, the sdist's version, the command-line override)."""
+    basis: WrittenForBasis = "default"
+    """`release` (versioned docs), `nightly` (docs of main), `recipe` (its `min_vllm_version`),
+    `page` (a statement on the page), `default` (the current stable and newer), `override`
+    (`extract --written-for`), `unrecorded` (a snippets.json written before this field)."""
+
+
 @dataclass
 class Source:
     """One place where a snippet appears in the docs."""
@@ -52,6 +73,13 @@ class Source:
     """The snippet exactly as written at this place (for display and annotation)."""
     context: str = ""
     """Where in the page: `fence:bash`, `yaml`, `recipe:features.spec_decoding`, ..."""
+    written_for: WrittenFor | None = None
+    """The vLLM versions this page is written for (set by the extractor for every source)."""
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Source:
+        wf = data.get("written_for")
+        return cls(**{**data, "written_for": WrittenFor(**wf) if isinstance(wf, dict) else None})
 
 
 @dataclass
@@ -100,7 +128,7 @@ class Snippet:
         known = {f.name for f in fields(cls)}
         kw = {k: v for k, v in data.items() if k in known}
         kw["lints"] = [Lint(**x) for x in data.get("lints", [])]
-        kw["sources"] = [Source(**x) for x in data.get("sources", [])]
+        kw["sources"] = [Source.from_dict(x) for x in data.get("sources", [])]
         return cls(**kw)
 
 
@@ -134,7 +162,8 @@ class CorpusInfo:
     root: str
     """The path given on the command line."""
     layout: str = ""
-    """What the SOURCE was detected as: `docs-tree`, `sdist`, `recipes-repo`, `html-page`."""
+    """What the SOURCE was detected as: `docs-tree`, `sdist`, `git` (a checkout of vLLM not at a
+    release tag: main), `git-tag`, `recipes-repo`, `html-page`."""
     files: int = 0
     """Files read."""
     snippets: int = 0

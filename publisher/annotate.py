@@ -1,9 +1,11 @@
 """`driftmatrix annotate`: warnings in the docs, right where a reader copies the command.
 
-For each Markdown page of a docs tree with a failing command, an admonition goes right after
-the command's code block, at the block's own indentation (so it stays inside its tab or
-admonition): `!!! warning "Does not start on vLLM 0.20.1"` with the one-line cause and the
-versions where it works; a WARN gets a `!!! note`. Marker comments delimit every insertion,
+For each Markdown page of a docs tree with a command judged `doc-drift` (it fails on a build
+the page is written for; publisher/judgement.py), an admonition goes right after the command's
+code block, at the block's own indentation (so it stays inside its tab or admonition):
+`!!! warning "Does not start on vLLM 0.20.1"` with the one-line cause, where it runs (and how
+deep that was checked) and the versions the page is written for. Nothing else gets one: a
+command that needs a newer vLLM than the page's, or a vLLM regression, is not a doc bug. Marker comments delimit every insertion,
 so a re-run first removes what an earlier run inserted: re-running changes nothing, and a
 fixed command's warning disappears. Nothing else on the page changes.
 """
@@ -17,7 +19,9 @@ from pathlib import Path
 
 from extractor.corpus import SourceError, detect
 from extractor.markdown_blocks import code_blocks
+from extractor.records import Snippet, Source
 from publisher import views
+from publisher.judgement import Judge
 from publisher.results import Results
 
 BEGIN = "<!-- driftmatrix:begin {} -->"
@@ -35,7 +39,7 @@ class Insert:
     after_line: int
     """1-based line (of the unannotated page) of the closing fence it follows."""
     kind: str
-    """`warning` (a FAIL) or `note` (a WARN)."""
+    """`warning`: the admonition type (only doc-drift is annotated)."""
     block: str
     """The code block's text, for display."""
     admonition: str
@@ -86,27 +90,29 @@ def strip(text: str) -> str:
     return "\n".join(out)
 
 
-def decision(results: Results, snippet_id: str) -> tuple[str, str, str] | None:
-    """(kind, title, body) for a snippet, or None when the docs need no warning here."""
-    rows = [(c, results.cell(snippet_id, c)) for c in results.columns]
-    rows = [(c, o) for c, o in rows if o is not None]
-    fails = [(c, o) for c, o in rows if o.verdict == "FAIL"]
-    warns = [(c, o) for c, o in rows if o.verdict == "WARN"]
-    works = [c.version for c, o in rows if o.verdict in ("PASS", "WARN")]
-    chosen, kind = (fails, "warning") if fails else (warns, "note")
-    if not chosen:
+def decision(judge: Judge, snippet: Snippet, source: Source) -> tuple[str, str, str] | None:
+    """(kind, title, body) for a command at one place, or None when the docs need no warning
+    there: only `doc-drift` (it fails on a build the page is written for) gets one."""
+    j = judge.of_source(snippet, source)
+    if j.kind != "doc-drift":
         return None
-    versions = list(dict.fromkeys(c.version for c, _ in chosen))
-    title = views.title(chosen[0][1].verdict, chosen[0][1].stage, versions)
-    causes = list(dict.fromkeys(views.cause(o) for _, o in chosen if views.cause(o)))
+    first = j.failing[0].outcome
+    title = views.title("FAIL", first.stage, list(dict.fromkeys(k.version for k in j.failing)))
+    causes = list(dict.fromkeys(views.cause(k.outcome) for k in j.failing if views.cause(k.outcome)))
     body = [views.md_escape(c) for c in causes[:2]]
-    if fails and works:
-        body.append(f"Works on vLLM {', '.join(dict.fromkeys(works))}.")
-    elif fails:
-        body.append("No checked vLLM version runs it as written.")
-    stand_in = any(o.stand_in for _, o in chosen)
+    works = "; ".join(views.works_on(k.version, k.outcome) for k in j.working)
+    if works:
+        body.append(views.md_escape(works if works.startswith("vLLM") else works[:1].upper() + works[1:]) + ".")
+    else:
+        body.append("No checked vLLM version that the page is written for runs it as written.")
+    body.append(f"The page is written for vLLM `{j.written_for.spec}`: {views.md_escape(j.written_for.origin)}.")
+    stand_in = any(k.outcome.stand_in for k in j.failing)
     body.append("Checked by driftmatrix" + (" with a random-weight stand-in of the model." if stand_in else "."))
-    return kind, title, "\n\n".join(body)
+    return "warning", title, "\n\n".join(body)
+
+
+def _first_line(source: Source) -> str:
+    return next((ln.strip() for ln in source.text.split("\n") if ln.strip()), "")
 
 
 def admonition(kind: str, title: str, body: str) -> list[str]:
@@ -130,16 +136,20 @@ def _place(lines: list[str], blocks: list, line: int) -> tuple[int, str, str] | 
     return None
 
 
-def annotate_page(results: Results, rel: str, text: str, wanted: list[tuple[str, int, str]],
+def annotate_page(judge: Judge, rel: str, text: str, wanted: list[tuple[Snippet, Source]],
                   problems: list[str]) -> PagePatch:
     base = strip(text)
     lines = base.split("\n")
     blocks = list(code_blocks(base))
     inserts: dict[int, list[tuple[str, list[str], Insert]]] = {}
-    for snippet_id, line, first in wanted:
-        if not (0 < line <= len(lines)) or first[:60] not in lines[line - 1]:
+    done: set[tuple[str, int]] = set()
+    for snippet, source in wanted:
+        line, first = source.line, _first_line(source)
+        if (snippet.id, line) in done or not (0 < line <= len(lines)) or first[:60] not in lines[line - 1]:
             continue  # another version of the page: the snippet is not at this line here
-        d = decision(results, snippet_id)
+        done.add((snippet.id, line))
+        snippet_id = snippet.id
+        d = decision(judge, snippet, source)
         if d is None:
             continue
         place = _place(lines, blocks, line)
@@ -169,13 +179,17 @@ def annotate(results: Results, tree: Path) -> Annotation:
         ann.problems.append(str(err))
         return ann
     # By file, whatever the tree's folder is called (a copy of 0.33.0 is still 0.33.0): a place
-    # counts when the page still has the snippet's first line there (checked per page).
-    wanted: dict[str, list[tuple[str, int, str]]] = {}
+    # counts when the page still has the snippet's first line there (checked per page). When
+    # the snippets came from several versions of these docs, the places of this tree's version
+    # are taken first: each carries the versions its page is written for.
+    wanted: dict[str, list[tuple[Snippet, Source]]] = {}
     for s in results.snippets:
         for src in s.sources:
             if src.corpus == info.kind and src.file.endswith(".md") and (tree / src.file).is_file():
-                first = next((ln.strip() for ln in src.text.split("\n") if ln.strip()), "")
-                wanted.setdefault(src.file, []).append((s.id, src.line, first))
+                wanted.setdefault(src.file, []).append((s, src))
+    for rel, places in wanted.items():
+        places.sort(key=lambda p: (p[1].version != info.version, p[1].line))
+    judge = Judge(results)
     pages = set(wanted)
     for path in sorted((tree / "docs").rglob("*.md")) if (tree / "docs").is_dir() else []:
         rel = path.relative_to(tree).as_posix()
@@ -193,7 +207,7 @@ def annotate(results: Results, tree: Path) -> Annotation:
         except (OSError, UnicodeDecodeError) as err:
             ann.problems.append(f"{rel}: cannot read ({type(err).__name__}); not annotated")
             continue
-        patch = annotate_page(results, rel, text, sorted(set(wanted.get(rel, [])), key=lambda w: w[1]), ann.problems)
+        patch = annotate_page(judge, rel, text, wanted.get(rel, []), ann.problems)
         if patch.after != patch.before:
             ann.patches.append(patch)
     return ann
@@ -216,9 +230,8 @@ def for_site(annotations: list[Annotation]) -> dict:
             if not p.inserts:
                 continue
             one = Annotation(ann.tree, [p])
-            pages.append({"slug": views.page_slug(f"{ann.tree.name}/{p.file}"), "file": p.file, "tree": str(ann.tree),
+            pages.append({"slug": views.page_slug(f"{ann.tree.name}/{p.file}"), "file": p.file, "tree": ann.tree.name,
                           "warnings": sum(i.kind == "warning" for i in p.inserts),
-                          "notes": sum(i.kind == "note" for i in p.inserts),
                           "inserts": [vars(i) for i in p.inserts], "diff": one.diff()})
     return {"pages": pages, "had_docs": bool(annotations),
             "problems": [x for a in annotations for x in a.problems]}

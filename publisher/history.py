@@ -10,9 +10,20 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from publisher.results import version_key
+from runner.counts import GOOD, REAL, depth
+from runner.counts import version_order as version_key
 
-GOOD = ("PASS", "WARN")  # WARN runs: it is a warning, not a failure
+CHANGE_KINDS = {
+    "regressed": "ran on the previous build of this target, fails on its newer build as deep as it ran before",
+    "fixed": "failed on the previous build, runs on the newer build at least as deep",
+    "newly found": "a deeper check than before found the problem (not a regression)",
+    "changed on the same build": "the same build answered differently (a flaky command or machine)",
+    "now warns": "runs, but now with a vLLM warning",
+    "warning gone": "runs, no longer with a vLLM warning",
+    "newly checked": "was not checked before (SKIP/ERROR or new)",
+    "no longer checked": "was checked before, is a SKIP/ERROR now",
+}
+"""How a verdict changed, compared like with like: the same build or the same target's newer build."""
 
 
 @dataclass
@@ -25,6 +36,10 @@ class Change:
     after: str
     before_version: str
     after_version: str
+    kind: str = "changed on the same build"
+    """One of CHANGE_KINDS."""
+    before_stage: str = ""
+    after_stage: str = ""
 
 
 @dataclass
@@ -66,32 +81,73 @@ def load(directory: Path | None) -> History:
     return hist
 
 
-def _statuses(doc: dict) -> dict[tuple[str, str], tuple[str, str, str]]:
-    """(snippet id, target name) -> (status, version, date) of one matrix.json."""
+@dataclass(frozen=True)
+class _Cell:
+    status: str
+    version: str
+    date: str
+    stage: str
+    commit: str | None
+
+
+def _statuses(doc: dict, retired_too: bool = False) -> dict[tuple[str, str], _Cell]:
+    """(snippet id, target name) -> the cell of one matrix.json; with `retired_too`, keyed by
+    (snippet id, target key) and with the retired builds."""
     targets = doc.get("targets") or {}
     out = {}
     for sid, entry in (doc.get("snippets") or {}).items():
         for key, cell in (entry.get("support") or {}).items():
             t = targets.get(key) or {}
-            out[(sid, t.get("name", key))] = (cell.get("status", ""), t.get("version", ""), t.get("date", ""))
+            if t.get("retired") and not retired_too:
+                continue
+            out[(sid, key if retired_too else t.get("name", key))] = _Cell(cell.get("status", ""), t.get("version", ""), t.get("date", ""),
+                                                   cell.get("stage", ""), t.get("commit"))
     return out
+
+
+def _kind(before: _Cell, after: _Cell) -> str | None:
+    """How `after` differs from `before`, like with like; None when it is no comparable change."""
+    if before.status == after.status:
+        return None
+    real_before, real_after = before.status in REAL, after.status in REAL
+    if not real_before:
+        return "newly checked" if real_after else None
+    if not real_after:
+        return "no longer checked"
+    good_before, good_after = before.status in GOOD, after.status in GOOD
+    if good_before and good_after:
+        return "now warns" if after.status == "WARN" else "warning gone"
+    same = (before.version, before.commit) == (after.version, after.commit)
+    newer = version_key(after.version) > version_key(before.version) or (
+        after.version == before.version and after.date >= before.date)
+    if good_before:  # now FAIL
+        if depth(after.stage) > depth(before.stage):
+            return "newly found"  # it went deeper than it had run before
+        return "changed on the same build" if same or not newer else "regressed"
+    if depth(after.stage) < depth(before.stage):
+        return None  # runs, but not checked as deep as it failed before: nothing to say yet
+    return "changed on the same build" if same or not newer else "fixed"
 
 
 def changes(previous: dict | None, current: dict) -> list[Change]:
     if not previous:
         return []
     before, after = _statuses(previous), _statuses(current)
-    return [Change(sid, name, before[(sid, name)][0], status, before[(sid, name)][1], version)
-            for (sid, name), (status, version, _) in sorted(after.items())
-            if (sid, name) in before and before[(sid, name)][0] != status]
+    out = []
+    for (sid, name), now in sorted(after.items()):
+        then = before.get((sid, name))
+        kind = _kind(then, now) if then else None
+        if kind:
+            out.append(Change(sid, name, then.status, now.status, then.version, now.version, kind, then.stage, now.stage))
+    return out
 
 
 def seen(snapshots: list[dict], current: dict) -> dict[str, Seen]:
     """Per snippet id: first/last version seen passing over all runs (the current included)."""
     obs: dict[str, list[tuple[str, str, str]]] = {}
     for doc in [*snapshots, current]:
-        for (sid, _), (status, version, date) in _statuses(doc).items():
-            obs.setdefault(sid, []).append((version, date, status))
+        for (sid, _), cell in _statuses(doc, retired_too=True).items():
+            obs.setdefault(sid, []).append((cell.version, cell.date, cell.status))
     out = {}
     for sid, rows in obs.items():
         rows.sort(key=lambda r: (version_key(r[0]), r[1]))

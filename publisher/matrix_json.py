@@ -1,12 +1,16 @@
 """`matrix.json` (schema 1), in the spirit of MDN's browser-compat-data: per snippet, per
-target, a `status` and its evidence link; per snippet the first/last vLLM version seen
-passing. Documented for readers in docs/matrix-json.md (keep the two in step)."""
+target, a `status`, how deep it went and its evidence link; per snippet its judgement against
+the versions its pages are written for, and the first/last vLLM version seen passing.
+Retired builds (superseded by a newer build of the same target) are kept, marked `retired`,
+for the history. Documented for readers in docs/matrix-json.md (keep the two in step)."""
 
 from __future__ import annotations
 
 from datetime import datetime, timezone
 
 from publisher import history as hist
+from publisher import views
+from publisher.judgement import UNRECORDED, Judge, Judgement
 from publisher.results import Results
 from publisher.views import cause
 
@@ -18,32 +22,55 @@ def evidence_href(snippet_id: str, column_key: str) -> str:
     return f"snippets/{snippet_id}.html#{column_key}"
 
 
-def build(results: Results, snapshots: list[dict] | None = None, generated: str | None = None) -> dict:
+def _target(results: Results, c, retired: bool) -> dict:
+    entry = {"name": c.name, "version": c.version, "commit": c.commit, "distribution": c.distribution,
+             "date": results.dates.get(c.key, "")}
+    if retired:
+        newer = next((n for n in results.columns if n.name == c.name), None)
+        entry.update(retired=True, superseded_by=newer.key if newer else None)
+    return entry
+
+
+def _support(o, c, snippet_id: str, retired: bool) -> dict:
+    notes = [n for n in [cause(o)] if n]
+    if o.stand_in:
+        notes.append("run with a random-weight stand-in of the model (same architecture)")
+    cell = {"status": o.verdict, "stage": o.stage, "depth": views.depth_text(o), "tier": o.tier,
+            "stand_in": o.stand_in, "notes": notes, "evidence": evidence_href(snippet_id, c.key)}
+    if retired:
+        cell["retired"] = True
+    return cell
+
+
+def _judgement(j: Judgement) -> dict:
+    return {"written_for": j.written_for.spec, "origin": j.written_for.origin, "basis": j.written_for.basis,
+            "judgement": j.kind, "depth": j.depth, "works_from": j.works_from, "summary": j.summary,
+            "failing": [k.column.key for k in j.failing],
+            "regression": [k.column.key for k in j.regression] if j.regression else None}
+
+
+def build(results: Results, snapshots: list[dict] | None = None, generated: str | None = None,
+          judge: Judge | None = None) -> dict:
     generated = generated or datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    judge = judge or Judge(results)
+    old = [(c, True) for c in results.retired]
     doc: dict = {
         "schema": SCHEMA,
         "generated": generated,
-        "targets": {c.key: {"name": c.name, "version": c.version, "commit": c.commit,
-                            "distribution": c.distribution, "date": results.dates.get(c.key, "")}
-                    for c in results.columns},
+        "targets": {c.key: _target(results, c, retired) for c, retired in [*((c, False) for c in results.columns), *old]},
         "snippets": {},
     }
     for s in results.snippets:
-        support = {}
-        for c in results.columns:
-            o = results.cell(s.id, c)
-            if o is None:
-                continue
-            notes = [n for n in [cause(o)] if n]
-            if o.stand_in:
-                notes.append("run with a random-weight stand-in of the model (same architecture)")
-            support[c.key] = {"status": o.verdict, "stage": o.stage, "tier": o.tier, "stand_in": o.stand_in,
-                              "notes": notes, "evidence": evidence_href(s.id, c.key)}
+        support = {c.key: _support(o, c, s.id, retired) for c, retired in [*((c, False) for c in results.columns), *old]
+                   if (o := results.cell(s.id, c)) is not None}
         doc["snippets"][s.id] = {
             "kind": s.kind, "model": s.model, "speculative": bool(s.speculative_config),
             "runnable": s.runnable, "reason": s.reason,
+            "judgement": judge.of(s).kind,
+            "judgements": [_judgement(j) for j in judge.all(s)],
             "sources": [{"corpus": src.corpus, "version": src.version, "file": src.file, "line": src.line,
-                         "url": src.url} for src in s.sources],
+                         "url": src.url, "written_for": (src.written_for or UNRECORDED).spec,
+                         "judgement": judge.of_source(s, src).kind} for src in s.sources],
             "support": support,
         }
     seen = hist.seen(snapshots or [], doc)

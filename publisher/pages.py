@@ -15,8 +15,9 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 
 from extractor.records import Snippet
-from publisher import views
-from publisher.history import Change, Seen
+from publisher import judgement, views
+from publisher.history import CHANGE_KINDS, Change, Seen
+from publisher.judgement import Judge, Judgement
 from publisher.matrix_json import evidence_href
 from publisher.results import Results
 
@@ -29,7 +30,13 @@ def _short(value, limit: int = 160) -> str:
 def _legend() -> Markup:
     items = "".join(f'<span class="dm-cell dm-{v}">{views.ICONS[v]}</span> {v}: {html.escape(views.MEANING[v])} '
                     for v in views.VERDICTS)
-    return Markup(f'<p class="dm-legend">{items}</p>')
+    depths = " · ".join(f"<b>{html.escape(word)}</b> {html.escape(shown)}" for word, shown, _ in views.DEPTH.values())
+    judged = " · ".join(f'<span class="dm-j dm-j-{k}">{k}</span> {html.escape(judgement.MEANING[k])}'
+                        for k in judgement.JUDGEMENTS)
+    return Markup(f'<p class="dm-legend">{items}<span class="dm-cell dm-none">·</span> not run on this build</p>'
+                  f'<p class="dm-legend">How deep a ✔/⚠ went: {depths}; a ✘ names the stage it stopped at. '
+                  f'A dimmed cell is a build outside the versions the page is written for.</p>'
+                  f'<p class="dm-legend">Judgement (against the versions each page is written for): {judged}</p>')
 
 
 def environment() -> Environment:
@@ -59,52 +66,61 @@ def short_command(s: Snippet, limit: int = 110) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
-def _cell(results: Results, s: Snippet, col) -> dict | None:
+def _cell(results: Results, s: Snippet, col, j: Judgement | None = None) -> dict | None:
     o = results.cell(s.id, col)
     if o is None:
         return None
+    check = next((k for k in j.checks if k.column.key == col.key), None) if j else None
+    outside = check is not None and check.scope in ("older", "newer")
     why = views.cause(o, limit=160)
-    tip = f"{o.verdict} at {o.stage} on {col.label}" + (f": {why}" if why else "") + (" (stand-in)" if o.stand_in else "")
+    tip = (f"{o.verdict} on {col.label}: {views.depth_text(o)}" + (f": {why}" if why else "")
+           + (" (stand-in model)" if o.stand_in else "")
+           + (f" — {check.scope} than the versions the page is written for" if outside else ""))
     return {"verdict": o.verdict, "icon": views.ICONS.get(o.verdict, "?"), "href": evidence_href(s.id, col.key),
-            "tip": tip, "cause": views.cause(o, limit=100)}
+            "tip": tip, "cause": views.cause(o, limit=100), "depth": views.depth_word(o), "outside": outside}
 
 
-def groups(results: Results) -> list[Group]:
+def groups(results: Results, judge: Judge) -> list[Group]:
     by_key: dict[str, Group] = {}
     for s in results.snippets:
         src = s.sources[0] if s.sources else None
         key = views.page_key(src) if src else "(no source)"
         g = by_key.setdefault(key, Group(key, f"{src.file} ({src.corpus} {src.version})" if src else key,
                                          views.page_slug(key)))
-        cells = [_cell(results, s, c) for c in results.columns]
+        j = judge.of_source(s, src) if src else judge.of(s)
+        cells = [_cell(results, s, c, j) for c in results.columns]
         verdicts = sorted({c["verdict"] for c in cells if c})
         g.rows.append({"id": s.id, "short": short_command(s), "kind": s.kind,
                        "spec": "1" if s.speculative_config else "0",
                        "standin": "1" if any(o.stand_in for c in results.columns if (o := results.cell(s.id, c))) else "0",
-                       "verdicts": " ".join(verdicts), "cells": cells,
+                       "verdicts": " ".join(verdicts), "cells": cells, "judgement": j.kind, "summary": j.summary,
                        "text": " ".join([views.command(s), s.model or "", g.title]).lower()[:600]})
     return sorted(by_key.values(), key=lambda g: g.key)
 
 
-def _page_rows(results: Results) -> dict[str, dict]:
+def _page_rows(results: Results, judge: Judge) -> dict[str, dict]:
     """Every source page (all places, not only the first) with its snippets in line order."""
     pages: dict[str, dict] = {}
     for s in results.snippets:
         for src in s.sources:
             key = views.page_key(src)
+            wf = judgement.written_for(src)
             p = pages.setdefault(key, {"key": key, "slug": views.page_slug(key), "file": src.file, "corpus": src.corpus,
-                                       "version": src.version, "url": (src.url or "").split("#")[0] or None, "rows": []})
+                                       "version": src.version, "url": (src.url or "").split("#")[0] or None,
+                                       "written_for": wf, "rows": []})
+            j = judge.of_source(s, src)
             p["rows"].append({"id": s.id, "line": src.line, "url": src.url, "short": short_command(s),
-                              "cells": [_cell(results, s, c) for c in results.columns]})
+                              "judgement": j.kind, "summary": j.summary,
+                              "cells": [_cell(results, s, c, j) for c in results.columns]})
     for p in pages.values():
         p["rows"].sort(key=lambda r: r["line"])
-        verdicts = [c["verdict"] for r in p["rows"] for c in r["cells"] if c]
-        p.update(fail=verdicts.count("FAIL"), warn=verdicts.count("WARN"), **{"pass": verdicts.count("PASS")},
-                 total=len(p["rows"]), title=f"{p['file']} ({p['corpus']} {p['version']})")
+        kinds = [r["judgement"] for r in p["rows"]]
+        p.update({k: kinds.count(k) for k in judgement.JUDGEMENTS}, total=len(p["rows"]),
+                 title=f"{p['file']} ({p['corpus']} {p['version']})")
     return pages
 
 
-def _snippet_page(env: Environment, results: Results, s: Snippet, seen: Seen) -> str:
+def _snippet_page(env: Environment, results: Results, judge: Judge, s: Snippet, seen: Seen) -> str:
     rows = [(c, results.cell(s.id, c)) for c in results.columns if results.cell(s.id, c)]
     diffs = views.config_differences({c.key: o for c, o in rows})
     variants = []
@@ -115,44 +131,59 @@ def _snippet_page(env: Environment, results: Results, s: Snippet, seen: Seen) ->
                 perf = views.perf_rows(o)
                 variants.append({"variant": v, "label": c.label, "o": o, "cause": views.cause(o),
                                  "single": perf[0]["decode"] if perf else "", "many": perf[1]["throughput"] if len(perf) > 1 else ""})
+    retired = [(c, o) for c in results.retired if (o := results.cell(s.id, c))]
     return env.get_template("snippet.md.j2").render(
         s=s, heading=views.md_escape(s.model or s.id), command=views.command(s),
         spec_json=json.dumps(s.speculative_config) if s.speculative_config else "",
         page_slugs=[views.page_slug(views.page_key(src)) for src in s.sources],
-        rows=rows, causes={c.key: views.cause(o) for c, o in rows},
+        judgements=judge.all(s), source_judgements=[judge.of_source(s, src).kind for src in s.sources],
+        rows=rows, causes={c.key: views.cause(o) for c, o in rows}, depths={c.key: views.depth_text(o) for c, o in rows},
         locations={c.key: views.location(o.evidence.exception) for c, o in rows},
         perfs={c.key: views.perf_rows(o) for c, o in rows}, diffs=diffs,
         flipped=[k for k, vals in diffs.items() if all(isinstance(v, bool) for v in vals.values())],
-        icons=views.ICONS, variants=variants, seen=seen)
+        icons=views.ICONS, variants=variants, seen=seen, retired=retired)
+
+
+def _verdict_counts(results: Results) -> dict[str, dict[str, int]]:
+    """Per column: verdict -> commands, and `PASS parser` etc. for how deep the runs went."""
+    counts = {c.key: {} for c in results.columns}
+    for (sid, variant, key), o in results.cells.items():
+        if variant is None and key in counts:
+            counts[key][o.verdict] = counts[key].get(o.verdict, 0) + 1
+            if o.verdict in ("PASS", "WARN"):
+                word = f"{o.verdict} {views.depth_word(o)}"
+                counts[key][word] = counts[key].get(word, 0) + 1
+    return counts
 
 
 def render(results: Results, doc: dict, changes: list[Change], seen: dict[str, Seen], *,
-           had_history: bool, annotated: dict | None = None) -> dict[str, str]:
+           had_history: bool, annotated: dict | None = None, judge: Judge | None = None) -> dict[str, str]:
     env = environment()
-    grouped = groups(results)
-    pages = _page_rows(results)
-    counts = {c.key: {} for c in results.columns}
-    for (sid, variant, key), o in results.cells.items():
-        if variant is None:
-            counts[key][o.verdict] = counts[key].get(o.verdict, 0) + 1
-    ranked = sorted(pages.values(), key=lambda p: (-p["fail"], -p["warn"], p["key"]))
+    judge = judge or Judge(results)
+    grouped = groups(results, judge)
+    pages = _page_rows(results, judge)
+    ranked = sorted(pages.values(), key=lambda p: (-p["doc-drift"], -p["vllm-regression"], -p["needs-newer"], p["key"]))
     shorts = {s.id: short_command(s, 80) for s in results.snippets}
-    common = {"columns": results.columns, "dates": results.dates, "verdicts": views.VERDICTS, "icons": views.ICONS}
+    judged = {k: sum(1 for s in results.snippets if doc["snippets"][s.id]["judgement"] == k) for k in judgement.JUDGEMENTS}
+    common = {"columns": results.columns, "dates": results.dates, "verdicts": views.VERDICTS, "icons": views.ICONS,
+              "judgements": judgement.JUDGEMENTS, "depth_words": [w for w, _, _ in views.DEPTH.values()]}
     out = {
         "index.md": env.get_template("index.md.j2").render(
-            total=len(results.snippets), generated=doc["generated"], counts=counts, changes=changes,
-            had_history=had_history, previous=(doc.get("previous") or ""), shorts=shorts,
-            offenders=[p for p in ranked if p["fail"] or p["warn"]][:15], problems=results.problems, **common),
+            total=len(results.snippets), generated=doc["generated"], counts=_verdict_counts(results), changes=changes,
+            had_history=had_history, previous=(doc.get("previous") or ""), shorts=shorts, judged=judged,
+            change_kinds=CHANGE_KINDS, retired=results.retired,
+            offenders=[p for p in ranked if p["doc-drift"] or p["vllm-regression"]][:15], problems=results.problems,
+            **common),
         "matrix.md": env.get_template("matrix.md.j2").render(
             groups=grouped, kinds=sorted({s.kind for s in results.snippets}), **common),
-        "pages/index.md": env.get_template("pages_index.md.j2").render(pages=ranked),
+        "pages/index.md": env.get_template("pages_index.md.j2").render(pages=ranked, **common),
     }
     for p in pages.values():
         out[f"pages/{p['slug']}.md"] = env.get_template("page.md.j2").render(
             title=p["file"], corpus=p["corpus"], version=p["version"], file=p["file"], url=p["url"],
-            rows=p["rows"], **common)
+            written_for=p["written_for"], rows=p["rows"], **common)
     for s in results.snippets:
-        out[f"snippets/{s.id}.md"] = _snippet_page(env, results, s, seen.get(s.id) or Seen())
+        out[f"snippets/{s.id}.md"] = _snippet_page(env, results, judge, s, seen.get(s.id) or Seen())
     annotated = annotated or {}
     out["annotated/index.md"] = env.get_template("annotated_index.md.j2").render(
         pages=annotated.get("pages", []), had_docs=annotated.get("had_docs", False),

@@ -17,7 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from publisher import annotate as ann
+from publisher import views
 from publisher.github_api import API, GitHub, GitHubError
+from publisher.judgement import Judge
 from publisher.results import Results, load
 from publisher.views import cause
 from runner.redact import Redactor
@@ -55,27 +57,59 @@ def _cell(text: str) -> str:
 
 
 def body(results: Results, annotation: ann.Annotation, site_url: str | None) -> str:
-    """The PR description: what was checked and, per inserted warning, the evidence."""
+    """The PR description: what was checked and, per inserted warning, the evidence on the builds
+    the page is written for; then the vLLM regressions found on the same pages (not doc bugs)."""
+    judge = Judge(results)
+    link = (lambda sid: f"[`{sid}`]({site_url.rstrip('/')}/snippets/{sid}.html)") if site_url else (lambda sid: f"`{sid}`")
     rows = []
     for patch in annotation.patches:
         for ins in patch.inserts:
             s = next(x for x in results.snippets if x.id == ins.snippet_id)
-            line = next((src.line for src in s.sources if src.file == patch.file), ins.after_line)
-            link = f"[`{s.id}`]({site_url.rstrip('/')}/snippets/{s.id}.html)" if site_url else f"`{s.id}`"
-            for c in results.columns:
-                o = results.cell(s.id, c)
-                if o and o.verdict in ("FAIL", "WARN"):
-                    rows.append(f"| {link} | `{patch.file}:{line}` | {_cell(c.label)} `{c.commit or ''}` | "
-                                f"{o.verdict} ({o.stage}) | {_cell(cause(o, limit=200))} |")
+            src = next((x for x in s.sources if x.file == patch.file), s.sources[0])
+            j = judge.of_source(s, src)
+            for k in j.failing:
+                rows.append(f"| {link(s.id)} | `{patch.file}:{src.line}` | `{j.written_for.spec}` | "
+                            f"{_cell(k.column.label)}{f' `{k.column.commit}`' if k.column.commit else ''} | "
+                            f"{k.outcome.verdict} ({k.outcome.stage}) | "
+                            f"{_cell(cause(k.outcome, limit=200))} |")
     lines = [
         "driftmatrix ran the commands these pages show against the vLLM builds below. The ones listed "
-        "do not run as written there (or warn); this PR adds an admonition right after each, between "
-        "`<!-- driftmatrix:begin … -->` markers. The next run updates this PR, and removes a warning "
-        "once its command runs.", "",
-        "| Command | Page | Target | Verdict | Cause |", "|---|---|---|---|---|", *rows, ""]
+        "fail on a vLLM version their page is written for (a release's docs: that release line; a "
+        "recipe: its `min_vllm_version`; otherwise what the page states, or the current stable release "
+        "and newer); this PR adds an admonition right after each, between `<!-- driftmatrix:begin … -->` "
+        "markers. Failures on versions a page is not written for are not listed. The next run updates "
+        "this PR, and removes a warning once its command runs.", "",
+        "| Command | Page | Written for | Build | Verdict | Cause |", "|---|---|---|---|---|---|", *rows, ""]
+    lines += regressions(results, judge, annotation.tree, link)
     if site_url:
         lines.append(f"Evidence for every command (exception with the raising file:line, logs): {site_url}")
     return "\n".join(lines)
+
+
+def regressions(results: Results, judge: Judge, tree: Path, link) -> list[str]:
+    """A section per vLLM regression on the pages of this docs tree: text to paste into a vLLM issue."""
+    out = []
+    for s in results.snippets:
+        for src in s.sources:
+            j = judge.of_source(s, src)
+            if j.kind != "vllm-regression" or not (tree / src.file).is_file():
+                continue
+            good, bad = j.regression
+            exc = bad.outcome.evidence.exception or {}
+            out += [f"### `vllm serve` regression: runs on vLLM {good.version}, fails on vLLM {bad.version}", "",
+                    f"Command ({link(s.id)}, documented at `{src.file}:{src.line}`):", "",
+                    views.fence(views.command(s), "bash"), "",
+                    f"- vLLM {good.version} (commit `{good.column.commit or 'unknown'}`): {views.depth_text(good.outcome)}",
+                    f"- vLLM {bad.version} (commit `{bad.column.commit or 'unknown'}`): fails at {bad.outcome.stage}: "
+                    f"`{_cell(exc.get('type') or bad.outcome.verdict)}`: {_cell(exc.get('message') or bad.outcome.reason or '')}"
+                    + (f" (raised at `{views.location(exc)}`)" if views.location(exc) else ""), ""]
+            if bad.outcome.evidence.log_excerpt:
+                out += ["<details><summary>Log excerpt</summary>", "", views.fence(bad.outcome.evidence.log_excerpt), "",
+                        "</details>", ""]
+            break  # one section per command
+    if out:
+        out = ["## vLLM regressions on these pages (not doc bugs: report upstream, no warning added)", "", *out]
+    return out
 
 
 class Git:

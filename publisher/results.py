@@ -1,10 +1,11 @@
 """What the publisher reads: one `snippets.json` and any number of `outcomes.jsonl` files
 (several targets, shards, reruns), merged into one table of cells.
 
-A column is one vLLM build (target name + version + commit): the same name at another
-version is another column, so a matrix can show 0.20.1 and 0.21.0 side by side. When
-several outcomes land in one cell (a rerun, overlapping shards) the most informative one
-wins: a verdict over a SKIP or an ERROR (ours, not the docs'), then the deeper stage, then the latest.
+A column is one vLLM build (target name + version + commit): targets named apart
+(`vllm-0.20.1`, `vllm-0.21.0`) are shown side by side. When several outcomes land in one cell
+(a rerun, overlapping shards) the one that counts wins (runner/counts.py: a verdict over a SKIP
+over an ERROR, then the deeper stage, then the latest). A build superseded by a newer build of
+the same target name is retired: kept for the history, in no judgement.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from extractor.records import Catalog, Snippet
-from runner import store
-from runner.records import TIERS, Outcome, TargetRef
+from runner import counts, store
+from runner.records import Outcome, TargetRef
 
 
 @dataclass(frozen=True)
@@ -51,13 +52,15 @@ class Results:
 
     catalog: Catalog
     columns: list[Column]
-    """Oldest vLLM first."""
+    """The current builds, oldest vLLM first: what the judgements rest on."""
     cells: dict[tuple[str, str | None, str], Outcome]
     """(snippet id, variant, column key) -> the outcome shown."""
     dates: dict[str, str] = field(default_factory=dict)
     """Column key -> the UTC date of its latest outcome."""
     problems: list[str] = field(default_factory=list)
     """Input lines or records that could not be used, each with where and why."""
+    retired: list[Column] = field(default_factory=list)
+    """Builds superseded by a newer build of the same target (their cells stay, for the history)."""
 
     @property
     def snippets(self) -> list[Snippet]:
@@ -70,40 +73,30 @@ class Results:
         return sorted({v for (sid, v, _) in self.cells if sid == snippet_id and v})
 
 
-def version_key(version: str) -> tuple:
-    """Sort key for vLLM versions: numeric parts numerically, anything else after."""
-    parts = re.findall(r"\d+|[A-Za-z]+", version)
-    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in parts)
-
-
-def _rank(o: Outcome) -> tuple:
-    # A verdict beats a SKIP or an ERROR (a later config-tier SKIP for a missing model must not
-    # hide an earlier parse-tier PASS); then the deeper stage; then the later run.
-    depth = TIERS.index(o.stage) if o.stage in TIERS else -1
-    return (o.verdict not in ("ERROR", "SKIP"), depth, o.started or "")
-
-
 def merge(catalog: Catalog, outcomes: list[Outcome], problems: list[str] | None = None) -> Results:
     problems = list(problems or [])
     ids = {s.id for s in catalog.snippets}
-    cells: dict[tuple[str, str | None, str], Outcome] = {}
+    found: dict[tuple[str, str | None, str], list[Outcome]] = {}
     columns: dict[str, Column] = {}
     dates: dict[str, str] = {}
     unknown: dict[str, int] = {}
+    known = []
     for o in outcomes:
         if o.snippet_id not in ids:
             unknown[o.snippet_id] = unknown.get(o.snippet_id, 0) + 1
             continue
+        known.append(o)
         col = Column.of(o.target)
         columns.setdefault(col.key, col)
         dates[col.key] = max(dates.get(col.key, ""), (o.started or "")[:10])
-        key = (o.snippet_id, o.variant, col.key)
-        if key not in cells or _rank(o) >= _rank(cells[key]):
-            cells[key] = o
+        found.setdefault((o.snippet_id, o.variant, col.key), []).append(o)
+    cells = {key: counts.best(items) for key, items in found.items()}
     for sid, n in sorted(unknown.items()):
         problems.append(f"{n} outcome(s) for snippet {sid}, which is not in the snippets file: not shown")
-    ordered = sorted(columns.values(), key=lambda c: (version_key(c.version), c.name))
-    return Results(catalog, ordered, cells, dates, problems)
+    old = counts.retired(known)
+    ordered = sorted(columns.values(), key=lambda c: (counts.version_order(c.version), c.name))
+    current = [c for c in ordered if (c.name, c.version, c.commit) not in old]
+    return Results(catalog, current, cells, dates, problems, [c for c in ordered if c not in current])
 
 
 def load(snippets: Path, outcome_files: list[Path]) -> Results:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from publisher import history as hist
 from publisher import matrix_json, pages
+from publisher.judgement import Judge
 from publisher.results import Results
 
 PROJECT = Path(__file__).resolve().parents[1]
@@ -38,14 +39,15 @@ def build_site(results: Results, site_dir: Path, *, history_dir: Path | None = N
                annotated: dict | None = None, project: Path = PROJECT) -> Published:
     t0 = time.monotonic()
     past = hist.load(history_dir)
-    doc = matrix_json.build(results, past.snapshots)
+    judge = Judge(results)
+    doc = matrix_json.build(results, past.snapshots, judge=judge)
     if past.previous:
         doc["previous"] = past.previous.get("generated")
     changes = hist.changes(past.previous, doc)
     # matrix.json already holds each command's passing range: the pages read it from there
     seen = {sid: hist.Seen(e["first_passing"], e["last_passing"], e["version_removed"]) for sid, e in doc["snippets"].items()}
     generated = pages.render(results, doc, changes, seen, had_history=history_dir is not None,
-                             annotated=annotated)
+                             annotated=annotated, judge=judge)
     t1 = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="driftmatrix-site-") as tmp:
         stage = Path(tmp)

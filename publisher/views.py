@@ -9,17 +9,50 @@ import shlex
 
 from extractor.records import Snippet, Source
 from runner.logscan import relative
-from runner.records import Outcome
+from runner.records import VERDICTS, Outcome  # noqa: F401 (VERDICTS: the one list)
 
-VERDICTS = ("PASS", "WARN", "FAIL", "SKIP", "ERROR")
 ICONS = {"PASS": "✔", "WARN": "⚠", "FAIL": "✘", "SKIP": "–", "ERROR": "⚙"}
 MEANING = {
-    "PASS": "runs as documented",
-    "WARN": "runs, with a vLLM warning about a documented feature",
-    "FAIL": "does not run as documented (with the evidence)",
+    "PASS": "runs as far as it was checked (the depth says how far)",
+    "WARN": "runs as far as it was checked, with a vLLM warning about a documented feature",
+    "FAIL": "stops at the stage shown (with the evidence)",
     "SKIP": "not checked (placeholder, model or hardware not available, …)",
     "ERROR": "the check itself broke (our fault or the infrastructure's, not the docs')",
 }
+DEPTH = {
+    # stage -> (the cell's word, what a PASS there has shown, how a sentence says it works)
+    "parse": ("parser", "accepted by the argument parser (not started)", "vLLM {v} accepts its arguments (parser only, not started)"),
+    "config": ("config", "engine config built (not started)", "vLLM {v} builds its engine config (not started)"),
+    "start": ("started", "server started", "it starts on vLLM {v}"),
+    "probe": ("probed", "server started, requests answered", "it starts on vLLM {v} and answers requests"),
+    "perf": ("perf", "server started, requests answered, speed measured",
+             "it starts on vLLM {v}, answers requests and was measured under load"),
+}
+"""How deep a verdict went: every PASS and WARN says it, in a cell, a page, matrix.json, a warning."""
+
+
+def depth_word(o: Outcome) -> str:
+    """The cell's text: how far a PASS/WARN went (`parser`, `started`), where a FAIL stopped."""
+    if o.verdict in ("PASS", "WARN"):
+        return DEPTH.get(o.stage, (o.stage,))[0]
+    if o.verdict == "FAIL":
+        return f"at {o.stage}"
+    return o.verdict.lower()
+
+
+def depth_text(o: Outcome) -> str:
+    """In words: `accepted by the argument parser (not started)`, `fails at start`."""
+    if o.verdict in ("PASS", "WARN"):
+        return DEPTH.get(o.stage, ("", o.stage))[1] + (" (with a warning)" if o.verdict == "WARN" else "")
+    if o.verdict == "FAIL":
+        return f"fails at {o.stage}"
+    return "not checked" if o.verdict == "SKIP" else "the check broke"
+
+
+def works_on(version: str, o: Outcome) -> str:
+    """`vLLM 0.32.0 accepts its arguments (parser only, not started)` / `it starts on vLLM 0.21.0`."""
+    text = DEPTH.get(o.stage, ("", "", "it runs on vLLM {v}"))[2].format(v=version)
+    return text + (", with a warning" if o.verdict == "WARN" else "")
 _STAGE_TITLE = {
     "parse": "Is rejected by the argument parser of",
     "config": "Is rejected by the engine config of",

@@ -12,6 +12,7 @@ import os
 import threading
 from pathlib import Path
 
+from runner import counts
 from runner.records import Outcome
 
 
@@ -36,7 +37,7 @@ class Store:
         self.path = path
         self.lock = threading.Lock()
         existing, self.problems = read(path)
-        self.done = {o.key() for o in existing if o.verdict != "ERROR"}  # ERRORs are retried
+        self.done = {o.key() for o in existing if counts.is_done(o)}  # ERRORs are retried
         path.parent.mkdir(parents=True, exist_ok=True)
         self._fh = path.open("a", encoding="utf-8")
         if path.stat().st_size and not path.read_bytes().endswith(b"\n"):

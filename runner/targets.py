@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shutil
 import subprocess
 import tomllib
@@ -21,6 +22,13 @@ from typing import Any
 DATA = Path(__file__).resolve().parent / "data"
 DEFAULT_CPU = DATA / "targets-cpu.toml"
 DEFAULT_GPU = DATA / "targets-gpu.toml"
+
+
+_PIN = re.compile(r"^\s*vllm(?:-cpu)?\s*==\s*v?([0-9][\w.+-]*)\s*$")
+_TAG = re.compile(r":v?([0-9]+\.[0-9]+(?:\.[0-9]+)?[\w.+-]*)$")
+STABLE = "stable"
+"""The target name whose pin is the current stable release (pages without versions of their
+own are written for it and newer)."""
 
 
 class TargetConfigError(ValueError):
@@ -51,6 +59,17 @@ class Target:
     @property
     def kind(self) -> str:
         return "pip" if self.pip else "python" if self.python else "docker"
+
+    def pinned_version(self) -> str | None:
+        """The vLLM version the target pins (`vllm==0.20.1`, `vllm/vllm-openai:v0.20.1`); None when
+        it is only known after installing (a nightly, an existing environment)."""
+        if self.pip:
+            m = _PIN.match(self.pip)
+            return m.group(1) if m else None
+        if self.docker:
+            m = _TAG.search(self.docker)
+            return m.group(1) if m else None
+        return None
 
     def key(self) -> str:
         """Hash of how the target is obtained: the environment cache key.  An unpinned pip
@@ -139,6 +158,17 @@ def gpu_count() -> int:
     except (OSError, subprocess.TimeoutExpired):
         return 0
     return sum(1 for line in out.stdout.splitlines() if line.startswith("GPU "))
+
+
+def stable_pin(path: Path | None = None) -> str:
+    """The stable release: the pin of the target named `stable` in the targets file (default: the
+    shipped one for this machine). The one place the stable version is written down."""
+    tfile = load(path or default_path())
+    target = next((t for t in tfile.targets if t.name == STABLE), None)
+    pin = target.pinned_version() if target else None
+    if pin is None:
+        raise TargetConfigError(f"{tfile.path}: no [targets.{STABLE}] with a pinned version (pip = \"vllm==X\")")
+    return pin
 
 
 def default_path() -> Path:

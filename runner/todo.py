@@ -11,26 +11,12 @@ the same jobs in both places.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 from extractor.records import Catalog
-from runner import plan
+from runner import counts, plan
 from runner.records import Outcome
 from runner.targets import Target
-
-_PIN = re.compile(r"^\s*vllm(?:-cpu)?\s*==\s*v?([0-9][\w.+-]*)\s*$")
-_TAG = re.compile(r":v?([0-9]+\.[0-9]+(?:\.[0-9]+)?[\w.+-]*)$")
-
-
-def pinned_version(target: Target) -> str | None:
-    if target.pip:
-        m = _PIN.match(target.pip)
-        return m.group(1) if m else None
-    if target.docker:
-        m = _TAG.search(target.docker)
-        return m.group(1) if m else None
-    return None
 
 
 @dataclass
@@ -46,14 +32,14 @@ class Todo:
 
 def todo(catalog: Catalog, targets: list[Target], tier: str, previous: list[Outcome], pairs: list[tuple],
          shards: int) -> Todo:
-    done = {(o.snippet_id, o.variant, o.target.name, o.target.version, o.tier) for o in previous if o.verdict != "ERROR"}
+    done = {(o.snippet_id, o.variant, o.target.name, o.target.version, o.tier) for o in previous if counts.is_done(o)}
     out = Todo(by_target={t.name: 0 for t in targets})
     cost = lambda p: plan.predicted_cost(p[0], tier)  # noqa: E731
     for index in range(max(shards, 1)):
         mine = plan.shard(pairs, index, shards, cost) if shards > 1 else pairs
         busy = False
         for target in targets:
-            pin = pinned_version(target)
+            pin = target.pinned_version()
             for snippet, variant in mine:
                 if pin and (snippet.id, variant, target.name, pin, tier) in done:
                     out.reused += 1

@@ -1,11 +1,11 @@
-// Client-side filtering of the matrix: search text, verdict, page, kind, speculative config,
+// Client-side filtering of the matrix: search text, judgement, verdict, page, kind, speculative config,
 // stand-in; page groups fold. Works on the static table (no data fetched).
 (function () {
   function setup() {
     var table = document.getElementById("dm-matrix");
     if (!table) return;
     var $ = function (id) { return document.getElementById(id); };
-    var search = $("dm-search"), verdict = $("dm-verdict"), page = $("dm-page"), kind = $("dm-kind"),
+    var search = $("dm-search"), judgement = $("dm-judgement"), verdict = $("dm-verdict"), page = $("dm-page"), kind = $("dm-kind"),
         spec = $("dm-spec"), standin = $("dm-standin"), count = $("dm-count");
     var rows = Array.prototype.slice.call(table.querySelectorAll("tr.dm-row"));
     function apply() {
@@ -15,6 +15,7 @@
         group.querySelectorAll("tr.dm-row").forEach(function (row) {
           var ok = pageOk &&
             (!q || row.dataset.text.indexOf(q) >= 0) &&
+            (!judgement.value || row.dataset.judgement === judgement.value) &&
             (!verdict.value || (" " + row.dataset.verdicts + " ").indexOf(" " + verdict.value + " ") >= 0) &&
             (!kind.value || row.dataset.kind === kind.value) &&
             (!spec.checked || row.dataset.spec === "1") &&
@@ -26,7 +27,7 @@
       });
       count.textContent = shown + " of " + rows.length + " commands";
     }
-    [search, verdict, page, kind, spec, standin].forEach(function (el) {
+    [search, judgement, verdict, page, kind, spec, standin].forEach(function (el) {
       el.addEventListener("input", apply); el.addEventListener("change", apply);
     });
     table.querySelectorAll("button.dm-fold").forEach(function (button) {

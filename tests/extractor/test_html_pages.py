@@ -69,6 +69,8 @@ def test_html_page_gives_the_same_snippets_as_its_markdown(built_site):
         got = {(s.id, src.anchor, src.url) for s in html.snippets for src in s.sources}
         assert want and got == want, page
         assert all(src.corpus == "html" and src.line > 1 for s in html.snippets for src in s.sources)
+        # the page's URL (/en/v0.33.0/) says which docs it is: the same versions as the Markdown
+        assert {src.written_for.spec for s in html.snippets for src in s.sources} == {"==0.33.*"}
 
 
 def test_the_stray_indented_fence_in_speculative_decoding_readme_is_linted(built_site):
@@ -87,3 +89,4 @@ def test_script_in_a_page_is_not_a_problem(tmp_path):
     (snippet,) = result.snippets
     assert snippet.argv == ["m", "--served-model-name", "<script>"]
     assert snippet.sources[0].url == "https://docs.vllm.ai/en/latest/x/#run"
+    assert snippet.sources[0].written_for.basis == "nightly"  # /en/latest/ is built from main

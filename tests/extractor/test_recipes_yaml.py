@@ -51,8 +51,8 @@ def test_recipe_commands_lines_and_guide():
     assert fp8.model == "org/model-FP8" and fp8.argv[-2:] == ["--kv-cache-dtype", "fp8"]
     assert fp8.env == {"VLLM_X": "1", "VLLM_Y": "2"}
     assert all(s.sources[0].url == "https://recipes.vllm.ai/org/model" for s in snippets)
-    text, first = guide
-    assert text.startswith("## Run") and first == 25  # 0-based: the line after `guide: |`
+    assert guide.text.startswith("## Run") and guide.line == 25  # 0-based: the line after `guide: |`
+    assert guide.claim == {}  # the recipe states no min_vllm_version
 
 
 def test_not_a_recipe_is_a_warning():

@@ -26,6 +26,28 @@ def site_inputs() -> dict:
             "config": SITE_FIXTURES / "outcomes-cpu-config.jsonl"}
 
 
+def written_for(snippets: Path, spec: str, out: Path) -> Path:
+    """A copy of a snippets.json whose pages all read as written for `spec`: what
+    `driftmatrix extract --written-for SPEC` records (the fixture's pages are vLLM 0.33.0 docs,
+    written for 0.33.*, where no checked build is; this makes the 0.20.1/0.32.0 runs judgeable)."""
+    import dataclasses
+
+    from extractor.records import Catalog
+    from extractor.written_for import override
+
+    catalog = Catalog.read(snippets)
+    for s in catalog.snippets:
+        s.sources = [dataclasses.replace(src, written_for=override(spec)) for src in s.sources]
+    catalog.write(out)
+    return out
+
+
+@pytest.fixture(scope="session")
+def stable_plus(site_inputs, tmp_path_factory) -> Path:
+    """The site fixture's snippets, read as written for vLLM 0.20.1 and newer."""
+    return written_for(site_inputs["snippets"], ">=0.20.1", tmp_path_factory.mktemp("stable-plus") / "snippets.json")
+
+
 @pytest.fixture(scope="session")
 def artifacts() -> Path:
     ARTIFACTS.mkdir(exist_ok=True)

@@ -68,6 +68,19 @@ def test_matrix_renders_and_filters(site, tab, site_inputs, artifacts):
     page.screenshot(path=str(artifacts / "matrix-fail-filter.png"), full_page=True)
     page.select_option("#dm-verdict", "")
 
+    # depth as text in every cell; the judgement column and its filter
+    cells = page.locator("a.dm-cell")
+    words = {cells.nth(i).locator(".dm-depth").inner_text() for i in range(cells.count())}
+    assert "parser" in words and words <= {"parser", "config", "started", "probed", "perf", "skip", "error"} | {
+        f"at {s}" for s in ("parse", "config", "start", "probe", "perf")}
+    page.select_option("#dm-judgement", "needs-newer")
+    visible = page.locator("tr.dm-row:visible")
+    assert visible.count() > 0
+    for i in range(visible.count()):
+        assert visible.nth(i).get_attribute("data-judgement") == "needs-newer"
+        assert "needs-newer" in visible.nth(i).inner_text()
+    page.select_option("#dm-judgement", "")
+
     page.check("#dm-spec")
     spec = sum(1 for s in results.snippets if s.speculative_config)
     assert page.locator("tr.dm-row:visible").count() == spec
@@ -92,7 +105,9 @@ def test_fail_cell_leads_to_its_evidence(site, tab, artifacts):
     page.goto(f"{base}/matrix.html")
     cell = page.locator("a.dm-cell.dm-FAIL").first
     tip = cell.get_attribute("title")
-    assert tip.startswith("FAIL at ") and ".py:" in tip
+    assert tip.startswith("FAIL on ") and "fails at " in tip and ".py:" in tip
+    assert cell.inner_text().startswith("✘ at ")  # where it stopped, as text: not only in a tooltip
+    assert cell.get_attribute("aria-label") == tip  # and for a screen reader
     cell.click()
     page.wait_for_load_state()
     assert "/snippets/" in page.url and "#" in page.url

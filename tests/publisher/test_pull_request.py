@@ -29,7 +29,7 @@ def git(cwd, *args) -> str:
 
 
 @pytest.fixture(scope="module")
-def world(corpus, tmp_path_factory, site_inputs):
+def world(corpus, tmp_path_factory, site_inputs, stable_plus):
     root = tmp_path_factory.mktemp("pr")
     seed = root / "seed"
     shutil.copytree(corpus / "vllm-docs" / "0.33.0", seed)
@@ -40,14 +40,16 @@ def world(corpus, tmp_path_factory, site_inputs):
     git(root, "clone", "-q", str(root / "remote.git"), str(root / "checkout"))
     token = "ghp_" + "".join(secrets.choice(string.ascii_letters + string.digits) for _ in range(36))
     server = GitHubStandIn()
-    nightly = root / "nightly.jsonl"
+    # a later run where every command checked runs (the nightly's PASSes)
+    nightly = root / "passing.jsonl"
     nightly.write_text("".join(ln + "\n" for ln in site_inputs["parse"].read_text().splitlines()
-                               if ln.strip() and json.loads(ln)["target"]["name"] == "nightly"))
+                               if ln.strip() and json.loads(ln)["target"]["name"] == "nightly"
+                               and json.loads(ln)["verdict"] == "PASS"))
     runs = {}
 
     def pr(name, *extra, outcomes=None):
         cmd = [sys.executable, "-m", "driftmatrix.cli", "pr", "--repo", "vllm-project/vllm", "--checkout",
-               str(root / "checkout"), "--snippets", str(site_inputs["snippets"]), "--outcomes",
+               str(root / "checkout"), "--snippets", str(stable_plus), "--outcomes",
                str(outcomes or site_inputs["parse"]), "--api-url", server.url, "--site-url", "https://example.test/dm", *extra]
         before = len(server.requests)
         runs[name] = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "GITHUB_TOKEN": token})
@@ -79,7 +81,7 @@ def test_apply_opens_one_pr_with_the_evidence(world):
     assert pull["labels"] == [{"name": "driftmatrix"}]
     rows = [ln for ln in pull["body"].splitlines() if ln.startswith("| [`s-")]
     assert rows and all("https://example.test/dm/snippets/s-" in ln and ".md:" in ln for ln in rows)
-    assert any("FAIL (parse)" in ln and ".py:" in ln for ln in rows)
+    assert all("FAIL (parse)" in ln and ".py:" in ln and "| `>=0.20.1` |" in ln for ln in rows)
     remote = world["root"] / "remote.git"
     diff = git(remote, "diff", "main", BRANCH)
     changed = [ln for ln in diff.splitlines() if ln[:1] in "+-" and not ln.startswith(("+++", "---"))]

@@ -7,11 +7,14 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from bs4 import BeautifulSoup
 
 from publisher.results import load
+
+HERE_REPO = Path(__file__).resolve().parents[2]
 
 
 def publish(*args, cwd=None) -> subprocess.CompletedProcess:
@@ -101,6 +104,9 @@ def test_history_shows_what_changed(published, site_inputs):
     assert table is not None
     linked = {a["href"].split("/")[-1].removesuffix(".html") for a in table.select("a[href]")}
     assert linked == expected
+    # Same builds, the second run one tier deeper: what it found is "newly found", never "regressed"
+    kinds = {tr.select("td")[-1].get_text() for tr in table.select("tbody tr")}
+    assert "newly found" in kinds and "regressed" not in kinds and "fixed" not in kinds
     first_overview = page(root / "site1" / "index.html")
     assert "No earlier run" in first_overview.get_text() or "No verdict changed" in first_overview.get_text()
 
@@ -130,8 +136,10 @@ def test_doc_pages_list_their_commands_in_order(published, site_inputs):
     rows = index.select("table.dm-pages tbody tr")
     files = {src.file for s in results.snippets for src in s.sources}
     assert len(rows) == len(files)
-    fails = [int(r.select("td")[1].get_text()) for r in rows]
-    assert fails == sorted(fails, reverse=True)  # pages with failing commands first
+    heads = [th.get_text() for th in index.select("table.dm-pages thead th")]
+    drift = [int(r.select("td")[heads.index("doc-drift")].get_text()) for r in rows]
+    assert drift == sorted(drift, reverse=True)  # pages with doc-drift first
+    assert {r.select("td")[1].get_text() for r in rows} == {"==0.33.*"}  # what each page is written for
     first = root / "site2" / "pages" / rows[0].select_one("a")["href"]
     lines = [int(tr.select("td")[0].get_text()) for tr in page(first).select("table.dm-page tbody tr")]
     assert lines == sorted(lines) and lines
@@ -150,3 +158,30 @@ def test_bad_inputs_are_named_and_nothing_is_lost(site_inputs, tmp_path):
     bad.write_text("[")
     r = publish("--snippets", bad, "--outcomes", broken, "--site-dir", tmp_path / "site2")
     assert r.returncode == 2 and "not a readable snippets.json" in r.stderr
+
+
+def test_the_seed_case_on_the_h200_site(tmp_path):
+    """The H200 records published: the Gemma 4 page states no vLLM version, so it is judged from
+    the stable release of the time (0.20.1) on. The assistant commands are doc-drift (FAIL at
+    start on 0.20.1, WARN on 0.21.0, both shown); Gemma 4 alone is ok, started and probed."""
+    repo = HERE_REPO
+    gpu = repo / "tests" / "fixtures" / "gpu"
+    r = publish("--snippets", repo / "benchmarks" / "gpu" / "snippets.json", "--outcomes",
+                gpu / "outcomes-h200.jsonl", gpu / "outcomes-h200-perf.jsonl", "--site-dir", tmp_path / "site")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads((tmp_path / "site" / "matrix.json").read_text())
+    judged = {sid: e["judgement"] for sid, e in doc["snippets"].items()}
+    assert judged["s-9ac554db7c65"] == judged["s-7dda23655a43"] == judged["s-e731a0b09d3a"] == "doc-drift"
+    assert judged["s-0d08c55297cd"] == "ok"
+    entry = doc["snippets"]["s-9ac554db7c65"]
+    (j,) = entry["judgements"]
+    assert (j["written_for"], j["basis"], j["works_from"], j["depth"]) == (">=0.20.1", "default", "0.21.0", "start")
+    by_version = {doc["targets"][k]["version"]: c for k, c in entry["support"].items()}
+    assert by_version["0.20.1"]["status"] == "FAIL" and by_version["0.21.0"]["status"] == "WARN"
+    assert by_version["0.21.0"]["depth"] == "server started, requests answered (with a warning)"
+    assert doc["snippets"]["s-0d08c55297cd"]["judgements"][0]["depth"] == "probe"
+    shown = page(tmp_path / "site" / "snippets" / "s-9ac554db7c65.html")
+    assert shown.select_one("table.dm-judgements .dm-j").get_text() == "doc-drift"
+    assert "with a warning" in shown.select_one("table.dm-judgements").get_text()
+    overview = page(tmp_path / "site" / "index.html")
+    assert "docs/index.md" in overview.select_one("table.dm-offenders").get_text()

@@ -207,3 +207,35 @@ def test_the_recipes_gemma4_spec_commands_end_to_end(gemma_run):
                 assert o.evidence.exception["location"]["file"].startswith("vllm/")
             if o.verdict == "SKIP":
                 assert o.reason
+
+
+def test_the_seed_case_judged(gemma_run):
+    """The recipe YAML says `min_vllm_version: "0.19.1"`: its assistant command is written for
+    0.20.1, fails there at start, so it is doc-drift (the fix a maintainer would take: a version
+    bound; 0.32.0 starts it). Judged on the 0.32.0 build alone, where it warns and proceeds: ok,
+    with its WARN shown. The recipe's Markdown page says to install the nightly: for its readers
+    the 0.20.1 failure is a build older than the page's, not a doc bug."""
+    from extractor.records import Catalog
+    from publisher.judgement import Judge
+    from publisher.results import merge
+
+    items, recipes, _ = gemma_run
+    catalog = Catalog(list(recipes.values()))
+    judge = Judge(merge(catalog, items))
+    later = Judge(merge(catalog, [o for o in items if o.target.name == "nightly"]))
+    seed = [s for s in recipes.values() if any(x.file == "models/Google/gemma-4-31B-it.yaml" for x in s.sources)]
+    assert seed
+    for s in seed:
+        (src,) = s.sources
+        assert (src.written_for.spec, src.written_for.basis) == (">=0.19.1", "recipe")
+        j = judge.of_source(s, src)
+        assert j.kind == "doc-drift" and [k.version for k in j.failing] == ["0.20.1"], j.summary
+        assert j.failing[0].outcome.evidence.signature["id"] == "spec-decode-multimodal-unsupported"
+        assert j.works_from == "0.32.0" and "with a warning" in j.summary
+        ok = later.of_source(s, src)
+        assert ok.kind == "ok" and ok.checks[0].outcome.verdict == "WARN" and "with a warning" in ok.summary
+    page = [(s, x) for s in recipes.values() for x in s.sources if x.file == "Google/Gemma4.md"]
+    assert page and all(x.written_for.basis == "nightly" for _, x in page)
+    for s, x in page:
+        j = judge.of_source(s, x)
+        assert j.kind != "doc-drift" and all(k.scope == "older" for k in j.checks if k.version == "0.20.1"), j.summary

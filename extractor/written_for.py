@@ -1,0 +1,218 @@
+"""Which vLLM versions a page is written for: a PEP 440 specifier per source, with its origin.
+
+A command is judged only on the builds its page is written for (publisher/judgement.py).
+Decided per source, first rule that applies:
+
+1. `extract --written-for SPEC` (an override for the whole run);
+2. a vLLM docs tree whose version is known: that release line (docs of 0.20.1 are for
+   `==0.20.*`); a recipe YAML inside it is narrowed further by its own `min_vllm_version`;
+   docs of vLLM main (a git checkout not at a release tag, a `.devN` version): the nightly
+   builds, i.e. newer than the stable release;
+3. a recipe YAML (`models/<org>/<repo>.yaml`): its `min_vllm_version` (a variant's own one
+   first; `nightly_required` admits that version's nightly builds);
+4. what the page states, nearest before the command (else the page's first statement): an
+   install line (`pip install vllm>=0.21.0`, `uv pip install -U vllm==0.20.1`, a nightly
+   index or `--pre`), a vLLM image tag (`vllm/vllm-openai:v0.21.0`, `:nightly`), a sentence
+   ("requires vLLM 0.21 or later", "vLLM v0.21.0+");
+5. otherwise the current stable release and everything newer.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+from extractor.records import Snippet, WrittenFor
+
+
+class WrittenForError(ValueError):
+    """A version specifier that PEP 440 does not accept (the message names it)."""
+
+
+def specifier(spec: str) -> SpecifierSet:
+    """The parsed specifier; pre-releases (nightly `.devN` builds) always match."""
+    try:
+        return SpecifierSet(spec, prereleases=True)
+    except InvalidSpecifier as err:
+        raise WrittenForError(f"{spec!r} is not a PEP 440 version specifier (e.g. '>=0.21.0', '==0.20.*'): {err}") \
+            from None
+
+
+def override(spec: str) -> WrittenFor:
+    specifier(spec)
+    return WrittenFor(spec.strip(), "set on the command line (--written-for)", "override")
+
+
+def release(version: str) -> Version | None:
+    """`0.20.1`, `v0.20.1`, `vllm-0.20.1` as a version, or None when it is not one."""
+    try:
+        return Version(re.sub(r"^(?:vllm-)?v?", "", version.strip()))
+    except InvalidVersion:
+        return None
+
+
+def nightly(stable: str, what: str) -> WrittenFor:
+    return WrittenFor(f">{stable}", f"{what}: the nightly builds, newer than the stable release {stable}", "nightly")
+
+
+def default(stable: str) -> WrittenFor:
+    return WrittenFor(f">={stable}", f"no vLLM version stated: the current stable release ({stable}) and newer", "default")
+
+
+def of_docs(version: str, what: str, stable: str) -> WrittenFor | None:
+    """A vLLM docs tree or rendered page at `version`: its release line, the nightly builds for a
+    development version, None when the version is unknown (then the page's own statements)."""
+    v = release(version)
+    if v is None:
+        return None
+    if v.is_devrelease or v.local:
+        return WrittenFor(f">={v.base_version}.dev0", f"{what} (development version {version}): the nightly "
+                          f"builds of {v.base_version} and later", "nightly")
+    return WrittenFor(f"=={v.major}.{v.minor}.*", f"{what}: the vLLM {v.major}.{v.minor} release line", "release")
+
+
+def of_recipe(min_version: str | None, nightly_required: bool, where: str, stable: str) -> WrittenFor | None:
+    """A recipe's `min_vllm_version` (`"nightly"` and `nightly_required` mean nightly builds)."""
+    if not min_version:
+        return None
+    if str(min_version).strip().lower() == "nightly":
+        return nightly(stable, f"{where}: min_vllm_version \"nightly\"")
+    v = release(str(min_version))
+    if v is None:
+        return None
+    if nightly_required:
+        return WrittenFor(f">={v.base_version}.dev0", f"{where}: min_vllm_version {min_version} with nightly_required "
+                          f"(its nightly builds and later)", "recipe")
+    return WrittenFor(f">={v}", f"{where}: min_vllm_version {min_version}", "recipe")
+
+
+def narrowed(outer: WrittenFor, inner: WrittenFor | None) -> WrittenFor:
+    """Both at once (a recipe inside a versioned docs tree): the specifiers intersected."""
+    if inner is None:
+        return outer
+    return WrittenFor(f"{outer.spec},{inner.spec}", f"{outer.origin}; and {inner.origin}", outer.basis)
+
+
+# --- statements on a page -------------------------------------------------------------------
+
+_INSTALL = re.compile(r"\b(?:pip3?|uv\s+pip|uv|pipx|poetry)\s+(?:install|add)\b", re.I)
+_OP = r"(?:===|==|~=|!=|<=|>=|<|>)"
+_VER = r"v?\d+(?:\.\d+)*(?:\.\*|[a-z]+\d*)*"
+_REQUIREMENT = re.compile(rf"(?<![\w/.-])vllm(?:\[[\w,\s-]*\])?\s*({_OP}\s*{_VER}(?:\s*,\s*{_OP}\s*{_VER})*)", re.I)
+_NIGHTLY_INSTALL = re.compile(r"wheels\.vllm\.ai/nightly|\s--pre\b", re.I)
+_IMAGE = re.compile(r"\bvllm/vllm-openai(?:-[a-z]+)?:(v?\d+\.\d+(?:\.\d+)?|nightly)\b", re.I)
+_OR_LATER = re.compile(r"\bvLLM\s+(?:version\s+)?v?(\d+\.\d+(?:\.\d+)?)\s*(?:\+|or\s+(?:later|newer|above|higher)|"
+                       r"and\s+(?:later|newer|above))", re.I)
+_REQUIRES = re.compile(rf"\b(?:requires?|required|needs?|minimum|at\s+least|supported\s+(?:in|on|since|from)|"
+                       rf"available\s+(?:in|on|since|from))\b[^.\n]{{0,40}}?\bvLLM\s*(?:version\s*)?({_OP})?\s*v?"
+                       rf"(\d+\.\d+(?:\.\d+)?)", re.I)
+
+
+@dataclass
+class Statement:
+    line: int
+    """1-based line of the page."""
+    written_for: WrittenFor
+
+
+def _install_statement(text: str, stable: str, where: str) -> WrittenFor | None:
+    m = _REQUIREMENT.search(text)
+    if m:
+        spec = re.sub(r"(?<=[=<>~!])v", "", re.sub(r"\s+", "", m.group(1)))
+        try:
+            specifier(spec)
+        except WrittenForError:
+            return None
+        return WrittenFor(spec, f"{where}: `{text.strip()[:120]}`", "page")
+    if re.search(r"(?<![\w/.-])vllm\b", text, re.I) and _NIGHTLY_INSTALL.search(text):
+        return nightly(stable, f"{where}: `{text.strip()[:120]}`")
+    return None
+
+
+def _line_statement(text: str, stable: str, where: str) -> WrittenFor | None:
+    if _INSTALL.search(text):
+        found = _install_statement(text, stable, f"install line ({where})")
+        if found:
+            return found
+    m = _IMAGE.search(text)
+    if m:
+        tag = m.group(1)
+        if tag.lower() == "nightly":
+            return nightly(stable, f"image tag ({where}): `{m.group(0)}`")
+        return WrittenFor(f"=={tag.lstrip('vV')}", f"image tag ({where}): `{m.group(0)}`", "page")
+    m = _OR_LATER.search(text)
+    if m:
+        return WrittenFor(f">={m.group(1)}", f"the page says ({where}): \"{m.group(0)}\"", "page")
+    m = _REQUIRES.search(text)
+    if m:
+        op = m.group(1) or ">="
+        return WrittenFor(f"{op}{m.group(2)}", f"the page says ({where}): \"{m.group(0)}\"", "page")
+    return None
+
+
+def statements(text: str, stable: str, file: str) -> list[Statement]:
+    """Every line of a page that says which vLLM it is for, in page order."""
+    out = []
+    if "vllm" not in text.lower():
+        return out
+    for n, line in enumerate(text.split("\n"), 1):
+        if "vllm" in line.lower():
+            found = _line_statement(line, stable, f"{file}:{n}")
+            if found:
+                out.append(Statement(n, found))
+    return out
+
+
+def from_statements(found: list[Statement], line: int) -> WrittenFor | None:
+    """The statement nearest before `line` (a command's own image tag counts), else the first."""
+    before = [s for s in found if s.line <= line]
+    chosen = before[-1] if before else (found[0] if found else None)
+    return chosen.written_for if chosen else None
+
+
+# --- assignment -----------------------------------------------------------------------------
+
+@dataclass
+class PageFacts:
+    """What is known about one file before its sources are assigned."""
+
+    stable: str
+    """The current stable release (the stable target's pin)."""
+    tree: WrittenFor | None = None
+    """The override, or the docs tree's own versions (release line / nightly)."""
+    recipe: WrittenFor | None = None
+    """A recipe YAML's model-level `min_vllm_version` (for its guide's commands)."""
+    text: str = ""
+    """The page's text (statements are read from it when nothing above applies)."""
+    file: str = ""
+
+
+def assign(snippets: list[Snippet], facts: PageFacts) -> None:
+    """Set `written_for` on every source of one file's snippets."""
+    found: list[Statement] | None = None
+    for snippet in snippets:
+        own = _recipe_of(snippet, facts)
+        for source in snippet.sources:
+            if facts.tree is not None and facts.tree.basis == "override":
+                source.written_for = facts.tree
+            elif facts.tree is not None:
+                source.written_for = narrowed(facts.tree, own)
+            elif own is not None:
+                source.written_for = own
+            else:
+                if found is None:
+                    found = statements(facts.text, facts.stable, facts.file)
+                end = source.line + source.text.count("\n")
+                source.written_for = from_statements(found, end) or default(facts.stable)
+
+
+def _recipe_of(snippet: Snippet, facts: PageFacts) -> WrittenFor | None:
+    """A recipe command's own min_vllm_version (its variant's first), else the recipe's."""
+    r = snippet.recipe or {}
+    if r.get("min_vllm_version"):
+        where = f"recipe {facts.file}" + (f" variant {r.get('variant')}" if r.get("variant_min") else "")
+        return of_recipe(r["min_vllm_version"], bool(r.get("nightly_required")), where, facts.stable)
+    return facts.recipe

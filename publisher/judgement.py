@@ -1,0 +1,221 @@
+"""Drift, not just failure: a judgement per command and per set of versions its pages are
+written for. Computed here only; the site, matrix.json, `annotate` and `pr` all read it.
+
+A verdict belongs to a (command, build) pair; a judgement compares the verdicts of the current
+builds (runner/counts.py retires superseded ones) with the page's `written_for` specifier:
+
+- `doc-drift`: it fails on a build the page is written for — the docs are wrong for their
+  readers (a warning in the docs, a PR row);
+- `vllm-regression`: every such failure comes after an earlier build the page is written for
+  where it passed at least as deep — a vLLM bug to report upstream, never a doc warning. A later
+  build that no longer has an option, a config key or a choice (`unrecognized arguments`,
+  `Unexpected keyword argument`, `invalid choice`) removed it on purpose: that is doc-drift (the
+  docs must change), not a regression;
+- `needs-newer`: it fails only on builds older than the page's versions — not a doc bug;
+- `ok`: it runs on every build the page is written for that was checked (the depth says how far);
+- `unknown`: no build the page is written for was checked (or they were only skipped).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from packaging.specifiers import SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+from extractor.records import Snippet, Source, WrittenFor
+from extractor.written_for import WrittenForError, specifier
+from publisher import views
+from publisher.results import Column, Results
+from runner import classify
+from runner.counts import GOOD, REAL, depth, version_order
+from runner.records import Outcome
+
+JUDGEMENTS = ("doc-drift", "vllm-regression", "needs-newer", "ok", "unknown")
+"""Most severe first: a command on several pages is shown with its most severe judgement."""
+MEANING = {
+    "doc-drift": "fails on a vLLM build its page is written for: the docs are wrong for their readers",
+    "vllm-regression": "passed on an earlier build the page is written for, fails on a later one: a vLLM bug, not a doc bug",
+    "needs-newer": "fails only on builds older than the page's versions: not a doc bug",
+    "ok": "runs on the builds its page is written for, as deep as shown",
+    "unknown": "no build its page is written for was checked",
+}
+REMOVED = ("unrecognized-arguments", "unknown-config-key", "invalid-choice")
+"""Failure signatures (runner/data/signatures.yaml) that mean the build does not have the option
+or value at all: on a later build, a deliberate removal, never a regression."""
+UNRECORDED = WrittenFor("", "not recorded (a snippets.json from an older driftmatrix): every build counts", "unrecorded")
+Scope = Literal["in", "older", "newer", "unknown"]
+
+
+@dataclass
+class Check:
+    """One current build's counted outcome, seen from a page's versions."""
+
+    column: Column
+    outcome: Outcome
+    scope: Scope
+    """`in` the page's versions, `older` or `newer` than them, `unknown` (no version)."""
+
+    @property
+    def version(self) -> str:
+        return self.column.version
+
+
+@dataclass
+class Judgement:
+    kind: str
+    """One of JUDGEMENTS."""
+    written_for: WrittenFor
+    checks: list[Check] = field(default_factory=list)
+    """Every current build with an outcome for the command as documented, oldest first."""
+    failing: list[Check] = field(default_factory=list)
+    """doc-drift: the FAILs on builds the page is written for (what a warning may cite)."""
+    regression: tuple[Check, Check] | None = None
+    """vllm-regression: (the earlier build where it passed, the later one where it fails)."""
+    works_from: str | None = None
+    """The oldest version seen running (PASS/WARN) after the newest failure: "needs vLLM ≥ X"."""
+    summary: str = ""
+    """One plain sentence: what was judged on which builds (escape before it reaches a page)."""
+
+    @property
+    def working(self) -> list[Check]:
+        """Where it runs, on builds the page is written for or newer."""
+        return [k for k in self.checks if k.outcome.verdict in GOOD and k.scope in ("in", "newer")]
+
+    @property
+    def depth(self) -> str | None:
+        """How deep the judgement rests: the failing stage, or the deepest stage shown running."""
+        if self.kind == "doc-drift":
+            return self.failing[0].outcome.stage
+        if self.regression:
+            return self.regression[1].outcome.stage
+        good = [k for k in self.checks if k.outcome.verdict in GOOD and k.scope == "in"] or self.working
+        return max((k.outcome.stage for k in good), key=depth, default=None)
+
+
+def written_for(source: Source) -> WrittenFor:
+    return source.written_for or UNRECORDED
+
+
+def _lower_bound(spec: SpecifierSet) -> Version | None:
+    bounds = []
+    for s in spec:
+        if s.operator in (">=", ">", "~=", "==", "==="):
+            try:
+                bounds.append(Version(s.version.replace(".*", ".dev0") if s.version.endswith(".*") else s.version))
+            except InvalidVersion:
+                continue
+    return max(bounds, default=None)
+
+
+def scope(spec: SpecifierSet, version: str) -> Scope:
+    try:
+        v = Version(version)
+    except InvalidVersion:
+        return "unknown"
+    if spec.contains(v, prereleases=True):
+        return "in"
+    low = _lower_bound(spec)
+    return "older" if low is not None and v <= low else "newer"
+
+
+def _versions(checks: list[Check]) -> str:
+    return " and ".join(dict.fromkeys(f"vLLM {k.version}" for k in checks))
+
+
+def judge(results: Results, snippet: Snippet, wf: WrittenFor) -> Judgement:
+    """The judgement of one command for one set of versions (variants are not the docs')."""
+    try:
+        spec = specifier(wf.spec)
+    except WrittenForError as err:
+        return Judgement("unknown", wf, summary=f"The page's versions cannot be read: {err}.")
+    checks = [Check(c, o, scope(spec, c.version)) for c in results.columns if (o := results.cell(snippet.id, c))]
+    real = [k for k in checks if k.outcome.verdict in REAL]
+    inside = [k for k in real if k.scope == "in"]
+    fails = [k for k in real if k.outcome.verdict == "FAIL"]
+    goods = [k for k in inside if k.outcome.verdict in GOOD]
+    drift, regressed = [], []
+    for f in (k for k in inside if k.outcome.verdict == "FAIL"):
+        earlier = [g for g in goods if version_order(g.version) < version_order(f.version)
+                   and depth(g.outcome.stage) >= depth(f.outcome.stage)] if not _removed(f.outcome) else []
+        if earlier:
+            regressed.append((earlier[-1], f))
+        else:
+            drift.append(f)
+    newest_fail = max(fails, key=lambda k: version_order(k.version), default=None)
+    later_good = [k for k in real if k.outcome.verdict in GOOD and newest_fail is not None
+                  and version_order(k.version) > version_order(newest_fail.version)]
+    works_from = later_good[0].version if later_good else None
+    j = Judgement("unknown", wf, checks, drift, regressed[0] if regressed and not drift else None, works_from)
+    older = [k for k in fails if k.scope == "older"]
+    if drift:
+        j.kind = "doc-drift"
+    elif regressed:
+        j.kind = "vllm-regression"
+    elif goods:
+        j.kind = "needs-newer" if older else "ok"
+    elif older and not [k for k in fails if k.scope == "newer"]:
+        j.kind = "needs-newer"
+    j.summary = _summary(j, spec, older)
+    return j
+
+
+def _removed(o: Outcome) -> bool:
+    """The build does not have what the command names: the recorded signature, or the exception
+    matched now (records written before a signature existed)."""
+    exc = o.evidence.exception or {}
+    sig = (o.evidence.signature or {}).get("id") or getattr(
+        classify.match_signature(f"{exc.get('type')}: {exc.get('message')}" if exc else None), "id", None)
+    return sig in REMOVED
+
+
+def _summary(j: Judgement, spec: SpecifierSet, older: list[Check]) -> str:
+    wf = f"{j.written_for.spec or 'any version'} — {j.written_for.origin}"
+    if j.kind == "doc-drift":
+        where = ", ".join(f"at {k.outcome.stage} on vLLM {k.version}" for k in j.failing)
+        later = next((k for k in j.checks if k.version == j.works_from and k.outcome.verdict in GOOD), None)
+        return f"Fails {where}, which the page is written for ({wf})." + (
+            f" From vLLM {later.version}: {views.depth_text(later.outcome)}." if later else "")
+    if j.kind == "vllm-regression":
+        good, bad = j.regression
+        return (f"Passed on vLLM {good.version} ({views.depth_text(good.outcome)}) and fails on vLLM {bad.version} "
+                f"at {bad.outcome.stage}, both builds the page is written for ({wf}): a vLLM regression, not a doc bug.")
+    if j.kind == "needs-newer":
+        return (f"Fails only on {_versions(older)}, older than the page's versions ({wf})"
+                + (f"; needs vLLM ≥ {j.works_from}." if j.works_from else "."))
+    if j.kind == "ok":
+        inside = [k for k in j.checks if k.scope == "in" and k.outcome.verdict in GOOD]
+        return "Runs on " + ", ".join(f"vLLM {k.version} ({views.depth_text(k.outcome)})" for k in inside) + \
+            f", which the page is written for ({wf})."
+    checked = _versions([k for k in j.checks if k.outcome.verdict in REAL])
+    skipped = [k for k in j.checks if k.scope == "in"]
+    return (f"No build the page is written for ({wf}) was checked"
+            + (" beyond a SKIP or ERROR" if skipped else "") + (f"; checked on {checked}." if checked else "."))
+
+
+class Judge:
+    """The judgements of one publish, computed once per (command, versions)."""
+
+    def __init__(self, results: Results):
+        self.results = results
+        self._cache: dict[tuple[str, str, str], Judgement] = {}
+
+    def of_source(self, snippet: Snippet, source: Source) -> Judgement:
+        wf = written_for(source)
+        key = (snippet.id, wf.spec, wf.origin)
+        if key not in self._cache:
+            self._cache[key] = judge(self.results, snippet, wf)
+        return self._cache[key]
+
+    def all(self, snippet: Snippet) -> list[Judgement]:
+        """One per distinct set of versions among the command's pages, in source order."""
+        seen: dict[tuple, Judgement] = {}
+        for src in snippet.sources or [None]:
+            j = self.of_source(snippet, src) if src else judge(self.results, snippet, UNRECORDED)
+            seen.setdefault((j.written_for.spec, j.written_for.origin), j)
+        return list(seen.values())
+
+    def of(self, snippet: Snippet) -> Judgement:
+        """The command's most severe judgement over its pages."""
+        return min(self.all(snippet), key=lambda j: JUDGEMENTS.index(j.kind))
