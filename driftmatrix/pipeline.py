@@ -64,6 +64,7 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
     except PublishError as err:
         console.print(f"[red]{err}")
         return 1
+    console.print(f"judgements against the versions each page is written for: {done.judged()}")
     index = (out / "site" / "index.html").resolve()
     console.print(f"site: {done.pages} pages; open file://{index}  (or: python3 -m http.server -d {out / 'site'})")
     return 0 if rc in (0, 1) else rc

@@ -37,6 +37,7 @@ def cmd_publish(args: argparse.Namespace) -> int:
     console.print(f"{len(results.snippets)} commands x {len(results.columns)} targets: {done.pages} pages built "
                   f"into {done.site_dir} (generate {done.timings['generate_s']} s, mkdocs {done.timings['mkdocs_s']} s); "
                   f"{len(done.changes)} verdict change(s) since the previous run; matrix.json beside it")
+    console.print(f"judgements against the versions each page is written for: {done.judged()}")
     return 0
 
 

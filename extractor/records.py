@@ -1,4 +1,5 @@
-"""The records the extractor writes: `snippets.json` (schema 1).
+"""The records the extractor writes: `snippets.json` (schema 2: schema 1 plus each source's
+`written_for`; a schema-1 file is still read, its pages' versions then unrecorded).
 
 One dataclass per record, a docstring per field, plain JSON in and out, so the runner
 and the publisher (possibly on other machines) read exactly what was written here.
@@ -11,7 +12,9 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal
 
-SCHEMA = 1
+SCHEMA = 2
+READS = (1, 2)
+"""Schemas this driftmatrix reads (1: before `written_for`; a 1-only reader refuses 2 clearly)."""
 KINDS = ("serve", "docker", "python", "recipe")
 
 
@@ -198,8 +201,9 @@ class Catalog:
     @classmethod
     def read(cls, path: Path) -> Catalog:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
-        if data.get("schema") != SCHEMA:
-            raise ValueError(f"{path}: snippets schema {data.get('schema')!r}, this driftmatrix reads {SCHEMA}")
+        if data.get("schema") not in READS:
+            raise ValueError(f"{path}: snippets schema {data.get('schema')!r}, this driftmatrix reads "
+                             f"{' and '.join(map(str, READS))}")
         return cls(
             snippets=[Snippet.from_dict(s) for s in data["snippets"]],
             diagnostics=[Diagnostic(**d) for d in data.get("diagnostics", [])],

@@ -100,8 +100,8 @@ def _statuses(doc: dict, retired_too: bool = False) -> dict[tuple[str, str], _Ce
             t = targets.get(key) or {}
             if t.get("retired") and not retired_too:
                 continue
-            out[(sid, key if retired_too else t.get("name", key))] = _Cell(cell.get("status", ""), t.get("version", ""), t.get("date", ""),
-                                                   cell.get("stage", ""), t.get("commit"))
+            out[(sid, key if retired_too else t.get("name", key))] = _Cell(
+                cell.get("status", ""), t.get("version", ""), t.get("date", ""), cell.get("stage", ""), t.get("commit"))
     return out
 
 

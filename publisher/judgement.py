@@ -25,7 +25,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from extractor.records import Snippet, Source, WrittenFor
-from extractor.written_for import WrittenForError, specifier
+from extractor.written_for import WrittenForError, of_docs, specifier
 from publisher import views
 from publisher.results import Column, Results
 from runner import classify
@@ -95,7 +95,16 @@ class Judgement:
 
 
 def written_for(source: Source) -> WrittenFor:
-    return source.written_for or UNRECORDED
+    """The source's recorded versions; for a schema-1 snippets.json (none recorded) a release's
+    docs are still read as that release line, anything else as written for every build."""
+    if source.written_for is not None:
+        return source.written_for
+    if source.corpus in ("vllm-docs", "html"):
+        inferred = of_docs(source.version, f"docs of vLLM {source.version} (inferred: not recorded in "
+                           "this snippets.json)", "")
+        if inferred is not None and inferred.basis == "release":
+            return inferred
+    return UNRECORDED
 
 
 def _lower_bound(spec: SpecifierSet) -> Version | None:
@@ -179,8 +188,10 @@ def _summary(j: Judgement, spec: SpecifierSet, older: list[Check]) -> str:
             f" From vLLM {later.version}: {views.depth_text(later.outcome)}." if later else "")
     if j.kind == "vllm-regression":
         good, bad = j.regression
-        return (f"Passed on vLLM {good.version} ({views.depth_text(good.outcome)}) and fails on vLLM {bad.version} "
-                f"at {bad.outcome.stage}, both builds the page is written for ({wf}): a vLLM regression, not a doc bug.")
+        return (f"Passed on vLLM {good.version} (commit {good.column.commit or 'unknown'}; "
+                f"{views.depth_text(good.outcome)}) and fails at {bad.outcome.stage} on vLLM {bad.version} (commit "
+                f"{bad.column.commit or 'unknown'}), both builds the page is written for ({wf}): a vLLM regression, "
+                "not a doc bug.")
     if j.kind == "needs-newer":
         return (f"Fails only on {_versions(older)}, older than the page's versions ({wf})"
                 + (f"; needs vLLM ≥ {j.works_from}." if j.works_from else "."))

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from publisher import history as hist
 from publisher import matrix_json, pages
-from publisher.judgement import Judge
+from publisher.judgement import JUDGEMENTS, Judge
 from publisher.results import Results
 
 PROJECT = Path(__file__).resolve().parents[1]
@@ -33,6 +33,11 @@ class Published:
     changes: list = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
+
+    def judged(self) -> str:
+        """`0 doc-drift, 0 vllm-regression, 17 needs-newer, 0 ok, 58 unknown`: one line for a console."""
+        kinds = [e["judgement"] for e in self.matrix.get("snippets", {}).values()]
+        return ", ".join(f"{kinds.count(k)} {k}" for k in JUDGEMENTS)
 
 
 def build_site(results: Results, site_dir: Path, *, history_dir: Path | None = None,

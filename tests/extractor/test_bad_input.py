@@ -71,7 +71,7 @@ def test_cli_reports_diagnostics_on_stderr_and_keeps_results(tmp_path):
     assert "nope: no such file or directory" in proc.stderr
     assert "docs/binary.md: contains NUL bytes" in proc.stderr
     data = json.loads(out.read_text())
-    assert data["schema"] == 1
+    assert data["schema"] == 2
     assert "good/model" in {s["model"] for s in data["snippets"]}
 
 

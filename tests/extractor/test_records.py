@@ -11,7 +11,7 @@ def test_catalog_round_trip_and_schema(tmp_path, corpus):
     path = tmp_path / "snippets.json"
     catalog.write(path)
     data = json.loads(path.read_text())
-    assert data["schema"] == SCHEMA == 1
+    assert data["schema"] == SCHEMA == 2
     for snippet in data["snippets"]:
         assert {"id", "kind", "argv", "env", "model", "speculative_config", "placeholders", "runnable",
                 "reason", "lints", "sources"} <= set(snippet)
@@ -20,10 +20,19 @@ def test_catalog_round_trip_and_schema(tmp_path, corpus):
             assert set(source["written_for"]) == {"spec", "origin", "basis"} and source["written_for"]["origin"]
     again = Catalog.read(path)
     assert [s.to_dict() for s in again.snippets] == [s.to_dict() for s in catalog.snippets]
-    data["schema"] = 2
+    data["schema"] = 3
     path.write_text(json.dumps(data))
-    with pytest.raises(ValueError, match="schema 2"):
+    with pytest.raises(ValueError, match="schema 3, this driftmatrix reads 1 and 2"):
         Catalog.read(path)
+    # a schema-1 file (before `written_for`) is still read: its pages' versions are unrecorded
+    data["schema"] = 1
+    for snippet in data["snippets"]:
+        for source in snippet["sources"]:
+            del source["written_for"]
+    path.write_text(json.dumps(data))
+    old = Catalog.read(path)
+    assert len(old.snippets) == len(catalog.snippets)
+    assert all(src.written_for is None for s in old.snippets for src in s.sources)
 
 
 def test_identical_invocations_are_merged(corpus):

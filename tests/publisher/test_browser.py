@@ -11,7 +11,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from conftest import serve_dir
+from sitehttp import serve_dir
 from publisher.results import load
 
 XSS = "<script>window.__pwned = 1</script><img src=x onerror=\"window.__pwned = 2\">"
