@@ -21,8 +21,9 @@ from runner.envs import ensure
 from runner.execute import Job, JobRunner, RunContext
 from runner.models import ModelResolver
 from runner.targets import DEFAULT_CPU, load
+from runner.settings import cache_dir
 
-CACHE = Path.home() / ".cache" / "driftmatrix"
+CACHE = cache_dir()
 
 
 def main() -> None:

@@ -36,8 +36,9 @@ from runner.models import ModelResolver  # noqa: E402
 from runner.server import free_port  # noqa: E402
 from runner.standins import build  # noqa: E402
 from runner.targets import DEFAULT_CPU, load  # noqa: E402
+from runner.settings import cache_dir
 
-CACHE = Path.home() / ".cache" / "driftmatrix"
+CACHE = cache_dir()
 
 
 def bare(env, model: Path) -> float:

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
-import extractor
-
-SAMPLE_DOCS = Path(extractor.__file__).resolve().parent / "data" / "sample-docs"
+from extractor import SAMPLE_DOCS
+from runner.settings import START_TIMEOUT_S, cache_dir
 
 
 def _variant_list(text: str) -> list[str]:
@@ -22,10 +20,17 @@ def _variant_list(text: str) -> list[str]:
     return names
 
 
+def version() -> str:
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+    try:
+        return installed("driftmatrix")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "(not installed)"
+
+
 def _cache_dir() -> Path:
-    base = os.environ.get("DRIFTMATRIX_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "driftmatrix")
-    return Path(base)
+    return cache_dir()
 
 
 def cmd_extract(args: argparse.Namespace) -> int:
@@ -131,6 +136,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="driftmatrix", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"driftmatrix {version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("extract", help="docs trees / pages -> snippets.json")
     p.add_argument("sources", nargs="*", metavar="SOURCE",
@@ -165,7 +171,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "without it; the default), self-spec (the served model as its own draft)")
     r.add_argument("--gpus", type=int, help="GPUs to use (default: as many as nvidia-smi lists; 0 = CPU)")
     r.add_argument("--gpu-mem", type=float, metavar="GB", help="memory per GPU: SKIP models that cannot fit")
-    r.add_argument("--start-timeout", type=float, default=900.0, metavar="S",
+    r.add_argument("--start-timeout", type=float, default=START_TIMEOUT_S, metavar="S",
                    help="deadline for a server to answer /health (default: %(default)s)")
     r.add_argument("--cache-dir", default=str(_cache_dir()), help="target environments (default: %(default)s)")
     r.add_argument("--workdir", help="server and helper logs (default: next to the output)")

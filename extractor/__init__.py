@@ -3,3 +3,8 @@
 Entry point: `extractor.catalog.extract(paths) -> (Catalog, unusable)`; records in
 `extractor.records`; one reader module per source kind.
 """
+
+from pathlib import Path
+
+SAMPLE_DOCS = Path(__file__).resolve().parent / "data" / "sample-docs"
+"""The embedded sample docs (`driftmatrix extract` with no SOURCE; the README's main job)."""

@@ -7,7 +7,7 @@ import json
 from typing import Callable
 
 from extractor.records import Snippet
-from runner.models import SPEC_FLAGS
+from extractor.shell_commands import SPEC_FLAGS
 
 PARALLEL_FLAGS = {"--tensor-parallel-size": 1, "-tp": 1, "--pipeline-parallel-size": 1, "-pp": 1,
                   "--data-parallel-size": 1, "-dp": 1}

@@ -1,6 +1,6 @@
 """Commands for a `docker` target (GPU runners with a Docker engine): vLLM in its image.
 
-The helper runs inside the image with `vllm_helper.py` mounted; servers use the host's
+The helper runs inside the image with `runner/intarget/` mounted; servers use the host's
 network so the runner's loopback port and /health work unchanged; local model dirs are
 mounted read-only at the same paths.  Teardown removes the container by name, since
 killing the `docker run` client does not stop it.
@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from runner.helper_client import HELPER
 
-INNER_HELPER = "/driftmatrix/vllm_helper.py"
+INNER = "/driftmatrix"
+INNER_HELPER = f"{INNER}/{HELPER.name}"
 
 
 def _mounts(dirs: list[str]) -> list[str]:
@@ -20,7 +21,7 @@ def _mounts(dirs: list[str]) -> list[str]:
 def helper_command(image: str, model_dirs: list[str], env: dict[str, str]) -> list[str]:
     envs = [a for k, v in env.items() for a in ("-e", f"{k}={v}")]
     return ["docker", "run", "-i", "--rm", "--network", "none", *envs, *_mounts(model_dirs),
-            "-v", f"{HELPER}:{INNER_HELPER}:ro", "--entrypoint", "python3", image, INNER_HELPER]
+            "-v", f"{HELPER.parent}:{INNER}:ro", "--entrypoint", "python3", image, INNER_HELPER]
 
 
 def server_command(image: str, name: str, serve_argv: list[str], env: dict[str, str], model_dirs: list[str],

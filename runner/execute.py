@@ -20,14 +20,15 @@ from pathlib import Path
 import httpx
 
 from extractor.records import Snippet
-from extractor.shell_commands import option_value
+from extractor.shell_commands import SPEC_FLAGS, option_value
 from runner import classify, docker_target, logscan, perf, probes, source_trees, standins
 from runner.argv_edit import VARIANTS, devices_needed, variant_argv
 from runner.envs import TargetEnv
 from runner.helper_client import Helper, HelperError
-from runner.models import ModelResolver, SPEC_FLAGS, estimated_bytes, has_weights, needed_models, substitute
-from runner.records import TIERS, Outcome, TargetRef
+from runner.models import ModelResolver, estimated_bytes, has_weights, needed_models, substitute
+from runner.records import TIERS, JobKey, Outcome, TargetRef
 from runner.redact import Redactor
+from runner.settings import START_TIMEOUT_S, cache_dir
 from runner.server import Server, free_port, gpu_memory_used, serve_args
 
 TOOL_FLAGS = ("--enable-auto-tool-choice", "--tool-call-parser")
@@ -40,9 +41,9 @@ class Job:
     tier: str
     variant: str | None = None
 
-    def key(self) -> tuple:
+    def key(self) -> JobKey:
         t = self.target
-        return (self.snippet.id, self.variant, t.target.name, t.version, t.commit, self.tier)
+        return JobKey(self.snippet.id, self.variant, t.target.name, t.version, t.commit, self.tier)
 
 
 @dataclass
@@ -51,7 +52,7 @@ class RunContext:
     workdir: Path
     """Server logs and helper logs go here."""
     base_env: dict[str, str] = field(default_factory=dict)
-    start_timeout: float = 900.0
+    start_timeout: float = START_TIMEOUT_S
     gpus: int = 0
     gpu_mem_gb: float | None = None
     redact: Redactor = field(default_factory=Redactor)
@@ -59,7 +60,7 @@ class RunContext:
     stand_ins: str | None = None
     """None, `tiny` (2-layer twins) or `full` (the source's sizes, random weights: for perf on a GPU)."""
     """Replace models that cannot be had by twins built in the target's env."""
-    cache_dir: Path = Path.home() / ".cache" / "driftmatrix"
+    cache_dir: Path = field(default_factory=cache_dir)
 
     def helper(self, target: TargetEnv) -> Helper:
         name = target.target.name

@@ -10,7 +10,9 @@ import threading
 import time
 from pathlib import Path
 
-HELPER = Path(__file__).resolve().parent / "vllm_helper.py"
+from runner.settings import HELPER_ANSWER_S, HELPER_IMPORT_S
+
+HELPER = Path(__file__).resolve().parent / "intarget" / "vllm_helper.py"
 
 
 class HelperError(RuntimeError):
@@ -18,7 +20,7 @@ class HelperError(RuntimeError):
 
 
 class Helper:
-    def __init__(self, python: str, env: dict[str, str], log_path: Path, import_timeout: float = 600,
+    def __init__(self, python: str, env: dict[str, str], log_path: Path, import_timeout: float = HELPER_IMPORT_S,
                  command: list[str] | None = None):
         self.python, self.env, self.log_path = python, env, log_path
         self.command = command or [python, str(HELPER)]  # docker targets run it inside the image
@@ -64,7 +66,7 @@ class Helper:
         except OSError:
             return ""
 
-    def ask(self, argv: list[str], tier: str, timeout: float = 300, env: dict[str, str] | None = None) -> dict:
+    def ask(self, argv: list[str], tier: str, timeout: float = HELPER_ANSWER_S, env: dict[str, str] | None = None) -> dict:
         """Run the parse (or parse+config) tier on `argv`; restarts a dead helper once."""
         with self.lock:
             for attempt in (1, 2):

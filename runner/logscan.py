@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from runner.intarget.vllm_paths import relative
+
 LOG_LINE = re.compile(
     r"^(?:\((?P<proc>[^)]*)\)\s+)?(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL)\s+"
     r"\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?\s+\[(?P<file>[^\]:]+):(?P<line>\d+)\]\s?(?P<msg>.*)$")
@@ -60,16 +62,6 @@ class Traceback:
         if not frame:
             return None
         return {"file": relative(frame["path"]), "line": frame["line"], "function": frame["function"]}
-
-
-def relative(path: str) -> str:
-    """`vllm/...` for a file of an installed vLLM (site-packages, or a carried/source tree)."""
-    for marker in ("site-packages/", "dist-packages/"):
-        if marker in path:
-            return path.rsplit(marker, 1)[1]
-    if "/vllm/" in path:
-        return "vllm/" + path.rsplit("/vllm/", 1)[1]
-    return path
 
 
 def strip(line: str) -> str:

@@ -1,11 +1,15 @@
-"""`driftmatrix run`: snippets.json × targets -> outcomes.jsonl."""
+"""`driftmatrix run`: snippets.json × targets -> outcomes.jsonl.
+
+Exit status: 0 when every job reached a verdict (PASS, WARN, FAIL or SKIP: drift is reported in
+the outcomes, not here); EXIT_ERRORS when any job ended in ERROR (ours or the machine's: a broken
+shard is red in CI); 2 when the targets or snippets file cannot be used."""
 
 from __future__ import annotations
 
 import json
 import queue
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from extractor.records import Catalog
@@ -14,9 +18,14 @@ from runner.envs import EnvError, TargetEnv, ensure
 from runner.argv_edit import devices_needed
 from runner.execute import Job, JobRunner, RunContext, host_facts
 from runner.models import ModelResolver
-from runner.records import TIERS, Evidence, Outcome, TargetRef
+from runner.records import TIERS, VERDICTS, Evidence, Outcome, TargetRef
 from runner.redact import Redactor
+from runner.settings import START_TIMEOUT_S, cache_dir
 from runner.targets import TargetConfigError, TargetsFile, default_path, gpu_count, load
+
+
+EXIT_ERRORS = 3
+"""Some job ended in ERROR (its outcome says why; the other outcomes are written as usual)."""
 
 
 @dataclass
@@ -31,8 +40,8 @@ class RunOptions:
     """Extra runs per snippet: `no-spec` (speculative config removed), `self-spec` (own draft)."""
     gpus: int | None = None
     gpu_mem: float | None = None
-    start_timeout: float = 900.0
-    cache_dir: Path = Path.home() / ".cache" / "driftmatrix"
+    start_timeout: float = START_TIMEOUT_S
+    cache_dir: Path = field(default_factory=cache_dir)
     workdir: Path | None = None
     fmt: str = "rich"
     junit: Path | None = None
@@ -136,6 +145,10 @@ def run(opts: RunOptions, console=None) -> int:
         junit.write(finished, opts.junit)
     if opts.fmt != "json":
         _summary(finished, console, opts.tier)
+    errors = sum(o.verdict == "ERROR" for o in finished)
+    if errors:
+        console.print(f"[red]{errors} job(s) ended in ERROR (ours or the machine's, not the docs'): exit {EXIT_ERRORS}")
+        return EXIT_ERRORS
     return 0
 
 
@@ -203,7 +216,7 @@ def _summary(outcomes: list[Outcome], console, tier: str) -> None:
         return
     table = Table(title=f"driftmatrix run — tiers up to {tier}")
     table.add_column("target")
-    verdicts = ["PASS", "WARN", "FAIL", "SKIP", "ERROR"]
+    verdicts = VERDICTS
     for v in verdicts:
         table.add_column(v, justify="right")
     by_target: dict[str, dict[str, int]] = {}

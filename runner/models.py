@@ -15,7 +15,6 @@ from typing import Any
 
 import httpx
 
-SPEC_FLAGS = ("--speculative-config", "--speculative_config", "-sc")
 STANDIN_MARKER = "driftmatrix-standin.json"
 
 

@@ -19,6 +19,7 @@ import time
 import httpx
 
 from runner.probes import spec_decode_metrics
+from runner.settings import PERF_REQUEST_S
 
 PROMPT = "Tell a long story about a lighthouse keeper and the ships that pass in the night."
 
@@ -77,7 +78,7 @@ def _delta(before: dict | None, after: dict | None) -> dict | None:
 
 
 def measure(base: str, *, concurrency: int = 16, max_tokens: int = 256, api_key: str | None = None,
-            timeout: float = 600) -> dict:
+            timeout: float = PERF_REQUEST_S) -> dict:
     """{single, concurrent, spec_decode (counter deltas during the runs)} for the server at `base`."""
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     with httpx.Client(timeout=30, headers=headers) as client:

@@ -17,6 +17,8 @@ from typing import Callable
 
 import httpx
 
+from runner.settings import PROBE_REQUEST_S
+
 SCHEMA = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
 TOOL = {"type": "function", "function": {
     "name": "get_weather", "description": "Weather for a city",
@@ -156,7 +158,7 @@ def plan(tool_flags: bool, multimodal: bool) -> list[tuple[str, Callable]]:
     return steps
 
 
-def run(ctx: ProbeContext, tool_flags: bool, multimodal: bool, spec: bool, timeout: float = 120,
+def run(ctx: ProbeContext, tool_flags: bool, multimodal: bool, spec: bool, timeout: float = PROBE_REQUEST_S,
         api_key: str | None = None) -> tuple[list[dict], dict | None]:
     results = []
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}

@@ -7,11 +7,25 @@ finishes, so several targets and shards can be merged by concatenation.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any
+from typing import Any, NamedTuple
 
 SCHEMA = 1
 VERDICTS = ("PASS", "WARN", "FAIL", "SKIP", "ERROR")
 TIERS = ("parse", "config", "start", "probe", "perf")
+
+
+class JobKey(NamedTuple):
+    """A job's identity: the same key is the same job (a rerun with it is reused, not run)."""
+
+    snippet_id: str
+    variant: str | None
+    target: str
+    """The target's name."""
+    version: str
+    """The build's vLLM version (for a job not yet run: the version its target pins)."""
+    commit: str | None
+    tier: str
+    """The last tier asked for."""
 
 
 @dataclass
@@ -97,10 +111,10 @@ class Outcome:
     """Machine facts: hostname, cpu count, GPU name when present."""
     schema: int = SCHEMA
 
-    def key(self) -> tuple:
-        """The cache key: unchanged (snippet, variant, build, tier) need not run again."""
-        return (self.snippet_id, self.variant, self.target.name, self.target.version,
-                self.target.commit, self.tier)
+    def key(self) -> JobKey:
+        """The job it is the outcome of: unchanged (snippet, variant, build, tier) need not run again."""
+        return JobKey(self.snippet_id, self.variant, self.target.name, self.target.version, self.target.commit,
+                      self.tier)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -19,6 +19,7 @@ from pathlib import Path
 import httpx
 
 from runner.argv_edit import without_options
+from runner.settings import STOP_GRACE_S
 
 HOST_FLAGS = {"--host", "--port", "--uds"}
 
@@ -148,7 +149,7 @@ class Server:
                     return "timeout"
                 time.sleep(poll_s)
 
-    def stop(self, grace_s: float = 15.0) -> dict:
+    def stop(self, grace_s: float = STOP_GRACE_S) -> dict:
         if self.proc is None:
             return {}
         pgid = self.proc.pid

@@ -22,8 +22,9 @@ import httpx
 
 from runner.envs import TargetEnv
 from runner.models import STANDIN_MARKER
+from runner.settings import STANDIN_BUILD_S
 
-BUILDER = Path(__file__).resolve().parent / "standin_build.py"
+BUILDER = Path(__file__).resolve().parent / "intarget" / "standin_build.py"
 BUILDER_FILES = [BUILDER, BUILDER.with_name("standin_gemma4.py")]
 # model id families the builder knows; the first match wins
 FAMILIES = [
@@ -124,7 +125,7 @@ def build(model_or_config: str, env: TargetEnv, out: Path, *, cache: Path, layer
         cmd += ["--tokenizer-from", tokenizer_from]
     if full_size:
         cmd.append("--full-size")
-    proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **env.env}, timeout=1800)
+    proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **env.env}, timeout=STANDIN_BUILD_S)
     if proc.returncode:
         tail = "\n".join(proc.stderr.strip().splitlines()[-5:])
         raise StandInError(f"building a {family} twin with transformers {env.info.get('transformers')} failed: {tail}")

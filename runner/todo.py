@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from extractor.records import Catalog
 from runner import counts, plan
-from runner.records import Outcome
+from runner.records import JobKey, Outcome
 from runner.targets import Target
 
 
@@ -32,7 +32,7 @@ class Todo:
 
 def todo(catalog: Catalog, targets: list[Target], tier: str, previous: list[Outcome], pairs: list[tuple],
          shards: int) -> Todo:
-    done = {(o.snippet_id, o.variant, o.target.name, o.target.version, o.tier) for o in previous if counts.is_done(o)}
+    done = {o.key()._replace(commit=None) for o in previous if counts.is_done(o)}  # by pinned version
     out = Todo(by_target={t.name: 0 for t in targets})
     cost = lambda p: plan.predicted_cost(p[0], tier)  # noqa: E731
     for index in range(max(shards, 1)):
@@ -41,7 +41,7 @@ def todo(catalog: Catalog, targets: list[Target], tier: str, previous: list[Outc
         for target in targets:
             pin = target.pinned_version()
             for snippet, variant in mine:
-                if pin and (snippet.id, variant, target.name, pin, tier) in done:
+                if pin and JobKey(snippet.id, variant, target.name, pin, None, tier) in done:
                     out.reused += 1
                     continue
                 out.jobs += 1

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 from extractor.catalog import extract
 from runner.records import Outcome
+from runner.settings import cache_dir
 
 HERE = Path(__file__).resolve().parent
-CACHE = Path(os.environ.get("DRIFTMATRIX_CACHE") or Path.home() / ".cache" / "driftmatrix")
+CACHE = cache_dir()
 
 
 def docs_tree(root: Path, markdown: str) -> Path:

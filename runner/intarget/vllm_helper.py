@@ -25,12 +25,7 @@ os.dup2(2, 1)
 sys.stdout = sys.stderr
 
 
-def rel(path):
-    """A source path as `vllm/…/file.py`, independent of where the env lives."""
-    for marker in ("site-packages/", "dist-packages/"):
-        if marker in path:
-            return path.rsplit(marker, 1)[1]
-    return path
+from vllm_paths import relative as rel  # next to this file, so on sys.path when run as a script
 
 
 class Collector(logging.Handler):
