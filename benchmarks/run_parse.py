@@ -18,7 +18,8 @@ from pathlib import Path
 
 from extractor.catalog import extract
 from runner.envs import ensure
-from runner.execute import Job, JobRunner, RunContext
+from runner.execute import JobRunner
+from runner.job import Job, RunContext
 from runner.models import ModelResolver
 from runner.targets import DEFAULT_CPU, load
 from runner.settings import cache_dir

@@ -31,7 +31,8 @@ sys.path.insert(0, str(REPO / "tests" / "runner"))
 from runhelp import catalog_of, docs_tree  # noqa: E402
 
 from runner.envs import ensure  # noqa: E402
-from runner.execute import Job, JobRunner, RunContext  # noqa: E402
+from runner.execute import JobRunner  # noqa: E402
+from runner.job import Job, RunContext  # noqa: E402
 from runner.models import ModelResolver  # noqa: E402
 from runner.server import free_port  # noqa: E402
 from runner.standins import build  # noqa: E402

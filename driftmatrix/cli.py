@@ -86,7 +86,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         shard=args.shard, variants=args.variants, gpus=args.gpus, gpu_mem=args.gpu_mem,
         start_timeout=args.start_timeout, cache_dir=Path(args.cache_dir),
         workdir=Path(args.workdir) if args.workdir else None, fmt=args.format,
-        junit=Path(args.junit) if args.junit else None, target_names=args.target, stand_ins=args.stand_ins))
+        junit=Path(args.junit) if args.junit else None, target_names=args.target, stand_ins=args.stand_ins,
+        jobs=args.jobs))
 
 
 def cmd_standin(args: argparse.Namespace) -> int:
@@ -171,6 +172,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "without it; the default), self-spec (the served model as its own draft)")
     r.add_argument("--gpus", type=int, help="GPUs to use (default: as many as nvidia-smi lists; 0 = CPU)")
     r.add_argument("--gpu-mem", type=float, metavar="GB", help="memory per GPU: SKIP models that cannot fit")
+    r.add_argument("--jobs", type=int, metavar="N", help="jobs at once (default: one per GPU; without a GPU, two "
+                                                       "servers side by side when the memory allows)")
     r.add_argument("--start-timeout", type=float, default=START_TIMEOUT_S, metavar="S",
                    help="deadline for a server to answer /health (default: %(default)s)")
     r.add_argument("--cache-dir", default=str(_cache_dir()), help="target environments (default: %(default)s)")

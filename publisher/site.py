@@ -18,7 +18,19 @@ from publisher import matrix_json, pages
 from publisher.judgement import JUDGEMENTS, Judge
 from publisher.results import Results
 
-PROJECT = Path(__file__).resolve().parents[1]
+PACKAGED = Path(__file__).resolve().parent / "site_skeleton"
+"""Where a wheel carries the site skeleton (setup.py copies the repository's mkdocs.yml + docs/)."""
+SOURCE = Path(__file__).resolve().parents[1]
+"""A source checkout or an editable install: the repository root."""
+
+
+def skeleton() -> Path:
+    """The mkdocs project the site is built from (mkdocs.yml + docs/)."""
+    for root in (PACKAGED, SOURCE):
+        if (root / "mkdocs.yml").is_file() and (root / "docs").is_dir():
+            return root
+    raise PublishError(f"the site skeleton (mkdocs.yml + docs/) is in neither {PACKAGED} (an installed wheel) nor "
+                       f"{SOURCE} (a source checkout): reinstall driftmatrix from a wheel or a checkout")
 
 
 class PublishError(Exception):
@@ -41,8 +53,9 @@ class Published:
 
 
 def build_site(results: Results, site_dir: Path, *, history_dir: Path | None = None,
-               annotated: dict | None = None, project: Path = PROJECT) -> Published:
+               annotated: dict | None = None, project: Path | None = None) -> Published:
     t0 = time.monotonic()
+    project = project or skeleton()
     past = hist.load(history_dir)
     judge = Judge(results)
     doc = matrix_json.build(results, past.snapshots, judge=judge)

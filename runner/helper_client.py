@@ -8,11 +8,39 @@ import selectors
 import subprocess
 import threading
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from runner.settings import HELPER_ANSWER_S, HELPER_IMPORT_S
 
 HELPER = Path(__file__).resolve().parent / "intarget" / "vllm_helper.py"
+
+
+@dataclass
+class HelperAnswer:
+    """The helper's answer to one parse (or parse + config) request, as a typed record."""
+
+    result: Literal["ok", "failed", "skipped"]
+    """`ok`: vLLM accepted it; `failed`: vLLM raised (see `error`); `skipped`: the helper could not
+    check it here (e.g. a CUDA build's engine config on a machine without an accelerator)."""
+    stage: str = "parse"
+    """The tier it got to: `parse` or `config`."""
+    error: dict = field(default_factory=dict)
+    """`{type, message, location: {file, line, function}, traceback}` when it failed."""
+    skip: str | None = None
+    """Why it was skipped."""
+    warnings: list[dict] = field(default_factory=list)
+    """vLLM WARNING records while parsing/configuring: `{file, line, message}`."""
+    effective_config: dict = field(default_factory=dict)
+    """Resolved engine settings (config tier)."""
+
+    @classmethod
+    def from_json(cls, data: dict) -> HelperAnswer:
+        ok = data.get("ok")
+        return cls("skipped" if ok is None else "ok" if ok else "failed", data.get("stage") or "parse",
+                   data.get("error") or {}, data.get("skip"), list(data.get("warnings") or []),
+                   dict(data.get("effective_config") or {}))
 
 
 class HelperError(RuntimeError):
@@ -66,7 +94,8 @@ class Helper:
         except OSError:
             return ""
 
-    def ask(self, argv: list[str], tier: str, timeout: float = HELPER_ANSWER_S, env: dict[str, str] | None = None) -> dict:
+    def ask(self, argv: list[str], tier: str, timeout: float = HELPER_ANSWER_S,
+            env: dict[str, str] | None = None) -> HelperAnswer:
         """Run the parse (or parse+config) tier on `argv`; restarts a dead helper once."""
         with self.lock:
             for attempt in (1, 2):
@@ -76,7 +105,7 @@ class Helper:
                 try:
                     self.proc.stdin.write((json.dumps({"id": self._seq, "argv": argv, "tier": tier, "env": env or {}}) + "\n").encode())
                     self.proc.stdin.flush()
-                    return self._read(timeout)
+                    return HelperAnswer.from_json(self._read(timeout))
                 except (HelperError, BrokenPipeError, OSError) as err:
                     self.close()
                     if attempt == 2:

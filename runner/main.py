@@ -16,11 +16,12 @@ from extractor.records import Catalog
 from runner import junit, plan, store
 from runner.envs import EnvError, TargetEnv, ensure
 from runner.argv_edit import devices_needed
-from runner.execute import Job, JobRunner, RunContext, host_facts
+from runner.execute import JobRunner
+from runner.job import Job, RunContext, host_facts
 from runner.models import ModelResolver
 from runner.records import TIERS, VERDICTS, Evidence, Outcome, TargetRef
 from runner.redact import Redactor
-from runner.settings import START_TIMEOUT_S, cache_dir
+from runner.settings import START_TIMEOUT_S, cache_dir, default_jobs
 from runner.targets import TargetConfigError, TargetsFile, default_path, gpu_count, load
 
 
@@ -48,6 +49,8 @@ class RunOptions:
     target_names: list[str] | None = None
     stand_ins: str | None = None
     """`tiny` or `full` twins for models that cannot be had; None: such snippets SKIP."""
+    jobs: int | None = None
+    """Jobs at once (None: one per GPU, or side by side on a CPU where memory allows; settings.py)."""
 
 
 class GpuPool:
@@ -134,6 +137,7 @@ def run(opts: RunOptions, console=None) -> int:
                 skipped_done += 1
                 continue
             jobs.append(job)
+    jobs = _interleaved(jobs)
     if skipped_done:
         console.print(f"{skipped_done} job(s) already in {opts.output}: reused, not re-run")
     try:
@@ -186,11 +190,11 @@ def _execute(jobs: list[Job], ctx: RunContext, out_store: store.Store, opts: Run
                                   "verdict": outcome.verdict, "reason": outcome.reason}), flush=True)
 
     with progress:
-        workers = max(ctx.gpus, 1)
+        workers = opts.jobs or default_jobs(ctx.gpus)
         if workers == 1:
             for job in jobs:
                 do(job)
-        else:  # one job per GPU at a time; parse/config-only jobs need no GPU
+        else:  # side by side: one job per GPU (parse/config-only jobs need none), or a few on a CPU
             q: queue.Queue = queue.Queue()
             for job in jobs:
                 q.put(job)
@@ -205,9 +209,25 @@ def _execute(jobs: list[Job], ctx: RunContext, out_store: store.Store, opts: Run
             threads = [threading.Thread(target=worker, daemon=True) for _ in range(workers)]
             for t in threads:
                 t.start()
-            for t in threads:
-                t.join()
+            try:
+                for t in threads:
+                    t.join()
+            except BaseException:  # SIGTERM/Ctrl-C reach the main thread: tear down what the workers run
+                while not q.empty():
+                    q.get_nowait()
+                runner.abort()
+                raise
     return results
+
+
+def _interleaved(jobs: list[Job]) -> list[Job]:
+    """Targets taking turns, so jobs run side by side are mostly of different targets (each with its
+    own helper), in each target's own order."""
+    by_target: dict[str, list[Job]] = {}
+    for job in jobs:
+        by_target.setdefault(job.target.target.name, []).append(job)
+    queues = list(by_target.values())
+    return [q[i] for i in range(max((len(q) for q in queues), default=0)) for q in queues if i < len(q)]
 
 
 def _summary(outcomes: list[Outcome], console, tier: str) -> None:

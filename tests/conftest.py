@@ -16,3 +16,14 @@ def corpus() -> Path:
     if not (CORPUS / "vllm-docs" / "0.33.0").is_dir():
         pytest.fail(f"the shared corpus is missing at {CORPUS} (set DRIFTMATRIX_CORPUS)")
     return CORPUS
+
+
+# The modules that start most servers go first, so that with `-n 2` (pytest-xdist, the README's
+# test command) they overlap each other and everything else instead of forming the tail.
+SLOWEST_FIRST = ("test_gemma4.py", "test_serve.py", "test_logscan.py", "test_perf.py", "test_standins.py",
+                 "test_hygiene.py", "test_tiers.py", "test_judged.py")
+
+
+def pytest_collection_modifyitems(items):
+    rank = {name: i for i, name in enumerate(SLOWEST_FIRST)}
+    items.sort(key=lambda item: rank.get(Path(str(item.fspath)).name, len(rank)))

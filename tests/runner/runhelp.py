@@ -34,9 +34,13 @@ def catalog_of(root: Path) -> tuple[Path, dict[str, list[str]]]:
     return path, by_anchor
 
 
+def run_argv(*args: str) -> list[str]:
+    """`driftmatrix run ARGS...` as an argv list."""
+    return [sys.executable, "-m", "driftmatrix.cli", "run", *args]
+
+
 def run_cli(*args: str, cwd: Path, check: bool = True) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, "-m", "driftmatrix.cli", "run", *args, "--cache-dir", str(CACHE)],
-                          cwd=cwd, capture_output=True, text=True)
+    proc = subprocess.run(run_argv(*args, "--cache-dir", str(CACHE)), cwd=cwd, capture_output=True, text=True)
     if check and proc.returncode:
         raise AssertionError(f"driftmatrix run exited {proc.returncode}:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
     return proc

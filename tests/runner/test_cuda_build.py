@@ -8,8 +8,8 @@ import os
 import subprocess
 
 import pytest
-
 from runhelp import CACHE, outcomes, pick, run_cli
+
 from runner.envs import ensure
 from runner.targets import DEFAULT_GPU, load
 

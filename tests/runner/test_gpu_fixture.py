@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from runhelp import HERE
+
 from runner.records import Outcome
 
 FIXTURES = HERE.parent / "fixtures" / "gpu"

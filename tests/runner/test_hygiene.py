@@ -10,7 +10,12 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from runhelp import CACHE, catalog_of, docs_tree, outcomes, run_cli
+
+from runner.main import EXIT_ERRORS
+
+pytestmark = pytest.mark.xdist_group("hygiene")  # runs in one worker with the tests sharing its servers
 
 BATCH = """# batch
 
@@ -43,8 +48,9 @@ def server_pids(log: Path) -> set[int]:
 def test_server_killed_at_deadline_leaves_nothing(docs, targets_toml, tmp_path):
     snippets, ids = docs
     out = tmp_path / "o.jsonl"
-    run_cli(str(snippets), "--targets", str(targets_toml), "--target", "nightly", "--only", ids["tools"][0],
-            "--start-timeout", "8", "-o", str(out), cwd=tmp_path)
+    proc = run_cli(str(snippets), "--targets", str(targets_toml), "--target", "nightly", "--only", ids["tools"][0],
+                   "--start-timeout", "8", "-o", str(out), cwd=tmp_path, check=False)
+    assert proc.returncode == EXIT_ERRORS, proc.stderr[-2000:]  # an ERROR is ours: the run is red
     [o] = outcomes(out)
     assert (o.verdict, o.stage) == ("ERROR", "start") and "deadline" in o.reason
     assert o.evidence.server["state"] == "timeout" and o.evidence.server["left_processes"] == 0
@@ -83,7 +89,7 @@ def test_killed_runner_keeps_finished_outcomes_and_rerun_skips_them(targets_toml
     assert not alive(pids), "server processes outlived the runner"
     # rerun: the finished outcome is kept byte for byte and not re-run
     proc = run_cli(str(snippets), "--targets", str(targets_toml), "--target", "nightly", "-o", str(out),
-                   "--start-timeout", "5", cwd=tmp_path)
+                   "--start-timeout", "5", cwd=tmp_path, check=False)
     assert "1 job(s) already in" in proc.stderr
     after = out.read_text()
     assert after.startswith(before) and after.count("\n") == 2

@@ -10,14 +10,16 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from runhelp import HERE, docs_tree, run_cli
+
 from extractor.catalog import extract
 from extractor.written_for import override
 from publisher import annotate as ann
 from publisher.judgement import Judge
 from publisher.results import load
 from runner.targets import DEFAULT_CPU
+
+pytestmark = pytest.mark.xdist_group("config-run")  # runs in one worker with the tests sharing its servers
 
 ADDED, REMOVED = "a-flag-added-after-0201", "a-removed-flag"
 

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from runner import classify, logscan
+
+pytestmark = pytest.mark.xdist_group("served")  # runs in one worker with the tests sharing its servers
 
 
 def real_logs(work):
@@ -12,7 +16,7 @@ def real_logs(work):
 def test_warnings_engine_config_and_no_tracebacks_before_ready(served):
     _, ids, work, _ = served
     logs = real_logs(work)
-    lines = logs[f"{ids['draft-model'][0]}-doc-nightly-probe.log"]
+    lines = logs[f"{ids['draft-model'][0]}-doc-nightly-perf.log"]
     cfg = logscan.engine_config(lines)
     assert cfg["speculative_method"] == "draft_model" and cfg["num_speculative_tokens"] == 2
     assert cfg["max_model_len"] == 512

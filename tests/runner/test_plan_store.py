@@ -114,8 +114,8 @@ def test_env_cache_keys():
     nightly = load(DEFAULT_GPU).targets[1]
     assert nightly.pre and "==" not in nightly.pip
     # an unpinned nightly is re-resolved daily: today's date is part of its key
-    from datetime import datetime, timezone
     import hashlib
+    from datetime import datetime, timezone
     spec = {"pip": nightly.pip, "index_urls": nightly.index_urls, "extra": [], "python": None, "docker": None,
             "pre": True, "day": datetime.now(timezone.utc).date().isoformat()}
     assert nightly.key() == hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:12]

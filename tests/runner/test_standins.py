@@ -8,9 +8,11 @@ import subprocess
 import sys
 
 import pytest
-
 from runhelp import CACHE, HERE, catalog_of, docs_tree, outcomes, pick, run_cli
+
 from runner.standins import StandInError, build
+
+pytestmark = pytest.mark.xdist_group("standins")  # runs in one worker with the tests sharing its servers
 
 REPO = HERE.parent.parent
 

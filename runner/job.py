@@ -1,0 +1,92 @@
+"""What a job is and what the whole run shares: `Job` (one snippet or its variant x one target x
+the last tier asked for) and `RunContext` (model resolver, helpers, workdir, deadlines)."""
+
+from __future__ import annotations
+
+import functools
+import os
+import platform
+import socket
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from extractor.records import Snippet
+from runner import docker_target
+from runner.envs import TargetEnv
+from runner.helper_client import Helper
+from runner.models import ModelResolver
+from runner.records import JobKey
+from runner.redact import Redactor
+from runner.settings import START_TIMEOUT_S, cache_dir
+
+
+@dataclass
+class Job:
+    snippet: Snippet
+    target: TargetEnv
+    tier: str
+    """The last tier asked for."""
+    variant: str | None = None
+    """None: the command as documented; `no-spec` / `self-spec`: driftmatrix's variant of it."""
+
+    def key(self) -> JobKey:
+        t = self.target
+        return JobKey(self.snippet.id, self.variant, t.target.name, t.version, t.commit, self.tier)
+
+
+@dataclass
+class RunContext:
+    resolver: ModelResolver
+    workdir: Path
+    """Server logs and helper logs go here."""
+    base_env: dict[str, str] = field(default_factory=dict)
+    start_timeout: float = START_TIMEOUT_S
+    gpus: int = 0
+    gpu_mem_gb: float | None = None
+    redact: Redactor = field(default_factory=Redactor)
+    helpers: dict[str, Helper] = field(default_factory=dict)
+    stand_ins: str | None = None
+    """None, `tiny` (2-layer twins) or `full` (the source's sizes, random weights: for perf on a GPU):
+    replace models that cannot be had by twins built in the target's env."""
+    cache_dir: Path = field(default_factory=cache_dir)
+
+    @property
+    def device(self) -> str:
+        return "gpu" if self.gpus else "cpu"
+
+    def helper(self, target: TargetEnv) -> Helper:
+        """The target's long-lived parse/config helper (started on first use)."""
+        name = target.target.name
+        if name not in self.helpers:
+            env = {**self.base_env, **target.env}
+            if not self.resolver.hub:
+                env["HF_HUB_OFFLINE"] = "1"
+            command = None
+            if target.target.docker:
+                command = docker_target.helper_command(target.target.docker, list(self.resolver.model_map.values()),
+                                                       {**env, **target.env})
+            self.helpers[name] = Helper(target.python, env, self.workdir / f"helper-{name}.log", command=command)
+        return self.helpers[name]
+
+    def close(self) -> None:
+        for helper in self.helpers.values():
+            helper.close()
+
+
+@functools.lru_cache(maxsize=1)
+def _host_facts() -> dict:
+    facts = {"hostname": socket.gethostname(), "cpus": os.cpu_count(), "platform": platform.platform()}
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=30)
+        if out.returncode == 0 and out.stdout.strip():
+            facts["gpus"] = [line.strip() for line in out.stdout.strip().splitlines()]
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+    return facts
+
+
+def host_facts() -> dict:
+    """The machine, looked up once per process (a copy: outcomes must not share it)."""
+    return dict(_host_facts())

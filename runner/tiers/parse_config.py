@@ -1,0 +1,43 @@
+"""The parse tier (the target's own `vllm serve` parser and its validation) and the config tier
+(`create_engine_config`: speculative method resolution, cross-feature checks), in one request to
+the target's long-lived helper. The config tier needs every model's config.json: a placeholder
+or a model that cannot be had SKIPs it, after the parser has checked the flags."""
+
+from __future__ import annotations
+
+from runner import classify
+from runner.tiers.state import JobState, Verdict, fail, literal_env, skip
+
+
+def parse_config(state: JobState) -> Verdict | None:
+    job, out = state.job, state.outcome
+    want_config = state.wants("config") and not state.placeholders and not state.missing
+    state.report("config" if want_config else "parse")
+    answer = state.ctx.helper(job.target).ask(state.argv, "config" if want_config else "parse",
+                                              env=literal_env(job))
+    out.evidence.warnings.extend({**w, "feature": classify.is_feature_warning(w["message"])} for w in answer.warnings)
+    out.evidence.effective_config.update(answer.effective_config)
+    out.stage = answer.stage
+    if answer.result == "skipped":
+        return skip(answer.skip or "the helper could not check it here", answer.stage)
+    if answer.result == "failed":
+        return _failed(state, answer.stage, answer.error)
+    if not state.wants("config"):
+        return None
+    if state.placeholders:
+        return skip(f"placeholder {', '.join(state.placeholders)} must be filled in", "config")
+    if state.missing:
+        why = f"; no stand-in: {'; '.join(state.why_not)}" if state.why_not else ""
+        return skip(f"model {', '.join(state.missing)} not available here (no model-map entry, Hugging Face hub "
+                    f"unreachable{why})", "config")
+    return None
+
+
+def _failed(state: JobState, stage: str, err: dict) -> Verdict:
+    message = err.get("message") or ""
+    placeholders = state.placeholders
+    unknown_flag = "unrecognized arguments" in message and not any(p in message for p in placeholders)
+    if placeholders and not unknown_flag:  # a value we had to leave unfilled may be the cause
+        return skip(f"placeholder {', '.join(placeholders)} must be filled in (parse error on it: {message})", stage)
+    exc = {k: err.get(k) for k in ("type", "message", "location", "traceback")} if err else None
+    return fail(state, stage, exc)

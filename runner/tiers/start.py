@@ -1,0 +1,111 @@
+"""The start tier: a real `vllm serve` (or the image's, for a docker target) in its own process
+group on a free loopback port, ready when /health answers 200 within the deadline. A command
+that asks for more devices (or memory) than the run has is SKIPped before anything starts. A
+server that dies first is classified by the root cause of its traceback; our deadline, a taken
+port or a death without a traceback is an ERROR, never the docs'."""
+
+from __future__ import annotations
+
+import os
+
+from extractor.shell_commands import option_value
+from runner import classify, docker_target, logscan
+from runner.argv_edit import devices_needed
+from runner.models import estimated_bytes
+from runner.server import Server, free_port, serve_args
+from runner.tiers.state import JobState, Verdict, error, fail, literal_env, read_log, skip
+
+
+def start(state: JobState) -> Verdict | None:
+    too_big = _too_big(state)
+    if too_big:
+        return too_big
+    env = _server_env(state)
+    state.api_key = option_value(state.argv, "--api-key") or env.get("VLLM_API_KEY")
+    state.ctx.redact.add(state.api_key)
+    for last in (False, True):
+        verdict = _one_start(state, env, retry=not last)
+        if verdict == "ready":
+            return None
+        if verdict != "port taken":
+            return verdict
+        state.outcome.evidence.notes.append(f"port {state.outcome.evidence.server['port']} was taken; retried on "
+                                            "another")
+    raise AssertionError("unreachable: the second attempt decides")
+
+
+def _too_big(state: JobState) -> Verdict | None:
+    ctx, snippet = state.ctx, state.job.snippet
+    need = devices_needed(state.argv)
+    if need > max(ctx.gpus, 1):
+        where = f"{ctx.gpus} GPU(s)" if ctx.gpus else "CPU (one device)"
+        return skip(f"needs {need} devices (tensor x pipeline x data parallel); this run has {where}", "start")
+    if ctx.gpu_mem_gb and snippet.model:
+        size = estimated_bytes(snippet.model, state.outcome.substitutions.get(snippet.model))
+        if size and size > ctx.gpu_mem_gb * 1e9 * need:
+            return skip(f"model weights ~{size / 1e9:.0f} GB exceed --gpu-mem {ctx.gpu_mem_gb} GB x {need}", "start")
+    return None
+
+
+def _server_env(state: JobState) -> dict[str, str]:
+    ctx, target = state.ctx, state.job.target
+    env = {**os.environ, **ctx.base_env, **target.env, **literal_env(state.job)}
+    if state.gpu_ids:
+        env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, state.gpu_ids))
+    if not ctx.resolver.hub:
+        env["HF_HUB_OFFLINE"] = "1"
+    return env
+
+
+def _server(state: JobState, env: dict[str, str], port: int) -> Server:
+    job, ctx = state.job, state.ctx
+    log = ctx.workdir / "logs" / f"{job.snippet.id}-{job.variant or 'doc'}-{job.target.target.name}-{job.tier}.log"
+    image = job.target.target.docker
+    if image:
+        name = f"driftmatrix-{job.snippet.id}-{port}"
+        cmd = docker_target.server_command(image, name, serve_args(state.argv, port),
+                                           {**ctx.base_env, **job.target.env, **literal_env(job)},
+                                           list(state.outcome.substitutions.values()), state.gpu_ids)
+        return Server(cmd, env, log, port, state.gpu_ids, cleanup=docker_target.cleanup_command(name))
+    return Server([*job.target.vllm, "serve", *serve_args(state.argv, port)], env, log, port, state.gpu_ids)
+
+
+def _one_start(state: JobState, env: dict[str, str], retry: bool) -> Verdict | str:
+    """`ready` (the server stays in `state.server`), `port taken` (when `retry`), or the verdict."""
+    out, ctx = state.outcome, state.ctx
+    port = free_port()
+    server = _server(state, env, port)
+    state.report("start")
+    out.stage = "start"
+    server.start()
+    state.server = server
+    ready = server.wait_ready(ctx.start_timeout)
+    out.evidence.server = {"port": port, "ready_s": round(server.ready_s, 1) if server.ready_s else None,
+                           "state": ready}
+    if ready == "ready":
+        return "ready"
+    lines = server.log_lines()
+    state.server = None
+    out.evidence.server.update(server.stop())
+    read_log(out, lines)
+    return _not_ready(state, ready, lines, out.evidence.server.get("returncode"), retry)
+
+
+def _not_ready(state: JobState, ready: str, lines: list[str], returncode, retry: bool) -> Verdict | str:
+    ev = state.outcome.evidence
+    if ready == "timeout":
+        ev.log_excerpt = logscan.excerpt(lines)
+        return error(f"no /health 200 within our deadline of {state.ctx.start_timeout:.0f} s (server killed)", "start")
+    tbs = logscan.tracebacks(lines)
+    root = classify.root_cause(tbs)
+    if root is None:
+        ev.log_excerpt = logscan.excerpt(lines)
+        return error(f"server exited with status {returncode} before /health without a traceback (killed? out of "
+                     "memory?)", "start")
+    ev.log_excerpt = logscan.excerpt(lines, root.end)
+    sig = classify.match_signature(f"{root.type}: {root.message}")
+    if sig and sig.id == "port-in-use" and retry:
+        return "port taken"
+    exc = {"type": root.type, "message": root.message, "location": root.location(),
+           "final": f"{tbs[-1].type}: {tbs[-1].message}"[:500] if tbs[-1] is not root else None}
+    return fail(state, "start", exc, ev.log_excerpt)

@@ -1,0 +1,126 @@
+"""A job's state as it goes through the tiers, and the one place verdicts are made.
+
+A tier is a function `(JobState) -> Verdict | None`: a Verdict ends the job; None lets the next
+tier run. Evidence (exception, warnings, probes, effective config, notes) is written to
+`state.outcome.evidence` as it is found; the verdict says what it amounts to.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Literal
+
+from runner import classify, logscan
+from runner.job import Job, RunContext
+from runner.records import TIERS, Outcome
+from runner.server import Server
+
+Kind = Literal["PASS", "WARN", "FAIL", "SKIP", "ERROR"]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    verdict: Kind
+    reason: str | None = None
+    stage: str | None = None
+    """The stage it was reached at (None: the stage the job got to)."""
+
+
+@dataclass
+class JobState:
+    job: Job
+    ctx: RunContext
+    outcome: Outcome
+    gpu_ids: list[int] = field(default_factory=list)
+    argv: list[str] = field(default_factory=list)
+    """The command actually run: the variant applied, models and files substituted."""
+    missing: list[str] = field(default_factory=list)
+    """Models that could not be had (no model-map entry, no hub, no stand-in)."""
+    why_not: list[str] = field(default_factory=list)
+    """Why a stand-in could not be built, per missing model."""
+    server: Server | None = None
+    """The running server (start tier on), torn down by `close()`."""
+    api_key: str | None = None
+    report: Callable[[str], None] = lambda stage: None
+    """Progress: called with the stage the job is entering."""
+
+    def wants(self, tier: str) -> bool:
+        """The job asked for `tier` (the tiers up to the one requested run)."""
+        return TIERS.index(self.job.tier) >= TIERS.index(tier)
+
+    @property
+    def placeholders(self) -> list[str]:
+        return self.job.snippet.placeholders
+
+    def close(self) -> None:
+        """Stop the server if one runs, and read its log into the evidence."""
+        server, self.server = self.server, None  # one caller stops it (a worker, or an interrupted run)
+        if server is None:
+            return
+        lines = server.log_lines()  # what it logged while serving (not its shutdown)
+        self.outcome.evidence.server = {**(self.outcome.evidence.server or {}), **server.stop()}
+        read_log(self.outcome, lines)
+
+
+def literal_env(job: Job) -> dict[str, str]:
+    """The snippet's env assignments that are values, not placeholders."""
+    return {k: v for k, v in job.snippet.env.items() if "$" not in v and "<" not in v}
+
+
+def read_log(out: Outcome, lines: list[str]) -> None:
+    """Warnings (with file:line, feature or not) and the effective engine config from a server log."""
+    ev = out.evidence
+    ev.warnings.extend(classify.warning_records(logscan.warnings(lines)))
+    for key, value in {**logscan.engine_config(lines), **logscan.memory_facts(lines)}.items():
+        ev.effective_config.setdefault(key, value)
+
+
+# --- verdicts ---------------------------------------------------------------------------------
+
+def skip(reason: str, stage: str | None = None) -> Verdict:
+    return Verdict("SKIP", reason, stage)
+
+
+def error(reason: str, stage: str | None = None) -> Verdict:
+    """Ours or the machine's fault, never the docs'."""
+    return Verdict("ERROR", reason, stage)
+
+
+def fail(state: JobState, stage: str, exc: dict | None, excerpt: str | None = None) -> Verdict:
+    """A failure with its exception; a known signature may say it is the machine's (ERROR) or
+    something that cannot be had here (SKIP) instead."""
+    sig = classify.match_signature(exc and f"{exc.get('type')}: {exc.get('message')}", excerpt,
+                                   device=state.ctx.device)
+    ev = state.outcome.evidence
+    ev.exception = exc
+    ev.signature = {"id": sig.id, "explanation": sig.explanation} if sig else None
+    line = one_line(exc) if exc else "see the log excerpt"
+    if sig and sig.blame == "unavailable":
+        return skip(f"{sig.explanation} ({line})", stage)
+    if sig and sig.blame == "infra":
+        return error(f"infrastructure: {sig.explanation} ({line})", stage)
+    return Verdict("FAIL", line, stage)
+
+
+def finish(out: Outcome) -> Verdict:
+    """It ran as far as asked: PASS, or WARN when vLLM logged a warning about a documented feature."""
+    feature = [w for w in out.evidence.warnings if w.get("feature")]
+    if feature:
+        w = feature[0]
+        return Verdict("WARN", f"vLLM warns: {w['message'][:300]} [{w['file']}:{w['line']}]")
+    return Verdict("PASS")
+
+
+def apply(out: Outcome, v: Verdict) -> None:
+    out.verdict, out.reason = v.verdict, v.reason
+    if v.stage:
+        out.stage = v.stage
+
+
+def one_line(exc: dict) -> str:
+    """`Type: message` on one line; pydantic's first line only counts errors, so add the next."""
+    lines = [ln.strip() for ln in str(exc.get("message") or "").splitlines() if ln.strip()]
+    text = " ".join(lines[:2]) if lines and re.match(r"\d+ validation errors? for", lines[0]) else (lines or [""])[0]
+    return f"{exc.get('type')}: {text}"[:300]
