@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from extractor import SAMPLE_DOCS
+from runner.records import TIERS
 from runner.settings import START_TIMEOUT_S, cache_dir
 
 
@@ -38,7 +39,6 @@ def cmd_extract(args: argparse.Namespace) -> int:
 
     from extractor.catalog import extract, print_diagnostic, summarize
     from extractor.summary_table import render
-
     from extractor.written_for import WrittenForError, override, release
 
     if args.stable is not None and release(args.stable) is None:
@@ -162,7 +162,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="outcomes file, appended to; finished jobs in it are not re-run (default: %(default)s)")
     r.add_argument("--targets", help="targets TOML (default: the shipped config for this machine, CPU or GPU)")
     r.add_argument("--target", action="append", metavar="NAME", help="only these targets of the config (repeatable)")
-    r.add_argument("--tier", choices=["parse", "config", "start", "probe", "perf"], default="probe",
+    r.add_argument("--tier", choices=TIERS, default="probe",
                    help="the last tier to run (default: %(default)s; perf = decode tok/s, 1 and 16 "
                         "streams, meant for GPUs)")
     r.add_argument("--only", nargs="+", metavar="ID", help="only these snippet ids")
@@ -202,7 +202,7 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("snippets", help="snippets.json")
     pl.add_argument("--targets", help="targets TOML (default: the shipped config for this machine)")
     pl.add_argument("--target", action="append", metavar="NAME", help="only these targets (repeatable)")
-    pl.add_argument("--tier", choices=["parse", "config", "start", "probe", "perf"], default="probe")
+    pl.add_argument("--tier", choices=TIERS, default="probe")
     pl.add_argument("--shards", type=int, default=1, help="how the run job is split (default: %(default)s)")
     pl.add_argument("--variants", nargs="?", const=["no-spec"], type=_variant_list, metavar="LIST")
     pl.add_argument("--previous", nargs="*", metavar="OUT", help="the previous run's outcomes.jsonl files")

@@ -58,6 +58,22 @@ def _safe_members(tar: tarfile.TarFile, top: str):
             yield member, PurePosixPath(*inner)
 
 
+DOWNLOAD_ATTEMPTS = 3
+
+
+def _download(client: httpx.Client, url: str, archive: Path):
+    """Stream `url` into `archive`; its sha256."""
+    digest = hashlib.sha256()
+    with client.stream("GET", url) as response:
+        if response.status_code != 200:
+            raise SdistError(f"{url}: HTTP {response.status_code}")
+        with archive.open("wb") as out:
+            for chunk in response.iter_bytes(1 << 20):
+                digest.update(chunk)
+                out.write(chunk)
+    return digest
+
+
 def fetch_docs(version: str, cache_dir: Path, index: str | None = None, timeout: float = 120.0) -> Path:
     """The unpacked docs tree of vllm==`version` (downloaded once, then cached)."""
     index = (index or index_url()).rstrip("/")
@@ -68,14 +84,13 @@ def fetch_docs(version: str, cache_dir: Path, index: str | None = None, timeout:
     with httpx.Client(timeout=timeout, follow_redirects=True) as client:
         url, sha256 = find_sdist(version, index, client)
         archive = cache_dir / f"vllm-{version}.tar.gz.part"
-        digest = hashlib.sha256()
-        with client.stream("GET", url) as response:
-            if response.status_code != 200:
-                raise SdistError(f"{url}: HTTP {response.status_code}")
-            with archive.open("wb") as out:
-                for chunk in response.iter_bytes(1 << 20):
-                    digest.update(chunk)
-                    out.write(chunk)
+        for attempt in range(1, DOWNLOAD_ATTEMPTS + 1):  # a stalled transfer is retried, not fatal
+            try:
+                digest = _download(client, url, archive)
+                break
+            except httpx.TransportError as err:
+                if attempt == DOWNLOAD_ATTEMPTS:
+                    raise SdistError(f"{url}: {type(err).__name__} after {attempt} attempts") from None
     if sha256 and digest.hexdigest() != sha256:
         archive.unlink(missing_ok=True)
         raise SdistError(f"{url}: sha256 {digest.hexdigest()} does not match the index's {sha256}")

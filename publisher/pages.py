@@ -20,6 +20,7 @@ from publisher.history import CHANGE_KINDS, Change, Seen
 from publisher.judgement import Judge, Judgement
 from publisher.matrix_json import evidence_href
 from publisher.results import Results
+from runner.counts import GOOD
 
 
 def _short(value, limit: int = 160) -> str:
@@ -150,7 +151,7 @@ def _verdict_counts(results: Results) -> dict[str, dict[str, int]]:
     for (sid, variant, key), o in results.cells.items():
         if variant is None and key in counts:
             counts[key][o.verdict] = counts[key].get(o.verdict, 0) + 1
-            if o.verdict in ("PASS", "WARN"):
+            if o.verdict in GOOD:
                 word = f"{o.verdict} {views.depth_word(o)}"
                 counts[key][word] = counts[key].get(word, 0) + 1
     return counts

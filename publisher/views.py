@@ -8,8 +8,9 @@ import re
 import shlex
 
 from extractor.records import Snippet, Source
+from runner.counts import GOOD
 from runner.logscan import relative
-from runner.records import VERDICTS, Outcome  # noqa: F401 (VERDICTS: the one list)
+from runner.records import VERDICTS, Outcome  # noqa: F401 (VERDICTS: the one list, re-exported)
 
 ICONS = {"PASS": "✔", "WARN": "⚠", "FAIL": "✘", "SKIP": "–", "ERROR": "⚙"}
 MEANING = {
@@ -33,7 +34,7 @@ DEPTH = {
 
 def depth_word(o: Outcome) -> str:
     """The cell's text: how far a PASS/WARN went (`parser`, `started`), where a FAIL stopped."""
-    if o.verdict in ("PASS", "WARN"):
+    if o.verdict in GOOD:
         return DEPTH.get(o.stage, (o.stage,))[0]
     if o.verdict == "FAIL":
         return f"at {o.stage}"
@@ -42,7 +43,7 @@ def depth_word(o: Outcome) -> str:
 
 def depth_text(o: Outcome) -> str:
     """In words: `accepted by the argument parser (not started)`, `fails at start`."""
-    if o.verdict in ("PASS", "WARN"):
+    if o.verdict in GOOD:
         return DEPTH.get(o.stage, ("", o.stage))[1] + (" (with a warning)" if o.verdict == "WARN" else "")
     if o.verdict == "FAIL":
         return f"fails at {o.stage}"

@@ -31,6 +31,7 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from runner.settings import HELPER_IMPORT_S
 from runner.targets import Target
 
 MARKER = "driftmatrix-env.json"
@@ -189,7 +190,7 @@ def _vllm_dist_info(python: str) -> None:
 
 def _query(python: str, env: dict[str, str]) -> dict:
     proc = subprocess.run([python, "-c", INFO_SCRIPT], capture_output=True, text=True,
-                          env={**os.environ, **env}, timeout=300)
+                          env={**os.environ, **env}, timeout=HELPER_IMPORT_S)
     if proc.returncode:
         raise EnvError(f"{python}: cannot import vllm: {proc.stderr.strip().splitlines()[-1:]}")
     info = json.loads(proc.stdout.strip().splitlines()[-1])

@@ -14,6 +14,7 @@ from runner.records import Outcome, TargetRef
 from runner.tiers import STEPS
 from runner.tiers.state import JobState, apply, error, finish
 
+
 class JobRunner:
     """Runs jobs; `on_stage(job, stage)` reports progress."""
 
@@ -30,10 +31,11 @@ class JobRunner:
         for state in running:
             state.close()
 
-    def run(self, job: Job, gpu_ids: list[int] | None = None) -> Outcome:
+    def run(self, job: Job, gpu_ids: list[int] | None = None, cpu_ids: list[int] | None = None) -> Outcome:
         t0 = time.monotonic()
         out = _new_outcome(job)
-        state = JobState(job, self.ctx, out, list(gpu_ids or []), report=lambda stage: self.on_stage(job, stage))
+        state = JobState(job, self.ctx, out, list(gpu_ids or []), list(cpu_ids or []),
+                         report=lambda stage: self.on_stage(job, stage))
         verdict = None
         with self._lock:
             self.active[id(state)] = state

@@ -8,6 +8,7 @@ import os
 import platform
 import socket
 import subprocess
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -50,24 +51,30 @@ class RunContext:
     """None, `tiny` (2-layer twins) or `full` (the source's sizes, random weights: for perf on a GPU):
     replace models that cannot be had by twins built in the target's env."""
     cache_dir: Path = field(default_factory=cache_dir)
+    _helpers_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    """Jobs side by side ask for the same target's helper at once: exactly one is made."""
 
     @property
     def device(self) -> str:
         return "gpu" if self.gpus else "cpu"
 
     def helper(self, target: TargetEnv) -> Helper:
-        """The target's long-lived parse/config helper (started on first use)."""
+        """The target's long-lived parse/config helper (made once; its process starts on first use)."""
         name = target.target.name
-        if name not in self.helpers:
-            env = {**self.base_env, **target.env}
-            if not self.resolver.hub:
-                env["HF_HUB_OFFLINE"] = "1"
-            command = None
-            if target.target.docker:
-                command = docker_target.helper_command(target.target.docker, list(self.resolver.model_map.values()),
-                                                       {**env, **target.env})
-            self.helpers[name] = Helper(target.python, env, self.workdir / f"helper-{name}.log", command=command)
-        return self.helpers[name]
+        with self._helpers_lock:
+            if name not in self.helpers:
+                self.helpers[name] = self._new_helper(target)
+            return self.helpers[name]
+
+    def _new_helper(self, target: TargetEnv) -> Helper:
+        env = {**self.base_env, **target.env}
+        if not self.resolver.hub:
+            env["HF_HUB_OFFLINE"] = "1"
+        command = None
+        if target.target.docker:
+            command = docker_target.helper_command(target.target.docker, list(self.resolver.model_map.values()),
+                                                   {**env, **target.env})
+        return Helper(target.python, env, self.workdir / f"helper-{target.target.name}.log", command=command)
 
     def close(self) -> None:
         for helper in self.helpers.values():

@@ -14,16 +14,15 @@ from pathlib import Path
 
 from extractor.records import Catalog
 from runner import junit, plan, store
-from runner.envs import EnvError, TargetEnv, ensure
 from runner.argv_edit import devices_needed
+from runner.envs import EnvError, TargetEnv, ensure
 from runner.execute import JobRunner
 from runner.job import Job, RunContext, host_facts
 from runner.models import ModelResolver
 from runner.records import TIERS, VERDICTS, Evidence, Outcome, TargetRef
 from runner.redact import Redactor
-from runner.settings import START_TIMEOUT_S, cache_dir, default_jobs
+from runner.settings import START_TIMEOUT_S, cache_dir, cpu_slots, default_jobs
 from runner.targets import TargetConfigError, TargetsFile, default_path, gpu_count, load
-
 
 EXIT_ERRORS = 3
 """Some job ended in ERROR (its outcome says why; the other outcomes are written as usual)."""
@@ -171,12 +170,12 @@ def _execute(jobs: list[Job], ctx: RunContext, out_store: store.Store, opts: Run
     runner = JobRunner(ctx, on_stage)
     pool = GpuPool(ctx.gpus) if ctx.gpus else None
 
-    def do(job: Job) -> None:
+    def do(job: Job, cores: list[int] | None = None) -> None:
         ids: list[int] = []
         if pool and TIERS.index(job.tier) >= 2:
             ids = pool.acquire(min(devices_needed(job.snippet.argv), ctx.gpus))
         try:
-            outcome = runner.run(job, ids)
+            outcome = runner.run(job, ids, None if ctx.gpus else cores)
         finally:
             if ids:
                 pool.release(ids)
@@ -190,7 +189,7 @@ def _execute(jobs: list[Job], ctx: RunContext, out_store: store.Store, opts: Run
                                   "verdict": outcome.verdict, "reason": outcome.reason}), flush=True)
 
     with progress:
-        workers = opts.jobs or default_jobs(ctx.gpus)
+        workers = min(opts.jobs or default_jobs(ctx.gpus), max(len(jobs), 1))
         if workers == 1:
             for job in jobs:
                 do(job)
@@ -199,14 +198,16 @@ def _execute(jobs: list[Job], ctx: RunContext, out_store: store.Store, opts: Run
             for job in jobs:
                 q.put(job)
 
-            def worker():
+            slots = cpu_slots(workers)
+
+            def worker(slot: int):
                 while True:
                     try:
                         job = q.get_nowait()
                     except queue.Empty:
                         return
-                    do(job)
-            threads = [threading.Thread(target=worker, daemon=True) for _ in range(workers)]
+                    do(job, slots[slot] if slots else None)
+            threads = [threading.Thread(target=worker, args=(i,), daemon=True) for i in range(workers)]
             for t in threads:
                 t.start()
             try:

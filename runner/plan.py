@@ -13,7 +13,6 @@ from runner.models import billions_of_parameters
 from runner.records import TIERS
 
 
-
 def predicted_cost(snippet, tier: str) -> float:
     """Seconds, roughly: what the job will cost if it runs to its last tier."""
     n = TIERS.index(tier)

@@ -7,10 +7,12 @@ finishes, so several targets and shards can be merged by concatenation.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple, get_args
 
 SCHEMA = 1
-VERDICTS = ("PASS", "WARN", "FAIL", "SKIP", "ERROR")
+VerdictName = Literal["PASS", "WARN", "FAIL", "SKIP", "ERROR"]
+"""What a job amounts to (see README 'Verdicts'); the one list of verdicts."""
+VERDICTS: tuple[str, ...] = get_args(VerdictName)
 TIERS = ("parse", "config", "start", "probe", "perf")
 
 

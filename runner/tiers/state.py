@@ -10,19 +10,16 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal
 
 from runner import classify, logscan
 from runner.job import Job, RunContext
-from runner.records import TIERS, Outcome
+from runner.records import TIERS, Outcome, VerdictName
 from runner.server import Server
-
-Kind = Literal["PASS", "WARN", "FAIL", "SKIP", "ERROR"]
 
 
 @dataclass(frozen=True)
 class Verdict:
-    verdict: Kind
+    verdict: VerdictName
     reason: str | None = None
     stage: str | None = None
     """The stage it was reached at (None: the stage the job got to)."""
@@ -34,6 +31,9 @@ class JobState:
     ctx: RunContext
     outcome: Outcome
     gpu_ids: list[int] = field(default_factory=list)
+    cpu_ids: list[int] = field(default_factory=list)
+    """The cores this job's server binds its worker to, when CPU jobs run side by side
+    (settings.cpu_slots); empty: vLLM's own binding."""
     argv: list[str] = field(default_factory=list)
     """The command actually run: the variant applied, models and files substituted."""
     missing: list[str] = field(default_factory=list)

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
-from runhelp import CACHE, HERE, catalog_of, docs_tree, outcomes, run_argv, run_cli
+from runhelp import CACHE, HERE, catalog_of, docs_tree, once_per_session, outcomes, run_argv, run_cli
 
 from runner.envs import ensure
 from runner.targets import DEFAULT_CPU, load
@@ -24,14 +25,15 @@ def cpu_envs():
 
 
 @pytest.fixture(scope="session")
-def tiny_models(cpu_envs, tmp_path_factory):
-    """A Qwen3 twin and a 1-layer draft sharing its tokenizer, built with the nightly env."""
-    from runner.standins import build
-    root = tmp_path_factory.mktemp("models")
+def tiny_models(cpu_envs):
+    """A Qwen3 twin and a 1-layer draft sharing its tokenizer, built with the nightly env once per
+    content hash into the driftmatrix cache (runner/standins.ensure), not once per session; the
+    runs of `--stand-ins` for Qwen/Qwen3-0.6B get the same twin."""
+    from runner.standins import ensure as twin
     env = cpu_envs["nightly"]
-    build("Qwen/Qwen3-0.6B", env, root / "target", cache=CACHE)
-    build("Qwen/Qwen3-0.6B", env, root / "draft", cache=CACHE, layers=1, tokenizer_from=str(root / "target"))
-    return {"target": root / "target", "draft": root / "draft"}
+    target = Path(twin("Qwen/Qwen3-0.6B", env, CACHE).dir)
+    draft = Path(twin("Qwen/Qwen3-0.6B", env, CACHE, layers=1, tokenizer_from=str(target)).dir)
+    return {"target": target, "draft": draft}
 
 
 @pytest.fixture(scope="session")
@@ -51,12 +53,15 @@ def docs(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def config_run(docs, targets_toml, tmp_path_factory):
-    """parse + config tiers of every command under test, on both targets, in one run."""
+    """parse + config tiers of every command under test, on both targets, in one run (once for
+    the session: test_tiers and test_judged may be in different xdist workers)."""
     snippets, ids = docs
-    work = tmp_path_factory.mktemp("config-run")
-    proc = run_cli(str(snippets), "--targets", str(targets_toml), "--tier", "config",
-                   "-o", str(work / "outcomes.jsonl"), "--junit", str(work / "junit.xml"), cwd=work)
-    return outcomes(work / "outcomes.jsonl"), ids, work, proc
+
+    def make(work):
+        run_cli(str(snippets), "--targets", str(targets_toml), "--tier", "config",
+                "-o", str(work / "outcomes.jsonl"), "--junit", str(work / "junit.xml"), cwd=work)
+    work = once_per_session(tmp_path_factory, "config-run", make)
+    return outcomes(work / "outcomes.jsonl"), ids, work, None
 
 
 @pytest.fixture(scope="session")
@@ -74,7 +79,7 @@ def served(docs, targets_toml, tmp_path_factory):
                                        "-o", str(work / "stable.jsonl")), cwd=work, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True)
     first = run_cli(str(snippets), "--targets", str(targets_toml), "--target", "nightly",
-                    "--only", tools, ngram, lora, "-o", str(out), cwd=work)
+                    "--only", tools, ngram, lora, "--jobs", "2", "-o", str(out), cwd=work)
     stdout, stderr = stable.communicate(timeout=1800)
     assert stable.returncode == 0, stderr[-3000:]
     perf = run_cli(str(snippets), "--targets", str(targets_toml), "--target", "nightly", "--only", draft,
@@ -86,8 +91,18 @@ def served(docs, targets_toml, tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def no_leftovers():
-    def check(marker: str) -> list[str]:
-        out = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
-        return [line for line in out.splitlines() if marker in line and "pytest" not in line]
+    """Processes still running in a directory: a server runs with its logs folder as its working
+    directory, so this finds a run's own leftovers and not another xdist worker's servers (which
+    may serve the very same cached twin)."""
+    def check(workdir: Path) -> list[str]:
+        found = []
+        for proc in Path("/proc").iterdir():
+            try:
+                cwd = (proc / "cwd").resolve()
+                args = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if proc.name.isdigit() and cwd.is_relative_to(workdir.resolve()) and "pytest" not in args:
+                found.append(f"{proc.name} {args}")
+        return found
     return check
-

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
+import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from extractor.catalog import extract
@@ -54,3 +58,21 @@ def pick(items: list[Outcome], snippet_id: str, target: str, variant: str | None
     found = [o for o in items if o.snippet_id == snippet_id and o.target.name == target and o.variant == variant]
     assert len(found) == 1, f"{snippet_id}/{target}/{variant}: {len(found)} outcomes"
     return found[0]
+
+
+def once_per_session(tmp_path_factory, name: str, make: Callable[[Path], object]) -> Path:
+    """A folder that `make` fills once for the whole test session, even with pytest-xdist: the
+    first worker to ask makes it under the workers' shared base directory, the others wait for it
+    and read it (pytest-xdist's recipe for session fixtures that run once)."""
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent
+    work, done = root / name, root / f"{name}.done"
+    with open(root / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            shutil.rmtree(work, ignore_errors=True)
+            work.mkdir()
+            make(work)
+            done.touch()
+    return work

@@ -10,12 +10,9 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
 from runhelp import CACHE, catalog_of, docs_tree, outcomes, run_cli
 
 from runner.main import EXIT_ERRORS
-
-pytestmark = pytest.mark.xdist_group("hygiene")  # runs in one worker with the tests sharing its servers
 
 BATCH = """# batch
 
@@ -43,20 +40,6 @@ def alive(pids: set[int]) -> set[int]:
 
 def server_pids(log: Path) -> set[int]:
     return {int(p) for p in re.findall(r"pid=(\d+)\)", log.read_text(errors="replace"))}
-
-
-def test_server_killed_at_deadline_leaves_nothing(docs, targets_toml, tmp_path):
-    snippets, ids = docs
-    out = tmp_path / "o.jsonl"
-    proc = run_cli(str(snippets), "--targets", str(targets_toml), "--target", "nightly", "--only", ids["tools"][0],
-                   "--start-timeout", "8", "-o", str(out), cwd=tmp_path, check=False)
-    assert proc.returncode == EXIT_ERRORS, proc.stderr[-2000:]  # an ERROR is ours: the run is red
-    [o] = outcomes(out)
-    assert (o.verdict, o.stage) == ("ERROR", "start") and "deadline" in o.reason
-    assert o.evidence.server["state"] == "timeout" and o.evidence.server["left_processes"] == 0
-    logs = list(tmp_path.rglob("*.log"))
-    pids = set().union(*(server_pids(p) for p in logs if "helper" not in p.name))
-    assert not alive(pids)
 
 
 def test_killed_runner_keeps_finished_outcomes_and_rerun_skips_them(targets_toml, tmp_path):
@@ -87,12 +70,19 @@ def test_killed_runner_keeps_finished_outcomes_and_rerun_skips_them(targets_toml
     while alive(pids) and time.monotonic() < end:
         time.sleep(1)
     assert not alive(pids), "server processes outlived the runner"
-    # rerun: the finished outcome is kept byte for byte and not re-run
+    # rerun: the finished outcome is kept byte for byte and not re-run; the unfinished job runs
+    # again, under a start deadline it cannot meet: its server is killed at the deadline
     proc = run_cli(str(snippets), "--targets", str(targets_toml), "--target", "nightly", "-o", str(out),
                    "--start-timeout", "5", cwd=tmp_path, check=False)
     assert "1 job(s) already in" in proc.stderr
     after = out.read_text()
     assert after.startswith(before) and after.count("\n") == 2
+    assert proc.returncode == EXIT_ERRORS, proc.stderr[-2000:]  # an ERROR is ours: the run is red
+    o = outcomes(out)[-1]
+    assert (o.verdict, o.stage) == ("ERROR", "start") and "deadline" in o.reason
+    assert o.evidence.server["state"] == "timeout" and o.evidence.server["left_processes"] == 0
+    rerun_pids = set().union(*(server_pids(p) for p in logs.glob("*.log") if "helper" not in p.name)) - pids
+    assert not alive(rerun_pids), "the deadline left server processes behind"  # those it logged, if any
 
 
 def test_sigterm_tears_the_server_down(targets_toml, tmp_path):

@@ -83,6 +83,9 @@ def test_shipped_configs_load():
     assert cpu.env["VLLM_CPU_KVCACHE_SPACE"] == "1"
     gpu = load(DEFAULT_GPU)
     assert gpu.targets[0].pip == "vllm==0.20.1" and gpu.targets[1].index_urls
+    # the stable release is written down once per kind of machine, and both say the same
+    from runner.targets import stable_pin
+    assert stable_pin(DEFAULT_CPU) == stable_pin(DEFAULT_GPU) == "0.20.1"
 
 
 @pytest.mark.parametrize("text, needle", [

