@@ -61,8 +61,8 @@ def _safe_members(tar: tarfile.TarFile, top: str):
 DOWNLOAD_ATTEMPTS = 3
 
 
-def _download(client: httpx.Client, url: str, archive: Path):
-    """Stream `url` into `archive`; its sha256."""
+def _download(client: httpx.Client, url: str, archive: Path) -> "hashlib._Hash":
+    """Stream `url` into `archive`; its sha256 (a retry starts the file and the digest afresh)."""
     digest = hashlib.sha256()
     with client.stream("GET", url) as response:
         if response.status_code != 200:

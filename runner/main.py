@@ -175,7 +175,7 @@ def _execute(jobs: list[Job], ctx: RunContext, out_store: store.Store, opts: Run
         if pool and TIERS.index(job.tier) >= 2:
             ids = pool.acquire(min(devices_needed(job.snippet.argv), ctx.gpus))
         try:
-            outcome = runner.run(job, ids, None if ctx.gpus else cores)
+            outcome = runner.run(job, ids, cores)
         finally:
             if ids:
                 pool.release(ids)
@@ -198,7 +198,7 @@ def _execute(jobs: list[Job], ctx: RunContext, out_store: store.Store, opts: Run
             for job in jobs:
                 q.put(job)
 
-            slots = cpu_slots(workers)
+            slots = [] if ctx.gpus else cpu_slots(workers)  # GPU jobs are placed by their GPUs
 
             def worker(slot: int):
                 while True:
