@@ -208,10 +208,12 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--previous", nargs="*", metavar="OUT", help="the previous run's outcomes.jsonl files")
     pl.set_defaults(func=cmd_plan)
 
+    from driftmatrix.history_cli import add_parser as add_history
     from driftmatrix.pipeline import add_parser as add_pipeline
     from driftmatrix.publish_cli import add_parsers
     add_parsers(sub)
     add_pipeline(sub, str(_cache_dir()))
+    add_history(sub, str(_cache_dir()))
     return parser
 
 

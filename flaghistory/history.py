@@ -1,0 +1,151 @@
+"""Reading a flag-history.json: which releases accept an option, and for how long a whole
+command's options have been valid.
+
+An option token is read the way vLLM's FlexibleArgumentParser reads it before argparse:
+`--max_model_len` is `--max-model-len`, `--x.key=v` needs `--x` and the dotted syntax, `-O3`
+needs `-O` or the `-O<level>` rewrite; then argparse's matching applies (exact, or a unique
+prefix of a `--` option: its `allow_abbrev` is on in every release read).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+from packaging.version import InvalidVersion, Version
+
+SHIPPED = Path(__file__).resolve().parent / "data" / "flag-history.json"
+READS = (1,)
+
+
+class HistoryError(ValueError):
+    """The file is not a flag history this driftmatrix reads."""
+
+
+def default_path() -> Path:
+    """The shipped copy, unless DRIFTMATRIX_FLAG_HISTORY names a fresher one (the workflow's)."""
+    return Path(os.environ.get("DRIFTMATRIX_FLAG_HISTORY") or SHIPPED)
+
+
+@dataclass(frozen=True)
+class Token:
+    """An option as the parser sees it."""
+
+    name: str
+    """`--max-model-len`, `-tp`, `-O` (underscores turned to dashes, `=value` and `.key` cut)."""
+    syntax: str | None
+    """`--option.key` or `-O<level>` when the token needs that rewrite, else None."""
+
+
+def token(text: str) -> Token | None:
+    """None for something that is not an option (a value, a positional)."""
+    if not text.startswith("-") or text in ("-", "--"):
+        return None
+    head = text.split("=", 1)[0]
+    if head.startswith("--"):
+        base, dot, _ = head[2:].partition(".")
+        return Token("--" + base.replace("_", "-"), "--option.key" if dot else None)
+    if head.startswith("-O") and head != "-O":
+        return Token("-O", "-O<level>")
+    base, dot, _ = head.partition(".")
+    return Token(base, "--option.key" if dot else None)
+
+
+def _v(text: str) -> Version | None:
+    try:
+        return Version(text)
+    except InvalidVersion:
+        return None
+
+
+class FlagHistory:
+    def __init__(self, data: dict, path: Path | None = None):
+        if data.get("schema") not in READS:
+            raise HistoryError(f"{path or 'flag history'}: schema {data.get('schema')!r}; this driftmatrix reads {READS}")
+        self.data, self.path = data, path
+        self.releases: list[str] = list(data["releases"])
+        self.flags: dict[str, dict] = data["flags"]
+
+    @classmethod
+    def load(cls, path: Path | None = None) -> FlagHistory:
+        path = path or default_path()
+        try:
+            return cls(json.loads(path.read_text()), path)
+        except (OSError, ValueError, KeyError) as err:
+            raise HistoryError(f"{path}: {err}") from None
+
+    @cached_property
+    def _sets(self) -> dict[str, tuple[set[str], list[str]]]:
+        """release → (its option strings, its `--` options sorted for prefix matching)."""
+        sets = {}
+        for i, release in enumerate(self.releases):
+            names = {n for n, rec in self.flags.items() if _present(rec, i, self.releases)}
+            sets[release] = (names, sorted(n for n in names if n.startswith("--")))
+        return sets
+
+    def release_for(self, version: str) -> str | None:
+        """The release whose options `version` has: itself, or for a build newer than every
+        release read (a nightly), the newest release. None: before the first, or not read."""
+        if version in self._sets:
+            return version
+        wanted = _v(version)
+        if wanted is None or not self.releases:
+            return None
+        newest = self.releases[-1]
+        if wanted.release[:3] == Version(newest).release[:3] or wanted > Version(newest):
+            return newest
+        matches = [r for r in self.releases if Version(r).release[:3] == wanted.release[:3]]
+        return matches[-1] if matches else None
+
+    def accepts(self, text: str, version: str) -> bool | None:
+        """Does that release's serve parser accept the option? None: no release read for it."""
+        release, parsed = self.release_for(version), token(text)
+        if release is None or parsed is None:
+            return None
+        names, long_names = self._sets[release]
+        if parsed.syntax and not self.has_syntax(parsed.syntax, release):
+            return False
+        if parsed.name in names:
+            return True
+        if parsed.name.startswith("--"):  # argparse's allow_abbrev: a unique prefix matches
+            return sum(1 for n in long_names if n.startswith(parsed.name)) == 1
+        return False
+
+    def has_syntax(self, feature: str, release: str) -> bool:
+        record = self.data.get("syntax", {}).get(feature)
+        return bool(record) and _present(record, self.releases.index(release), self.releases)
+
+    def record(self, text: str) -> dict | None:
+        parsed = token(text)
+        return self.flags.get(parsed.name) if parsed else None
+
+    def valid_range(self, options: list[str]) -> tuple[str, str] | None:
+        """First and last release of the newest unbroken run of releases accepting every option."""
+        good = [all(self.accepts(o, r) for o in options) for r in self.releases]
+        if not any(good):
+            return None
+        last = len(good) - 1 - good[::-1].index(True)
+        first = last
+        while first > 0 and good[first - 1]:
+            first -= 1
+        return self.releases[first], self.releases[last]
+
+    def first_accepting(self, text: str, after: str) -> str | None:
+        """The first release newer than `after` that accepts the option."""
+        floor = _v(after)
+        for release in self.releases:
+            if floor is not None and Version(release) > floor and self.accepts(text, release):
+                return release
+        return None
+
+
+def _present(record: dict, i: int, releases: list[str]) -> bool:
+    version = Version(releases[i])
+    if version < Version(record["added"]):
+        return False
+    if record.get("removed") and version >= Version(record["removed"]):
+        return False
+    return not any(Version(a) <= version <= Version(b) for a, b in record.get("gaps", []))

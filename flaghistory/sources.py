@@ -1,0 +1,166 @@
+"""Each vLLM release's argument sources, from its sdist on a PyPI-style index.
+
+The index's PEP 691 JSON lists every release and its sdist (URL, sha256, size). A sdist is
+30–50 MB; only the Python files the option reader may need are kept, in a cache keyed by
+version *and* sha256 (a re-uploaded file is a different entry). Nothing is installed or
+imported: the reader parses these files with `ast`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import shutil
+import tarfile
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+import httpx
+from packaging.version import InvalidVersion, Version
+
+from extractor.sdist import DOWNLOAD_ATTEMPTS, SdistError, index_url
+
+MAX_SDIST_BYTES = 200 << 20
+"""A vLLM sdist is ≤ 60 MB today; anything far larger is refused rather than read."""
+KEEP_DIRS = ("vllm/config", "vllm/engine", "vllm/entrypoints", "vllm/utils")
+"""Where the serve parser, the engine-args dataclasses and FlexibleArgumentParser live (across
+0.6 … 0.34: `vllm/scripts.py`, `vllm/config.py` and `vllm/utils.py` before they became packages)."""
+KEEP_TOP = ("vllm/scripts.py", "vllm/config.py", "vllm/utils.py")
+KEEP_MARKERS = (b"add_argument", b"@dataclass", b"@config", b"deprecat", b"FlexibleArgumentParser")
+"""A file in KEEP_DIRS is kept only when it can hold an argument, a dataclass or a deprecation."""
+
+
+@dataclass(frozen=True)
+class Release:
+    """One release's sdist as the index lists it."""
+
+    version: str
+    url: str | None
+    """None: the release has no sdist on the index (wheels only)."""
+    sha256: str | None
+    size: int | None = None
+
+
+def _version(text: str) -> Version | None:
+    try:
+        return Version(text)
+    except InvalidVersion:
+        return None
+
+
+def list_releases(client: httpx.Client, index: str | None = None, since: str = "0.6.0") -> list[Release]:
+    """Every final release ≥ `since`, oldest first (yanked ones left out; pre-releases are nightlies)."""
+    index = (index or index_url()).rstrip("/")
+    response = client.get(f"{index}/vllm/", headers={"Accept": "application/vnd.pypi.simple.v1+json"})
+    if response.status_code != 200:
+        raise SdistError(f"{index}/vllm/: HTTP {response.status_code}")
+    try:
+        body = response.json()
+        files, versions = body["files"], body.get("versions") or []
+    except (ValueError, KeyError) as err:
+        raise SdistError(f"{index}/vllm/ did not answer with PEP 691 JSON ({err})") from None
+    sdists = {}
+    for entry in files:
+        name = entry.get("filename", "")
+        if name.startswith("vllm-") and name.endswith(".tar.gz") and not entry.get("yanked"):
+            sdists[name[5:-7]] = entry
+    floor = Version(since)
+    wanted = {v for v in set(versions) | set(sdists) if (p := _version(v)) and not p.is_prerelease and p >= floor}
+    releases = []
+    for version in sorted(wanted, key=Version):
+        entry = sdists.get(version)
+        url = str(httpx.URL(f"{index}/vllm/").join(entry["url"])) if entry else None
+        sha = (entry.get("hashes") or {}).get("sha256") if entry else None
+        releases.append(Release(version, url, sha, entry.get("size") if entry else None))
+    return releases
+
+
+def _keep(inner: PurePosixPath, head: bytes) -> bool:
+    path = inner.as_posix()
+    if not path.endswith(".py"):
+        return False
+    if path in KEEP_TOP:
+        return True
+    return any(path.startswith(d + "/") for d in KEEP_DIRS) and any(m in head for m in KEEP_MARKERS)
+
+
+def _unpack(data: bytes, version: str) -> dict[str, bytes]:
+    """The kept `vllm/**.py` files of an sdist held in memory (path inside the project → bytes)."""
+    kept = {}
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+        for member in tar:
+            path = PurePosixPath(member.name)
+            if not member.isfile() or path.is_absolute() or ".." in path.parts or len(path.parts) < 3:
+                continue
+            if path.parts[0] != f"vllm-{version}" or path.parts[1] != "vllm":
+                continue
+            source = tar.extractfile(member)
+            if source is None:
+                continue
+            body = source.read()
+            inner = PurePosixPath(*path.parts[1:])
+            if _keep(inner, body):
+                kept[inner.as_posix()] = body
+    return kept
+
+
+def _download(client: httpx.Client, release: Release) -> bytes:
+    if release.size and release.size > MAX_SDIST_BYTES:
+        raise SdistError(f"{release.url}: {release.size} bytes, over the {MAX_SDIST_BYTES >> 20} MiB cap")
+    for attempt in range(1, DOWNLOAD_ATTEMPTS + 1):  # a stalled transfer is retried, not fatal
+        try:
+            buffer = bytearray()
+            with client.stream("GET", release.url) as response:
+                if response.status_code != 200:
+                    raise SdistError(f"{release.url}: HTTP {response.status_code}")
+                for chunk in response.iter_bytes(1 << 20):
+                    buffer += chunk
+                    if len(buffer) > MAX_SDIST_BYTES:
+                        raise SdistError(f"{release.url}: larger than {MAX_SDIST_BYTES >> 20} MiB")
+            return bytes(buffer)
+        except httpx.TransportError as err:
+            if attempt == DOWNLOAD_ATTEMPTS:
+                raise SdistError(f"{release.url}: {type(err).__name__} after {attempt} attempts") from None
+    raise AssertionError("unreachable")
+
+
+def cache_entry(cache: Path, release: Release) -> Path:
+    return cache / f"vllm-{release.version}-{(release.sha256 or 'nosha')[:16]}"
+
+
+def fetch_sources(release: Release, cache: Path, client: httpx.Client) -> Path:
+    """The folder holding the release's kept source files (downloaded once, then cached)."""
+    tree = cache_entry(cache, release)
+    if (tree / ".complete").is_file():
+        return tree
+    if release.url is None:
+        raise SdistError(f"vllm {release.version} has no sdist on the index (wheels only)")
+    if not release.sha256:
+        raise SdistError(f"{release.url}: the index gives no sha256, so the file cannot be trusted")
+    data = _download(client, release)
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != release.sha256:
+        raise SdistError(f"{release.url}: sha256 {digest} does not match the index's {release.sha256}")
+    try:
+        kept = _unpack(data, release.version)
+    except (tarfile.TarError, OSError, EOFError) as err:
+        raise SdistError(f"vllm-{release.version}.tar.gz: not a readable sdist ({err})") from None
+    if not kept:
+        raise SdistError(f"vllm-{release.version}.tar.gz holds no vllm/ Python sources")
+    partial = tree.with_name(tree.name + ".part")
+    shutil.rmtree(partial, ignore_errors=True)
+    for inner, body in kept.items():
+        target = partial / inner
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(body)
+    (partial / ".complete").write_text(f"{release.url}\n{release.sha256}\n")
+    shutil.rmtree(tree, ignore_errors=True)
+    os.replace(partial, tree)
+    return tree
+
+
+def read_tree(tree: Path) -> dict[str, str]:
+    """Kept files of a cached release: path inside the project → text."""
+    return {p.relative_to(tree).as_posix(): p.read_text(encoding="utf-8", errors="replace")
+            for p in sorted(tree.rglob("*.py"))}

@@ -1,0 +1,74 @@
+"""Runs inside a target's Python: what this vLLM's own `vllm serve` parser accepts.
+
+stdin: a JSON list of option tokens as the docs write them (`--max_model_len`, `-O3`,
+`--speculative-config.method`). Written to the file named by argv[1] (vLLM logs to stdout): `options` (every option string of the
+serve parser, `--no-…` twins included), `allow_abbrev`, and `accepts` (token → true/false),
+each answered by the build's own code: FlexibleArgumentParser's preprocessing (underscores,
+dotted keys, `-O`) and then argparse's own option matching (exact or unique prefix).
+"""
+
+import argparse
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+
+class _Captured(Exception):
+    def __init__(self, args):
+        self.args_seen = list(args)
+
+
+def _preprocessed(serve, token):
+    """The tokens vLLM's FlexibleArgumentParser hands to argparse for `token VALUE`."""
+    original = argparse.ArgumentParser.parse_known_args
+
+    def capture(self, args=None, namespace=None):
+        raise _Captured(args or [])
+    argparse.ArgumentParser.parse_known_args = capture
+    try:
+        serve.parse_args([token, "1"])
+    except _Captured as seen:
+        return seen.args_seen
+    except (Exception, SystemExit):
+        return [token]
+    finally:
+        argparse.ArgumentParser.parse_known_args = original
+    return [token]
+
+
+def _matches(serve, token):
+    """argparse's own answer: does this option string name one of the parser's actions?"""
+    try:
+        found = serve._parse_optional(token)
+    except (Exception, SystemExit):  # an ambiguous prefix: argparse errors out
+        return False
+    if found is None:
+        return False
+    tuples = found if isinstance(found, list) else [found]  # Python ≥ 3.12.7 returns a list
+    return any(t[0] is not None for t in tuples)
+
+
+def accepts(serve, token):
+    options = [t for t in _preprocessed(serve, token) if t.startswith("-") and t != "1"]
+    return bool(options) and all(_matches(serve, t.split("=", 1)[0]) for t in options)
+
+
+def main():
+    from vllm_helper import build_parser
+
+    tokens = json.load(sys.stdin)
+    parser, _serve_cmd, _patched = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    serve = sub.choices["serve"]
+    with open(sys.argv[1], "w") as out:
+        json.dump({
+            "options": sorted(serve._option_string_actions),
+            "allow_abbrev": serve.allow_abbrev,
+            "accepts": {t: accepts(serve, t) for t in tokens},
+        }, out)
+
+
+if __name__ == "__main__":
+    main()
