@@ -28,15 +28,22 @@ def index_url() -> str:
     return os.environ.get("DRIFTMATRIX_INDEX_URL", DEFAULT_INDEX).rstrip("/")
 
 
-def find_sdist(version: str, index: str, client: httpx.Client) -> tuple[str, str | None]:
-    """(download URL, sha256) of `vllm-<version>.tar.gz` from the index's JSON API."""
+def index_json(client: httpx.Client, index: str) -> dict:
+    """The index's PEP 691 JSON page for vllm: {"files": [...], "versions": [...]}."""
     response = client.get(f"{index}/vllm/", headers={"Accept": "application/vnd.pypi.simple.v1+json"})
     if response.status_code != 200:
         raise SdistError(f"{index}/vllm/: HTTP {response.status_code}")
     try:
-        files = response.json()["files"]
-    except (ValueError, KeyError) as err:
+        body = response.json()
+        body["files"]
+    except (ValueError, KeyError, TypeError) as err:
         raise SdistError(f"{index}/vllm/ did not answer with PEP 691 JSON ({err})") from None
+    return body
+
+
+def find_sdist(version: str, index: str, client: httpx.Client) -> tuple[str, str | None]:
+    """(download URL, sha256) of `vllm-<version>.tar.gz` from the index's JSON API."""
+    files = index_json(client, index)["files"]
     wanted = f"vllm-{version}.tar.gz"
     for entry in files:
         if entry.get("filename") == wanted:
@@ -59,19 +66,27 @@ def _safe_members(tar: tarfile.TarFile, top: str):
 
 
 DOWNLOAD_ATTEMPTS = 3
+MAX_SDIST_BYTES = 200 << 20
+"""A vLLM sdist is ≤ 60 MB today; anything far larger is refused rather than read."""
 
 
-def _download(client: httpx.Client, url: str, archive: Path) -> "hashlib._Hash":
-    """Stream `url` into `archive`; its sha256 (a retry starts the file and the digest afresh)."""
-    digest = hashlib.sha256()
-    with client.stream("GET", url) as response:
-        if response.status_code != 200:
-            raise SdistError(f"{url}: HTTP {response.status_code}")
-        with archive.open("wb") as out:
-            for chunk in response.iter_bytes(1 << 20):
-                digest.update(chunk)
-                out.write(chunk)
-    return digest
+def download(client: httpx.Client, url: str, max_bytes: int = MAX_SDIST_BYTES) -> bytes:
+    """The file at `url`, in memory; a stalled transfer is retried (afresh), a larger one refused."""
+    for attempt in range(1, DOWNLOAD_ATTEMPTS + 1):
+        try:
+            buffer = bytearray()
+            with client.stream("GET", url) as response:
+                if response.status_code != 200:
+                    raise SdistError(f"{url}: HTTP {response.status_code}")
+                for chunk in response.iter_bytes(1 << 20):
+                    buffer += chunk
+                    if len(buffer) > max_bytes:
+                        raise SdistError(f"{url}: larger than {max_bytes >> 20} MiB")
+            return bytes(buffer)
+        except httpx.TransportError as err:
+            if attempt == DOWNLOAD_ATTEMPTS:
+                raise SdistError(f"{url}: {type(err).__name__} after {attempt} attempts") from None
+    raise AssertionError("unreachable")
 
 
 def fetch_docs(version: str, cache_dir: Path, index: str | None = None, timeout: float = 120.0) -> Path:
@@ -83,17 +98,12 @@ def fetch_docs(version: str, cache_dir: Path, index: str | None = None, timeout:
     cache_dir.mkdir(parents=True, exist_ok=True)
     with httpx.Client(timeout=timeout, follow_redirects=True) as client:
         url, sha256 = find_sdist(version, index, client)
-        archive = cache_dir / f"vllm-{version}.tar.gz.part"
-        for attempt in range(1, DOWNLOAD_ATTEMPTS + 1):  # a stalled transfer is retried, not fatal
-            try:
-                digest = _download(client, url, archive)
-                break
-            except httpx.TransportError as err:
-                if attempt == DOWNLOAD_ATTEMPTS:
-                    raise SdistError(f"{url}: {type(err).__name__} after {attempt} attempts") from None
-    if sha256 and digest.hexdigest() != sha256:
-        archive.unlink(missing_ok=True)
-        raise SdistError(f"{url}: sha256 {digest.hexdigest()} does not match the index's {sha256}")
+        data = download(client, url)
+    digest = hashlib.sha256(data).hexdigest()
+    if sha256 and digest != sha256:
+        raise SdistError(f"{url}: sha256 {digest} does not match the index's {sha256}")
+    archive = cache_dir / f"vllm-{version}.tar.gz.part"
+    archive.write_bytes(data)
     shutil.rmtree(tree, ignore_errors=True)
     try:
         with tarfile.open(archive, "r:gz") as tar:

@@ -84,6 +84,8 @@ def read_release(release: Release, cache: Path, client: httpx.Client) -> Release
         read = read_sources(release.version, read_tree(tree))
     except Exception as err:  # noqa: BLE001 - sources it cannot follow: that release's diagnostic, never a crash
         return ReleaseRead(release.version, diagnostics=[f"reader failed: {type(err).__name__}: {err}"])
+    for stale in tree.glob("options-*.json"):  # what an older reader made
+        stale.unlink(missing_ok=True)
     result.write_text(json.dumps(asdict(read)))
     return read
 

@@ -9,6 +9,9 @@ from dataclasses import dataclass, field
 
 from flaghistory.pyindex import Index, Module
 
+WRAPPERS = ("Annotated", "InitVar", "SkipValidation")
+"""Annotations vLLM's get_type_hints unwraps to their first argument (pydantic's SkipValidation[T]
+is Annotated[T, …]; an InitVar is still an option)."""
 DATACLASS_DECORATORS = ("dataclass", "config", "dataclasses.dataclass", "pydantic.dataclasses.dataclass")
 
 
@@ -84,9 +87,9 @@ def _type_names(annotation: ast.AST | None) -> set[str]:
         return _type_names(annotation.left) | _type_names(annotation.right)
     if isinstance(annotation, ast.Subscript):
         head = ast.unparse(annotation.value).split(".")[-1]
-        if head in ("Optional", "Union", "Annotated", "InitVar"):
+        if head in ("Optional", "Union", *WRAPPERS):
             inner = annotation.slice.elts if isinstance(annotation.slice, ast.Tuple) else [annotation.slice]
-            if head in ("Annotated", "InitVar"):
+            if head in WRAPPERS:
                 inner = inner[:1]
             found = set().union(*(_type_names(e) for e in inner))
             return found | ({"None"} if head == "Optional" else set())

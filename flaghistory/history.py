@@ -19,6 +19,8 @@ from packaging.version import InvalidVersion, Version
 
 SHIPPED = Path(__file__).resolve().parent / "data" / "flag-history.json"
 READS = (1,)
+ARGPARSE_OWN = {"-h", "--help"}
+"""Every argparse parser has them; the history lists only what vLLM adds."""
 
 
 class HistoryError(ValueError):
@@ -27,7 +29,8 @@ class HistoryError(ValueError):
 
 def default_path() -> Path:
     """The shipped copy, unless DRIFTMATRIX_FLAG_HISTORY names a fresher one (the workflow's)."""
-    return Path(os.environ.get("DRIFTMATRIX_FLAG_HISTORY") or SHIPPED)
+    fresher = os.environ.get("DRIFTMATRIX_FLAG_HISTORY")
+    return Path(fresher) if fresher and Path(fresher).is_file() else SHIPPED
 
 
 @dataclass(frozen=True)
@@ -48,7 +51,7 @@ def token(text: str) -> Token | None:
     if head.startswith("--"):
         base, dot, _ = head[2:].partition(".")
         return Token("--" + base.replace("_", "-"), "--option.key" if dot else None)
-    if head.startswith("-O") and head != "-O":
+    if head.startswith("-O") and head != "-O" and not head.startswith("-O."):
         return Token("-O", "-O<level>")
     base, dot, _ = head.partition(".")
     return Token(base, "--option.key" if dot else None)
@@ -78,13 +81,22 @@ class FlagHistory:
             raise HistoryError(f"{path}: {err}") from None
 
     @cached_property
+    def _versions(self) -> list[Version]:
+        return [Version(r) for r in self.releases]
+
+    @cached_property
     def _sets(self) -> dict[str, tuple[set[str], list[str]]]:
         """release → (its option strings, its `--` options sorted for prefix matching)."""
-        sets = {}
-        for i, release in enumerate(self.releases):
-            names = {n for n, rec in self.flags.items() if _present(rec, i, self.releases)}
-            sets[release] = (names, sorted(n for n in names if n.startswith("--")))
-        return sets
+        versions = self._versions
+        names: list[set[str]] = [set(ARGPARSE_OWN) for _ in self.releases]
+        for name, record in self.flags.items():
+            for i in _indexes(record, versions):
+                names[i].add(name)
+        return {r: (n, sorted(x for x in n if x.startswith("--"))) for r, n in zip(self.releases, names)}
+
+    def options(self, release: str) -> set[str]:
+        """The option strings vLLM gives that release's serve parser."""
+        return self._sets[release][0] - ARGPARSE_OWN
 
     def release_for(self, version: str) -> str | None:
         """The release whose options `version` has: itself, or for a build newer than every
@@ -106,6 +118,8 @@ class FlagHistory:
         if release is None or parsed is None:
             return None
         names, long_names = self._sets[release]
+        if parsed.name == "-O" and self.has_syntax("-O<level>", release):
+            return True  # `-O3`, `-O 3`: rewritten to the optimisation option before argparse
         if parsed.syntax and not self.has_syntax(parsed.syntax, release):
             return False
         if parsed.name in names:
@@ -116,7 +130,7 @@ class FlagHistory:
 
     def has_syntax(self, feature: str, release: str) -> bool:
         record = self.data.get("syntax", {}).get(feature)
-        return bool(record) and _present(record, self.releases.index(release), self.releases)
+        return bool(record) and self.releases.index(release) in _indexes(record, self._versions)
 
     def record(self, text: str) -> dict | None:
         parsed = token(text)
@@ -142,10 +156,10 @@ class FlagHistory:
         return None
 
 
-def _present(record: dict, i: int, releases: list[str]) -> bool:
-    version = Version(releases[i])
-    if version < Version(record["added"]):
-        return False
-    if record.get("removed") and version >= Version(record["removed"]):
-        return False
-    return not any(Version(a) <= version <= Version(b) for a, b in record.get("gaps", []))
+def _indexes(record: dict, versions: list[Version]) -> set[int]:
+    """Positions in the release list where the option (or syntax) exists."""
+    added = Version(record["added"])
+    removed = Version(record["removed"]) if record.get("removed") else None
+    gaps = [(Version(a), Version(b)) for a, b in record.get("gaps", [])]
+    return {i for i, v in enumerate(versions) if v >= added and (removed is None or v < removed)
+            and not any(a <= v <= b for a, b in gaps)}

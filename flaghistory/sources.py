@@ -19,10 +19,7 @@ from pathlib import Path, PurePosixPath
 import httpx
 from packaging.version import InvalidVersion, Version
 
-from extractor.sdist import DOWNLOAD_ATTEMPTS, SdistError, index_url
-
-MAX_SDIST_BYTES = 200 << 20
-"""A vLLM sdist is ≤ 60 MB today; anything far larger is refused rather than read."""
+from extractor.sdist import MAX_SDIST_BYTES, SdistError, download, index_json, index_url
 KEEP_DIRS = ("vllm/config", "vllm/engine", "vllm/entrypoints", "vllm/utils")
 """Where the serve parser, the engine-args dataclasses and FlexibleArgumentParser live (across
 0.6 … 0.34: `vllm/scripts.py`, `vllm/config.py` and `vllm/utils.py` before they became packages)."""
@@ -52,14 +49,8 @@ def _version(text: str) -> Version | None:
 def list_releases(client: httpx.Client, index: str | None = None, since: str = "0.6.0") -> list[Release]:
     """Every final release ≥ `since`, oldest first (yanked ones left out; pre-releases are nightlies)."""
     index = (index or index_url()).rstrip("/")
-    response = client.get(f"{index}/vllm/", headers={"Accept": "application/vnd.pypi.simple.v1+json"})
-    if response.status_code != 200:
-        raise SdistError(f"{index}/vllm/: HTTP {response.status_code}")
-    try:
-        body = response.json()
-        files, versions = body["files"], body.get("versions") or []
-    except (ValueError, KeyError) as err:
-        raise SdistError(f"{index}/vllm/ did not answer with PEP 691 JSON ({err})") from None
+    body = index_json(client, index)
+    files, versions = body["files"], body.get("versions") or []
     sdists = {}
     for entry in files:
         name = entry.get("filename", "")
@@ -108,21 +99,7 @@ def _unpack(data: bytes, version: str) -> dict[str, bytes]:
 def _download(client: httpx.Client, release: Release) -> bytes:
     if release.size and release.size > MAX_SDIST_BYTES:
         raise SdistError(f"{release.url}: {release.size} bytes, over the {MAX_SDIST_BYTES >> 20} MiB cap")
-    for attempt in range(1, DOWNLOAD_ATTEMPTS + 1):  # a stalled transfer is retried, not fatal
-        try:
-            buffer = bytearray()
-            with client.stream("GET", release.url) as response:
-                if response.status_code != 200:
-                    raise SdistError(f"{release.url}: HTTP {response.status_code}")
-                for chunk in response.iter_bytes(1 << 20):
-                    buffer += chunk
-                    if len(buffer) > MAX_SDIST_BYTES:
-                        raise SdistError(f"{release.url}: larger than {MAX_SDIST_BYTES >> 20} MiB")
-            return bytes(buffer)
-        except httpx.TransportError as err:
-            if attempt == DOWNLOAD_ATTEMPTS:
-                raise SdistError(f"{release.url}: {type(err).__name__} after {attempt} attempts") from None
-    raise AssertionError("unreachable")
+    return download(client, release.url)
 
 
 def cache_entry(cache: Path, release: Release) -> Path:

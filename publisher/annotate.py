@@ -100,6 +100,7 @@ def decision(judge: Judge, snippet: Snippet, source: Source) -> tuple[str, str, 
     title = views.title("FAIL", first.stage, list(dict.fromkeys(k.version for k in j.failing)))
     causes = list(dict.fromkeys(views.cause(k.outcome) for k in j.failing if views.cause(k.outcome)))
     body = [views.md_escape(c) for c in causes[:2]]
+    body += [views.md_escape(note) + "." for note in j.option_notes]  # removed when, in vLLM's words
     works = "; ".join(views.works_on(k.version, k.outcome) for k in j.working)
     if works:
         body.append(views.md_escape(works if works.startswith("vLLM") else works[:1].upper() + works[1:]) + ".")

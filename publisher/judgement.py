@@ -26,6 +26,7 @@ from packaging.version import InvalidVersion, Version
 
 from extractor.records import Snippet, Source, WrittenFor
 from extractor.written_for import WrittenForError, of_docs, specifier
+from flaghistory.commands import explain_failure, options_of, shipped
 from publisher import views
 from publisher.results import Column, Results
 from runner import classify
@@ -77,6 +78,11 @@ class Judgement:
     """The oldest version seen running (PASS/WARN) after the newest failure: "needs vLLM ≥ X"."""
     summary: str = ""
     """One plain sentence: what was judged on which builds (escape before it reaches a page)."""
+    options_from: str | None = None
+    """The first release after the newest failure on which every option of the command exists
+    (flaghistory), for "needs vLLM ≥ X" when no checked build shows it running."""
+    option_notes: list[str] = field(default_factory=list)
+    """doc-drift at parse: why the failing build rejects each option (removed when, vLLM's words)."""
 
     @property
     def working(self) -> list[Check]:
@@ -166,8 +172,25 @@ def judge(results: Results, snippet: Snippet, wf: WrittenFor) -> Judgement:
         j.kind = "needs-newer" if older else "ok"
     elif older and not [k for k in fails if k.scope == "newer"]:
         j.kind = "needs-newer"
+    _option_history(j, snippet, newest_fail)
     j.summary = _summary(j, spec, older)
     return j
+
+
+def _option_history(j: Judgement, snippet: Snippet, newest_fail: Check | None) -> None:
+    """What the per-release option history adds: the failing option's story, the first release
+    with all of the command's options."""
+    history = shipped()
+    if history is None or newest_fail is None:
+        return
+    for k in j.failing:
+        if _removed(k.outcome):
+            j.option_notes += explain_failure(history, (k.outcome.evidence.exception or {}).get("message"), k.version)
+    options = options_of(snippet.argv or [])
+    explains = any(history.accepts(o, newest_fail.version) is False for o in options)
+    if explains and j.works_from is None:  # only when the failing build lacks one of its options
+        j.options_from = next((r for r in history.releases if version_order(r) > version_order(newest_fail.version)
+                               and all(history.accepts(o, r) for o in options)), None)
 
 
 def _removed(o: Outcome) -> bool:
@@ -185,7 +208,8 @@ def _summary(j: Judgement, spec: SpecifierSet, older: list[Check]) -> str:
         where = ", ".join(f"at {k.outcome.stage} on vLLM {k.version}" for k in j.failing)
         later = next((k for k in j.checks if k.version == j.works_from and k.outcome.verdict in GOOD), None)
         return f"Fails {where}, which the page is written for ({wf})." + (
-            f" From vLLM {later.version}: {views.depth_text(later.outcome)}." if later else "")
+            f" From vLLM {later.version}: {views.depth_text(later.outcome)}." if later else "") + "".join(
+            f" {note}." for note in j.option_notes)
     if j.kind == "vllm-regression":
         good, bad = j.regression
         return (f"Passed on vLLM {good.version} (commit {good.column.commit or 'unknown'}; "
@@ -194,7 +218,9 @@ def _summary(j: Judgement, spec: SpecifierSet, older: list[Check]) -> str:
                 "not a doc bug.")
     if j.kind == "needs-newer":
         return (f"Fails only on {_versions(older)}, older than the page's versions ({wf})"
-                + (f"; needs vLLM ≥ {j.works_from}." if j.works_from else "."))
+                + (f"; needs vLLM ≥ {j.works_from}." if j.works_from else
+                   f"; needs vLLM ≥ {j.options_from} (the first release with all its options, per the "
+                   "option history)." if j.options_from else "."))
     if j.kind == "ok":
         inside = [k for k in j.checks if k.scope == "in" and k.outcome.verdict in GOOD]
         return "Runs on " + ", ".join(f"vLLM {k.version} ({views.depth_text(k.outcome)})" for k in inside) + \

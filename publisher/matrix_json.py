@@ -1,6 +1,7 @@
 """`matrix.json` (schema 1), in the spirit of MDN's browser-compat-data: per snippet, per
 target, a `status`, how deep it went and its evidence link; per snippet its judgement against
-the versions its pages are written for, and the first/last vLLM version seen passing.
+the versions its pages are written for, the first/last vLLM version seen passing, and
+`flags_valid`: the releases on which all its options exist (from the per-release option history).
 Retired builds (superseded by a newer build of the same target) are kept, marked `retired`,
 for the history. Documented for readers in docs/matrix-json.md (keep the two in step)."""
 
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
+from flaghistory.commands import command_options, shipped
 from publisher import history as hist
 from publisher import views
 from publisher.judgement import UNRECORDED, Judge, Judgement
@@ -49,6 +51,14 @@ def _judgement(j: Judgement) -> dict:
             "regression": [k.column.key for k in j.regression] if j.regression else None}
 
 
+def flags_valid(s) -> dict | None:
+    """The releases on which every option of the command exists (flaghistory); None: no options
+    or no history."""
+    history = shipped()
+    found = command_options(history, s.argv or []) if history else None
+    return found.as_json() if found else None
+
+
 def build(results: Results, snapshots: list[dict] | None = None, generated: str | None = None,
           judge: Judge | None = None) -> dict:
     generated = generated or datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -72,6 +82,7 @@ def build(results: Results, snapshots: list[dict] | None = None, generated: str 
                          "url": src.url, "written_for": (src.written_for or UNRECORDED).spec,
                          "judgement": judge.of_source(s, src).kind} for src in s.sources],
             "support": support,
+            "flags_valid": flags_valid(s),
         }
     seen = hist.seen(snapshots or [], doc)
     for sid, entry in doc["snippets"].items():

@@ -18,7 +18,7 @@ from extractor.records import Snippet
 from publisher import judgement, views
 from publisher.history import CHANGE_KINDS, Change, Seen
 from publisher.judgement import Judge, Judgement
-from publisher.matrix_json import evidence_href
+from publisher.matrix_json import evidence_href, flags_valid
 from publisher.results import Results
 from runner.counts import GOOD
 
@@ -134,7 +134,7 @@ def _snippet_page(env: Environment, results: Results, judge: Judge, s: Snippet, 
                                  "single": perf[0]["decode"] if perf else "", "many": perf[1]["throughput"] if len(perf) > 1 else ""})
     retired = [(c, o) for c in results.retired if (o := results.cell(s.id, c))]
     return env.get_template("snippet.md.j2").render(
-        s=s, heading=views.md_escape(s.model or s.id), command=views.command(s),
+        s=s, heading=views.md_escape(s.model or s.id), command=views.command(s), flags=flags_valid(s),
         spec_json=json.dumps(s.speculative_config) if s.speculative_config else "",
         page_slugs=[views.page_slug(views.page_key(src)) for src in s.sources],
         judgements=judge.all(s), source_judgements=[judge.of_source(s, src).kind for src in s.sources],

@@ -46,6 +46,10 @@ def _check_the_two_flags(results, judge, by_anchor, root: Path):
     assert warning.admonition.startswith('!!! warning "Is rejected by the argument parser of vLLM 0.32.0"')
     assert "0.20.1" not in warning.admonition  # the build older than the page is not cited
     assert "--disable-log-requests" in warning.admonition
+    # the option history says why: removed in 0.17.0, after vLLM deprecated it in its own words
+    assert j.option_notes and j.option_notes[0].startswith("--disable-log-requests was removed in vLLM 0.17.0; "
+                                                           "vLLM 0.10.1 deprecated it"), j.option_notes
+    assert "was removed in vLLM 0.17.0" in j.summary and "was removed in vLLM 0.17.0" in warning.admonition
     # every warning is for a doc-drift command, and every doc-drift command has its warning
     drift = {s.id for s in results.snippets if judge.of(s).kind == "doc-drift"}
     assert {i.snippet_id for i in inserts} == drift

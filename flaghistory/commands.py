@@ -1,0 +1,98 @@
+"""A documented command seen through the option history: the releases on which all its
+options exist, and why an option a build rejected is missing there (removed when, deprecated
+with which words, replaced by what — vLLM's own texts)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from packaging.version import Version
+
+from flaghistory.history import FlagHistory, HistoryError, token
+
+UNRECOGNIZED = re.compile(r"unrecognized arguments?: (.+)")
+
+
+@lru_cache(maxsize=1)
+def shipped() -> FlagHistory | None:
+    """The history publishing reads (the shipped copy or DRIFTMATRIX_FLAG_HISTORY); None if unusable."""
+    try:
+        return FlagHistory.load()
+    except HistoryError:
+        return None
+
+
+@dataclass
+class CommandOptions:
+    """The option-level range of one command (its values and model are not judged here)."""
+
+    options: list[str]
+    first: str | None
+    """First release of the newest unbroken run on which every option exists (None: no release)."""
+    last: str | None
+    newest: str
+    """The newest release read: `last == newest` means still valid today."""
+    oldest: str
+    unknown: list[str] = field(default_factory=list)
+    """Options no release read accepts (a typo, a plugin's option, a placeholder)."""
+
+    def text(self) -> str:
+        if self.first is None:
+            why = f" ({', '.join(f'{u}' for u in self.unknown)}: in none)" if self.unknown else ""
+            return f"no vLLM release from {self.oldest} to {self.newest} accepts all its options{why}"
+        if self.last == self.newest and self.first == self.oldest:
+            return f"options valid in every release read ({self.oldest} through {self.newest})"
+        if self.last == self.newest:
+            return f"options valid from {self.first} through {self.newest}, the newest release read"
+        return f"options valid from {self.first} to {self.last}"
+
+    def as_json(self) -> dict:
+        return {"first": self.first, "last": self.last, "newest": self.newest, "unknown": self.unknown,
+                "text": self.text()}
+
+
+def options_of(argv: list[str]) -> list[str]:
+    return list(dict.fromkeys(a.split("=", 1)[0] for a in argv if token(a) is not None and not a[1:2].isdigit()))
+
+
+def command_options(history: FlagHistory, argv: list[str]) -> CommandOptions | None:
+    options = options_of(argv)
+    if not options or not history.releases:
+        return None
+    valid = history.valid_range(options)
+    unknown = [o for o in options if not any(history.accepts(o, r) for r in history.releases)]
+    return CommandOptions(options, valid[0] if valid else None, valid[1] if valid else None,
+                          history.releases[-1], history.releases[0], unknown)
+
+
+def explain(history: FlagHistory, option: str, version: str) -> str | None:
+    """Why `version` rejects the option, from the history; None when the history says it accepts it."""
+    if history.accepts(option, version) is not False:
+        return None
+    record = history.record(option)
+    if record is None:
+        return f"{option} is not an option of any vLLM release from {history.releases[0]} to {history.releases[-1]}"
+    if record.get("removed") and Version(version) >= Version(record["removed"]):
+        text = f"{option} was removed in vLLM {record['removed']}"
+        if record.get("deprecated"):
+            text += f"; vLLM {record['deprecated']} deprecated it: “{record['deprecation']}”"
+        if record.get("replacement"):
+            text += f" (vLLM's text names {record['replacement']} instead)"
+        return text
+    if Version(version) < Version(record["added"]):
+        return f"{option} was added in vLLM {record['added']}"
+    return f"{option} is not in vLLM {version} (releases it is in: from {record['added']})"
+
+
+def rejected_options(message: str | None) -> list[str]:
+    """The options argparse named in `unrecognized arguments: --swap-space 4`."""
+    found = UNRECOGNIZED.search(message or "")
+    return [t for t in found.group(1).split() if token(t) is not None] if found else []
+
+
+def explain_failure(history: FlagHistory | None, message: str | None, version: str) -> list[str]:
+    if history is None:
+        return []
+    return [e for o in rejected_options(message) if (e := explain(history, o, version))]
