@@ -26,7 +26,7 @@ from packaging.version import InvalidVersion, Version
 
 from extractor.records import Snippet, Source, WrittenFor
 from extractor.written_for import WrittenForError, of_docs, specifier
-from flaghistory.commands import explain_failure, options_of, shipped
+from flaghistory.commands import options_of, shipped
 from publisher import views
 from publisher.results import Column, Results
 from runner import classify
@@ -184,8 +184,7 @@ def _option_history(j: Judgement, snippet: Snippet, newest_fail: Check | None) -
     if history is None or newest_fail is None:
         return
     for k in j.failing:
-        if _removed(k.outcome):
-            j.option_notes += explain_failure(history, (k.outcome.evidence.exception or {}).get("message"), k.version)
+        j.option_notes += views.option_notes(k.outcome)
     options = options_of(snippet.argv or [])
     explains = any(history.accepts(o, newest_fail.version) is False for o in options)
     if explains and j.works_from is None:  # only when the failing build lacks one of its options

@@ -34,7 +34,7 @@ def _target(results: Results, c, retired: bool) -> dict:
 
 
 def _support(o, c, snippet_id: str, retired: bool) -> dict:
-    notes = [n for n in [cause(o)] if n]
+    notes = [n for n in [cause(o)] if n] + views.option_notes(o)
     if o.stand_in:
         notes.append("run with a random-weight stand-in of the model (same architecture)")
     cell = {"status": o.verdict, "stage": o.stage, "depth": views.depth_text(o), "tier": o.tier,

@@ -140,6 +140,7 @@ def _snippet_page(env: Environment, results: Results, judge: Judge, s: Snippet, 
         judgements=judge.all(s), source_judgements=[judge.of_source(s, src).kind for src in s.sources],
         rows=rows, causes={c.key: views.cause(o) for c, o in rows}, depths={c.key: views.depth_text(o) for c, o in rows},
         locations={c.key: views.location(o.evidence.exception) for c, o in rows},
+        option_notes={c.key: views.option_notes(o) for c, o in rows},
         perfs={c.key: views.perf_rows(o) for c, o in rows}, diffs=diffs,
         flipped=[k for k, vals in diffs.items() if all(isinstance(v, bool) for v in vals.values())],
         icons=views.ICONS, variants=variants, seen=seen, retired=retired)

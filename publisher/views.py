@@ -8,6 +8,7 @@ import re
 import shlex
 
 from extractor.records import Snippet, Source
+from flaghistory.commands import explain_failure, shipped
 from runner.counts import GOOD
 from runner.logscan import relative
 from runner.records import VERDICTS, Outcome  # noqa: F401 (VERDICTS: the one list, re-exported)
@@ -96,6 +97,14 @@ def cause(o: Outcome, limit: int | None = None) -> str:
             w = feature[0]
             return f"vLLM warns: {_clip(w.get('message'), limit)} ({w.get('file')}:{w.get('line')})"
     return _clip(o.reason or "", limit)
+
+
+def option_notes(o: Outcome) -> list[str]:
+    """For a parse FAIL on options the build does not have: why, from the option history of every
+    release ("--swap-space was removed in vLLM 0.18.0; …"). Empty for anything else."""
+    if o.verdict != "FAIL" or o.stage != "parse":
+        return []
+    return explain_failure(shipped(), (o.evidence.exception or {}).get("message"), o.target.version)
 
 
 def title(verdict: str, stage: str, versions: list[str]) -> str:
