@@ -27,6 +27,8 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
     from extractor import SAMPLE_DOCS
     from extractor.catalog import extract
     from extractor.sdist import SdistError, fetch_docs
+    from extractor.records import Catalog
+    from publisher.fixes import candidates
     from publisher.results import load
     from publisher.site import PublishError, build_site
     from runner.main import RunOptions, run
@@ -58,9 +60,14 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
     console.rule(f"3/4 run: start + probe with stand-ins, {len(cases)} Gemma 4 speculative-decoding command(s)")
     if cases:
         rc = max(rc, run(RunOptions(tier="probe", only=cases, stand_ins="tiny", **common), console=console))
-    console.rule("4/4 publish")
+    fixes = out / "fixes.json"
+    found = candidates(load(snippets, [outcomes]))
+    Catalog(snippets=found.fixes).write(fixes)
+    console.rule(f"4/4 fixes ({len(found.fixes)} candidate(s), run as deep as their originals) and publish")
+    if found.fixes:
+        rc = max(rc, run(RunOptions(tier="config", **dict(common, snippets=fixes)), console=console))
     try:
-        done = build_site(load(snippets, [outcomes]), out / "site", history_dir=out / "history")
+        done = build_site(load(snippets, [outcomes], fixes), out / "site", history_dir=out / "history")
     except PublishError as err:
         console.print(f"[red]{err}")
         return 1

@@ -10,7 +10,26 @@ from pathlib import Path
 
 def _load(args):
     from publisher.results import load
-    return load(Path(args.snippets), [Path(p) for p in args.outcomes])
+    fixes = getattr(args, "fixes", None)
+    return load(Path(args.snippets), [Path(p) for p in args.outcomes], Path(fixes) if fixes else None)
+
+
+def cmd_fixes(args: argparse.Namespace) -> int:
+    from extractor.records import Catalog
+    from publisher.fixes import candidates
+
+    try:
+        results = _load(args)
+    except ValueError as err:
+        print(f"driftmatrix fixes: {err}", file=sys.stderr)
+        return 2
+    found = candidates(results)
+    Catalog(snippets=found.fixes).write(Path(args.output))
+    for line in found.without:
+        print(line, file=sys.stderr)
+    print(f"{len(found.fixes)} fix candidate(s) written to {args.output}; run them with "
+          f"`driftmatrix run {args.output} -o OUTCOMES` (variant fix), then publish/annotate/pr with --fixes")
+    return 0
 
 
 def cmd_publish(args: argparse.Namespace) -> int:
@@ -57,7 +76,9 @@ def cmd_annotate(args: argparse.Namespace) -> int:
     if args.output:
         ann.write_tree(result, Path(args.output))
     inserted = sum(len(p.inserts) for p in result.patches)
-    print(f"{len(result.patches)} page(s) changed, {inserted} admonition(s) inserted"
+    fixed = sum(len(p.fixes) for p in result.patches)
+    print(f"{len(result.patches)} page(s) changed, {inserted} admonition(s) inserted, {fixed} command(s) "
+          "replaced by their verified fix"
           + (f"; patched tree in {args.output}" if args.output else "") + (f"; patch in {args.patch}" if args.patch else ""))
     return 1 if result.problems and not result.patches and not inserted else 0
 
@@ -69,7 +90,7 @@ def cmd_pr(args: argparse.Namespace) -> int:
         return run_pr(PrOptions(repo=args.repo, checkout=Path(args.checkout), snippets=Path(args.snippets),
                                 outcomes=[Path(p) for p in args.outcomes], apply=args.apply, base=args.base,
                                 branch=args.branch, remote=args.remote, site_url=args.site_url, api=args.api_url,
-                                label=args.label))
+                                label=args.label, fixes=Path(args.fixes) if args.fixes else None))
     except ValueError as err:
         print(f"driftmatrix pr: {err}", file=sys.stderr)
         return 2
@@ -104,6 +125,7 @@ def add_parsers(sub) -> None:
     p.add_argument("--outcomes", nargs="+", required=True, metavar="OUT",
                    help="outcomes.jsonl files (targets, shards, reruns: merged)")
     p.add_argument("--history", metavar="DIR", help="earlier runs' matrix.json (read; this run's is added)")
+    p.add_argument("--fixes", metavar="FIXES", help="fix candidates (`driftmatrix fixes`); their outcomes in --outcomes")
     p.add_argument("--site-dir", default="site", help="where the built site goes (default: %(default)s)")
     p.add_argument("--docs", action="append", metavar="DOCS_TREE",
                    help="also annotate this docs tree and show its patched pages on the site (repeatable)")
@@ -113,6 +135,7 @@ def add_parsers(sub) -> None:
     a.add_argument("--docs", required=True, metavar="DOCS_TREE", help="a vLLM docs tree (docs/ + mkdocs.yaml)")
     a.add_argument("--snippets", required=True, help="snippets.json from `driftmatrix extract`")
     a.add_argument("--outcomes", nargs="+", required=True, metavar="OUT", help="outcomes.jsonl files")
+    a.add_argument("--fixes", metavar="FIXES", help="fix candidates: verified ones replace the command lines")
     dest = a.add_mutually_exclusive_group(required=True)
     dest.add_argument("-o", "--output", metavar="PATCHED_TREE", help="write a copy of the tree with the patched pages")
     dest.add_argument("--patch", metavar="FILE", help="write a unified diff instead")
@@ -123,6 +146,7 @@ def add_parsers(sub) -> None:
     r.add_argument("--checkout", required=True, metavar="DIR", help="a local clone of it (reset to the PR branch)")
     r.add_argument("--snippets", required=True, help="snippets.json from `driftmatrix extract`")
     r.add_argument("--outcomes", nargs="+", required=True, metavar="OUT", help="outcomes.jsonl files")
+    r.add_argument("--fixes", metavar="FIXES", help="fix candidates: verified ones replace the command lines")
     r.add_argument("--apply", action="store_true", help="push and open/update the PR (token: GITHUB_TOKEN)")
     r.add_argument("--base", help="base branch (default: the remote's default branch)")
     r.add_argument("--branch", default="driftmatrix/doc-warnings", help="the tool's branch (default: %(default)s)")
@@ -132,6 +156,11 @@ def add_parsers(sub) -> None:
     r.add_argument("--api-url", default="https://api.github.com", help="GitHub API root (default: %(default)s)")
     r.set_defaults(func=cmd_pr)
 
+    f = sub.add_parser("fixes", help="fix candidates for failing commands -> a catalog to `driftmatrix run`")
+    f.add_argument("--snippets", required=True, help="snippets.json from `driftmatrix extract`")
+    f.add_argument("--outcomes", nargs="+", required=True, metavar="OUT", help="outcomes.jsonl files")
+    f.add_argument("-o", "--output", default="fixes.json", help="catalog of fixed commands (default: %(default)s)")
+    f.set_defaults(func=cmd_fixes)
     m = sub.add_parser("merge", help="outcome files -> one, a record per (snippet, variant, build, tier)")
     m.add_argument("outcomes", nargs="+", metavar="OUT", help="outcomes.jsonl files (missing ones are named, skipped)")
     m.add_argument("-o", "--output", required=True, help="the merged file")

@@ -121,9 +121,9 @@ def _deprecation(name: str, reads: list[ReleaseRead]) -> dict:
     said = [(r.version, r.deprecations[name]) for r in reads if name in r.deprecations]
     if not said:
         return {"deprecated": None, "deprecation": None, "replacement": None}
-    latest = said[-1][1]
-    replacement = next((d["replacement"] for _, d in reversed(said) if d["replacement"]), None)
-    return {"deprecated": said[0][0], "deprecation": latest["text"], "replacement": replacement}
+    # the latest text that names a replacement says the most; else the latest text
+    best = next((d for _, d in reversed(said) if d["replacement"]), said[-1][1])
+    return {"deprecated": said[0][0], "deprecation": best["text"], "replacement": best["replacement"]}
 
 
 def assemble(reads: list[ReleaseRead], source: str) -> dict:

@@ -20,7 +20,8 @@ from pathlib import Path
 from extractor.corpus import SourceError, detect
 from extractor.markdown_blocks import code_blocks
 from extractor.records import Snippet, Source
-from publisher import views
+from publisher import fix_edits, views
+from publisher.fixes import verified
 from publisher.judgement import Judge
 from publisher.results import Results
 
@@ -47,12 +48,27 @@ class Insert:
 
 
 @dataclass
+class FixApplied:
+    """A command replaced by its verified fix (no warning for it)."""
+
+    snippet_id: str
+    line: int
+    """1-based first line of the command on the unannotated page."""
+    before: str
+    after: str
+    why: list[str]
+    checks: list[tuple[str, str, str]]
+    """(build label, version, how deep it ran, in words) on every build it was verified on."""
+
+
+@dataclass
 class PagePatch:
     file: str
     """Path relative to the tree root."""
     before: str
     after: str
     inserts: list[Insert] = field(default_factory=list)
+    fixes: list[FixApplied] = field(default_factory=list)
 
 
 @dataclass
@@ -143,6 +159,7 @@ def annotate_page(judge: Judge, rel: str, text: str, wanted: list[tuple[Snippet,
     lines = base.split("\n")
     blocks = list(code_blocks(base))
     inserts: dict[int, list[tuple[str, list[str], Insert]]] = {}
+    replaced: dict[int, tuple[list[str], int, FixApplied]] = {}
     done: set[tuple[str, int]] = set()
     for snippet, source in wanted:
         line, first = source.line, _first_line(source)
@@ -150,6 +167,12 @@ def annotate_page(judge: Judge, rel: str, text: str, wanted: list[tuple[Snippet,
             continue  # another version of the page: the snippet is not at this line here
         done.add((snippet.id, line))
         snippet_id = snippet.id
+        fix = verified(judge.results, judge, snippet)
+        if fix is not None:
+            found = _fix_lines(lines, line, source, fix)
+            if found is not None:
+                replaced[line] = found
+            continue  # a verified fix replaces the warning (already applied: nothing to do)
         d = decision(judge, snippet, source)
         if d is None:
             continue
@@ -164,11 +187,28 @@ def annotate_page(judge: Judge, rel: str, text: str, wanted: list[tuple[Snippet,
         chunk += [indent + ln if ln else "" for ln in adm] + ["", indent + END.format(snippet_id)]
         inserts.setdefault(close, []).append((snippet_id, chunk, Insert(snippet_id, close, kind, block, "\n".join(adm))))
     out: list[str] = []
+    skip_to = 0
     for n, ln in enumerate(lines, 1):
-        out.append(ln)
+        if n in replaced:
+            new_lines, count, _ = replaced[n]
+            out += new_lines
+            skip_to = n + count
+        if n >= skip_to:
+            out.append(ln)
         for _, chunk, _ in inserts.get(n, []):
             out += chunk
-    return PagePatch(rel, text, "\n".join(out), [i for items in inserts.values() for _, _, i in items])
+    return PagePatch(rel, text, "\n".join(out), [i for items in inserts.values() for _, _, i in items],
+                     [f for _, _, f in replaced.values()])
+
+
+def _fix_lines(lines: list[str], line: int, source: Source, fix) -> tuple[list[str], int, FixApplied] | None:
+    """(new lines, how many page lines they replace, the record) or None when already applied."""
+    count = source.text.count("\n") + 1
+    old = lines[line - 1:line - 1 + count]
+    new = fix_edits.apply(old, fix.fix.fix["edits"])
+    if new is None or new == old:
+        return None
+    return new, count, FixApplied(fix.fix.id, line, "\n".join(old), "\n".join(new), fix.fix.fix["why"], fix.checks)
 
 
 def annotate(results: Results, tree: Path) -> Annotation:

@@ -183,8 +183,7 @@ def _option_history(j: Judgement, snippet: Snippet, newest_fail: Check | None) -
     history = shipped()
     if history is None or newest_fail is None:
         return
-    for k in j.failing:
-        j.option_notes += views.option_notes(k.outcome)
+    j.option_notes = list(dict.fromkeys(note for k in j.failing for note in views.option_notes(k.outcome)))
     options = options_of(snippet.argv or [])
     explains = any(history.accepts(o, newest_fail.version) is False for o in options)
     if explains and j.works_from is None:  # only when the failing build lacks one of its options

@@ -15,7 +15,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 
 from extractor.records import Snippet
-from publisher import judgement, views
+from publisher import fixes, judgement, views
 from publisher.history import CHANGE_KINDS, Change, Seen
 from publisher.judgement import Judge, Judgement
 from publisher.matrix_json import evidence_href, flags_valid
@@ -143,7 +143,8 @@ def _snippet_page(env: Environment, results: Results, judge: Judge, s: Snippet, 
         option_notes={c.key: views.option_notes(o) for c, o in rows},
         perfs={c.key: views.perf_rows(o) for c, o in rows}, diffs=diffs,
         flipped=[k for k, vals in diffs.items() if all(isinstance(v, bool) for v in vals.values())],
-        icons=views.ICONS, variants=variants, seen=seen, retired=retired)
+        icons=views.ICONS, variants=variants, seen=seen, retired=retired,
+        fix=results.fixes.get(s.id), fix_verified=fixes.verified(results, judge, s))
 
 
 def _verdict_counts(results: Results) -> dict[str, dict[str, int]]:

@@ -50,6 +50,8 @@ class PrOptions:
     """Where the published site is, for the evidence links in the body."""
     api: str = API
     label: str = "driftmatrix"
+    fixes: Path | None = None
+    """Fix candidates (`driftmatrix fixes`): verified ones replace the command in the PR."""
 
 
 def _cell(text: str) -> str:
@@ -76,14 +78,32 @@ def body(results: Results, annotation: ann.Annotation, site_url: str | None) -> 
         "driftmatrix ran the commands these pages show against the vLLM builds below. The ones listed "
         "fail on a vLLM version their page is written for (a release's docs: that release line; a "
         "recipe: its `min_vllm_version`; otherwise what the page states, or the current stable release "
-        "and newer); this PR adds an admonition right after each, between `<!-- driftmatrix:begin … -->` "
-        "markers. Failures on versions a page is not written for are not listed. The next run updates "
+        "and newer); this PR replaces a command by its fix where driftmatrix has one that it ran and saw "
+        "working (\"Commands fixed\" below), and otherwise adds an admonition right after the command, between "
+        "`<!-- driftmatrix:begin … -->` markers. Failures on versions a page is not written for are not listed. The next run updates "
         "this PR, and removes a warning once its command runs.", "",
         "| Command | Page | Written for | Build | Verdict | Cause |", "|---|---|---|---|---|---|", *rows, ""]
+    lines += fixed_commands(annotation, link)
     lines += regressions(results, judge, annotation.tree, link)
     if site_url:
         lines.append(f"Evidence for every command (exception with the raising file:line, logs): {site_url}")
     return "\n".join(lines)
+
+
+def fixed_commands(annotation: ann.Annotation, link) -> list[str]:
+    """A before/after per command this PR fixes, with what the runner checked."""
+    fixes = [(p.file, f) for p in annotation.patches for f in p.fixes]
+    if not fixes:
+        return []
+    out = ["## Commands fixed", "",
+           "Each fix below was run by driftmatrix through the same checks as the failing original, and at "
+           "least as deep, on every build listed; only the command's own lines change.", ""]
+    for file, f in fixes:
+        checked = ", ".join(f"{label}: {how}" for label, _version, how in f.checks)
+        out += [f"### `{file}:{f.line}` — {link(f.snippet_id)}", "", "Before:", "", "```bash", f.before, "```", "",
+                "After:", "", "```bash", f.after, "```", "", *(f"- {_cell(w)}" for w in f.why),
+                f"- checked on {_cell(checked)}", ""]
+    return out
 
 
 def regressions(results: Results, judge: Judge, tree: Path, link) -> list[str]:
@@ -143,7 +163,7 @@ def run_pr(opts: PrOptions, say=print) -> int:
     token = os.environ.get("GITHUB_TOKEN") or None
     redact = Redactor(extra=[token] if token else [])
     out = lambda text: say(redact(text))  # noqa: E731 — every line goes through the redactor
-    results = load(opts.snippets, opts.outcomes)
+    results = load(opts.snippets, opts.outcomes, opts.fixes)
     for problem in results.problems:
         out(f"warning: {problem}")
     if not opts.apply:

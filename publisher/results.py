@@ -61,6 +61,8 @@ class Results:
     """Input lines or records that could not be used, each with where and why."""
     retired: list[Column] = field(default_factory=list)
     """Builds superseded by a newer build of the same target (their cells stay, for the history)."""
+    fixes: dict[str, Snippet] = field(default_factory=dict)
+    """Documented command id -> its fix candidate (`driftmatrix fixes`; outcomes: variant `fix`)."""
 
     @property
     def snippets(self) -> list[Snippet]:
@@ -99,8 +101,9 @@ def merge(catalog: Catalog, outcomes: list[Outcome], problems: list[str] | None 
     return Results(catalog, current, cells, dates, problems, [c for c in ordered if c not in current])
 
 
-def load(snippets: Path, outcome_files: list[Path]) -> Results:
-    """Read and merge; raise ValueError only when the snippets file itself is unusable."""
+def load(snippets: Path, outcome_files: list[Path], fixes: Path | None = None) -> Results:
+    """Read and merge; raise ValueError only when the snippets file itself is unusable
+    (`fixes`: the fix candidates' catalog; an unreadable one is a problem, nothing else)."""
     try:
         catalog = Catalog.read(snippets)
     except (OSError, ValueError, KeyError, TypeError) as err:
@@ -114,4 +117,10 @@ def load(snippets: Path, outcome_files: list[Path]) -> Results:
         found, bad = store.read(path)
         outcomes += found
         problems += bad
-    return merge(catalog, outcomes, problems)
+    results = merge(catalog, outcomes, problems)
+    if fixes is not None:
+        try:
+            results.fixes = {s.fix["of"]: s for s in Catalog.read(fixes).snippets if s.fix}
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            results.problems.append(f"{fixes}: not a readable fixes catalog ({type(err).__name__}: {err})")
+    return results

@@ -36,6 +36,16 @@ def drop_speculative(argv: list[str]) -> list[str]:
 
 
 VARIANTS = ("no-spec", "self-spec")
+FIX = "fix"
+"""The variant of a fix candidate (a Snippet with `fix` set: publisher/fixes.py): the fixed argv,
+run no deeper than the stage its original failed at."""
+
+
+def job_tier(snippet: Snippet, tier: str) -> str:
+    """The last tier a job of this snippet runs: a fix stops where its original failed."""
+    from runner.records import TIERS
+    wanted = (snippet.fix or {}).get("tier")
+    return min(tier, wanted, key=TIERS.index) if wanted in TIERS else tier
 
 
 def variant_argv(snippet: Snippet, variant: str | None) -> list[str]:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from extractor.records import Catalog
 from runner import junit, plan, store
-from runner.argv_edit import devices_needed
+from runner.argv_edit import FIX, devices_needed, job_tier
 from runner.envs import EnvError, TargetEnv, ensure
 from runner.execute import JobRunner
 from runner.job import Job, RunContext, host_facts
@@ -83,9 +83,9 @@ def select(catalog: Catalog, opts: RunOptions) -> list[tuple]:
         if unknown:
             raise SystemExit(f"driftmatrix run: unknown snippet id(s): {', '.join(sorted(unknown))}")
         snippets = [s for s in snippets if s.id in wanted]
-    pairs = [(s, None) for s in snippets]
+    pairs = [(s, FIX if s.fix else None) for s in snippets]
     for variant in opts.variants or ():
-        pairs += [(s, variant) for s in snippets if s.speculative_config or variant == "self-spec"]
+        pairs += [(s, variant) for s in snippets if not s.fix and (s.speculative_config or variant == "self-spec")]
     if opts.shard:
         index, count = plan.parse_shard(opts.shard)
         pairs = plan.shard(pairs, index, count, lambda p: plan.predicted_cost(p[0], opts.tier))
@@ -131,7 +131,7 @@ def run(opts: RunOptions, console=None) -> int:
                 finished.append(o)
             continue
         for snippet, variant in pairs:
-            job = Job(snippet, envs[target.name], opts.tier, variant)
+            job = Job(snippet, envs[target.name], job_tier(snippet, opts.tier), variant)
             if job.key() in out_store.done:
                 skipped_done += 1
                 continue

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from extractor.records import Catalog
 from runner import counts, plan
+from runner.argv_edit import job_tier
 from runner.records import JobKey, Outcome
 from runner.targets import Target
 
@@ -41,7 +42,7 @@ def todo(catalog: Catalog, targets: list[Target], tier: str, previous: list[Outc
         for target in targets:
             pin = target.pinned_version()
             for snippet, variant in mine:
-                if pin and JobKey(snippet.id, variant, target.name, pin, None, tier) in done:
+                if pin and JobKey(snippet.id, variant, target.name, pin, None, job_tier(snippet, tier)) in done:
                     out.reused += 1
                     continue
                 out.jobs += 1

@@ -1,0 +1,55 @@
+"""Text edits that fix a documented command, and applying them to its lines.
+
+An edit is `[old, new]`: `old` is found on one line of the command (the first line holding it,
+as a whole token), replaced by `new`; a `new` holding "\\n" adds lines above, at that line's
+indentation (a comment moved out from behind a `\\`); a line left with nothing but `\\` is
+removed (a dropped option), and a command whose last line went keeps no dangling `\\`.
+Only those lines change: indentation, tabs, the fence and anything around them stay.
+"""
+
+from __future__ import annotations
+
+import re
+
+CONTINUATION = re.compile(r"\\[ \t]+(#.*)?$")
+"""`\\` followed by blanks (and maybe a comment): bash does not continue the command there."""
+
+
+def _token(old: str) -> re.Pattern:
+    return re.compile(r"(?<![\w-])" + re.escape(old) + r"(?![\w-])")
+
+
+def apply(lines: list[str], edits: list[list[str]]) -> list[str] | None:
+    """The command's lines with every edit applied; None when an edit's text is not there."""
+    out = list(lines)
+    for old, new in edits:
+        hit = next((i for i, ln in enumerate(out) if _token(old).search(ln)), None)
+        if hit is None:
+            return None
+        line = out[hit]
+        indent = line[: len(line) - len(line.lstrip())]
+        replaced = _token(old).sub(lambda _: new.replace("\n", "\n" + indent), line, count=1)
+        emptied = replaced.strip() in ("", "\\")  # a dropped option took the whole line
+        out[hit:hit + 1] = [] if emptied else replaced.split("\n")
+    if out and lines and not lines[-1].rstrip().endswith("\\") and out[-1].rstrip().endswith("\\"):
+        out[-1] = out[-1].rstrip()[:-1].rstrip()  # the old last line went: no dangling continuation
+    return out
+
+
+def backslash_edits(text: str) -> tuple[list[list[str]], list[str]]:
+    """`\\` + blanks → `\\`; a comment after `\\` → moved above the command (first line)."""
+    edits, why, comments = [], [], []
+    lines = text.split("\n")
+    for ln in lines:
+        m = CONTINUATION.search(ln)
+        if m:
+            edits.append([ln[m.start():].rstrip("\n"), "\\"])
+            if m.group(1):
+                comments.append(m.group(1).strip())
+    if comments:
+        first = lines[0].strip().split()[0]
+        edits.append([first, "\n".join(comments) + "\n" + first])
+    if edits:
+        why.append("`\\` followed by blanks" + (" and a comment" if comments else "") +
+                   " does not continue a bash command" + ("; the comments moved above it" if comments else ""))
+    return edits, why

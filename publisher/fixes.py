@@ -1,0 +1,180 @@
+"""Fix candidates for documented commands, and which of them the runner verified.
+
+A candidate is a text edit of the command as the page shows it (publisher/fix_edits.py), made
+only where the evidence says what the fix is:
+- a build of the page's versions rejects an option (`unrecognized arguments`) that the option
+  history says was removed: its replacement when vLLM's deprecation text names one (`--disable-x`
+  replaced by `--enable-x` becomes `--no-enable-x`, the same meaning), or dropped when vLLM's
+  text says the option has no effect any more; any other rejected option: no candidate;
+- a `key=value` value where the option takes JSON, when a build of the page's versions fails
+  on it: the JSON form;
+- `\\` followed by blanks or a comment (bash ends the command there): `\\`, comments above.
+The fixed text is extracted again by the real extractor; the fix is a Snippet (`fix` set, the
+documented command's id) that `driftmatrix run` runs as variant `fix`, up to the stage its
+original failed at. It is *verified* when it runs (PASS or WARN) at least that deep on every
+build the original failed on; only verified fixes reach the docs (annotate, pr).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, replace
+
+from extractor.records import Snippet
+from extractor.snippet_builder import Place, from_shell_text
+from flaghistory.commands import rejected_options, shipped
+from flaghistory.history import FlagHistory
+from publisher import fix_edits, views
+from publisher.judgement import Judge, Judgement
+from publisher.results import Results
+from runner.argv_edit import FIX
+from runner.counts import GOOD, depth
+
+NO_EFFECT = re.compile(r"\bno (longer has any )?effect\b|\bis ignored\b|\bnow the default\b|\bno longer (needed|used)\b",
+                       re.IGNORECASE)
+
+
+def _option_edits(history: FlagHistory, j: Judgement, text: str) -> tuple[list[list[str]], list[str]] | None:
+    """Edits for the options the failing builds rejected; None when one of them has no fix."""
+    edits, why = [], []
+    for k in j.failing:
+        message = (k.outcome.evidence.exception or {}).get("message")
+        rejected = rejected_options(message)
+        for option in [r for r in rejected if r.startswith("-")]:
+            if any(option == e[0].split()[0] for e in edits):
+                continue
+            record = history.record(option)
+            if record is None or not record.get("removed"):
+                return None
+            replacement = _replacement(history, option, record, k.version)
+            if replacement:
+                edits.append([option, replacement])
+                why.append(f"{option} was removed in vLLM {record['removed']}; vLLM's deprecation names "
+                           f"{record['replacement']} instead" + (f" (so {replacement}, the same meaning)"
+                                                                  if replacement != record["replacement"] else ""))
+            elif NO_EFFECT.search(record.get("deprecation") or ""):
+                values = _values_after(option, rejected)
+                edits.append([" ".join([option, *values]), ""])
+                why.append(f"{option} was removed in vLLM {record['removed']}; vLLM said: “{record['deprecation']}”")
+            else:
+                return None
+    return edits, why
+
+
+def _replacement(history: FlagHistory, option: str, record: dict, version: str) -> str | None:
+    new = record.get("replacement")
+    if not new:
+        return None
+    bare_old = option[2:]
+    for prefix, opposite in (("disable-", "enable-"), ("no-", "")):
+        if bare_old.startswith(prefix) and new[2:] == opposite + bare_old[len(prefix):]:
+            new = "--no-" + new[2:]  # `--disable-x` → `--enable-x` would invert it: `--no-enable-x`
+    return new if history.accepts(new, version) else None
+
+
+def _values_after(option: str, rejected: list[str]) -> list[str]:
+    i = rejected.index(option)
+    values = []
+    for token in rejected[i + 1:]:
+        if token.startswith("-"):
+            break
+        values.append(token)
+    return values
+
+
+def _json_edits(s: Snippet, j: Judgement) -> tuple[list[list[str]], list[str]]:
+    if not j.failing:
+        return [], []
+    edits, why = [], []
+    for lint in s.lints:
+        if lint.code != "key-value-not-json":
+            continue
+        m = re.match(r"`(\S+) ([^`]+)`", lint.message)
+        if not m:
+            continue
+        option, value = m.groups()
+        pairs = dict(p.split("=", 1) for p in value.split(",") if "=" in p)
+        as_json = json.dumps({k: _number(v) for k, v in pairs.items()})
+        edits.append([value, f"'{as_json}'"])
+        why.append(f"{option} takes JSON, not key=value")
+    return edits, why
+
+
+def _number(text: str):
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            continue
+    return {"true": True, "false": False}.get(text.lower(), text)
+
+
+@dataclass
+class Candidates:
+    fixes: list[Snippet]
+    without: list[str]
+    """`id: why no candidate` for each doc-drift command left with its warning."""
+
+
+def candidates(results: Results, history: FlagHistory | None = None) -> Candidates:
+    history = history or shipped()
+    judge, out = Judge(results), Candidates([], [])
+    for s in results.snippets:
+        if s.fix or s.kind not in ("serve", "docker") or not s.sources:
+            continue
+        j = judge.of(s)
+        fix = _candidate(s, j, history)
+        if fix is not None:
+            out.fixes.append(fix)
+        elif j.kind == "doc-drift":
+            out.without.append(f"{s.id}: no fix candidate (the cause is not one driftmatrix knows how to fix)")
+    return out
+
+
+def _candidate(s: Snippet, j: Judgement, history: FlagHistory | None) -> Snippet | None:
+    text = s.sources[0].text
+    edits, why = fix_edits.backslash_edits(text)
+    more = _json_edits(s, j)
+    edits, why = edits + more[0], why + more[1]
+    if j.kind == "doc-drift" and any(k.outcome.stage == "parse" for k in j.failing) and history and not more[0]:
+        options = _option_edits(history, j, text)
+        if options is None:
+            return None
+        edits, why = edits + options[0], why + options[1]
+    if not edits:
+        return None
+    fixed = fix_edits.apply(text.split("\n"), edits)
+    src = s.sources[0]
+    again = from_shell_text("\n".join(fixed), Place(src.corpus, src.version, src.file, src.line)) if fixed else []
+    if len(again) != 1:
+        return None
+    ran = j.failing or [k for k in j.checks if k.scope == "in" and k.outcome.verdict in GOOD]
+    tier = max((k.outcome.stage for k in ran), key=depth, default=None) or "parse"  # as deep as the original
+    return replace(s, argv=again[0].argv, lints=again[0].lints, runnable=again[0].runnable,
+                   fix={"of": s.id, "edits": edits, "why": why, "tier": tier, "text": "\n".join(fixed)})
+
+
+@dataclass
+class Verified:
+    fix: Snippet
+    checks: list[tuple[str, str, str]]
+    """(build label, version, how deep the fix ran there, in words; a WARN says so) for every build
+    it had to run on."""
+
+
+def verified(results: Results, judge: Judge, s: Snippet) -> Verified | None:
+    """The command's fix, when the runner showed it running wherever the original failed (or,
+    for a bash-only fix, wherever the original ran), at least as deep."""
+    fix = results.fixes.get(s.id)
+    if fix is None:
+        return None
+    j = judge.of(s)
+    need = j.failing or [k for k in j.checks if k.scope == "in" and k.outcome.verdict in GOOD]
+    checks = []
+    for k in need:
+        o = results.cell(s.id, k.column, FIX)
+        if o is None or o.verdict not in GOOD or depth(o.stage) < depth(k.outcome.stage):
+            return None
+        checks.append((k.column.label, k.version, views.depth_text(o)))
+    return Verified(fix, checks) if checks else None

