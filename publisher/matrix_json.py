@@ -74,11 +74,12 @@ def build(results: Results, snapshots: list[dict] | None = None, generated: str 
         support = {c.key: _support(o, c, s.id, retired) for c, retired in [*((c, False) for c in results.columns), *old]
                    if (o := results.cell(s.id, c)) is not None}
         doc["snippets"][s.id] = {
-            "kind": s.kind, "model": s.model, "speculative": bool(s.speculative_config),
+            "kind": s.kind, "command": views.command(s), "model": s.model, "speculative": bool(s.speculative_config),
             "runnable": s.runnable, "reason": s.reason,
             "judgement": judge.of(s).kind,
             "judgements": [_judgement(j) for j in judge.all(s)],
             "sources": [{"corpus": src.corpus, "version": src.version, "file": src.file, "line": src.line,
+                         "first_line": next((ln.strip() for ln in src.text.split("\n") if ln.strip()), ""),
                          "url": src.url, "written_for": (src.written_for or UNRECORDED).spec,
                          "judgement": judge.of_source(s, src).kind} for src in s.sources],
             "support": support,
