@@ -125,7 +125,8 @@ class Snippet:
     fix: dict[str, Any] | None = None
     """A fix candidate (`driftmatrix fixes`, publisher/fixes.py), not a command from the docs:
     `{"of": the documented snippet's id, "edits": [[old text, new text], ...] on its source text,
-    "why": [...], "tier": the stage its original failed at}`; its outcomes are variant `fix`."""
+    "why": [...], "tier": the tier its original was run with, "text": the fixed command}`; its
+    outcomes are variant `fix`."""
 
     def to_dict(self) -> dict[str, Any]:
         return {k: v for k, v in asdict(self).items() if v is not None or k in _ALWAYS}

@@ -8,11 +8,13 @@ only where the evidence says what the fix is:
   text says the option has no effect any more; any other rejected option: no candidate;
 - a `key=value` value where the option takes JSON, when a build of the page's versions fails
   on it: the JSON form;
+- an unknown speculative `method` (the engine config refuses it): the config without `method`,
+  so the release resolves one for the draft model (the fix's engine config records which);
 - `\\` followed by blanks or a comment (bash ends the command there): `\\`, comments above.
 The fixed text is extracted again by the real extractor; the fix is a Snippet (`fix` set, the
-documented command's id) that `driftmatrix run` runs as variant `fix`, up to the stage its
-original failed at. It is *verified* when it runs (PASS or WARN) at least that deep on every
-build the original failed on; only verified fixes reach the docs (annotate, pr).
+documented command's id) that `driftmatrix run` runs as variant `fix`, through the tiers its
+original was run with. It is *verified* when it runs (PASS or WARN) there, at least as deep as the
+original got, on every build the original failed on; only verified fixes reach the docs.
 """
 
 from __future__ import annotations
@@ -101,6 +103,27 @@ def _json_edits(s: Snippet, j: Judgement) -> tuple[list[list[str]], list[str]]:
     return edits, why
 
 
+SPEC_METHOD = ("spec-method-unsupported", "spec-method-invalid")
+"""Failure signatures (runner/data/signatures.yaml) of a speculative method this vLLM does not know."""
+
+
+def _spec_method_edits(s: Snippet, j: Judgement) -> tuple[list[list[str]], list[str]]:
+    """An unknown speculative `method` → no method: the release resolves one from the draft model
+    (what it resolved is in the fix's engine config, shown with the verification)."""
+    failing = [k for k in j.failing if (k.outcome.evidence.signature or {}).get("id") in SPEC_METHOD]
+    spec = s.speculative_config or {}
+    if not failing or "method" not in spec or "model" not in spec:
+        return [], []
+    raw = next((s.argv[i + 1] for i, a in enumerate(s.argv[:-1]) if a == "--speculative-config"), None)
+    if raw is None or raw not in s.sources[0].text:
+        return [], []
+    without = {k: v for k, v in spec.items() if k != "method"}
+    versions = " and ".join(dict.fromkeys(k.version for k in failing))
+    return [[raw, json.dumps(without)]], [
+        f"vLLM {versions} does not know the speculative method {spec['method']!r}; without `method` it "
+        f"resolves one for the draft model {spec['model']} itself"]
+
+
 def _number(text: str):
     for kind in (int, float):
         try:
@@ -136,7 +159,8 @@ def _candidate(s: Snippet, j: Judgement, history: FlagHistory | None) -> Snippet
     text = s.sources[0].text
     edits, why = fix_edits.backslash_edits(text)
     more = _json_edits(s, j)
-    edits, why = edits + more[0], why + more[1]
+    spec = _spec_method_edits(s, j)
+    edits, why = edits + more[0] + spec[0], why + more[1] + spec[1]
     if j.kind == "doc-drift" and any(k.outcome.stage == "parse" for k in j.failing) and history and not more[0]:
         options = _option_edits(history, j, text)
         if options is None:
@@ -149,9 +173,13 @@ def _candidate(s: Snippet, j: Judgement, history: FlagHistory | None) -> Snippet
     again = from_shell_text("\n".join(fixed), Place(src.corpus, src.version, src.file, src.line)) if fixed else []
     if len(again) != 1:
         return None
+    # run as deep as the original was asked to go (its tier), not only to where it stopped: a fix
+    # that gets past the original's failure and then fails further on is not proposed
     ran = j.failing or [k for k in j.checks if k.scope == "in" and k.outcome.verdict in GOOD]
-    tier = max((k.outcome.stage for k in ran), key=depth, default=None) or "parse"  # as deep as the original
-    return replace(s, argv=again[0].argv, lints=again[0].lints, runnable=again[0].runnable,
+    tier = max((k.outcome.tier for k in ran), key=depth, default=None) or "parse"
+    # the command as extracted from the fixed text (argv, model, speculative config, lints), kept
+    # under the documented command's id and places: its outcomes are that command's variant `fix`
+    return replace(again[0], id=s.id, sources=s.sources,
                    fix={"of": s.id, "edits": edits, "why": why, "tier": tier, "text": "\n".join(fixed)})
 
 
@@ -176,5 +204,8 @@ def verified(results: Results, judge: Judge, s: Snippet) -> Verified | None:
         o = results.cell(s.id, k.column, FIX)
         if o is None or o.verdict not in GOOD or depth(o.stage) < depth(k.outcome.stage):
             return None
-        checks.append((k.column.label, k.version, views.depth_text(o)))
+        resolved = (o.evidence.effective_config or {}).get("speculative_method")
+        checks.append((k.column.label, k.version, views.depth_text(o) + (
+            f", speculative method resolved: {resolved}" if resolved and "without `method`" in " ".join(fix.fix["why"])
+            else "")))
     return Verified(fix, checks) if checks else None

@@ -130,3 +130,42 @@ def test_the_patched_pages_extract_to_commands_that_parse(work, annotated):
         "--cache-dir", str(cache_dir()), cwd=work)
     outcomes, _ = store.read(work / "again.jsonl")
     assert len(outcomes) == 6 and {o.verdict for o in outcomes} == {"PASS"}, [o.reason for o in outcomes]
+
+
+SPEC_PAGE = """# Gemma 4 with MTP
+
+```bash
+vllm serve google/gemma-4-E2B-it \\
+  --max-model-len 4096 \\
+  --speculative-config '{"model": "google/gemma-4-E2B-it-assistant", "method": "mtp", "num_speculative_tokens": 4}'
+```
+"""
+
+
+def test_an_unknown_speculative_method_is_left_to_the_release(tmp_path):
+    """`"method": "mtp"` is refused by 0.20.1's engine config (Gemma 4 twins): the fix drops the
+    method, both builds build the engine config with it, and the verification says what 0.20.1
+    resolved for the assistant (draft_model) and 0.32.0 (mtp)."""
+    (tmp_path / "docs" / "docs").mkdir(parents=True)
+    (tmp_path / "docs" / "mkdocs.yaml").write_text("site_name: spec\n")
+    (tmp_path / "docs" / "docs" / "index.md").write_text(SPEC_PAGE)
+    cache = ("--cache-dir", str(cache_dir()))
+    cli("extract", "-q", "docs", "-o", "snippets.json", cwd=tmp_path)
+    cli("run", "snippets.json", "--tier", "config", "--stand-ins", "-o", "outcomes.jsonl", *cache, cwd=tmp_path)
+    cli("fixes", "--snippets", "snippets.json", "--outcomes", "outcomes.jsonl", "-o", "fixes.json", cwd=tmp_path)
+    (fix,) = Catalog.read(tmp_path / "fixes.json").snippets
+    assert fix.speculative_config == {"model": "google/gemma-4-E2B-it-assistant", "num_speculative_tokens": 4}
+    assert fix.fix["tier"] == "config"
+    cli("run", "fixes.json", "--tier", "probe", "--stand-ins", "-o", "outcomes.jsonl", *cache, cwd=tmp_path)
+    results = load(tmp_path / "snippets.json", [tmp_path / "outcomes.jsonl"], tmp_path / "fixes.json")
+    original = {c.version: results.cell(fix.id, c) for c in results.columns}
+    assert (original["0.20.1"].verdict, original["0.20.1"].stage) == ("FAIL", "config")
+    assert "Unsupported speculative method: 'mtp'" in original["0.20.1"].evidence.exception["message"]
+    fixed = {c.version: results.cell(fix.id, c, "fix") for c in results.columns}
+    assert {v: (o.verdict, o.stage) for v, o in fixed.items()} == {"0.20.1": ("PASS", "config"),
+                                                                   "0.32.0": ("PASS", "config")}  # its tier, not probe
+    assert fixed["0.20.1"].evidence.effective_config["speculative_method"] == "draft_model"
+    patch = ann.annotate(results, tmp_path / "docs").patches[0]
+    assert patch.fixes and not patch.inserts
+    assert '{"model": "google/gemma-4-E2B-it-assistant", "num_speculative_tokens": 4}' in patch.after
+    assert "speculative method resolved: draft_model" in patch.fixes[0].checks[0][2]
