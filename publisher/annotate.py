@@ -268,11 +268,12 @@ def for_site(annotations: list[Annotation]) -> dict:
     pages = []
     for ann in annotations:
         for p in ann.patches:
-            if not p.inserts:
+            if not p.inserts and not p.fixes:
                 continue
             one = Annotation(ann.tree, [p])
             pages.append({"slug": views.page_slug(f"{ann.tree.name}/{p.file}"), "file": p.file, "tree": ann.tree.name,
-                          "warnings": sum(i.kind == "warning" for i in p.inserts),
-                          "inserts": [vars(i) for i in p.inserts], "diff": one.diff()})
+                          "warnings": sum(i.kind == "warning" for i in p.inserts), "fixed": len(p.fixes),
+                          "inserts": [vars(i) for i in p.inserts], "fixes": [vars(f) for f in p.fixes],
+                          "diff": one.diff()})
     return {"pages": pages, "had_docs": bool(annotations),
             "problems": [x for a in annotations for x in a.problems]}

@@ -27,6 +27,7 @@ PLACES = {  # (corpus, file, line): what the page shows there
     ("recipes", "Ernie/Ernie4.5-VL.md", 60): "removed option, replacement named by vLLM",
     ("vllm-docs", "docs/benchmarking/cli.md", 969): "key=value where JSON is expected",
     ("vllm-docs", "docs/serving/expert_parallel_deployment.md", 74): "`\\` followed by a comment",
+    ("recipes", "GLM/GLM-V.md", 25): "`\\` followed by spaces",
     ("recipes", "Qwen/Qwen3.md", 36): "removed options, one without any replacement: no candidate",
 }
 
@@ -105,6 +106,9 @@ def test_annotate_applies_verified_fixes_minimally_and_idempotently(work, annota
     ep = changed["docs/serving/expert_parallel_deployment.md"]
     assert "# Tensor parallelism across 1 GPU\n# Data parallelism across 8 processes\nvllm serve deepseek-ai/" in ep.after
     assert "\\       #" not in ep.after.split("```bash")[1]
+    glm = changed["GLM/GLM-V.md"]
+    removed = [ln for ln in glm.before.split("\n") if ln not in glm.after.split("\n")]
+    assert len(removed) == 1 and removed[0].rstrip(" ").endswith("\\") and removed[0].rstrip(" ") in glm.after
     qwen = changed["Qwen/Qwen3.md"]  # no candidate: the warning stays
     assert [i.snippet_id for i in qwen.inserts] == [_ids(work)[("recipes", "Qwen/Qwen3.md", 36)]] and not qwen.fixes
     assert "--swap-space was removed in vLLM 0.18.0" in qwen.inserts[0].admonition
@@ -119,9 +123,10 @@ def test_annotate_applies_verified_fixes_minimally_and_idempotently(work, annota
 def test_the_patched_pages_extract_to_commands_that_parse(work, annotated):
     catalog, _ = extract([work / "patched-docs-0.20.1", work / "patched-recipes"])
     wanted = {("recipes", "Ernie/Ernie4.5-VL.md", 60), ("vllm-docs", "docs/benchmarking/cli.md", 969),
-              ("vllm-docs", "docs/serving/expert_parallel_deployment.md", 76)}  # two comment lines moved above
+              ("vllm-docs", "docs/serving/expert_parallel_deployment.md", 76),  # two comment lines moved above
+              ("recipes", "GLM/GLM-V.md", 25)}
     ids = ids_at(catalog, wanted)
-    assert len(ids) == 3, ids
+    assert len(ids) == 4, ids
     found = {s.id: s for s in catalog.snippets if s.id in ids.values()}
     assert not any(lint.code in ("key-value-not-json", "backslash-not-continuation") for s in found.values()
                    for lint in s.lints)
@@ -129,7 +134,7 @@ def test_the_patched_pages_extract_to_commands_that_parse(work, annotated):
     cli("run", "again.json", "--tier", "parse", "--only", *ids.values(), "-o", "again.jsonl",
         "--cache-dir", str(cache_dir()), cwd=work)
     outcomes, _ = store.read(work / "again.jsonl")
-    assert len(outcomes) == 6 and {o.verdict for o in outcomes} == {"PASS"}, [o.reason for o in outcomes]
+    assert len(outcomes) == 8 and {o.verdict for o in outcomes} == {"PASS"}, [o.reason for o in outcomes]
 
 
 SPEC_PAGE = """# Gemma 4 with MTP
