@@ -14,14 +14,21 @@ def _load(args):
     return load(Path(args.snippets), [Path(p) for p in args.outcomes], Path(fixes) if fixes else None)
 
 
+def _load_or_say(args, command: str):
+    """The results, or None after saying on stderr why the inputs cannot be used."""
+    try:
+        return _load(args)
+    except ValueError as err:
+        print(f"driftmatrix {command}: {err}", file=sys.stderr)
+        return None
+
+
 def cmd_fixes(args: argparse.Namespace) -> int:
     from extractor.records import Catalog
     from publisher.fixes import candidates
 
-    try:
-        results = _load(args)
-    except ValueError as err:
-        print(f"driftmatrix fixes: {err}", file=sys.stderr)
+    results = _load_or_say(args, "fixes")
+    if results is None:
         return 2
     found = candidates(results)
     Catalog(snippets=found.fixes).write(Path(args.output))
@@ -63,10 +70,8 @@ def cmd_publish(args: argparse.Namespace) -> int:
 def cmd_annotate(args: argparse.Namespace) -> int:
     from publisher import annotate as ann
 
-    try:
-        results = _load(args)
-    except ValueError as err:
-        print(f"driftmatrix annotate: {err}", file=sys.stderr)
+    results = _load_or_say(args, "annotate")
+    if results is None:
         return 2
     result = ann.annotate(results, Path(args.docs))
     for problem in result.problems:
