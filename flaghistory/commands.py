@@ -82,14 +82,36 @@ def explain(history: FlagHistory, option: str, version: str) -> str | None:
             text += f" (vLLM's text names {record['replacement']} instead)"
         return text
     if Version(version) < Version(record["added"]):
-        return f"{option} was added in vLLM {record['added']}"
+        unread = unread_before(history, record["added"])
+        return f"{option} was added in vLLM {record['added']}" if not unread else \
+            f"{option} first appears in vLLM {record['added']} of the releases read ({', '.join(unread)} could not be read)"
     return f"{option} is not in vLLM {version} (releases it is in: from {record['added']})"
+
+
+def unread_before(history: FlagHistory, release: str) -> list[str]:
+    """Releases between the one read before `release` and it that could not be read (no sdist)."""
+    i = history.releases.index(release) if release in history.releases else 0
+    low = Version(history.releases[i - 1]) if i > 0 else None
+    return sorted((v for v in history.data.get("diagnostics", {}) if (p := _version(v)) is not None
+                   and (low is None or p > low) and p < Version(release)), key=Version)
+
+
+def _version(text: str) -> Version | None:
+    try:
+        return Version(text)
+    except ValueError:
+        return None
+
+
+def rejected_tokens(message: str | None) -> list[str]:
+    """Everything argparse left over in `unrecognized arguments: --swap-space 4` (values too)."""
+    found = UNRECOGNIZED.search(message or "")
+    return found.group(1).split() if found else []
 
 
 def rejected_options(message: str | None) -> list[str]:
     """The options argparse named in `unrecognized arguments: --swap-space 4`."""
-    found = UNRECOGNIZED.search(message or "")
-    return [t for t in found.group(1).split() if token(t) is not None] if found else []
+    return [t for t in rejected_tokens(message) if token(t) is not None]
 
 
 def explain_failure(history: FlagHistory | None, message: str | None, version: str) -> list[str]:

@@ -56,8 +56,8 @@ def deprecations(index: Index, found: ReleaseOptions) -> dict[str, Deprecation]:
                 result[subject] = Deprecation(_clean(text), replacement(text, subject, present))
     for name in present:
         twin = "--" + name[5:] if name.startswith("--no-") else None
-        if twin in result and name not in result:
-            result[name] = result[twin]
+        if twin in result and name not in result:  # the same words; no replacement (`--no-x` means the opposite)
+            result[name] = Deprecation(result[twin].text, None)
     for name, option in found.options.items():
         if option.deprecated and name not in result:
             result[name] = Deprecation(_clean(option.help) or "marked deprecated=True (no help text)",

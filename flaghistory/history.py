@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -45,8 +46,8 @@ class Token:
 
 def token(text: str) -> Token | None:
     """None for something that is not an option (a value, a positional)."""
-    if not text.startswith("-") or text in ("-", "--"):
-        return None
+    if not text.startswith("-") or text in ("-", "--") or re.match(r"^-\.?\d", text):
+        return None  # a value (a negative number), not an option
     head = text.split("=", 1)[0]
     if head.startswith("--"):
         base, dot, _ = head[2:].partition(".")
@@ -106,11 +107,10 @@ class FlagHistory:
         wanted = _v(version)
         if wanted is None or not self.releases:
             return None
+        if wanted.public in self._sets:  # `0.20.1+cpu`: the release it was built from
+            return wanted.public
         newest = self.releases[-1]
-        if wanted.release[:3] == Version(newest).release[:3] or wanted > Version(newest):
-            return newest
-        matches = [r for r in self.releases if Version(r).release[:3] == wanted.release[:3]]
-        return matches[-1] if matches else None
+        return newest if wanted > Version(newest) else None  # a nightly after every release read
 
     def accepts(self, text: str, version: str) -> bool | None:
         """Does that release's serve parser accept the option? None: no release read for it."""
@@ -118,7 +118,7 @@ class FlagHistory:
         if release is None or parsed is None:
             return None
         names, long_names = self._sets[release]
-        if parsed.name == "-O" and self.has_syntax("-O<level>", release):
+        if parsed.name == "-O" and parsed.syntax != "--option.key" and self.has_syntax("-O<level>", release):
             return True  # `-O3`, `-O 3`: rewritten to the optimisation option before argparse
         if parsed.syntax and not self.has_syntax(parsed.syntax, release):
             return False
@@ -126,7 +126,7 @@ class FlagHistory:
             return True
         if parsed.name.startswith("--"):  # argparse's allow_abbrev: a unique prefix matches
             return sum(1 for n in long_names if n.startswith(parsed.name)) == 1
-        return False
+        return len(parsed.name) > 2 and parsed.name[:2] in names  # `-qawq`: `-q awq`, argparse's short form
 
     def has_syntax(self, feature: str, release: str) -> bool:
         record = self.data.get("syntax", {}).get(feature)

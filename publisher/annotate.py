@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import difflib
 import re
+import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -168,12 +169,12 @@ def annotate_page(judge: Judge, rel: str, text: str, wanted: list[tuple[Snippet,
         done.add((snippet.id, line))
         snippet_id = snippet.id
         fix = verified(judge.results, judge, snippet)
-        if fix is not None:
-            found = _fix_lines(lines, line, source, fix)
-            if found is not None:
-                replaced[line] = found
-            continue  # a verified fix replaces the warning (already applied: nothing to do)
-        d = decision(judge, snippet, source)
+        state, found = _fix_lines(lines, line, source, fix) if fix is not None else ("none", None)
+        if state == "apply":
+            replaced[line] = found
+        if state in ("apply", "applied"):
+            continue  # a verified fix replaces the warning
+        d = decision(judge, snippet, source)  # no fix, or the page is not what was checked: warn
         if d is None:
             continue
         place = _place(lines, blocks, line)
@@ -201,14 +202,22 @@ def annotate_page(judge: Judge, rel: str, text: str, wanted: list[tuple[Snippet,
                      [f for _, _, f in replaced.values()])
 
 
-def _fix_lines(lines: list[str], line: int, source: Source, fix) -> tuple[list[str], int, FixApplied] | None:
-    """(new lines, how many page lines they replace, the record) or None when already applied."""
+def _fix_lines(lines: list[str], line: int, source: Source, fix) -> tuple[str, tuple | None]:
+    """("apply", (new lines, how many page lines they replace, the record)) when the page holds
+    exactly the command that was checked; ("applied", None) when it already holds the fix;
+    ("differs", None) otherwise (the page changed: the fix is not put on what was not checked)."""
     count = source.text.count("\n") + 1
     old = lines[line - 1:line - 1 + count]
+    fixed_text = fix.fix.fix.get("text", "")
+    if textwrap.dedent("\n".join(lines[line - 1:line - 1 + fixed_text.count("\n") + 1])).strip("\n") == fixed_text:
+        return "applied", None
+    if textwrap.dedent("\n".join(old)).strip("\n") != source.text:
+        return "differs", None
     new = fix_edits.apply(old, fix.fix.fix["edits"])
     if new is None or new == old:
-        return None
-    return new, count, FixApplied(fix.fix.id, line, "\n".join(old), "\n".join(new), fix.fix.fix["why"], fix.checks)
+        return "differs", None
+    return "apply", (new, count, FixApplied(fix.fix.id, line, "\n".join(old), "\n".join(new), fix.fix.fix["why"],
+                                            fix.checks))
 
 
 def annotate(results: Results, tree: Path) -> Annotation:

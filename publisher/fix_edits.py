@@ -16,7 +16,12 @@ CONTINUATION = re.compile(r"\\[ \t]+(#.*)?$")
 
 
 def _token(old: str) -> re.Pattern:
-    return re.compile(r"(?<![\w-])" + re.escape(old) + r"(?![\w-])")
+    """`old` as a whole token: not part of a longer option (`--max-model` in `--max-model-len`)."""
+    if old.startswith("\\"):  # a `\\` and what follows it: the end of its own line only
+        return re.compile(re.escape(old) + "$")
+    before = r"(?<![\w-])" if re.match(r"[\w-]", old) else ""
+    after = r"(?![\w-])" if re.search(r"[\w-]$", old) else ""
+    return re.compile(before + re.escape(old) + after)
 
 
 def apply(lines: list[str], edits: list[list[str]]) -> list[str] | None:
@@ -36,14 +41,16 @@ def apply(lines: list[str], edits: list[list[str]]) -> list[str] | None:
     return out
 
 
-def backslash_edits(text: str) -> tuple[list[list[str]], list[str]]:
-    """`\\` + blanks → `\\`; a comment after `\\` → moved above the command (first line)."""
+def backslash_edits(text: str, lint_lines: set[int]) -> tuple[list[list[str]], list[str]]:
+    """`\\` + blanks → `\\`; a comment after `\\` → moved above the command (first line). Only on
+    the lines (0-based in `text`) where the extractor's shell lexer, which knows bash's quoting,
+    found a `\\` that does not continue the command; on the command's last line the `\\` goes."""
     edits, why, comments = [], [], []
     lines = text.split("\n")
-    for ln in lines:
-        m = CONTINUATION.search(ln)
+    for i, ln in enumerate(lines):
+        m = CONTINUATION.search(ln) if i in lint_lines else None
         if m:
-            edits.append([ln[m.start():].rstrip("\n"), "\\"])
+            edits.append([ln[m.start():], "\\" if i < len(lines) - 1 else ""])
             if m.group(1):
                 comments.append(m.group(1).strip())
     if comments:

@@ -14,7 +14,8 @@ only where the evidence says what the fix is:
 The fixed text is extracted again by the real extractor; the fix is a Snippet (`fix` set, the
 documented command's id) that `driftmatrix run` runs as variant `fix`, through the tiers its
 original was run with. It is *verified* when it runs (PASS or WARN) there, at least as deep as the
-original got, on every build the original failed on; only verified fixes reach the docs.
+original got, on every build the original failed on and every build of the page's versions where
+it ran; only verified fixes reach the docs.
 """
 
 from __future__ import annotations
@@ -23,9 +24,11 @@ import json
 import re
 from dataclasses import dataclass, replace
 
+from packaging.version import Version
+
 from extractor.records import Snippet
 from extractor.snippet_builder import Place, from_shell_text
-from flaghistory.commands import rejected_options, shipped
+from flaghistory.commands import rejected_options, rejected_tokens, shipped
 from flaghistory.history import FlagHistory
 from publisher import fix_edits, views
 from publisher.judgement import Judge, Judgement
@@ -42,21 +45,23 @@ def _option_edits(history: FlagHistory, j: Judgement, text: str) -> tuple[list[l
     edits, why = [], []
     for k in j.failing:
         message = (k.outcome.evidence.exception or {}).get("message")
-        rejected = rejected_options(message)
-        for option in [r for r in rejected if r.startswith("-")]:
+        rejected = rejected_tokens(message)  # options and the values argparse left with them
+        for option in rejected_options(message):
             if any(option == e[0].split()[0] for e in edits):
                 continue
             record = history.record(option)
-            if record is None or not record.get("removed"):
-                return None
-            replacement = _replacement(history, option, record, k.version)
+            release = history.release_for(k.version)
+            if record is None or not record.get("removed") or release is None or \
+                    Version(release) < Version(record["removed"]):
+                return None  # not a removal the history can vouch for on this build
+            values = _values_after(option, rejected)
+            replacement = _replacement(history, option, record, k.version, values)
             if replacement:
                 edits.append([option, replacement])
                 why.append(f"{option} was removed in vLLM {record['removed']}; vLLM's deprecation names "
                            f"{record['replacement']} instead" + (f" (so {replacement}, the same meaning)"
                                                                   if replacement != record["replacement"] else ""))
             elif NO_EFFECT.search(record.get("deprecation") or ""):
-                values = _values_after(option, rejected)
                 edits.append([" ".join([option, *values]), ""])
                 why.append(f"{option} was removed in vLLM {record['removed']}; vLLM said: “{record['deprecation']}”")
             else:
@@ -64,15 +69,25 @@ def _option_edits(history: FlagHistory, j: Judgement, text: str) -> tuple[list[l
     return edits, why
 
 
-def _replacement(history: FlagHistory, option: str, record: dict, version: str) -> str | None:
+def _replacement(history: FlagHistory, option: str, record: dict, version: str, values: list[str]) -> str | None:
+    """What replaces `option` with the same meaning, or None: vLLM's named replacement; its value
+    when vLLM's text gives one (`` `--mm-processor-cache-gb 0` ``, `--x=ray`) for an option that had
+    none; `--disable-x` → `--no-enable-x`. A `--no-x` twin, or a value on both sides: None."""
     new = record.get("replacement")
-    if not new:
+    if not new or option.startswith("--no-"):
         return None
     bare_old = option[2:]
-    for prefix, opposite in (("disable-", "enable-"), ("no-", "")):
-        if bare_old.startswith(prefix) and new[2:] == opposite + bare_old[len(prefix):]:
-            new = "--no-" + new[2:]  # `--disable-x` → `--enable-x` would invert it: `--no-enable-x`
-    return new if history.accepts(new, version) else None
+    if bare_old.startswith("disable-") and new[2:] == "enable-" + bare_old[len("disable-"):]:
+        new = "--no-" + new[2:]  # `--disable-x` → `--enable-x` would invert it: `--no-enable-x`
+    elif bare_old.startswith("disable-") != new[2:].startswith("disable-") and "enable" in new:
+        return None  # some other change of polarity: not a mechanical swap
+    said = re.search(r"`" + re.escape(new) + r" ([^`\s]+)`|" + re.escape(new) + r"=([^\s`'\",;]+)",
+                     record.get("deprecation") or "")
+    value = (said.group(1) or said.group(2)).rstrip(".") if said else None
+    if value and values:
+        return None  # both take a value: which one the docs meant is not known
+    full = f"{new} {value}" if value else new
+    return full if history.accepts(new, version) else None
 
 
 def _values_after(option: str, rejected: list[str]) -> list[str]:
@@ -96,8 +111,9 @@ def _json_edits(s: Snippet, j: Judgement) -> tuple[list[list[str]], list[str]]:
         if not m:
             continue
         option, value = m.groups()
-        pairs = dict(p.split("=", 1) for p in value.split(",") if "=" in p)
-        as_json = json.dumps({k: _number(v) for k, v in pairs.items()})
+        as_json = json_form(value)
+        if as_json is None:
+            continue  # nested keys, lists, quotes, nan: no mechanical JSON form
         edits.append([value, f"'{as_json}'"])
         why.append(f"{option} takes JSON, not key=value")
     return edits, why
@@ -124,13 +140,26 @@ def _spec_method_edits(s: Snippet, j: Judgement) -> tuple[list[list[str]], list[
         f"resolves one for the draft model {spec['model']} itself"]
 
 
+SIMPLE_KEY = re.compile(r"^[A-Za-z_]\w*$")
+SIMPLE_VALUE = re.compile(r"^(-?\d+(\.\d+)?|[A-Za-z_][\w./-]*)$")
+"""`key=value` parts that have one JSON reading: identifiers, plain numbers, words (no nan/inf)."""
+
+
+def json_form(value: str) -> str | None:
+    """`image=4,video=1` → `{"image": 4, "video": 1}`; None unless every part is `identifier=scalar`."""
+    parts = [p.split("=", 1) for p in value.split(",")]
+    if not all(len(p) == 2 and SIMPLE_KEY.match(p[0]) and SIMPLE_VALUE.match(p[1])
+               and p[1].lower() not in ("nan", "inf", "infinity") for p in parts):
+        return None
+    return json.dumps({k: _number(v) for k, v in parts})
+
+
 def _number(text: str):
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            continue
-    return {"true": True, "false": False}.get(text.lower(), text)
+    if re.fullmatch(r"-?\d+", text):
+        return int(text)
+    if re.fullmatch(r"-?\d+\.\d+", text):
+        return float(text)
+    return {"true": True, "false": False, "null": None, "none": None}.get(text.lower(), text)
 
 
 @dataclass
@@ -156,8 +185,10 @@ def candidates(results: Results, history: FlagHistory | None = None) -> Candidat
 
 
 def _candidate(s: Snippet, j: Judgement, history: FlagHistory | None) -> Snippet | None:
-    text = s.sources[0].text
-    edits, why = fix_edits.backslash_edits(text)
+    text, src = s.sources[0].text, s.sources[0]
+    lint_lines = {lint.line - src.line for lint in s.lints if lint.code == "backslash-not-continuation"
+                  and lint.line is not None and lint.file in (None, src.file)}
+    edits, why = fix_edits.backslash_edits(text, lint_lines)
     more = _json_edits(s, j)
     spec = _spec_method_edits(s, j)
     edits, why = edits + more[0] + spec[0], why + more[1] + spec[1]
@@ -169,13 +200,12 @@ def _candidate(s: Snippet, j: Judgement, history: FlagHistory | None) -> Snippet
     if not edits:
         return None
     fixed = fix_edits.apply(text.split("\n"), edits)
-    src = s.sources[0]
     again = from_shell_text("\n".join(fixed), Place(src.corpus, src.version, src.file, src.line)) if fixed else []
     if len(again) != 1:
         return None
     # run as deep as the original was asked to go (its tier), not only to where it stopped: a fix
     # that gets past the original's failure and then fails further on is not proposed
-    ran = j.failing or [k for k in j.checks if k.scope == "in" and k.outcome.verdict in GOOD]
+    ran = j.failing + [k for k in j.checks if k.scope == "in" and k.outcome.verdict in GOOD]
     tier = max((k.outcome.tier for k in ran), key=depth, default=None) or "parse"
     # the command as extracted from the fixed text (argv, model, speculative config, lints), kept
     # under the documented command's id and places: its outcomes are that command's variant `fix`
@@ -192,13 +222,14 @@ class Verified:
 
 
 def verified(results: Results, judge: Judge, s: Snippet) -> Verified | None:
-    """The command's fix, when the runner showed it running wherever the original failed (or,
-    for a bash-only fix, wherever the original ran), at least as deep."""
+    """The command's fix, when the runner showed it running, at least as deep as the original got,
+    wherever the original failed and on every build of the page's versions where it ran."""
     fix = results.fixes.get(s.id)
     if fix is None:
         return None
     j = judge.of(s)
-    need = j.failing or [k for k in j.checks if k.scope == "in" and k.outcome.verdict in GOOD]
+    # where it failed, and every build of the page's versions where it ran: a fix must not break those
+    need = j.failing + [k for k in j.checks if k.scope == "in" and k.outcome.verdict in GOOD]
     checks = []
     for k in need:
         o = results.cell(s.id, k.column, FIX)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path, PurePosixPath
+from urllib.parse import quote
 
 from mkdocs.config import config_options
 from mkdocs.plugins import BasePlugin
@@ -51,6 +52,11 @@ def read_matrix(where: str) -> dict:
     return doc
 
 
+def one_line(value) -> str:
+    """Any text from matrix.json on one line (a newline would end the paragraph, or the admonition)."""
+    return " ".join(str(value).split())
+
+
 def _first_line(command: str) -> str:
     return next((ln.strip() for ln in command.split("\n") if ln.strip()), "")
 
@@ -75,11 +81,17 @@ class DriftmatrixPlugin(BasePlugin):
         self.site = (self.config["site"] or where.rsplit("/", 1)[0]).rstrip("/")
         self.attr_list = "attr_list" in config["markdown_extensions"]
         self.by_page: dict[str, list[tuple[str, dict, dict]]] = {}
+        skipped = 0
         for sid, entry in self.matrix["snippets"].items():
-            for src in entry.get("sources", []):
-                file = str(src.get("file", ""))
-                page = file.removeprefix("docs/")
-                self.by_page.setdefault(page, []).append((sid, entry, src))
+            sources = entry.get("sources") if isinstance(entry, dict) else None
+            if not isinstance(sources, list) or not isinstance(entry.get("support", {}), dict):
+                skipped += 1
+                continue
+            for src in sources:
+                if isinstance(src, dict) and isinstance(src.get("file"), str):
+                    self.by_page.setdefault(src["file"].removeprefix("docs/"), []).append((str(sid), entry, src))
+        if skipped:
+            log.warning(f"driftmatrix: {skipped} malformed command entr(y/ies) in {where}; no status line for them")
         return config
 
     def on_page_markdown(self, markdown, page, config, files):
@@ -97,12 +109,18 @@ class DriftmatrixPlugin(BasePlugin):
             opening = lines[block.line - 2]
             indent = opening[:len(opening) - len(opening.lstrip())]
             seen = set()
+            block_lines = {ln.strip() for ln in block.text.split("\n")}
             for sid, entry, src in wanted:
-                first = src.get("first_line") or _first_line(entry.get("command") or "")
-                if sid in seen or not first or first not in block.text:
+                first = str(src.get("first_line") or _first_line(str(entry.get("command") or "")))
+                if sid in seen or not first or first not in block_lines:  # a whole line, not a prefix
                     continue
                 seen.add(sid)
-                after.setdefault(close, []).append([indent + ln for ln in self.status(sid, entry, src)])
+                try:
+                    status = self.status(sid, entry, src)
+                except (AttributeError, TypeError, KeyError, ValueError) as err:
+                    log.warning(f"driftmatrix: {sid}: malformed entry in matrix.json ({err}); no status line")
+                    continue
+                after.setdefault(close, []).append([indent + ln for ln in status])
         out = []
         for n, ln in enumerate(lines, 1):
             out.append(ln)
@@ -125,9 +143,9 @@ class DriftmatrixPlugin(BasePlugin):
                             else cell["notes"][0])  # the option history's words when it has them
                 what = f"{what}: {cause[:CAUSE_CHARS]}{'…' if len(cause) > CAUSE_CHARS else ''}"
             parts.append(f"{ICON.get(status, '?')} vLLM {target.get('version', '?')} {target.get('name', key)} ({what})")
-        judged = src.get("judgement") or entry.get("judgement")
-        text = " · ".join(parts) or "not run yet"
-        link = f"{self.site}/snippets/{sid}.html"
-        line = (f"driftmatrix: {md_escape(text)} · this page "
-                f"(`{str(src.get('written_for') or 'any').replace('`', '')}`): {md_escape(judged)} · [evidence]({link})")
+        judged = one_line(src.get("judgement") or entry.get("judgement") or "not judged")
+        text = one_line(" · ".join(parts) or "not run yet")
+        link = f"{self.site}/snippets/{quote(sid, safe='')}.html"
+        spec = one_line(src.get("written_for") or "any version")
+        line = f"driftmatrix: {md_escape(text)} · this page ({md_escape(spec)}): {md_escape(judged)} · [evidence]({link})"
         return [line, "{: .driftmatrix-status }"] if self.attr_list else [line]

@@ -72,3 +72,18 @@ def test_an_unreadable_file_is_refused(tmp_path):
     bad.write_text("{")
     with pytest.raises(HistoryError):
         FlagHistory.load(bad)
+
+
+def test_build_versions_and_short_forms(history):
+    assert history.release_for("0.10.1+cpu") == "0.10.1"  # the release it was built from, not 0.10.1.1
+    assert history.release_for("0.6.1+cpu") == "0.6.1"
+    assert history.accepts("--h11-max-header-count", "0.10.1+cpu") is False
+    assert history.accepts("-qawq", "0.20.1") is True  # argparse reads `-q awq`
+    assert token("-.5") is None and token("-1") is None  # values, not options
+    assert history.accepts("-O.level=3", "0.8.0") is False  # dotted keys only from 0.9.0
+
+
+def test_no_claim_about_releases_that_were_not_read(history):
+    said = explain(history, "--kernel-config", "0.14.1")
+    assert said.startswith("--kernel-config first appears in vLLM 0.16.0 of the releases read")
+    assert "0.15.0, 0.15.1 could not be read" in said

@@ -174,3 +174,33 @@ def test_an_unknown_speculative_method_is_left_to_the_release(tmp_path):
     assert patch.fixes and not patch.inserts
     assert '{"model": "google/gemma-4-E2B-it-assistant", "num_speculative_tokens": 4}' in patch.after
     assert "speculative method resolved: draft_model" in patch.fixes[0].checks[0][2]
+
+
+DROP_PAGE = """# Old options
+
+```bash
+vllm serve Qwen/Qwen3-0.6B \\
+    --use-v2-block-manager \\
+    --tokenizer-pool-size 4 \\
+    --max-model-len 4096
+```
+"""
+
+
+def test_options_vllm_says_have_no_effect_are_dropped_with_their_values(tmp_path):
+    """Both were removed in 0.10.0 after vLLM said setting them has no effect: the fix drops their
+    lines (the value too), and it parses on both builds."""
+    (tmp_path / "docs" / "docs").mkdir(parents=True)
+    (tmp_path / "docs" / "mkdocs.yaml").write_text("site_name: drop\n")
+    (tmp_path / "docs" / "docs" / "index.md").write_text(DROP_PAGE)
+    cache = ("--cache-dir", str(cache_dir()))
+    cli("extract", "-q", "docs", "-o", "snippets.json", cwd=tmp_path)
+    cli("run", "snippets.json", "--tier", "parse", "-o", "outcomes.jsonl", *cache, cwd=tmp_path)
+    cli("fixes", "--snippets", "snippets.json", "--outcomes", "outcomes.jsonl", "-o", "fixes.json", cwd=tmp_path)
+    (fix,) = Catalog.read(tmp_path / "fixes.json").snippets
+    assert fix.argv == ["Qwen/Qwen3-0.6B", "--max-model-len", "4096"]
+    assert all("has no effect" in w or "will have no effect" in w for w in fix.fix["why"]), fix.fix["why"]
+    cli("run", "fixes.json", "--tier", "parse", "-o", "outcomes.jsonl", *cache, cwd=tmp_path)
+    results = load(tmp_path / "snippets.json", [tmp_path / "outcomes.jsonl"], tmp_path / "fixes.json")
+    (patch,) = ann.annotate(results, tmp_path / "docs").patches
+    assert patch.after == patch.before.replace("    --use-v2-block-manager \\\n    --tokenizer-pool-size 4 \\\n", "")

@@ -86,3 +86,25 @@ def test_an_unreachable_matrix_is_a_warning_not_a_failed_build(served, corpus, t
     (tmp_path / "bad.json").write_text("{")
     done = build(tmp_path / "pages", str(tmp_path / "bad.json"), corpus, tmp_path / "site2")
     assert done.returncode == 0 and "JSONDecodeError" in done.stderr
+
+
+def test_matrix_text_is_inert_and_malformed_entries_are_skipped(served, corpus, tmp_path):
+    """Text in matrix.json is untrusted: a page spec with a blank line and HTML, a newline in a
+    cause, an id with markup stay text on one line; entries of the wrong shape are warnings."""
+    work, _, _, results = served
+    doc = matrix_json.build(results)
+    sid, entry = next((k, v) for k, v in doc["snippets"].items()
+                      if any(src["file"] == PAGES[0] for src in v["sources"]))
+    for src in entry["sources"]:
+        src["written_for"] = ">=0.1\n\n<img src=x onerror=alert(2)>"
+    next(iter(entry["support"].values())).update(status="FAIL", notes=["boom\n\n!!! danger\n<script>x()</script>"])
+    doc["snippets"]["broken"] = {"sources": ["x"], "support": []}
+    doc["snippets"]["worse"] = ["not", "a", "dict"]
+    (tmp_path / "m.json").write_text(json.dumps(doc))
+    shutil.copytree(work / "pages" / "docs", tmp_path / "pages" / "docs")
+    done = build(tmp_path / "pages", str(tmp_path / "m.json"), corpus, tmp_path / "site")
+    assert done.returncode == 0, done.stderr
+    assert "malformed command entr" in done.stderr
+    html = (tmp_path / "site" / "serving" / "data_parallel_deployment" / "index.html").read_text()
+    assert "<img src=x" not in html and "<script>x()" not in html and "&lt;img src=x" in html
+    assert 'class="admonition danger"' not in html
