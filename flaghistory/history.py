@@ -147,13 +147,11 @@ class FlagHistory:
             first -= 1
         return self.releases[first], self.releases[last]
 
-    def first_accepting(self, text: str, after: str) -> str | None:
-        """The first release newer than `after` that accepts the option."""
+    def first_accepting(self, options: list[str], after: str) -> str | None:
+        """The first release newer than `after` that accepts every one of the options."""
         floor = _v(after)
-        for release in self.releases:
-            if floor is not None and Version(release) > floor and self.accepts(text, release):
-                return release
-        return None
+        return next((r for r, v in zip(self.releases, self._versions) if floor is not None and v > floor
+                     and all(self.accepts(o, r) for o in options)), None)
 
 
 def _indexes(record: dict, versions: list[Version]) -> set[int]:

@@ -357,8 +357,3 @@ class Reader:
         spread = self._expr(node, frame, 0)
         if isinstance(spread, FieldKw):
             yield spread, None
-
-
-def read_release(version: str, sources: dict[str, str]) -> ReleaseOptions:
-    """Every option of the release's `vllm serve`, with what could not be read."""
-    return Reader(Index(sources), version).read()

@@ -205,8 +205,7 @@ def _candidate(s: Snippet, j: Judgement, history: FlagHistory | None) -> Snippet
         return None
     # run as deep as the original was asked to go (its tier), not only to where it stopped: a fix
     # that gets past the original's failure and then fails further on is not proposed
-    ran = j.failing + [k for k in j.checks if k.scope == "in" and k.outcome.verdict in GOOD]
-    tier = max((k.outcome.tier for k in ran), key=depth, default=None) or "parse"
+    tier = max((k.outcome.tier for k in _must_run_on(j)), key=depth, default=None) or "parse"
     # the command as extracted from the fixed text (argv, model, speculative config, lints), kept
     # under the documented command's id and places: its outcomes are that command's variant `fix`
     return replace(again[0], id=s.id, sources=s.sources,
@@ -227,16 +226,19 @@ def verified(results: Results, judge: Judge, s: Snippet) -> Verified | None:
     fix = results.fixes.get(s.id)
     if fix is None:
         return None
-    j = judge.of(s)
-    # where it failed, and every build of the page's versions where it ran: a fix must not break those
-    need = j.failing + [k for k in j.checks if k.scope == "in" and k.outcome.verdict in GOOD]
+    dropped_method = "method" in (s.speculative_config or {}) and "method" not in (fix.speculative_config or {})
     checks = []
-    for k in need:
+    for k in _must_run_on(judge.of(s)):
         o = results.cell(s.id, k.column, FIX)
         if o is None or o.verdict not in GOOD or depth(o.stage) < depth(k.outcome.stage):
             return None
-        resolved = (o.evidence.effective_config or {}).get("speculative_method")
-        checks.append((k.column.label, k.version, views.depth_text(o) + (
-            f", speculative method resolved: {resolved}" if resolved and "without `method`" in " ".join(fix.fix["why"])
-            else "")))
+        resolved = (o.evidence.effective_config or {}).get("speculative_method") if dropped_method else None
+        checks.append((k.column.label, k.version,
+                       views.depth_text(o) + (f", speculative method resolved: {resolved}" if resolved else "")))
     return Verified(fix, checks) if checks else None
+
+
+def _must_run_on(j: Judgement) -> list:
+    """Where a fix must run: the builds the original failed on, and every build of the page's
+    versions where it ran (a fix must not break those)."""
+    return j.failing + [k for k in j.checks if k.scope == "in" and k.outcome.verdict in GOOD]

@@ -187,8 +187,7 @@ def _option_history(j: Judgement, snippet: Snippet, newest_fail: Check | None) -
     options = options_of(snippet.argv or [])
     explains = any(history.accepts(o, newest_fail.version) is False for o in options)
     if explains and j.works_from is None:  # only when the failing build lacks one of its options
-        j.options_from = next((r for r in history.releases if version_order(r) > version_order(newest_fail.version)
-                               and all(history.accepts(o, r) for o in options)), None)
+        j.options_from = history.first_accepting(options, newest_fail.version)
 
 
 def _removed(o: Outcome) -> bool:
