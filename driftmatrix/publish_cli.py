@@ -64,7 +64,34 @@ def cmd_publish(args: argparse.Namespace) -> int:
                   f"into {done.site_dir} (generate {done.timings['generate_s']} s, mkdocs {done.timings['mkdocs_s']} s); "
                   f"{len(done.changes)} verdict change(s) since the previous run; matrix.json beside it")
     console.print(f"judgements against the versions each page is written for: {done.judged()}")
+    from runner.step_summary import write
+    write(publish_summary(done, args.site_url))
     return 0
+
+
+def publish_summary(done, site_url: str | None) -> str:
+    """Markdown for the CI job page: the judgements, the doc-drift new since the previous run, changes."""
+    from collections import Counter
+
+    from runner.step_summary import escape
+    now = done.matrix.get("snippets", {})
+    before = (done.previous or {}).get("snippets", {}) if done.previous is not None else None
+    new = [sid for sid, e in now.items() if e["judgement"] == "doc-drift"
+           and (before is None or (before.get(sid) or {}).get("judgement") != "doc-drift")]
+    base = (site_url or "").rstrip("/")
+    lines = [f"### driftmatrix publish\n\n{len(now)} commands: {escape(done.judged())}"]
+    if before is None:
+        lines.append("First publish: no previous run to compare with.")
+    lines.append(f"**New doc-drift: {len(new)}**" + ("" if not new else "\n\n" + "\n".join(
+        f"- {f'[`{sid}`]({base}/snippets/{sid}/)' if base else f'`{sid}`'} "
+        f"{escape((now[sid].get('sources') or [{}])[0].get('file', ''))}:"
+        f"{(now[sid].get('sources') or [{}])[0].get('line', '')}" for sid in new[:25])))
+    kinds = Counter(c.kind for c in done.changes)
+    if kinds:
+        lines.append("Changes since the previous run: " + ", ".join(f"{n} {escape(k)}" for k, n in kinds.items()))
+    if base:
+        lines.append(f"Site: {base}/")
+    return "\n\n".join(lines)
 
 
 def cmd_annotate(args: argparse.Namespace) -> int:
@@ -132,6 +159,7 @@ def add_parsers(sub) -> None:
     p.add_argument("--history", metavar="DIR", help="earlier runs' matrix.json (read; this run's is added)")
     p.add_argument("--fixes", metavar="FIXES", help="fix candidates (`driftmatrix fixes`); their outcomes in --outcomes")
     p.add_argument("--site-dir", default="site", help="where the built site goes (default: %(default)s)")
+    p.add_argument("--site-url", help="where the site will be served, for links in the CI summary")
     p.add_argument("--docs", action="append", metavar="DOCS_TREE",
                    help="also annotate this docs tree and show its patched pages on the site (repeatable)")
     p.set_defaults(func=cmd_publish)

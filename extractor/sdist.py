@@ -28,16 +28,16 @@ def index_url() -> str:
     return os.environ.get("DRIFTMATRIX_INDEX_URL", DEFAULT_INDEX).rstrip("/")
 
 
-def index_json(client: httpx.Client, index: str) -> dict:
-    """The index's PEP 691 JSON page for vllm: {"files": [...], "versions": [...]}."""
-    response = client.get(f"{index}/vllm/", headers={"Accept": "application/vnd.pypi.simple.v1+json"})
+def index_json(client: httpx.Client, index: str, project: str = "vllm") -> dict:
+    """The index's PEP 691 JSON page for a project: {"files": [...], "versions": [...]}."""
+    response = client.get(f"{index}/{project}/", headers={"Accept": "application/vnd.pypi.simple.v1+json"})
     if response.status_code != 200:
-        raise SdistError(f"{index}/vllm/: HTTP {response.status_code}")
+        raise SdistError(f"{index}/{project}/: HTTP {response.status_code}")
     try:
         body = response.json()
         body["files"]
     except (ValueError, KeyError, TypeError) as err:
-        raise SdistError(f"{index}/vllm/ did not answer with PEP 691 JSON ({err})") from None
+        raise SdistError(f"{index}/{project}/ did not answer with PEP 691 JSON ({err})") from None
     return body
 
 

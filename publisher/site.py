@@ -45,6 +45,8 @@ class Published:
     changes: list = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
+    previous: dict | None = None
+    """The previous run's matrix.json (None on a first publish)."""
 
     def judged(self) -> str:
         """`0 doc-drift, 0 vllm-regression, 17 needs-newer, 0 ok, 58 unknown`: one line for a console."""
@@ -90,4 +92,4 @@ def build_site(results: Results, site_dir: Path, *, history_dir: Path | None = N
         stamp = doc["generated"].replace(":", "").replace("-", "")
         (history_dir / f"matrix-{stamp}.json").write_text(text, encoding="utf-8")
     return Published(site_dir, len(generated), doc, changes, results.problems + past.problems,
-                     {"generate_s": round(t1 - t0, 2), "mkdocs_s": round(t2 - t1, 2)})
+                     {"generate_s": round(t1 - t0, 2), "mkdocs_s": round(t2 - t1, 2)}, past.previous)

@@ -19,7 +19,7 @@ from runner.helper_client import Helper
 from runner.models import ModelResolver
 from runner.records import JobKey
 from runner.redact import Redactor
-from runner.settings import START_TIMEOUT_S, cache_dir
+from runner.settings import START_TIMEOUT_S, cache_dir, hub_dir
 
 
 @dataclass
@@ -44,6 +44,8 @@ class RunContext:
     base_env: dict[str, str] = field(default_factory=dict)
     start_timeout: float = START_TIMEOUT_S
     gpus: int = 0
+    devices: list[int] = field(default_factory=list)
+    """Physical indexes of the GPUs jobs may take (CUDA_VISIBLE_DEVICES honoured; targets.gpu_devices)."""
     gpu_mem_gb: float | None = None
     redact: Redactor = field(default_factory=Redactor)
     helpers: dict[str, Helper] = field(default_factory=dict)
@@ -67,12 +69,18 @@ class RunContext:
             return self.helpers[name]
 
     def _new_helper(self, target: TargetEnv) -> Helper:
-        env = {**self.base_env, **target.env}
-        if not self.resolver.hub:
-            env["HF_HUB_OFFLINE"] = "1"
+        # Offline always, whether the hub answers or not: every model vLLM is given is a local folder
+        # (model map, stand-in, or fetched from the hub beforehand by runner/hub.py), so the config
+        # tier checks exactly the files we fetched and never downloads weights itself. No token
+        # either: vLLM needs none offline, and a repo's remote code (--trust-remote-code) must not
+        # see it (an empty HF_TOKEN is no token; the helper's env is laid over ours).
+        env = {**self.base_env, **target.env, "HF_HUB_OFFLINE": "1", "HF_TOKEN": "", "HUGGING_FACE_HUB_TOKEN": ""}
         command = None
         if target.target.docker:
-            command = docker_target.helper_command(target.target.docker, list(self.resolver.model_map.values()),
+            hub_folder = hub_dir(self.cache_dir)  # models fetched later in the run are mounted too
+            hub_folder.mkdir(parents=True, exist_ok=True)
+            command = docker_target.helper_command(target.target.docker,
+                                                   [*self.resolver.model_map.values(), str(hub_folder)],
                                                    {**env, **target.env})
         return Helper(target.python, env, self.workdir / f"helper-{target.target.name}.log", command=command)
 

@@ -13,16 +13,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from extractor.records import Catalog
-from runner import junit, plan, store
+from runner import junit, plan, step_summary, store, todo
 from runner.argv_edit import FIX, devices_needed, job_tier
 from runner.envs import EnvError, TargetEnv, ensure
 from runner.execute import JobRunner
 from runner.job import Job, RunContext, host_facts
 from runner.models import ModelResolver
-from runner.records import TIERS, VERDICTS, Evidence, Outcome, TargetRef
+from runner.records import TIERS, VERDICTS, Evidence, JobKey, Outcome, TargetRef
 from runner.redact import Redactor
 from runner.settings import START_TIMEOUT_S, cache_dir, cpu_slots, default_jobs
-from runner.targets import TargetConfigError, TargetsFile, default_path, gpu_count, load
+from runner.targets import TargetConfigError, TargetsFile, default_path, gpu_devices, load
 
 EXIT_ERRORS = 3
 """Some job ended in ERROR (its outcome says why; the other outcomes are written as usual)."""
@@ -50,11 +50,15 @@ class RunOptions:
     """`tiny` or `full` twins for models that cannot be had; None: such snippets SKIP."""
     jobs: int | None = None
     """Jobs at once (None: one per GPU, or side by side on a CPU where memory allows; settings.py)."""
+    summary: str | None = None
+    """Append a Markdown summary here (None: `$GITHUB_STEP_SUMMARY` when set)."""
 
 
 class GpuPool:
-    def __init__(self, n: int):
-        self.free, self.cv = list(range(n)), threading.Condition()
+    """The GPUs jobs take turns on (physical indexes: a server gets them as CUDA_VISIBLE_DEVICES)."""
+
+    def __init__(self, devices: list[int]):
+        self.free, self.cv = list(devices), threading.Condition()
 
     def acquire(self, k: int) -> list[int]:
         with self.cv:
@@ -92,6 +96,16 @@ def select(catalog: Catalog, opts: RunOptions) -> list[tuple]:
     return pairs
 
 
+def listing(opts: RunOptions) -> list[JobKey]:
+    """The jobs `run` would still do with these options, decided as `plan` decides them (by the
+    versions the targets pin; the outcomes file given as output counts as done)."""
+    tfile = load(opts.targets or default_path())
+    pairs = select(Catalog.read(opts.snippets), opts)
+    done = todo.done_by_version(store.read(opts.output)[0]) if opts.output.exists() else set()
+    targets = [t for t in tfile.targets if not opts.target_names or t.name in opts.target_names]
+    return [key for t in targets for key in todo.pending(pairs, t, opts.tier, done)[0]]
+
+
 def run(opts: RunOptions, console=None) -> int:
     from rich.console import Console
     console = console or Console(stderr=True)
@@ -108,13 +122,16 @@ def run(opts: RunOptions, console=None) -> int:
         return 2
     pairs = select(catalog, opts)
     targets = [t for t in tfile.targets if not opts.target_names or t.name in opts.target_names]
-    gpus = gpu_count() if opts.gpus is None else opts.gpus
+    devices = gpu_devices()
+    if opts.gpus is not None:  # asked for: the first N visible ones (or N by index where none is listed)
+        devices = devices[:opts.gpus] if len(devices) >= opts.gpus else list(range(opts.gpus))
+    gpus = len(devices)
     out_store = store.Store(opts.output)
     for problem in out_store.problems:
         console.print(f"[yellow]{problem}")
     workdir = opts.workdir or opts.output.parent / "driftmatrix-work"
     ctx = RunContext(resolver=ModelResolver(tfile.models), workdir=workdir, base_env=tfile.env,
-                     start_timeout=opts.start_timeout, gpus=gpus, gpu_mem_gb=opts.gpu_mem, redact=Redactor(),
+                     start_timeout=opts.start_timeout, gpus=gpus, devices=devices, gpu_mem_gb=opts.gpu_mem, redact=Redactor(),
                      stand_ins=opts.stand_ins, cache_dir=opts.cache_dir)
     envs: dict[str, TargetEnv] = {}
     finished: list[Outcome] = []
@@ -148,6 +165,7 @@ def run(opts: RunOptions, console=None) -> int:
         junit.write(finished, opts.junit)
     if opts.fmt != "json":
         _summary(finished, console, opts.tier)
+    step_summary.write(step_summary.run_markdown(finished, opts.tier, skipped_done, opts.shard), opts.summary)
     errors = sum(o.verdict == "ERROR" for o in finished)
     if errors:
         console.print(f"[red]{errors} job(s) ended in ERROR (ours or the machine's, not the docs'): exit {EXIT_ERRORS}")
@@ -168,7 +186,7 @@ def _execute(jobs: list[Job], ctx: RunContext, out_store: store.Store, opts: Run
         progress.update(task, description=f"{job.snippet.id} {job.variant or ''} · {job.target.target.name} · {stage}")
 
     runner = JobRunner(ctx, on_stage)
-    pool = GpuPool(ctx.gpus) if ctx.gpus else None
+    pool = GpuPool(ctx.devices) if ctx.gpus else None
 
     def do(job: Job, cores: list[int] | None = None) -> None:
         ids: list[int] = []

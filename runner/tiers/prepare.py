@@ -1,14 +1,20 @@
 """Before any tier: what the job will run. SKIPs what cannot run as written, resolves the models
 (the model map, the hub, or a stand-in twin), takes files the docs name relative to a vLLM
-checkout from the target's sdist, and substitutes all of it into the argv."""
+checkout from the target's sdist, and substitutes all of it into the argv.
+
+From the hub come configuration and tokenizer files, and weights only for a job that starts a
+server and only within the weights budget (settings.weights_budget_bytes). A model whose weights
+stay on the hub runs on a twin built from its published config with `--stand-ins`; without, the
+tiers that need no weights still run, and the job SKIPs at start."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from runner import source_trees, standins
-from runner.argv_edit import VARIANTS, variant_argv
-from runner.models import has_weights, needed_models, substitute
+from runner.argv_edit import VARIANTS, devices_needed, variant_argv
+from runner.models import Resolution, has_weights, needed_models, substitute
+from runner.settings import weights_budget_bytes
 from runner.tiers.state import JobState, Verdict, skip
 
 
@@ -25,18 +31,53 @@ def prepare(state: JobState) -> Verdict | None:
     models = needed_models(snippet) if not state.placeholders else []
     if job.variant in VARIANTS:
         models = models[:1]
-    subs, missing = ctx.resolver.resolve(models)
-    configs_only = {m: subs.pop(m) for m in models if ctx.stand_ins and m in subs and not has_weights(subs[m])}
+    if models:
+        state.report("models")  # a first fetch from the hub may take a while
+    res = ctx.resolver.resolve(models, ctx.cache_dir, _weights_budget(state, argv))
+    subs, missing = res.subs, res.missing
+    out.evidence.notes.extend(f"{m}: {note}" for m, note in res.from_hub.items())
+    # a twin replaces a config-only folder: from the model map always, from the hub when its weights
+    # were wanted (a server starts) and not fetched; below the start tier the real config serves
+    configs_only = {m: subs.pop(m) for m in models if ctx.stand_ins and m in subs
+                    and (m in res.no_weights if m in res.from_hub else not has_weights(subs[m]))}
     missing += [m for m in models if m in configs_only]
     if missing and ctx.stand_ins:
         state.report("stand-in")
-        missing = _stand_ins(state, models, subs, missing, configs_only)
+        missing = _stand_ins(state, models, subs, missing, configs_only, res.no_weights)
     subs.update(_source_files(state, argv))
     state.argv = substitute(argv, subs)
     state.missing = missing
     out.argv, out.substitutions = state.argv, subs
     out.stand_in = any(ctx.resolver.is_stand_in(p) for p in subs.values())
+    _hub_limits(state, res)
     return None
+
+
+def _weights_budget(state: JobState, argv: list[str]) -> int | None:
+    """Bytes of weights the hub may give this job: None when it starts no server (the parse and
+    config tiers need configuration and tokenizer only) or asks for more devices than the run has
+    (the start tier SKIPs it before anything loads)."""
+    if not state.wants("start") or devices_needed(argv) > max(state.ctx.gpus, 1):
+        return None
+    return weights_budget_bytes(state.ctx.gpus)
+
+
+def _hub_limits(state: JobState, res: Resolution) -> None:
+    """What the hub could not give: a model it refused (config SKIPs with the hub's reason) or weights
+    left there without a twin in their place (start SKIPs). The tiers before still run for real."""
+    refused = [m for m in state.missing if m in res.unavailable]
+    if refused:
+        twins = f"; no stand-in: {'; '.join(state.why_not)}" if state.why_not else ""
+        why = "; ".join(f"{m}: {res.unavailable[m]}" for m in refused)
+        state.skip_at["config"] = f"model not available here ({why}{twins})"
+    bare = [m for m, folder in state.outcome.substitutions.items()
+            if m in res.no_weights and not state.ctx.resolver.is_stand_in(folder)]
+    if bare and not state.missing:
+        twins = f"; no stand-in: {'; '.join(state.why_not)}" if state.why_not else \
+            "; `run --stand-ins` starts a twin built from its published config; DRIFTMATRIX_WEIGHTS_BUDGET_GB " \
+            "sets the budget"
+        why = "; ".join(f"{m}: {res.no_weights[m]}" for m in bare)
+        state.skip_at["start"] = f"model weights not here ({why}{twins})"
 
 
 def _notes(state: JobState) -> None:
@@ -61,9 +102,10 @@ def _source_files(state: JobState, argv: list[str]) -> dict[str, str]:
 
 
 def _stand_ins(state: JobState, models: list[str], subs: dict, missing: list[str],
-               configs: dict[str, str]) -> list[str]:
+               configs: dict[str, str], no_weights: dict[str, str]) -> list[str]:
     """Twins for the missing models (the served one first; a draft shares its tokenizer); returns
-    the models still missing. `configs`: model-map entries holding a config.json but no weights."""
+    the models still missing. `configs`: model-map entries or hub folders holding a config.json but
+    no weights; `no_weights`: why a hub folder has none."""
     still = []
     for i, model in enumerate(models):
         if model not in missing:
@@ -74,11 +116,15 @@ def _stand_ins(state: JobState, models: list[str], subs: dict, missing: list[str
                                    tokenizer_from=served if i > 0 else None, config_from=configs.get(model),
                                    full_size=state.ctx.stand_ins == "full")
         except standins.StandInError as err:
-            still.append(model)
             state.why_not.append(str(err))
+            if model in no_weights:  # the hub's config still serves the tiers before start
+                subs[model] = configs[model]
+            else:
+                still.append(model)
             continue
         subs[model] = twin.dir
-        state.outcome.evidence.notes.append(f"{model}: {_describe(twin)}")
+        hub = f" (config from the hub; {no_weights[model]})" if model in no_weights else ""
+        state.outcome.evidence.notes.append(f"{model}: {_describe(twin)}{hub}")
     return still
 
 

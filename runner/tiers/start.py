@@ -17,6 +17,8 @@ from runner.tiers.state import JobState, Verdict, error, fail, literal_env, read
 
 
 def start(state: JobState) -> Verdict | None:
+    if "start" in state.skip_at:  # e.g. weights left on the hub (over the budget) and no twin
+        return skip(state.skip_at["start"], "start")
     too_big = _too_big(state)
     if too_big:
         return too_big
@@ -54,8 +56,12 @@ def _server_env(state: JobState) -> dict[str, str]:
         env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, state.gpu_ids))
     if state.cpu_ids and "VLLM_CPU_OMP_THREADS_BIND" not in env:  # one the docs or the user set wins
         env["VLLM_CPU_OMP_THREADS_BIND"] = ",".join(map(str, state.cpu_ids))
-    if not ctx.resolver.hub:
-        env["HF_HUB_OFFLINE"] = "1"
+    # Offline always and without a token: the models are local folders fetched beforehand
+    # (runner/hub.py), so the server runs on exactly those files and never downloads on its own;
+    # a server runs untrusted commands (and maybe a repo's remote code) and needs no token.
+    env["HF_HUB_OFFLINE"] = "1"
+    for name in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"):
+        env.pop(name, None)
     return env
 
 

@@ -40,6 +40,9 @@ class JobState:
     """Models that could not be had (no model-map entry, no hub, no stand-in)."""
     why_not: list[str] = field(default_factory=list)
     """Why a stand-in could not be built, per missing model."""
+    skip_at: dict[str, str] = field(default_factory=dict)
+    """Tier -> why it cannot run here though the tiers before it can (prepare decides: a model the hub
+    refused SKIPs config, weights left on the hub without a twin SKIP start)."""
     server: Server | None = None
     """The running server (start tier on), torn down by `close()`."""
     api_key: str | None = None

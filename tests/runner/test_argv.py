@@ -82,7 +82,7 @@ def test_self_spec_variant_uses_the_served_model_as_draft():
 
     import pytest
 
-    from driftmatrix.cli import _variant_list
+    from driftmatrix.run_cli import _variant_list
     from extractor.records import Snippet
     from runner.argv_edit import variant_argv
 

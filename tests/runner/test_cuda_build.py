@@ -11,14 +11,13 @@ import pytest
 from runhelp import CACHE, outcomes, pick, run_cli
 
 from runner.envs import ensure
-from runner.targets import DEFAULT_GPU, load
+from runner.targets import Target
 
 
 @pytest.fixture(scope="module")
 def cuda_env():
-    stable = load(DEFAULT_GPU).targets[0]
-    assert stable.pip == "vllm==0.20.1"
-    return ensure(stable, CACHE)
+    # the CUDA release of the Gemma 4 doc issue (the shipped GPU file leaves stable open: newest release)
+    return ensure(Target("stable", pip="vllm==0.20.1"), CACHE)
 
 
 def test_bare_cli_cannot_build_its_parser_here(cuda_env):

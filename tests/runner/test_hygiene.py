@@ -72,12 +72,15 @@ def test_killed_runner_keeps_finished_outcomes_and_rerun_skips_them(targets_toml
     assert not alive(pids), "server processes outlived the runner"
     # rerun: the finished outcome is kept byte for byte and not re-run; the unfinished job runs
     # again, under a start deadline it cannot meet: its server is killed at the deadline
+    summary = tmp_path / "summary.md"
     proc = run_cli(str(snippets), "--targets", str(targets_toml), "--target", "nightly", "-o", str(out),
-                   "--start-timeout", "5", cwd=tmp_path, check=False)
+                   "--start-timeout", "5", "--summary", str(summary), cwd=tmp_path, check=False)
     assert "1 job(s) already in" in proc.stderr
     after = out.read_text()
     assert after.startswith(before) and after.count("\n") == 2
     assert proc.returncode == EXIT_ERRORS, proc.stderr[-2000:]  # an ERROR is ours: the run is red
+    text = summary.read_text()  # what the CI job page shows ($GITHUB_STEP_SUMMARY in a workflow)
+    assert "**1 ERROR**" in text and "this job is red" in text and "| nightly · vLLM" in text
     o = outcomes(out)[-1]
     assert (o.verdict, o.stage) == ("ERROR", "start") and "deadline" in o.reason
     assert o.evidence.server["state"] == "timeout" and o.evidence.server["left_processes"] == 0

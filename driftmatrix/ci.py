@@ -1,0 +1,140 @@
+"""`driftmatrix ci inputs|runner`: the scheduled workflow's decisions, made in Python where they
+can be tested, and handed to the workflow as `$GITHUB_OUTPUT` lines.
+
+- `inputs`: the dispatch inputs arrive through `env:` (never interpolated into a script) and are
+  validated here; also decided here: whether this run publishes (the default branch: a scheduled
+  run always runs on it, and its event has no `repository` to compare with) and whether the
+  doc-fix PRs are pushed (`--apply`) or only shown (dry run).
+- `runner`: where the run jobs go. GPU runners only when one with the labels is online, asked of
+  the GitHub API (a token that may list the repository's or organisation's runners), waiting at
+  most `--wait` minutes; otherwise the CPU fallback on `ubuntu-latest`. A job sent to an offline
+  self-hosted label would wait 24 hours in the queue, and with it everything that needs it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+import time
+
+import httpx
+
+from runner.records import TIERS
+
+_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
+MAX_SHARDS = 32
+CPU_RUNNER = "ubuntu-latest"
+
+
+class InputError(ValueError):
+    """A workflow input is not acceptable (the message names it)."""
+
+
+def _flag(name: str, value: str, default: bool) -> bool:
+    value = (value or "").strip().lower()
+    if value == "":
+        return default
+    if value not in ("true", "false"):
+        raise InputError(f"{name}: expected true or false, got {value!r}")
+    return value == "true"
+
+
+def decide_inputs(env: dict[str, str]) -> dict[str, str]:
+    """The run's settings from the event and the (untrusted) dispatch inputs."""
+    event = env.get("EVENT", "")
+    targets = [t.strip() for t in env.get("IN_TARGETS", "").split(",") if t.strip()]
+    bad = [t for t in targets if not _NAME.match(t)]
+    if bad:
+        raise InputError(f"targets: not target names: {bad!r}")
+    tier = env.get("IN_TIER") or "probe"
+    if tier not in TIERS:
+        raise InputError(f"tier: one of {', '.join(TIERS)}, got {tier!r}")
+    shards_text = env.get("IN_SHARDS") or "4"
+    if not shards_text.isdigit() or not 1 <= int(shards_text) <= MAX_SHARDS:
+        raise InputError(f"shards: a whole number from 1 to {MAX_SHARDS}, got {shards_text!r}")
+    stable = env.get("STABLE_PIN", "").strip()
+    if stable and not re.fullmatch(r"[0-9]+(\.[0-9]+){1,3}([a-z0-9.+-]*)", stable):
+        raise InputError(f"vars.DRIFTMATRIX_STABLE: not a version, got {stable!r}")
+    default_branch = env.get("DEFAULT_BRANCH", "")
+    on_default = event == "schedule" or (bool(default_branch) and env.get("REF") == f"refs/heads/{default_branch}")
+    gpu = _flag("gpu", env.get("IN_GPU", ""), default=True) if event == "workflow_dispatch" else True
+    apply_prs = _flag("apply_prs", env.get("IN_APPLY_PRS", ""), default=False)
+    return {"targets": ",".join(targets), "tier": tier, "shards": str(int(shards_text)), "stable": stable,
+            "gpu": str(gpu).lower(), "publish": str(on_default).lower(),
+            "apply_prs": str(on_default and (event == "schedule" or apply_prs)).lower()}
+
+
+def online_runner(repo: str, labels: list[str], token: str, api: str, client: httpx.Client) -> str | None:
+    """Name of an online runner carrying every label (the repository's, then its organisation's)."""
+    owner = repo.split("/")[0]
+    for path in (f"/repos/{repo}/actions/runners", f"/orgs/{owner}/actions/runners"):
+        r = client.get(f"{api}{path}", params={"per_page": 100},
+                       headers={"Authorization": f"Bearer {token}", "Accept": "application/vnd.github+json",
+                                "X-GitHub-Api-Version": "2022-11-28"})
+        if r.status_code != 200:
+            continue  # 403/404: no access to that level; the other may answer
+        for runner in r.json().get("runners", []):
+            names = {label.get("name", "").lower() for label in runner.get("labels", [])}
+            if runner.get("status") == "online" and all(label.lower() in names for label in labels):
+                return runner.get("name") or "?"
+    return None
+
+
+def choose_runner(env: dict[str, str], wait_s: float, poll_s: float = 30.0, api: str | None = None) -> dict[str, str]:
+    """runs-on for the run jobs, its targets file, and why (for the summary)."""
+    labels = [x.strip() for x in env.get("GPU_LABELS", "self-hosted,gpu").split(",") if x.strip()]
+    cpu = {"runner": json.dumps(CPU_RUNNER), "mode": "cpu", "targets_file": "runner/data/targets-cpu.toml"}
+    if env.get("GPU_WANTED", "true") != "true":
+        return {**cpu, "why": "GPU runners not asked for: CPU builds with stand-in models"}
+    token = env.get("RUNNERS_TOKEN", "")
+    if not token:
+        return {**cpu, "why": "no DRIFTMATRIX_RUNNERS_TOKEN to see whether a GPU runner is online: CPU fallback"}
+    deadline = time.monotonic() + wait_s
+    with httpx.Client(timeout=30) as client:
+        while True:
+            try:
+                name = online_runner(env["REPO"], labels, token, api or env.get("API", "https://api.github.com"), client)
+            except (httpx.HTTPError, ValueError):
+                name = None
+            if name:
+                return {"runner": json.dumps(labels), "mode": "gpu", "targets_file": "runner/data/targets-gpu.toml",
+                        "why": f"GPU runner {name} is online ({', '.join(labels)})"}
+            if time.monotonic() + poll_s > deadline:
+                minutes = round(wait_s / 60, 1)
+                return {**cpu, "why": f"no online runner with labels {', '.join(labels)} within {minutes} min: "
+                                      "CPU fallback"}
+            time.sleep(poll_s)
+
+
+def _emit(values: dict[str, str]) -> None:
+    for key, value in values.items():
+        print(f"{key}={value}")
+
+
+def cmd_ci(args: argparse.Namespace) -> int:
+    from runner.step_summary import escape, write
+    env = dict(os.environ)
+    try:
+        if args.action == "inputs":
+            _emit(decide_inputs(env))
+            return 0
+        wait = float(env.get("WAIT_MINUTES") or 15) * 60
+        choice = choose_runner(env, wait, poll_s=args.poll)
+    except (InputError, ValueError) as err:
+        print(f"::error::driftmatrix ci {args.action}: {err}", file=sys.stderr)
+        return 2
+    if choice["mode"] == "cpu" and env.get("GPU_WANTED", "true") == "true":
+        print(f"::warning::{choice['why']}", file=sys.stderr)
+    write(f"**Runners**: {escape(choice['why'])}")
+    _emit({k: v for k, v in choice.items() if k != "why"})
+    return 0
+
+
+def add_parser(sub) -> None:
+    ci = sub.add_parser("ci", help="the scheduled workflow's decisions (inputs, runners), as $GITHUB_OUTPUT lines")
+    ci.add_argument("action", choices=["inputs", "runner"])
+    ci.add_argument("--poll", type=float, default=30.0, help="seconds between runner checks (default: %(default)s)")
+    ci.set_defaults(func=cmd_ci)

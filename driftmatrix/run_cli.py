@@ -1,0 +1,199 @@
+"""`driftmatrix resolve`, `plan` and `run`: which builds, which jobs per shard, running them.
+
+`plan -o plan.json` writes, per (target, shard) with work, the exact `run` arguments; the
+workflow's run step is `driftmatrix run --plan plan.json --entry ID -o …`, which takes every
+job-choosing argument from the plan (and refuses a second copy of any on its command line).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from runner.records import TIERS
+from runner.settings import START_TIMEOUT_S
+
+PLANNED = ("snippets", "targets", "target", "tier", "shard", "variants", "stand_ins", "only")
+"""`run` arguments a plan fixes (runner/todo.py `run_args`)."""
+
+
+def _variant_list(text: str) -> list[str]:
+    from runner.argv_edit import VARIANTS
+
+    names = [v.strip() for v in text.split(",") if v.strip()]
+    bad = [v for v in names if v not in VARIANTS]
+    if bad or not names:
+        raise argparse.ArgumentTypeError(f"unknown variant(s) {', '.join(bad) or text!r}; known: {', '.join(VARIANTS)}")
+    return names
+
+
+def _from_plan(args: argparse.Namespace, parser: argparse.ArgumentParser) -> argparse.Namespace:
+    """The run arguments of one plan entry, with this command line's output options."""
+    try:
+        plan = json.loads(Path(args.plan).read_text(encoding="utf-8"))
+        entry = next(r for r in plan["runs"] if r["id"] == args.entry)
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise SystemExit(f"driftmatrix run: {args.plan}: not a readable plan ({type(err).__name__}: {err})")
+    except StopIteration:
+        ids = ", ".join(r.get("id", "?") for r in plan.get("runs", [])) or "none"
+        raise SystemExit(f"driftmatrix run: {args.plan} has no entry {args.entry!r} (entries: {ids})")
+    defaults = parser.parse_args(["run", "-"])
+    twice = [a for a in PLANNED if a != "snippets" and getattr(args, a) != getattr(defaults, a)]
+    if args.snippets or twice:
+        raise SystemExit(f"driftmatrix run: --plan fixes {', '.join(['snippets', *twice] if args.snippets else twice)}; "
+                         "give them in the plan, not here")
+    planned = parser.parse_args(entry["args"])
+    for name in PLANNED:
+        setattr(args, name, getattr(planned, name))
+    return args
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    import signal
+
+    from runner.main import RunOptions, listing, run
+
+    if args.plan:
+        args = _from_plan(args, args.root_parser)
+    elif not args.snippets:
+        print("driftmatrix run: give a snippets.json (or --plan FILE --entry ID)", file=sys.stderr)
+        return 2
+
+    def stop(signum, frame):  # CI cancellation: unwind so servers are torn down
+        raise KeyboardInterrupt(f"signal {signum}")
+    signal.signal(signal.SIGTERM, stop)
+
+    opts = RunOptions(
+        snippets=Path(args.snippets), output=Path(args.output),
+        targets=Path(args.targets) if args.targets else None, tier=args.tier, only=args.only,
+        shard=args.shard, variants=args.variants, gpus=args.gpus, gpu_mem=args.gpu_mem,
+        start_timeout=args.start_timeout, cache_dir=Path(args.cache_dir),
+        workdir=Path(args.workdir) if args.workdir else None, fmt=args.format,
+        junit=Path(args.junit) if args.junit else None, target_names=args.target, stand_ins=args.stand_ins,
+        jobs=args.jobs, summary=args.summary)
+    if args.list:
+        for key in listing(opts):
+            print(json.dumps([key.snippet_id, key.variant, key.target, key.tier]))
+        return 0
+    return run(opts)
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    from dataclasses import asdict
+
+    from runner import store
+    from runner.resolve import check_exact
+    from runner.targets import TargetConfigError, default_path, load
+    from runner.todo import todo
+
+    path = Path(args.targets) if args.targets else default_path()
+    try:
+        tfile = load(path)
+        if args.require_pinned:
+            check_exact(tfile)
+    except TargetConfigError as err:
+        print(f"driftmatrix plan: {err}", file=sys.stderr)
+        return 2
+    previous = [o for p in args.previous or [] if Path(p).exists() for o in store.read(Path(p))[0]]
+    targets = [t for t in tfile.targets if not args.target or t.name in args.target]
+    result = asdict(todo(Path(args.snippets), Path(args.targets) if args.targets else path, targets, args.tier,
+                         previous, args.shards, args.variants, args.stand_ins, detail=args.detail))
+    result["entries"] = [r["id"] for r in result["runs"]]
+    text = json.dumps(result)
+    from runner.step_summary import write
+    write(f"### Plan\n\n{result['jobs']} job(s) to run at tiers up to {args.tier} "
+          f"({', '.join(f'{k}: {v}' for k, v in result['by_target'].items())}), {result['reused']} reused from the "
+          f"previous outcomes; {len(result['runs'])} run leg(s): {', '.join(result['entries']) or 'none'}")
+    if args.output:
+        Path(args.output).write_text(text + "\n", encoding="utf-8")
+    print(text)
+    return 0
+
+
+def cmd_resolve(args: argparse.Namespace) -> int:
+    from runner.resolve import ResolveError, dump, resolve
+    from runner.targets import TargetConfigError, default_path, load
+
+    source = Path(args.targets) if args.targets else default_path()
+    try:
+        resolved = resolve(load(source), stable=args.stable or None)
+    except (TargetConfigError, ResolveError) as err:
+        print(f"driftmatrix resolve: {err}", file=sys.stderr)
+        return 2
+    dump(resolved, Path(args.output), source)
+    from runner.step_summary import escape, write
+    write("### Builds of this run\n\n| target | installs | how it was chosen |\n|---|---|---|\n" + "\n".join(
+        f"| {escape(t.name)} | `{escape(t.pip or t.docker or t.python)}`"
+        f"{' from ' + escape(', '.join(t.index_urls)) if t.index_urls else ''} | {escape(t.resolved or '')} |"
+        for t in resolved.targets))
+    for t in resolved.targets:
+        print(json.dumps({"target": t.name, "pip": t.pip, "docker": t.docker, "python": bool(t.python),
+                          "index_urls": t.index_urls, "commit": t.commit, "resolved": t.resolved}))
+    return 0
+
+
+def _run_parser(sub, cache: str) -> None:
+    r = sub.add_parser("run", help="snippets.json x targets -> outcomes.jsonl")
+    r.add_argument("snippets", nargs="?", help="the extractor's snippets.json")
+    r.add_argument("-o", "--output", default="outcomes.jsonl",
+                   help="outcomes file, appended to; finished jobs in it are not re-run (default: %(default)s)")
+    r.add_argument("--plan", metavar="FILE", help="run one entry of `driftmatrix plan -o FILE` (with --entry): "
+                                                  "the plan gives the snippets, targets, tier, shard and variants")
+    r.add_argument("--entry", metavar="ID", help="the plan entry (`stable-2`)")
+    r.add_argument("--list", action="store_true", help="print the jobs still to do (JSON lines) and run nothing")
+    r.add_argument("--targets", help="targets TOML (default: the shipped config for this machine, CPU or GPU)")
+    r.add_argument("--target", action="append", metavar="NAME", help="only these targets of the config (repeatable)")
+    r.add_argument("--tier", choices=TIERS, default="probe",
+                   help="the last tier to run (default: %(default)s; perf = decode tok/s, 1 and 16 "
+                        "streams, meant for GPUs)")
+    r.add_argument("--only", nargs="+", metavar="ID", help="only these snippet ids")
+    r.add_argument("--shard", metavar="i/n", help="run the i-th of n cost-balanced shards (1-based)")
+    r.add_argument("--variants", nargs="?", const=["no-spec"], type=_variant_list, metavar="LIST",
+                   help="extra runs, comma-separated: no-spec (each snippet with a speculative config, "
+                        "without it; the default), self-spec (the served model as its own draft)")
+    r.add_argument("--gpus", type=int, help="GPUs to use (default: those nvidia-smi lists that CUDA_VISIBLE_DEVICES "
+                                            "leaves visible; 0 = CPU)")
+    r.add_argument("--gpu-mem", type=float, metavar="GB", help="memory per GPU: SKIP models that cannot fit")
+    r.add_argument("--jobs", type=int, metavar="N", help="jobs at once (default: one per GPU; without a GPU, two "
+                                                       "servers side by side when the memory allows)")
+    r.add_argument("--start-timeout", type=float, default=START_TIMEOUT_S, metavar="S",
+                   help="deadline for a server to answer /health (default: %(default)s)")
+    r.add_argument("--cache-dir", default=cache, help="target environments (default: %(default)s)")
+    r.add_argument("--workdir", help="server and helper logs (default: next to the output)")
+    r.add_argument("--format", choices=["rich", "json"], default="rich",
+                   help="rich progress bar, or JSON lines on stdout for machines")
+    r.add_argument("--junit", metavar="FILE", help="also write a JUnit XML report")
+    r.add_argument("--summary", metavar="FILE", help="append a Markdown summary (default: $GITHUB_STEP_SUMMARY "
+                                                     "when set)")
+    r.add_argument("--stand-ins", nargs="?", const="tiny", choices=["tiny", "full"], metavar="SIZE",
+                   help="replace models that cannot be had (incl. drafts in speculative configs) by "
+                        "architecture-preserving twins with random weights: tiny (the default; 2 layers) or "
+                        "full (the real sizes, for the perf tier on a GPU); verdicts are labelled stand_in")
+    r.set_defaults(func=cmd_run)
+
+
+def add_parsers(sub, cache: str) -> None:
+    rs = sub.add_parser("resolve", help="pin every target once (stable: newest release; nightly: one commit)")
+    rs.add_argument("--targets", help="targets TOML (default: the shipped config for this machine)")
+    rs.add_argument("--stable", metavar="X", help="pin the stable target to this release (the repository's pin)")
+    rs.add_argument("-o", "--output", required=True, help="the resolved targets file to write")
+    rs.set_defaults(func=cmd_resolve)
+
+    _run_parser(sub, cache)
+
+    pl = sub.add_parser("plan", help="what a scheduled run still has to do (JSON: jobs, the run matrix)")
+    pl.add_argument("snippets", help="snippets.json")
+    pl.add_argument("--targets", help="targets TOML (default: the shipped config for this machine)")
+    pl.add_argument("--target", action="append", metavar="NAME", help="only these targets (repeatable)")
+    pl.add_argument("--tier", choices=TIERS, default="probe")
+    pl.add_argument("--shards", type=int, default=1, help="how each target's run is split (default: %(default)s)")
+    pl.add_argument("--variants", nargs="?", const=["no-spec"], type=_variant_list, metavar="LIST")
+    pl.add_argument("--stand-ins", nargs="?", const="tiny", choices=["tiny", "full"], metavar="SIZE")
+    pl.add_argument("--previous", nargs="*", metavar="OUT", help="the previous run's outcomes.jsonl files "
+                                                                "(missing files: a first run)")
+    pl.add_argument("--require-pinned", action="store_true", help="refuse targets that are not exact pins")
+    pl.add_argument("--detail", action="store_true", help="list each entry's jobs")
+    pl.add_argument("-o", "--output", help="also write the plan here (for `run --plan`)")
+    pl.set_defaults(func=cmd_plan)

@@ -1,0 +1,57 @@
+"""`driftmatrix gate` on a real git repository and the real vLLM CPU builds: only the changed pages
+are checked, and only doc-drift the change brings in fails the gate."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t",
+           "PATH": "/usr/bin:/bin"}
+OLD_DRIFT = "```bash\nvllm serve Qwen/Qwen3-0.6B --disable-log-requests\n```\n"
+UNTOUCHED = "```bash\nvllm serve Qwen/Qwen3-0.6B --no-such-option-anywhere\n```\n"
+
+
+def git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, env=GIT_ENV)
+
+
+def gate(repo: Path, work: Path, base: str = "main") -> tuple[int, dict, str]:
+    proc = subprocess.run([sys.executable, "-m", "driftmatrix.cli", "gate", "--repo", str(repo), "--base", base,
+                           "--tier", "parse", "--workdir", str(work), "--summary", str(work / "summary.md")],
+                          capture_output=True, text=True, cwd=REPO)
+    assert proc.returncode in (0, 1), proc.stderr[-3000:]
+    return proc.returncode, json.loads((work / "gate.json").read_text()), (work / "summary.md").read_text()
+
+
+def test_only_new_doc_drift_fails(tmp_path):
+    repo = tmp_path / "docs-repo"
+    (repo / "docs").mkdir(parents=True)
+    (repo / "mkdocs.yaml").write_text("site_name: docs\n")
+    (repo / "docs" / "a.md").write_text(f"# A\n\n{OLD_DRIFT}")
+    (repo / "docs" / "untouched.md").write_text(f"# U\n\n{UNTOUCHED}")
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "base")
+
+    git(repo, "checkout", "-q", "-b", "prose")  # touches a page that already drifts: not this change's drift
+    (repo / "docs" / "a.md").write_text(f"# A\n\nSome words.\n\n{OLD_DRIFT}")
+    git(repo, "commit", "-q", "-am", "prose")
+    code, result, summary = gate(repo, tmp_path / "g1")
+    assert code == 0 and result["changed"] == ["docs/a.md"] and result["commands"] == 1
+    [finding] = result["findings"]
+    assert finding["judgement"] == "doc-drift" and finding["new"] is False
+    assert "No new doc-drift" in summary and "already on the base branch" in summary
+
+    git(repo, "checkout", "-q", "-b", "new-command", "main")  # a new page with a command that cannot run
+    (repo / "docs" / "b.md").write_text("# B\n\n```bash\nvllm serve Qwen/Qwen3-1.7B --disable-log-requests\n```\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "new page")
+    code, result, summary = gate(repo, tmp_path / "g2")
+    assert code == 1 and result["changed"] == ["docs/b.md"]  # untouched.md's bad command is not looked at
+    [finding] = [f for f in result["findings"] if f["new"]]
+    assert finding["file"] == "docs/b.md" and finding["line"] == 4 and "--disable-log-requests" in finding["why"]
+    assert "**1 new doc-drift**" in summary and "docs/b.md:4" in summary

@@ -1,0 +1,203 @@
+"""Which jobs of the scheduled workflow run, on every path, decided by GitHub's own workflow
+parser and expression evaluator (tests/workflow/jobgraph.mjs). The extract job's outputs are
+not invented: they come from the real `driftmatrix ci inputs`, `ci runner` (against a local
+runners endpoint with GitHub's response shape), `state load` (a real git remote) and `plan`."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+WORKFLOW = REPO / ".github" / "workflows" / "driftmatrix.yml"
+GRAPH = REPO / "tests" / "workflow" / "jobgraph.mjs"
+SITE = REPO / "tests" / "fixtures" / "site"
+CLI = [sys.executable, "-m", "driftmatrix.cli"]
+
+
+def graph(tmp_path: Path, scenario: dict) -> dict:
+    if not (REPO / ".tools" / "node_modules" / "@actions" / "workflow-parser").exists():
+        pytest.fail("@actions/workflow-parser is missing: run tests/install_tools.sh (the README's test command does)")
+    path = tmp_path / f"scenario-{time.monotonic_ns()}.json"
+    path.write_text(json.dumps(scenario))
+    out = subprocess.run(["node", str(GRAPH), str(WORKFLOW), str(path)], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    assert result["errors"] == []
+    return result["jobs"]
+
+
+def ci(action: str, env: dict, *extra: str) -> dict[str, str]:
+    out = subprocess.run([*CLI, "ci", action, *extra], capture_output=True, text=True, check=True,
+                         env={**os.environ, **env}, cwd=REPO)
+    return dict(line.split("=", 1) for line in out.stdout.splitlines() if "=" in line)
+
+
+class Runners:
+    """GET /repos/o/r/actions/runners as GitHub answers it (docs.github.com/rest/actions/self-hosted-runners)."""
+
+    def __init__(self, status: str):
+        runners = [{"id": 1, "name": "h200-1", "os": "Linux", "status": status, "busy": False,
+                    "labels": [{"id": 1, "name": "self-hosted", "type": "read-only"},
+                               {"id": 2, "name": "gpu", "type": "custom"}]}]
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):
+                ok = self.path.startswith("/repos/o/r/actions/runners") and self.headers.get("Authorization")
+                body = json.dumps({"total_count": 1, "runners": runners} if ok else {"message": "Not Found"}).encode()
+                self.send_response(200 if ok else 404)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def close(self):
+        self.server.shutdown()
+
+
+def choose(status: str | None, wanted: str = "true") -> tuple[dict, float]:
+    env = {"GPU_WANTED": wanted, "REPO": "o/r", "WAIT_MINUTES": "0.05"}
+    server = Runners(status) if status else None
+    if server:
+        env |= {"RUNNERS_TOKEN": "t0ken", "API": server.url}
+    t0 = time.monotonic()
+    try:
+        return ci("runner", env, "--poll", "0.5"), time.monotonic() - t0
+    finally:
+        if server:
+            server.close()
+
+
+def plan(tmp_path: Path, previous: list[str]) -> dict[str, str]:
+    out = tmp_path / "plan.json"
+    subprocess.run([*CLI, "plan", str(SITE / "snippets.json"), "--targets", str(REPO / "runner/data/targets-cpu.toml"),
+                    "--tier", "parse", "--shards", "2", "--previous", *previous, "-o", str(out)],
+                   capture_output=True, text=True, check=True)
+    doc = json.loads(out.read_text())
+    return {"jobs": str(doc["jobs"]), "entries": json.dumps(doc["entries"])}
+
+
+def extract_outputs(inputs: dict, runner: dict, planned: dict) -> dict:
+    return {"jobs": planned["jobs"], "entries": planned["entries"], "runner": runner["runner"], "mode": runner["mode"],
+            "publish": inputs["publish"], "apply_prs": inputs["apply_prs"]}
+
+
+SCHEDULE = {"event_name": "schedule", "ref": "refs/heads/main", "ref_name": "main",
+            "event": {"schedule": "17 4 * * *"}, "repository": "o/r"}
+DISPATCH = {"event_name": "workflow_dispatch", "ref": "refs/heads/main", "ref_name": "main", "repository": "o/r",
+            "event": {"repository": {"default_branch": "main"}, "ref": "refs/heads/main"}}
+
+
+def inputs_for(scenario: dict, **given: str) -> dict:
+    env = {"EVENT": scenario["event_name"], "REF": scenario["ref"],
+           "DEFAULT_BRANCH": (scenario["event"].get("repository") or {}).get("default_branch", ""), **given}
+    return ci("inputs", env)
+
+
+def published_everywhere(jobs: dict) -> None:
+    """The site was built on the default branch: Pages and the PR job follow, whatever the run did."""
+    assert jobs["publish"]["result"] == "success"
+    assert jobs["deploy"]["result"] == "success"
+    assert jobs["pull-requests"]["result"] == "success"
+    assert len(jobs["pull-requests"]["matrix"]) == 2
+
+
+@pytest.fixture(scope="module")
+def first_run_plan(tmp_path_factory) -> dict:
+    tmp = tmp_path_factory.mktemp("state")
+    remote = tmp / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(remote)], check=True)
+    out = subprocess.run([*CLI, "state", "load", "--remote", str(remote), "-d", str(tmp / "state")],
+                         capture_output=True, text=True, check=True)
+    assert "first run" in out.stdout and (tmp / "state" / "outcomes.jsonl").read_text() == ""
+    return plan(tmp, [str(tmp / "state" / "outcomes.jsonl")])
+
+
+def test_scheduled_with_gpu_runners(tmp_path, first_run_plan):
+    runner, _ = choose("online")
+    assert runner["mode"] == "gpu" and json.loads(runner["runner"]) == ["self-hosted", "gpu"]
+    inputs = inputs_for(SCHEDULE)
+    assert inputs["publish"] == "true" and inputs["apply_prs"] == "true"  # a schedule has no event.repository
+    jobs = graph(tmp_path, {**SCHEDULE, "outputs": {"extract": extract_outputs(inputs, runner, first_run_plan)}})
+    assert jobs["run"]["result"] == "success" and jobs["run"]["runs_on"] == ["self-hosted", "gpu"]
+    assert [m["entry"] for m in jobs["run"]["matrix"]] == json.loads(first_run_plan["entries"])
+    published_everywhere(jobs)
+
+
+def test_gpu_runners_offline_fall_back_to_cpu_in_bounded_time(tmp_path, first_run_plan):
+    runner, waited = choose("offline")
+    assert runner["mode"] == "cpu" and json.loads(runner["runner"]) == "ubuntu-latest"
+    assert waited < 0.05 * 60 + 10  # the configured wait (3 s here), not GitHub's 24-hour queue
+    no_token, _ = choose(None)
+    assert no_token["mode"] == "cpu"  # cannot see the runners: never sent to a label that may be offline
+    jobs = graph(tmp_path, {**SCHEDULE, "outputs": {"extract": extract_outputs(inputs_for(SCHEDULE), runner,
+                                                                               first_run_plan)}})
+    assert jobs["run"]["result"] == "success" and jobs["run"]["runs_on"] == "ubuntu-latest"
+    published_everywhere(jobs)
+
+
+def test_manual_dispatch_without_gpu(tmp_path, first_run_plan):
+    inputs = inputs_for(DISPATCH, IN_GPU="false", IN_TIER="config", IN_SHARDS="2", IN_APPLY_PRS="false")
+    runner, _ = choose("online", wanted=inputs["gpu"])
+    assert runner["mode"] == "cpu" and inputs["apply_prs"] == "false"  # the PR job runs, as a dry run
+    jobs = graph(tmp_path, {**DISPATCH, "inputs": {"gpu": False, "tier": "config", "shards": 2},
+                            "outputs": {"extract": extract_outputs(inputs, runner, first_run_plan)}})
+    assert jobs["run"]["runs_on"] == "ubuntu-latest"
+    published_everywhere(jobs)
+
+
+def test_a_failing_shard_still_publishes(tmp_path, first_run_plan):
+    runner, _ = choose(None)
+    out = extract_outputs(inputs_for(SCHEDULE), runner, first_run_plan)
+    jobs = graph(tmp_path, {**SCHEDULE, "outputs": {"extract": out}, "results": {"run": "failure"}})
+    assert jobs["run"]["result"] == "failure"
+    published_everywhere(jobs)
+
+
+def test_an_unchanged_day_runs_nothing_and_still_publishes(tmp_path):
+    planned = plan(tmp_path, [str(SITE / "outcomes-cpu-parse.jsonl")])
+    assert planned["jobs"] == "0" and planned["entries"] == "[]"
+    out = extract_outputs(inputs_for(SCHEDULE), choose(None)[0], planned)
+    jobs = graph(tmp_path, {**SCHEDULE, "outputs": {"extract": out}})
+    assert jobs["run"]["result"] == "skipped"  # an empty matrix would fail the job, so it is not started
+    published_everywhere(jobs)
+
+
+def test_a_feature_branch_builds_the_site_but_deploys_and_pushes_nothing(tmp_path, first_run_plan):
+    branch = {**DISPATCH, "ref": "refs/heads/try-this", "ref_name": "try-this"}
+    inputs = inputs_for(branch, IN_APPLY_PRS="true")
+    assert inputs["publish"] == "false" and inputs["apply_prs"] == "false"
+    jobs = graph(tmp_path, {**branch, "outputs": {"extract": extract_outputs(inputs, choose(None)[0], first_run_plan)}})
+    assert jobs["publish"]["result"] == "success"
+    assert jobs["deploy"]["result"] == "skipped" and jobs["pull-requests"]["result"] == "skipped"
+
+
+def test_a_failed_extract_stops_everything(tmp_path):
+    jobs = graph(tmp_path, {**SCHEDULE, "results": {"extract": "failure"}})
+    assert {k: v["result"] for k, v in jobs.items()} == {
+        "extract": "failure", "run": "skipped", "publish": "skipped", "deploy": "skipped", "pull-requests": "skipped"}
+
+
+@pytest.mark.parametrize("given, bad", [
+    ({"IN_TARGETS": "stable; rm -rf /"}, "targets"), ({"IN_TIER": "everything"}, "tier"),
+    ({"IN_SHARDS": "0"}, "shards"), ({"IN_SHARDS": "4; echo"}, "shards"), ({"IN_GPU": "yes"}, "gpu"),
+    ({"STABLE_PIN": "$(id)"}, "DRIFTMATRIX_STABLE"),
+])
+def test_inputs_are_validated(given, bad):
+    env = {**os.environ, "EVENT": "workflow_dispatch", **given}
+    out = subprocess.run([*CLI, "ci", "inputs"], capture_output=True, text=True, env=env, cwd=REPO)
+    assert out.returncode == 2 and bad in out.stderr and out.stdout == ""
