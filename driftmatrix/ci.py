@@ -27,6 +27,8 @@ from runner.records import TIERS
 _NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
 MAX_SHARDS = 32
 CPU_RUNNER = "ubuntu-latest"
+MAX_WAIT_MINUTES = 40
+"""The wait for an online GPU runner stays well inside the extract job's 60-minute timeout."""
 
 
 class InputError(ValueError):
@@ -70,16 +72,20 @@ def decide_inputs(env: dict[str, str]) -> dict[str, str]:
 def online_runner(repo: str, labels: list[str], token: str, api: str, client: httpx.Client) -> str | None:
     """Name of an online runner carrying every label (the repository's, then its organisation's)."""
     owner = repo.split("/")[0]
+    headers = {"Authorization": f"Bearer {token}", "Accept": "application/vnd.github+json",
+               "X-GitHub-Api-Version": "2022-11-28"}
     for path in (f"/repos/{repo}/actions/runners", f"/orgs/{owner}/actions/runners"):
-        r = client.get(f"{api}{path}", params={"per_page": 100},
-                       headers={"Authorization": f"Bearer {token}", "Accept": "application/vnd.github+json",
-                                "X-GitHub-Api-Version": "2022-11-28"})
-        if r.status_code != 200:
-            continue  # 403/404: no access to that level; the other may answer
-        for runner in r.json().get("runners", []):
-            names = {label.get("name", "").lower() for label in runner.get("labels", [])}
-            if runner.get("status") == "online" and all(label.lower() in names for label in labels):
-                return runner.get("name") or "?"
+        for page in range(1, 11):  # 100 per page, up to 1,000 runners
+            r = client.get(f"{api}{path}", params={"per_page": 100, "page": page}, headers=headers)
+            if r.status_code != 200:
+                break  # 403/404: no access to that level; the other may answer
+            runners = r.json().get("runners", [])
+            for runner in runners:
+                names = {label.get("name", "").lower() for label in runner.get("labels", [])}
+                if runner.get("status") == "online" and all(label.lower() in names for label in labels):
+                    return runner.get("name") or "?"
+            if len(runners) < 100:
+                break
     return None
 
 
@@ -121,7 +127,7 @@ def cmd_ci(args: argparse.Namespace) -> int:
         if args.action == "inputs":
             _emit(decide_inputs(env))
             return 0
-        wait = float(env.get("WAIT_MINUTES") or 15) * 60
+        wait = min(float(env.get("WAIT_MINUTES") or 15), MAX_WAIT_MINUTES) * 60
         choice = choose_runner(env, wait, poll_s=args.poll)
     except (InputError, ValueError) as err:
         print(f"::error::driftmatrix ci {args.action}: {err}", file=sys.stderr)

@@ -14,10 +14,8 @@ on the base branch.
 
 from __future__ import annotations
 
-import io
 import json
 import subprocess
-import tarfile
 import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -61,30 +59,58 @@ def _git(repo: Path, *args: str) -> str:
 
 
 def changed_files(repo: Path, base: str, head: str, paths: list[str]) -> dict[str, str | None]:
-    """Head path -> its path on the base (None: added) for changed docs files under `paths`."""
-    out = _git(repo, "diff", "--name-status", "-M", f"{base}...{head}", "--", *paths)
+    """Head path -> its path on the base (None: added) for files changed under `paths` (-z: any
+    file name, unquoted)."""
+    fields = _git(repo, "diff", "-z", "--name-status", "-M", f"{base}...{head}", "--", *paths).split("\0")
     changed: dict[str, str | None] = {}
-    for line in out.splitlines():
-        parts = line.split("\t")
-        status, names = parts[0], parts[1:]
-        if status.startswith("D") or not names[-1].endswith(DOC_SUFFIXES):
-            continue
-        changed[names[-1]] = None if status.startswith("A") else names[0]
+    i = 0
+    while i < len(fields) - 1:
+        status = fields[i]
+        names = fields[i + 1:i + 3] if status[:1] in "RC" else fields[i + 1:i + 2]
+        i += 1 + len(names)
+        if not status.startswith("D"):
+            changed[names[-1]] = None if status.startswith("A") else names[0]
     return changed
 
 
 def export_tree(repo: Path, rev: str, paths: list[str], dest: Path) -> Path:
-    """The files under `paths` (and the mkdocs config) at `rev`, written under `dest`."""
-    present = [p for p in [*paths, "mkdocs.yaml", "mkdocs.yml"]
-               if _git(repo, "ls-tree", "--name-only", rev, "--", p).strip()]
-    data = subprocess.run(["git", "-C", str(repo), "archive", "--format=tar", rev, "--", *present],
-                          capture_output=True, check=False)
-    if data.returncode:
-        raise GateError(f"git archive {rev}: {data.stderr.decode(errors='replace')[-400:]}")
-    dest.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(fileobj=io.BytesIO(data.stdout)) as tar:
-        tar.extractall(dest, filter="data")  # no links out of the tree, no absolute paths
+    """The regular files under `paths` (and the mkdocs config) at `rev`, written under `dest` from
+    the object store: not `git archive`, which obeys the archived tree's own `.gitattributes` (a
+    change could `export-ignore` the very page it breaks). Links and submodules are left out."""
+    listing = _git(repo, "ls-tree", "-r", "-z", "--full-tree", rev, "--", *paths, "mkdocs.yaml", "mkdocs.yml")
+    blobs = []
+    for entry in filter(None, listing.split("\0")):
+        meta, path = entry.split("\t", 1)
+        mode, kind, sha = meta.split()
+        parts = Path(path).parts
+        if kind == "blob" and mode in ("100644", "100755") and ".." not in parts and not Path(path).is_absolute():
+            blobs.append((sha, path))
+    batch = subprocess.run(["git", "-C", str(repo), "cat-file", "--batch"], capture_output=True,
+                           input="".join(f"{sha}\n" for sha, _ in blobs).encode())
+    if batch.returncode:
+        raise GateError(f"git cat-file {rev}: {batch.stderr.decode(errors='replace')[-400:]}")
+    data, at = batch.stdout, 0
+    for _, path in blobs:
+        header_end = data.index(b"\n", at)
+        size = int(data[at:header_end].split()[2])
+        target = dest / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data[header_end + 1:header_end + 1 + size])
+        at = header_end + 1 + size + 1
     return dest
+
+
+def pages_including(tree: Path, changed: set[str]) -> set[str]:
+    """Doc pages that pull a changed non-page file in (`--8<-- "examples/x.py"`): their commands change too."""
+    names = {c for c in changed if not c.endswith(DOC_SUFFIXES)}
+    if not names:
+        return set()
+    found = set()
+    for page in tree.rglob("*.md"):
+        text = page.read_text(encoding="utf-8", errors="replace")
+        if "--8<--" in text and any(name in text or Path(name).name in text for name in names):
+            found.add(page.relative_to(tree).as_posix())
+    return found
 
 
 def _extract(tree: Path, out: Path, written_for: str | None, stable: str | None):
@@ -134,13 +160,19 @@ def run_gate(repo: Path, base: str, head: str, paths: list[str], targets: Path |
     from runner.settings import cache_dir as default_cache
     result = GateResult()
     changed = changed_files(repo, base, head, paths)
-    result.changed = sorted(changed)
     work.mkdir(parents=True, exist_ok=True)
-    if not changed:
-        return result
+    if stable is None:  # pages without versions of their own: the stable of the builds checked
+        from runner.targets import default_path, stable_pin
+        stable = stable_pin(targets or default_path())
     with tempfile.TemporaryDirectory() as tmp:
         head_tree = export_tree(repo, head, paths, Path(tmp) / "head")
         base_tree = export_tree(repo, _git(repo, "merge-base", base, head).strip(), paths, Path(tmp) / "base")
+        for page in pages_including(head_tree, set(changed)):
+            changed.setdefault(page, page)
+        changed = {k: v for k, v in changed.items() if k.endswith(DOC_SUFFIXES)}
+        result.changed = sorted(changed)
+        if not changed:
+            return _saved(result, work)
         head_cat = _only(_extract(head_tree, work / "head-all.json", written_for, stable), set(changed))
         base_cat = _only(_extract(base_tree, work / "base-all.json", written_for, stable),
                          {b for b in changed.values() if b})
@@ -153,6 +185,10 @@ def run_gate(repo: Path, base: str, head: str, paths: list[str], targets: Path |
                                          cache_dir=cache_dir or default_cache(), summary=str(work / "run.md")))
     outcomes.touch()
     result.findings = judge_change(work / "head.json", work / "base.json", outcomes, changed)
+    return _saved(result, work)
+
+
+def _saved(result: GateResult, work: Path) -> GateResult:
     (work / "gate.json").write_text(json.dumps(asdict(result), indent=1) + "\n", encoding="utf-8")
     return result
 
@@ -187,6 +223,9 @@ def cmd_gate(args) -> int:
                           Path(args.cache_dir) if args.cache_dir else None)
     except GateError as err:
         print(f"driftmatrix gate: {err}", file=sys.stderr)
+        return 2
+    except Exception as err:  # noqa: BLE001 — a crash is ours: never the exit status of new doc-drift
+        print(f"driftmatrix gate: internal error ({type(err).__name__}: {err})", file=sys.stderr)
         return 2
     text = markdown(result, args.tier)
     print(text)

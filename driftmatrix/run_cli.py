@@ -96,6 +96,11 @@ def cmd_plan(args: argparse.Namespace) -> int:
     except TargetConfigError as err:
         print(f"driftmatrix plan: {err}", file=sys.stderr)
         return 2
+    unknown = sorted(set(args.target or []) - {t.name for t in tfile.targets})
+    if unknown:  # a typo must not plan an empty, green run
+        print(f"driftmatrix plan: {path} has no target {', '.join(unknown)} (it has "
+              f"{', '.join(t.name for t in tfile.targets)})", file=sys.stderr)
+        return 2
     previous = [o for p in args.previous or [] if Path(p).exists() for o in store.read(Path(p))[0]]
     targets = [t for t in tfile.targets if not args.target or t.name in args.target]
     result = asdict(todo(Path(args.snippets), Path(args.targets) if args.targets else path, targets, args.tier,

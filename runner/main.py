@@ -7,6 +7,7 @@ shard is red in CI); 2 when the targets or snippets file cannot be used."""
 from __future__ import annotations
 
 import json
+import os
 import queue
 import threading
 from dataclasses import dataclass, field
@@ -121,10 +122,16 @@ def run(opts: RunOptions, console=None) -> int:
                       soft_wrap=True)
         return 2
     pairs = select(catalog, opts)
+    unknown = sorted(set(opts.target_names or []) - {t.name for t in tfile.targets})
+    if unknown:
+        console.print(f"[red]driftmatrix run: {tfile.path} has no target {', '.join(unknown)}", soft_wrap=True)
+        return 2
     targets = [t for t in tfile.targets if not opts.target_names or t.name in opts.target_names]
     devices = gpu_devices()
-    if opts.gpus is not None:  # asked for: the first N visible ones (or N by index where none is listed)
-        devices = devices[:opts.gpus] if len(devices) >= opts.gpus else list(range(opts.gpus))
+    if opts.gpus is not None:  # asked for: the first N visible ones; by index only where no GPU is listed
+        # and CUDA_VISIBLE_DEVICES names none (never another runner's GPUs)
+        unlisted = not devices and "CUDA_VISIBLE_DEVICES" not in os.environ
+        devices = list(range(opts.gpus)) if unlisted else devices[:opts.gpus]
     gpus = len(devices)
     out_store = store.Store(opts.output)
     for problem in out_store.problems:

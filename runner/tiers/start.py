@@ -52,8 +52,9 @@ def _too_big(state: JobState) -> Verdict | None:
 def _server_env(state: JobState) -> dict[str, str]:
     ctx, target = state.ctx, state.job.target
     env = {**os.environ, **ctx.base_env, **target.env, **literal_env(state.job)}
-    if state.gpu_ids:
+    if state.gpu_ids:  # nvidia-smi's indexes are PCI bus order; CUDA's default order is fastest first
         env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, state.gpu_ids))
+        env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
     if state.cpu_ids and "VLLM_CPU_OMP_THREADS_BIND" not in env:  # one the docs or the user set wins
         env["VLLM_CPU_OMP_THREADS_BIND"] = ",".join(map(str, state.cpu_ids))
     # Offline always and without a token: the models are local folders fetched beforehand

