@@ -37,22 +37,20 @@ def test_only_new_doc_drift_fails(tmp_path):
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "base")
 
-    git(repo, "checkout", "-q", "-b", "prose")  # touches a page that already drifts: not this change's drift
+    git(repo, "checkout", "-q", "-b", "change")
+    # touches a page that already drifts (not this change's drift) ...
     (repo / "docs" / "a.md").write_text(f"# A\n\nSome words.\n\n{OLD_DRIFT}")
-    git(repo, "commit", "-q", "-am", "prose")
-    code, result, summary = gate(repo, tmp_path / "g1")
-    assert code == 0 and result["changed"] == ["docs/a.md"] and result["commands"] == 1
-    [finding] = result["findings"]
-    assert finding["judgement"] == "doc-drift" and finding["new"] is False
-    assert "No new doc-drift" in summary and "already on the base branch" in summary
-
-    git(repo, "checkout", "-q", "-b", "new-command", "main")  # a new page with a command that cannot run
+    # ... and adds a page with a command that cannot run, hidden from `git archive` to no avail
     (repo / "docs" / "b.md").write_text("# B\n\n```bash\nvllm serve Qwen/Qwen3-1.7B --disable-log-requests\n```\n")
-    (repo / "docs" / ".gitattributes").write_text("b.md export-ignore\n")  # hiding it from `git archive`: no use
+    (repo / "docs" / ".gitattributes").write_text("b.md export-ignore\n")
     git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "new page")
-    code, result, summary = gate(repo, tmp_path / "g2")
-    assert code == 1 and result["changed"] == ["docs/b.md"]  # untouched.md's bad command is not looked at
-    [finding] = [f for f in result["findings"] if f["new"]]
-    assert finding["file"] == "docs/b.md" and finding["line"] == 4 and "--disable-log-requests" in finding["why"]
+    git(repo, "commit", "-q", "-m", "change")
+    code, result, summary = gate(repo, tmp_path / "gate")
+    assert code == 1
+    assert result["changed"] == ["docs/a.md", "docs/b.md"]  # untouched.md's bad command is not looked at
+    by_file = {f["file"]: f for f in result["findings"]}
+    assert by_file["docs/a.md"]["judgement"] == "doc-drift" and by_file["docs/a.md"]["new"] is False
+    new = by_file["docs/b.md"]
+    assert new["new"] is True and new["line"] == 4 and "--disable-log-requests" in new["why"]
     assert "**1 new doc-drift**" in summary and "docs/b.md:4" in summary
+    assert "1 doc-drift already on the base branch" in summary and "docs/a.md:6" in summary
