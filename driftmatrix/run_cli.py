@@ -73,6 +73,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         workdir=Path(args.workdir) if args.workdir else None, fmt=args.format,
         junit=Path(args.junit) if args.junit else None, target_names=args.target, stand_ins=args.stand_ins,
         jobs=args.jobs, summary=args.summary)
+    if args.fetch_only:
+        from runner.prefetch import prefetch
+        return prefetch(opts)
     if args.list:
         for key in listing(opts):
             print(json.dumps([key.snippet_id, key.variant, key.target, key.tier]))
@@ -148,6 +151,9 @@ def _run_parser(sub, cache: str) -> None:
                                                   "the plan gives the snippets, targets, tier, shard and variants")
     r.add_argument("--entry", metavar="ID", help="the plan entry (`stable-2`)")
     r.add_argument("--list", action="store_true", help="print the jobs still to do (JSON lines) and run nothing")
+    r.add_argument("--fetch-only", action="store_true",
+                   help="fetch the models the jobs need from the hub (configs; weights within the budget) and run "
+                        "nothing: the workflow's step that holds the HF token")
     r.add_argument("--targets", help="targets TOML (default: the shipped config for this machine, CPU or GPU)")
     r.add_argument("--target", action="append", metavar="NAME", help="only these targets of the config (repeatable)")
     r.add_argument("--tier", choices=TIERS, default="probe",

@@ -8,6 +8,7 @@ and the publisher (possibly on other machines) read exactly what was written her
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal
@@ -178,6 +179,9 @@ class CorpusInfo:
     """Snippet occurrences found (before merging identical invocations)."""
 
 
+_SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$")
+
+
 @dataclass
 class Catalog:
     """The whole `snippets.json`."""
@@ -209,8 +213,12 @@ class Catalog:
         if data.get("schema") not in READS:
             raise ValueError(f"{path}: snippets schema {data.get('schema')!r}, this driftmatrix reads "
                              f"{' and '.join(map(str, READS))}")
+        snippets = [Snippet.from_dict(s) for s in data["snippets"]]
+        bad = [s.id for s in snippets if not _SAFE_ID.match(str(s.id))]
+        if bad:  # ids name files on the site and branches of work: nothing path-like
+            raise ValueError(f"{path}: snippet ids must be letters, digits, '-', '_' (got {bad[:3]!r})")
         return cls(
-            snippets=[Snippet.from_dict(s) for s in data["snippets"]],
+            snippets=snippets,
             diagnostics=[Diagnostic(**d) for d in data.get("diagnostics", [])],
             corpora=[CorpusInfo(**c) for c in data.get("corpora", [])],
             generated_at=data.get("generated_at", ""),

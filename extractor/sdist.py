@@ -90,18 +90,23 @@ def download(client: httpx.Client, url: str, max_bytes: int = MAX_SDIST_BYTES) -
 
 
 def fetch_docs(version: str, cache_dir: Path, index: str | None = None, timeout: float = 120.0) -> Path:
-    """The unpacked docs tree of vllm==`version` (downloaded once, then cached)."""
+    """The unpacked docs tree of vllm==`version` (downloaded once, then cached). The index must give
+    the file's sha256 and the download must match it; the cache is keyed by version and hash
+    (`vllm-<version>-<sha256[:16]>/`), so a tree is only ever what that checksum verified."""
     index = (index or index_url()).rstrip("/")
-    tree = cache_dir / f"vllm-{version}"
-    if (tree / ".complete").is_file():
-        return tree
+    cached = sorted(cache_dir.glob(f"vllm-{version}-*/.complete")) if cache_dir.is_dir() else []
+    if cached:
+        return cached[0].parent
     cache_dir.mkdir(parents=True, exist_ok=True)
     with httpx.Client(timeout=timeout, follow_redirects=True) as client:
         url, sha256 = find_sdist(version, index, client)
+        if not sha256:
+            raise SdistError(f"{url}: the index gives no sha256 for it; an unverifiable download is refused")
         data = download(client, url)
     digest = hashlib.sha256(data).hexdigest()
-    if sha256 and digest != sha256:
+    if digest != sha256:
         raise SdistError(f"{url}: sha256 {digest} does not match the index's {sha256}")
+    tree = cache_dir / f"vllm-{version}-{digest[:16]}"
     archive = cache_dir / f"vllm-{version}.tar.gz.part"
     archive.write_bytes(data)
     shutil.rmtree(tree, ignore_errors=True)

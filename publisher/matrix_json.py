@@ -80,7 +80,7 @@ def build(results: Results, snapshots: list[dict] | None = None, generated: str 
             "judgements": [_judgement(j) for j in judge.all(s)],
             "sources": [{"corpus": src.corpus, "version": src.version, "file": src.file, "line": src.line,
                          "first_line": next((ln.strip() for ln in src.text.split("\n") if ln.strip()), ""),
-                         "url": src.url, "written_for": (src.written_for or UNRECORDED).spec,
+                         "url": views.http_url(src.url), "written_for": (src.written_for or UNRECORDED).spec,
                          "judgement": judge.of_source(s, src).kind} for src in s.sources],
             "support": support,
             "flags_valid": flags_valid(s),

@@ -2,7 +2,10 @@
 
 Templates live in publisher/templates. Every value from docs or logs goes through jinja2's
 autoescape (HTML blocks) or the `md`/`fence` filters (Markdown), never in raw: Markdown
-passes raw HTML through, so a `<script>` in a log line would otherwise run.
+passes raw HTML through, so a `<script>` in a log line would otherwise run. A page titled by
+such a text sets its `title:` front matter with `front_matter` (the theme writes a page's title
+unescaped into `<title>`, the header and the search index); a URL becomes a link only through
+the `http` filter (http(s) only: a `javascript:` or `data:` URL is shown as text).
 """
 
 from __future__ import annotations
@@ -40,15 +43,23 @@ def _legend() -> Markup:
                   f'<p class="dm-legend">Judgement (against the versions each page is written for): {judged}</p>')
 
 
+def _front_matter(title: str) -> Markup:
+    """The page's `title:` front matter: one line, HTML-escaped (the theme inserts it unescaped),
+    as a YAML double-quoted string (JSON's string syntax is YAML's)."""
+    return Markup(f"---\ntitle: {json.dumps(html.escape(' '.join(str(title).split())), ensure_ascii=False)}\n---\n")
+
+
 def environment() -> Environment:
     env = Environment(loader=PackageLoader("publisher", "templates"), autoescape=select_autoescape(default=True),
                       keep_trailing_newline=True)
     env.filters["fence"] = lambda text, lang="": Markup(views.fence(str(text), lang))
-    env.filters["md"] = lambda text: Markup(views.md_escape(text))
+    env.filters["md"] = lambda text: Markup(views.md_escape(" ".join(str(text).split())))  # a heading: one line
+    env.filters["http"] = views.http_url
     env.filters["short"] = _short
     # One line of HTML: a blank line inside <pre> would end Markdown's raw-HTML block.
     env.filters["oneline"] = lambda text: Markup(html.escape(str(text)).replace("\n", "&#10;"))
     env.globals["legend"] = _legend
+    env.globals["front_matter"] = _front_matter
     return env
 
 
@@ -134,7 +145,7 @@ def _snippet_page(env: Environment, results: Results, judge: Judge, s: Snippet, 
                                  "single": perf[0]["decode"] if perf else "", "many": perf[1]["throughput"] if len(perf) > 1 else ""})
     retired = [(c, o) for c in results.retired if (o := results.cell(s.id, c))]
     return env.get_template("snippet.md.j2").render(
-        s=s, heading=views.md_escape(s.model or s.id), command=views.command(s), flags=flags_valid(s),
+        s=s, command=views.command(s), flags=flags_valid(s),
         spec_json=json.dumps(s.speculative_config) if s.speculative_config else "",
         page_slugs=[views.page_slug(views.page_key(src)) for src in s.sources],
         judgements=judge.all(s), source_judgements=[judge.of_source(s, src).kind for src in s.sources],

@@ -1,6 +1,7 @@
 """`driftmatrix publish`: merge the records, generate the pages into a copy of the mkdocs
 project at the repository root (mkdocs.yml + docs/), build it with `mkdocs build --strict`,
-and put matrix.json next to it (and into the history folder)."""
+and put matrix.json next to it (and into the history folder). Every page and matrix.json are
+built from `views.public_results(results)`: no host path reaches the site."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from publisher import history as hist
-from publisher import matrix_json, pages
+from publisher import matrix_json, pages, views
 from publisher.judgement import JUDGEMENTS, Judge
 from publisher.results import Results
 
@@ -58,6 +59,10 @@ def build_site(results: Results, site_dir: Path, *, history_dir: Path | None = N
                annotated: dict | None = None, project: Path | None = None) -> Published:
     t0 = time.monotonic()
     project = project or skeleton()
+    inputs = results
+    results = views.public_results(results)  # the one place host paths are taken out
+    if annotated:
+        annotated = {**annotated, "problems": [views.public_text(p) for p in annotated.get("problems", [])]}
     past = hist.load(history_dir)
     judge = Judge(results)
     doc = matrix_json.build(results, past.snapshots, judge=judge)
@@ -91,5 +96,5 @@ def build_site(results: Results, site_dir: Path, *, history_dir: Path | None = N
         history_dir.mkdir(parents=True, exist_ok=True)
         stamp = doc["generated"].replace(":", "").replace("-", "")
         (history_dir / f"matrix-{stamp}.json").write_text(text, encoding="utf-8")
-    return Published(site_dir, len(generated), doc, changes, results.problems + past.problems,
+    return Published(site_dir, len(generated), doc, changes, inputs.problems + past.problems,
                      {"generate_s": round(t1 - t0, 2), "mkdocs_s": round(t2 - t1, 2)}, past.previous)

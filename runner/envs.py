@@ -31,6 +31,7 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from runner.env_policy import without_secrets
 from runner.settings import HELPER_IMPORT_S
 from runner.targets import Target
 
@@ -87,7 +88,9 @@ def _run(cmd: list[str], log: Path, env: dict | None = None) -> None:
     with log.open("a") as out:
         out.write(f"\n$ {' '.join(cmd)}\n")
         out.flush()
-        proc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, env=env)
+        # pip runs packages' build code: the machine's secrets stay out (runner/env_policy.py)
+        proc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT,
+                              env=without_secrets(env or dict(os.environ)))
     if proc.returncode:
         tail = log.read_text(errors="replace").splitlines()[-15:]
         raise EnvError(f"`{' '.join(cmd[:6])} ...` exited {proc.returncode}; "
@@ -190,7 +193,7 @@ def _vllm_dist_info(python: str) -> None:
 
 def _query(python: str, env: dict[str, str]) -> dict:
     proc = subprocess.run([python, "-c", INFO_SCRIPT], capture_output=True, text=True,
-                          env={**os.environ, **env}, timeout=HELPER_IMPORT_S)
+                          env=without_secrets({**os.environ, **env}), timeout=HELPER_IMPORT_S)
     if proc.returncode:
         raise EnvError(f"{python}: cannot import vllm: {proc.stderr.strip().splitlines()[-1:]}")
     info = json.loads(proc.stdout.strip().splitlines()[-1])

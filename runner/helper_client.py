@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from runner.env_policy import without_secrets
 from runner.settings import HELPER_ANSWER_S, HELPER_IMPORT_S
 
 HELPER = Path(__file__).resolve().parent / "intarget" / "vllm_helper.py"
@@ -62,7 +63,8 @@ class Helper:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._err = self.log_path.open("ab")
         self.proc = subprocess.Popen(self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=self._err, env={**os.environ, **self.env}, start_new_session=True)
+                                     stderr=self._err, env=without_secrets({**os.environ, **self.env}),
+                                     start_new_session=True)
         hello = self._read(self.import_timeout)
         if not hello.get("ready"):
             err = hello.get("error") or {}

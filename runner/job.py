@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from extractor.records import Snippet
-from runner import docker_target
+from runner import docker_target, sandbox
 from runner.envs import TargetEnv
-from runner.helper_client import Helper
+from runner.helper_client import HELPER, Helper, HelperError
 from runner.models import ModelResolver
 from runner.records import JobKey
 from runner.redact import Redactor
@@ -76,6 +76,13 @@ class RunContext:
         # see it (an empty HF_TOKEN is no token; the helper's env is laid over ours).
         env = {**self.base_env, **target.env, "HF_HUB_OFFLINE": "1", "HF_TOKEN": "", "HUGGING_FACE_HUB_TOKEN": ""}
         command = None
+        if not target.target.docker:  # the helper loads configs, and a repo's remote code with them
+            if refused := sandbox.required_missing():
+                raise HelperError(refused)
+            writable = [Path(p) for p in (target.env.get("VLLM_CACHE_ROOT"),) if p] + [self.workdir]
+            hub_dir(self.cache_dir).mkdir(parents=True, exist_ok=True)  # models fetched later in the run
+            command = sandbox.wrap([target.python, str(HELPER)], env, writable, gpu=self.gpus > 0,
+                                   readable=[*self.resolver.model_map.values(), str(hub_dir(self.cache_dir))])
         if target.target.docker:
             hub_folder = hub_dir(self.cache_dir)  # models fetched later in the run are mounted too
             hub_folder.mkdir(parents=True, exist_ok=True)
@@ -91,7 +98,8 @@ class RunContext:
 
 @functools.lru_cache(maxsize=1)
 def _host_facts() -> dict:
-    facts = {"hostname": socket.gethostname(), "cpus": os.cpu_count(), "platform": platform.platform()}
+    facts = {"hostname": socket.gethostname(), "cpus": os.cpu_count(), "platform": platform.platform(),
+             "sandbox": sandbox.describe()}
     try:
         out = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
                              capture_output=True, text=True, timeout=30)

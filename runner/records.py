@@ -78,6 +78,8 @@ class Evidence:
     """The lines around the failure (or the log's tail), tokens redacted."""
     notes: list[str] = field(default_factory=list)
     """Plain-language remarks: substitutions made, image not used, ..."""
+    env_dropped: list[str] = field(default_factory=list)
+    """Names of the documented env assignments not passed to vLLM (runner/env_policy.py)."""
 
 
 @dataclass

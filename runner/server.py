@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
+from typing import Any
 from pathlib import Path
 
 import httpx
@@ -116,6 +117,8 @@ class Server:
     teardown: dict = field(default_factory=dict)
     cleanup: list[str] | None = None
     """A command run after the group is gone (docker: remove the container)."""
+    relay: Any = None
+    """The sandbox's port relay (runner/sandbox.py), closed with the server."""
 
     def start(self) -> None:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -176,6 +179,8 @@ class Server:
         left = group_members(pgid)
         if self.cleanup:
             subprocess.run(self.cleanup, capture_output=True, timeout=60)
+        if self.relay is not None:
+            self.relay.close()
         self._log.close()
         try:
             self._reaper.communicate(b"done", timeout=10)

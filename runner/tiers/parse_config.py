@@ -11,7 +11,8 @@ from runner.tiers.state import JobState, Verdict, fail, literal_env, skip
 
 def parse_config(state: JobState) -> Verdict | None:
     job, out = state.job, state.outcome
-    want_config = state.wants("config") and not state.placeholders and not state.missing
+    want_config = state.wants("config") and not state.placeholders and not state.missing \
+        and "config" not in state.skip_at
     state.report("config" if want_config else "parse")
     answer = state.ctx.helper(job.target).ask(state.argv, "config" if want_config else "parse",
                                               env=literal_env(job))
@@ -26,6 +27,8 @@ def parse_config(state: JobState) -> Verdict | None:
         return None
     if state.placeholders:
         return skip(f"placeholder {', '.join(state.placeholders)} must be filled in", "config")
+    if "config" in state.skip_at and not state.missing:
+        return skip(state.skip_at["config"], "config")
     if state.missing:
         why = f"; no stand-in: {'; '.join(state.why_not)}" if state.why_not else ""
         return skip(state.skip_at.get("config") or f"model {', '.join(state.missing)} not available here (no "

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from runner import source_trees, standins
+from runner import env_policy, source_trees, standins
 from runner.argv_edit import VARIANTS, devices_needed, variant_argv
 from runner.models import Resolution, has_weights, needed_models, substitute
 from runner.settings import weights_budget_bytes
@@ -23,6 +23,7 @@ def prepare(state: JobState) -> Verdict | None:
     snippet = job.snippet
     argv = variant_argv(snippet, job.variant)
     _notes(state)
+    _env_policy(state)
     # A placeholder still lets the parse tier check the flags; fragments, unbalanced quotes,
     # --config FILE and --help do not run at all.
     if not snippet.runnable and not (snippet.reason or "").startswith("placeholder"):
@@ -78,6 +79,17 @@ def _hub_limits(state: JobState, res: Resolution) -> None:
             "sets the budget"
         why = "; ".join(f"{m}: {res.no_weights[m]}" for m in bare)
         state.skip_at["start"] = f"model weights not here ({why}{twins})"
+
+
+def _env_policy(state: JobState) -> None:
+    """Documented env assignments vLLM will not get (untrusted input), said in the outcome; without
+    some of them the command means something else: its config tier and beyond SKIP."""
+    _, dropped = env_policy.docs_env(state.job.snippet.env)
+    state.outcome.evidence.env_dropped = dropped
+    needed = env_policy.meaningless_without(dropped)
+    if needed:
+        state.skip_at["config"] = (f"needs {', '.join(needed)} from the docs author's machine, which driftmatrix does "
+                                   "not pass to vLLM (untrusted environment): only the options were checked")
 
 
 def _notes(state: JobState) -> None:

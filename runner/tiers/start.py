@@ -7,9 +7,10 @@ port or a death without a traceback is an ERROR, never the docs'."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from extractor.shell_commands import option_value
-from runner import classify, docker_target, logscan
+from runner import classify, docker_target, env_policy, logscan, sandbox
 from runner.argv_edit import devices_needed
 from runner.models import estimated_bytes
 from runner.server import Server, free_port, serve_args
@@ -17,6 +18,9 @@ from runner.tiers.state import JobState, Verdict, error, fail, literal_env, read
 
 
 def start(state: JobState) -> Verdict | None:
+    refused = sandbox.required_missing()
+    if refused and not state.job.target.target.docker:
+        return error(refused, "start")
     if "start" in state.skip_at:  # e.g. weights left on the hub (over the budget) and no twin
         return skip(state.skip_at["start"], "start")
     too_big = _too_big(state)
@@ -51,7 +55,8 @@ def _too_big(state: JobState) -> Verdict | None:
 
 def _server_env(state: JobState) -> dict[str, str]:
     ctx, target = state.ctx, state.job.target
-    env = {**os.environ, **ctx.base_env, **target.env, **literal_env(state.job)}
+    # the machine's secrets never reach code from the docs or a model repository (runner/env_policy.py)
+    env = env_policy.without_secrets({**os.environ, **ctx.base_env, **target.env, **literal_env(state.job)})
     if state.gpu_ids:  # nvidia-smi's indexes are PCI bus order; CUDA's default order is fastest first
         env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, state.gpu_ids))
         env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
@@ -76,14 +81,25 @@ def _server(state: JobState, env: dict[str, str], port: int) -> Server:
                                            {**ctx.base_env, **job.target.env, **literal_env(job)},
                                            list(state.outcome.substitutions.values()), state.gpu_ids)
         return Server(cmd, env, log, port, state.gpu_ids, cleanup=docker_target.cleanup_command(name))
-    return Server([*job.target.vllm, "serve", *serve_args(state.argv, port)], env, log, port, state.gpu_ids)
+    cmd = [*job.target.vllm, "serve", *serve_args(state.argv, port)]
+    if not sandbox.detect()[0]:
+        return Server(cmd, env, log, port, state.gpu_ids)
+    relay = sandbox.Relay(port)  # OSError when the port was taken meanwhile: the caller retries
+    writable = [Path(p) for p in (job.target.env.get("VLLM_CACHE_ROOT"),) if p] + [log.parent]
+    given = [*state.outcome.substitutions.values(), *ctx.resolver.model_map.values()]
+    cmd = sandbox.wrap(cmd, env, writable, gpu=bool(state.gpu_ids), inside_port=port, socket_dir=relay.dir,
+                       readable=given)
+    return Server(cmd, env, log, port, state.gpu_ids, relay=relay)
 
 
 def _one_start(state: JobState, env: dict[str, str], retry: bool) -> Verdict | str:
     """`ready` (the server stays in `state.server`), `port taken` (when `retry`), or the verdict."""
     out, ctx = state.outcome, state.ctx
     port = free_port()
-    server = _server(state, env, port)
+    try:
+        server = _server(state, env, port)
+    except OSError as err:  # the sandbox relay could not take the port
+        return "port taken" if retry else error(f"no free loopback port for the server's relay ({err})", "start")
     state.report("start")
     out.stage = "start"
     server.start()

@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from runner import classify, logscan
+from runner import classify, env_policy, logscan
 from runner.job import Job, RunContext
 from runner.records import TIERS, Outcome, VerdictName
 from runner.server import Server
@@ -68,8 +68,9 @@ class JobState:
 
 
 def literal_env(job: Job) -> dict[str, str]:
-    """The snippet's env assignments that are values, not placeholders."""
-    return {k: v for k, v in job.snippet.env.items() if "$" not in v and "<" not in v}
+    """The snippet's env assignments that are values, not placeholders, and that the env policy
+    lets through (runner/env_policy.py: the docs are untrusted input)."""
+    return env_policy.docs_env({k: v for k, v in job.snippet.env.items() if "$" not in v and "<" not in v})[0]
 
 
 def read_log(out: Outcome, lines: list[str]) -> None:

@@ -33,6 +33,11 @@ def test_catalog_round_trip_and_schema(tmp_path, corpus):
     old = Catalog.read(path)
     assert len(old.snippets) == len(catalog.snippets)
     assert all(src.written_for is None for s in old.snippets for src in s.sources)
+    # ids name files on the site: a path-like id makes the file unusable, not a file outside the site
+    data["snippets"][0]["id"] = "../../etc/x"
+    path.write_text(json.dumps(data))
+    with pytest.raises(ValueError, match="snippet ids must be"):
+        Catalog.read(path)
 
 
 def test_identical_invocations_are_merged(corpus):

@@ -3,6 +3,7 @@
 import hashlib
 import io
 import json
+import re
 import os
 import subprocess
 import sys
@@ -81,7 +82,15 @@ def test_checksum_mismatch_and_unknown_version(index, tmp_path):
     archive.write_bytes(archive.read_bytes() + b"tampered")
     with pytest.raises(SdistError, match="sha256 .* does not match"):
         fetch_docs("0.20.1", tmp_path / "c2", index=url)
-    assert not (tmp_path / "c2" / "vllm-0.20.1").exists()
+    assert not list((tmp_path / "c2").glob("vllm-0.20.1*"))
+    with pytest.raises(SdistError, match="no sha256"):  # the index lists 0.19.0 without a hash: not fetched
+        fetch_docs("0.19.0", tmp_path / "c3", index=url)
+
+
+def test_the_cache_is_keyed_by_version_and_hash(index, tmp_path):
+    url, _ = index
+    tree = fetch_docs("0.20.1", tmp_path / "cache", index=url)
+    assert re.fullmatch(r"vllm-0\.20\.1-[0-9a-f]{16}", tree.name)
 
 
 def test_cli_vllm_version(index, tmp_path):

@@ -198,6 +198,9 @@ def test_runs_on_files_fetched_from_the_hub(tiny_models, tmp_path):
             env = {**{k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE"}, "HF_ENDPOINT": server.url,
                    "HF_TOKEN": TOKEN, "DRIFTMATRIX_HUB_DIR": str(work / "hub"),
                    "DRIFTMATRIX_WEIGHTS_BUDGET_GB": budget}
+            if name == "config":  # the workflow's way: a fetch step with the token, a run step without
+                _done(_run(snippets, work, env, *args, "--fetch-only"))
+                env.pop("HF_TOKEN")  # the repo is gated: only the fetched folder can serve it now
             runs[name] = (work, _run(snippets, work, env, *args))
         for work, proc in runs.values():
             _done(proc)

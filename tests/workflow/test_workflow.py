@@ -60,6 +60,12 @@ def test_pipeline_jobs(wf):
     assert run["strategy"]["matrix"] == {"entry": "${{ fromJSON(needs.extract.outputs.entries) }}"}
     steps = "\n".join(s.get("run", "") for s in run["steps"])
     assert 'driftmatrix run --plan plan.json --entry "$ENTRY"' in steps and "--shard" not in steps
+    # the HF token only where models are fetched; the steps that run vLLM (code from the docs) have none
+    for job in (run, jobs["verify-fixes"]):
+        for step in job["steps"]:
+            script, env = step.get("run", ""), step.get("env", {})
+            if "driftmatrix run" in script:
+                assert ("HF_TOKEN" in env) == ("--fetch-only" in script), step.get("name")
     uploads = [s for s in run["steps"] if str(s.get("uses", "")).startswith("actions/upload-artifact")]
     assert uploads and uploads[0]["if"] == "always()"  # a failed shard still hands in its outcomes
     publish = "\n".join(s.get("run", "") for s in jobs["publish"]["steps"])

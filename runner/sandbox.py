@@ -1,0 +1,139 @@
+"""Contain what the docs make us run: `vllm serve` and the parse/config helper execute model
+repositories' code (`--trust-remote-code`) on machines that hold tokens.
+
+Where the host allows it (bubblewrap from Debian, user namespaces permitted; detected once per
+run), each such process runs in `bwrap` with: no network but its own loopback, its own process
+and IPC namespaces (it cannot see or signal ours, nor read our environment in /proc), a private
+/tmp, and the whole file system read-only except the target's compile cache and the run's log
+directory. The server's HTTP port is carried across the network namespace by two small relays:
+inside, a Unix socket in a directory shared with us forwards to the server's loopback port;
+outside, our loopback port forwards to that socket, so probes reach it as before.
+
+Where bubblewrap is missing or not permitted the processes run plainly, and every outcome says so
+(`host.sandbox`). `DRIFTMATRIX_SANDBOX=off` turns it off; `=required` makes its absence an ERROR.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import socket
+import socketserver
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+INIT = Path(__file__).resolve().parent / "intarget" / "sandbox_init.py"
+SANDBOX_ENV = {"HF_HUB_OFFLINE": "1", "HF_MODULES_CACHE": "/tmp/hf-modules", "VLLM_NO_USAGE_STATS": "1",
+               "DO_NOT_TRACK": "1"}
+"""Inside: nothing to download, remote code's module cache in the private /tmp, no usage reports."""
+
+
+class SandboxError(RuntimeError):
+    """`DRIFTMATRIX_SANDBOX=required` and the host cannot provide one (ours, not the docs')."""
+
+
+@functools.lru_cache(maxsize=1)
+def detect() -> tuple[bool, str]:
+    """(usable, how processes from the docs run here) — asked once per process."""
+    mode = os.environ.get("DRIFTMATRIX_SANDBOX", "auto").lower()
+    if mode == "off":
+        return False, "none: DRIFTMATRIX_SANDBOX=off (plain processes)"
+    bwrap = shutil.which("bwrap")
+    if not bwrap:
+        return False, "none: bubblewrap (bwrap) is not installed (plain processes)"
+    probe = subprocess.run([bwrap, "--die-with-parent", "--unshare-net", "--unshare-pid", "--ro-bind", "/", "/",
+                            "--dev", "/dev", "--proc", "/proc", "true"], capture_output=True, text=True, timeout=60)
+    if probe.returncode:
+        return False, f"none: bubblewrap cannot make namespaces here ({probe.stderr.strip()[-200:]}) (plain processes)"
+    return True, ("bubblewrap: no network but loopback, own pid/ipc namespaces, private /tmp, read-only file "
+                  "system except the compile cache and the logs")
+
+
+def describe() -> str:
+    return detect()[1]
+
+
+def required_missing() -> str | None:
+    """Why a run must not start plainly (`DRIFTMATRIX_SANDBOX=required` without a sandbox)."""
+    usable, how = detect()
+    if not usable and os.environ.get("DRIFTMATRIX_SANDBOX", "auto").lower() == "required":
+        return f"DRIFTMATRIX_SANDBOX=required but {how}"
+    return None
+
+
+def wrap(cmd: list[str], env: dict[str, str], writable: list[Path], gpu: bool, inside_port: int | None = None,
+         socket_dir: Path | None = None, readable: list[str] | None = None) -> list[str]:
+    """`cmd` inside bubblewrap (unchanged where there is none). `readable`: model folders and files
+    the command is given (those under /tmp would otherwise be hidden by the private /tmp). With
+    `inside_port`, the inside relay carries `socket_dir/s` to that port."""
+    if not detect()[0]:
+        return cmd
+    args = ["bwrap", "--die-with-parent", "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+            "--ro-bind", "/", "/", *(["--dev-bind", "/dev", "/dev", "--tmpfs", "/dev/shm"] if gpu else ["--dev", "/dev"]),
+            "--proc", "/proc", "--tmpfs", "/tmp"]
+    for given in readable or []:
+        path = Path(given).resolve()
+        if path.exists():
+            args += ["--ro-bind", str(path), str(path)]
+    for path in [*writable, *([socket_dir] if socket_dir else [])]:
+        path = path.resolve()
+        path.mkdir(parents=True, exist_ok=True)
+        args += ["--bind", str(path), str(path)]
+    for key, value in SANDBOX_ENV.items():
+        args += ["--setenv", key, value]
+    env.update(SANDBOX_ENV)
+    if inside_port is not None and socket_dir is not None:
+        cmd = [sys.executable, str(INIT), str(socket_dir / "s"), str(inside_port), "--", *cmd]
+    return [*args, "--", *cmd]
+
+
+class Relay:
+    """Our side of the port: 127.0.0.1:`port` -> the Unix socket the inside relay listens on."""
+
+    def __init__(self, port: int):
+        self.port = port
+        self.dir = Path(tempfile.mkdtemp(prefix="dm-sock-", dir="/tmp"))  # short: socket paths max ~107 bytes
+        sock_path = str(self.dir / "s")
+
+        class Pump(socketserver.BaseRequestHandler):
+            def handle(self):
+                try:
+                    upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                    upstream.connect(sock_path)
+                except OSError:
+                    return  # not listening yet: the client sees a closed connection and retries
+                _pump_both(self.request, upstream)
+
+        socketserver.ThreadingTCPServer.allow_reuse_address = True
+        self.server = socketserver.ThreadingTCPServer(("127.0.0.1", port), Pump)  # OSError: the port is taken
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def _pump_both(a: socket.socket, b: socket.socket) -> None:
+    def one_way(src: socket.socket, dst: socket.socket) -> None:
+        try:
+            while data := src.recv(65536):
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (dst,):
+                try:
+                    s.shutdown(socket.SHUT_WR)
+                except OSError:
+                    pass
+    back = threading.Thread(target=one_way, args=(b, a), daemon=True)
+    back.start()
+    one_way(a, b)
+    back.join()
+    b.close()

@@ -1,0 +1,106 @@
+"""Site inputs with hostile values, built with the project's own record dataclasses in the shapes
+real runs write (tests/fixtures/site, tests/fixtures/gpu): a doc page path that closes `<title>`,
+headings, anchors and command text with HTML, source URLs that are `javascript:`/`data:`, causes
+and log excerpts with HTML and Markdown link syntax, and host paths (stand-ins, caches, a home
+checkout, pytest's tmp dir, this checkout, a venv's vLLM) in every outcome field that can hold one.
+
+Each script payload sets `window.__pwned` to its own number: a failing test says which one ran."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from extractor.records import Catalog, Lint, Snippet, Source, WrittenFor
+from runner.records import Evidence, Outcome, TargetRef
+
+REPO = Path(__file__).resolve().parents[2]
+IMG = "<img src=x onerror=window.__pwned=2>"
+PAGE_FILE = "docs/</title><script>window.__pwned=1</script>.md"
+HTML_FILE = "page</title><svg onload=window.__pwned=6>.html"
+STANDIN = "/root/dmcache/standins/Qwen-Qwen3-8B-65b193c28268"
+CACHED = "/root/.cache/driftmatrix/standins/google-gemma-4-E2B-it-0383a4e826fe"
+VLLM_FILE = "/root/venv/lib/python3.11/site-packages/vllm/engine/arg_utils.py"
+MD_LINK = "[click](javascript:window.__pwned=9) ![i](javascript:window.__pwned=10) <javascript:window.__pwned=11>"
+BAD_URLS = ["javascript:window.__pwned=3", "data:text/html,<script>window.__pwned=7</script>",
+            " JaVaScRiPt:window.__pwned=12", "java\tscript:window.__pwned=13", "//evil.example/x",
+            "vbscript:msgbox(1)", "/relative/../x"]
+GOOD_URL = "https://docs.vllm.ai/en/v0.20.1/models/ok/#\"><svg/onload=window.__pwned=14>"
+"""An http(s) URL stays a link, whatever its fragment holds (attribute-escaped)."""
+
+
+def _snippets(tmp: Path) -> list[Snippet]:
+    wf = WrittenFor(">=0.20.1", f"the page says so {IMG} {MD_LINK}", "page")
+    first = Source("vllm-docs", "0.20.1", PAGE_FILE, 3, IMG, BAD_URLS[0],
+                   f"vllm serve Qwen/Qwen3-8B --max-model-len 4096 # {IMG} {MD_LINK}", "fence:bash", wf)
+    second = Source("html", "0.20.1", HTML_FILE, 9, None, BAD_URLS[1], "vllm serve Qwen/Qwen3-8B --max-model-len 4096",
+                    "html:pre", wf)
+    linked = Source("vllm-docs", "0.20.1", "docs/models/ok.md", 12, "run",
+                    GOOD_URL,
+                    "vllm serve Qwen/Qwen3-8B --max-model-len 4096", "fence:bash", wf)
+    hostile = Snippet("s-0000000000a1", "serve", ["Qwen/Qwen3-8B", "--max-model-len", "4096"], {}, "Qwen/Qwen3-8B",
+                      None, lints=[Lint("odd<b>", f"a lint {IMG} {MD_LINK}", 3, PAGE_FILE, "vllm-docs", "0.20.1")],
+                      sources=[first, second, linked])
+    others = [Snippet(f"s-0000000000b{i}", "serve", [f"{IMG}{i}", "--x"], {}, f"{IMG} {MD_LINK} # {i}", None,
+                      runnable=i != 2, reason=f"not runnable {IMG} {tmp}/x" if i == 2 else None,
+                      sources=[Source("vllm-docs", "0.20.1", f"docs/{IMG}/p{i}.md", 5 + i, IMG, url, f"vllm serve {IMG}{i}",
+                                      "fence:bash", wf)])
+              for i, url in enumerate(BAD_URLS[2:], 1)]
+    return [hostile, *others]
+
+
+def _fail(tmp: Path) -> Outcome:
+    log = (f'ERROR [core.py:1136]   File "{VLLM_FILE}", line 1907, in create_engine_config\n'
+           f'ERROR   File "/home/someone/checkout/runner/vllm_helper.py", line 155, in answer\n\n'
+           f"{IMG} <script>window.__pwned=15</script> {MD_LINK}\nlog written to {tmp}/run/server.log\n"
+           f"model {STANDIN} from {REPO}/tests/x.json")
+    exc = {"type": "ValueError", "message": f"bad value {IMG} {MD_LINK} for {STANDIN}/config.json",
+           "location": {"file": VLLM_FILE, "line": 1907, "function": f"create_engine_config{IMG}"},
+           "final": f"RuntimeError: Engine core initialization failed {IMG}",
+           "traceback": f'Traceback:\n  File "/home/someone/checkout/runner/vllm_helper.py", line 155\n'
+                        f'  File "{VLLM_FILE}", line 1907\nValueError: bad'}
+    return Outcome("s-0000000000a1", TargetRef("stable", "0.20.1", "132765e35", "vllm", "2.11.0", "5.8.0"),
+                   "config", "config", "FAIL", reason=f"{exc['type']}: {exc['message']}", stand_in=True,
+                   substitutions={"Qwen/Qwen3-8B": STANDIN, "tokenizer": f"{tmp}/tok"},
+                   argv=[STANDIN, "--max-model-len", "4096", "--download-dir", "/tmp/pytest-of-x/pytest-1/dl"],
+                   evidence=Evidence(exception=exc, signature={"id": f"sig{IMG}", "explanation": MD_LINK},
+                                     warnings=[{"file": "/root/site-0.20.1/vllm/config/speculative.py", "line": 3,
+                                                "message": f"careful {IMG}", "feature": False}],
+                                     effective_config={"model": STANDIN, "tokenizer": f"/home/someone/checkout/tok{IMG}",
+                                                       "download_dir": str(tmp), "max_model_len": 4096},
+                                     log_excerpt=log,
+                                     notes=[f"Qwen/Qwen3-8B: stand-in qwen3 twin at {STANDIN} {MD_LINK}",
+                                            f"carried from /home/someone/checkout/runner/envs.py and {REPO}/runner/x.py",
+                                            f"scratch in /tmp/pytest-of-x/pytest-1/work and {tmp}"]),
+                   started="2026-12-02T16:37:37+00:00", duration_s=12.5, host={"hostname": "vm", "cpus": 2})
+
+
+def _warn(tmp: Path) -> Outcome:
+    return Outcome("s-0000000000a1", TargetRef(f"nightly{IMG}", "0.21.0", "abcdef123", "vllm"), "probe", "probe",
+                   "WARN", stand_in=True, substitutions={"Qwen/Qwen3-8B": CACHED}, argv=[CACHED, "--max-model-len", "4096"],
+                   evidence=Evidence(warnings=[{"file": "/root/site-0.21.0/vllm/config/vllm.py", "line": 7,
+                                                "message": f"deprecated {IMG} {MD_LINK}", "feature": True}],
+                                     effective_config={"model": CACHED, "async_scheduling": True},
+                                     probes=[{"name": "models", "ok": True, "status": 200,
+                                              "detail": {"models": [CACHED]}, "duration_s": 0.1}],
+                                     server={"port": 1, "state": "ready", "log": f"{tmp}/server.log",
+                                             "cwd": "/home/someone/checkout"},
+                                     log_excerpt=f"loaded {CACHED}", notes=[f"env /root/.cache/driftmatrix/envs/vllm-0.21.0-ab/bin/python {IMG}"]),
+                   started="2026-12-02T17:00:00+00:00", duration_s=30.0, host={"hostname": "vm", "cpus": 2})
+
+
+def _others(snippets: list[Snippet], tmp: Path) -> list[Outcome]:
+    out = []
+    for s in snippets[1:]:
+        out.append(Outcome(s.id, TargetRef("stable", "0.20.1", "132765e35", "vllm"), "parse", "parse", "SKIP",
+                           reason=f"placeholder {IMG} {MD_LINK} in {tmp}/{s.id}", started="2026-12-02T16:00:00+00:00"))
+    return out
+
+
+def write(tmp: Path) -> tuple[Path, Path]:
+    """snippets.json and outcomes.jsonl under `tmp` (which the outcomes also name, as a host path)."""
+    snippets = _snippets(tmp)
+    Catalog(snippets).write(tmp / "snippets.json")
+    outcomes = [_fail(tmp), _warn(tmp), *_others(snippets, tmp)]
+    (tmp / "outcomes.jsonl").write_text("".join(json.dumps(o.to_dict()) + "\n" for o in outcomes), encoding="utf-8")
+    return tmp / "snippets.json", tmp / "outcomes.jsonl"
