@@ -116,13 +116,19 @@ def cmd_annotate(args: argparse.Namespace) -> int:
 
 
 def cmd_pr(args: argparse.Namespace) -> int:
+    import re
+
     from publisher.pull_request import PrOptions, run_pr
 
     try:
+        for flag, value in (("--repo", args.repo), ("--push-to-fork", args.push_to_fork)):
+            if value is not None and not re.fullmatch(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+", value):
+                raise ValueError(f"{flag} must read OWNER/NAME, not {value!r}")
         return run_pr(PrOptions(repo=args.repo, checkout=Path(args.checkout), snippets=Path(args.snippets),
                                 outcomes=[Path(p) for p in args.outcomes], apply=args.apply, base=args.base,
                                 branch=args.branch, remote=args.remote, site_url=args.site_url, api=args.api_url,
-                                label=args.label, fixes=Path(args.fixes) if args.fixes else None))
+                                label=args.label, fixes=Path(args.fixes) if args.fixes else None,
+                                push_to_fork=args.push_to_fork, committer=args.committer))
     except ValueError as err:
         print(f"driftmatrix pr: {err}", file=sys.stderr)
         return 2
@@ -182,9 +188,18 @@ def add_parsers(sub) -> None:
     r.add_argument("--fixes", metavar="FIXES", help="fix candidates: verified ones replace the command lines")
     r.add_argument("--apply", action="store_true", help="push and open/update the PR (token: GITHUB_TOKEN)")
     r.add_argument("--base", help="base branch (default: the remote's default branch)")
-    r.add_argument("--branch", default="driftmatrix/doc-warnings", help="the tool's branch (default: %(default)s)")
+    r.add_argument("--branch", default="driftmatrix/doc-warnings",
+                   help="the tool's branch, never the base, the default branch, main, master, release/*, releases/*, "
+                        "gh-pages or a branch GitHub protects (default: %(default)s)")
+    r.add_argument("--push-to-fork", metavar="OWNER/NAME",
+                   help="push the branch to this fork and open the PR from it (default: the repository itself "
+                        "when the token may push there, else the token user's fork, created when absent)")
+    r.add_argument("--committer", metavar="'NAME <EMAIL>'",
+                   default="driftmatrix <driftmatrix@users.noreply.github.com>",
+                   help="author, committer and Signed-off-by of the commit (default: %(default)s)")
     r.add_argument("--remote", default="origin", help="git remote of the checkout (default: %(default)s)")
-    r.add_argument("--site-url", help="the published site, for evidence links in the PR body")
+    r.add_argument("--site-url", help="the published site, for evidence links in the PR body (and the rest of a "
+                                      "body cut at GitHub's 65,536 characters)")
     r.add_argument("--label", default="driftmatrix", help="label put on a new PR (default: %(default)s)")
     r.add_argument("--api-url", default="https://api.github.com", help="GitHub API root (default: %(default)s)")
     r.set_defaults(func=cmd_pr)

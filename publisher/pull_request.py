@@ -1,36 +1,44 @@
 """`driftmatrix pr`: annotate's changes as one rolling doc-fix pull request per repository.
 
 In a local clone of the docs repository the tool's branch is rebuilt from the base branch
-plus annotate's patches, committed, pushed (only when its content changed), and the PR is
-opened through the GitHub REST API — or, when an open PR from that branch exists, its body
-is updated instead: never a duplicate. When nothing fails any more the open PR is closed.
+plus annotate's patches, committed with a DCO sign-off, pushed only when its content changed
+and only with a lease on the tip this run fetched (publisher/git_push.py), and the PR
+(`[Doc] …`) is opened through the GitHub REST API — or, when an open PR from that branch
+exists, its body is updated instead: never a duplicate. When the token may not push to the
+repository, the branch goes to the token user's fork (created when absent) and the PR's head
+is `owner:branch`, the push-to-fork model of peter-evans/create-pull-request. When nothing
+fails any more the open PR is closed. Everything that can refuse (a protected branch name,
+a fork that is not one) is checked before anything is pushed; a PR that cannot be opened or
+updated after a push rolls the push back (with a lease), so a failed run leaves the remote as
+it found it, or says exactly what is left and how to recover.
 Dry-run (no `--apply`) touches nothing and prints what it would do. The token comes only
 from `GITHUB_TOKEN`; every line printed, the commit and the PR body go through the redactor.
 """
 
 from __future__ import annotations
 
-import base64
 import os
-import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from publisher import annotate as ann
 from publisher import views
-from publisher.github_api import API, GitHub, GitHubError
-from publisher.judgement import Judge
+from publisher.git_push import (DEFAULT_IDENTITY, Git, LeaseRefused, PrError, fetch, local_default, push,
+                                refusal, same_tree)
+from publisher.github_api import API, GitHub, GitHubError, check_fork
+from publisher.pr_body import body, fit
 from publisher.results import Results, load
-from publisher.views import cause
 from runner.redact import Redactor
 
-TITLE = "docs: warn where documented commands do not run (driftmatrix)"
-AUTHOR = {"GIT_AUTHOR_NAME": "driftmatrix", "GIT_AUTHOR_EMAIL": "driftmatrix@users.noreply.github.com",
-          "GIT_COMMITTER_NAME": "driftmatrix", "GIT_COMMITTER_EMAIL": "driftmatrix@users.noreply.github.com"}
+__all__ = ["Git", "PrError", "PrOptions", "body", "run_pr"]  # state.py and the tests import from here
+
+TITLE = "[Doc] Warn where documented commands do not run (driftmatrix)"
+"""vLLM's PR titles start with their category tag; a docs change is `[Doc]`."""
+FORK_TRACKING = "refs/remotes/driftmatrix-fork/{branch}"
 
 
-class PrError(Exception):
-    """A git or GitHub step failed (the message is redacted)."""
+class Refused(PrError):
+    """The branch is one the tool must not write: said before anything is pushed."""
 
 
 @dataclass
@@ -43,184 +51,218 @@ class PrOptions:
     outcomes: list[Path]
     apply: bool = False
     base: str | None = None
-    """Base branch; default: the remote's default branch."""
+    """Base branch; default: the repository's default branch."""
     branch: str = "driftmatrix/doc-warnings"
     remote: str = "origin"
     site_url: str | None = None
-    """Where the published site is, for the evidence links in the body."""
+    """Where the published site is, for the evidence links in the body (and the rest of a cut body)."""
     api: str = API
     label: str = "driftmatrix"
     fixes: Path | None = None
     """Fix candidates (`driftmatrix fixes`): verified ones replace the command in the PR."""
+    push_to_fork: str | None = None
+    """OWNER/NAME of a fork to push the branch to; default: the repository itself when the token may
+    push there, else the token user's fork."""
+    committer: str = DEFAULT_IDENTITY
+    """`NAME <EMAIL>`: author, committer and the `Signed-off-by` trailer of the commit."""
 
 
-def _cell(text: str) -> str:
-    return " ".join(str(text).split()).replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+@dataclass
+class Target:
+    """Where the branch is pushed: the docs repository itself, or a fork of it."""
+
+    repo: str
+    where: str
+    """What git pushes to: the remote's name, or the fork's clone URL."""
+    tracking: str
+    """The local ref the branch's fetched tip is kept in."""
+    fork: bool = False
+    default: str | None = None
+    tip: str | None = field(default=None)
+    """The branch's tip as this run fetched it; None: the branch does not exist."""
+
+    @property
+    def owner(self) -> str:
+        return self.repo.split("/", 1)[0]
+
+    def head(self, branch: str) -> str:
+        return f"{self.owner}:{branch}" if self.fork else branch
 
 
-def body(results: Results, annotation: ann.Annotation, site_url: str | None) -> str:
-    """The PR description: what was checked and, per inserted warning, the evidence on the builds
-    the page is written for; then the vLLM regressions found on the same pages (not doc bugs)."""
-    judge = Judge(results)
-    link = (lambda sid: f"[`{sid}`]({site_url.rstrip('/')}/snippets/{sid}.html)") if site_url else (lambda sid: f"`{sid}`")
-    rows = []
-    for patch in annotation.patches:
-        for ins in patch.inserts:
-            s = next(x for x in results.snippets if x.id == ins.snippet_id)
-            src = next((x for x in s.sources if x.file == patch.file), s.sources[0])
-            j = judge.of_source(s, src)
-            for k in j.failing:
-                rows.append(f"| {link(s.id)} | `{patch.file}:{src.line}` | `{j.written_for.spec}` | "
-                            f"{_cell(k.column.label)}{f' `{k.column.commit}`' if k.column.commit else ''} | "
-                            f"{k.outcome.verdict} ({k.outcome.stage}) | "
-                            f"{_cell(cause(k.outcome, limit=200))} |")
-    lines = [
-        "driftmatrix ran the commands these pages show against the vLLM builds below. The ones listed "
-        "fail on a vLLM version their page is written for (a release's docs: that release line; a "
-        "recipe: its `min_vllm_version`; otherwise what the page states, or the current stable release "
-        "and newer); this PR replaces a command by its fix where driftmatrix has one that it ran and saw "
-        "working (\"Commands fixed\" below), and otherwise adds an admonition right after the command, between "
-        "`<!-- driftmatrix:begin … -->` markers. Failures on versions a page is not written for are not listed. The next run updates "
-        "this PR, and removes a warning once its command runs.", "",
-        "| Command | Page | Written for | Build | Verdict | Cause |", "|---|---|---|---|---|---|", *rows, ""]
-    lines += fixed_commands(annotation, link)
-    lines += regressions(results, judge, annotation.tree, link)
-    if site_url:
-        lines.append(f"Evidence for every command (exception with the raising file:line, logs): {site_url}")
-    return "\n".join(lines)
+def _at(tip: str | None) -> str:
+    return tip[:12] if tip else "(no branch)"
 
 
-def fixed_commands(annotation: ann.Annotation, link) -> list[str]:
-    """A before/after per command this PR fixes, with what the runner checked."""
-    fixes = [(p.file, f) for p in annotation.patches for f in p.fixes]
-    if not fixes:
-        return []
-    out = ["## Commands fixed", "",
-           "Each fix below was run by driftmatrix through the same checks as the failing original, and at "
-           "least as deep, on every build listed; only the command's own lines change.", ""]
-    for file, f in fixes:
-        checked = ", ".join(f"{label}: {how}" for label, _version, how in f.checks)
-        out += [f"### `{file}:{f.line}` — {link(f.snippet_id)}", "", "Before:", "", "```bash", f.before, "```", "",
-                "After:", "", "```bash", f.after, "```", "", *(f"- {_cell(w)}" for w in f.why),
-                f"- checked on {_cell(checked)}", ""]
-    return out
-
-
-def regressions(results: Results, judge: Judge, tree: Path, link) -> list[str]:
-    """A section per vLLM regression on the pages of this docs tree: text to paste into a vLLM issue."""
-    out = []
-    for s in results.snippets:
-        for src in s.sources:
-            j = judge.of_source(s, src)
-            if j.kind != "vllm-regression" or not (tree / src.file).is_file():
-                continue
-            good, bad = j.regression
-            exc = bad.outcome.evidence.exception or {}
-            out += [f"### `vllm serve` regression: runs on vLLM {good.version}, fails on vLLM {bad.version}", "",
-                    f"Command ({link(s.id)}, documented at `{src.file}:{src.line}`):", "",
-                    views.fence(views.command(s), "bash"), "",
-                    f"- vLLM {good.version} (commit `{good.column.commit or 'unknown'}`): {views.depth_text(good.outcome)}",
-                    f"- vLLM {bad.version} (commit `{bad.column.commit or 'unknown'}`): fails at {bad.outcome.stage}: "
-                    f"`{_cell(exc.get('type') or bad.outcome.verdict)}`: {_cell(exc.get('message') or bad.outcome.reason or '')}"
-                    + (f" (raised at `{views.location(exc)}`)" if views.location(exc) else ""), ""]
-            if bad.outcome.evidence.log_excerpt:
-                out += ["<details><summary>Log excerpt</summary>", "", views.fence(bad.outcome.evidence.log_excerpt), "",
-                        "</details>", ""]
-            break  # one section per command
-    if out:
-        out = ["## vLLM regressions on these pages (not doc bugs: report upstream, no warning added)", "", *out]
-    return out
-
-
-class Git:
-    def __init__(self, checkout: Path, redact: Redactor, token: str | None):
-        self.checkout, self.redact = checkout, redact
-        self.env = {**os.environ, **AUTHOR, "GIT_TERMINAL_PROMPT": "0"}
-        if token:  # an HTTPS remote on github.com: the token as a header, not in argv or .git/config
-            basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
-            self.env.update({"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "http.https://github.com/.extraheader",
-                             "GIT_CONFIG_VALUE_0": f"AUTHORIZATION: basic {basic}"})
-
-    def __call__(self, *args: str, check: bool = True) -> str:
-        proc = subprocess.run(["git", "-C", str(self.checkout), *args], capture_output=True, text=True, env=self.env)
-        if check and proc.returncode:
-            raise PrError(self.redact(f"git {' '.join(args)}: {proc.stderr.strip()[-500:]}"))
-        return proc.stdout.strip() if proc.returncode == 0 else ""
-
-
-def _default_branch(git: Git, remote: str) -> str:
-    ref = git("symbolic-ref", "--short", f"refs/remotes/{remote}/HEAD", check=False)
-    if ref:
-        return ref.split("/", 1)[1]
-    shown = git("remote", "show", remote, check=False)
-    for line in shown.splitlines():
-        if "HEAD branch:" in line:
-            return line.split(":", 1)[1].strip()
-    return "main"
+def _names(base: str | None, *defaults: str | None) -> dict[str, str]:
+    named = {d: "the repository's default branch" for d in defaults if d}
+    if base:
+        named[base] = "the base branch"
+    return named
 
 
 def run_pr(opts: PrOptions, say=print) -> int:
     token = os.environ.get("GITHUB_TOKEN") or None
     redact = Redactor(extra=[token] if token else [])
     out = lambda text: say(redact(text))  # noqa: E731 — every line goes through the redactor
-    results = load(opts.snippets, opts.outcomes, opts.fixes)
+    git = Git(opts.checkout, redact, token, opts.committer)
+    why = refusal(opts.branch, _names(opts.base, local_default(git, opts.remote)))
+    if why:  # by name alone, before any network: a dry run refuses what --apply would
+        out(f"driftmatrix pr: refused: {why}; nothing was fetched or pushed")
+        return 2
+    results = views.public_results(load(opts.snippets, opts.outcomes, opts.fixes))  # no host path in a PR
     for problem in results.problems:
         out(f"warning: {problem}")
     if not opts.apply:
-        annotation = ann.annotate(results, opts.checkout)
-        inserted = sum(len(p.inserts) for p in annotation.patches)
-        out(f"dry run (no --apply): would rebuild branch {opts.branch} of {opts.repo} with {len(annotation.patches)} "
-            f"page(s) changed, {inserted} warning(s); then open it as a PR or update the open one.")
-        for p in annotation.patches:
-            out(f"  {p.file}: +{sum(1 for _ in p.inserts)} admonition(s)")
-        out("PR body:\n" + body(results, annotation, opts.site_url))
-        return 0
+        return _dry_run(opts, results, out)
     if not token:
         out("driftmatrix pr: --apply needs GITHUB_TOKEN in the environment")
         return 2
-    git = Git(opts.checkout, redact, token)
     gh = GitHub(opts.repo, token, opts.api)
     try:
-        git("fetch", opts.remote)
-        base = opts.base or _default_branch(git, opts.remote)
-        remote_branch = git("rev-parse", "--verify", "-q", f"refs/remotes/{opts.remote}/{opts.branch}", check=False)
-        git("checkout", "-q", "-f", "-B", opts.branch, f"{opts.remote}/{base}")
-        annotation = ann.annotate(results, opts.checkout)
-        ann.write_tree(annotation, opts.checkout)
-        owner = opts.repo.split("/", 1)[0]
-        pull = gh.open_pull(owner, opts.branch)
-        if not annotation.patches:
-            out(f"no page needs a warning on {base}")
-            if pull:
-                gh.update_pull(pull.number, state="closed",
-                               body=redact(pull.body + "\n\nClosed by driftmatrix: every command now runs."))
-                out(f"closed PR #{pull.number} ({pull.html_url})")
-            return 0
-        git("add", "-A", "--", *[p.file for p in annotation.patches])
-        inserted = sum(len(p.inserts) for p in annotation.patches)
-        message = redact(f"docs: warn where {inserted} documented command(s) do not run\n\n"
-                         + "\n".join(f"- {p.file}: {len(p.inserts)} warning(s)" for p in annotation.patches)
-                         + "\n\nGenerated by driftmatrix from its run outcomes.")
-        git("commit", "-q", "-m", message)
-        unchanged = bool(remote_branch) and git("rev-parse", "HEAD^{tree}") == git(
-            "rev-parse", f"refs/remotes/{opts.remote}/{opts.branch}^{{tree}}", check=False)
-        if unchanged:
-            out(f"branch {opts.branch}: same content as on {opts.remote}, not pushed")
-        else:
-            git("push", "-q", "--force", opts.remote, f"{opts.branch}:refs/heads/{opts.branch}")
-            out(f"pushed {opts.branch} ({len(annotation.patches)} page(s), {inserted} warning(s))")
-        text = redact(body(results, annotation, opts.site_url))
-        if pull:
-            gh.update_pull(pull.number, title=TITLE, body=text)
-            out(f"updated PR #{pull.number} ({pull.html_url})")
-        else:
-            pull = gh.create_pull(TITLE, opts.branch, base, text)
-            if opts.label:
-                gh.add_labels(pull.number, [opts.label])
-            out(f"opened PR #{pull.number} ({pull.html_url})")
-        return 0
+        return _apply(opts, results, git, gh, redact, out)
+    except Refused as err:
+        out(f"driftmatrix pr: refused: {err}; nothing was pushed")
+        return 2
     except (PrError, GitHubError) as err:
         out(f"driftmatrix pr: {err}")
         return 1
     finally:
         gh.close()
+
+
+def _dry_run(opts: PrOptions, results: Results, out) -> int:
+    annotation = ann.annotate(results, opts.checkout)
+    inserted = sum(len(p.inserts) for p in annotation.patches)
+    where = (f"the fork {opts.push_to_fork}" if opts.push_to_fork
+             else f"{opts.repo} (or its fork, if the token may not push)")
+    out(f"dry run (no --apply): would rebuild branch {opts.branch} on {where} with {len(annotation.patches)} "
+        f"page(s) changed, {inserted} warning(s); then open it as a PR or update the open one.")
+    for p in annotation.patches:
+        out(f"  {p.file}: +{sum(1 for _ in p.inserts)} admonition(s)")
+    out(f"PR title: {TITLE}")
+    out("PR body:\n" + fit(body(results, annotation, opts.site_url), opts.site_url))
+    return 0
+
+
+def _apply(opts: PrOptions, results: Results, git: Git, gh: GitHub, redact, out) -> int:
+    base, target = _prepare(opts, git, gh, out)
+    git("checkout", "-q", "-f", "-B", opts.branch, f"refs/remotes/{opts.remote}/{base}")
+    annotation = ann.annotate(results, opts.checkout)
+    ann.write_tree(annotation, opts.checkout)
+    pull = gh.open_pull(target.owner, opts.branch)
+    if not annotation.patches:
+        return _close(opts, gh, pull, base, redact, out)
+    sha = _commit(git, annotation, redact)
+    pushed = _push(git, opts, target, sha, out)
+    text = redact(fit(body(results, annotation, opts.site_url), opts.site_url))
+    try:
+        pull = _open_or_update(opts, gh, pull, target, base, text, out)
+    except GitHubError as err:
+        step = "updating" if pull else "opening"
+        return _undo(opts, git, target, base, sha, pushed, f"{step} the PR failed: {err}", out)
+    return 0
+
+
+def _prepare(opts: PrOptions, git: Git, gh: GitHub, out) -> tuple[str, Target]:
+    """Everything that can refuse, before anything is written: where the branch goes, the base,
+    the names it must not have (and GitHub's own protection of it there); then both branches
+    fetched by name (the workflow's clone is shallow and single-branch)."""
+    upstream = gh.repository()
+    base = opts.base or upstream.get("default_branch") or local_default(git, opts.remote) or "main"
+    why = refusal(opts.branch, _names(base, upstream.get("default_branch")))
+    if why:  # before a fork is created for it
+        raise Refused(why)
+    target = _target(opts, gh, upstream, out)
+    why = refusal(opts.branch, _names(None, target.default))
+    if not why and gh.branch_protected(target.repo, opts.branch):
+        why = f"--branch {opts.branch} is a protected branch of {target.repo} (GitHub reports `protected: true`)"
+    if why:
+        raise Refused(why)
+    if fetch(git, opts.remote, base, f"refs/remotes/{opts.remote}/{base}") is None:
+        raise PrError(f"the base branch {base} is not on {opts.remote}")
+    target.tip = fetch(git, target.where, opts.branch, target.tracking)
+    return base, target
+
+
+def _target(opts: PrOptions, gh: GitHub, upstream: dict, out) -> Target:
+    upstream_name = upstream.get("full_name") or opts.repo
+    if opts.push_to_fork:
+        fork = check_fork(gh.repository(opts.push_to_fork), upstream_name)
+    elif (upstream.get("permissions") or {}).get("push", True):  # not said: try, git tells if not
+        return Target(opts.repo, opts.remote, f"refs/remotes/{opts.remote}/{opts.branch}",
+                      default=upstream.get("default_branch"))
+    else:
+        out(f"the token may not push to {upstream_name}: the branch goes to the token user's fork")
+        fork = gh.user_fork(upstream, out)
+    return Target(fork["full_name"], fork["clone_url"], FORK_TRACKING.format(branch=opts.branch), fork=True,
+                  default=fork.get("default_branch"))
+
+
+def _commit(git: Git, annotation: ann.Annotation, redact) -> str:
+    git("add", "-A", "--", *[p.file for p in annotation.patches])
+    inserted = sum(len(p.inserts) for p in annotation.patches)
+    message = redact(f"docs: warn where {inserted} documented command(s) do not run\n\n"
+                     + "\n".join(f"- {p.file}: {len(p.inserts)} warning(s)" for p in annotation.patches)
+                     + "\n\nGenerated by driftmatrix from its run outcomes.")
+    git("commit", "-q", "--signoff", "-m", message)  # vLLM requires a DCO sign-off: the committer's
+    return git("rev-parse", "HEAD")
+
+
+def _push(git: Git, opts: PrOptions, target: Target, sha: str, out) -> bool:
+    """Push unless the fetched tip has the same tree; True when something was pushed."""
+    if same_tree(git, sha, target.tip):
+        out(f"branch {opts.branch}: same content as on {target.repo}, not pushed")
+        return False
+    try:
+        push(git, target.where, opts.branch, sha, target.tip)
+    except LeaseRefused as err:
+        raise PrError(f"push refused: {opts.branch} on {target.repo} is no longer at {_at(target.tip)}, where this "
+                      f"run fetched it: someone else pushed to it ({err}). Nothing was pushed and no PR was opened or "
+                      "edited; look at that push, then re-run (a re-run rebuilds the branch and replaces it)") from None
+    out(f"pushed {opts.branch} to {target.repo}: {_at(target.tip)} -> {sha[:12]}, leased on {_at(target.tip)}")
+    return True
+
+
+def _open_or_update(opts: PrOptions, gh: GitHub, pull, target: Target, base: str, text: str, out):
+    if pull:
+        gh.update_pull(pull.number, title=TITLE, body=text)
+        out(f"updated PR #{pull.number} ({pull.html_url})")
+        return pull
+    pull = gh.create_pull(TITLE, target.head(opts.branch), base, text)
+    out(f"opened PR #{pull.number} ({pull.html_url})")
+    if opts.label:
+        try:  # the PR stands without its label: say so, keep it
+            gh.add_labels(pull.number, [opts.label])
+        except GitHubError as err:
+            out(f"warning: PR #{pull.number} is open but labelling it failed: {err}")
+    return pull
+
+
+def _undo(opts: PrOptions, git: Git, target: Target, base: str, sha: str, pushed: bool, what: str, out) -> int:
+    """After a push, the PR step failed: put the branch back where it was (a lease on this run's
+    push, so a newer push by someone else is never undone), or say what is left and how to recover."""
+    out(f"driftmatrix pr: {what}")
+    if not pushed:
+        out("nothing was pushed by this run: the branch and the PR are as they were")
+        return 1
+    try:
+        push(git, target.where, opts.branch, target.tip, sha)
+    except PrError as again:
+        compare = f"https://github.com/{opts.repo}/compare/{base}...{target.head(opts.branch)}"
+        out(f"rolling the push back failed too ({again}): {opts.branch} on {target.repo} holds {sha[:12]} without "
+            "its PR. Re-run `driftmatrix pr --apply` once the cause is fixed (it finds the branch unchanged and only "
+            f"opens or updates the PR), or open it by hand: {compare}")
+        return 1
+    back = f"back at {target.tip[:12]}" if target.tip else "deleted again"
+    out(f"rolled back: {opts.branch} on {target.repo} is {back}; the remote is as this run found it. "
+        "Re-run once the cause is fixed.")
+    return 1
+
+
+def _close(opts: PrOptions, gh: GitHub, pull, base: str, redact, out) -> int:
+    out(f"no page needs a warning on {base}")
+    if pull:
+        note = "\n\nClosed by driftmatrix: every command now runs."
+        gh.update_pull(pull.number, state="closed", body=redact(fit(pull.body, opts.site_url, len(note)) + note))
+        out(f"closed PR #{pull.number} ({pull.html_url})")
+    return 0

@@ -6,6 +6,7 @@ Playwright)."""
 from __future__ import annotations
 
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -60,3 +61,20 @@ def browser():
         b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
         yield b
         b.close()
+
+
+@pytest.fixture(scope="module")
+def seed(corpus, tmp_path_factory):
+    """(`driftmatrix pr` tests) The docs as a repository with more than 50 commits, so that `--depth 50` really is shallow."""
+    from prhelp import git
+    root = tmp_path_factory.mktemp("pr-seed")
+    seed = root / "seed"
+    shutil.copytree(corpus / "vllm-docs" / "0.33.0", seed)
+    git(root, "init", "-q", "-b", "main", str(seed))
+    git(seed, "add", "-A")
+    git(seed, "commit", "-q", "-m", "docs as of 0.33.0")
+    stream = "".join(f"commit refs/heads/main\ncommitter t <t@example.test> {1700000000 + i} +0000\ndata 7\nedit {i:02d}\n"
+                     + ("from refs/heads/main^0\n" if i == 0 else "") + "\n" for i in range(55))
+    subprocess.run(["git", "-C", str(seed), "fast-import", "--quiet"], input=stream, text=True, check=True)
+    git(seed, "reset", "-q", "--hard")
+    return seed
