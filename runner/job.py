@@ -82,7 +82,8 @@ class RunContext:
             writable = [Path(p) for p in (target.env.get("VLLM_CACHE_ROOT"),) if p] + [self.workdir]
             hub_dir(self.cache_dir).mkdir(parents=True, exist_ok=True)  # models fetched later in the run
             command = sandbox.wrap([target.python, str(HELPER)], env, writable, gpu=self.gpus > 0,
-                                   readable=[*self.resolver.model_map.values(), str(hub_dir(self.cache_dir))])
+                                   readable=[str(self.cache_dir), *self.resolver.model_map.values(),
+                                             str(hub_dir(self.cache_dir))])
         if target.target.docker:
             hub_folder = hub_dir(self.cache_dir)  # models fetched later in the run are mounted too
             hub_folder.mkdir(parents=True, exist_ok=True)

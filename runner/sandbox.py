@@ -11,6 +11,9 @@ outside, our loopback port forwards to that socket, so probes reach it as before
 
 Where bubblewrap is missing or not permitted the processes run plainly, and every outcome says so
 (`host.sandbox`). `DRIFTMATRIX_SANDBOX=off` turns it off; `=required` makes its absence an ERROR.
+The home directory is hidden too (a private tmpfs): only driftmatrix's cache (environments,
+models, twins), its own files and interpreter, and the model folders a job is given are put back,
+read-only.
 """
 
 from __future__ import annotations
@@ -75,7 +78,10 @@ def wrap(cmd: list[str], env: dict[str, str], writable: list[Path], gpu: bool, i
     args = ["bwrap", "--die-with-parent", "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
             "--ro-bind", "/", "/", *(["--dev-bind", "/dev", "/dev", "--tmpfs", "/dev/shm"] if gpu else ["--dev", "/dev"]),
             "--proc", "/proc", "--tmpfs", "/tmp"]
-    for given in readable or []:
+    home = Path.home().resolve()
+    if home != Path("/"):  # credentials live there (~/.ssh, ~/.cache/huggingface/token, a runner's files)
+        args += ["--tmpfs", str(home)]
+    for given in [*_ours(), *(readable or [])]:
         path = Path(given).resolve()
         if path.exists():
             args += ["--ro-bind", str(path), str(path)]
@@ -89,6 +95,12 @@ def wrap(cmd: list[str], env: dict[str, str], writable: list[Path], gpu: bool, i
     if inside_port is not None and socket_dir is not None:
         cmd = [sys.executable, str(INIT), str(socket_dir / "s"), str(inside_port), "--", *cmd]
     return [*args, "--", *cmd]
+
+
+def _ours() -> list[str]:
+    """What the sandboxed process needs from us even under a hidden home: our interpreter (a target
+    env's python links to it) and driftmatrix's own files (the helper, the relay)."""
+    return [sys.prefix, sys.base_prefix, str(Path(__file__).resolve().parents[1])]
 
 
 class Relay:

@@ -86,7 +86,7 @@ def _server(state: JobState, env: dict[str, str], port: int) -> Server:
         return Server(cmd, env, log, port, state.gpu_ids)
     relay = sandbox.Relay(port)  # OSError when the port was taken meanwhile: the caller retries
     writable = [Path(p) for p in (job.target.env.get("VLLM_CACHE_ROOT"),) if p] + [log.parent]
-    given = [*state.outcome.substitutions.values(), *ctx.resolver.model_map.values()]
+    given = [str(ctx.cache_dir), *state.outcome.substitutions.values(), *ctx.resolver.model_map.values()]
     cmd = sandbox.wrap(cmd, env, writable, gpu=bool(state.gpu_ids), inside_port=port, socket_dir=relay.dir,
                        readable=given)
     return Server(cmd, env, log, port, state.gpu_ids, relay=relay)

@@ -31,6 +31,10 @@ def _report():
             seen["proc"].append(open(f"/proc/{pid}/environ", "rb").read().decode(errors="replace"))
         except (OSError, ValueError):
             pass
+    try:  # a credential file in the home directory
+        seen["home_secret"] = open(os.path.expanduser("~/.secret-token"), encoding="utf-8").read()
+    except OSError as err:
+        seen["home_secret"] = f"hidden: {err}"
     try:
         socket.create_connection(("127.0.0.1", __PORT__), timeout=3).close()
         seen["host_port"] = "reached"
@@ -98,10 +102,14 @@ def test_remote_code_sees_no_secret_and_no_network(tmp_path, tiny_models, listen
     snippets, _ = catalog_of(docs_tree(tmp_path / "docs", "# C\n\n```bash\nLD_PRELOAD=/tmp/evil.so "
                                        "VLLM_LOGGING_LEVEL=DEBUG vllm serve org/canary-model --trust-remote-code "
                                        "--max-model-len 256\n```\n"))
+    home = tmp_path / "home"  # the run's home holds a credential file, as a runner's may
+    home.mkdir()
+    (home / ".secret-token").write_text("canaryFFFF6666")
     out = tmp_path / "o.jsonl"
     proc = subprocess.run(run_argv(str(snippets), "--targets", str(targets), "--target", "nightly", "--tier", "start",
                                    "--workdir", str(tmp_path / "work"), "--cache-dir", str(CACHE), "-o", str(out)),
-                          cwd=tmp_path, capture_output=True, text=True, env={**os.environ, **CANARIES}, timeout=900)
+                          cwd=tmp_path, capture_output=True, text=True, timeout=900,
+                          env={**os.environ, **CANARIES, "HOME": str(home)})
     [o] = outcomes(out)
     assert (o.verdict, o.stage) == ("PASS", "start"), (o.reason, proc.stderr[-2000:])
     assert o.evidence.env_dropped == ["LD_PRELOAD"] and o.host["sandbox"].startswith("bubblewrap")
@@ -113,4 +121,5 @@ def test_remote_code_sees_no_secret_and_no_network(tmp_path, tiny_models, listen
         # the docs' LD_PRELOAD is dropped (vLLM's CPU build sets its own, to its libgomp)
         assert seen["env"].get("HF_HUB_OFFLINE") == "1" and "/tmp/evil.so" not in dump
         assert seen["host_port"].startswith("blocked")  # no network but its own loopback
+        assert seen["home_secret"].startswith("hidden") and "canaryFFFF6666" not in dump  # the home is hidden
     assert any(seen["env"].get("VLLM_LOGGING_LEVEL") == "DEBUG" for seen in found)  # allowed env still passes

@@ -106,6 +106,9 @@ def test_hygiene(path):
         runs = [s.get("run", "") for s in job["steps"]]
         for script in runs:  # an expression inside a script is code injection waiting to happen
             assert not _INLINE.search(script), f"{path.name}/{name}: pass it through env: {script[:80]}"
+        for step in job["steps"]:  # a persisted token in .git/config would be readable by what the docs run
+            if str(step.get("uses", "")).startswith("actions/checkout"):
+                assert step["with"]["persist-credentials"] is False, name
         if any(re.search(r"\b(pip|python|driftmatrix)\b", r) for r in runs):
             assert any(str(s.get("uses", "")).startswith("actions/setup-python") for s in job["steps"]), name
 
