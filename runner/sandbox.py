@@ -120,9 +120,12 @@ class Relay:
                     return  # not listening yet: the client sees a closed connection and retries
                 _pump_both(self.request, upstream)
 
-        socketserver.ThreadingTCPServer.allow_reuse_address = True
-        self.server = socketserver.ThreadingTCPServer(("127.0.0.1", port), Pump)  # OSError: the port is taken
-        self.server.daemon_threads = True
+        class Server(socketserver.ThreadingTCPServer):
+            allow_reuse_address = True
+            daemon_threads = True
+            request_queue_size = 256  # 16 streams connecting at once (the perf tier) must not overflow it
+
+        self.server = Server(("127.0.0.1", port), Pump)  # OSError: the port is taken
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     def close(self) -> None:

@@ -31,7 +31,7 @@ def pump(src, dst):
 def serve(path, port):
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
-    listener.listen(64)
+    listener.listen(256)
     while True:
         client, _ = listener.accept()
         try:

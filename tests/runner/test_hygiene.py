@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -38,8 +37,35 @@ def alive(pids: set[int]) -> set[int]:
     return out
 
 
-def server_pids(log: Path) -> set[int]:
-    return {int(p) for p in re.findall(r"pid=(\d+)\)", log.read_text(errors="replace"))}
+def descendants(root: int) -> set[int]:
+    """Every live process under `root` (servers, their workers, the sandbox around them): host pids,
+    which a server's own log cannot give when it runs in its own pid namespace."""
+    children: dict[int, list[int]] = {}
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            ppid = int(Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(entry))
+    found, todo = set(), [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
+def mentioning(text: str) -> set[int]:
+    """Live processes whose command line names `text` (the sandbox names the run's log directory)."""
+    found = set()
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if text in Path(f"/proc/{entry}/cmdline").read_bytes().decode(errors="replace"):
+                found.add(int(entry))
+        except OSError:
+            continue
+    return alive(found)
 
 
 def test_killed_runner_keeps_finished_outcomes_and_rerun_skips_them(targets_toml, tmp_path):
@@ -60,7 +86,7 @@ def test_killed_runner_keeps_finished_outcomes_and_rerun_skips_them(targets_toml
         time.sleep(1)
     else:
         raise AssertionError("the server never started")
-    pids = server_pids(started[0])
+    pids = descendants(runner.pid)
     assert alive(pids)
     runner.send_signal(signal.SIGKILL)  # the hardest way to die: no cleanup code runs
     runner.wait()
@@ -84,8 +110,7 @@ def test_killed_runner_keeps_finished_outcomes_and_rerun_skips_them(targets_toml
     o = outcomes(out)[-1]
     assert (o.verdict, o.stage) == ("ERROR", "start") and "deadline" in o.reason
     assert o.evidence.server["state"] == "timeout" and o.evidence.server["left_processes"] == 0
-    rerun_pids = set().union(*(server_pids(p) for p in logs.glob("*.log") if "helper" not in p.name)) - pids
-    assert not alive(rerun_pids), "the deadline left server processes behind"  # those it logged, if any
+    assert not mentioning(str(tmp_path)), "the deadline left server processes behind"
 
 
 def test_sigterm_tears_the_server_down(targets_toml, tmp_path):
@@ -99,7 +124,8 @@ def test_sigterm_tears_the_server_down(targets_toml, tmp_path):
     while time.monotonic() < end and not (logs.exists() and any(
             "EngineCore" in p.read_text(errors="replace") for p in logs.glob("*.log"))):
         time.sleep(1)
-    pids = set().union(*(server_pids(p) for p in logs.glob("*.log")))
+    pids = descendants(runner.pid)
+    assert alive(pids)
     os.kill(runner.pid, signal.SIGTERM)
     runner.wait(timeout=120)
     assert not alive(pids)
