@@ -97,3 +97,12 @@ git -C "{intruder}" push -q origin HEAD:refs/heads/{BRANCH}
     (hooks / "reference-transaction").chmod(0o755)
     git(checkout, "config", "core.hooksPath", str(hooks))
     return git(intruder, "rev-parse", "HEAD").strip()
+
+
+def remote_and_checkout(seed, name):
+    """A folder for one group of tests: a bare remote holding the docs, and the workflow's shallow
+    clone of it (`root, remote, checkout`)."""
+    root = seed.parent / name
+    root.mkdir()
+    remote = bare_remote(seed, root / "remote.git")
+    return root, remote, shallow_checkout(remote, root / "checkout")

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from github_server import GitHubStandIn
-from prhelp import (BRANCH, SITE, bare_remote, git, in_process, new_token, pr_args, refs,
+from prhelp import (remote_and_checkout, BRANCH, SITE, bare_remote, git, in_process, new_token, pr_args, refs,
                     shallow_checkout, tip)
 
 
@@ -76,10 +76,7 @@ def test_explicit_fork_second_run_updates_and_pushes_nothing(fork_world):
 @pytest.fixture(scope="module")
 def failing(seed, site_inputs, stable_plus):
     """The API refusing at each step: nothing must be left half done."""
-    root = seed.parent / "failing"
-    root.mkdir()
-    remote = bare_remote(seed, root / "remote.git")
-    checkout = shallow_checkout(remote, root / "checkout")
+    root, remote, checkout = remote_and_checkout(seed, "failing")
     server = GitHubStandIn()
     server.add_repo("vllm-project/vllm", remote)
     lines = [ln for ln in site_inputs["parse"].read_text().splitlines() if ln.strip()]

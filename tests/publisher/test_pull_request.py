@@ -20,16 +20,13 @@ import types
 import pytest
 
 from github_server import GitHubStandIn
-from prhelp import (BRANCH, bare_remote, git, in_process, new_token, pr_args, racing_hook, refs,
-                    shallow_checkout, tip, updates)
+from prhelp import (remote_and_checkout, BRANCH, bare_remote, git, in_process, new_token, pr_args, racing_hook, refs,
+                    tip, updates)
 
 
 @pytest.fixture(scope="module")
 def world(seed, site_inputs, stable_plus):
-    root = seed.parent / "main"
-    root.mkdir()
-    remote = bare_remote(seed, root / "remote.git")
-    checkout = shallow_checkout(remote, root / "checkout")
+    root, remote, checkout = remote_and_checkout(seed, "main")
     token = new_token()
     server = GitHubStandIn()
     server.add_repo("vllm-project/vllm", remote)
