@@ -89,9 +89,13 @@ def wrap(cmd: list[str], env: dict[str, str], writable: list[Path], gpu: bool, i
         path = path.resolve()
         path.mkdir(parents=True, exist_ok=True)
         args += ["--bind", str(path), str(path)]
-    for key, value in SANDBOX_ENV.items():
+    inside = dict(SANDBOX_ENV)
+    if env.get("VLLM_CACHE_ROOT"):  # torch's and triton's compile caches default to /tmp, private here:
+        cache = env["VLLM_CACHE_ROOT"]  # kept beside vLLM's own, so a second start stays warm
+        inside |= {"TORCHINDUCTOR_CACHE_DIR": f"{cache}/torchinductor", "TRITON_CACHE_DIR": f"{cache}/triton"}
+    for key, value in inside.items():
         args += ["--setenv", key, value]
-    env.update(SANDBOX_ENV)
+    env.update(inside)
     if inside_port is not None and socket_dir is not None:
         cmd = [sys.executable, str(INIT), str(socket_dir / "s"), str(inside_port), "--", *cmd]
     return [*args, "--", *cmd]
