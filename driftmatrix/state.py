@@ -22,7 +22,7 @@ import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 
-from publisher.pull_request import Git, PrError
+from publisher.git_push import Git, PrError
 from runner.redact import Redactor
 
 BRANCH = "driftmatrix-state"
