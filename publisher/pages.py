@@ -18,10 +18,10 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 
 from extractor.records import Snippet
-from publisher import fixes, judgement, views
+from publisher import judgement, snippet_page, views
 from publisher.history import CHANGE_KINDS, Change, Seen
 from publisher.judgement import Judge, Judgement
-from publisher.matrix_json import evidence_href, flags_valid
+from publisher.matrix_json import evidence_href
 from publisher.results import Results
 from runner.counts import GOOD
 
@@ -132,32 +132,6 @@ def _page_rows(results: Results, judge: Judge) -> dict[str, dict]:
     return pages
 
 
-def _snippet_page(env: Environment, results: Results, judge: Judge, s: Snippet, seen: Seen) -> str:
-    rows = [(c, results.cell(s.id, c)) for c in results.columns if results.cell(s.id, c)]
-    diffs = views.config_differences({c.key: o for c, o in rows})
-    variants = []
-    for v in results.variants(s.id):
-        for c in results.columns:
-            o = results.cell(s.id, c, v)
-            if o:
-                perf = views.perf_rows(o)
-                variants.append({"variant": v, "label": c.label, "o": o, "cause": views.cause(o),
-                                 "single": perf[0]["decode"] if perf else "", "many": perf[1]["throughput"] if len(perf) > 1 else ""})
-    retired = [(c, o) for c in results.retired if (o := results.cell(s.id, c))]
-    return env.get_template("snippet.md.j2").render(
-        s=s, command=views.command(s), flags=flags_valid(s),
-        spec_json=json.dumps(s.speculative_config) if s.speculative_config else "",
-        page_slugs=[views.page_slug(views.page_key(src)) for src in s.sources],
-        judgements=judge.all(s), source_judgements=[judge.of_source(s, src).kind for src in s.sources],
-        rows=rows, causes={c.key: views.cause(o) for c, o in rows}, depths={c.key: views.depth_text(o) for c, o in rows},
-        locations={c.key: views.location(o.evidence.exception) for c, o in rows},
-        option_notes={c.key: views.option_notes(o) for c, o in rows},
-        perfs={c.key: views.perf_rows(o) for c, o in rows}, diffs=diffs,
-        flipped=[k for k, vals in diffs.items() if all(isinstance(v, bool) for v in vals.values())],
-        icons=views.ICONS, variants=variants, seen=seen, retired=retired,
-        fix=results.fixes.get(s.id), fix_verified=fixes.verified(results, judge, s))
-
-
 def _verdict_counts(results: Results) -> dict[str, dict[str, int]]:
     """Per column: verdict -> commands, and `PASS parser` etc. for how deep the runs went."""
     counts = {c.key: {} for c in results.columns}
@@ -197,7 +171,7 @@ def render(results: Results, doc: dict, changes: list[Change], seen: dict[str, S
             title=p["file"], corpus=p["corpus"], version=p["version"], file=p["file"], url=p["url"],
             written_for=p["written_for"], rows=p["rows"], **common)
     for s in results.snippets:
-        out[f"snippets/{s.id}.md"] = _snippet_page(env, results, judge, s, seen.get(s.id) or Seen())
+        out[f"snippets/{s.id}.md"] = snippet_page.render(env, results, judge, s, seen.get(s.id) or Seen())
     annotated = annotated or {}
     out["annotated/index.md"] = env.get_template("annotated_index.md.j2").render(
         pages=annotated.get("pages", []), had_docs=annotated.get("had_docs", False),
