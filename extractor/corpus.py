@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from extractor.code_blocks import snippets_from_block
-from extractor.markdown_blocks import code_blocks
+from extractor.markdown_blocks import Headings, code_blocks, title_from_file
 from extractor.python_calls import from_python
 from extractor.recipes_yaml import from_recipe
 from extractor import written_for
@@ -172,15 +172,17 @@ def read_text(path: Path, corpus: str, version: str, rel: str) -> tuple[str | No
 
 
 def _markdown(text: str, place: Place, tree_root: Path | None, line_offset: int = 0) -> tuple[list[Snippet], list[Diagnostic]]:
-    """Snippets of a Markdown page (or a recipe guide starting at `line_offset`)."""
+    """Snippets of a Markdown page (or a recipe guide starting at `line_offset`: `place.title` is its recipe's)."""
     snippets: list[Snippet] = []
     diagnostics: list[Diagnostic] = []
     if not any(h in text for h in _PAGE_HINTS):
         return snippets, diagnostics
-    for block in code_blocks(text):
+    headings = Headings()
+    for block in code_blocks(text, headings):
         context = f"fence:{block.lang or 'plain'}" + (f" in {block.container}" if block.container else "")
         found, diags = snippets_from_block(
-            block.lang, block.text, place.at(block.line + line_offset, anchor=block.anchor, context=context))
+            block.lang, block.text, place.at(block.line + line_offset, anchor=block.anchor, heading=block.heading,
+                                             context=context))
         if block.unclosed:
             diagnostics.append(Diagnostic(
                 "warning", "unterminated-fence",
@@ -199,6 +201,10 @@ def _markdown(text: str, place: Place, tree_root: Path | None, line_offset: int 
         s, d = _includes(text, place, tree_root, line_offset)
         snippets += s
         diagnostics += d
+    title = place.title or headings.title or title_from_file(place.file)  # known once the page is read
+    for snippet in snippets:
+        for source in snippet.sources:
+            source.title = source.title or title
     return snippets, diagnostics
 
 
@@ -244,7 +250,8 @@ def extract_file(tree: Tree, path: Path) -> tuple[list[Snippet], list[Diagnostic
         else:
             found, diags, guide = from_recipe(text, place)
             if guide is not None:
-                more, more_diags = _markdown(guide.text, place, None, line_offset=guide.line)
+                more, more_diags = _markdown(guide.text, place.at(place.line, title=guide.title), None,
+                                             line_offset=guide.line)
                 found, diags = found + more, diags + more_diags
                 claim = guide.claim
                 facts.recipe = written_for.of_recipe(claim.get("min_vllm_version"), bool(claim.get("nightly_required")),

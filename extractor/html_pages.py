@@ -9,6 +9,7 @@ from pathlib import Path
 from bs4 import BeautifulSoup, Tag
 
 from extractor.code_blocks import snippets_from_block
+from extractor.markdown_blocks import title_from_file
 from extractor.records import Diagnostic, Snippet
 from extractor.snippet_builder import Place
 
@@ -34,6 +35,24 @@ def _lang(pre: Tag) -> str:
     return ""
 
 
+def heading_text(tag: Tag) -> str:
+    """A heading's text as shown, without the permalink mkdocs appends (`<a class="headerlink">¶</a>`)."""
+    parts = [str(t) for t in tag.find_all(string=True)
+             if not any(isinstance(p, Tag) and p.name == "a" and "headerlink" in (p.get("class") or [])
+                        for p in t.parents if p is not tag)]
+    return " ".join("".join(parts).split())
+
+
+def page_title(soup: BeautifulSoup, main: Tag | BeautifulSoup, name: str) -> str:
+    """The page's `<h1>`, else its `<title>` without the site's name (mkdocs: `Page - Site`), else
+    a name made from the file name."""
+    h1 = main.find("h1") or soup.find("h1")
+    text = heading_text(h1) if isinstance(h1, Tag) else ""
+    if not text and isinstance(soup.title, Tag):
+        text = " ".join(soup.title.get_text().split()).rsplit(" - ", 1)[0].strip()
+    return text or title_from_file(name)
+
+
 def from_html(path: Path, text: str) -> tuple[list[Snippet], list[Diagnostic], str, str | None]:
     """(snippets, diagnostics, version, url) of one saved page."""
     soup = BeautifulSoup(text, "html.parser")
@@ -41,17 +60,21 @@ def from_html(path: Path, text: str) -> tuple[list[Snippet], list[Diagnostic], s
     m = _VERSION_IN_URL.search(url or "")
     version = m.group(1).removeprefix("v") if m else ""
     main = soup.find("article") or soup.body or soup
+    title = page_title(soup, main, path.name)
     anchor: str | None = None
+    heading = ""
     snippets: list[Snippet] = []
     diagnostics: list[Diagnostic] = []
     for tag in main.find_all([*_HEADINGS, "pre"]):
         if tag.name in _HEADINGS:
             anchor = str(tag.get("id")) if tag.get("id") else anchor
+            heading = heading_text(tag)
             continue
         code = tag.find("code") or tag
         block = code.get_text()
         page = url.split("#")[0] if url else None
-        place = Place("html", version, path.name, tag.sourceline or 1, anchor, page, "html:pre")
+        place = Place("html", version, path.name, tag.sourceline or 1, anchor, page, "html:pre", title=title,
+                      heading=heading)
         found, diags = snippets_from_block(_lang(tag), block, place)
         snippets += found
         diagnostics += diags

@@ -1,5 +1,5 @@
-"""Find the code blocks of a Markdown page (mkdocs-material flavour) with their lines
-and the anchor of the nearest heading.
+"""Find the code blocks of a Markdown page (mkdocs-material flavour) with their lines,
+the anchor and text of the nearest heading, and the page's title.
 
 markdown-it-py does the parsing. mkdocs-material puts code inside `!!! note` /
 `??? tip` admonitions and `=== "Tab"` blocks (one small block rule below, with
@@ -10,6 +10,7 @@ container" rather than "indented code".
 
 from __future__ import annotations
 
+import html
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -23,6 +24,23 @@ _QUOTE_MARKERS = re.compile(r"^[ \t]*(>[ \t]?)*")
 _ATTR_ID = re.compile(r"\s*\{[^}]*#([\w-]+)[^}]*\}\s*$")
 _INLINE_MARKUP = re.compile(r"!?\[([^\]]*)\]\([^)]*\)|<[^>]+>|[`*_]")
 _MAX_DEPTH = 6
+_FRONT_MATTER = re.compile(r"\A-{3}[ \t]*\n(.*?\n)(?:\.{3}|-{3})[ \t]*\n", re.S)
+"""YAML front matter as mkdocs reads it (`mkdocs.utils.meta.YAML_RE`): `---` on the first line, up to `---` or `...`."""
+_TAG = re.compile(r"<!--.*?-->|</?[A-Za-z][^>]*>", re.S)
+_ATTR_LIST = re.compile(r"\s*\{(?::[^}]*|\s*[#.][^}]*)\}\s*$")
+_CODE_SPAN = re.compile(r"(`+)(.+?)(?<!`)\1(?!`)", re.S)
+_STASHED = re.compile("\0(\\d+)\0")
+_PLAIN = re.compile(r"""
+    !\[[^\]]*\](?:\([^)]*\)|\[[^\]]*\])                 # an image: a picture, no text
+  | \[(?P<label>[^\]]*)\](?:\([^)]*\)|\[[^\]]*\])?      # a link: its text
+  | <(?P<auto>(?:https?|ftp|mailto):[^>\s]*)>              # an autolink: the address
+  | <!--.*?-->|</[A-Za-z][A-Za-z0-9-]*\s*>                # raw HTML (CommonMark's tag grammar, which
+  | <[A-Za-z][A-Za-z0-9-]*(?:\s+[A-Za-z_:][\w.:-]*         #   Python-Markdown follows): markup, not text;
+      (?:\s*=\s*(?:[^\s"'=<>`]+|'[^']*'|"[^"]*"))?)*\s*/?>  #   `<a onerror=x=1>` is no tag: text
+  | \\(?P<escaped>[!-/:-@\[-`{-~])                        # a backslash escape: the character
+  | (?P<star>\*{1,3})(?=\S)(?P<starred>.+?)(?<=\S)(?P=star)  # emphasis: its text (an unpaired `*` is text)
+  | (?<!\w)(?P<low>_{1,3})(?=\S)(?P<lowered>.+?)(?<=\S)(?P=low)(?!\w)  # `_x_`, `__x__`, not snake_case
+""", re.X | re.S)
 
 
 @dataclass
@@ -44,6 +62,8 @@ class CodeBlock:
     3; Python-Markdown (mkdocs) then renders the block as a paragraph, not as code."""
     unclosed: bool = False
     """The fence is never closed: it runs to the end of its container or page."""
+    heading: str = ""
+    """Plain text of the nearest heading above the block (`plain_text`)."""
 
 
 def _container_rule(state: StateBlock, start: int, end: int, silent: bool) -> bool:
@@ -96,31 +116,122 @@ def heading_text(raw: str) -> tuple[str, str | None]:
     return _INLINE_MARKUP.sub(lambda m: m.group(1) or "", raw).strip(), explicit.group(1) if explicit else None
 
 
-class _Anchors:
-    """mkdocs' toc ids: Python-Markdown's `slugify` + `unique` (…`_1`, `_2` on repeats)."""
+def plain_text(raw: str) -> str:
+    """A heading's inline Markdown as the reader sees it, as plain text (not HTML): code spans
+    literally, a link's text without its target, images and raw HTML tags dropped, backslash
+    escapes and emphasis markers removed (an unpaired `*` or `_` is text), entities (`&lt;`,
+    `&amp;`) decoded, a trailing `{#id}`/`{: …}` attribute list dropped, whitespace collapsed."""
+    codes: list[str] = []
+
+    def stash(m: re.Match) -> str:  # code spans first: nothing inside them is markup
+        code = m.group(2)
+        codes.append(code[1:-1] if len(code) > 2 and code[0] == code[-1] == " " and code.strip() else code)
+        return f"\0{len(codes) - 1}\0"
+
+    text = _inline(_CODE_SPAN.sub(stash, _ATTR_LIST.sub("", raw.replace("\0", "\ufffd"))))
+    return " ".join(_STASHED.sub(lambda m: codes[int(m.group(1))], text).split())
+
+
+def _inline(raw: str) -> str:
+    out: list[str] = []
+    pos = 0
+    for m in _PLAIN.finditer(raw):
+        out.append(html.unescape(raw[pos:m.start()]))
+        inner = m.group("label") or m.group("starred") or m.group("lowered")
+        if inner is not None:
+            out.append(_inline(inner))
+        elif m.group("auto") is not None:
+            out.append(m.group("auto"))
+        elif m.group("escaped") is not None:
+            out.append(m.group("escaped"))
+        pos = m.end()
+    out.append(html.unescape(raw[pos:]))
+    return "".join(out)
+
+
+def front_matter(text: str) -> tuple[str | None, str]:
+    """(the `title:` of the page's YAML front matter or None, the text with the front matter's lines
+    blanked: mkdocs reads a front matter that is a YAML mapping as metadata, not Markdown; the line
+    numbers stay)."""
+    m = _FRONT_MATTER.match(text) if text.startswith("---") else None
+    if not m:
+        return None, text
+    import yaml  # only for the few pages with front matter
+
+    try:
+        meta = yaml.load(m.group(1), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except yaml.YAMLError:
+        return None, text
+    if not isinstance(meta, dict):
+        return None, text
+    value = meta.get("title")
+    # the theme inserts it as HTML (not Markdown): its text is what a reader sees
+    title = " ".join(html.unescape(_TAG.sub("", str(value))).split()) if isinstance(value, (str, int, float)) else ""
+    title = title or None
+    return title, "\n" * m.group(0).count("\n") + text[m.end():]
+
+
+def title_from_file(file: str) -> str:
+    """The title of a page that has none (no front matter `title:`, no `# ` heading — typically a
+    `.inc.md` part included into other pages): its file name (`cpu.arm.inc.md`; a `README.md` or
+    `index.md` with its folder: `quantization/README.md`)."""
+    parts = [p for p in file.split("/") if p]
+    if not parts:
+        return file
+    keep = 2 if parts[-1].rsplit(".", 1)[0] in ("README", "index") and len(parts) > 1 else 1
+    return "/".join(parts[-keep:])
+
+
+class Headings:
+    """The headings seen so far: mkdocs' toc ids (Python-Markdown's `slugify` + `unique`, …`_1`,
+    `_2` on repeats), the nearest heading's text, and the page's first `# ` heading."""
 
     def __init__(self) -> None:
         self.used: set[str] = set()
         self.current: str | None = None
+        """The nearest heading's anchor."""
+        self._raw: str | None = None
+        self._text: str | None = None
+        self._first_h1: str | None = None
+        self.front_matter_title: str | None = None
+        """The page's front matter `title:` (set by `code_blocks`)."""
 
-    def heading(self, raw: str) -> None:
+    def heading(self, raw: str, tag: str = "") -> None:
         text, explicit = heading_text(raw)
         anchor = explicit or slugify(text, "-") or "_"
         self.current = unique(anchor, self.used)
+        self._raw, self._text = raw, None
+        if tag == "h1" and self._first_h1 is None:
+            self._first_h1 = raw
+
+    @property
+    def text(self) -> str:
+        """The nearest heading's plain text (made when a block asks: most headings have none)."""
+        if self._text is None:
+            self._text = plain_text(self._raw) if self._raw else ""
+        return self._text
+
+    @property
+    def title(self) -> str:
+        """The page's title as far as read: front matter `title:`, else its first `# ` heading."""
+        return self.front_matter_title or (plain_text(self._first_h1) if self._first_h1 else "")
 
 
-def code_blocks(text: str) -> Iterator[CodeBlock]:
-    """All code blocks of a Markdown page, in order."""
-    yield from _walk(text, 0, _Anchors(), "", 0)
+def code_blocks(text: str, headings: Headings | None = None) -> Iterator[CodeBlock]:
+    """All code blocks of a Markdown page, in order. Pass `headings` to read the page's title
+    from it once the blocks are read (a page's `# ` heading may come after a block)."""
+    headings = headings if headings is not None else Headings()
+    headings.front_matter_title, text = front_matter(text)
+    yield from _walk(text, 0, headings, "", 0)
 
 
-def _walk(text: str, offset: int, anchors: _Anchors, container: str, depth: int) -> Iterator[CodeBlock]:
+def _walk(text: str, offset: int, anchors: Headings, container: str, depth: int) -> Iterator[CodeBlock]:
     tokens = _PARSER.parse(text)
     inner = container
     lines: list[str] | None = None
     for i, tok in enumerate(tokens):
         if tok.type == "heading_open" and i + 1 < len(tokens):
-            anchors.heading(tokens[i + 1].content)
+            anchors.heading(tokens[i + 1].content, tok.tag)
         elif tok.type in ("tab_open", "admonition_open"):
             inner = "tab" if tok.type == "tab_open" else "admonition"
         elif tok.type in ("tab_close", "admonition_close"):
@@ -134,12 +245,14 @@ def _walk(text: str, offset: int, anchors: _Anchors, container: str, depth: int)
                 indent = len(lines[tok.map[0]]) - len(lines[tok.map[0]].lstrip(" "))
             last = _QUOTE_MARKERS.sub("", lines[tok.map[1] - 1]).strip() if tok.map[1] - 1 > tok.map[0] else ""
             closed = bool(last) and last.startswith(tok.markup) and set(last) == {tok.markup[0]}
-            yield CodeBlock(lang, tok.content, offset + tok.map[0] + 2, anchors.current, inner, indent, not closed)
+            yield CodeBlock(lang, tok.content, offset + tok.map[0] + 2, anchors.current, inner, indent, not closed,
+                            anchors.text)
         elif tok.type == "code_block" and tok.map and depth < _MAX_DEPTH:
             # Indented content: a container markdown-it did not know, or a tab/admonition
             # body after a blank line. Parse it again; keep it as a block if no fence.
             nested = list(_walk(tok.content, offset + tok.map[0], anchors, inner or "indented", depth + 1))
-            yield from nested or [CodeBlock("", tok.content, offset + tok.map[0] + 1, anchors.current, inner)]
+            yield from nested or [CodeBlock("", tok.content, offset + tok.map[0] + 1, anchors.current, inner,
+                                            heading=anchors.text)]
         elif tok.type == "html_block" and tok.map and "```" in tok.content and depth < _MAX_DEPTH:
             # A fence inside <details> with no blank line after the tag: blank out the
             # tag lines (keeps line numbers) and parse the rest as Markdown.

@@ -30,6 +30,8 @@ class Guide(NamedTuple):
     """0-based line of the YAML file where the Markdown starts."""
     claim: dict[str, Any]
     """The recipe's own version claim (`version_claim` of the model)."""
+    title: str = ""
+    """The recipe's title (`recipe_title`): the guide's commands are on the recipe's page."""
 
 
 class RecipeError(ValueError):
@@ -94,14 +96,35 @@ def from_recipe(text: str, place: Place) -> tuple[list[Snippet], list[Diagnostic
     if not isinstance(data, dict) or not isinstance(data.get("model"), dict) or not data["model"].get("model_id"):
         return [], [Diagnostic("warning", "not-a-recipe", "no model.model_id: not a recipe, skipped",
                                place.corpus, place.version, place.file, 1)], None
+    title = recipe_title(data)
     try:
-        snippets = _commands(root, data, place)
+        snippets = _commands(root, data, place.at(place.line, title=title))
     except RecipeError as err:
         return [], [Diagnostic("error", "recipe-shape", str(err), place.corpus, place.version, place.file, None)], None
     node = yaml_nodes.child(root, "guide")
-    guide = Guide(node.value, yaml_nodes.scalar_line(node), version_claim(data["model"], None)) \
+    guide = Guide(node.value, yaml_nodes.scalar_line(node), version_claim(data["model"], None), title) \
         if isinstance(node, yaml.ScalarNode) else None
     return snippets, [], guide
+
+
+def _one_line(value: Any) -> str:
+    return " ".join(str(value).split()) if isinstance(value, (str, int, float)) and not isinstance(value, bool) else ""
+
+
+def recipe_title(data: dict[str, Any]) -> str:
+    """What the recipes site calls the recipe: `meta.title`, else the model id."""
+    meta = data.get("meta") if isinstance(data.get("meta"), dict) else {}
+    return _one_line(meta.get("title")) or _one_line(data["model"]["model_id"])
+
+
+def _label(spec: Any, name: str, capitalize: bool = True) -> str:
+    """A feature's, mode's or variant's name as the recipes site shows it: its `label`, else its key
+    in words (`spec_decoding` -> `Spec decoding`; a variant's key as it is: `nvfp4`)."""
+    label = _one_line(spec.get("label")) if isinstance(spec, dict) else ""
+    if label or not capitalize:
+        return label or _one_line(name)
+    words = " ".join(str(name).replace("_", " ").split())
+    return words[:1].upper() + words[1:]
 
 
 def version_claim(model: dict[str, Any], variant: Any) -> dict[str, Any]:
@@ -136,11 +159,13 @@ def _commands(root: yaml.Node, data: dict[str, Any], place: Place) -> list[Snipp
             default_features.append(name if modes[0][0] is None else f"{name}:{modes[0][0]}")
             default_args += modes[0][1]
 
-    def snippet(node_path: tuple[str, ...], argv: list[str], env: dict[str, str], what: dict[str, Any]) -> Snippet:
+    def snippet(node_path: tuple[str, ...], argv: list[str], env: dict[str, str], what: dict[str, Any],
+                heading: str = "") -> Snippet:
         node = yaml_nodes.child(root, *node_path)
         line = _line(node, 0)
         text = shell_text(argv, env)
-        source = place.at(place.line, url=url, line_links=False, context="recipe:" + ".".join(node_path)).source(line, text)
+        source = place.at(place.line, url=url, line_links=False, context="recipe:" + ".".join(node_path),
+                          heading=heading).source(line, text)
         return build("recipe", argv, env, source, recipe={"model_id": model_id, **what,
                                                           **version_claim(model, variants.get(what["variant"]))})
 
@@ -155,8 +180,11 @@ def _commands(root: yaml.Node, data: dict[str, Any], place: Place) -> list[Snipp
             served = str(spec.get("model_id") or model_id)
             extra = _str_list(spec.get("extra_args"), f"variants.{variant}.extra_args") if variant != "default" else []
             label = name if mode is None else f"{name}:{mode}"
+            heading = _label(features[name], name)
+            if mode is not None:
+                heading += f" ({_label(features[name]['modes'].get(mode), mode)})"
             out.append(snippet(tuple(path.split(".")), [served, *base_args, *default_args, *extra, *args], base_env,
-                               {"variant": variant, "features": [*default_features, label]}))
+                               {"variant": variant, "features": [*default_features, label]}, heading))
     for variant, spec in variants.items():
         if variant == "default" or not isinstance(spec, dict):
             continue
@@ -164,6 +192,7 @@ def _commands(root: yaml.Node, data: dict[str, Any], place: Place) -> list[Snipp
         extra = _str_list(spec.get("extra_args"), f"variants.{variant}.extra_args")
         env = base_env | _str_dict(spec.get("extra_env"), f"variants.{variant}.extra_env")
         out.append(snippet(("variants", str(variant)), [served, *base_args, *default_args, *extra], env,
-                           {"variant": str(variant), "features": default_features}))
+                           {"variant": str(variant), "features": default_features},
+                           f"Variant {_label(spec, variant, capitalize=False)}"))
     return out
 

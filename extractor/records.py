@@ -1,5 +1,7 @@
 """The records the extractor writes: `snippets.json` (schema 2: schema 1 plus each source's
-`written_for`; a schema-1 file is still read, its pages' versions then unrecorded).
+`written_for`; a schema-1 file is still read, its pages' versions then unrecorded). Each source's
+`title` and `heading` are optional additions within schema 2: a file without them reads with both
+empty, and a reader ignores source fields it does not know.
 
 One dataclass per record, a docstring per field, plain JSON in and out, so the runner
 and the publisher (possibly on other machines) read exactly what was written here.
@@ -79,11 +81,23 @@ class Source:
     """Where in the page: `fence:bash`, `yaml`, `recipe:features.spec_decoding`, ..."""
     written_for: WrittenFor | None = None
     """The vLLM versions this page is written for (set by the extractor for every source)."""
+    title: str = ""
+    """The doc page's title as a reader sees it, plain text (not HTML, not Markdown): a docs page's
+    front matter `title:`, else its first `# ` heading, else its file name (`cpu.arm.inc.md`); a recipe's
+    `meta.title`, else its `model.model_id`; a saved HTML page's `<h1>`, else its `<title>`. Empty in a
+    snippets.json written before this field."""
+    heading: str = ""
+    """The text of the nearest heading above the snippet (where `anchor` points), plain text as the
+    page shows it, without Markdown markup; for a command a recipe composes, the feature (and mode) or
+    the variant, by its label (`Spec decoding (MTP)`, `Variant FP8 (Preview)`; the default command: empty).
+    Empty when there is none, and in a snippets.json written before this field."""
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Source:
+        known = {f.name for f in fields(cls)}  # a field added later is ignored, not a TypeError
         wf = data.get("written_for")
-        return cls(**{**data, "written_for": WrittenFor(**wf) if isinstance(wf, dict) else None})
+        return cls(**{**{k: v for k, v in data.items() if k in known},
+                      "written_for": WrittenFor(**wf) if isinstance(wf, dict) else None})
 
 
 @dataclass

@@ -28,6 +28,10 @@ class Place:
     context: str = ""
     line_links: bool = False
     """Link to the line (`?plain=1#L12` on GitHub) rather than to the heading anchor."""
+    title: str = ""
+    """The page's title (`Source.title`); a Markdown page's is set once the page is read."""
+    heading: str = ""
+    """The nearest heading's text (`Source.heading`)."""
 
     def source(self, offset: int, text: str) -> Source:
         line = self.line + offset
@@ -36,7 +40,8 @@ class Place:
             url = f"{url}?plain=1#L{line}"
         elif url and self.anchor:
             url = f"{url}#{self.anchor}"
-        return Source(self.corpus, self.version, self.file, line, self.anchor, url, text, self.context)
+        return Source(self.corpus, self.version, self.file, line, self.anchor, url, text, self.context,
+                      title=self.title, heading=self.heading)
 
     def at(self, line: int, **changes: Any) -> Place:
         return replace(self, line=line, **changes)

@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import html
 import json
-from dataclasses import dataclass, field
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 
 from extractor.records import Snippet
-from publisher import judgement, snippet_page, views
+from publisher import judgement, matrix_data, snippet_page, titles, views
 from publisher.history import CHANGE_KINDS, Change, Seen
 from publisher.judgement import Judge, Judgement
 from publisher.matrix_json import evidence_href
@@ -32,14 +31,19 @@ def _short(value, limit: int = 160) -> str:
 
 
 def _legend() -> Markup:
-    items = "".join(f'<span class="dm-cell dm-{v}">{views.ICONS[v]}</span> {v}: {html.escape(views.MEANING[v])} '
-                    for v in views.VERDICTS)
+    items = "".join(f'<li><span class="dm-cell dm-{v}"><span aria-hidden="true">{views.ICONS[v]}</span> '
+                    f'<span class="dm-v">{v}</span></span> {html.escape(views.MEANING[v])}</li>' for v in views.VERDICTS)
     depths = " · ".join(f"<b>{html.escape(word)}</b> {html.escape(shown)}" for word, shown, _ in views.DEPTH.values())
     judged = " · ".join(f'<span class="dm-j dm-j-{k}">{k}</span> {html.escape(judgement.MEANING[k])}'
                         for k in judgement.JUDGEMENTS)
-    return Markup(f'<p class="dm-legend">{items}<span class="dm-cell dm-none">·</span> not run on this build</p>'
-                  f'<p class="dm-legend">How deep a ✔/⚠ went: {depths}; a ✘ names the stage it stopped at. '
-                  f'A dimmed cell is a build outside the versions the page is written for.</p>'
+    return Markup(f'<ul class="dm-legend">{items}<li><span class="dm-cell dm-none">· not run</span> not run on this build</li></ul>'
+                  f'<p class="dm-legend">How deep a ✔/⚠ went: {depths}; a ✘ names the stage it stopped at '
+                  f'(<b>at config</b>).</p>'
+                  f'<p class="dm-legend">Versions: <b>0.21.0+</b> seen working on 0.21.0 and every newer version of that '
+                  f'kind of build; <b>0.18.0–0.19.1</b> only those; on a ✘ cell, <b>ok 0.21.0+</b> where it did work; '
+                  f'<b>options 0.19.0+</b> the releases whose parser has all its options (the option history: for a '
+                  f'check that went no deeper than the parser). <i>older</i> / <i>newer</i> (dimmed, dotted): a build '
+                  f'outside the versions the page is written for.</p>'
                   f'<p class="dm-legend">Judgement (against the versions each page is written for): {judged}</p>')
 
 
@@ -63,16 +67,6 @@ def environment() -> Environment:
     return env
 
 
-@dataclass
-class Group:
-    """The snippets of one source doc page (a snippet is listed under its first place)."""
-
-    key: str
-    title: str
-    slug: str
-    rows: list = field(default_factory=list)
-
-
 def short_command(s: Snippet, limit: int = 110) -> str:
     text = " ".join(views.command(s).split())
     return text if len(text) <= limit else text[:limit] + "…"
@@ -90,24 +84,6 @@ def _cell(results: Results, s: Snippet, col, j: Judgement | None = None) -> dict
            + (f" — {check.scope} than the versions the page is written for" if outside else ""))
     return {"verdict": o.verdict, "icon": views.ICONS.get(o.verdict, "?"), "href": evidence_href(s.id, col.key),
             "tip": tip, "cause": views.cause(o, limit=100), "depth": views.depth_word(o), "outside": outside}
-
-
-def groups(results: Results, judge: Judge) -> list[Group]:
-    by_key: dict[str, Group] = {}
-    for s in results.snippets:
-        src = s.sources[0] if s.sources else None
-        key = views.page_key(src) if src else "(no source)"
-        g = by_key.setdefault(key, Group(key, f"{src.file} ({src.corpus} {src.version})" if src else key,
-                                         views.page_slug(key)))
-        j = judge.of_source(s, src) if src else judge.of(s)
-        cells = [_cell(results, s, c, j) for c in results.columns]
-        verdicts = sorted({c["verdict"] for c in cells if c})
-        g.rows.append({"id": s.id, "short": short_command(s), "kind": s.kind,
-                       "spec": "1" if s.speculative_config else "0",
-                       "standin": "1" if any(o.stand_in for c in results.columns if (o := results.cell(s.id, c))) else "0",
-                       "verdicts": " ".join(verdicts), "cells": cells, "judgement": j.kind, "summary": j.summary,
-                       "text": " ".join([views.command(s), s.model or "", g.title]).lower()[:600]})
-    return sorted(by_key.values(), key=lambda g: g.key)
 
 
 def _page_rows(results: Results, judge: Judge) -> dict[str, dict]:
@@ -145,10 +121,10 @@ def _verdict_counts(results: Results) -> dict[str, dict[str, int]]:
 
 
 def render(results: Results, doc: dict, changes: list[Change], seen: dict[str, Seen], *,
-           had_history: bool, annotated: dict | None = None, judge: Judge | None = None) -> dict[str, str]:
+           had_history: bool, annotated: dict | None = None, judge: Judge | None = None,
+           snapshots: list[dict] | None = None) -> dict[str, str]:
     env = environment()
     judge = judge or Judge(results)
-    grouped = groups(results, judge)
     pages = _page_rows(results, judge)
     ranked = sorted(pages.values(), key=lambda p: (-p["doc-drift"], -p["vllm-regression"], -p["needs-newer"], p["key"]))
     shorts = {s.id: short_command(s, 80) for s in results.snippets}
@@ -162,13 +138,14 @@ def render(results: Results, doc: dict, changes: list[Change], seen: dict[str, S
             change_kinds=CHANGE_KINDS, retired=results.retired,
             offenders=[p for p in ranked if p["doc-drift"] or p["vllm-regression"]][:15], problems=results.problems,
             **common),
-        "matrix.md": env.get_template("matrix.md.j2").render(
-            groups=grouped, kinds=sorted({s.kind for s in results.snippets}), **common),
+        "matrix.md": env.get_template("matrix.md.j2").render(total=len(results.snippets), **common),
+        "matrix-data.js": matrix_data.script(matrix_data.build(results, doc, judge, snapshots or [])),
         "pages/index.md": env.get_template("pages_index.md.j2").render(pages=ranked, **common),
     }
     for p in pages.values():
         out[f"pages/{p['slug']}.md"] = env.get_template("page.md.j2").render(
-            title=p["file"], corpus=p["corpus"], version=p["version"], file=p["file"], url=p["url"],
+            title=titles.page_title_of(results.snippets, p["key"]), corpus=p["corpus"], version=p["version"],
+            file=p["file"], url=p["url"],
             written_for=p["written_for"], rows=p["rows"], **common)
     for s in results.snippets:
         out[f"snippets/{s.id}.md"] = snippet_page.render(env, results, judge, s, seen.get(s.id) or Seen())

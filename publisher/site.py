@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from publisher import history as hist
-from publisher import matrix_json, pages, views
+from publisher import matrix_json, pages, search_index, views
 from publisher.judgement import JUDGEMENTS, Judge
 from publisher.results import Results
 
@@ -72,7 +72,7 @@ def build_site(results: Results, site_dir: Path, *, history_dir: Path | None = N
     # matrix.json already holds each command's passing range: the pages read it from there
     seen = {sid: hist.Seen(e["first_passing"], e["last_passing"], e["version_removed"]) for sid, e in doc["snippets"].items()}
     generated = pages.render(results, doc, changes, seen, had_history=history_dir is not None,
-                             annotated=annotated, judge=judge)
+                             annotated=annotated, judge=judge, snapshots=past.snapshots)
     t1 = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="driftmatrix-site-") as tmp:
         stage = Path(tmp)
@@ -88,6 +88,7 @@ def build_site(results: Results, site_dir: Path, *, history_dir: Path | None = N
                               capture_output=True, text=True)
         if proc.returncode:
             raise PublishError(f"mkdocs build --strict failed:\n{(proc.stderr or proc.stdout)[-3000:]}")
+        search_index.trim(site_dir)
     t2 = time.monotonic()
     doc.pop("previous", None)
     text = json.dumps(doc, indent=1, ensure_ascii=False)

@@ -1,41 +1,284 @@
 """One command's page (snippets/<id>.md): the command as the docs show it, where it appears,
-its judgement, and per build the verdict with its evidence."""
+its judgement, its speed beside its variants', and per build the verdict with its evidence.
+
+What is shown is worded here (plain words, a unit on every figure); the template only lays it
+out. Every value from docs or logs still reaches the page escaped: jinja's autoescape, the
+`md`/`fence` filters, or the `Markup` built here from `html.escape`d parts only."""
 
 from __future__ import annotations
 
+import html
 import json
+import shlex
+from datetime import datetime, timezone
 
 from jinja2 import Environment
+from markupsafe import Markup
 
 from extractor.records import Snippet
-from publisher import fixes, titles, views
+from publisher import fixes, perf_view, titles, views
 from publisher.history import Seen
 from publisher.judgement import Judge
 from publisher.matrix_json import flags_valid
 from publisher.results import Results
+from runner.counts import GOOD
+from runner.records import Outcome
 
+COMMAND_WIDTH = 80
+"""A one-line command longer than this is shown one option per line, with ` \\` continuations."""
+
+PLAIN_STAGE = {"parse": "the argument parser", "config": "the engine config", "start": "server start",
+               "probe": "requests answered", "perf": "speed measured"}
+"""How far a run was checked, in words (`checked up to: requests answered`)."""
+
+PROBES = {"models": "list models", "json_schema": "structured output (json_schema)", "chat": "chat",
+          "stream": "streaming chat", "tools": "tool call", "tool": "tool call", "image": "image input"}
+
+CONFIG_UNITS = (("_gib", "GiB"), ("_mib", "MiB"), ("_s", "s"), ("_tokens", "tokens"), ("max_model_len", "tokens"),
+                ("max_num_seqs", "sequences"))
+
+
+# --- the command, wrapped at argument boundaries ---------------------------------------------
+
+def _words(text: str) -> list[str] | None:
+    """The shell words of a one-line command as written (quotes kept), or None for anything but one
+    plain command (a list or pipeline, a comment, a heredoc, a substitution, an unclosed quote). A
+    `<model>` placeholder is a word here: a ` \\` + newline between words changes nothing for bash."""
+    words, cur, i, n = [], "", 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch in " \t":
+            if cur:
+                words.append(cur)
+                cur = ""
+            i += 1
+            continue
+        if ch in ";&|()`\n" or (ch == "#" and not cur) or text.startswith(("$(", "<<"), i):
+            return None
+        if ch == "\\":
+            cur, i = cur + text[i:i + 2], i + 2
+            continue
+        if ch in "'\"" or text.startswith("$'", i):
+            ansi = ch == "$"
+            quote, escapes = ("'", True) if ansi else (ch, ch == '"')
+            j = i + (2 if ansi else 1)
+            while j < n and text[j] != quote:
+                j += 2 if escapes and text[j] == "\\" else 1
+            if j >= n:
+                return None
+            cur, i = cur + text[i:j + 1], j + 1
+            continue
+        cur, i = cur + ch, i + 1
+    if cur:
+        words.append(cur)
+    return words
+
+
+def _is_option(word: str, previous: str) -> bool:
+    if not word.startswith("-") or word[1:2].isdigit() or word in ("-", "--"):
+        return False
+    return not (word == "-m" and previous.rsplit("/", 1)[-1].startswith("python"))
+
+
+def wrapped_command(text: str, width: int = COMMAND_WIDTH) -> str:
+    """The docs' command with one option (and its values) per line when its one line is long: bash
+    reads it as the same words (a ` \\` + newline is removed), so the copy button copies a runnable
+    command. Anything already on several lines, or not a plain command, is left as written."""
+    text = text.strip()
+    if "\n" in text or len(text) <= width:
+        return text
+    words = _words(text)
+    if not words:
+        return text
+    lines: list[list[str]] = [[]]
+    for k, w in enumerate(words):
+        if lines[-1] and (_is_option(w, words[k - 1]) or w.startswith("vllm/vllm-")):
+            lines.append([])
+        lines[-1].append(w)
+    return " \\\n    ".join(" ".join(line) for line in lines)
+
+
+# --- small pieces of HTML built from escaped parts -------------------------------------------
+
+def lines_html(text) -> Markup:
+    """Text of several lines (an exception message) as lines: escaped, blank lines dropped (a blank
+    line would end the page's raw-HTML block)."""
+    return Markup("<br>".join(html.escape(ln.rstrip()) for ln in str(text or "").splitlines() if ln.strip()))
+
+
+def _one(text) -> str:
+    return " ".join(str(text or "").split())
+
+
+# --- what one build's section says ------------------------------------------------------------
+
+def checked(o: Outcome) -> str:
+    """`requests answered` / `server start, where it stopped (it was to go on up to: requests answered)`."""
+    planned = PLAIN_STAGE.get(o.tier, o.tier)
+    if o.verdict in GOOD:
+        return PLAIN_STAGE.get(o.stage, o.stage) + ("" if o.stage == o.tier else f" (it was to go on up to: {planned})")
+    if o.verdict == "FAIL":
+        return f"{PLAIN_STAGE.get(o.stage, o.stage)}, where it stopped" + (
+            "" if o.stage == o.tier else f" (it was to go on up to: {planned})")
+    return f"not checked (it was to go up to: {planned})"
+
+
+def models(s: Snippet, o: Outcome) -> tuple[list[tuple[str, str, str]], dict[str, str]]:
+    """([(role, model as documented, the twin's id)], other substitutions) for the Model row."""
+    twins, other = [], {}
+    for name, used in o.substitutions.items():
+        if str(used).startswith("stand-in "):
+            role = "model" if name == s.model else "draft" if name == (s.speculative_config or {}).get("model") else "also"
+            twins.append((role, name, str(used).rsplit(" ", 1)[-1]))
+        else:
+            other[name] = used
+    return twins, other
+
+
+def model_summary(o: Outcome) -> str:
+    """The Verdicts table's Model cell."""
+    if o.stand_in:
+        return "random-weight twin"
+    return "not loaded" if o.stage == "parse" or o.verdict == "SKIP" else "as documented"
+
+
+def ran(o: Outcome) -> str:
+    """`2026-12-02 18:55 UTC · took 307 s (server ready after 162 s) · GPU: NVIDIA H200 (driver 580.159.04)`."""
+    try:
+        at = datetime.fromisoformat(o.started.replace("Z", "+00:00"))
+        when = (at.astimezone(timezone.utc) if at.tzinfo else at).strftime("%Y-%m-%d %H:%M UTC")
+    except (ValueError, AttributeError):
+        when = o.started or "time not recorded"
+    parts = [when, f"took {perf_view.number(o.duration_s, 's')}"]
+    ready = (o.evidence.server or {}).get("ready_s")
+    if ready is not None:
+        parts[-1] += f" (server ready after {perf_view.number(ready, 's')})"
+    gpus = [str(g) for g in (o.host or {}).get("gpus") or []]
+    if gpus:
+        names = {}
+        for g in gpus:
+            name, _, driver = g.partition(",")
+            names.setdefault((name.strip(), driver.strip()), 0)
+            names[(name.strip(), driver.strip())] += 1
+        parts.append("; ".join(f"GPU: {f'{k} × ' if k > 1 else ''}{name}" + (f" (driver {drv})" if drv else "")
+                               for (name, drv), k in names.items()))
+    elif (o.host or {}).get("cpus"):
+        parts.append(f"no GPU, {o.host['cpus']} CPU cores")
+    return " · ".join(parts)
+
+
+def build(o: Outcome) -> str:
+    t = o.target
+    text = f"vLLM {t.version}" + (f" (package {t.distribution}" + (f", commit {t.commit})" if t.commit else ")")
+                                  if t.distribution else f" (commit {t.commit})" if t.commit else "")
+    if t.torch:
+        text += f" · torch {t.torch}" + (f" (CUDA {t.torch_cuda})" if t.torch_cuda else "")
+    if t.transformers:
+        text += f" · transformers {t.transformers}"
+    return text
+
+
+def reason_shown(o: Outcome) -> str:
+    """The verdict's reason when it says more than the exception and the warnings shown with it
+    (a FAIL's reason is its exception's first line, a WARN's its first feature warning: once is enough)."""
+    reason = o.reason or ""
+    exc = o.evidence.exception
+    if exc and reason.startswith(f"{exc.get('type')}: "):
+        return ""  # a FAIL's reason: the exception's first line
+    if exc and f"({exc.get('type')}: " in reason:  # a SKIP's or ERROR's: an explanation (the exception)
+        kept = reason.split(f"({exc.get('type')}: ", 1)[0].strip()
+        explanation = (o.evidence.signature or {}).get("explanation") or "\0"
+        return "" if kept.endswith(explanation) else kept
+    if o.verdict == "WARN" and reason.startswith("vLLM warns: ") and any(w.get("feature") for w in o.evidence.warnings):
+        return ""
+    return reason
+
+
+def short_cause(o: Outcome) -> str:
+    """The Verdicts table's cause: where, not the whole message (that is in the build's section)."""
+    exc = o.evidence.exception
+    if o.verdict == "FAIL" and exc:
+        where = views.location(exc).rsplit("/", 1)[-1]
+        return f"{exc.get('type')}" + (f" at {where}" if where else "")
+    if o.verdict == "WARN":
+        feature = [w for w in o.evidence.warnings if w.get("feature")]
+        if feature:
+            return f"vLLM warns (at {str(feature[0].get('file')).rsplit('/', 1)[-1]}:{feature[0].get('line')})"
+    sig = o.evidence.signature
+    if sig:
+        return sig.get("id") or ""
+    return views._clip(o.reason or "", 100)
+
+
+def warnings(o: Outcome) -> tuple[list[dict], list[dict], int]:
+    """(about this command's features, host and runtime noise grouped, how many noise lines): a
+    warning logged twice (by two processes, once with its logger) is one row with a count."""
+    feature, noise = [], []
+    for w in o.evidence.warnings:
+        group = feature if w.get("feature") else noise
+        key = (_one(w.get("message")), str(w.get("file")).rsplit("/", 1)[-1], w.get("line"))
+        same = next((g for g in group if g["key"] == key), None)
+        if same:
+            same["count"] += 1
+            if len(str(w.get("file"))) > len(same["file"]):
+                same["file"] = str(w.get("file"))
+            continue
+        group.append({"key": key, "message": key[0], "file": str(w.get("file")), "line": w.get("line"),
+                      "process": w.get("process") or w.get("logger") or "", "count": 1})
+    return feature, noise, sum(g["count"] for g in noise)
+
+
+def config_rows(o: Outcome) -> list[tuple[str, str]]:
+    """The effective config with a unit on each figure (`model_memory_gib` 9.53 GiB)."""
+    rows = []
+    for k, v in o.evidence.effective_config.items():
+        unit = next((u for suffix, u in CONFIG_UNITS if k.endswith(suffix)), "")
+        text = json.dumps(v) if isinstance(v, (list, dict)) else str(v)
+        rows.append((k, f"{text}\u00a0{unit}" if unit and isinstance(v, (int, float)) and not isinstance(v, bool) else text))
+    return rows
+
+
+def probes(o: Outcome) -> list[dict]:
+    return [{"name": p.get("name"), "what": PROBES.get(p.get("name"), str(p.get("name"))), "ok": p.get("ok"),
+             "status": p.get("status"), "detail": p.get("detail"),
+             "time": perf_view.number(p.get("duration_s"), "s") if p.get("duration_s") is not None else "—"}
+            for p in o.evidence.probes]
+
+
+def gpu_memory(o: Outcome) -> str:
+    used = (o.evidence.perf or {}).get("gpu_mib_used") or []
+    return ", ".join(perf_view.number(m / 1024, "GiB") for m in used if isinstance(m, (int, float)))
+
+
+def section(s: Snippet, o: Outcome) -> dict:
+    twins, other = models(s, o)
+    feature, noise, noise_n = warnings(o)
+    return {"checked": checked(o), "twins": twins, "substituted": other, "ran": ran(o), "build": build(o),
+            "reason": reason_shown(o), "location": views.location(o.evidence.exception),
+            "argv": wrapped_command("vllm serve " + shlex.join(o.argv)) if o.argv else "", "feature": feature, "noise": noise, "noise_n": noise_n,
+            "spec": perf_view.spec_counters(o.evidence.spec_decode), "config": config_rows(o), "probes": probes(o),
+            "options": views.option_notes(o), "gpu_memory": gpu_memory(o),
+            "perf_acceptance": perf_view.acceptance((o.evidence.perf or {}).get("spec_decode"))}
+
+
+# --- the page ---------------------------------------------------------------------------------
 
 def render(env: Environment, results: Results, judge: Judge, s: Snippet, seen: Seen) -> str:
     rows = [(c, results.cell(s.id, c)) for c in results.columns if results.cell(s.id, c)]
     diffs = views.config_differences({c.key: o for c, o in rows})
-    variants = []
-    for v in results.variants(s.id):
-        for c in results.columns:
-            o = results.cell(s.id, c, v)
-            if o:
-                perf = views.perf_rows(o)
-                variants.append({"variant": v, "label": c.label, "o": o, "cause": views.cause(o),
-                                 "single": perf[0]["decode"] if perf else "", "many": perf[1]["throughput"] if len(perf) > 1 else ""})
+    variants = [{"variant": v, "what": perf_view.VARIANTS.get(v, v), "label": c.label, "key": c.key, "o": o,
+                 "depth": views.depth_text(o), "cause": views.cause(o)}
+                for v in results.variants(s.id) for c in results.columns if (o := results.cell(s.id, c, v))]
     retired = [(c, o) for c in results.retired if (o := results.cell(s.id, c))]
+    fix = results.fixes.get(s.id)
     return env.get_template("snippet.md.j2").render(
-        s=s, title=titles.snippet_title(s), command=views.command(s), flags=flags_valid(s),
+        s=s, title=titles.snippet_title(s), command=wrapped_command(views.command(s)), flags=flags_valid(s),
         spec_json=json.dumps(s.speculative_config) if s.speculative_config else "",
         page_slugs=[views.page_slug(views.page_key(src)) for src in s.sources],
         judgements=judge.all(s), source_judgements=[judge.of_source(s, src).kind for src in s.sources],
-        rows=rows, causes={c.key: views.cause(o) for c, o in rows}, depths={c.key: views.depth_text(o) for c, o in rows},
-        locations={c.key: views.location(o.evidence.exception) for c, o in rows},
-        option_notes={c.key: views.option_notes(o) for c, o in rows},
-        perfs={c.key: views.perf_rows(o) for c, o in rows}, diffs=diffs,
-        flipped=[k for k, vals in diffs.items() if all(isinstance(v, bool) for v in vals.values())],
-        icons=views.ICONS, variants=variants, seen=seen, retired=retired,
-        fix=results.fixes.get(s.id), fix_verified=fixes.verified(results, judge, s))
+        rows=rows, depths={c.key: views.depth_text(o) for c, o in rows},
+        short_causes={c.key: short_cause(o) for c, o in rows}, models={c.key: model_summary(o) for c, o in rows},
+        sections={c.key: section(s, o) for c, o in rows}, speed=perf_view.tables(results, s.id, bool(s.speculative_config)),
+        diffs=diffs, flipped=[k for k, vals in diffs.items() if all(isinstance(v, bool) for v in vals.values())],
+        icons=views.ICONS, variants=variants, seen=seen, retired=retired, lines=lines_html,
+        fix=fix, fix_command=wrapped_command(fix.fix.text) if fix else "", fix_verified=fixes.verified(results, judge, s))

@@ -81,6 +81,33 @@ def test_no_page_runs_anything(site, browser):
     context.close()
 
 
+def test_the_matrix_shows_hostile_text_as_text(site, browser):
+    """The matrix is drawn by a script from matrix-data.js: every cell, every opened cause, the page
+    list and the judgement reasons of hostile records stay text."""
+    _, root, base = site
+    data = (root / "matrix-data.js").read_text(encoding="utf-8")
+    assert "</script" not in data.lower()  # no string in the data can end its <script> element
+    page = browser.new_page()
+    fired: list[str] = []
+    page.on("dialog", lambda d: (fired.append(d.message), d.dismiss()))
+    page.goto(f"{base}/matrix.html?all=1")
+    page.wait_for_selector("body[data-dm-ready]")
+    buttons = page.locator("table.dm-matrix button[data-c]")
+    assert buttons.count() >= 8
+    for i in range(buttons.count()):
+        buttons.nth(i).click()  # opens its details (a second click on another cell of the row replaces them)
+        page.wait_for_timeout(20)
+    page.select_option("#dm-mine", "0.20.1")
+    page.locator("table.dm-matrix td.dm-mine button").first.click()
+    page.wait_for_timeout(300)
+    assert page.evaluate("typeof window.__pwned") == "undefined", page.evaluate("window.__pwned")
+    assert hostile.IMG in page.locator("table.dm-matrix").inner_text()  # shown, as text
+    assert hostile.IMG in " ".join(page.locator("#dm-page option").all_inner_texts())
+    assert not page.locator("table.dm-matrix img, table.dm-matrix svg, table.dm-matrix script").count()
+    assert not fired, fired
+    page.close()
+
+
 def test_only_web_urls_become_links(site):
     _, root, _ = site
     for path in html_files(root):
@@ -123,7 +150,7 @@ def test_titles_and_headings_are_text(site):
 
 def test_no_host_path_on_any_page_or_in_matrix_json(site):
     tmp, root, _ = site
-    published = [*html_files(root), root / "matrix.json", root / "search" / "search_index.json"]
+    published = [*html_files(root), root / "matrix.json", root / "search" / "search_index.json", root / "matrix-data.js"]
     forbidden = ["/root/", "/home/", "/tmp/", str(tmp), str(hostile.REPO), "/root/dmcache", "/.cache/driftmatrix"]
     for path in published:
         text = path.read_text(encoding="utf-8")
