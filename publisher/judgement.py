@@ -97,7 +97,10 @@ class Judgement:
         if self.regression:
             return self.regression[1].outcome.stage
         good = [k for k in self.checks if k.outcome.verdict in GOOD and k.scope == "in"] or self.working
-        return max((k.outcome.stage for k in good), key=depth, default=None)
+        if good:
+            return max((k.outcome.stage for k in good), key=depth)
+        # needs-newer with no run of the page's versions: it rests on the older builds' failures
+        return max((k.outcome.stage for k in self.checks if k.outcome.verdict == "FAIL"), key=depth, default=None)
 
 
 def written_for(source: Source) -> WrittenFor:

@@ -79,12 +79,13 @@ def one_line(command: str) -> str:
     return " ".join(re.sub(r"\\\s*\n", " ", command).split())
 
 
-def _cell(results: Results, known: ranges.Runs, strings: _Strings, s, col, j, flags: dict | None):
+def _cell(results: Results, support: dict, strings: _Strings, s, col, j):
     o = results.cell(s.id, col)
     if o is None:
         return 0
     check = next((k for k in j.checks if k.column.key == col.key), None)
-    found = ranges.of_cell(known, s.id, o, flags)
+    given = (support.get(col.key) or {}).get("range")  # matrix.json's: computed once, in publisher/ranges.py
+    found = ranges.Range(given["first"], given["last"], given["basis"]) if given else None
     detail = " ".join([views.cause(o, limit=400), *views.option_notes(o)]).strip()
     return [views.VERDICTS.index(o.verdict), TIERS.index(o.stage) if o.stage in TIERS else 0,
             found.text() if found else "", strings(detail), SCOPES[check.scope] if check else 0,
@@ -122,8 +123,7 @@ def build(results: Results, doc: dict, judge: Judge, snapshots: list[dict]) -> d
         group = groups.setdefault(key, [views.page_slug(key), titles.page_title(src) if src else key,
                                         f"{src.file} ({src.corpus} {src.version})" if src else "", []])
         j = judge.of_source(s, src) if src else judge.of(s)
-        flags = doc["snippets"][s.id].get("flags_valid")
-        cells = [_cell(results, known, strings, s, c, j, flags) for c in results.columns]
+        cells = [_cell(results, doc["snippets"][s.id]["support"], strings, s, c, j) for c in results.columns]
         # this publish's runs are in the cells already: the "my version" runs add the history's
         # and, for a version with no run, the option history answers in the page's script
         bits = (1 if s.speculative_config else 0) | (2 if any(c and c[5] for c in cells) else 0)

@@ -11,7 +11,7 @@ from datetime import datetime, timezone
 
 from flaghistory.commands import command_options, shipped
 from publisher import history as hist
-from publisher import views
+from publisher import ranges, views
 from publisher.judgement import UNRECORDED, Judge, Judgement
 from publisher.results import Results
 from publisher.views import cause
@@ -25,20 +25,21 @@ def evidence_href(snippet_id: str, column_key: str) -> str:
 
 
 def _target(results: Results, c, retired: bool) -> dict:
-    entry = {"name": c.name, "version": c.version, "commit": c.commit, "distribution": c.distribution,
-             "date": results.dates.get(c.key, "")}
+    entry = {"label": c.label, "kind": c.kind, "name": c.name, "version": c.version, "commit": c.commit,
+             "distribution": c.distribution, "date": results.dates.get(c.key, "")}
     if retired:
         newer = next((n for n in results.columns if n.name == c.name), None)
         entry.update(retired=True, superseded_by=newer.key if newer else None)
     return entry
 
 
-def _support(o, c, snippet_id: str, retired: bool) -> dict:
+def _support(o, c, snippet_id: str, retired: bool, found: ranges.Range | None) -> dict:
     notes = [n for n in [cause(o)] if n] + views.option_notes(o)
     if o.stand_in:
         notes.append("run with a random-weight stand-in of the model (same architecture)")
     cell = {"status": o.verdict, "stage": o.stage, "depth": views.depth_text(o), "tier": o.tier,
-            "stand_in": o.stand_in, "notes": notes, "evidence": evidence_href(snippet_id, c.key)}
+            "stand_in": o.stand_in, "range": found.as_json() if found else None, "notes": notes,
+            "evidence": evidence_href(snippet_id, c.key)}
     if retired:
         cell["retired"] = True
     return cell
@@ -70,20 +71,24 @@ def build(results: Results, snapshots: list[dict] | None = None, generated: str 
         "targets": {c.key: _target(results, c, retired) for c, retired in [*((c, False) for c in results.columns), *old]},
         "snippets": {},
     }
+    known = ranges.runs(snapshots or [], results)
     for s in results.snippets:
-        support = {c.key: _support(o, c, s.id, retired) for c, retired in [*((c, False) for c in results.columns), *old]
+        flags = flags_valid(s)
+        support = {c.key: _support(o, c, s.id, retired, ranges.of_cell(known, s.id, o, flags))
+                   for c, retired in [*((c, False) for c in results.columns), *old]
                    if (o := results.cell(s.id, c)) is not None}
+        worst = judge.of(s)
         doc["snippets"][s.id] = {
             "kind": s.kind, "command": views.command(s), "model": s.model, "speculative": bool(s.speculative_config),
             "runnable": s.runnable, "reason": s.reason,
-            "judgement": judge.of(s).kind,
+            "judgement": worst.kind, "depth": worst.depth,
             "judgements": [_judgement(j) for j in judge.all(s)],
             "sources": [{"corpus": src.corpus, "version": src.version, "file": src.file, "line": src.line,
                          "first_line": next((ln.strip() for ln in src.text.split("\n") if ln.strip()), ""),
                          "url": views.http_url(src.url), "written_for": (src.written_for or UNRECORDED).spec,
                          "judgement": judge.of_source(s, src).kind} for src in s.sources],
             "support": support,
-            "flags_valid": flags_valid(s),
+            "flags_valid": flags,
         }
     seen = hist.seen(snapshots or [], doc)
     for sid, entry in doc["snippets"].items():

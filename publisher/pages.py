@@ -102,8 +102,8 @@ def _page_rows(results: Results, judge: Judge) -> dict[str, dict]:
                               "cells": [_cell(results, s, c, j) for c in results.columns]})
     for p in pages.values():
         p["rows"].sort(key=lambda r: r["line"])
-        kinds = [r["judgement"] for r in p["rows"]]
-        p.update({k: kinds.count(k) for k in judgement.JUDGEMENTS}, total=len(p["rows"]),
+        kinds = list({r["id"]: r["judgement"] for r in p["rows"]}.values())  # a command shown twice counts once
+        p.update({k: kinds.count(k) for k in judgement.JUDGEMENTS}, total=len(kinds),
                  title=f"{p['file']} ({p['corpus']} {p['version']})")
     return pages
 

@@ -184,7 +184,7 @@
   }
   // Rows are rendered in chunks: the first CHUNK at once, the rest as the reader scrolls near
   // the end (or presses "Show more"), so a filter matching 2,000 commands still answers at once.
-  var CHUNK = 150, pending = [], observer = null;
+  var CHUNK = 80, pending = [], observer = null;
   function render() {
     var shown = 0, pages = 0, parts = [];
     pending = [];
@@ -290,7 +290,7 @@
           more();
           observer.unobserve(els.more); observer.observe(els.more);  // still in view: the next chunk
         }
-      }, { rootMargin: "800px 0px" });
+      }, { rootMargin: "1200px 0px" });
     }
     render();
   }

@@ -37,8 +37,8 @@ def results(site_inputs):
     return load(site_inputs["snippets"], [site_inputs["parse"], site_inputs["config"]])
 
 
-def open_page(browser, url: str, viewport=WIDE):
-    page = browser.new_page(viewport=viewport)
+def open_page(browser, url: str, viewport=WIDE, touch: bool = False):
+    page = browser.new_page(viewport=viewport, has_touch=touch, is_mobile=touch)
     errors: list[str] = []
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     page.on("pageerror", lambda e: errors.append(str(e)))
@@ -96,12 +96,18 @@ def test_the_cause_opens_in_place_by_click_and_by_keyboard(site, browser, artifa
         assert page.evaluate("document.activeElement.classList.contains('dm-cell')")  # focus back on the cell
         page.keyboard.press(" ")
         assert page.locator("tr.dm-detail").count() == 1
+        page.locator("tr.dm-detail button.dm-close").click()
 
         judged = page.locator("button.dm-j").first
         judged.click()  # the judgement's reason opens the same way
         assert "written for" in page.locator("tr.dm-detail").first.inner_text()
         assert not errors, errors
         page.close()
+    page, errors = open_page(browser, f"{site}/matrix.html", PHONE, touch=True)  # a phone: a tap opens it
+    page.locator("button.dm-cell.dm-FAIL").first.tap()
+    assert "Cause: " in page.locator("tr.dm-detail").inner_text()
+    assert not errors, errors
+    page.close()
 
 
 def test_each_verdict_has_its_own_colour(site, browser):

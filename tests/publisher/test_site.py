@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from bs4 import BeautifulSoup
 
+from publisher.judgement import JUDGEMENTS
 from publisher.results import load
 
 HERE_REPO = Path(__file__).resolve().parents[2]
@@ -73,6 +74,15 @@ def test_matrix_json_says_what_the_records_say(published, site_inputs):
             if o.verdict == "FAIL":
                 assert cell["notes"] and ".py:" in cell["notes"][0]  # the raising file:line
         a, b = results.cell(s.id, old), results.cell(s.id, new)
+        assert entry["command"].startswith(s.sources[0].text.strip()[:20]) and entry["judgement"] in JUDGEMENTS
+        if a and b and a.verdict == "FAIL" and b.verdict in ("PASS", "WARN"):  # same kind of build, both run
+            assert entry["support"][old.key]["range"]["text"] == f"{new.version}+"  # where it did work
+            assert entry["support"][new.key]["range"] == {"first": new.version, "last": None, "basis": "runs",
+                                                          "text": f"{new.version}+"}
+        if a and b and a.verdict in ("PASS", "WARN") and b.verdict in ("PASS", "WARN"):
+            assert entry["support"][new.key]["range"]["text"] == f"{old.version}+"
+        if entry["judgement"] != "unknown":
+            assert entry["depth"] in ("parse", "config", "start", "probe", "perf")
         earlier = first_run.cell(s.id, old)  # the history: the first publish saw the parse run only
         if earlier and earlier.verdict in ("PASS", "WARN"):
             assert entry["version_added"] == old.version  # seen passing then, whatever it does now
@@ -84,6 +94,9 @@ def test_matrix_json_says_what_the_records_say(published, site_inputs):
             assert entry["version_added"] == old.version and entry["last_passing"]["version"] == new.version
     assert checked, "the fixture has commands that fail on the old version and run on the new one"
     assert set(versions.values()) == {t["version"] for t in doc["targets"].values()}
+    assert {t["label"] for t in doc["targets"].values()} == {"stable (vLLM 0.20.1, CPU build)",
+                                                            "nightly (vLLM 0.32.0, CPU build)"}
+    assert {t["kind"] for t in doc["targets"].values()} == {"CPU build"}
 
 
 def test_history_shows_what_changed(published, site_inputs):
