@@ -95,7 +95,7 @@ def _page_rows(results: Results, judge: Judge) -> dict[str, dict]:
             wf = judgement.written_for(src)
             p = pages.setdefault(key, {"key": key, "slug": views.page_slug(key), "file": src.file, "corpus": src.corpus,
                                        "version": src.version, "url": (src.url or "").split("#")[0] or None,
-                                       "written_for": wf, "rows": []})
+                                       "written_for": wf, "rows": [], "name": titles.page_title(src)})
             j = judge.of_source(s, src)
             p["rows"].append({"id": s.id, "line": src.line, "url": src.url, "short": short_command(s),
                               "judgement": j.kind, "summary": j.summary,
@@ -104,7 +104,7 @@ def _page_rows(results: Results, judge: Judge) -> dict[str, dict]:
         p["rows"].sort(key=lambda r: r["line"])
         kinds = list({r["id"]: r["judgement"] for r in p["rows"]}.values())  # a command shown twice counts once
         p.update({k: kinds.count(k) for k in judgement.JUDGEMENTS}, total=len(kinds),
-                 title=f"{p['file']} ({p['corpus']} {p['version']})")
+                 title=(f"{p['name']} — " if p["name"] != p["file"] else "") + f"{p['file']} ({p['corpus']} {p['version']})")
     return pages
 
 
@@ -144,7 +144,7 @@ def render(results: Results, doc: dict, changes: list[Change], seen: dict[str, S
     }
     for p in pages.values():
         out[f"pages/{p['slug']}.md"] = env.get_template("page.md.j2").render(
-            title=titles.page_title_of(results.snippets, p["key"]), corpus=p["corpus"], version=p["version"],
+            title=p["name"], corpus=p["corpus"], version=p["version"],
             file=p["file"], url=p["url"],
             written_for=p["written_for"], rows=p["rows"], **common)
     for s in results.snippets:

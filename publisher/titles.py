@@ -10,10 +10,7 @@ has neither, and then a command's page is called by its model, as before.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 from extractor.records import Snippet, Source
-from publisher.views import page_key
 
 SEPARATOR = " › "
 """Between a page's title and the heading a command sits under."""
@@ -47,12 +44,3 @@ def page_title(source: Source) -> str:
     """A doc page's title (the generated page listing that page's commands): the page's own title,
     else its file (an older snippets.json)."""
     return _one_line(source.title) or source.file
-
-
-def page_title_of(snippets: Iterable[Snippet], key: str) -> str:
-    """The title of the doc page `key` (`views.page_key`: corpus/version/file), from a place on it."""
-    for s in snippets:
-        for source in s.sources:
-            if page_key(source) == key:
-                return page_title(source)
-    return key
