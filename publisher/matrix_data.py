@@ -116,6 +116,8 @@ def build(results: Results, doc: dict, judge: Judge, snapshots: list[dict]) -> d
     versions = _versions(history, results, known)
     index = {v: i for i, v in enumerate(versions)}
     kinds = sorted({s.kind for s in results.snippets})
+    # grouped by kind of build (CPU, CUDA, image), oldest version first within a kind
+    columns = sorted(results.columns, key=lambda c: BUILD_KINDS.index(c.kind))
     groups: dict[str, list] = {}
     for s in results.snippets:
         src = s.sources[0] if s.sources else None
@@ -123,7 +125,7 @@ def build(results: Results, doc: dict, judge: Judge, snapshots: list[dict]) -> d
         group = groups.setdefault(key, [views.page_slug(key), titles.page_title(src) if src else key,
                                         f"{src.file} ({src.corpus} {src.version})" if src else "", []])
         j = judge.of_source(s, src) if src else judge.of(s)
-        cells = [_cell(results, doc["snippets"][s.id]["support"], strings, s, c, j) for c in results.columns]
+        cells = [_cell(results, doc["snippets"][s.id]["support"], strings, s, c, j) for c in columns]
         # this publish's runs are in the cells already: the "my version" runs add the history's
         # and, for a version with no run, the option history answers in the page's script
         bits = (1 if s.speculative_config else 0) | (2 if any(c and c[5] for c in cells) else 0)
@@ -133,7 +135,7 @@ def build(results: Results, doc: dict, judge: Judge, snapshots: list[dict]) -> d
     return {
         "schema": 1,
         "columns": [{"key": c.key, "name": c.name, "version": c.version, "commit": c.commit or "",
-                     "date": results.dates.get(c.key, ""), "kind": c.kind, "label": c.label} for c in results.columns],
+                     "date": results.dates.get(c.key, ""), "kind": c.kind, "label": c.label} for c in columns],
         "buildKinds": list(BUILD_KINDS), "kinds": kinds, "verdicts": list(views.VERDICTS), "icons": views.ICONS,
         "meaning": views.MEANING, "stages": list(TIERS),
         "depth": {stage: list(words[:2]) for stage, words in views.DEPTH.items()},

@@ -6,7 +6,8 @@
 (function () {
   "use strict";
   var D, cols, groups, els = {}, state, open = {};
-  var FOLD_ABOVE = 300;  // more commands than this: page groups start folded (the page stays fast)
+  var FOLD_ABOVE = 300;
+  var CMD_CHARS = 260;  // a longer command is cut in the matrix (whole on its page; the search reads it whole)  // more commands than this: page groups start folded (the page stays fast)
   var SHORT_KIND = { "CPU build": "CPU", "CUDA build": "CUDA", "container image": "image", "build": "build" };
 
   function esc(s) {
@@ -124,8 +125,10 @@
   }
   function rowHTML(row) {
     var j = D.judgements[row[5]];
+    var cmd = row[1].length > CMD_CHARS ? row[1].slice(0, CMD_CHARS) : row[1];
     var html = '<tr class="dm-row" data-id="' + esc(row[0]) + '"><td class="dm-cmd"><a href="snippets/' + esc(row[0]) + '.html"><code>' +
-      esc(row[1]) + '</code></a></td><td class="dm-jc"><button type="button" class="dm-j dm-j-' + j + '" data-c="j" aria-expanded="' +
+      esc(cmd) + '</code>' + (cmd !== row[1] ? ' <span class="dm-cut">… ' + (row[1].length - CMD_CHARS) + ' more characters on its page</span>' : "") +
+      '</a></td><td class="dm-jc"><button type="button" class="dm-j dm-j-' + j + '" data-c="j" aria-expanded="' +
       (open[row[0]] === "j") + '" aria-label="' + esc("Judgement: " + j + ". Show why.") + '">' + j + '</button></td>';
     if (state.mine) html += mineCell(row);
     for (var i = 0; i < cols.length; i++) html += cellButton(row, i, row[7][i]);
