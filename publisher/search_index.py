@@ -12,7 +12,7 @@ from pathlib import Path
 
 TRIMMED = ("snippets/", "pages/", "annotated/")
 """Generated pages, one per command or doc page: one entry each, title + opening only."""
-TEXT_CHARS = 300
+TEXT_CHARS = 200
 
 
 def _clip(text: str) -> str:

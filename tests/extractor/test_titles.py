@@ -16,6 +16,7 @@ import pytest
 from extractor.catalog import extract
 from extractor.markdown_blocks import code_blocks, plain_text, title_from_file
 from extractor.records import Catalog, Source
+from test_html_pages import MKDOCS  # the same mkdocs config the HTML-page tests build with
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "site" / "snippets.json"
 
@@ -144,26 +145,6 @@ def test_an_older_snippets_json_still_loads():
     assert (src.title, src.heading) == ("T", "H")
 
 
-MKDOCS = """site_name: vLLM
-site_url: https://docs.vllm.ai/en/v0.33.0/
-theme:
-  name: material
-markdown_extensions:
-  - attr_list
-  - md_in_html
-  - admonition
-  - pymdownx.details
-  - pymdownx.superfences
-  - pymdownx.tabbed:
-      alternate_style: true
-  - pymdownx.highlight:
-      anchor_linenums: true
-      line_spans: __span
-      pygments_lang_class: true
-  - pymdownx.inlinehilite
-  - toc:
-      permalink: true
-"""
 PAGES = ["features/speculative_decoding/README.md", "features/speculative_decoding/eagle.md",
          "features/speculative_decoding/mtp.md", "deployment/docker.md", "benchmarking/cli.md"]
 TRICKY = """# Serving `<target-model>` &amp; friends
