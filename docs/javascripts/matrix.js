@@ -185,9 +185,10 @@
       (g[2] && g[2] !== g[1] ? ' <span class="dm-where">' + esc(g[2]) + "</span>" : "") +
       ' <span class="dm-tally">' + esc(n + " · " + counts) + "</span></th></tr></tbody>";
   }
-  // Rows are rendered in chunks: the first CHUNK at once, the rest as the reader scrolls near
+  // Rows are rendered in chunks: the first FIRST at once, the rest as the reader scrolls near
   // the end (or presses "Show more"), so a filter matching 2,000 commands still answers at once.
-  var CHUNK = 80, pending = [], observer = null;
+  // The first screen is what a filter waits for: 30 rows (two screens) at once, then 60 at a time.
+  var FIRST = 30, CHUNK = 60, pending = [], observer = null;
   function render() {
     var shown = 0, pages = 0, parts = [];
     pending = [];
@@ -203,15 +204,15 @@
     els.table = els.root.querySelector("table");
     els.more = els.root.querySelector(".dm-more");
     els.more.querySelector("button").addEventListener("click", more);
-    more();
+    more(FIRST);
     els.count.textContent = shown + " of " + D.total + " commands on " + pages + " doc page" + (pages === 1 ? "" : "s");
     els.expand.textContent = state.all ? "Fold the pages" : "Open every page";
     if (observer) { observer.disconnect(); observer.observe(els.more); }
     if (!window.DM_READY_MS) window.DM_READY_MS = performance.now();  // benchmarks/matrix_page.py reads it
     document.body.setAttribute("data-dm-ready", "1");
   }
-  function more() {
-    var budget = CHUNK, parts = [];
+  function more(size) {
+    var budget = typeof size === "number" ? size : CHUNK, parts = [];
     while (pending.length && budget > 0) {
       var item = pending[0], g = item[0], isOpen = expanded(g) && item[1].length;
       if (!item[2]) { parts.push(groupHead(g, item[1])); item[2] = true; if (!isOpen) { pending.shift(); budget -= 1; continue; } }

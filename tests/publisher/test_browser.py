@@ -12,6 +12,7 @@ from datetime import datetime, timezone
 import pytest
 
 from sitehttp import serve_dir
+from test_matrix_page import show_all
 from publisher.results import load
 
 XSS = "<script>window.__pwned = 1</script><img src=x onerror=\"window.__pwned = 2\">"
@@ -53,6 +54,7 @@ def test_matrix_renders_and_filters(site, tab, site_inputs, artifacts):
     page, errors = tab
     page.goto(f"{base}/matrix.html")
     page.wait_for_selector("body[data-dm-ready]")
+    show_all(page)
     results = load(site_inputs["snippets"], [site_inputs["parse"], site_inputs["config"]])
     rows = page.locator("tr.dm-row")
     assert rows.count() == len(results.snippets)
@@ -61,12 +63,14 @@ def test_matrix_renders_and_filters(site, tab, site_inputs, artifacts):
     page.screenshot(path=str(artifacts / "matrix.png"), full_page=True)
 
     page.select_option("#dm-verdict", "FAIL")
+    show_all(page)
     n_fail = rows.count()
     assert 0 < n_fail < len(results.snippets)
     for i in range(n_fail):
         assert rows.nth(i).locator("button.dm-cell.dm-FAIL").count() >= 1
     page.screenshot(path=str(artifacts / "matrix-fail-filter.png"), full_page=True)
     page.select_option("#dm-verdict", "")
+    show_all(page)
 
     # depth as text in every cell; the judgement column and its filter
     cells = page.locator("button.dm-cell")
@@ -74,12 +78,14 @@ def test_matrix_renders_and_filters(site, tab, site_inputs, artifacts):
     assert "parser" in words and words <= {"parser", "config", "started", "probed", "perf", "skip", "error"} | {
         f"at {s}" for s in ("parse", "config", "start", "probe", "perf")}
     page.select_option("#dm-judgement", "needs-newer")
+    show_all(page)
     assert rows.count() > 0
     for i in range(rows.count()):
         assert rows.nth(i).locator("button.dm-j").inner_text() == "needs-newer"
     page.select_option("#dm-judgement", "")
 
     page.check("#dm-spec")
+    show_all(page)
     spec = sum(1 for s in results.snippets if s.speculative_config)
     assert rows.count() == spec
     page.uncheck("#dm-spec")

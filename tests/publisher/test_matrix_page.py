@@ -48,8 +48,33 @@ def open_page(browser, url: str, viewport=WIDE, touch: bool = False):
     return page, errors
 
 
+def show_all(page) -> None:
+    """Scroll until every matching row is drawn (the page draws 30 rows, then more as the reader
+    nears the end)."""
+    for _ in range(100):
+        if page.locator("p.dm-more").is_hidden():
+            return
+        page.locator("tr.dm-row").last.scroll_into_view_if_needed()
+        page.mouse.wheel(0, 2000)
+        page.wait_for_timeout(50)
+    raise AssertionError("rows still pending after 100 scrolls")
+
+
+def test_rows_are_drawn_as_the_reader_scrolls(site, browser, results):
+    page, errors = open_page(browser, f"{site}/matrix.html")
+    first = page.locator("tr.dm-row").count()
+    assert 0 < first < len(results.snippets) and page.locator("p.dm-more").is_visible()
+    page.locator("#dm-more").click()  # without scrolling: the button
+    assert page.locator("tr.dm-row").count() > first
+    show_all(page)  # and by scrolling
+    ids = page.locator("tr.dm-row").evaluate_all("rows => rows.map(r => r.dataset.id)")
+    assert sorted(ids) == sorted(s.id for s in results.snippets)  # each once, none lost between chunks
+    assert not errors, errors
+
+
 def test_every_cell_reads_without_colour_or_hover(site, browser, results):
     page, errors = open_page(browser, f"{site}/matrix.html")
+    show_all(page)
     cells = page.locator("button.dm-cell")
     assert cells.count() == sum(1 for s in results.snippets for c in results.columns if results.cell(s.id, c))
     ranged = 0
@@ -130,6 +155,7 @@ def test_each_verdict_has_its_own_colour(site, browser):
 
 def test_headings_stay_in_view_down_to_the_last_row(site, browser, artifacts):
     page, errors = open_page(browser, f"{site}/matrix.html")
+    show_all(page)
     page.locator("tr.dm-row").last.scroll_into_view_if_needed()
     page.mouse.wheel(0, 400)
     assert page.evaluate("window.scrollY") > 2000
@@ -185,6 +211,7 @@ def test_a_shared_url_restores_the_view(site, browser, results):
 def test_my_version_answers_from_runs_and_the_option_history(site, browser, results):
     history = shipped()
     page, errors = open_page(browser, f"{site}/matrix.html?mine=0.20.1")
+    show_all(page)
     assert page.locator("thead th.dm-mine").inner_text().startswith("vLLM 0.20.1")
     stable = next(c for c in results.columns if c.version == "0.20.1")
     for s in results.snippets[:15]:
@@ -195,6 +222,7 @@ def test_my_version_answers_from_runs_and_the_option_history(site, browser, resu
     # a release with no run: the option history answers, and says so
     old = "0.8.0"
     page.select_option("#dm-mine", old)
+    show_all(page)
     answered = 0
     for s in results.snippets:
         options = options_of(s.argv or [])
