@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import shutil
 import socket
 import socketserver
@@ -93,12 +94,31 @@ def wrap(cmd: list[str], env: dict[str, str], writable: list[Path], gpu: bool, i
     if env.get("VLLM_CACHE_ROOT"):  # torch's and triton's compile caches default to /tmp, private here:
         cache = env["VLLM_CACHE_ROOT"]  # kept beside vLLM's own, so a second start stays warm
         inside |= {"TORCHINDUCTOR_CACHE_DIR": f"{cache}/torchinductor", "TRITON_CACHE_DIR": f"{cache}/triton"}
+        # Inductor's precompiled C++ headers stay in /tmp/torchinductor_<user>/precompiled_headers
+        # whatever TORCHINDUCTOR_CACHE_DIR says ("persistent past program runtime": outside a
+        # sandbox only the first start builds them); without this every start rebuilds them with g++.
+        headers = Path(cache) / "torchinductor-tmp"
+        headers.mkdir(parents=True, exist_ok=True)
+        args += ["--bind", str(headers.resolve()), f"/tmp/torchinductor_{_torch_user(env)}"]
     for key, value in inside.items():
         args += ["--setenv", key, value]
     env.update(inside)
     if inside_port is not None and socket_dir is not None:
         cmd = [sys.executable, str(INIT), str(socket_dir / "s"), str(inside_port), "--", *cmd]
     return [*args, "--", *cmd]
+
+
+def _torch_user(env: dict[str, str]) -> str:
+    """The user name torch's default cache dir (`/tmp/torchinductor_<user>`) is named after inside:
+    getpass.getuser() on the environment the sandboxed process gets, sanitized as torch does."""
+    name = next((env[k] for k in ("LOGNAME", "USER", "LNAME", "USERNAME") if env.get(k)), None)
+    if name is None:
+        try:
+            import pwd
+            name = pwd.getpwuid(os.getuid()).pw_name
+        except (ImportError, KeyError):
+            name = f"uid_{os.getuid()}"
+    return re.sub(r'[\\/:*?"<>|]', "_", name)
 
 
 def _ours() -> list[str]:

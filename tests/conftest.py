@@ -18,11 +18,23 @@ def corpus() -> Path:
     return CORPUS
 
 
-# The modules that start most servers go first, so that with `-n 2 --dist loadfile` (pytest-xdist,
-# the README's test command: a module's tests, and so its module-scoped servers, stay in one
-# worker) they overlap each other and everything else instead of forming the tail.
-SLOWEST_FIRST = ("test_gemma4.py", "test_serve.py", "test_standins.py", "test_hygiene.py", "test_judged.py",
-                 "test_tiers.py")
+# The modules that take longest go first, longest first, so that with `-n 2 --dist loadfile`
+# (pytest-xdist, the README's test command: a module's tests, and so its module-scoped servers, stay
+# in one worker) they overlap each other and the short modules fill the end instead of one long module
+# forming the tail. Ordered by wall time (CI's --durations and each module measured alone: its vLLM
+# servers, helpers, twin builds, site builds). test_judged makes the session's config_run (shared with
+# test_tiers, made once); test_tiers comes long after, so no worker waits idle for the other to make it.
+SLOWEST_FIRST = ("test_gemma4.py", "test_serve.py", "test_fixes.py", "test_standins_served.py", "test_hub.py",
+                 "test_standins.py", "test_judged.py", "test_hygiene.py", "test_isolation.py", "test_command_page.py",
+                 "test_wheel.py", "test_agreement.py", "test_matrix_page.py", "test_gate.py", "test_cuda_build.py",
+                 "test_browser.py", "test_tiers.py")
+
+
+def pytest_configure(config):
+    # pytest-xdist reorders loadfile/loadscope work units by their number of tests (most first)
+    # unless told not to; that would undo the order below.
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
 
 
 def pytest_collection_modifyitems(items):

@@ -117,7 +117,7 @@ def test_annotate_applies_verified_fixes_minimally_and_idempotently(work, annota
         assert again.patches == [], [p.file for p in again.patches]
     pr = body(results, recipes, "https://example.org/site")
     assert "## Commands fixed" in pr and "    --disable-log-requests \\" in pr and "    --no-enable-log-requests \\" in pr
-    assert "checked on stable (vLLM 0.20.1): accepted by the argument parser (not started)" in pr
+    assert "checked on stable (vLLM 0.20.1, CPU build): accepted by the argument parser (not started)" in pr
 
 
 def test_the_patched_pages_extract_to_commands_that_parse(work, annotated):

@@ -190,9 +190,10 @@ def test_runs_on_files_fetched_from_the_hub(tiny_models, tmp_path):
     small, large = ids["tiny"][0], ids["over-budget"][0]
     with HubServer({"hubtest/qwen3-tiny": tiny, "hubtest/qwen3-big": big}, token=TOKEN) as server:
         runs = {}
-        for name, budget, args in (("config", "0.002", ("--tier", "config", "--only", small)),
-                                   ("stand-ins", "0.002", ("--tier", "start", "--stand-ins", "--jobs", "2")),
-                                   ("skip", "0.002", ("--tier", "start", "--only", large))):
+        # the longest run (two servers) first; the config run's fetch step, awaited, last
+        for name, budget, args in (("stand-ins", "0.002", ("--tier", "start", "--stand-ins", "--jobs", "2")),
+                                   ("skip", "0.002", ("--tier", "start", "--only", large)),
+                                   ("config", "0.002", ("--tier", "config", "--only", small))):
             work = tmp_path / name
             work.mkdir()
             env = {**{k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE"}, "HF_ENDPOINT": server.url,
