@@ -52,7 +52,8 @@ def cmd_extract(args: argparse.Namespace) -> int:
         sources = [SAMPLE_DOCS]
         print(f"driftmatrix: no SOURCE given; extracting the embedded sample docs ({SAMPLE_DOCS})", file=sys.stderr)
     catalog, unusable = extract(sources, on_diagnostic=None if args.quiet else print_diagnostic, stable=args.stable,
-                                written_for=written_for)
+                                written_for=written_for, url_base=args.url_base or "", model_id=args.model_id or "",
+                                placeholder_models=args.placeholder_model or [])
     catalog.write(Path(args.output))
     console = Console(stderr=False)
     render(summarize(catalog), console)
@@ -93,7 +94,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("extract", help="docs trees / pages -> snippets.json")
     p.add_argument("sources", nargs="*", metavar="SOURCE",
-                   help="vLLM docs tree, vLLM sdist tree, recipes repository, or saved .html page "
+                   help="vLLM docs tree, vLLM sdist tree, recipes repository, saved .html page (any site), "
+                        "Markdown page or folder of pages, Hugging Face model card (README.md with front matter) "
                         "(default: the embedded sample docs)")
     p.add_argument("--vllm-version", action="append", metavar="X",
                    help="also extract the docs of the vllm==X sdist from PyPI (repeatable)")
@@ -106,6 +108,15 @@ def build_parser() -> argparse.ArgumentParser:
                         "an install line on the page; else the stable release and newer)")
     p.add_argument("--stable", metavar="X", help="the current stable vLLM release (default: the stable target's pin "
                                                  "in the shipped targets file)")
+    p.add_argument("--url-base", metavar="URL",
+                   help="where the pages of a Markdown SOURCE are published (links are URL/<page path>; a GitHub "
+                        "blob URL links lines); also the address of a saved page without a canonical link")
+    p.add_argument("--model-id", metavar="ORG/NAME",
+                   help="the model of a model card SOURCE: `vllm serve` without a model or with a relative path "
+                        "serves it (default: from the card's front matter)")
+    p.add_argument("--placeholder-model", action="append", metavar="WORD",
+                   help="a word the docs use for the reader's model (`vllm serve WORD`): never taken as a model "
+                        "(repeatable; adds to extractor/data/placeholders.yaml)")
     p.set_defaults(func=cmd_extract)
 
     st = sub.add_parser("standin", help="build a tiny architecture-preserving twin of a model")

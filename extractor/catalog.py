@@ -13,7 +13,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from extractor.corpus import Result, SourceError, Tree, detect, extract_file, extract_html, files_of
+from extractor.markdown_sources import card_metadata, card_model_id
 from extractor.records import Catalog, CorpusInfo, Diagnostic, Snippet, WrittenFor
+from extractor.serve_args import add_placeholder_models
 
 
 def merge(snippets: list[Snippet]) -> list[Snippet]:
@@ -52,10 +54,14 @@ def default_workers() -> int:
 
 
 def extract(sources: list[Path], on_diagnostic=None, workers: int | None = None, *, stable: str | None = None,
-            written_for: WrittenFor | None = None) -> tuple[Catalog, list[str]]:
+            written_for: WrittenFor | None = None, url_base: str = "", model_id: str = "",
+            placeholder_models: list[str] = ()) -> tuple[Catalog, list[str]]:
     """Extract every SOURCE; returns the catalog and the SOURCEs that could not be read.
     `stable`: the current stable release (default: the shipped targets' stable pin), for
-    pages without versions of their own; `written_for`: an override for every page."""
+    pages without versions of their own; `written_for`: an override for every page;
+    `url_base`: where pages of sources that are not the vLLM docs are published; `model_id`: the
+    model of a model card; `placeholder_models`: more words that stand for the reader's model."""
+    add_placeholder_models(list(placeholder_models))
     if stable is None:
         from runner.targets import stable_pin  # the one place the stable release is pinned
         stable = stable_pin()
@@ -67,11 +73,13 @@ def extract(sources: list[Path], on_diagnostic=None, workers: int | None = None,
     for path in sources:
         try:
             if path.is_file() and path.suffix.lower() in (".html", ".htm"):
-                results.append(extract_html(path, stable, written_for))
+                results.append(extract_html(path, stable, written_for, url_base))
                 continue
             tree = detect(path)
             tree.stable = stable
             tree.written_for = written_for or tree.versions()
+            tree.url_base = url_base
+            diagnostics += _card_model(tree, model_id)
         except SourceError as err:
             unusable.append(str(path))
             diagnostics.append(Diagnostic("error", "bad-source", str(err), file=str(path)))
@@ -98,6 +106,20 @@ def extract(sources: list[Path], on_diagnostic=None, workers: int | None = None,
         generated_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
     )
     return catalog, unusable
+
+
+def _card_model(tree: Tree, model_id: str) -> list[Diagnostic]:
+    """A model card's model: `--model-id`, else its front matter; say so when neither has one."""
+    if tree.kind != "model-card":
+        return []
+    card = tree.root if tree.root.is_file() else tree.root / "README.md"
+    meta = card_metadata(card.read_text(encoding="utf-8", errors="replace")) or {}
+    tree.model_id = model_id or card_model_id(meta)
+    if tree.model_id:
+        return []
+    return [Diagnostic("warning", "card-without-model-id",
+                       "a Hugging Face model card whose front matter names no model id: `vllm serve` without a "
+                       "model keeps none (pass --model-id ORG/NAME)", tree.kind, tree.version, card.name)]
 
 
 def print_diagnostic(diag: Diagnostic) -> None:

@@ -2,8 +2,9 @@
 
 A SOURCE is a vLLM docs tree (`docs/` + `mkdocs.yaml`), an unpacked vLLM sdist (the
 same plus `PKG-INFO` and `examples/`), a vllm-project/recipes checkout (`models/` +
-`taxonomy.yaml`/`strategies/`), or a saved HTML page. Each file is read on its own:
-a broken file becomes a diagnostic and every other file is still extracted.
+`taxonomy.yaml`/`strategies/`), a saved HTML page, or any other Markdown: one page, a
+folder of pages, a Hugging Face model card (extractor/markdown_sources.py). Each file is
+read on its own: a broken file becomes a diagnostic and every other file is still extracted.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from extractor.code_blocks import snippets_from_block
 from extractor.markdown_blocks import Headings, code_blocks, title_from_file
 from extractor.python_calls import from_python
 from extractor.recipes_yaml import from_recipe
-from extractor import written_for
+from extractor import markdown_sources, written_for
 from extractor.records import CorpusInfo, Diagnostic, Lint, Snippet, WrittenFor
 from extractor.snippet_builder import Place
 
@@ -41,16 +42,27 @@ class SourceError(ValueError):
 @dataclass
 class Tree:
     kind: str
-    """`vllm-docs` or `recipes` (also the corpus name written to sources)."""
+    """`vllm-docs`, `recipes`, `markdown` or `model-card` (also the corpus name written to sources)."""
     root: Path
     version: str
     layout: str = "docs-tree"
-    """`docs-tree`, `sdist` (has PKG-INFO) or `recipes-repo`."""
+    """`docs-tree`, `sdist` (has PKG-INFO), `git`/`git-tag`, `recipes-repo`, `markdown-file`,
+    `markdown-folder`, `model-card` (a card's README.md) or `model-repo` (a folder holding one)."""
+    url_base: str = ""
+    """`--url-base`: where the pages of a source that is not the vLLM docs are published."""
+    model_id: str = ""
+    """A model card's model (`--model-id` or its front matter): what `vllm serve` without a model
+    or with a relative path serves."""
     stable: str = ""
     """The current stable vLLM release: unversioned pages are written for it and newer."""
     written_for: WrittenFor | None = None
     """The versions every page of the tree is written for (an override, a docs tree's release
     line or nightly); None: decided per page (recipes, statements on the page, the default)."""
+
+    @property
+    def base(self) -> Path:
+        """The folder file names are relative to (a single page's own folder)."""
+        return self.root.parent if self.root.is_file() else self.root
 
     def versions(self) -> WrittenFor | None:
         """The tree's own versions: a vLLM docs tree's release line, or the nightly builds for
@@ -114,13 +126,24 @@ def detect(path: Path) -> Tree:
             return Tree("vllm-docs", path, path.name.removeprefix("vllm-"), "docs-tree")
         if (path / "models").is_dir() and ((path / "taxonomy.yaml").is_file() or (path / "strategies").is_dir()):
             return Tree("recipes", path, _git_ref(path) or path.name, "recipes-repo")
+        if markdown_sources.markdown_files(path, _SKIP_DIRS):
+            card = (path / "README.md").is_file() and markdown_sources.is_card(path / "README.md")
+            return Tree("model-card" if card else "markdown", path, _git_ref(path) or "",
+                        "model-repo" if card else "markdown-folder")
+    elif path.suffix.lower() in markdown_sources.MARKDOWN_SUFFIXES:
+        card = markdown_sources.is_card(path)
+        return Tree("model-card" if card else "markdown", path, _git_ref(path.parent) or "",
+                    "model-card" if card else "markdown-file")
     raise SourceError(
-        f"{path}: not a vLLM docs tree (docs/ + mkdocs.yaml), a vLLM sdist, a recipes "
-        "repository (models/ + taxonomy.yaml) or a saved .html page"
+        f"{path}: not a vLLM docs tree (docs/ + mkdocs.yaml), a vLLM sdist, a recipes repository "
+        "(models/ + taxonomy.yaml), a saved .html page, a Markdown page or a folder holding any"
     )
 
 
 def files_of(tree: Tree) -> Iterator[Path]:
+    if tree.kind in ("markdown", "model-card"):
+        yield from markdown_sources.markdown_files(tree.root, _SKIP_DIRS)
+        return
     if tree.kind == "vllm-docs":
         tops = [tree.root / "docs", tree.root / "recipes"]
     else:
@@ -136,7 +159,9 @@ def files_of(tree: Tree) -> Iterator[Path]:
                 yield path
 
 
-def page_url(tree: Tree, rel: str) -> str:
+def page_url(tree: Tree, rel: str) -> str | None:
+    if tree.kind in ("markdown", "model-card"):
+        return markdown_sources.page_link(tree.url_base, rel)
     if tree.kind == "recipes":
         return f"{RECIPES_REPO}/blob/{tree.version}/{rel}"
     if not rel.startswith("docs/"):
@@ -237,15 +262,16 @@ def _includes(text: str, place: Place, root: Path, line_offset: int) -> tuple[li
 
 def extract_file(tree: Tree, path: Path) -> tuple[list[Snippet], list[Diagnostic]]:
     """Snippets and diagnostics of one file of a tree (never raises)."""
-    rel = path.relative_to(tree.root).as_posix()
+    rel = path.relative_to(tree.base).as_posix()
     text, diagnostics = read_text(path, tree.kind, tree.version, rel)
     if text is None:
         return [], diagnostics
     url = page_url(tree, rel)
-    place = Place(tree.kind, tree.version, rel, 1, None, url, line_links="github.com" in url)
+    place = Place(tree.kind, tree.version, rel, 1, None, url, line_links="github.com" in (url or ""),
+                  model_id=tree.model_id)
     facts = written_for.PageFacts(tree.stable, tree.written_for, text=text, file=rel)
     try:
-        if path.suffix == ".md":
+        if path.suffix.lower() in markdown_sources.MARKDOWN_SUFFIXES:
             found, diags = _markdown(text, place, tree.root)
         else:
             found, diags, guide = from_recipe(text, place)
@@ -293,7 +319,7 @@ def html_versions(version: str, override: WrittenFor | None, stable: str) -> Wri
     return written_for.of_docs(version, f"a rendered page of the vLLM {version} docs", stable) if version else None
 
 
-def extract_html(path: Path, stable: str = "", override: WrittenFor | None = None) -> Result:
+def extract_html(path: Path, stable: str = "", override: WrittenFor | None = None, url_base: str = "") -> Result:
     info = CorpusInfo("html", "", str(path), "html-page", files=1)
     text, diags = read_text(path, "html", "", path.name)
     result = Result(info, diagnostics=diags)
@@ -302,7 +328,7 @@ def extract_html(path: Path, stable: str = "", override: WrittenFor | None = Non
     from extractor.html_pages import from_html  # bs4 is only needed for saved pages
 
     try:
-        found, diags, version, _url = from_html(path, text)
+        found, diags, version, _url = from_html(path, text, markdown_sources.page_link(url_base, path.name))
     except Exception as err:  # noqa: BLE001
         result.diagnostics.append(Diagnostic("error", "internal-error", f"{type(err).__name__}: {err}", "html", "", path.name))
         return result

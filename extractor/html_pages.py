@@ -14,6 +14,11 @@ from extractor.records import Diagnostic, Snippet
 from extractor.snippet_builder import Place
 
 _VERSION_IN_URL = re.compile(r"/en/(v?\d+\.\d+(?:\.\d+)?[^/]*|latest|stable)/")
+_VLLM_DOCS = re.compile(r"^https?://(docs\.vllm\.ai|vllm\.readthedocs\.io)/")
+# Code-language classes of other sites: GitHub `highlight-source-shell`, Prism/highlight.js
+# `lang-bash`, Sphinx `highlight-bash`, Pandoc `sourceCode bash`; mkdocs uses `language-bash`.
+_LANG_CLASS = re.compile(r"^(?:language-|lang-|highlight-source-|highlight-)([\w+-]+)$")
+_LANG_NAMES = {"shell": "shell", "console": "console", "python": "python", "yaml": "yaml", "bash": "bash", "sh": "sh"}
 _HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
 
 
@@ -28,10 +33,19 @@ def page_url(soup: BeautifulSoup) -> str | None:
 
 
 def _lang(pre: Tag) -> str:
-    for tag in (pre.find("code"), pre, pre.parent):
-        for cls in (tag.get("class") or []) if isinstance(tag, Tag) else []:
-            if cls.startswith("language-"):
-                return cls.removeprefix("language-").lower()
+    grandparent = pre.parent.parent if isinstance(pre.parent, Tag) else None  # Sphinx: div.highlight-bash > div > pre
+    for tag in (pre.find("code"), pre, pre.parent, grandparent):
+        if not isinstance(tag, Tag):
+            continue
+        if tag.get("data-lang") or tag.get("data-language"):
+            return str(tag.get("data-lang") or tag.get("data-language")).lower()
+        classes = tag.get("class") or []
+        for cls in classes:
+            m = _LANG_CLASS.match(cls)
+            if m and m.group(1).lower() not in ("", "source"):
+                return m.group(1).lower()
+        if "sourceCode" in classes:  # Pandoc: class="sourceCode bash"
+            return next((c.lower() for c in classes if c.lower() in _LANG_NAMES), "")
     return ""
 
 
@@ -53,11 +67,14 @@ def page_title(soup: BeautifulSoup, main: Tag | BeautifulSoup, name: str) -> str
     return text or title_from_file(name)
 
 
-def from_html(path: Path, text: str) -> tuple[list[Snippet], list[Diagnostic], str, str | None]:
-    """(snippets, diagnostics, version, url) of one saved page."""
+def from_html(path: Path, text: str, fallback_url: str | None = None
+              ) -> tuple[list[Snippet], list[Diagnostic], str, str | None]:
+    """(snippets, diagnostics, version, url) of one saved page; `fallback_url`: its address when
+    the page names none (`--url-base`)."""
     soup = BeautifulSoup(text, "html.parser")
-    url = page_url(soup)
-    m = _VERSION_IN_URL.search(url or "")
+    url = page_url(soup) or fallback_url
+    # only the vLLM docs' own `/en/<version>/` is a vLLM version (vllm-ascend's `/en/latest/` is not)
+    m = _VERSION_IN_URL.search(url or "") if _VLLM_DOCS.match(url or "") else None
     version = m.group(1).removeprefix("v") if m else ""
     main = soup.find("article") or soup.body or soup
     title = page_title(soup, main, path.name)

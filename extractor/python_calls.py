@@ -12,6 +12,7 @@ import copy
 import json
 from typing import Any
 
+from extractor.python_strings import command_strings
 from extractor.records import Diagnostic, Snippet
 from extractor.snippet_builder import Place, build
 
@@ -75,8 +76,9 @@ def kwargs_to_argv(model: Any, kwargs: dict[str, Any]) -> list[str]:
 
 
 def from_python(text: str, place: Place) -> tuple[list[Snippet], list[Diagnostic]]:
-    """Snippets for every engine construction with `speculative_config=` in `text`."""
-    if "speculative_config" not in text:
+    """Snippets for every engine construction with `speculative_config=` in `text`, and for every
+    vLLM command line the code holds as a string or an argument list (extractor/python_strings.py)."""
+    if "speculative_config" not in text and "vllm" not in text:
         return [], []
     try:
         tree = ast.parse(text)
@@ -87,7 +89,7 @@ def from_python(text: str, place: Place) -> tuple[list[Snippet], list[Diagnostic
             f"Python block mentions speculative_config but does not parse: {getattr(err, 'msg', err)}",
             place.corpus, place.version, place.file, line,
         )]
-    snippets = []
+    snippets = command_strings(text, tree, place)
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call) or not (call := _call_name(node)):
             continue

@@ -107,7 +107,8 @@ class Snippet:
     id: str
     """Stable hash of the normalized invocation (kind, canonical argv, env, image)."""
     kind: str
-    """`serve`, `docker`, `python` or `recipe`."""
+    """`serve`, `docker`, `python`, `recipe`, or `subcommand` (another `vllm` subcommand given a
+    speculative config: `vllm bench throughput …`, `vllm run-batch …`; see `subcommand`)."""
     argv: list[str]
     """Arguments after `vllm serve` exactly as bash would pass them (for `python`:
     the equivalent CLI arguments of the call's keyword arguments)."""
@@ -137,6 +138,12 @@ class Snippet:
     """python only: `{"call": "LLM", "kwargs": {...}}` as evaluated from the source."""
     recipe: dict[str, Any] | None = None
     """recipe only: `{"model_id", "variant", "features"}` the command was composed from."""
+    subcommand: list[str] | None = None
+    """subcommand only: the words after `vllm`, e.g. `["bench", "throughput"]`; `argv` holds
+    the arguments after them. The runner checks it with that subcommand's own parser only."""
+    wrapper: list[str] | None = None
+    """Programs the docs run the command under, with their options, e.g. `["nsys", "profile",
+    "-o", "report", "--trace=cuda"]` or `["numactl", "--cpunodebind=0"]`: recorded, never run."""
     fix: dict[str, Any] | None = None
     """A fix candidate (`driftmatrix fixes`, publisher/fixes.py), not a command from the docs:
     `{"of": the documented snippet's id, "edits": [[old text, new text], ...] on its source text,

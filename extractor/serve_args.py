@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from extractor.records import Lint
@@ -36,6 +37,16 @@ _PLACEHOLDER_TEXT = re.compile(
     r"|(?i:\byour[-_][\w-]+)"  # your-huggingface-token, YOUR_API_KEY
 )
 _VAR_NAME = re.compile(r"^\$\{?([A-Za-z_][A-Za-z0-9_]*)")
+# A positional standing for "the rest of the arguments": `<args...>`, `[ARGS]`, `...`.
+_ARGS_WORD = re.compile(r"^(?:[<\[]?(?:args|arguments|options|flags|extra[-_ ]args|other[-_ ]args|vllm[-_ ]args)"
+                        r"(?:\.\.\.|…)?[>\]]?|\.\.\.|…)$", re.I)
+PLACEHOLDER_MODELS: set[str] = set()
+"""Placeholder model words (extractor/data/placeholders.yaml, plus `--placeholder-model`), normalised."""
+# Keys of a JSON option whose string values name a model, file or place: `<…>` there is the
+# reader's to fill in; under any other key it is a literal token (`"<think>"`, `"<image>"`).
+_NAMING_KEY = re.compile(r"model|tokenizer|path|dir|file|url|name|repo|revision", re.I)
+_READS_AS_PLACEHOLDER = (re.compile(r"^<[A-Z0-9_ -]+>$"), re.compile(r"^<[^<>]*\s[^<>]*>$|^<your[-_ ]", re.I))
+
 _NEGATIVE_NUMBER = re.compile(r"^-\d")
 _HUMAN_INT = re.compile(r"(\d+(?:\.\d+)?)([kKmMgGtT])")
 
@@ -58,6 +69,9 @@ class ServeArgs:
     speculative_config: dict[str, Any] | None = None
     speculative_config_error: dict[str, Any] | None = None
     lints: list[Lint] = field(default_factory=list)
+    placeholders: list[str] = field(default_factory=list)
+    """Words standing for the reader's model or arguments (`my-model`, `<args...>`), not taken
+    as the model."""
 
     def canonical(self) -> list[str]:
         """Model first, then options sorted by name (argparse is order-insensitive except
@@ -131,13 +145,13 @@ def parse_serve_args(args: list[str], model_is_positional: bool = True) -> Serve
     model: str | None = None
     options: list[Option] = []
     i = 0
-    if model_is_positional and args and not _is_option(args[0]):
+    if model_is_positional and args and not _is_option(args[0]) and not is_args_placeholder(args[0]):
         model, i = args[0], 1
     while i < len(args):
         tok = args[i]
         if not _is_option(tok):
-            # A stray positional (e.g. the model after some options).
-            if model is None:
+            # A stray positional (e.g. the model after some options); `<args...>` stands for options.
+            if model is None and not is_args_placeholder(tok):
                 model = tok
             i += 1
             continue
@@ -154,6 +168,9 @@ def parse_serve_args(args: list[str], model_is_positional: bool = True) -> Serve
     for opt in options:
         if opt.name == "--model" and opt.values and result.model is None:
             result.model = opt.values[0]
+    if result.model is not None and (is_args_placeholder(result.model) or is_placeholder_model(result.model)):
+        result.placeholders.append(result.model)
+        result.model = None
     _resolve_speculative_config(result)
     _lint_json_values(result)
     return result
@@ -218,10 +235,68 @@ def _lint_json_values(result: ServeArgs) -> None:
 
 def placeholders_in(text: str, expansions: list[str]) -> list[str]:
     """Placeholders a reader must replace in one word (expansions come from the lexer)."""
-    found = [m.group(0) for m in _PLACEHOLDER_TEXT.finditer(text)]
+    found = _json_placeholders(text)
+    if found is None:
+        found = [m.group(0) for m in _PLACEHOLDER_TEXT.finditer(text)]
     for exp in expansions:
         m = _VAR_NAME.match(exp)
         if m and m.group(1) in AMBIENT_VARS:
             continue
         found.append(exp)
+    return found
+
+
+def _norm_word(word: str) -> str:
+    return word.strip().lower().replace("_", "-")
+
+
+def _load_placeholder_models() -> None:
+    import yaml  # noqa: PLC0415 — only to read the shipped list once
+
+    path = Path(__file__).resolve().parent / "data" / "placeholders.yaml"
+    PLACEHOLDER_MODELS.update(_norm_word(w) for w in yaml.safe_load(path.read_text(encoding="utf-8"))["model_words"])
+
+
+def add_placeholder_models(words: list[str]) -> None:
+    """Words this run treats as placeholder models too (`driftmatrix extract --placeholder-model`)."""
+    PLACEHOLDER_MODELS.update(_norm_word(w) for w in words)
+
+
+def is_placeholder_model(word: str) -> bool:
+    if not PLACEHOLDER_MODELS:
+        _load_placeholder_models()
+    return _norm_word(word) in PLACEHOLDER_MODELS
+
+
+def is_args_placeholder(word: str) -> bool:
+    return bool(_ARGS_WORD.match(word.strip()))
+
+
+def _json_placeholders(text: str) -> list[str] | None:
+    """Placeholders in a JSON value (None when `text` is not JSON): `<…>` in a string counts only
+    under a key that names a model, file or place, or when it reads like one (`<YOUR_MODEL>`,
+    `<draft model>`); elsewhere angle brackets are literal tokens (`"think_start_str": "<think>"`)."""
+    stripped = text.strip()
+    if stripped[:1] not in "{[":
+        return None
+    try:
+        value = json.loads(stripped)
+    except ValueError:
+        return None
+    found: list[str] = []
+
+    def walk(node: Any, key: str) -> None:
+        if isinstance(node, dict):
+            for k, v in node.items():
+                walk(v, str(k))
+        elif isinstance(node, list):
+            for v in node:
+                walk(v, key)
+        elif isinstance(node, str):
+            for m in _PLACEHOLDER_TEXT.finditer(node):
+                token = m.group(0)
+                if not token.startswith("<") or _NAMING_KEY.search(key) or any(r.match(token) for r in _READS_AS_PLACEHOLDER):
+                    found.append(token)
+
+    walk(value, "")
     return found

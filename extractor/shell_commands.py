@@ -2,8 +2,9 @@
 fragments in a piece of shell text (a fenced block, a YAML string, a recipe guide).
 
 The lexer gives words; here they are grouped into simple commands, env prefixes and
-wrappers (`nohup`, `uv run`, `env`, `sudo`, …) are peeled off, and `sh -c '…'` scripts
-are searched recursively.
+wrapper programs are peeled off (extractor/wrappers.py), and `sh -c '…'` scripts and quoted
+commands (`--serve-cmd 'vllm serve …'`) are searched recursively. Other `vllm` subcommands
+that take a speculative config (`vllm bench throughput …`, `vllm run-batch …`) are found too.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import dataclass, field
 
 from extractor.records import Lint
 from extractor.shell_lexer import Operator, Word, lex
+from extractor.wrappers import peel, split_at_vllm, texts, vllm_entry
 
 _VLLM_SERVER_IMAGE = re.compile(r"^(docker\.io/)?vllm/vllm-(openai|tpu|omni)")
 _ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
@@ -43,9 +45,10 @@ class Invocation:
     """One command of interest found in shell text, before it becomes a Snippet."""
 
     kind: str
-    """`serve`, `docker` or `fragment` (bare `--speculative-config …` without a command)."""
+    """`serve`, `docker`, `subcommand` (`vllm bench …` with a speculative config) or `fragment`
+    (bare `--speculative-config …` without a command)."""
     args: list[Word]
-    """Server arguments: after `vllm serve`, or after the docker image."""
+    """Server arguments: after `vllm serve`, after the docker image, or after the subcommand."""
     env: dict[str, str]
     env_words: list[Word]
     line: int
@@ -54,6 +57,13 @@ class Invocation:
     image: str | None = None
     docker_options: list[str] = field(default_factory=list)
     lints: list[Lint] = field(default_factory=list)
+    wrapper: list[str] = field(default_factory=list)
+    """Programs the command runs under (`nsys profile -o x`, `numactl …`): recorded, not run."""
+    subcommand: list[str] | None = None
+    """subcommand only: the words after `vllm` (`["bench", "throughput"]`)."""
+    within: str = ""
+    """Where a command nested in a string sits (`the quoted value of --serve-cmd`); "" when it
+    is a command line of its own."""
 
 
 @dataclass
@@ -92,49 +102,39 @@ def simple_commands(tokens: list[Word | Operator]) -> list[tuple[list[Word], int
     return commands
 
 
-def _peel(words: list[Word]) -> tuple[list[Word], list[Word]]:
-    """Remove env assignments and wrapper commands; return (env words, the command)."""
-    env: list[Word] = []
-    i = 0
-    while i < len(words):
-        t = words[i].text
-        if _ASSIGNMENT.match(t):
-            env.append(words[i])
-            i += 1
-        elif t in ("sudo", "nohup", "exec", "time", "command", "nice", "numactl", "taskset"):
-            i += 1
-            while i < len(words) and words[i].text.startswith("-"):
-                i += 1
-        elif t == "env":
-            i += 1
-            while i < len(words) and words[i].text.startswith("-"):
-                i += 2 if words[i].text in ("-u", "--unset") else 1
-        elif t == "timeout":
-            i += 2
-        elif t == "uv" and i + 1 < len(words) and words[i + 1].text == "run":
-            i += 2
-            while i < len(words) and words[i].text.startswith("-"):
-                i += 2 if words[i].text in ("--with", "--python", "-p", "--project", "--directory") else 1
-        else:
-            break
-    return env, words[i:]
-
-
 def _server_args(cmd: list[Word]) -> tuple[list[Word], Lint | None] | None:
     """The arguments after the vLLM server entry point, if `cmd` starts one."""
-    texts = [w.text for w in cmd[:4]]
-    if texts[:2] == ["vllm", "serve"]:
-        return cmd[2:], None
-    if len(texts) >= 3 and re.fullmatch(r"python[0-9.]*", texts[0]) and texts[1] == "-m":
-        if texts[2] == "vllm.entrypoints.openai.api_server":
-            return cmd[3:], Lint(
-                "legacy-entrypoint",
-                "`python -m vllm.entrypoints.openai.api_server` is the legacy entry point; "
-                "`vllm serve` is the documented one",
-            )
-        if texts[2] == "vllm.entrypoints.cli.main" and texts[3:4] == ["serve"]:
-            return cmd[4:], None
-    return None
+    n = vllm_entry(cmd)
+    if n is None:
+        return None
+    if n == 3 and cmd[2].text == "vllm.entrypoints.openai.api_server":
+        return cmd[3:], Lint(
+            "legacy-entrypoint",
+            "`python -m vllm.entrypoints.openai.api_server` is the legacy entry point; "
+            "`vllm serve` is the documented one",
+        )
+    return (cmd[n + 1:], None) if [w.text for w in cmd[n:n + 1]] == ["serve"] else None
+
+
+def _subcommand_args(cmd: list[Word]) -> tuple[list[str], list[Word]] | None:
+    """(subcommand words, arguments) for `vllm bench throughput … --speculative-config …` or
+    `vllm run-batch … -sc …`: another vLLM subcommand given a speculative config."""
+    n = vllm_entry(cmd)
+    if n is None or cmd[n - 1].text == "vllm.entrypoints.openai.api_server" or len(cmd) <= n:
+        return None
+    sub = [cmd[n].text]
+    if sub[0] in ("serve", "--version") or sub[0].startswith("-"):
+        return None
+    if sub[0] == "bench" and len(cmd) > n + 1 and not cmd[n + 1].text.startswith("-"):
+        sub.append(cmd[n + 1].text)
+    args = cmd[n + len(sub):]
+    if not any(w.text.split("=", 1)[0].split(".", 1)[0] in SPEC_FLAGS for w in args):
+        return None
+    return sub, args
+
+
+def _is_vllm_command(cmd: list[Word]) -> bool:
+    return _server_args(cmd) is not None or _subcommand_args(cmd) is not None
 
 
 def _docker(cmd: list[Word]) -> tuple[str, list[str], list[Word], list[Word]] | None:
@@ -210,12 +210,13 @@ def _shell_c(cmd: list[Word], depth: int) -> list[Invocation]:
 
 
 def scan(text: str, depth: int = 0) -> ShellScan:
-    """Find every serve/docker/fragment invocation in `text`."""
+    """Find every serve/docker/subcommand/fragment invocation in `text`."""
     lexed = lex(strip_prompts(text))
     found: list[Invocation] = []
     previous: Invocation | None = None  # the invocation that the last simple command was
     for cmd, end in simple_commands(lexed.tokens):
-        env_words, rest = _peel(cmd)
+        peeled = peel(cmd)
+        env_words, rest = peeled.env, peeled.command
         if not rest:
             previous = None
             continue
@@ -228,37 +229,76 @@ def scan(text: str, depth: int = 0) -> ShellScan:
                 start,
             ))
             continue
-        previous = None
-        server = _server_args(rest)
-        if server is not None:
-            args, lint = server
-            inv = Invocation("serve", args, _env_dict(env_words), env_words, start, end)
-            if lint:
-                inv.lints.append(Lint(lint.code, lint.message, start))
-            found.append(inv)
-            previous = inv
-            continue
-        docker = _docker(rest)
-        if docker is not None:
-            image, options, denv, args = docker
-            env = _env_dict(env_words) | _env_dict(denv)
-            entrypoint = option_value(options, "--entrypoint")
-            if entrypoint is None or entrypoint in ("vllm", "vllm serve"):
-                found.append(Invocation("docker", args, env, env_words + denv, start, end, image, options))
-                previous = found[-1]
-            elif depth < 3:
-                # `--entrypoint bash IMAGE -lc "… vllm serve …"`: the server starts inside.
-                for inv in _shell_c([Word(entrypoint, start), *args], depth):
-                    if inv.kind == "serve":
-                        found.append(Invocation("docker", inv.args, env | inv.env, env_words + denv + inv.env_words,
-                                                start, end, image, options, inv.lints))
-            continue
-        if rest[0].text in _SHELLS and depth < 3:
-            inner = _shell_c(rest, depth)
-            for inv in inner:
-                inv.env = _env_dict(env_words) | inv.env
-            found += inner
-            continue
-        if rest[0].text.split("=", 1)[0].split(".", 1)[0] in SPEC_FLAGS:
-            found.append(Invocation("fragment", rest, _env_dict(env_words), env_words, start, end))
+        found_here = _invocations(peeled, start, end, depth)
+        found += found_here
+        previous = found_here[-1] if len(found_here) == 1 and found_here[0].kind != "fragment" \
+            and not found_here[0].within else None
     return ShellScan(found, lexed.lints, lexed.unterminated, lexed.heredocs)
+
+
+def _invocations(peeled, start: int, end: int, depth: int) -> list[Invocation]:
+    """The invocations one simple command is or holds."""
+    env_words, rest = peeled.env, peeled.command
+    env = _env_dict(env_words)
+    docker = _docker(rest)
+    if docker is not None:
+        return _docker_invocations(docker, peeled, start, end, depth)
+    if rest[0].text in _SHELLS and depth < 3:
+        inner = _shell_c(rest, depth)
+        for inv in inner:
+            inv.env = env | inv.env
+            inv.wrapper = texts(peeled.wrapper) + inv.wrapper
+        return inner
+    peeled = split_at_vllm(peeled, _is_vllm_command)
+    env_words, rest, wrapper = peeled.env, peeled.command, texts(peeled.wrapper)
+    env = _env_dict(env_words)
+    server = _server_args(rest)
+    if server is not None:
+        args, lint = server
+        inv = Invocation("serve", args, env, env_words, start, end, wrapper=wrapper)
+        if lint:
+            inv.lints.append(Lint(lint.code, lint.message, start))
+        return [inv]
+    sub = _subcommand_args(rest)
+    if sub is not None:
+        return [Invocation("subcommand", sub[1], env, env_words, start, end, wrapper=wrapper, subcommand=sub[0])]
+    if rest[0].text.split("=", 1)[0].split(".", 1)[0] in SPEC_FLAGS:
+        return [Invocation("fragment", rest, env, env_words, start, end)]
+    return _quoted_commands(rest, depth) if depth < 3 else []
+
+
+def _docker_invocations(docker, peeled, start: int, end: int, depth: int) -> list[Invocation]:
+    image, options, denv, args = docker
+    env_words = peeled.env
+    env = _env_dict(env_words) | _env_dict(denv)
+    wrapper = texts(peeled.wrapper)
+    entrypoint = option_value(options, "--entrypoint")
+    if entrypoint is None or entrypoint in ("vllm", "vllm serve"):
+        return [Invocation("docker", args, env, env_words + denv, start, end, image, options, wrapper=wrapper)]
+    if depth >= 3:
+        return []
+    # `--entrypoint bash IMAGE -lc "… vllm serve …"`: the server starts inside.
+    return [Invocation("docker", inv.args, env | inv.env, env_words + denv + inv.env_words, start, end, image,
+                       options, inv.lints, wrapper=wrapper)
+            for inv in _shell_c([Word(entrypoint, start), *args], depth) if inv.kind == "serve"]
+
+
+def _quoted_commands(words: list[Word], depth: int) -> list[Invocation]:
+    """vLLM commands inside a quoted word of another command (`vllm bench sweep serve --serve-cmd
+    'vllm serve …'`, `ssh host "vllm serve …"`), lines made relative to the outer text."""
+    out: list[Invocation] = []
+    for j, word in enumerate(words):
+        if not word.quoted or "vllm" not in word.text or j == 0:
+            continue
+        before = words[j - 1].text
+        within = f"the quoted value of {before}" if before.startswith("-") else "a quoted argument"
+        for inv in scan(word.text, depth + 1).invocations:
+            if inv.kind == "fragment":
+                continue
+            inv.line += word.line
+            inv.end_line = max(inv.end_line + word.line, inv.line)
+            inv.within = inv.within or within
+            for lint in inv.lints:
+                lint.line = None if lint.line is None else lint.line + word.line
+            out.append(inv)
+    return out

@@ -10,8 +10,10 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from extractor.records import Lint, Snippet, Source
-from extractor.serve_args import ServeArgs, parse_serve_args, placeholders_in
+from extractor.serve_args import AMBIENT_VARS, ServeArgs, parse_serve_args, placeholders_in
+from extractor.markdown_sources import is_relative_model
 from extractor.shell_commands import Invocation, ShellScan, scan
+from extractor.shell_lexer import Word
 
 
 @dataclass(frozen=True)
@@ -32,6 +34,8 @@ class Place:
     """The page's title (`Source.title`); a Markdown page's is set once the page is read."""
     heading: str = ""
     """The nearest heading's text (`Source.heading`)."""
+    model_id: str = ""
+    """A model card's own model: `vllm serve` without a model, or with a relative path, serves it."""
 
     def source(self, offset: int, text: str) -> Source:
         line = self.line + offset
@@ -59,13 +63,16 @@ def normalize_image(image: str) -> str:
     return image if ":" in last or "@" in last else image + ":latest"
 
 
+_ID_PREFIX = {"subcommand": "c"}  # `s-` is serve's
+
+
 def snippet_id(kind: str, canonical_argv: list[str], env: dict[str, str], image: str | None) -> str:
     """A stable id: the same invocation on another page or docs version hashes the same."""
     key = {"kind": kind, "argv": canonical_argv, "env": sorted(env.items())}
     if image is not None:
         key["image"] = image
     digest = hashlib.sha256(json.dumps(key, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
-    return f"{kind[0]}-{digest[:12]}"
+    return f"{_ID_PREFIX.get(kind, kind[0])}-{digest[:12]}"
 
 
 def build(
@@ -83,15 +90,20 @@ def build(
     recipe: dict[str, Any] | None = None,
     extra_placeholders: list[str] = (),
     fragment: bool = False,
+    wrapper: list[str] | None = None,
+    subcommand: list[str] | None = None,
 ) -> Snippet:
     """Assemble a snippet from final argv/env; `expansions[i]` belongs to `argv[i]`."""
     expansions = expansions or [[] for _ in argv]
     parsed = parse_serve_args(argv)
-    placeholders: list[str] = list(extra_placeholders)
+    placeholders: list[str] = [*extra_placeholders, *parsed.placeholders]
     for word, exps in zip(argv, expansions):
         placeholders += placeholders_in(word, exps)
     for name, value in env.items():
-        placeholders += placeholders_in(value, (env_expansions or {}).get(name, []))
+        if name not in AMBIENT_VARS:  # the runner's own (or none): nothing for the reader to fill in
+            placeholders += placeholders_in(value, (env_expansions or {}).get(name, []))
+    if image:
+        placeholders += placeholders_in(image, [])  # `vllm/vllm-openai-rocm:<tag>`
     placeholders = list(dict.fromkeys(placeholders))
     all_lints = [replace(lint, file=source.file, corpus=source.corpus, version=source.version)
                  for lint in (*lints, *parsed.lints)]
@@ -105,7 +117,7 @@ def build(
                               source.line, source.file, source.corpus, source.version))
 
     return Snippet(
-        id=snippet_id("serve" if fragment else kind, parsed.canonical(), env, image),
+        id=snippet_id("serve" if fragment else kind, [*(subcommand or []), *parsed.canonical()], env, image),
         kind=kind,
         argv=list(argv),
         env=dict(env),
@@ -121,6 +133,8 @@ def build(
         docker_options=docker_options,
         python=python,
         recipe=recipe,
+        subcommand=subcommand,
+        wrapper=wrapper,
     )
 
 
@@ -162,6 +176,8 @@ def from_shell_text(text: str, place: Place, extra_env: dict[str, str] | None = 
     out = []
     for inv in found.invocations:
         inv.env = (extra_env or {}) | inv.env
+        if place.model_id and inv.kind in ("serve", "docker"):
+            _card_model(inv, place.model_id)
         lints = [lint for lint in found.lints if lint.line is not None and inv.line <= lint.line <= inv.end_line]
         lints += inv.lints
         lints = [replace(lint, line=place.line + lint.line) for lint in lints]
@@ -170,9 +186,21 @@ def from_shell_text(text: str, place: Place, extra_env: dict[str, str] | None = 
     return out
 
 
+def _card_model(inv: Invocation, model_id: str) -> None:
+    """On a model card, `vllm serve` with no model or a relative path (`.`) serves the card's model."""
+    first = inv.args[0] if inv.args else None
+    if first is not None and is_relative_model(first.text):
+        inv.args = [Word(model_id, first.line), *inv.args[1:]]
+    elif parse_serve_args([w.text for w in inv.args]).model is None and \
+            not any(w.text.split("=", 1)[0] == "--model" for w in inv.args):
+        inv.args = [Word(model_id, inv.line), *inv.args]
+
+
 def _from_invocation(inv: Invocation, source: Source, lints: list[Lint]) -> Snippet:
+    if inv.within:  # a command nested in a string: say where, the line is already the string's
+        source.context = f"{source.context} in {inv.within}" if source.context else inv.within
     return build(
-        "docker" if inv.kind == "docker" else "serve",
+        inv.kind if inv.kind in ("docker", "subcommand") else "serve",
         [w.text for w in inv.args],
         inv.env,
         source,
@@ -182,4 +210,6 @@ def _from_invocation(inv: Invocation, source: Source, lints: list[Lint]) -> Snip
         image=inv.image,
         docker_options=inv.docker_options if inv.kind == "docker" else None,
         fragment=inv.kind == "fragment",
+        wrapper=inv.wrapper or None,
+        subcommand=inv.subcommand,
     )
