@@ -1,5 +1,14 @@
 """Commands inside YAML blocks of the docs: Kubernetes/kthena containers (`image`,
-`command`, `args`, `env`), SkyPilot `run: |` scripts, any string holding `vllm serve`."""
+`command`, `args`, `env`), SkyPilot `run: |` scripts, dstack `commands:`, any string holding
+`vllm serve`.
+
+The environment the YAML sets around a command (SkyPilot `envs:`, dstack and Kubernetes `env:`,
+compose `environment:`) is recorded in the snippet's env, and a literal value fills in the `$VAR`
+(Kubernetes: also `$(VAR)`) that the command refers to it by, as the process that runs the command
+would see it. Placeholders (`<your-token>`, `$OTHER`), unset names (dstack's bare `- HF_TOKEN`) and
+secrets are not filled in: a `$VAR` naming one stays a placeholder for the reader (or, for the
+runner's own variables such as HF_TOKEN, the runner) to supply.
+"""
 
 from __future__ import annotations
 
@@ -9,10 +18,25 @@ import yaml
 
 from extractor import yaml_nodes
 from extractor.records import Diagnostic, Snippet
+from extractor.serve_args import placeholders_in
+from extractor.shell_commands import ShellScan, scan
+from extractor.shell_lexer import Word
 from extractor.snippet_builder import Place, build, from_shell_text
 
 _VLLM_IMAGE = re.compile(r"^(docker\.io/)?vllm/vllm-(openai|tpu|omni)")
-_K8S_VAR = re.compile(r"\$\([A-Za-z_][A-Za-z0-9_]*\)")  # k8s substitutes $(VAR) in args
+_K8S_VAR = re.compile(r"(?<!\$)\$\(([A-Za-z_][A-Za-z0-9_]*)\)")  # k8s substitutes $(VAR) in command/args
+_ENV_KEYS = ("env", "envs", "environment")
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_ENTRY = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(?:=(.*))?$", re.S)  # dstack `- KEY=VALUE`, `- KEY`
+_SHELL_VAR = re.compile(r"^\$(?:([A-Za-z_][A-Za-z0-9_]*)|\{([A-Za-z_][A-Za-z0-9_]*)\})$")
+# A whole word of the name says it holds a secret (HF_TOKEN, MY_API_KEY; not TOKENIZERS_PARALLELISM):
+# its value is the reader's own, whatever the docs show.
+_SECRET = re.compile(r"(^|_)(TOKEN|KEY|SECRET|PASSWORD|PASSWD|CREDENTIALS?)(_|$)", re.I)
+_SHELLS = ("sh", "bash", "/bin/sh", "/bin/bash")
+
+Env = dict[str, str | None]
+"""Variables a YAML mapping sets for what runs under it; None: named but unset (its value comes from
+wherever the tool is launched, or from a Kubernetes secret)."""
 
 
 def from_yaml_block(text: str, place: Place) -> tuple[list[Snippet], list[Diagnostic]]:
@@ -28,20 +52,75 @@ def from_yaml_block(text: str, place: Place) -> tuple[list[Snippet], list[Diagno
         line = place.line + mark.line if mark else place.line
         return [], [Diagnostic("warning", "yaml-error", f"YAML block does not parse: {err}".splitlines()[0],
                                place.corpus, place.version, place.file, line)]
-    lines = text.split("\n")
     snippets: list[Snippet] = []
     consumed: set[int] = set()
     for root in roots:
-        for node in yaml_nodes.walk(root):
+        for node, env in yaml_nodes.walk_scoped(root, _scope, {}):
             if isinstance(node, yaml.MappingNode):
-                snippets += _container(node, place, lines, consumed)
+                snippets += _container(node, text, place, env, consumed)
             elif isinstance(node, yaml.ScalarNode) and id(node) not in consumed and isinstance(node.value, str):
                 if "vllm serve" in node.value or "vllm/vllm-" in node.value:
-                    snippets += from_shell_text(node.value, place.at(place.line + yaml_nodes.scalar_line(node)))
+                    snippets += _script(node, text, place, env)
     return snippets, []
 
 
-def _container(node: yaml.MappingNode, place: Place, lines: list[str], consumed: set[int]) -> list[Snippet]:
+def _scope(node: yaml.Node, inherited: Env) -> Env:
+    """The environment in force at `node`: its parent's, plus (overriding) what a mapping sets itself."""
+    if not isinstance(node, yaml.MappingNode):
+        return inherited
+    fields = yaml_nodes.mapping(node)
+    own: Env = {}
+    for key in _ENV_KEYS:
+        own |= _env_entries(fields.get(key))
+    return inherited | own if own else inherited
+
+
+def _env_entries(node: yaml.Node | None) -> Env:
+    """`{KEY: value}` (SkyPilot, compose), `[KEY=value, KEY]` (dstack, compose) or
+    `[{name, value}]` (Kubernetes; `valueFrom` is a secret or field: unset here)."""
+    out: Env = {}
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            if isinstance(key, yaml.ScalarNode) and _NAME.match(key.value):
+                out[key.value] = _value(value)
+    elif isinstance(node, yaml.SequenceNode):
+        for item in node.value:
+            if isinstance(item, yaml.ScalarNode):
+                m = _ENTRY.match(item.value)
+                if m:
+                    out[m[1]] = m[2]
+                continue
+            name = yaml_nodes.mapping(item).get("name")
+            if isinstance(name, yaml.ScalarNode) and _NAME.match(name.value):
+                out[name.value] = _value(yaml_nodes.mapping(item).get("value"))
+    return out
+
+
+def _value(node: yaml.Node | None) -> str | None:
+    if isinstance(node, yaml.ScalarNode) and node.tag != yaml_nodes.NULL_TAG:
+        return node.value
+    return None
+
+
+def _recorded(env: Env) -> dict[str, str]:
+    """What the YAML sets for the served process (placeholders included: build() and the runner judge
+    those; the runner supplies its own HF_TOKEN and passes no secret or placeholder on)."""
+    return {k: v for k, v in env.items() if v is not None}
+
+
+def _literals(env: Env) -> dict[str, str]:
+    """The values that fill in a `$VAR` in the command: set, not secret, and not placeholders."""
+    return {k: v for k, v in env.items()
+            if v and not _SECRET.search(k) and "$" not in v and not placeholders_in(v, [])}
+
+
+def _k8s_expand(text: str, values: dict[str, str]) -> str:
+    """Kubernetes replaces `$(VAR)` in a container's command and args by the container's env
+    before anything runs (an undefined one stays as written)."""
+    return _K8S_VAR.sub(lambda m: values.get(m[1], m[0]), text)
+
+
+def _container(node: yaml.MappingNode, text: str, place: Place, env: Env, consumed: set[int]) -> list[Snippet]:
     fields = yaml_nodes.mapping(node)
     command = yaml_nodes.strings(fields.get("command"))
     args = yaml_nodes.strings(fields.get("args"))
@@ -50,39 +129,82 @@ def _container(node: yaml.MappingNode, place: Place, lines: list[str], consumed:
     words = command + args
     if not words:
         return []
-    env = _env(fields.get("env"))
-    texts = [w.value for w in words]
-    first = words[0]
-    start = first.start_mark.line
-    end = max(w.end_mark.line for w in words)
-    source = place.source(start, "\n".join(lines[node.start_mark.line:end + 1]).rstrip())
-    source.context = "yaml:container"
-
-    def serve(kind: str, argv: list[str], img: str | None = None) -> list[Snippet]:
-        consumed.update(id(w) for w in words)
-        return [build(kind, argv, env, source, expansions=[_K8S_VAR.findall(a) for a in argv], image=img,
-                      docker_options=[] if kind == "docker" else None)]
-
-    if texts[:2] == ["vllm", "serve"]:
-        return serve("serve", texts[2:])
-    if not command and image and _VLLM_IMAGE.match(image):
-        return serve("docker", texts, image)  # the image's entrypoint is the server
-    if len(texts) >= 2 and texts[0] in ("sh", "bash", "/bin/sh", "/bin/bash") and texts[1] in ("-c", "-lc", "-ec"):
+    values = _literals(env)
+    texts = [_k8s_expand(w.value, values) for w in words]
+    if len(texts) >= 2 and texts[0] in _SHELLS and texts[1] in ("-c", "-lc", "-ec"):
         consumed.update(id(w) for w in words)
         script = words[2] if len(words) > 2 else None
-        if script is None:
-            return []
-        return from_shell_text(script.value, place.at(place.line + yaml_nodes.scalar_line(script), context="yaml:container"), env)
-    return []
+        return [] if script is None else _script(script, text, place.at(place.line, context="yaml:container"),
+                                                  env, k8s=True)
+    serve = texts[:2] == ["vllm", "serve"]
+    entrypoint = not command and image and _VLLM_IMAGE.match(image)  # the image's entrypoint is the server
+    if not serve and not entrypoint:
+        return []
+    consumed.update(id(w) for w in words)
+    lines = text.split("\n")
+    end = max(w.end_mark.line for w in words)
+    source = place.source(words[0].start_mark.line, "\n".join(lines[node.start_mark.line:end + 1]).rstrip())
+    source.context = "yaml:container"
+    argv = texts[2:] if serve else texts
+    return [build("serve" if serve else "docker", argv, _recorded(env), source,
+                  expansions=[[m[0] for m in _K8S_VAR.finditer(a)] for a in argv],
+                  image=None if serve else image, docker_options=None if serve else [])]
 
 
-def _env(node: yaml.Node | None) -> dict[str, str]:
-    """k8s `env: [{name, value}]`; `valueFrom` secrets are left to the runner's environment."""
-    out: dict[str, str] = {}
-    if isinstance(node, yaml.SequenceNode):
-        for item in node.value:
-            fields = yaml_nodes.mapping(item)
-            name, value = fields.get("name"), fields.get("value")
-            if isinstance(name, yaml.ScalarNode) and isinstance(value, yaml.ScalarNode):
-                out[name.value] = value.value
-    return out
+def _script(node: yaml.ScalarNode, text: str, place: Place, env: Env, k8s: bool = False) -> list[Snippet]:
+    """The commands of a shell script held in a scalar (a `run: |` block, an `sh -c` argument),
+    each at the file line where it starts."""
+    # A variable the script assigns itself (`MODEL=x`, `export MODEL=x`) may no longer hold the YAML's value.
+    values = {k: v for k, v in _literals(env).items()
+              if not re.search(rf"(^|[\s;&|(]){re.escape(k)}=", node.value)}
+
+    def scanned(script: str) -> ShellScan:
+        found = scan(_k8s_expand(script, values) if k8s else script)
+        _substitute(found, values)
+        return found
+
+    found, first, shown = scanned(node.value), yaml_nodes.scalar_line(node), node.value
+    # A folded or quoted scalar joins the file's lines: a copy laid out line for line gives each
+    # command's file lines (its words stay the value's: inside '…' the copy's `\`-newlines are text).
+    relaid = yaml_nodes.relaid(text, node)
+    if relaid is not None:
+        twin = scanned(relaid)
+        if [inv.kind for inv in twin.invocations] == [inv.kind for inv in found.invocations]:
+            for inv, placed in zip(found.invocations, twin.invocations):
+                inv.line, inv.end_line, inv.lints = placed.line, placed.end_line, placed.lints
+            found.lints = twin.lints
+            first, shown = node.start_mark.line, yaml_nodes.span_text(text, node)
+    return from_shell_text(shown, place.at(place.line + first), _recorded(env), found=found)
+
+
+def _substitute(found: ShellScan, values: dict[str, str]) -> None:
+    """Fill in `$VAR`/`${VAR}` with the literal values the YAML gives those variables, in the
+    arguments and env assignments of every command found."""
+    if not values:
+        return
+    for inv in found.invocations:
+        inv.args = [new for word in inv.args for new in _expand(word, values, split=True)]
+        inv.env_words = [_expand(word, values, split=False)[0] for word in inv.env_words]
+        for word in inv.env_words:
+            name, _, value = word.text.partition("=")
+            if name in inv.env:
+                inv.env[name] = value
+
+
+def _expand(word: Word, values: dict[str, str], split: bool) -> list[Word]:
+    """`word` with the expansions of known variables replaced by their values; an unquoted word that
+    is just `$VAR` becomes the value's words, as bash splits it."""
+    text, kept, pos = word.text, [], 0
+    for exp in word.expansions:
+        m = _SHELL_VAR.match(exp)
+        name = m and (m[1] or m[2])
+        at = text.find(exp, pos)
+        if not name or name not in values or at < 0:
+            kept.append(exp)
+            pos = at + len(exp) if at >= 0 else pos
+            continue
+        if split and not word.quoted and text == exp:
+            return [Word(part, word.line) for part in values[name].split()]
+        text = text[:at] + values[name] + text[at + len(exp):]
+        pos = at + len(values[name])
+    return [Word(text, word.line, kept, word.quoted)]

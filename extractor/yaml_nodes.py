@@ -3,12 +3,14 @@ safe against alias bombs (a node reached twice is visited once)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
 import yaml
 
 Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+NULL_TAG = "tag:yaml.org,2002:null"
+T = TypeVar("T")
 
 
 def compose_all(text: str) -> list[yaml.Node]:
@@ -48,19 +50,28 @@ def child(node: yaml.Node | None, *path: str) -> yaml.Node | None:
 
 def walk(root: yaml.Node, limit: int = 200_000) -> Iterator[yaml.Node]:
     """Every node once, depth first; stops after `limit` nodes."""
+    for node, _ in walk_scoped(root, lambda _node, inherited: inherited, None, limit):
+        yield node
+
+
+def walk_scoped(root: yaml.Node, scope: Callable[[yaml.Node, T], T], initial: T,
+                limit: int = 200_000) -> Iterator[tuple[yaml.Node, T]]:
+    """Like `walk`, with each node's scope: `scope(node, its parent's scope)` (the root's parent's is
+    `initial`), e.g. the environment a YAML mapping sets for everything below it."""
     seen: set[int] = set()
-    stack = [root]
+    stack = [(root, initial)]
     while stack and len(seen) < limit:
-        node = stack.pop()
+        node, inherited = stack.pop()
         if id(node) in seen:
             continue
         seen.add(id(node))
-        yield node
+        own = scope(node, inherited)
+        yield node, own
         if isinstance(node, yaml.MappingNode):
             for k, v in reversed(node.value):
-                stack += [v, k]
+                stack += [(v, own), (k, own)]
         elif isinstance(node, yaml.SequenceNode):
-            stack += reversed(node.value)
+            stack += [(n, own) for n in reversed(node.value)]
 
 
 def strings(node: yaml.Node | None) -> list[yaml.ScalarNode]:
@@ -70,3 +81,73 @@ def strings(node: yaml.Node | None) -> list[yaml.ScalarNode]:
     if isinstance(node, yaml.SequenceNode):
         return [n for n in node.value if isinstance(n, yaml.ScalarNode)]
     return []
+
+
+# Marks where a file line's text starts inside a scalar's value: a private-use character, printable
+# to YAML (so the marked text parses the same), that no doc contains.
+_MARK = "\ue000"
+
+
+def relaid(text: str, node: yaml.ScalarNode) -> str | None:
+    """A folded (`>`), quoted or plain scalar that spans lines, its value laid out again so that
+    line i of the result holds what file line `node.start_mark.line + i` contributes: where YAML
+    joined lines, the result has `\\` and a newline, which a shell reads as nothing. A shell reading
+    the result sees the same commands, on the lines where the file has them.
+
+    None where the value's lines already are the file's (a literal `|` or one-line scalar), and
+    where the text cannot be re-laid (the marked text does not parse to the same value)."""
+    start, end = node.start_mark, node.end_mark
+    if node.style == "|" or end.line == start.line or _MARK in text:
+        return None
+    lines = text.split("\n")
+    marked: list[int] = []  # 0-based lines after the first, relative to the first, that got a mark
+    for n in range(start.line + 1, min(end.line, len(lines) - 1) + 1):
+        line = lines[n]
+        col = len(line) - len(line.lstrip(" \t"))
+        if col == len(line) or (n == end.line and col >= end.column):
+            continue  # blank lines fold differently once marked; past the end is another node
+        lines[n] = line[:col] + _MARK + line[col:]
+        marked.append(n - start.line)
+    twin = _scalar_at("\n".join(lines), start.line, start.column)
+    if twin is None or twin.value.replace(_MARK, "") != node.value or twin.value.count(_MARK) != len(marked):
+        return None
+    out: list[str] = []
+    row = 0
+    marks = iter(marked)
+    for ch in twin.value:
+        if ch == _MARK:
+            target = next(marks)
+            # Fewer rows than the target: lines were joined; a `\`-newline adds the row and no text.
+            # More (a `\n` escape in a quoted scalar): nothing to do, later lines drift.
+            out.append("\\\n" * max(0, target - row))
+            row = max(row, target)
+        else:
+            row += ch == "\n"
+            out.append(ch)
+    return "".join(out)
+
+
+def _scalar_at(text: str, line: int, column: int) -> yaml.ScalarNode | None:
+    try:
+        roots = compose_all(text)
+    except yaml.YAMLError:
+        return None
+    for root in roots:
+        for node in walk(root):
+            if isinstance(node, yaml.ScalarNode) and (node.start_mark.line, node.start_mark.column) == (line, column):
+                return node
+    return None
+
+
+def span_text(text: str, node: yaml.ScalarNode) -> str:
+    """The file lines a scalar spans, from its first line, with what precedes its value on that line
+    (`- "`, `args: >`) blanked and a closing quote cut: line i is file line `node.start_mark.line + i`,
+    as written."""
+    start, end = node.start_mark, node.end_mark
+    lines = text.split("\n")[start.line:end.line + 1]
+    quoted = node.style in ('"', "'")
+    if quoted and len(lines) > 1:
+        lines[-1] = lines[-1][:end.column - 1] + lines[-1][end.column:]
+    lead = len(lines[0]) if node.style in ("|", ">") else start.column + quoted
+    lines[0] = " " * lead + lines[0][lead:]
+    return "\n".join(lines)
