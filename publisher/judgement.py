@@ -184,8 +184,8 @@ def _option_history(j: Judgement, snippet: Snippet, newest_fail: Check | None) -
     """What the per-release option history adds: the failing option's story, the first release
     with all of the command's options."""
     history = shipped()
-    if history is None or newest_fail is None:
-        return
+    if history is None or newest_fail is None or snippet.kind == "subcommand":
+        return  # the history is of `vllm serve`'s options, not of `vllm bench …`'s
     j.option_notes = list(dict.fromkeys(note for k in j.failing for note in views.option_notes(k.outcome)))
     options = options_of(snippet.argv or [])
     explains = any(history.accepts(o, newest_fail.version) is False for o in options)

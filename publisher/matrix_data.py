@@ -86,7 +86,7 @@ def _cell(results: Results, support: dict, strings: _Strings, s, col, j):
     check = next((k for k in j.checks if k.column.key == col.key), None)
     given = (support.get(col.key) or {}).get("range")  # matrix.json's: computed once, in publisher/ranges.py
     found = ranges.Range(given["first"], given["last"], given["basis"]) if given else None
-    detail = " ".join([views.cause(o, limit=400), *views.option_notes(o)]).strip()
+    detail = " ".join([views.cause(o, limit=400), *views.option_notes(o, s)]).strip()
     return [views.VERDICTS.index(o.verdict), TIERS.index(o.stage) if o.stage in TIERS else 0,
             found.text() if found else "", strings(detail), SCOPES[check.scope] if check else 0,
             1 if o.stand_in else 0, strings(found.words(col.kind)) if found else -1]
@@ -130,7 +130,8 @@ def build(results: Results, doc: dict, judge: Judge, snapshots: list[dict]) -> d
         # and, for a version with no run, the option history answers in the page's script
         bits = (1 if s.speculative_config else 0) | (2 if any(c and c[5] for c in cells) else 0)
         group[3].append([s.id, one_line(views.command(s)), s.model or "", kinds.index(s.kind), bits,
-                         judgement.JUDGEMENTS.index(j.kind), strings(j.summary), cells, options.of(s.argv or []),
+                         judgement.JUDGEMENTS.index(j.kind), strings(j.summary), cells,
+                         options.of(s.argv or []) if s.kind != "subcommand" else [],  # `vllm serve`'s history
                          _runs(known, s.id, index)])
     return {
         "schema": 1,

@@ -15,6 +15,7 @@ from publisher import ranges, views
 from publisher.judgement import UNRECORDED, Judge, Judgement
 from publisher.results import Results
 from publisher.views import cause
+from runner import subcommands
 
 SCHEMA = 1
 
@@ -33,13 +34,13 @@ def _target(results: Results, c, retired: bool) -> dict:
     return entry
 
 
-def _support(o, c, snippet_id: str, retired: bool, found: ranges.Range | None) -> dict:
-    notes = [n for n in [cause(o)] if n] + views.option_notes(o)
+def _support(o, c, s, retired: bool, found: ranges.Range | None) -> dict:
+    notes = [n for n in [cause(o)] if n] + views.option_notes(o, s)
     if o.stand_in:
         notes.append("run with a random-weight stand-in of the model (same architecture)")
-    cell = {"status": o.verdict, "stage": o.stage, "depth": views.depth_text(o), "tier": o.tier,
+    cell = {"status": o.verdict, "stage": o.stage, "depth": views.depth_text(o, s), "tier": o.tier,
             "stand_in": o.stand_in, "range": found.as_json() if found else None, "notes": notes,
-            "evidence": evidence_href(snippet_id, c.key)}
+            "evidence": evidence_href(s.id, c.key)}
     if retired:
         cell["retired"] = True
     return cell
@@ -54,7 +55,9 @@ def _judgement(j: Judgement) -> dict:
 
 def flags_valid(s) -> dict | None:
     """The releases on which every option of the command exists (flaghistory); None: no options
-    or no history."""
+    or no history, or a subcommand snippet (`vllm bench throughput …`: the history is `vllm serve`'s)."""
+    if s.kind == "subcommand":
+        return None
     history = shipped()
     found = command_options(history, s.argv or []) if history else None
     return found.as_json() if found else None
@@ -74,12 +77,13 @@ def build(results: Results, snapshots: list[dict] | None = None, generated: str 
     known = ranges.runs(snapshots or [], results)
     for s in results.snippets:
         flags = flags_valid(s)
-        support = {c.key: _support(o, c, s.id, retired, ranges.of_cell(known, s.id, o, flags))
+        support = {c.key: _support(o, c, s, retired, ranges.of_cell(known, s.id, o, flags))
                    for c, retired in [*((c, False) for c in results.columns), *old]
                    if (o := results.cell(s.id, c)) is not None}
         worst = judge.of(s)
         doc["snippets"][s.id] = {
-            "kind": s.kind, "command": views.command(s), "model": s.model, "speculative": bool(s.speculative_config),
+            "kind": s.kind, "subcommand": subcommands.words(s), "command": views.command(s), "model": s.model,
+            "speculative": bool(s.speculative_config),
             "runnable": s.runnable, "reason": s.reason,
             "judgement": worst.kind, "depth": worst.depth,
             "judgements": [_judgement(j) for j in judge.all(s)],

@@ -79,11 +79,11 @@ def _cell(results: Results, s: Snippet, col, j: Judgement | None = None) -> dict
     check = next((k for k in j.checks if k.column.key == col.key), None) if j else None
     outside = check is not None and check.scope in ("older", "newer")
     why = views.cause(o, limit=160)
-    tip = (f"{o.verdict} on {col.label}: {views.depth_text(o)}" + (f": {why}" if why else "")
+    tip = (f"{o.verdict} on {col.label}: {views.depth_text(o, s)}" + (f": {why}" if why else "")
            + (" (stand-in model)" if o.stand_in else "")
            + (f" — {check.scope} than the versions the page is written for" if outside else ""))
     return {"verdict": o.verdict, "icon": views.ICONS.get(o.verdict, "?"), "href": evidence_href(s.id, col.key),
-            "tip": tip, "cause": views.cause(o, limit=100), "depth": views.depth_word(o), "outside": outside}
+            "tip": tip, "cause": views.cause(o, limit=100), "depth": views.depth_word(o, s), "outside": outside}
 
 
 def _page_rows(results: Results, judge: Judge) -> dict[str, dict]:

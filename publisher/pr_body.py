@@ -12,6 +12,7 @@ from publisher import views
 from publisher.judgement import Judge
 from publisher.results import Results
 from publisher.views import cause
+from runner import subcommands
 
 BODY_LIMIT = 65_536
 """GitHub refuses a longer PR body (422 "body is too long (maximum is 65536 characters)")."""
@@ -81,10 +82,12 @@ def regressions(results: Results, judge: Judge, tree: Path, link) -> list[str]:
                 continue
             good, bad = j.regression
             exc = bad.outcome.evidence.exception or {}
-            out += [f"### `vllm serve` regression: runs on vLLM {good.version}, fails on vLLM {bad.version}", "",
+            out += [f"### `{subcommands.program(s)}` regression: runs on vLLM {good.version}, fails on vLLM "
+                    f"{bad.version}", "",
                     f"Command ({link(s.id)}, documented at `{src.file}:{src.line}`):", "",
                     views.fence(views.command(s), "bash"), "",
-                    f"- vLLM {good.version} (commit `{good.column.commit or 'unknown'}`): {views.depth_text(good.outcome)}",
+                    f"- vLLM {good.version} (commit `{good.column.commit or 'unknown'}`): "
+                    f"{views.depth_text(good.outcome, s)}",
                     f"- vLLM {bad.version} (commit `{bad.column.commit or 'unknown'}`): fails at {bad.outcome.stage}: "
                     f"`{_cell(exc.get('type') or bad.outcome.verdict)}`: {_cell(exc.get('message') or bad.outcome.reason or '')}"
                     + (f" (raised at `{views.location(exc)}`)" if views.location(exc) else ""), ""]

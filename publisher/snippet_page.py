@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import html
 import json
-import shlex
 from datetime import datetime, timezone
 
 from jinja2 import Environment
@@ -21,6 +20,7 @@ from publisher.history import Seen
 from publisher.judgement import Judge
 from publisher.matrix_json import flags_valid
 from publisher.results import Results
+from runner import subcommands
 from runner.counts import GOOD
 from runner.records import Outcome
 
@@ -112,9 +112,15 @@ def _one(text) -> str:
 
 # --- what one build's section says ------------------------------------------------------------
 
-def checked(o: Outcome) -> str:
-    """`requests answered` / `server start, where it stopped (it was to go on up to: requests answered)`."""
+def checked(o: Outcome, s: Snippet | None = None) -> str:
+    """`requests answered` / `server start, where it stopped (it was to go on up to: requests answered)`;
+    a subcommand snippet (`vllm bench throughput …`): its own argument parser, and no further."""
     planned = PLAIN_STAGE.get(o.tier, o.tier)
+    if views.parser_only(o, s):
+        return (f"the argument parser of {subcommands.program(s)}, which accepted it; not run further: it is "
+                "not a server")
+    if s is not None and subcommands.words(s) and o.verdict in GOOD + ("FAIL",) and o.stage == "parse":
+        return f"the argument parser of {subcommands.program(s)}" + (", where it stopped" if o.verdict == "FAIL" else "")
     if o.verdict in GOOD:
         return PLAIN_STAGE.get(o.stage, o.stage) + ("" if o.stage == o.tier else f" (it was to go on up to: {planned})")
     if o.verdict == "FAIL":
@@ -253,11 +259,11 @@ def gpu_memory(o: Outcome) -> str:
 def section(s: Snippet, o: Outcome) -> dict:
     twins, other = models(s, o)
     feature, noise, noise_n = warnings(o)
-    return {"checked": checked(o), "twins": twins, "substituted": other, "ran": ran(o), "build": build(o),
+    return {"checked": checked(o, s), "twins": twins, "substituted": other, "ran": ran(o), "build": build(o),
             "reason": reason_shown(o), "location": views.location(o.evidence.exception),
-            "argv": wrapped_command("vllm serve " + shlex.join(o.argv)) if o.argv else "", "feature": feature, "noise": noise, "noise_n": noise_n,
+            "argv": wrapped_command(views.run_as(s, o.argv)) if o.argv else "", "feature": feature, "noise": noise, "noise_n": noise_n,
             "spec": perf_view.spec_counters(o.evidence.spec_decode), "config": config_rows(o), "probes": probes(o),
-            "options": views.option_notes(o), "gpu_memory": gpu_memory(o),
+            "options": views.option_notes(o, s), "gpu_memory": gpu_memory(o),
             "perf_acceptance": perf_view.acceptance((o.evidence.perf or {}).get("spec_decode"))}
 
 
@@ -267,7 +273,7 @@ def render(env: Environment, results: Results, judge: Judge, s: Snippet, seen: S
     rows = [(c, results.cell(s.id, c)) for c in results.columns if results.cell(s.id, c)]
     diffs = views.config_differences({c.key: o for c, o in rows})
     variants = [{"variant": v, "what": perf_view.VARIANTS.get(v, v), "label": c.label, "key": c.key, "o": o,
-                 "depth": views.depth_text(o), "cause": views.cause(o)}
+                 "depth": views.depth_text(o, s), "cause": views.cause(o)}
                 for v in results.variants(s.id) for c in results.columns if (o := results.cell(s.id, c, v))]
     retired = [(c, o) for c in results.retired if (o := results.cell(s.id, c))]
     fix = results.fixes.get(s.id)
@@ -276,7 +282,8 @@ def render(env: Environment, results: Results, judge: Judge, s: Snippet, seen: S
         spec_json=json.dumps(s.speculative_config) if s.speculative_config else "",
         page_slugs=[views.page_slug(views.page_key(src)) for src in s.sources],
         judgements=judge.all(s), source_judgements=[judge.of_source(s, src).kind for src in s.sources],
-        rows=rows, depths={c.key: views.depth_text(o) for c, o in rows},
+        rows=rows, depths={c.key: views.depth_text(o, s) for c, o in rows},
+        subcommand=subcommands.program(s) if subcommands.words(s) else "",
         short_causes={c.key: short_cause(o) for c, o in rows}, models={c.key: model_summary(o) for c, o in rows},
         sections={c.key: section(s, o) for c, o in rows}, speed=perf_view.tables(results, s.id, bool(s.speculative_config)),
         diffs=diffs, flipped=[k for k, vals in diffs.items() if all(isinstance(v, bool) for v in vals.values())],

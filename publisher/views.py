@@ -15,6 +15,7 @@ from pathlib import Path
 from extractor.records import Snippet, Source
 from flaghistory.commands import explain_failure, shipped
 from publisher.results import Results
+from runner import subcommands
 from runner.counts import GOOD
 from runner.intarget.vllm_paths import relative
 from runner.records import VERDICTS, Outcome  # noqa: F401 (VERDICTS: the one list, re-exported)
@@ -39,17 +40,30 @@ DEPTH = {
 """How deep a verdict went: every PASS and WARN says it, in a cell, a page, matrix.json, a warning."""
 
 
-def depth_word(o: Outcome) -> str:
+def parser_only(o: Outcome, snippet: Snippet | None) -> bool:
+    """A `subcommand` snippet's outcome (`vllm bench throughput …`) whose own argument parser accepted
+    it, the tiers after it SKIPped: it is not a server (runner/subcommands.py)."""
+    return snippet is not None and subcommands.words(snippet) is not None and o.verdict == "SKIP" \
+        and o.stage != "parse" and not o.evidence.exception
+
+
+def depth_word(o: Outcome, snippet: Snippet | None = None) -> str:
     """The cell's text: how far a PASS/WARN went (`parser`, `started`), where a FAIL stopped."""
     if o.verdict in GOOD:
         return DEPTH.get(o.stage, (o.stage,))[0]
     if o.verdict == "FAIL":
         return f"at {o.stage}"
+    if parser_only(o, snippet):
+        return "parser only"
     return o.verdict.lower()
 
 
-def depth_text(o: Outcome) -> str:
-    """In words: `accepted by the argument parser (not started)`, `fails at start`."""
+def depth_text(o: Outcome, snippet: Snippet | None = None) -> str:
+    """In words: `accepted by the argument parser (not started)`, `fails at start`; for a subcommand
+    snippet (`snippet` given) whose own parser accepted it, and the tiers after it SKIPped: `accepted
+    by its own argument parser (not run: not a server)`."""
+    if parser_only(o, snippet):
+        return "accepted by its own argument parser (not run: not a server)"
     if o.verdict in GOOD:
         return DEPTH.get(o.stage, ("", o.stage))[1] + (" (with a warning)" if o.verdict == "WARN" else "")
     if o.verdict == "FAIL":
@@ -74,8 +88,14 @@ def command(snippet: Snippet) -> str:
     """The command as the docs show it (first place), else rebuilt from the argv."""
     if snippet.sources and snippet.sources[0].text.strip():
         return snippet.sources[0].text.strip()
-    env = " ".join(f"{k}={shlex.quote(v)}" for k, v in snippet.env.items())
-    return " ".join(p for p in (env, "vllm serve", shlex.join(snippet.argv)) if p)
+    return run_as(snippet, snippet.argv, snippet.env)
+
+
+def run_as(snippet: Snippet, argv: list[str], env: dict[str, str] | None = None) -> str:
+    """`argv` as a command line after the snippet's program: `vllm serve …`, or for a subcommand
+    snippet its own words (`vllm bench throughput …`)."""
+    prefix = " ".join(f"{k}={shlex.quote(v)}" for k, v in (env or {}).items())
+    return " ".join(p for p in (prefix, subcommands.program(snippet), shlex.join(argv)) if p)
 
 
 def location(exc: dict | None) -> str:
@@ -105,10 +125,11 @@ def cause(o: Outcome, limit: int | None = None) -> str:
     return _clip(o.reason or "", limit)
 
 
-def option_notes(o: Outcome) -> list[str]:
+def option_notes(o: Outcome, snippet: Snippet | None = None) -> list[str]:
     """For a parse FAIL on options the build does not have: why, from the option history of every
-    release ("--swap-space was removed in vLLM 0.18.0; …"). Empty for anything else."""
-    if o.verdict != "FAIL" or o.stage != "parse":
+    release ("--swap-space was removed in vLLM 0.18.0; …"). Empty for anything else, and for a
+    subcommand snippet (`snippet` given): the history is of `vllm serve`'s options, not its."""
+    if o.verdict != "FAIL" or o.stage != "parse" or (snippet is not None and snippet.kind == "subcommand"):
         return []
     return explain_failure(shipped(), (o.evidence.exception or {}).get("message"), o.target.version)
 

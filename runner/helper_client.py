@@ -20,11 +20,13 @@ HELPER = Path(__file__).resolve().parent / "intarget" / "vllm_helper.py"
 
 @dataclass
 class HelperAnswer:
-    """The helper's answer to one parse (or parse + config) request, as a typed record."""
+    """The helper's answer to one parse (or parse + config) request, as a typed record (a request
+    for another `vllm` subcommand is answered at the parse stage only)."""
 
     result: Literal["ok", "failed", "skipped"]
     """`ok`: vLLM accepted it; `failed`: vLLM raised (see `error`); `skipped`: the helper could not
-    check it here (e.g. a CUDA build's engine config on a machine without an accelerator)."""
+    check it here (e.g. a CUDA build's engine config on a machine without an accelerator, or a
+    subcommand this build's CLI does not have or cannot load)."""
     stage: str = "parse"
     """The tier it got to: `parse` or `config`."""
     error: dict = field(default_factory=dict)
@@ -97,15 +99,20 @@ class Helper:
             return ""
 
     def ask(self, argv: list[str], tier: str, timeout: float = HELPER_ANSWER_S,
-            env: dict[str, str] | None = None) -> HelperAnswer:
-        """Run the parse (or parse+config) tier on `argv`; restarts a dead helper once."""
+            env: dict[str, str] | None = None, subcommand: list[str] | None = None) -> HelperAnswer:
+        """Run the parse (or parse+config) tier on `argv`; restarts a dead helper once.
+        `subcommand` (`["bench", "throughput"]`): `argv` is that `vllm` subcommand's, checked by its
+        own parser only (the parse stage, whatever `tier` says)."""
+        request = {"argv": argv, "tier": "parse" if subcommand else tier, "env": env or {}}
+        if subcommand:
+            request["subcommand"] = list(subcommand)
         with self.lock:
             for attempt in (1, 2):
                 if self.proc is None or self.proc.poll() is not None:
                     self._start()
                 self._seq += 1
                 try:
-                    self.proc.stdin.write((json.dumps({"id": self._seq, "argv": argv, "tier": tier, "env": env or {}}) + "\n").encode())
+                    self.proc.stdin.write((json.dumps({"id": self._seq, **request}) + "\n").encode())
                     self.proc.stdin.flush()
                     return HelperAnswer.from_json(self._read(timeout))
                 except (HelperError, BrokenPipeError, OSError) as err:

@@ -89,8 +89,9 @@ def select(catalog: Catalog, opts: RunOptions) -> list[tuple]:
             raise SystemExit(f"driftmatrix run: unknown snippet id(s): {', '.join(sorted(unknown))}")
         snippets = [s for s in snippets if s.id in wanted]
     pairs = [(s, FIX if s.fix else None) for s in snippets]
-    for variant in opts.variants or ():
-        pairs += [(s, variant) for s in snippets if not s.fix and (s.speculative_config or variant == "self-spec")]
+    for variant in opts.variants or ():  # variants change a server's speed: not for another subcommand's parser
+        pairs += [(s, variant) for s in snippets if not s.fix and s.kind != "subcommand"
+                  and (s.speculative_config or variant == "self-spec")]
     if opts.shard:
         index, count = plan.parse_shard(opts.shard)
         pairs = plan.shard(pairs, index, count, lambda p: plan.predicted_cost(p[0], opts.tier))
@@ -197,7 +198,7 @@ def _execute(jobs: list[Job], ctx: RunContext, out_store: store.Store, opts: Run
 
     def do(job: Job, cores: list[int] | None = None) -> None:
         ids: list[int] = []
-        if pool and TIERS.index(job.tier) >= 2:
+        if pool and TIERS.index(job.tier) >= 2 and job.snippet.kind != "subcommand":  # a subcommand: parser only
             ids = pool.acquire(min(devices_needed(job.snippet.argv), ctx.gpus))
         try:
             outcome = runner.run(job, ids, cores)

@@ -18,6 +18,8 @@ def predicted_cost(snippet, tier: str) -> float:
     n = TIERS.index(tier)
     if not snippet.runnable or snippet.placeholders:
         return 0.05
+    if snippet.kind == "subcommand":  # its own parser only (runner/subcommands.py)
+        return 0.05
     cost = 0.05 + (2.0 if n >= 1 else 0)
     if n >= 2:
         billions = billions_of_parameters(snippet.model or "") or 1.0

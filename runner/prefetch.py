@@ -30,8 +30,8 @@ def prefetch(opts, say=print) -> int:
     gpus = gpu_count() if opts.gpus is None else opts.gpus
     asked: dict[tuple, str] = {}
     for snippet, variant in select(Catalog.read(opts.snippets), opts):
-        if snippet.placeholders or not snippet.runnable:
-            continue
+        if snippet.placeholders or not snippet.runnable or snippet.kind == "subcommand":
+            continue  # a subcommand (`vllm bench …`) is checked by its parser only: no model needed
         models = needed_models(snippet)[:1 if variant in VARIANTS else None]
         starts = TIERS.index(job_tier(snippet, opts.tier)) >= TIERS.index("start")
         budget = weights_budget_bytes(gpus) if starts and devices_needed(snippet.argv) <= max(gpus, 1) else None

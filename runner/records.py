@@ -106,7 +106,8 @@ class Outcome:
     substitutions: dict[str, str] = field(default_factory=dict)
     """Model id -> local directory used in its place."""
     argv: list[str] = field(default_factory=list)
-    """The arguments actually passed to `vllm serve` (after substitutions)."""
+    """The arguments actually passed to `vllm serve` (after substitutions); for a `subcommand`
+    snippet the arguments after its subcommand words (`vllm bench throughput ARGV`)."""
     evidence: Evidence = field(default_factory=Evidence)
     started: str = ""
     """UTC ISO time the job started."""

@@ -93,6 +93,7 @@
     }
     var ri = D.releases.indexOf(v);
     if (ri < 0) return { verdict: "none", word: "no data", text: "No run on vLLM " + v + " and no option history for it." };
+    if (D.kinds[row[3]] === "subcommand") return { verdict: "none", word: "no data", text: "No run on vLLM " + v + "; the option history is of vllm serve's options, not of this subcommand's." };
     if (!row[8].length) return { verdict: "none", word: "no options", text: "No run on vLLM " + v + "; the command has no options to look up in the option history." };
     var missing = row[8].filter(function (o) {
       return !D.options[o][1].some(function (r) { return r[0] <= ri && ri <= r[1]; });

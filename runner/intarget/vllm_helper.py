@@ -1,16 +1,25 @@
 """Parse/config helper, run by a *target* environment's Python (imports vLLM, not driftmatrix).
 
 One long-lived process per environment: the vLLM import is paid once, then each request
-(one JSON line on stdin: `{"id", "argv", "tier"}`) is answered with one JSON line on the
-protocol channel.  vLLM's logger writes to stdout, so the protocol uses a private copy of
+(one JSON line on stdin: `{"id", "argv", "tier", "env"}`, and `"subcommand"` for another `vllm`
+subcommand) is answered with one JSON line on the protocol channel.  vLLM's logger writes to stdout, so the protocol uses a private copy of
 the original stdout and fd 1 is pointed at stderr.
 
 Tiers: `parse` = vLLM's own `vllm serve` parser + its validate(); `config` = additionally
 `AsyncEngineArgs.from_cli_args(args).create_engine_config(...)`, where speculative method
 resolution and cross-feature validation happen.
+
+A request with `"subcommand": ["bench", "throughput"]` (or `["run-batch"]`, ...) is parsed by that
+subcommand's own parser as this build's `vllm` CLI defines it (vllm/entrypoints/cli/main.py,
+CMD_MODULES) plus the subcommand's validate(): the parse stage only, never an engine config. Those
+parsers are built lazily, on the first such request, so the serve path starts no slower; a build
+whose CLI has no such subcommand, or whose module fails to import, answers `skip` with the reason.
 """
 
+import ast
 import contextlib
+import importlib
+import importlib.util
 import io
 import json
 import logging
@@ -60,6 +69,24 @@ def error_of(exc, stderr_text=""):
     }
 
 
+@contextlib.contextmanager
+def device_patch():
+    """A CUDA build without an accelerator cannot infer its device while a parser builds its
+    defaults; vLLM's own docs build patches DeviceConfig.__post_init__ the same way. Yields
+    whether it patched."""
+    from vllm import platforms
+    if not platforms.current_platform.is_unspecified():
+        yield False
+        return
+    from vllm.config import DeviceConfig
+    patched = DeviceConfig.__post_init__
+    DeviceConfig.__post_init__ = lambda self: None
+    try:
+        yield True
+    finally:
+        DeviceConfig.__post_init__ = patched
+
+
 def build_parser():
     from vllm.utils.argparse_utils import FlexibleArgumentParser
     import vllm.entrypoints.cli.serve as serve
@@ -68,25 +95,92 @@ def build_parser():
     except ImportError:
         from vllm.entrypoints.serve.utils.api_utils import cli_env_setup
     cli_env_setup()
-    from vllm import platforms
-    patched = None
-    if platforms.current_platform.is_unspecified():
-        # A CUDA build without an accelerator cannot infer its device while the parser
-        # builds its defaults; vLLM's own docs build patches this method the same way.
-        from vllm.config import DeviceConfig
-        patched = DeviceConfig.__post_init__
-        DeviceConfig.__post_init__ = lambda self: None
-    try:
+    with device_patch() as patched:
         parser = FlexibleArgumentParser(prog="vllm")
         sub = parser.add_subparsers(required=False, dest="subparser")
         cmds = {}
         for cmd in serve.cmd_init():
             cmd.subparser_init(sub)
             cmds[cmd.name] = cmd
+    return parser, cmds["serve"], patched
+
+
+# --- other `vllm` subcommands (`vllm bench throughput`, `vllm run-batch`): their own parsers -------
+
+KNOWN_MODULES = {"bench": "vllm.entrypoints.cli.benchmark.main", "run-batch": "vllm.entrypoints.cli.run_batch"}
+"""Where the subcommands the docs give a speculative config to live (tried first, when this
+build's CMD_MODULES lists them); any other word is looked for in every module CMD_MODULES lists."""
+SUBCOMMANDS = {}
+"""First word -> (parser, CLISubcommand) or, when it cannot be had here, the reason (a str)."""
+
+
+def cli_modules():
+    """The modules this build's `vllm` CLI takes its subcommands from: CMD_MODULES in
+    vllm/entrypoints/cli/main.py, read (main() itself imports all of them and parses sys.argv)."""
+    spec = importlib.util.find_spec("vllm.entrypoints.cli.main")
+    if spec is None or not spec.origin:
+        return []
+    with open(spec.origin, encoding="utf-8") as fh:
+        tree = ast.parse(fh.read())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and isinstance(node.value, (ast.List, ast.Tuple)) and \
+                any(isinstance(t, ast.Name) and t.id == "CMD_MODULES" for t in node.targets):
+            return [ast.unparse(e) for e in node.value.elts]
+    return []
+
+
+@contextlib.contextmanager
+def cli_argv(words):
+    """sys.argv as `vllm WORDS...` would have it: `vllm bench` builds its nested parsers only when
+    the command line's first positional word is `bench`."""
+    saved = sys.argv
+    sys.argv = ["vllm", *words]
+    try:
+        yield
     finally:
-        if patched is not None:
-            DeviceConfig.__post_init__ = patched
-    return parser, cmds["serve"], patched is not None
+        sys.argv = saved
+
+
+def subcommand_parser(words):
+    """(parser, the CLISubcommand) for `vllm WORDS...`, built once per first word; or the reason it
+    cannot be had in this build (a str)."""
+    name = words[0]
+    if name in SUBCOMMANDS:
+        return SUBCOMMANDS[name]
+    listed = cli_modules()
+    known = KNOWN_MODULES.get(name)
+    candidates = [known] if known and (known in listed or not listed) else []
+    candidates += [m for m in listed if m not in candidates and m != "vllm.entrypoints.cli.serve"
+                   and m not in KNOWN_MODULES.values()]
+    problems, found = [], None
+    for module_name in candidates:
+        try:
+            module = importlib.import_module(module_name)
+            cmds = module.cmd_init()
+        except Exception as exc:  # a missing optional dependency, a module of another version
+            problems.append(f"{module_name}: {type(exc).__name__}: {str(exc)[:300]}")
+            continue
+        found = next((cmd for cmd in cmds if getattr(cmd, "name", None) == name), None)
+        if found is not None:
+            break
+    if found is None:
+        why = (f"this vLLM build's CLI could not load `vllm {name}` ({'; '.join(problems)})" if problems and known
+               else f"this vLLM build's CLI has no `vllm {name}` subcommand (vllm/entrypoints/cli/main.py does "
+                    "not list it)")
+        SUBCOMMANDS[name] = why
+        return why
+    from vllm.utils.argparse_utils import FlexibleArgumentParser
+    try:
+        with cli_argv(words), device_patch():
+            parser = FlexibleArgumentParser(prog="vllm")
+            sub = parser.add_subparsers(required=False, dest="subparser")
+            found.subparser_init(sub)
+    except Exception as exc:
+        why = f"this vLLM build could not build the parser of `vllm {name}`: {type(exc).__name__}: {str(exc)[:300]}"
+        SUBCOMMANDS[name] = why
+        return why
+    SUBCOMMANDS[name] = (parser, found)
+    return SUBCOMMANDS[name]
 
 
 def effective(cfg):
@@ -125,23 +219,36 @@ def answer(req, parser, serve_cmd, no_device):
     from vllm.engine.arg_utils import AsyncEngineArgs
     from vllm.usage.usage_lib import UsageContext
 
+    words = list(req.get("subcommand") or [])
+    result = {"id": req.get("id"), "stage": "parse", "ok": False}
+    t0 = time.monotonic()
+    cmd = serve_cmd
+    if words:  # another subcommand: its own parser (built on first use, outside this command's warnings)
+        built = subcommand_parser(words)
+        if isinstance(built, str):
+            result.update(ok=None, skip=built, warnings=[], duration_s=round(time.monotonic() - t0, 3))
+            return result
+        parser, cmd = built
     collector = Collector()
     root = logging.getLogger("vllm")
     root.addHandler(collector)
     saved_env = dict(os.environ)
     os.environ.update(req.get("env") or {})  # the snippet's env prefix (VLLM_USE_..., ...)
-    result = {"id": req.get("id"), "stage": "parse", "ok": False}
     err = io.StringIO()
-    t0 = time.monotonic()
     try:
         with warnings.catch_warnings(record=True) as caught, contextlib.redirect_stderr(err):
             warnings.simplefilter("always")
             try:
-                args = parser.parse_args(["serve", *req["argv"]])
-                serve_cmd.validate(args)
+                if words:  # the parse stage only: these are not servers, no engine config is built
+                    with cli_argv([*words, *req["argv"]]), device_patch():
+                        args = parser.parse_args([*words, *req["argv"]])
+                        cmd.validate(args)
+                else:
+                    args = parser.parse_args(["serve", *req["argv"]])
+                    cmd.validate(args)
                 if getattr(args, "model_tag", None) is not None:
                     args.model = args.model_tag
-                if req.get("tier") == "config":
+                if req.get("tier") == "config" and not words:
                     result["stage"] = "config"
                     if no_device:
                         result.update(ok=None, skip="a CUDA build needs an accelerator to build its engine config")

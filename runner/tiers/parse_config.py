@@ -1,21 +1,26 @@
 """The parse tier (the target's own `vllm serve` parser and its validation) and the config tier
 (`create_engine_config`: speculative method resolution, cross-feature checks), in one request to
 the target's long-lived helper. The config tier needs every model's config.json: a placeholder
-or a model that cannot be had SKIPs it, after the parser has checked the flags."""
+or a model that cannot be had SKIPs it, after the parser has checked the flags.
+
+A `subcommand` snippet (`vllm bench throughput …`, `vllm run-batch …`) is parsed by that
+subcommand's own parser (and its validate()); it is not a server, so every tier after parse SKIPs
+with the reason (runner/subcommands.py)."""
 
 from __future__ import annotations
 
-from runner import classify
+from runner import classify, subcommands
 from runner.tiers.state import JobState, Verdict, fail, literal_env, skip
 
 
 def parse_config(state: JobState) -> Verdict | None:
     job, out = state.job, state.outcome
+    sub = subcommands.words(job.snippet)
     want_config = state.wants("config") and not state.placeholders and not state.missing \
-        and "config" not in state.skip_at
+        and "config" not in state.skip_at and sub is None
     state.report("config" if want_config else "parse")
     answer = state.ctx.helper(job.target).ask(state.argv, "config" if want_config else "parse",
-                                              env=literal_env(job))
+                                              env=literal_env(job), subcommand=sub)
     out.evidence.warnings.extend({**w, "feature": classify.is_feature_warning(w["message"])} for w in answer.warnings)
     out.evidence.effective_config.update(answer.effective_config)
     out.stage = answer.stage
@@ -27,6 +32,8 @@ def parse_config(state: JobState) -> Verdict | None:
         return None
     if state.placeholders:
         return skip(f"placeholder {', '.join(state.placeholders)} must be filled in", "config")
+    if sub is not None:  # not a server: nothing after its parser applies
+        return skip(subcommands.reason(sub), "config")
     if "config" in state.skip_at and not state.missing:
         return skip(state.skip_at["config"], "config")
     if state.missing:

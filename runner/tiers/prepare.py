@@ -5,13 +5,16 @@ checkout from the target's sdist, and substitutes all of it into the argv.
 From the hub come configuration and tokenizer files, and weights only for a job that starts a
 server and only within the weights budget (settings.weights_budget_bytes). A model whose weights
 stay on the hub runs on a twin built from its published config with `--stand-ins`; without, the
-tiers that need no weights still run, and the job SKIPs at start."""
+tiers that need no weights still run, and the job SKIPs at start.
+
+A `subcommand` snippet (`vllm bench throughput …`) is checked by its own parser only: no model is
+resolved, fetched or stood in for (runner/subcommands.py)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from runner import env_policy, source_trees, standins
+from runner import env_policy, source_trees, standins, subcommands
 from runner.argv_edit import VARIANTS, devices_needed, variant_argv
 from runner.models import Resolution, has_weights, needed_models, substitute
 from runner.settings import weights_budget_bytes
@@ -29,6 +32,11 @@ def prepare(state: JobState) -> Verdict | None:
     if not snippet.runnable and not (snippet.reason or "").startswith("placeholder"):
         out.argv = argv
         return skip(f"not runnable as written: {snippet.reason}")
+    if snippet.kind == "subcommand":  # its parser needs no model, no file: nothing to resolve
+        out.argv = state.argv = argv
+        if subcommands.words(snippet) is None:
+            return skip("not runnable as written: a subcommand snippet without its subcommand words")
+        return None
     models = needed_models(snippet) if not state.placeholders else []
     if job.variant in VARIANTS:
         models = models[:1]
@@ -96,6 +104,9 @@ def _notes(state: JobState) -> None:
     snippet, ev = state.job.snippet, state.outcome.evidence
     if snippet.kind == "python":
         ev.notes.append("python snippet: LLM(...) keyword arguments run as the equivalent `vllm serve` flags")
+    if snippet.kind == "subcommand" and subcommands.words(snippet):
+        ev.notes.append(f"subcommand snippet: checked with `{subcommands.program(snippet)}`'s own argument parser "
+                        "(and its validation) only; no model was loaded")
     if snippet.kind == "docker" and state.job.target.target.kind != "docker":
         ev.notes.append(f"docker snippet: image {snippet.image} not used; its server arguments ran "
                         f"against {state.job.target.target.name}")

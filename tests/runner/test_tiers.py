@@ -46,6 +46,18 @@ def test_invalid_speculative_method_fails_at_config_with_vllm_location(config_ru
         assert o.evidence.signature["id"] == "spec-method-invalid"
 
 
+def test_a_literal_token_in_json_gets_the_parsers_verdict_not_a_placeholder_skip(config_run):
+    """`"<think>"` inside a JSON value is a token, not a value to fill in (it was SKIPped as a
+    placeholder): the parser's real verdict shows, here its rejection of the config's key."""
+    items, ids, *_ = config_run
+    for target in ("stable", "nightly"):
+        o = pick(items, ids["a-reasoning-config-with-a-literal-token"][0], target)
+        assert (o.verdict, o.stage) == ("FAIL", "parse"), (o.verdict, o.reason)
+        assert "ReasoningConfig" in o.evidence.exception["message"] and "think_start_str" in \
+            o.evidence.exception["message"], o.evidence.exception["message"]
+        assert o.evidence.exception["location"]["file"].startswith("vllm/")
+
+
 def test_max_model_len_beyond_the_model_fails_at_config(config_run):
     items, ids, *_ = config_run
     o = pick(items, ids["longer-than-the-model"][0], "nightly")
