@@ -72,11 +72,15 @@ class ServeArgs:
     placeholders: list[str] = field(default_factory=list)
     """Words standing for the reader's model or arguments (`my-model`, `<args...>`), not taken
     as the model."""
+    positional: str | None = None
+    """The model position as written, placeholder or not: part of the id, so a command keeps its
+    id whether or not its first word counts as a model."""
 
     def canonical(self) -> list[str]:
         """Model first, then options sorted by name (argparse is order-insensitive except
         for repeats, whose relative order is kept), JSON values re-serialised compactly."""
-        out = [self.model] if self.model is not None else []
+        first = self.model if self.model is not None else self.positional
+        out = [first] if first is not None else []
         for opt in sorted(self.options, key=lambda o: o.name):
             out.append(opt.name)
             out.extend(_canonical_value(v) for v in opt.values)
@@ -145,14 +149,16 @@ def parse_serve_args(args: list[str], model_is_positional: bool = True) -> Serve
     model: str | None = None
     options: list[Option] = []
     i = 0
-    if model_is_positional and args and not _is_option(args[0]) and not is_args_placeholder(args[0]):
-        model, i = args[0], 1
+    positional = args[0] if model_is_positional and args and not _is_option(args[0]) else None
+    if positional is not None and not is_args_placeholder(positional):
+        model, i = positional, 1
     while i < len(args):
         tok = args[i]
         if not _is_option(tok):
             # A stray positional (e.g. the model after some options); `<args...>` stands for options.
             if model is None and not is_args_placeholder(tok):
                 model = tok
+            positional = positional or tok
             i += 1
             continue
         written, _, attached = tok.partition("=")
@@ -164,7 +170,7 @@ def parse_serve_args(args: list[str], model_is_positional: bool = True) -> Serve
                 j += 1
         options.append(Option(written, canonical_flag(written), values, i))
         i = j
-    result = ServeArgs(model, options)
+    result = ServeArgs(model, options, positional=positional)
     for opt in options:
         if opt.name == "--model" and opt.values and result.model is None:
             result.model = opt.values[0]

@@ -173,3 +173,14 @@ def test_a_placeholder_in_a_json_model_value_still_counts():
     [s] = _shell("vllm serve Qwen/Qwen3-8B --speculative-config '{\"model\": \"<draft-model>\", "
                  "\"num_speculative_tokens\": 2}' --chat-template-kwargs '{\"stop\": \"<image>\"}'")
     assert s.placeholders == ["<draft-model>"] and not s.runnable
+
+
+def test_a_placeholder_word_keeps_the_commands_id():
+    """The id hashes the model position as written: a command whose first word stopped counting as a
+    model (`vllm serve model …`) keeps the id its recorded outcomes and history are filed under."""
+    from extractor.serve_args import parse_serve_args
+
+    assert parse_serve_args(["model", "--port", "8000"]).canonical() == ["model", "--port", "8000"]
+    assert parse_serve_args(["<args...>"]).canonical() == ["<args...>"]
+    [s] = _shell("vllm serve model --enable-lora --max-lora-cls-labels 8")
+    assert s.id == "s-ba932ed14119" and s.model is None  # as in tests/fixtures/site/snippets.json
