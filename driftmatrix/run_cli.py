@@ -72,7 +72,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         start_timeout=args.start_timeout, cache_dir=Path(args.cache_dir),
         workdir=Path(args.workdir) if args.workdir else None, fmt=args.format,
         junit=Path(args.junit) if args.junit else None, target_names=args.target, stand_ins=args.stand_ins,
-        jobs=args.jobs, summary=args.summary)
+        jobs=args.jobs, summary=args.summary, share_gpu=args.share_gpu)
     if args.fetch_only:
         from runner.prefetch import prefetch
         return prefetch(opts)
@@ -169,6 +169,10 @@ def _run_parser(sub, cache: str) -> None:
     r.add_argument("--gpu-mem", type=float, metavar="GB", help="memory per GPU: SKIP models that cannot fit")
     r.add_argument("--jobs", type=int, metavar="N", help="jobs at once (default: one per GPU; without a GPU, two "
                                                        "servers side by side when the memory allows)")
+    r.add_argument("--share-gpu", type=int, default=1, metavar="N",
+                   help="up to N servers side by side on each GPU, each with --gpu-memory-utilization "
+                        "0.9/N instead of the documented value (noted in its outcome): for tiny twins on a "
+                        "large GPU (default: %(default)s)")
     r.add_argument("--start-timeout", type=float, default=START_TIMEOUT_S, metavar="S",
                    help="deadline for a server to answer /health (default: %(default)s)")
     r.add_argument("--cache-dir", default=cache, help="target environments (default: %(default)s)")

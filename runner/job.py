@@ -47,6 +47,9 @@ class RunContext:
     devices: list[int] = field(default_factory=list)
     """Physical indexes of the GPUs jobs may take (CUDA_VISIBLE_DEVICES honoured; targets.gpu_devices)."""
     gpu_mem_gb: float | None = None
+    share_gpu: int = 1
+    """Servers per GPU at once (tiny twins on a large GPU): each gets `--gpu-memory-utilization` of
+    SHARED_GPU_MEMORY / share_gpu instead of the documented one, noted in its outcome (runner/tiers/start.py)."""
     redact: Redactor = field(default_factory=Redactor)
     helpers: dict[str, Helper] = field(default_factory=dict)
     stand_ins: str | None = None

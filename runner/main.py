@@ -49,6 +49,8 @@ class RunOptions:
     target_names: list[str] | None = None
     stand_ins: str | None = None
     """`tiny` or `full` twins for models that cannot be had; None: such snippets SKIP."""
+    share_gpu: int = 1
+    """Servers per GPU at once (RunContext.share_gpu)."""
     jobs: int | None = None
     """Jobs at once (None: one per GPU, or side by side on a CPU where memory allows; settings.py)."""
     summary: str | None = None
@@ -56,21 +58,37 @@ class RunOptions:
 
 
 class GpuPool:
-    """The GPUs jobs take turns on (physical indexes: a server gets them as CUDA_VISIBLE_DEVICES)."""
+    """The GPUs jobs take turns on (physical indexes: a server gets them as CUDA_VISIBLE_DEVICES). With
+    `share` > 1 a one-GPU job may run beside others on a GPU (up to `share` at once, the least used
+    first); a job needing several GPUs takes unused ones."""
 
-    def __init__(self, devices: list[int]):
-        self.free, self.cv = list(devices), threading.Condition()
+    def __init__(self, devices: list[int], share: int = 1):
+        self.holders, self.share, self.cv = {d: 0 for d in devices}, max(share, 1), threading.Condition()
+
+    @property
+    def free(self) -> list[int]:
+        """The GPUs no job holds now."""
+        return sorted(d for d, n in self.holders.items() if n == 0)
+
+    def _pick(self, k: int) -> list[int] | None:
+        if k == 1:
+            open_ = sorted((n, d) for d, n in self.holders.items() if n < self.share)
+            return [open_[0][1]] if open_ else None
+        unused = sorted(d for d, n in self.holders.items() if n == 0)
+        return unused[:k] if len(unused) >= k else None
 
     def acquire(self, k: int) -> list[int]:
         with self.cv:
-            while len(self.free) < k:
+            while (taken := self._pick(k)) is None:
                 self.cv.wait()
-            taken, self.free = self.free[:k], self.free[k:]
+            for d in taken:
+                self.holders[d] += 1 if k == 1 else self.share
             return taken
 
     def release(self, ids: list[int]) -> None:
         with self.cv:
-            self.free = sorted(self.free + ids)
+            for d in ids:
+                self.holders[d] -= 1 if len(ids) == 1 else self.share
             self.cv.notify_all()
 
 
@@ -139,7 +157,8 @@ def run(opts: RunOptions, console=None) -> int:
         console.print(f"[yellow]{problem}")
     workdir = opts.workdir or opts.output.parent / "driftmatrix-work"
     ctx = RunContext(resolver=ModelResolver(tfile.models), workdir=workdir, base_env=tfile.env,
-                     start_timeout=opts.start_timeout, gpus=gpus, devices=devices, gpu_mem_gb=opts.gpu_mem, redact=Redactor(),
+                     start_timeout=opts.start_timeout, gpus=gpus, devices=devices, gpu_mem_gb=opts.gpu_mem,
+                     share_gpu=opts.share_gpu if gpus else 1, redact=Redactor(),
                      stand_ins=opts.stand_ins, cache_dir=opts.cache_dir)
     envs: dict[str, TargetEnv] = {}
     finished: list[Outcome] = []
@@ -194,7 +213,7 @@ def _execute(jobs: list[Job], ctx: RunContext, out_store: store.Store, opts: Run
         progress.update(task, description=f"{job.snippet.id} {job.variant or ''} · {job.target.target.name} · {stage}")
 
     runner = JobRunner(ctx, on_stage)
-    pool = GpuPool(ctx.devices) if ctx.gpus else None
+    pool = GpuPool(ctx.devices, ctx.share_gpu) if ctx.gpus else None
 
     def do(job: Job, cores: list[int] | None = None) -> None:
         ids: list[int] = []
@@ -215,7 +234,7 @@ def _execute(jobs: list[Job], ctx: RunContext, out_store: store.Store, opts: Run
                                   "verdict": outcome.verdict, "reason": outcome.reason}), flush=True)
 
     with progress:
-        workers = min(opts.jobs or default_jobs(ctx.gpus), max(len(jobs), 1))
+        workers = min(opts.jobs or default_jobs(ctx.gpus) * ctx.share_gpu, max(len(jobs), 1))
         if workers == 1:
             for job in jobs:
                 do(job)

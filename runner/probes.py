@@ -71,8 +71,16 @@ def probe_json_schema(ctx: ProbeContext, client: httpx.Client) -> dict:
         "type": "json_schema", "json_schema": {"name": "answer", "schema": SCHEMA}})
     detail: dict = {"body": _body(r)} if r.status_code != 200 else {}
     if r.status_code == 200:
-        content = r.json()["choices"][0]["message"].get("content") or ""
+        message = r.json()["choices"][0]["message"]
+        content = message.get("content") or ""
         detail["content"] = content[:200]
+        thought = message.get("reasoning_content") or message.get("reasoning") or ""
+        if not content and thought:
+            # With a reasoning parser the grammar applies once the reasoning ends; a random-weight
+            # model may never end it within max_tokens: the shape cannot be seen, the server answered.
+            detail.update(reasoning=thought[:200], shape_checked=False,
+                          why="all tokens went to the reasoning; the schema applies after it ends")
+            return {"ok": ctx.alive(), "status": r.status_code, "detail": detail}
         # A grammar-constrained answer starts as a JSON object; whether a random model
         # finishes it within max_tokens is not the server's fault.
         detail["starts_as_object"] = content.lstrip().startswith("{")

@@ -80,6 +80,11 @@ class Evidence:
     """Plain-language remarks: substitutions made, image not used, ..."""
     env_dropped: list[str] = field(default_factory=list)
     """Names of the documented env assignments not passed to vLLM (runner/env_policy.py)."""
+    twins: list[dict[str, Any]] = field(default_factory=list)
+    """Stand-in twins used: `{model, family, published_architecture, config_source, resolved_architecture,
+    counts}`. `published_architecture` is the one the real model has (its config, or vLLM's supported-models
+    table); `resolved_architecture` what the target's vLLM resolved the twin to (from the config tier on);
+    `counts` is False when they differ: then the twin stands in for another model and the job SKIPs."""
 
 
 @dataclass

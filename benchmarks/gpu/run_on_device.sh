@@ -7,6 +7,10 @@
 # the whole file, the server logs and the device report under $OUT.
 #   bash benchmarks/gpu/run_on_device.sh SECONDS [driftmatrix run arguments...]
 #   e.g. bash benchmarks/gpu/run_on_device.sh 520 --target vllm-0.21.0 --tier probe --stand-ins
+# SNIPPETS=FILE runs another snippets file (the twins sample: benchmarks/gpu/twins_sample.py). A
+# carried `.carry/sd/vllm-<version>-<hash>/` (the docs of a release's sdist, as runner/source_trees
+# caches them) is put in the runner's cache: offline, the twins' architectures come from its
+# docs/models/supported_models.md.
 set -uo pipefail
 budget=$1; shift
 t0=$(date +%s)
@@ -16,11 +20,12 @@ for v in 0.20.1 0.21.0; do
     echo "payload $v sha256 $(cat /root/stage/$v/part_* | sha256sum | cut -c1-64)" | tee -a "$OUT/device.txt"
   fi
 done
-mkdir -p /root/dmwork
+mkdir -p /root/dmwork /root/dmcache/sdists
+[ -d .carry/sd ] && cp -r .carry/sd/. /root/dmcache/sdists/
 nvidia-smi --query-gpu=name,driver_version,memory.used,memory.total --format=csv | tee -a "$OUT/device.txt"
 start=$(date +%s)
 timeout -k 20 -s TERM $((budget - (start - t0) - 28)) \
-  python3 -m driftmatrix.cli run benchmarks/gpu/snippets.json --targets benchmarks/gpu/targets-h200.toml \
+  python3 -m driftmatrix.cli run "${SNIPPETS:-benchmarks/gpu/snippets.json}" --targets benchmarks/gpu/targets-h200.toml \
   --gpus 1 --cache-dir /root/dmcache --workdir /root/dmwork --format json -o /root/dmwork/outcomes.jsonl "$@" \
   > /root/dmwork/events.jsonl 2>&1
 echo "driftmatrix run: exit $? after $(( $(date +%s) - start )) s" | tee -a "$OUT/device.txt"

@@ -3,6 +3,8 @@
     python standin_build.py --family qwen3|llama|gemma4|gemma4_text|gemma4_assistant --out DIR
                             [--model-id ID] [--config-json FILE] [--layers N] [--head-dim D]
                             [--tokenizer-from DIR] [--seed S] [--full-size]
+    python standin_build.py --family generic --out DIR --model-id ID (--config-json FILE | --architecture ARCH)
+                            [--layers N] [--tokenizer-from DIR] [--seed S] [--full-size]
 
 The twin keeps what vLLM's start-up paths look at — `architectures`, `model_type`, rope
 type and parameters, tied embeddings, max positions, the attention layout — and shrinks
@@ -12,6 +14,11 @@ own standard library sources, with the family's special tokens and chat template
 `--tokenizer-from` the tokenizer (and so the vocabulary) is copied from another twin, so a
 draft and its target can be used together for speculative decoding.  Gemma 4 (multimodal
 model, text-only model, assistant) is built by standin_gemma4.py next to this file.
+
+`--family generic` (standin_generic.py) twins any architecture the env's transformers knows, from
+its config.json or, with `--architecture` alone, its configuration class's defaults; qwen3, llama
+and gemma4 stay special cases (see standin_generic's docstring for why).  An architecture
+transformers does not know exits 1 with the reason on one stderr line.
 
 With `--full-size` nothing is shrunk: the twin has the source's hidden sizes, layer counts and
 vocabulary size (the tokenizer is padded with unreachable `<unusedN>` entries up to it, so every
@@ -29,6 +36,7 @@ import sysconfig
 from pathlib import Path
 
 import standin_gemma4  # next to this file, so on sys.path when run as a script
+import standin_generic
 
 VOCAB = 2000
 CHATML = (
@@ -58,6 +66,25 @@ FAMILIES = {
                "<tool_call>", "</tool_call>"],
               "<|eot_id|>", "<|end_of_text|>", "<|begin_of_text|>", LLAMA3),
 }
+# The markers vLLM's reasoning and tool-call parsers look up in a model's tokenizer when they are
+# created (vllm/reasoning/*, vllm/tool_parsers/* of 0.21.0), so that a documented
+# `--reasoning-parser X` / `--tool-call-parser Y` finds them in a twin as in the published model
+# (its own tokenizer has them); random weights never emit them.
+PARSER_MARKERS = ["<think>", "</think>", "<seed:think>", "</seed:think>", "<seed:tool_call>", "</seed:tool_call>",
+                  "<minimax:tool_call>", "</minimax:tool_call>", "<tool_calls>", "</tool_calls>", "<tool_response>",
+                  "</tool_response>", "<function_call>", "<start_function_call>", "<end_function_call>",
+                  "<longcat_tool_call>", "</longcat_tool_call>", "<arg_key>", "</arg_key>", "<arg_value>",
+                  "</arg_value>", "<|tool_call|>", "<|tool_call_begin|>", "<|tool_call_end|>",
+                  "<|tool_calls_section_begin|>", "<|tool_calls_section_end|>", "<|python_tag|>", "[TOOL_CALLS]",
+                  "[ARGS]", "<|START_THINKING|>", "<|END_THINKING|>", "<response>", "</response>",
+                  "<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>", "<｜tool▁call▁begin｜>", "<｜tool▁call▁end｜>",
+                  "<｜tool▁sep｜>", "<｜DSML｜function_calls>", "</｜DSML｜function_calls>"]
+# the generic family's tokenizer (standin_generic.py, when the model type has no known set): ChatML's
+# layout with <s> ... </s> turns, so </s> also ends a reply; the parsers' markers above
+GENERIC_TOKENIZER = {"special": ["<s>", "</s>", "<pad>", "<tool_call>", "</tool_call>", *PARSER_MARKERS],
+                     "eos": "</s>", "pad": "<pad>",
+                     "bos": "<s>", "template": CHATML.replace("<|im_start|>", "<s>").replace("<|im_end|>", "</s>"),
+                     "named": {}}
 # built by standin_gemma4.py (multimodal model + assistant); config class for the offline defaults
 GEMMA4 = {"gemma4": "Gemma4Config", "gemma4_text": "Gemma4TextConfig", "gemma4_assistant": "Gemma4AssistantConfig"}
 SHRINK = {"hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4, "vocab_size": VOCAB}
@@ -90,8 +117,8 @@ def train_tokenizer(out: Path, family: str, vocab_size: int | None = None):
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
-    if family in GEMMA4:
-        spec = standin_gemma4.TOKENIZER
+    if family in GEMMA4 or family == "generic":
+        spec = standin_gemma4.TOKENIZER if family in GEMMA4 else GENERIC_TOKENIZER
         special, eos, pad, bos, template, named = (spec["special"], spec["eos"], spec["pad"], spec["bos"],
                                                    spec["template"], spec["named"])
     else:
@@ -141,14 +168,76 @@ def twin_config(family: str, source: dict, layers: int, head_dim: int, ids: dict
     return getattr(transformers, config_cls)(**cfg), getattr(transformers, model_cls)
 
 
+def copy_tokenizer(out: Path, source: str):
+    """The tokenizer files of another twin (a draft shares its target's vocabulary)."""
+    from transformers import PreTrainedTokenizerFast
+
+    for f in Path(source).iterdir():
+        if "token" in f.name or f.name == "chat_template.jinja":
+            shutil.copy(f, out / f.name)
+    return PreTrainedTokenizerFast.from_pretrained(out)
+
+
+def build_generic(a, out: Path) -> dict:
+    """`--family generic`: the config by standin_generic's rules, the weights by the architecture's own
+    transformers class (its checkpoint layout), the tokenizer trained (or copied) here."""
+    import torch
+    import transformers
+
+    if bool(a.config_json) == bool(a.architecture):
+        raise SystemExit("--family generic takes one of --config-json or --architecture")
+    g = standin_generic
+    given = json.loads(Path(a.config_json).read_text()) if a.config_json else None
+    try:
+        source, arch, config_source = g.source_config(a.architecture, given)
+        model_type = source["model_type"]
+        cls, cls_note = g.model_class(arch, model_type)
+    except g.NoTwin as exc:
+        raise SystemExit(str(exc)) from None
+    cfg, needed, notes = g.twin_config(source, a.layers, a.full_size)
+    tokenizer = copy_tokenizer(out, a.tokenizer_from) if a.tokenizer_from else \
+        train_tokenizer(out, g.tokenizer_family(model_type), needed)
+    vocab = tokenizer.get_vocab()
+    ids = {"bos_token_id": vocab[tokenizer.bos_token or tokenizer.pad_token],
+           "eos_token_id": vocab[tokenizer.eos_token], "pad_token_id": vocab[tokenizer.pad_token]}
+    g.set_vocab(cfg, max(len(tokenizer), needed), ids)
+    config = transformers.CONFIG_MAPPING[model_type](**{**cfg, "architectures": [arch], "dtype": "bfloat16"})
+    full_size_defaults(a.full_size)
+    torch.manual_seed(a.seed)
+    model = cls(config).to(torch.bfloat16)
+    g.add_implied(model, config.get_text_config(), notes)  # before saving: config.json gets them
+    params = sum(p.numel() for p in model.parameters())
+    notes += [f"full size: {params / 1e9:.2f} B parameters"] if a.full_size else []
+    model.save_pretrained(out, safe_serialization=True)
+    if cls.__name__ != arch:  # save_pretrained names the class it saved; vLLM resolves the published name
+        (out / "config.json").write_text(json.dumps({**json.loads((out / "config.json").read_text()),
+                                                      "architectures": [arch]}, indent=2))
+    return {"params": params, "architectures": [arch], "model_type": model_type,
+            "layer_types": getattr(config.get_text_config(), "layer_types", None),
+            "notes": notes + ([cls_note] if cls_note else []), "config_source": config_source,
+            "transformers": transformers.__version__, "full_size": a.full_size,
+            "bos": ids["bos_token_id"], "eos": ids["eos_token_id"]}
+
+
+def full_size_defaults(full: bool) -> None:
+    """Billions of parameters: initialise where it is fast, in the dtype that is saved."""
+    import torch
+
+    if full:
+        torch.set_default_dtype(torch.bfloat16)
+        if torch.cuda.is_available():
+            torch.set_default_device("cuda")
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--family", required=True, choices=sorted([*FAMILIES, *GEMMA4]))
+    ap.add_argument("--family", required=True, choices=sorted([*FAMILIES, *GEMMA4, "generic"]))
+    ap.add_argument("--architecture", help="generic: a transformers model class name (its config's defaults)")
     ap.add_argument("--model-id", default="", help="the documented model id (picks known structure facts)")
     ap.add_argument("--out", required=True)
     ap.add_argument("--config-json", help="the real model's config.json (else the family's defaults)")
     ap.add_argument("--layers", type=int, default=2)
-    ap.add_argument("--head-dim", type=int, default=32, help="32+ for vLLM's CPU attention backend")
+    ap.add_argument("--head-dim", type=int, default=32, help="32+ for vLLM's CPU attention backend (generic: 32)")
     ap.add_argument("--tokenizer-from")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--full-size", action="store_true", help="keep the source's sizes (speed measurements)")
@@ -158,24 +247,23 @@ def main():
 
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
+    if a.family == "generic":
+        built = build_generic(a, out)
+        write_generation_config(out, built.pop("bos"), built.pop("eos"))
+        print(json.dumps({"dir": str(out), **built}))
+        return
     config_cls = GEMMA4.get(a.family) or FAMILIES[a.family][0]
     if a.config_json:
         source, config_source = json.loads(Path(a.config_json).read_text()), "config.json"
     else:
         source, config_source = getattr(transformers, config_cls)().to_dict(), f"transformers {config_cls}() defaults"
     if a.tokenizer_from:
-        for f in Path(a.tokenizer_from).iterdir():
-            if "token" in f.name or f.name == "chat_template.jinja":
-                shutil.copy(f, out / f.name)
-        tokenizer = transformers.PreTrainedTokenizerFast.from_pretrained(out)
+        tokenizer = copy_tokenizer(out, a.tokenizer_from)
     else:
         vocab_size = (source.get("text_config") or source).get("vocab_size") if a.full_size else None
         tokenizer = train_tokenizer(out, a.family, vocab_size)
     facts = {"config_source": config_source, "transformers": transformers.__version__, "full_size": a.full_size}
-    if a.full_size:  # billions of parameters: initialise where it is fast, in the dtype that is saved
-        torch.set_default_dtype(torch.bfloat16)
-        if torch.cuda.is_available():
-            torch.set_default_device("cuda")
+    full_size_defaults(a.full_size)
     if a.family in GEMMA4:
         backbone = 64
         if a.tokenizer_from and (Path(a.tokenizer_from) / "config.json").exists():  # the target this drafts for
@@ -195,9 +283,13 @@ def main():
                  "layer_types": getattr(cfg, "layer_types", None),
                  "notes": [f"full size: {params / 1e9:.2f} B parameters"] if a.full_size else []}
         bos, eos = cfg.bos_token_id, cfg.eos_token_id
+    write_generation_config(out, bos, eos)
+    print(json.dumps({"dir": str(out), **built, **facts}))
+
+
+def write_generation_config(out: Path, bos, eos) -> None:
     (out / "generation_config.json").write_text(json.dumps({"bos_token_id": bos, "eos_token_id": eos,
                                                             "do_sample": False}))
-    print(json.dumps({"dir": str(out), **built, **facts}))
 
 
 if __name__ == "__main__":

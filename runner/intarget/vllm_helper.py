@@ -18,6 +18,7 @@ whose CLI has no such subcommand, or whose module fails to import, answers `skip
 
 import ast
 import contextlib
+import copy
 import importlib
 import importlib.util
 import io
@@ -194,6 +195,8 @@ def effective(cfg):
     out = {
         "model": get(cfg, "model_config", "model"),
         "architectures": getattr(getattr(getattr(cfg, "model_config", None), "hf_config", None), "architectures", None),
+        # what vLLM resolved them to ("Resolved architecture: …" in its log), e.g. a fallback backend
+        "resolved_architecture": get(cfg, "model_config", "architecture"),
         "max_model_len": get(cfg, "model_config", "max_model_len"),
         "dtype": get(cfg, "model_config", "dtype"),
         "is_multimodal": get(cfg, "model_config", "is_multimodal_model"),
@@ -213,6 +216,19 @@ def effective(cfg):
         out["num_speculative_tokens"] = get(spec, "num_speculative_tokens")
         out["draft_model"] = get(spec, "draft_model_config", "model") or get(spec, "model")
     return {k: v for k, v in out.items() if v is not None}
+
+
+def own_values(args):
+    """The parsed namespace with copies of its values. argparse hands every command the parser's own
+    default objects, and vLLM mutates some of them while building a config (0.32.0's
+    `--enable-return-routed-experts` sets a flag on the shared default AuxOutputConfig): in this one
+    long-lived process that would leak into every later command, which a real `vllm serve` never sees."""
+    for name, value in vars(args).items():
+        try:
+            setattr(args, name, copy.deepcopy(value))
+        except Exception:  # an uncopyable default (a lock, a module) is left shared
+            pass
+    return args
 
 
 def answer(req, parser, serve_cmd, no_device):
@@ -244,7 +260,7 @@ def answer(req, parser, serve_cmd, no_device):
                         args = parser.parse_args([*words, *req["argv"]])
                         cmd.validate(args)
                 else:
-                    args = parser.parse_args(["serve", *req["argv"]])
+                    args = own_values(parser.parse_args(["serve", *req["argv"]]))
                     cmd.validate(args)
                 if getattr(args, "model_tag", None) is not None:
                     args.model = args.model_tag

@@ -10,6 +10,7 @@ with the reason (runner/subcommands.py)."""
 from __future__ import annotations
 
 from runner import classify, subcommands
+from runner.tiers import twin_artefacts
 from runner.tiers.state import JobState, Verdict, fail, literal_env, skip
 
 
@@ -28,6 +29,10 @@ def parse_config(state: JobState) -> Verdict | None:
         return skip(answer.skip or "the helper could not check it here", answer.stage)
     if answer.result == "failed":
         return _failed(state, answer.stage, answer.error)
+    if answer.stage == "config":
+        mismatch = twin_artefacts.resolved_mismatch(state)
+        if mismatch:
+            return skip(mismatch, "config")
     if not state.wants("config"):
         return None
     if state.placeholders:
@@ -50,4 +55,8 @@ def _failed(state: JobState, stage: str, err: dict) -> Verdict:
     if placeholders and not unknown_flag:  # a value we had to leave unfilled may be the cause
         return skip(f"placeholder {', '.join(placeholders)} must be filled in (parse error on it: {message})", stage)
     exc = {k: err.get(k) for k in ("type", "message", "location", "traceback")} if err else None
+    artefact = twin_artefacts.artefact(state, stage, exc)
+    if artefact:
+        state.outcome.evidence.exception = exc  # kept: what the twin's config ran into
+        return skip(artefact, stage)
     return fail(state, stage, exc)

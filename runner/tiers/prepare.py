@@ -107,6 +107,8 @@ def _notes(state: JobState) -> None:
     if snippet.kind == "subcommand" and subcommands.words(snippet):
         ev.notes.append(f"subcommand snippet: checked with `{subcommands.program(snippet)}`'s own argument parser "
                         "(and its validation) only; no model was loaded")
+    if snippet.wrapper:  # untrusted programs (`nsys profile`, `numactl`): the reader's, never ours to run
+        ev.notes.append(f"run without the program the docs put in front of it: `{' '.join(snippet.wrapper)}`")
     if snippet.kind == "docker" and state.job.target.target.kind != "docker":
         ev.notes.append(f"docker snippet: image {snippet.image} not used; its server arguments ran "
                         f"against {state.job.target.target.name}")
@@ -130,14 +132,17 @@ def _stand_ins(state: JobState, models: list[str], subs: dict, missing: list[str
     the models still missing. `configs`: model-map entries or hub folders holding a config.json but
     no weights; `no_weights`: why a hub folder has none."""
     still = []
+    target = state.job.target
+    # offline, vLLM's own supported-models table (in the target version's docs) names the architecture
+    docs_root = source_trees.source_tree(target.version, state.ctx.cache_dir) if not target.target.docker else None
     for i, model in enumerate(models):
         if model not in missing:
             continue
         served = subs.get(models[0]) or (models[0] if Path(models[0]).is_dir() else None)
         try:
-            twin = standins.ensure(model, state.job.target, state.ctx.cache_dir, layers=2 if i == 0 else 1,
+            twin = standins.ensure(model, target, state.ctx.cache_dir, layers=2 if i == 0 else 1,
                                    tokenizer_from=served if i > 0 else None, config_from=configs.get(model),
-                                   full_size=state.ctx.stand_ins == "full")
+                                   full_size=state.ctx.stand_ins == "full", docs_root=docs_root)
         except standins.StandInError as err:
             state.why_not.append(str(err))
             if model in no_weights:  # the hub's config still serves the tiers before start
@@ -148,6 +153,9 @@ def _stand_ins(state: JobState, models: list[str], subs: dict, missing: list[str
         subs[model] = twin.dir
         hub = f" (config from the hub; {no_weights[model]})" if model in no_weights else ""
         state.outcome.evidence.notes.append(f"{model}: {_describe(twin)}{hub}")
+        state.outcome.evidence.twins.append({"model": model, "family": twin.family, "served": i == 0,
+                                             "published_architecture": twin.published_architecture,
+                                             "config_source": twin.config_source})
     return still
 
 

@@ -11,9 +11,11 @@ from pathlib import Path
 
 from extractor.shell_commands import option_value
 from runner import classify, docker_target, env_policy, logscan, sandbox
-from runner.argv_edit import devices_needed
+from runner.argv_edit import devices_needed, without_options
 from runner.models import estimated_bytes
 from runner.server import Server, free_port, serve_args
+from runner.settings import SHARED_GPU_MEMORY
+from runner.tiers import twin_artefacts
 from runner.tiers.state import JobState, Verdict, error, fail, literal_env, read_log, skip
 
 
@@ -26,6 +28,7 @@ def start(state: JobState) -> Verdict | None:
     too_big = _too_big(state)
     if too_big:
         return too_big
+    _share_gpu(state)
     env = _server_env(state)
     state.api_key = option_value(state.argv, "--api-key") or env.get("VLLM_API_KEY")
     state.ctx.redact.add(state.api_key)
@@ -51,6 +54,21 @@ def _too_big(state: JobState) -> Verdict | None:
         if size and size > ctx.gpu_mem_gb * 1e9 * need:
             return skip(f"model weights ~{size / 1e9:.0f} GB exceed --gpu-mem {ctx.gpu_mem_gb} GB x {need}", "start")
     return None
+
+
+def _share_gpu(state: JobState) -> None:
+    """`run --share-gpu N`: this server runs beside up to N-1 others on its GPU, so it gets its share
+    of the memory instead of the documented (or vLLM's default) utilization; said in the outcome."""
+    share = state.ctx.share_gpu
+    if share <= 1 or len(state.gpu_ids) != 1:
+        return
+    flag = "--gpu-memory-utilization"
+    documented = option_value(state.argv, flag)
+    fraction = round(SHARED_GPU_MEMORY / share, 3)
+    state.argv = [*without_options(state.argv, flag.__eq__), flag, str(fraction)]
+    state.outcome.evidence.notes.append(
+        f"run beside up to {share - 1} other server(s) on one GPU: {flag} {fraction} "
+        f"(documented: {documented or 'not set, vLLM default'})")
 
 
 def _server_env(state: JobState) -> dict[str, str]:
@@ -80,16 +98,17 @@ def _server(state: JobState, env: dict[str, str], port: int) -> Server:
         cmd = docker_target.server_command(image, name, serve_args(state.argv, port),
                                            {**ctx.base_env, **job.target.env, **literal_env(job)},
                                            list(state.outcome.substitutions.values()), state.gpu_ids)
-        return Server(cmd, env, log, port, state.gpu_ids, cleanup=docker_target.cleanup_command(name))
+        return Server(cmd, env, log, port, state.gpu_ids, cleanup=docker_target.cleanup_command(name),
+                      shared_gpu=ctx.share_gpu > 1)
     cmd = [*job.target.vllm, "serve", *serve_args(state.argv, port)]
     if not sandbox.detect()[0]:
-        return Server(cmd, env, log, port, state.gpu_ids)
+        return Server(cmd, env, log, port, state.gpu_ids, shared_gpu=ctx.share_gpu > 1)
     relay = sandbox.Relay(port)  # OSError when the port was taken meanwhile: the caller retries
     writable = [Path(p) for p in (job.target.env.get("VLLM_CACHE_ROOT"),) if p] + [log.parent]
     given = [str(ctx.cache_dir), *state.outcome.substitutions.values(), *ctx.resolver.model_map.values()]
     cmd = sandbox.wrap(cmd, env, writable, gpu=bool(state.gpu_ids), inside_port=port, socket_dir=relay.dir,
                        readable=given)
-    return Server(cmd, env, log, port, state.gpu_ids, relay=relay)
+    return Server(cmd, env, log, port, state.gpu_ids, relay=relay, shared_gpu=ctx.share_gpu > 1)
 
 
 def _one_start(state: JobState, env: dict[str, str], retry: bool) -> Verdict | str:
@@ -133,4 +152,9 @@ def _not_ready(state: JobState, ready: str, lines: list[str], returncode, retry:
         return "port taken"
     exc = {"type": root.type, "message": root.message, "location": root.location(),
            "final": f"{tbs[-1].type}: {tbs[-1].message}"[:500] if tbs[-1] is not root else None}
+    frames = "\n".join(f'File "{f["path"]}", line {f["line"]}, in {f["function"]}' for f in root.frames)
+    artefact = twin_artefacts.artefact(state, "start", {**exc, "traceback": frames})
+    if artefact:
+        ev.exception = exc
+        return skip(artefact, "start")
     return fail(state, "start", exc, ev.log_excerpt)

@@ -155,6 +155,40 @@ def test_gpu_pool_hands_out_disjoint_sets():
     assert peak[0] <= 4 and pool.free == [2, 3, 5, 7]
 
 
+def test_a_shared_gpu_holds_up_to_n_one_gpu_jobs_and_a_multi_gpu_job_alone():
+    import threading
+    import time as _time
+
+    from runner.main import GpuPool
+    pool, lock = GpuPool([0, 1], share=3), threading.Lock()
+    on: dict[int, int] = {0: 0, 1: 0}
+    alone: set[int] = set()
+    peak = [0]
+
+    def job(k):
+        ids = pool.acquire(k)
+        with lock:
+            for d in ids:
+                assert d not in alone  # a multi-GPU job's GPUs hold nobody else
+                on[d] += 1
+                assert on[d] <= (1 if k > 1 else 3), (d, on[d])
+                if k > 1:
+                    alone.add(d)
+            peak[0] = max(peak[0], sum(on.values()))
+        _time.sleep(0.03)
+        with lock:
+            for d in ids:
+                on[d] -= 1
+                alone.discard(d)
+        pool.release(ids)
+    threads = [threading.Thread(target=job, args=(k,)) for k in (1, 1, 1, 1, 2, 1, 1, 1, 2, 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert peak[0] > 2 and pool.free == [0, 1]  # more jobs at once than GPUs, all given back
+
+
 @pytest.mark.parametrize("content", [None, "{not json", '{"schema": 99, "snippets": []}'])
 def test_run_refuses_a_bad_snippets_file_clearly(tmp_path, content):
     import subprocess

@@ -71,9 +71,10 @@ def test_draft_twin_shares_the_tokenizer(cpu_envs, tmp_path):
     assert t["vocab_size"] == d["vocab_size"] and d["num_hidden_layers"] == 1
 
 
-def test_unknown_family_is_refused(cpu_envs, tmp_path):
-    with pytest.raises(StandInError, match="no stand-in family"):
-        build("deepseek-ai/DeepSeek-V3", cpu_envs["nightly"], tmp_path / "x", cache=CACHE)
+def test_a_model_without_any_configuration_is_refused(cpu_envs, tmp_path, corpus):
+    with pytest.raises(StandInError, match="no configuration for acme/unlisted-7B: .*not in docs/models/supported_models.md"):
+        build("acme/unlisted-7B", cpu_envs["nightly"], tmp_path / "x", cache=CACHE,
+              docs_root=corpus / "vllm-docs" / "0.33.0")
 
 
 def _safetensors_params(model_dir) -> int:

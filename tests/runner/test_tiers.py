@@ -58,6 +58,14 @@ def test_a_literal_token_in_json_gets_the_parsers_verdict_not_a_placeholder_skip
         assert o.evidence.exception["location"]["file"].startswith("vllm/")
 
 
+def test_a_wrapper_program_is_recorded_and_never_run(config_run):
+    items, ids, *_ = config_run
+    o = pick(items, ids["under-a-profiler"][0], "nightly")
+    assert o.verdict in ("PASS", "WARN") and o.stage == "config", (o.verdict, o.reason)
+    assert "nsys" not in o.argv and "run without the program the docs put in front of it: `nsys profile -o report " \
+        "--trace=cuda,nvtx`" in o.evidence.notes
+
+
 def test_max_model_len_beyond_the_model_fails_at_config(config_run):
     items, ids, *_ = config_run
     o = pick(items, ids["longer-than-the-model"][0], "nightly")

@@ -1,0 +1,38 @@
+"""The architecture vLLM's own supported-models table names for a model id (runner/supported_models.py),
+read from the real 0.33.0 docs: where an offline twin's architecture comes from."""
+
+from __future__ import annotations
+
+import pytest
+
+from runner import supported_models
+
+
+@pytest.mark.parametrize("model, architecture, listed", [
+    ("Qwen/Qwen3-30B-A3B", "Qwen3MoeForCausalLM", "Qwen/Qwen3-30B-A3B"),  # as listed
+    ("qwen/qwen3-30b-a3b", "Qwen3MoeForCausalLM", "Qwen/Qwen3-30B-A3B"),  # hub ids are case-insensitive
+    ("Qwen/Qwen3-8B-FP8", "Qwen3ForCausalLM", "Qwen/Qwen3-8B"),  # re-quantized checkpoint
+    ("Qwen/Qwen3-VL-8B-Instruct", "Qwen3VLForConditionalGeneration", "Qwen/Qwen3-VL-4B-Instruct"),  # another size
+    ("zai-org/GLM-4.5-Air", "Glm4MoeForCausalLM", "zai-org/GLM-4.5"),  # a variant of a listed id
+    ("deepseek-ai/DeepSeek-V3-0324", "DeepseekV3ForCausalLM", "deepseek-ai/DeepSeek-V3"),  # a dated release
+    ("zai-org/GLM-4.5V", "Glm4vMoeForConditionalGeneration", "zai-org/GLM-4.5V"),  # not GLM-4.5's
+    ("nvidia/DeepSeek-V3-FP4", "DeepseekV3ForCausalLM", "deepseek-ai/DeepSeek-V3"),  # re-published elsewhere
+])
+def test_a_listed_model_or_its_variant_gets_the_table_architecture(corpus, model, architecture, listed):
+    found = supported_models.architecture_for(model, corpus / "vllm-docs" / "0.33.0", "0.33.0")
+    assert found is not None and (found.architecture, found.listed_as) == (architecture, listed)
+    assert found.table == "docs/models/supported_models.md of vLLM 0.33.0"
+
+
+@pytest.mark.parametrize("model", [
+    "deepseek-ai/DeepSeek-R1-Distill-Qwen-7B",  # a Qwen2 distilled from R1: not R1's architecture
+    "acme/unlisted-7B",
+    "Qwen/Qwen3-Next",  # no size, not listed as such
+])
+def test_a_near_name_of_another_kind_gets_none(corpus, model):
+    assert supported_models.architecture_for(model, corpus / "vllm-docs" / "0.33.0", "0.33.0") is None
+
+
+def test_without_the_target_docs_nothing_is_guessed(tmp_path):
+    assert supported_models.architecture_for("Qwen/Qwen3-8B", None) is None
+    assert supported_models.architecture_for("Qwen/Qwen3-8B", tmp_path) is None
