@@ -62,6 +62,17 @@ def variant_argv(snippet: Snippet, variant: str | None) -> list[str]:
 
 
 def devices_needed(argv: list[str]) -> int:
+    sizes = parallel_sizes(argv)
+    return sizes["tp"] * sizes["pp"] * sizes["dp"]
+
+
+def tensor_parallel(argv: list[str]) -> int:
+    """The tensor parallel size the command asks for (1 when it does not)."""
+    return parallel_sizes(argv)["tp"]
+
+
+def parallel_sizes(argv: list[str]) -> dict[str, int]:
+    """{tp, pp, dp} as the command sets them (1 where it does not)."""
     sizes = {"tp": 1, "pp": 1, "dp": 1}
     for i, token in enumerate(argv):
         name, eq, value = token.partition("=")
@@ -72,4 +83,4 @@ def devices_needed(argv: list[str]) -> int:
                 sizes[kind] = int(raw)
             except ValueError:
                 pass
-    return sizes["tp"] * sizes["pp"] * sizes["dp"]
+    return sizes

@@ -39,7 +39,9 @@ FAMILIES = [
 MODEL_TYPES = frozenset({"qwen3", "llama", "gemma4", "gemma4_text", "gemma4_assistant"})
 # the architecture each hand-built family makes; any other architecture is built by the generic
 # builder (runner/intarget/standin_generic.py) from its config's own keys
-FAMILY_ARCHITECTURES = {"qwen3": "Qwen3ForCausalLM", "llama": "LlamaForCausalLM"}
+FAMILY_ARCHITECTURES = {"qwen3": "Qwen3ForCausalLM", "llama": "LlamaForCausalLM",
+                        "gemma4": "Gemma4ForConditionalGeneration", "gemma4_text": "Gemma4ForCausalLM",
+                        "gemma4_assistant": "Gemma4AssistantForCausalLM"}
 
 
 class StandInError(RuntimeError):
@@ -137,8 +139,13 @@ def plan(model_or_config: str, cache: Path, config_from: str | None = None, docs
     guessed = family_of(model_or_config)
     if found is not None:
         known = next((f for f, a in FAMILY_ARCHITECTURES.items() if a == found.architecture), None)
-        family = known or (guessed if guessed and guessed.startswith("gemma4") else "generic")
-        return Plan(family, None, found.architecture, f"{found.table} (listed: {found.listed_as})")
+        table = f"{found.table} (listed: {found.listed_as})"
+        if guessed and guessed.startswith("gemma4"):
+            # Gemma 4's builder reads the id (model, text model, assistant) and makes the published
+            # architecture; the table may list a relative, or name vLLM's own class
+            named = "" if found.architecture == FAMILY_ARCHITECTURES[guessed] else f", as {found.architecture}"
+            return Plan(guessed, None, FAMILY_ARCHITECTURES[guessed], f"{table}{named}")
+        return Plan(known or "generic", None, found.architecture, table)
     if guessed is not None:
         return Plan(guessed, None, FAMILY_ARCHITECTURES.get(guessed))
     where = f"; not in {supported_models.TABLE} of vLLM {version}" if docs_root else ""
@@ -147,8 +154,9 @@ def plan(model_or_config: str, cache: Path, config_from: str | None = None, docs
 
 def build(model_or_config: str, env: TargetEnv, out: Path, *, cache: Path, layers: int = 2,
           tokenizer_from: str | None = None, seed: int = 0, config_from: str | None = None,
-          full_size: bool = False, docs_root: Path | None = None) -> StandIn:
+          full_size: bool = False, docs_root: Path | None = None, tensor_parallel: int = 1) -> StandIn:
     """Build a twin into `out` (replaced) with `env`'s Python; raise StandInError if impossible.
+    `tensor_parallel`: the command's size, which the twin's head counts must split by.
     Where its configuration comes from: `plan()`."""
     how = plan(model_or_config, cache, config_from, docs_root, env.version)
     config_path, family = how.config_path, how.family
@@ -161,6 +169,8 @@ def build(model_or_config: str, env: TargetEnv, out: Path, *, cache: Path, layer
         cmd += ["--architecture", how.architecture]
     if tokenizer_from:
         cmd += ["--tokenizer-from", tokenizer_from]
+    if tensor_parallel > 1:
+        cmd += ["--tensor-parallel", str(tensor_parallel)]
     if full_size:
         cmd.append("--full-size")
     proc = subprocess.run(cmd, capture_output=True, text=True, env=without_secrets({**os.environ, **env.env}),
@@ -180,13 +190,15 @@ def build(model_or_config: str, env: TargetEnv, out: Path, *, cache: Path, layer
 
 
 def ensure(model_id: str, env: TargetEnv, cache: Path, *, layers: int = 2, tokenizer_from: str | None = None,
-           config_from: str | None = None, full_size: bool = False, docs_root: Path | None = None) -> StandIn:
+           config_from: str | None = None, full_size: bool = False, docs_root: Path | None = None,
+           tensor_parallel: int = 1) -> StandIn:
     """The cached twin of `model_id` for `env`, built the first time."""
     config_path = _local_config(config_from) if config_from else None
     listed = supported_models.architecture_for(model_id, docs_root, env.version)  # no network: the key only
     key = hashlib.sha256(json.dumps({
         "model": model_id, "layers": None if full_size else layers, "tokenizer_from": tokenizer_from,
         "full_size": full_size, "listed": listed.architecture if listed else None,
+        "tp": tensor_parallel if tensor_parallel > 1 and not full_size else None,
         "config": hashlib.sha256(config_path.read_bytes()).hexdigest() if config_path else None,
         "transformers": env.info.get("transformers"), "builder": hashlib.sha256(b"".join(f.read_bytes() for f in BUILDER_FILES if f.exists())).hexdigest(),
     }, sort_keys=True).encode()).hexdigest()[:12]
@@ -198,4 +210,5 @@ def ensure(model_id: str, env: TargetEnv, cache: Path, *, layers: int = 2, token
         if marker.exists():
             return StandIn(**json.loads(marker.read_text()))
         return build(model_id, env, out, cache=cache, layers=layers, tokenizer_from=tokenizer_from,
-                     config_from=config_from, full_size=full_size, docs_root=docs_root)
+                     config_from=config_from, full_size=full_size, docs_root=docs_root,
+                     tensor_parallel=1 if full_size else tensor_parallel)

@@ -29,7 +29,7 @@ _SIZE = re.compile(r"(?i)(?<=[-_])(\d+x)?\d+(\.\d+)?[bm](?=[-_]|$)")  # -7B, -0.
 _ACTIVE = re.compile(r"(?i)(?<=[-_])a\d+(\.\d+)?[bm](?=[-_]|$)")  # -A3B: a mixture of experts, any size
 # a suffix after a listed id that makes another model kind (another architecture or head)
 _OTHER_KIND = re.compile(r"(?i)(^|[-_])(vl|vision|omni|audio|asr|tts|ocr|mtp|eagle\d*|draft|embed\w*|rerank\w*|reward"
-                         r"|prm|rm|classify|cls|speech|video|image|mm|multimodal|distill)([-_.]|$)")
+                         r"|prm|rm|classify|cls|speech|video|image|mm|multimodal|distill|assistant)([-_.]|$)")
 _MODEL_ID = re.compile(r"`([\w.-]+/[\w.-]+)`")
 # Checkpoint-name suffixes that change the weights' format, not the architecture.
 _QUANT_SUFFIX = re.compile(r"(?i)([-_.](fp8|fp4|nvfp4|mxfp4|bf16|fp16|int4|int8|w4a16|w8a8|w4a8|awq|gptq(-int\d)?"
@@ -53,13 +53,17 @@ def _strip(model_id: str) -> str:
 
 @functools.lru_cache(maxsize=8)
 def _rows(path: Path) -> dict[str, tuple[str, str]]:
-    """{lowercased model id: (architecture, id as listed)}; the first row naming an id wins."""
+    """{lowercased model id: (architecture, id as listed)}. A checkpoint listed both in a text-only table
+    and in a multimodal one (with an "Inputs" column) is the multimodal architecture: its published
+    config names that one (the text table lists it for text-only use); else the first row wins."""
     out: dict[str, tuple[str, str]] = {}
-    column = 2  # of "Example HF Models", from each table's header (multimodal tables add "Inputs")
+    multimodal: set[str] = set()
+    column, inputs = 2, False  # "Example HF Models", from each table's header
     for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
         if line.startswith("| Architecture"):
             heads = [c.strip() for c in line.strip().strip("|").split("|")]
             column = heads.index("Example HF Models") if "Example HF Models" in heads else 2
+            inputs = "Inputs" in heads
             continue
         m = _ROW.match(line)
         if not m:
@@ -67,7 +71,11 @@ def _rows(path: Path) -> dict[str, tuple[str, str]]:
         cells = m.group(2).split("|")
         cell = cells[column - 1] if len(cells) >= column else ""
         for listed in _MODEL_ID.findall(cell):
-            out.setdefault(listed.lower(), (m.group(1), listed))
+            key = listed.lower()
+            if key not in out or (inputs and key not in multimodal):
+                out[key] = (m.group(1), listed)
+            if inputs:
+                multimodal.add(key)
     return out
 
 

@@ -4,7 +4,7 @@
                             [--model-id ID] [--config-json FILE] [--layers N] [--head-dim D]
                             [--tokenizer-from DIR] [--seed S] [--full-size]
     python standin_build.py --family generic --out DIR --model-id ID (--config-json FILE | --architecture ARCH)
-                            [--layers N] [--tokenizer-from DIR] [--seed S] [--full-size]
+                            [--layers N] [--tokenizer-from DIR] [--seed S] [--full-size] [--tensor-parallel N]
 
 The twin keeps what vLLM's start-up paths look at — `architectures`, `model_type`, rope
 type and parameters, tied embeddings, max positions, the attention layout — and shrinks
@@ -139,7 +139,8 @@ def train_tokenizer(out: Path, family: str, vocab_size: int | None = None):
     return fast
 
 
-def twin_config(family: str, source: dict, layers: int, head_dim: int, ids: dict, full: bool = False):
+def twin_config(family: str, source: dict, layers: int, head_dim: int, ids: dict, full: bool = False, tp: int = 1,
+                notes: list | None = None):
     import transformers
 
     config_cls, model_cls, _, eos, pad, bos, _ = FAMILIES[family]
@@ -155,6 +156,7 @@ def twin_config(family: str, source: dict, layers: int, head_dim: int, ids: dict
         cfg["num_key_value_heads"] = 2 if grouped else 4
         cfg["head_dim"] = head_dim
         cfg["num_hidden_layers"] = layers
+        standin_generic.fit_parallel(cfg, tp, notes if notes is not None else [])
     if isinstance(cfg.get("layer_types"), list):  # keep the sliding/full pattern's start
         cfg["layer_types"] = (cfg["layer_types"] * layers)[:layers]
     if cfg.get("max_window_layers") is not None:
@@ -194,7 +196,7 @@ def build_generic(a, out: Path) -> dict:
         cls, cls_note = g.model_class(arch, model_type)
     except g.NoTwin as exc:
         raise SystemExit(str(exc)) from None
-    cfg, needed, notes = g.twin_config(source, a.layers, a.full_size)
+    cfg, needed, notes = g.twin_config(source, a.layers, a.full_size, a.tensor_parallel)
     tokenizer = copy_tokenizer(out, a.tokenizer_from) if a.tokenizer_from else \
         train_tokenizer(out, g.tokenizer_family(model_type), needed)
     vocab = tokenizer.get_vocab()
@@ -240,6 +242,8 @@ def main():
     ap.add_argument("--head-dim", type=int, default=32, help="32+ for vLLM's CPU attention backend (generic: 32)")
     ap.add_argument("--tokenizer-from")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--tensor-parallel", type=int, default=1,
+                    help="the command's tensor parallel size: head counts divisible by it (not gemma4)")
     ap.add_argument("--full-size", action="store_true", help="keep the source's sizes (speed measurements)")
     a = ap.parse_args()
     import torch
@@ -274,14 +278,16 @@ def main():
         bos, eos = built.pop("bos"), built.pop("eos")
     else:
         ids = tokenizer.get_vocab()
-        cfg, model_cls = twin_config(a.family, source, a.layers, a.head_dim, ids, full=a.full_size)
+        fitted: list[str] = []
+        cfg, model_cls = twin_config(a.family, source, a.layers, a.head_dim, ids, full=a.full_size,
+                                     tp=a.tensor_parallel, notes=fitted)
         torch.manual_seed(a.seed)
         model = model_cls(cfg).to(torch.bfloat16)
         model.save_pretrained(out, safe_serialization=True)
         params = sum(p.numel() for p in model.parameters())
         built = {"params": params, "architectures": cfg.architectures, "model_type": cfg.model_type,
                  "layer_types": getattr(cfg, "layer_types", None),
-                 "notes": [f"full size: {params / 1e9:.2f} B parameters"] if a.full_size else []}
+                 "notes": fitted + ([f"full size: {params / 1e9:.2f} B parameters"] if a.full_size else [])}
         bos, eos = cfg.bos_token_id, cfg.eos_token_id
     write_generation_config(out, bos, eos)
     print(json.dumps({"dir": str(out), **built, **facts}))

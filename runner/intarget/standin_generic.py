@@ -371,19 +371,50 @@ def set_vocab(cfg: dict, size: int, ids: dict, role: str = "text") -> None:
         cfg.update(ids, **({"vocab_size": size} if "vocab_size" in cfg else {}))
 
 
-def twin_config(source: dict, layers: int, full: bool = False) -> tuple[dict, int, list[str]]:
-    """(shrunk config dict, the vocabulary size it needs, notes); FULL: the source's sizes as they are."""
+def twin_config(source: dict, layers: int, full: bool = False, tp: int = 1) -> tuple[dict, int, list[str]]:
+    """(shrunk config dict, the vocabulary size it needs, notes); FULL: the source's sizes as they are;
+    TP: the documented tensor parallel size the heads must split by."""
     notes = [f"{k} dropped" + (" (the twin is bf16: quantization is not reproduced)" if k == "quantization_config"
                                else " (vLLM's own implementation is used)" if k == "auto_map" else "")
              for k in DROPPED[:3] if source.get(k)]
     cfg = {k: v for k, v in source.items() if k not in DROPPED}
     cfg = cfg if full else shrink(cfg, layers, notes)
+    if not full:
+        fit_parallel(cfg, tp, notes)
     text = cfg["text_config"] if isinstance(cfg.get("text_config"), dict) else cfg
     floor = (text.get("vocab_size") or VOCAB) if full else VOCAB
     needed = max([floor - 1, *token_ids(cfg)]) + 1
     if needed > floor:  # placeholder ids (image, video, ...) point into the twin vocabulary
         notes.append(f"vocab {needed}: up to the config's token ids, padded with unreachable <unusedN> tokens")
     return cfg, needed, notes
+
+
+def fit_parallel(cfg: dict, tp: int, notes: list[str]) -> None:
+    """Head counts the command's tensor parallel size can split: vLLM requires attention heads (and
+    linear-attention / Mamba heads) divisible by it, and KV heads dividing it or divisible by it. A
+    shrunk twin (4 heads) would otherwise fail `-tp 8` for a reason the published model does not have."""
+    if tp <= 1:
+        return
+    for _, sub, role in [(None, cfg, "text"), *sub_configs(cfg, "text")]:
+        if role != "text":
+            continue
+        key = next((k for k in HEADS if is_count(sub.get(k))), None)
+        if key is None:
+            continue
+        old = sub[key]
+        new = tp * -(-old // tp)
+        if new != old:
+            if not is_count(sub.get("head_dim")) and is_count(sub.get("hidden_size")):
+                sub["hidden_size"] = new * (sub["hidden_size"] // old)  # the head width stays
+            sub[key] = new
+            notes.append(f"{key} {old} -> {new}: divisible by the command's tensor parallel size {tp}")
+        for kv in KV_HEADS:
+            n = sub.get(kv)
+            if is_count(n) and n % tp and tp % n:
+                sub[kv] = new if n == old else tp  # plain multi-head stays plain
+        for k in ("linear_num_key_heads", "linear_num_value_heads", "mamba_num_heads", "mamba_n_heads"):
+            if is_count(sub.get(k)) and sub[k] % tp:
+                sub[k] = tp * -(-sub[k] // tp)
 
 
 def add_implied(model, text_config, notes: list[str]) -> None:

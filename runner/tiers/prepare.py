@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from runner import env_policy, source_trees, standins, subcommands
-from runner.argv_edit import VARIANTS, devices_needed, variant_argv
+from runner.argv_edit import VARIANTS, devices_needed, tensor_parallel, variant_argv
 from runner.models import Resolution, has_weights, needed_models, substitute
 from runner.settings import weights_budget_bytes
 from runner.tiers.state import JobState, Verdict, skip
@@ -142,7 +142,8 @@ def _stand_ins(state: JobState, models: list[str], subs: dict, missing: list[str
         try:
             twin = standins.ensure(model, target, state.ctx.cache_dir, layers=2 if i == 0 else 1,
                                    tokenizer_from=served if i > 0 else None, config_from=configs.get(model),
-                                   full_size=state.ctx.stand_ins == "full", docs_root=docs_root)
+                                   full_size=state.ctx.stand_ins == "full", docs_root=docs_root,
+                                   tensor_parallel=tensor_parallel(variant_argv(state.job.snippet, state.job.variant)))
         except standins.StandInError as err:
             state.why_not.append(str(err))
             if model in no_weights:  # the hub's config still serves the tiers before start

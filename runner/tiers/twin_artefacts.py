@@ -27,7 +27,13 @@ LOADERS = (
 # vLLM complaining about what a twin's tokenizer holds (trained here, not the family's own): a reasoning
 # or tool-call parser missing its markers, a model that wants its publisher's tokenizer format
 TOKENIZER_CONTENT = re.compile(r"(?i)could not locate .* in the tokenizer|tokenizer did not include|"
-                               r"requires `--tokenizer-mode|not (found|present) in the tokenizer")
+                               r"requires `--tokenizer-mode|not (found|present) in the tokenizer|"
+                               r"token id \d+ is out of vocabulary")
+# a shrunk size the command's parallelism cannot split (where the builder could not fit it: linear
+# attention groups, Mamba groups, experts)
+SHRUNK_SIZES = re.compile(r"(?i)must be divisible by (the )?(tensor|pipeline|expert)[ _-]parallel")
+# the environment, not the twin: an optional package missing is said by its own signature
+NOT_THE_TWIN = ("ImportError", "ModuleNotFoundError")
 FRAMES = 3
 """The innermost frames looked at: where the exception was raised, not what called it."""
 
@@ -44,7 +50,7 @@ def artefact(state: JobState, stage: str, exc: dict | None) -> str | None:
 def reason(twins: list[dict], stage: str, exc: dict | None, version: str) -> str | None:
     """`artefact` on an outcome's `evidence.twins` (the served twin is marked as not counting)."""
     twin = next((t for t in twins if t.get("served")), None)
-    if not twin or not exc or stage not in ("config", "start", "probe"):
+    if not twin or not exc or stage not in ("config", "start", "probe") or exc.get("type") in NOT_THE_TWIN:
         return None
     inner = _frames(exc.get("traceback") or "")[-FRAMES:]
     defaults = not (twin.get("config_source") or "").startswith("config.json")  # not the published one
@@ -52,6 +58,8 @@ def reason(twins: list[dict], stage: str, exc: dict | None, version: str) -> str
                  and any(p in line for line in inner for p in places)), None)
     if part is None and TOKENIZER_CONTENT.search(exc.get("message") or ""):
         part = "tokenizer's special tokens"
+    if part is None and SHRUNK_SIZES.search(exc.get("message") or ""):
+        part = "shrunk sizes"
     if part is None:
         return None
     twin["counts"] = False

@@ -81,3 +81,21 @@ def test_a_twin_without_its_processor_files_is_skipped_not_failed(recorded):
     for o in skipped:
         assert "a twin artefact, not a finding about the docs" in o.reason and o.evidence.exception
         assert next(t for t in o.evidence.twins if t.get("served"))["counts"] is False
+
+
+def test_second_run_with_the_parsers_markers_in_the_generic_tokenizer():
+    """Run 2 (the same device session's machine, after the generic tokenizer gained the reasoning and
+    tool-call parsers' markers and the artefact rules landed): Seed-OSS's tool parser finds
+    `<seed:tool_call>` and every probe passes; what still stops a twin is said as the twin's."""
+    last = {}
+    for line in RUN.with_name("twins-h200-run2.jsonl").read_text().splitlines():
+        o = Outcome.from_dict(json.loads(line))
+        last[o.snippet_id] = o
+    seed = last["r-f0df5a818823"]
+    assert (seed.verdict, seed.stage) == ("PASS", "probe")
+    assert any(p["name"] == "tool_call" and p["ok"] for p in seed.evidence.probes)
+    for sid in ("r-546420bd2cd4", "r-e369fe69963e", "s-a284ab228227"):  # MiniMax-M2, Hy3, Voxtral
+        assert last[sid].verdict == "SKIP" and "a twin artefact" in last[sid].reason, last[sid].reason
+    nxt = last["r-d72b6aca33f4"]  # Qwen3-Next started; its first request needs flashinfer, not carried
+    assert nxt.evidence.server["state"] == "ready" and nxt.verdict == "SKIP"
+    assert nxt.evidence.signature["id"] == "gpu-extra-not-installed"

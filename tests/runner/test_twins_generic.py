@@ -19,7 +19,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from runhelp import HERE
+from runhelp import HERE, catalog_of, docs_tree, outcomes, run_cli
 
 from runner.env_policy import without_secrets
 from runner.helper_client import Helper
@@ -294,3 +294,38 @@ def test_a_command_leaves_nothing_behind_for_the_next_in_the_helper(nightly, tmp
         helper.close()
     assert first.result == "failed" and "AuxOutput" in first.error.get("message", ""), first.error
     assert after.result == "ok", after.error  # as it is alone (test_twin_from_defaults_passes_the_config_tier)
+
+
+TP_DOC = """# Tensor parallel
+
+## R1 on eight GPUs
+
+```bash
+vllm serve deepseek-ai/DeepSeek-R1 -tp 8 --max-model-len 1024
+```
+
+## Qwen3 on eight GPUs
+
+```bash
+vllm serve Qwen/Qwen3-8B --tensor-parallel-size 8
+```
+"""
+
+
+def test_twins_split_by_the_command_tensor_parallel_size(cpu_envs, tmp_path):
+    """A shrunk twin has 4 attention heads; `-tp 8` then fails vLLM's divisibility check for a reason the
+    published model does not have. The runner builds the twin with heads the command's tensor parallel
+    size divides (generic and family builders), so the config tier judges the command itself."""
+
+    snippets, ids = catalog_of(docs_tree(tmp_path / "docs", TP_DOC))
+    run_cli(str(snippets), "--stand-ins", "--tier", "config", "--target", "nightly", "--jobs", "1",
+            "-o", str(tmp_path / "o.jsonl"), cwd=tmp_path)
+    got = {o.snippet_id: o for o in outcomes(tmp_path / "o.jsonl")}
+    for name in ("r1-on-eight-gpus", "qwen3-on-eight-gpus"):
+        o = got[ids[name][0]]
+        assert (o.verdict, o.stage) == ("PASS", "config"), o.reason
+        assert o.evidence.effective_config["tensor_parallel_size"] == 8
+        assert any("num_attention_heads 4 -> 8: divisible by the command's tensor parallel size 8" in n
+                   for n in o.evidence.notes), o.evidence.notes
+        twin = o.evidence.twins[0]
+        assert twin["resolved_architecture"] == twin["published_architecture"] and twin["counts"] is True
