@@ -55,8 +55,4 @@ def _failed(state: JobState, stage: str, err: dict) -> Verdict:
     if placeholders and not unknown_flag:  # a value we had to leave unfilled may be the cause
         return skip(f"placeholder {', '.join(placeholders)} must be filled in (parse error on it: {message})", stage)
     exc = {k: err.get(k) for k in ("type", "message", "location", "traceback")} if err else None
-    artefact = twin_artefacts.artefact(state, stage, exc)
-    if artefact:
-        state.outcome.evidence.exception = exc  # kept: what the twin's config ran into
-        return skip(artefact, stage)
     return fail(state, stage, exc)

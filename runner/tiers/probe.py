@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from extractor.shell_commands import SPEC_FLAGS
 from runner import classify, logscan, probes
-from runner.tiers import twin_artefacts
-from runner.tiers.state import JobState, Verdict, fail, skip
+from runner.tiers.state import JobState, Verdict, fail
 
 TOOL_FLAGS = ("--enable-auto-tool-choice", "--tool-call-parser")
 
@@ -33,10 +32,6 @@ def probe(state: JobState) -> Verdict | None:
     if root is None:
         return Verdict("FAIL", f"probe {first['name']} failed: status {first['status']} "
                                f"{str(first.get('detail'))[:200]}", "probe")
-    exc = {"type": root.type, "message": root.message, "location": root.location()}
-    artefact = twin_artefacts.artefact(state, "probe", exc)
-    if artefact:
-        out.evidence.exception = exc
-        return skip(f"probe {first['name']}: {artefact}", "probe")
-    verdict = fail(state, "probe", exc, logscan.excerpt(lines, root.end))
+    verdict = fail(state, "probe", {"type": root.type, "message": root.message, "location": root.location()},
+                   logscan.excerpt(lines, root.end))
     return Verdict(verdict.verdict, f"probe {first['name']}: {verdict.reason}", verdict.stage)

@@ -15,7 +15,6 @@ from runner.argv_edit import devices_needed, without_options
 from runner.models import estimated_bytes
 from runner.server import Server, free_port, serve_args
 from runner.settings import SHARED_GPU_MEMORY
-from runner.tiers import twin_artefacts
 from runner.tiers.state import JobState, Verdict, error, fail, literal_env, read_log, skip
 
 
@@ -93,22 +92,23 @@ def _server(state: JobState, env: dict[str, str], port: int) -> Server:
     job, ctx = state.job, state.ctx
     log = ctx.workdir / "logs" / f"{job.snippet.id}-{job.variant or 'doc'}-{job.target.target.name}-{job.tier}.log"
     image = job.target.target.docker
+    shared = ctx.share_gpu > 1  # its GPU's memory after teardown says nothing about this server
     if image:
         name = f"driftmatrix-{job.snippet.id}-{port}"
         cmd = docker_target.server_command(image, name, serve_args(state.argv, port),
                                            {**ctx.base_env, **job.target.env, **literal_env(job)},
                                            list(state.outcome.substitutions.values()), state.gpu_ids)
         return Server(cmd, env, log, port, state.gpu_ids, cleanup=docker_target.cleanup_command(name),
-                      shared_gpu=ctx.share_gpu > 1)
+                      shared_gpu=shared)
     cmd = [*job.target.vllm, "serve", *serve_args(state.argv, port)]
     if not sandbox.detect()[0]:
-        return Server(cmd, env, log, port, state.gpu_ids, shared_gpu=ctx.share_gpu > 1)
+        return Server(cmd, env, log, port, state.gpu_ids, shared_gpu=shared)
     relay = sandbox.Relay(port)  # OSError when the port was taken meanwhile: the caller retries
     writable = [Path(p) for p in (job.target.env.get("VLLM_CACHE_ROOT"),) if p] + [log.parent]
     given = [str(ctx.cache_dir), *state.outcome.substitutions.values(), *ctx.resolver.model_map.values()]
     cmd = sandbox.wrap(cmd, env, writable, gpu=bool(state.gpu_ids), inside_port=port, socket_dir=relay.dir,
                        readable=given)
-    return Server(cmd, env, log, port, state.gpu_ids, relay=relay, shared_gpu=ctx.share_gpu > 1)
+    return Server(cmd, env, log, port, state.gpu_ids, relay=relay, shared_gpu=shared)
 
 
 def _one_start(state: JobState, env: dict[str, str], retry: bool) -> Verdict | str:
@@ -153,8 +153,4 @@ def _not_ready(state: JobState, ready: str, lines: list[str], returncode, retry:
     exc = {"type": root.type, "message": root.message, "location": root.location(),
            "final": f"{tbs[-1].type}: {tbs[-1].message}"[:500] if tbs[-1] is not root else None}
     frames = "\n".join(f'File "{f["path"]}", line {f["line"]}, in {f["function"]}' for f in root.frames)
-    artefact = twin_artefacts.artefact(state, "start", {**exc, "traceback": frames})
-    if artefact:
-        ev.exception = exc
-        return skip(artefact, "start")
-    return fail(state, "start", exc, ev.log_excerpt)
+    return fail(state, "start", exc, ev.log_excerpt, frames)

@@ -15,6 +15,7 @@ from runner import classify, env_policy, logscan
 from runner.job import Job, RunContext
 from runner.records import TIERS, Outcome, VerdictName
 from runner.server import Server
+from runner.tiers import twin_artefacts
 
 
 @dataclass(frozen=True)
@@ -92,12 +93,18 @@ def error(reason: str, stage: str | None = None) -> Verdict:
     return Verdict("ERROR", reason, stage)
 
 
-def fail(state: JobState, stage: str, exc: dict | None, excerpt: str | None = None) -> Verdict:
-    """A failure with its exception; a known signature may say it is the machine's (ERROR) or
-    something that cannot be had here (SKIP) instead."""
+def fail(state: JobState, stage: str, exc: dict | None, excerpt: str | None = None,
+         frames: str | None = None) -> Verdict:
+    """A failure with its exception; raised where vLLM loads a stand-in twin's own parts it is the
+    twin's (SKIP, runner/tiers/twin_artefacts.py), and a known signature may say it is the machine's
+    (ERROR) or something that cannot be had here (SKIP) instead."""
+    ev = state.outcome.evidence
+    twin = twin_artefacts.reason(ev.twins, stage, exc, state.job.target.version, frames)
+    if twin:
+        ev.exception = exc
+        return skip(twin, stage)
     sig = classify.match_signature(exc and f"{exc.get('type')}: {exc.get('message')}", excerpt,
                                    device=state.ctx.device)
-    ev = state.outcome.evidence
     ev.exception = exc
     ev.signature = {"id": sig.id, "explanation": sig.explanation} if sig else None
     line = one_line(exc) if exc else "see the log excerpt"

@@ -11,8 +11,10 @@ check, an engine start-up path) is the command's, twin or not: that is what twin
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
-from runner.tiers.state import JobState
+if TYPE_CHECKING:  # state.fail() asks `reason` first: no import cycle at run time
+    from runner.tiers.state import JobState
 
 # (what was being loaded, where the raising frame sits, whether only a family-defaults config counts)
 LOADERS = (
@@ -42,17 +44,14 @@ def _frames(trace: str) -> list[str]:
     return [line.strip().replace("\\", "/") for line in trace.splitlines() if line.lstrip().startswith("File ")]
 
 
-def artefact(state: JobState, stage: str, exc: dict | None) -> str | None:
-    """The reason to SKIP when `exc` was raised while vLLM loaded a part of the served twin, else None."""
-    return reason(state.outcome.evidence.twins, stage, exc, state.job.target.version)
-
-
-def reason(twins: list[dict], stage: str, exc: dict | None, version: str) -> str | None:
-    """`artefact` on an outcome's `evidence.twins` (the served twin is marked as not counting)."""
+def reason(twins: list[dict], stage: str, exc: dict | None, version: str, frames: str | None = None) -> str | None:
+    """The reason to SKIP when `exc` was raised while vLLM loaded a part of the served twin among an
+    outcome's `evidence.twins` (then marked as not counting), else None. `frames`: the raising
+    traceback's `File …` lines, when `exc` carries no traceback of its own (a server's log)."""
     twin = next((t for t in twins if t.get("served")), None)
     if not twin or not exc or stage not in ("config", "start", "probe") or exc.get("type") in NOT_THE_TWIN:
         return None
-    inner = _frames(exc.get("traceback") or "")[-FRAMES:]
+    inner = _frames(frames or exc.get("traceback") or "")[-FRAMES:]
     defaults = not (twin.get("config_source") or "").startswith("config.json")  # not the published one
     part = next((name for name, places, defaults_only in LOADERS if (defaults or not defaults_only)
                  and any(p in line for line in inner for p in places)), None)
