@@ -288,4 +288,4 @@ def render(env: Environment, results: Results, judge: Judge, s: Snippet, seen: S
         sections={c.key: section(s, o) for c, o in rows}, speed=perf_view.tables(results, s.id, bool(s.speculative_config)),
         diffs=diffs, flipped=[k for k, vals in diffs.items() if all(isinstance(v, bool) for v in vals.values())],
         icons=views.ICONS, variants=variants, seen=seen, retired=retired, lines=lines_html,
-        fix=fix, fix_command=wrapped_command(fix.fix.text) if fix else "", fix_verified=fixes.verified(results, judge, s))
+        fix=fix, fix_command=wrapped_command(fix.fix["text"]) if fix else "", fix_verified=fixes.verified(results, judge, s))

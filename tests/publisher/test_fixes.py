@@ -120,6 +120,20 @@ def test_annotate_applies_verified_fixes_minimally_and_idempotently(work, annota
     assert "checked on stable (vLLM 0.20.1, CPU build): accepted by the argument parser (not started)" in pr
 
 
+def test_a_fixed_command_page_shows_its_fix(work, annotated):
+    """The command page of a command with a fix: the fixed command and why (`driftmatrix pipeline`
+    builds such pages; the fix record is a dict, which the page once read as an object)."""
+    from publisher import pages, snippet_page
+    from publisher.history import Seen
+    from publisher.judgement import Judge
+
+    results = annotated[0]
+    ernie = _ids(work)[("recipes", "Ernie/Ernie4.5-VL.md", 60)]
+    s = next(x for x in results.snippets if x.id == ernie)
+    page = snippet_page.render(pages.environment(), results, Judge(results), s, Seen())
+    assert "--no-enable-log-requests" in page and "dm-fix" in page
+
+
 def test_the_patched_pages_extract_to_commands_that_parse(work, annotated):
     catalog, _ = extract([work / "patched-docs-0.20.1", work / "patched-recipes"])
     wanted = {("recipes", "Ernie/Ernie4.5-VL.md", 60), ("vllm-docs", "docs/benchmarking/cli.md", 969),
