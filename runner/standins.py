@@ -27,14 +27,21 @@ from runner.env_policy import without_secrets
 from runner.settings import STANDIN_BUILD_S
 
 BUILDER = Path(__file__).resolve().parent / "intarget" / "standin_build.py"
-BUILDER_FILES = [BUILDER, BUILDER.with_name("standin_gemma4.py"), BUILDER.with_name("standin_generic.py")]
-# model id families the builder knows; the first match wins
+BUILDER_FILES = [BUILDER, *(BUILDER.with_name(f"standin_{m}.py") for m in ("gemma4", "generic", "processor"))]
+# model id families the builder knows; the first match wins. Qwen3 and Llama 3 are the dense
+# decoders only: `Qwen3-8B`, `Hermes-3-Llama-3.1-8B`, not a later generation (`Qwen3.5-4B`,
+# `Llama-4-…`), a mixture of experts (`Qwen3-30B-A3B`) or another kind (`Qwen3-VL-32B`,
+# `Llama-3.2-11B-Vision`, `Llama-3.1-Nemotron-…`): those have architectures of their own, and a
+# dense twin would judge a command by a model it does not name
 FAMILIES = [
     (re.compile(r"(?i)gemma-?4.*-assistant$"), "gemma4_assistant"),
     (re.compile(r"(?i)(^|/)gemma-?4"), "gemma4"),
-    (re.compile(r"(?i)(^|/)qwen3"), "qwen3"),
-    (re.compile(r"(?i)llama-?3|(^|/)meta-llama/"), "llama"),
+    (re.compile(r"(?i)(^|/)qwen3-\d+(\.\d+)?b([-_.]|$)"), "qwen3"),
+    (re.compile(r"(?i)llama-?3(\.\d+)?-\d+(\.\d+)?b([-_.]|$)|(^|/)meta-llama/(meta-)?llama-[23]"), "llama"),
 ]
+# in a dense family's id: a mixture of experts, another generation or kind
+NOT_DENSE = re.compile(r"(?i)[-_]a\d+(\.\d+)?b([-_.]|$)|nemotron|[-_](vl|vision|omni|tts|asr|audio|embedding|reranker"
+                       r"|guard|next|coder-next)([-_.]|$)")
 # a given config's `model_type` names the family directly (twins are built per model type)
 MODEL_TYPES = frozenset({"qwen3", "llama", "gemma4", "gemma4_text", "gemma4_assistant"})
 # the architecture each hand-built family makes; any other architecture is built by the generic
@@ -78,7 +85,8 @@ class StandIn:
 def family_of(model_id: str, config: dict | None = None) -> str | None:
     if config and config.get("model_type") in MODEL_TYPES:
         return config["model_type"]
-    return next((fam for pattern, fam in FAMILIES if pattern.search(model_id)), None)
+    family = next((fam for pattern, fam in FAMILIES if pattern.search(model_id)), None)
+    return None if family in ("qwen3", "llama") and NOT_DENSE.search(model_id) else family
 
 
 def _hub_config(model_id: str, cache: Path) -> Path | None:

@@ -30,6 +30,8 @@ _ACTIVE = re.compile(r"(?i)(?<=[-_])a\d+(\.\d+)?[bm](?=[-_]|$)")  # -A3B: a mixt
 # a suffix after a listed id that makes another model kind (another architecture or head)
 _OTHER_KIND = re.compile(r"(?i)(^|[-_])(vl|vision|omni|audio|asr|tts|ocr|mtp|eagle\d*|draft|embed\w*|rerank\w*|reward"
                          r"|prm|rm|classify|cls|speech|video|image|mm|multimodal|distill|assistant)([-_.]|$)")
+# release suffixes of one model (`-Instruct`, `-Base`, `-2507`): the same architecture
+_RELEASE = re.compile(r"(?i)([-_](instruct|base|it|chat|thinking|hf|\d{4}))+$")
 _MODEL_ID = re.compile(r"`([\w.-]+/[\w.-]+)`")
 # Checkpoint-name suffixes that change the weights' format, not the architecture.
 _QUANT_SUFFIX = re.compile(r"(?i)([-_.](fp8|fp4|nvfp4|mxfp4|bf16|fp16|int4|int8|w4a16|w8a8|w4a8|awq|gptq(-int\d)?"
@@ -80,10 +82,10 @@ def _rows(path: Path) -> dict[str, tuple[str, str]]:
 
 
 def _same_family(model_id: str, rows: dict[str, tuple[str, str]]) -> tuple[str, str] | None:
-    """A listed model that differs only in size (`Qwen2.5-VL-7B` for the listed `Qwen2.5-VL-3B`),
-    when every such listed model has the same architecture."""
+    """A listed model that differs only in size and release suffix (`Qwen2.5-VL-7B` for the listed
+    `Qwen2.5-VL-3B-Instruct`), when every such listed model has the same architecture."""
     def shape(model: str) -> str:
-        return _ACTIVE.sub("a#", _SIZE.sub("#", _strip(model)))
+        return _RELEASE.sub("", _ACTIVE.sub("a#", _SIZE.sub("#", _strip(model))))
 
     key = shape(model_id)
     if "#" not in key:
@@ -92,11 +94,16 @@ def _same_family(model_id: str, rows: dict[str, tuple[str, str]]) -> tuple[str, 
     return hits[0] if hits and len({h[0] for h in hits}) == 1 else None
 
 
+def _same_kind(suffix: str) -> bool:
+    """A `-suffix` that keeps the listed model's architecture: not another kind (`-VL`, `-assistant`)
+    and no parameter size of its own (`DeepSeek-R1-0528-Qwen3-8B` is a Qwen3 distilled from R1)."""
+    return not _OTHER_KIND.search(suffix.lstrip("-")) and not _SIZE.search(suffix)
+
+
 def _variant_of(model_id: str, rows: dict[str, tuple[str, str]]) -> tuple[str, str] | None:
     """The longest listed id that `model_id` extends by a `-suffix` of the same kind."""
     low = _strip(model_id)
-    best = max((k for k in rows if low.startswith(k + "-") and not _OTHER_KIND.search(low[len(k) + 1:])),
-               key=len, default=None)
+    best = max((k for k in rows if low.startswith(k + "-") and _same_kind(low[len(k):])), key=len, default=None)
     return rows[best] if best else None
 
 

@@ -8,7 +8,7 @@ representative is the runnable command with the fewest arguments among those one
 sample as a snippets file for `driftmatrix run` and, beside it, the per-architecture counts the
 report needs (all commands of each architecture, and how many of them ask for more GPUs).
 
-    python benchmarks/gpu/twins_sample.py [--version 0.21.0] [-o benchmarks/gpu/twins-sample.json]
+    python benchmarks/gpu/twins_sample.py [--version 0.21.0] [-o benchmarks/gpu/twins-sample.json] [--extra N]
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import sys
 from collections import Counter
 from pathlib import Path
@@ -39,6 +40,8 @@ def main() -> None:
     ap.add_argument("--corpus", default=str(ROOT.parent / "shared" / "corpus"))
     ap.add_argument("--version", default="0.21.0", help="the GPU target's vLLM (its supported-models table)")
     ap.add_argument("-o", "--output", default=str(ROOT / "benchmarks" / "gpu" / "twins-sample.json"))
+    ap.add_argument("--extra", type=int, default=0, help="also write N other one-GPU commands, drawn at random")
+    ap.add_argument("--seed", type=int, default=22)
     a = ap.parse_args()
     corpus = Path(a.corpus)
     catalog, _ = extract([corpus / "vllm-docs" / "0.33.0", corpus / "recipes" / "8959cf6"])
@@ -60,6 +63,11 @@ def main() -> None:
     sample = [best[k] for k, _ in per_arch.most_common() if k in best]
     out = Path(a.output)
     Catalog(snippets=sample).write(out)
+    if a.extra:  # other one-GPU commands, drawn at random: do they fare as their architecture's sample?
+        rest = [s for s in named if planned[s.model][0] and s not in sample and devices_needed(s.argv) == 1
+                and s.runnable and s.kind in RUNNABLE_KINDS]
+        Catalog(snippets=random.Random(a.seed).sample(rest, min(a.extra, len(rest)))).write(
+            out.with_name(out.stem + "-extra.json"))
     report = {"version": a.version, "commands": len(catalog.snippets), "named": len(named),
               "with_architecture": sum(per_arch.values()),
               "architectures": [{"architecture": k, "commands": n, "multi_gpu": multi_gpu[k],

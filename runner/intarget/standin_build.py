@@ -37,6 +37,7 @@ from pathlib import Path
 
 import standin_gemma4  # next to this file, so on sys.path when run as a script
 import standin_generic
+import standin_processor
 
 VOCAB = 2000
 CHATML = (
@@ -199,6 +200,11 @@ def build_generic(a, out: Path) -> dict:
     cfg, needed, notes = g.twin_config(source, a.layers, a.full_size, a.tensor_parallel)
     tokenizer = copy_tokenizer(out, a.tokenizer_from) if a.tokenizer_from else \
         train_tokenizer(out, g.tokenizer_family(model_type), needed)
+    try:  # multimodal: the processor vLLM loads at start, its placeholder tokens in the vocabulary
+        processor_files = standin_processor.save_processor(out, cfg, arch, model_type, notes)
+    except standin_processor.NoProcessor as exc:
+        processor_files, _ = [], notes.append(f"no processor files: {exc}")
+    tokenizer = transformers.AutoTokenizer.from_pretrained(out) if processor_files else tokenizer
     vocab = tokenizer.get_vocab()
     ids = {"bos_token_id": vocab[tokenizer.bos_token or tokenizer.pad_token],
            "eos_token_id": vocab[tokenizer.eos_token], "pad_token_id": vocab[tokenizer.pad_token]}
@@ -217,6 +223,7 @@ def build_generic(a, out: Path) -> dict:
     return {"params": params, "architectures": [arch], "model_type": model_type,
             "layer_types": getattr(config.get_text_config(), "layer_types", None),
             "notes": notes + ([cls_note] if cls_note else []), "config_source": config_source,
+            "processor_files": processor_files,
             "transformers": transformers.__version__, "full_size": a.full_size,
             "bos": ids["bos_token_id"], "eos": ids["eos_token_id"]}
 

@@ -26,6 +26,9 @@ def test_a_listed_model_or_its_variant_gets_the_table_architecture(corpus, model
 
 @pytest.mark.parametrize("model", [
     "deepseek-ai/DeepSeek-R1-Distill-Qwen-7B",  # a Qwen2 distilled from R1: not R1's architecture
+    # a Qwen3 distilled from R1-0528: a variant suffix with a size of its own is another model (it was
+    # taken for DeepSeek-R1's DeepseekV3 and would have got a DeepSeek twin)
+    "Intel/DeepSeek-R1-0528-Qwen3-8B-int4-AutoRound",
     "acme/unlisted-7B",
     "Qwen/Qwen3-Next",  # no size, not listed as such
 ])
