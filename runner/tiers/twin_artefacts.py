@@ -21,7 +21,8 @@ LOADERS = (
     ("configuration", ("vllm/transformers_utils/config", "vllm/transformers_utils/configs/",
                        "transformers/configuration_utils", "/configuration_"), True),
     ("processor", ("vllm/transformers_utils/processor", "transformers/processing_utils", "/processing_",
-                   "transformers/image_processing", "/image_processing_", "feature_extraction"), False),
+                   "transformers/image_processing", "/image_processing_", "feature_extraction",
+                   "vllm/multimodal/processing/"), False),
     ("tokenizer", ("vllm/tokenizers/", "vllm/transformers_utils/tokenizer", "transformers/tokenization_",
                    "/tokenization_"), False),
     ("weights", ("vllm/model_executor/model_loader/", "load_weights"), False),
@@ -33,7 +34,16 @@ TOKENIZER_CONTENT = re.compile(r"(?i)could not locate .* in the tokenizer|tokeni
                                r"token id \d+ is out of vocabulary")
 # a shrunk size the command's parallelism cannot split (where the builder could not fit it: linear
 # attention groups, Mamba groups, experts)
-SHRUNK_SIZES = re.compile(r"(?i)must be divisible by (the )?(tensor|pipeline|expert)[ _-]parallel")
+SHRUNK_SIZES = re.compile(r"(?i)must be divisible by (the )?(tensor|pipeline|expert)[ _-]parallel"
+                          # tensors of the twin's shrunk shapes meeting a size it did not shrink (a
+                          # vision patch grid, a kernel's fixed head size, a published weight width)
+                          r"|is invalid for input of size|exceeds dimension size|Error during index put"
+                          r"|size mismatch|must match the size of tensor|mla_dimensions=")
+# a config built from class defaults lacks what the published one sets (its context length, a
+# drafter's special token ids)
+DEFAULTS_CONFIG = re.compile(r"(?i)greater than the derived max_model_len|model config must specify")
+# a special token the twin's trained tokenizer has not (KeyError: '<|end|>')
+MISSING_TOKEN = re.compile(r"^'?<[^'\s]{1,40}>'?$")
 # the environment, not the twin: an optional package missing is said by its own signature
 NOT_THE_TWIN = ("ImportError", "ModuleNotFoundError")
 FRAMES = 3
@@ -51,13 +61,18 @@ def reason(twins: list[dict], stage: str, exc: dict | None, version: str, frames
     twin = next((t for t in twins if t.get("served")), None)
     if not twin or not exc or stage not in ("config", "start", "probe") or exc.get("type") in NOT_THE_TWIN:
         return None
-    inner = _frames(frames or exc.get("traceback") or "")[-FRAMES:]
+    raised_in = (exc.get("location") or {}).get("file") or ""  # the innermost frame, when no traceback came
+    inner = _frames(frames or exc.get("traceback") or "")[-FRAMES:] + ([raised_in] if raised_in else [])
     defaults = not (twin.get("config_source") or "").startswith("config.json")  # not the published one
     part = next((name for name, places, defaults_only in LOADERS if (defaults or not defaults_only)
                  and any(p in line for line in inner for p in places)), None)
-    if part is None and TOKENIZER_CONTENT.search(exc.get("message") or ""):
+    message = exc.get("message") or ""
+    if part is None and (TOKENIZER_CONTENT.search(message)
+                         or (exc.get("type") == "KeyError" and MISSING_TOKEN.match(message.strip()))):
         part = "tokenizer's special tokens"
-    if part is None and SHRUNK_SIZES.search(exc.get("message") or ""):
+    if part is None and defaults and DEFAULTS_CONFIG.search(message):
+        part = "configuration (class defaults)"
+    if part is None and SHRUNK_SIZES.search(message):
         part = "shrunk sizes"
     if part is None:
         return None

@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
+from pathlib import Path
 
 from runhelp import CACHE, catalog_of, docs_tree, outcomes, pick, run_argv, run_cli
 
@@ -79,3 +81,35 @@ def test_run_with_stand_ins_on_both_targets(cpu_envs, tmp_path):
     assert old.evidence.exception["location"]["file"].startswith("vllm/v1/sample/")
     assert set(old.substitutions) == {"Qwen/Qwen3-8B", "Qwen/Qwen3-0.6B"}  # target and draft both twins
     assert old.evidence.effective_config["speculative_method"] == "draft_model"
+
+
+VL_DOC = """# Vision
+
+## Qwen VL
+
+```bash
+vllm serve Qwen/Qwen2.5-VL-7B-Instruct --max-model-len 2048
+```
+"""
+
+
+def test_a_multimodal_twin_answers_an_image_with_its_processor_files(cpu_envs, tmp_path):
+    """The processor vLLM loads at start, built from transformers' class defaults with the placeholder
+    tokens at the config's ids and vLLM's own placeholder strings in the chat template
+    (runner/intarget/standin_processor.py). Without them this twin SKIPped at start (processor) and,
+    with a template dropping image parts, the image probe failed "Failed to apply prompt replacement"."""
+    snippets, ids = catalog_of(docs_tree(tmp_path / "docs", VL_DOC))
+    run_cli(str(snippets), "--stand-ins", "--target", "nightly", "--jobs", "1", "--only", ids["qwen-vl"][0],
+            "-o", str(tmp_path / "vl.jsonl"), cwd=tmp_path)
+    o = pick(outcomes(tmp_path / "vl.jsonl"), ids["qwen-vl"][0], "nightly")
+    assert (o.verdict, o.stage) == ("PASS", "probe") and o.stand_in, o.reason
+    twin = o.evidence.twins[0]
+    assert twin["resolved_architecture"] == "Qwen2_5_VLForConditionalGeneration" and twin["counts"] is True
+    assert {p["name"]: p["ok"] for p in o.evidence.probes}["image"] is True
+    home = max(Path(CACHE, "standins").glob("Qwen-Qwen2.5-VL-7B-Instruct-*/driftmatrix-standin.json"),
+               key=lambda p: p.stat().st_mtime).parent  # the twin this run built (or found cached)
+    built = json.loads((home / "driftmatrix-standin.json").read_text())
+    assert "processor_config.json" in " ".join(built["notes"]) and (home / "processor_config.json").is_file()
+    tokenizer = json.loads((home / "tokenizer.json").read_text())
+    added = {t["content"]: t["id"] for t in tokenizer["added_tokens"]}
+    assert added["<|image_pad|>"] == 151655 and added["<|vision_start|>"] == 151652  # the published ids

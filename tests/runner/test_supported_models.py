@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from runner import supported_models
+from runner import standins, supported_models
 
 
 @pytest.mark.parametrize("model, architecture, listed", [
@@ -39,3 +39,22 @@ def test_a_near_name_of_another_kind_gets_none(corpus, model):
 def test_without_the_target_docs_nothing_is_guessed(tmp_path):
     assert supported_models.architecture_for("Qwen/Qwen3-8B", None) is None
     assert supported_models.architecture_for("Qwen/Qwen3-8B", tmp_path) is None
+
+
+@pytest.mark.parametrize("model, family", [
+    ("Qwen/Qwen3-8B", "qwen3"), ("Qwen/Qwen3-0.6B-FP8", "qwen3"), ("NousResearch/Hermes-3-Llama-3.1-8B", "llama"),
+    ("meta-llama/Llama-3.2-1B", "llama"), ("google/gemma-4-31B-it", "gemma4"),
+    # a later generation, a mixture of experts, another kind: architectures of their own, never a
+    # dense Qwen3 / Llama twin (before, 213 commands of the 0.33.0 docs got one, Qwen3.5 and Qwen3-VL among them)
+    ("Qwen/Qwen3.5-4B", None), ("Qwen/Qwen3.6-27B", None), ("Qwen/Qwen3-VL-32B", None),
+    ("Qwen/Qwen3-30B-A3B", None), ("Qwen/Qwen3-Next-80B-A3B-Instruct", None), ("Qwen/Qwen3-TTS-12Hz-1.7B-Base", None),
+    ("meta-llama/Llama-4-Scout-17B-16E-Instruct", None), ("meta-llama/Llama-3.2-11B-Vision-Instruct", None),
+    ("nvidia/Llama-3.1-Nemotron-Nano-8B-v1", None),
+])
+def test_the_model_id_family_is_only_the_dense_decoders(model, family):
+    assert standins.family_of(model) == family
+
+
+def test_a_size_and_release_suffix_find_the_listed_family(corpus):
+    found = supported_models.architecture_for("Qwen/Qwen3.5-4B", corpus / "vllm-docs" / "0.33.0", "0.33.0")
+    assert found is not None and found.architecture.startswith("Qwen3_5")
