@@ -3,7 +3,7 @@
 From the vLLM 0.33.0 docs + recipes, every command that names a model gets its served model's
 architecture the way the runner plans a twin offline on the GPU target (runner/standins.plan with
 the supported-models table of that target's vLLM, here 0.21.0). Per architecture, the
-representative is the runnable command with the fewest arguments among those one GPU can hold
+representative is the plainest runnable command (fewest env settings, then arguments) among those one GPU can hold
 (tensor x pipeline x data parallel = 1): what a one-H200 machine can start at all. Writes the
 sample as a snippets file for `driftmatrix run` and, beside it, the per-architecture counts the
 report needs (all commands of each architecture, and how many of them ask for more GPUs).
@@ -35,6 +35,13 @@ from twins_coverage import named_models, plan_all  # noqa: E402
 RUNNABLE_KINDS = ("serve", "docker", "recipe")
 
 
+def plainness(s) -> tuple[int, int]:
+    """The representative of an architecture is its plainest command: fewest environment settings (an
+    `VLLM_USE_FASTOKENS=1` asks for a package of its own), then fewest arguments, so that what it
+    meets is the architecture's start-up path rather than one command's extra features."""
+    return len(s.env or {}), len(s.argv)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--corpus", default=str(ROOT.parent / "shared" / "corpus"))
@@ -58,7 +65,7 @@ def main() -> None:
         per_arch[arch] += 1
         if devices_needed(s.argv) > 1:
             multi_gpu[arch] += 1
-        elif s.runnable and s.kind in RUNNABLE_KINDS and (arch not in best or len(s.argv) < len(best[arch].argv)):
+        elif s.runnable and s.kind in RUNNABLE_KINDS and (arch not in best or plainness(s) < plainness(best[arch])):
             best[arch] = s
     sample = [best[k] for k, _ in per_arch.most_common() if k in best]
     out = Path(a.output)

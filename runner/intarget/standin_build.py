@@ -79,7 +79,9 @@ PARSER_MARKERS = ["<think>", "</think>", "<seed:think>", "</seed:think>", "<seed
                   "<|tool_calls_section_begin|>", "<|tool_calls_section_end|>", "<|python_tag|>", "[TOOL_CALLS]",
                   "[ARGS]", "<|START_THINKING|>", "<|END_THINKING|>", "<response>", "</response>",
                   "<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>", "<｜tool▁call▁begin｜>", "<｜tool▁call▁end｜>",
-                  "<｜tool▁sep｜>", "<｜DSML｜function_calls>", "</｜DSML｜function_calls>"]
+                  "<｜tool▁sep｜>", "<｜DSML｜function_calls>", "</｜DSML｜function_calls>",
+                  # gpt-oss (harmony): its reasoning parser looks these up (KeyError '<|end|>' on the H200)
+                  "<|start|>", "<|end|>", "<|message|>", "<|channel|>", "<|return|>", "<|call|>", "<|constrain|>"]
 # the generic family's tokenizer (standin_generic.py, when the model type has no known set): ChatML's
 # layout with <s> ... </s> turns, so </s> also ends a reply; the parsers' markers above
 GENERIC_TOKENIZER = {"special": ["<s>", "</s>", "<pad>", "<tool_call>", "</tool_call>", *PARSER_MARKERS],

@@ -34,12 +34,14 @@ TEXT_SET = {"hidden_size": 128, "n_embd": 128, "num_attention_heads": 4, "n_head
 HEADS = ("num_attention_heads", "n_head", "n_heads")
 KV_HEADS = ("num_key_value_heads", "n_kv_heads", "num_kv_heads", "multi_query_group_num")
 FFN = ("ffn_dim", "ffn_hidden_size", "n_inner", "encoder_ffn_dim")  # and every key with "intermediate_size"
-# MLA (DeepSeek V2/V3, Kimi K2, GLM MLA variants): q LoRA rank, q/k "nope" and v heads shrink (a null
-# q_lora_rank, no q LoRA, stays null); kv_lora_rank and qk_rope_head_dim are NOT shrunk: their sum is
-# the latent cache entry, and vLLM's MLA kernels take only the published sizes (320/512/576; its CPU
-# kernel 0.32 only 576 = 512 + 64), so a smaller twin would fail where the real model starts
-MLA = {"q_lora_rank": 32, "qk_nope_head_dim": 32, "v_head_dim": 32}
-MLA_KEPT = ("kv_lora_rank", "qk_rope_head_dim")
+# MLA (DeepSeek V2/V3, Kimi K2, GLM MLA variants): the q LoRA rank shrinks (a null q_lora_rank, no q
+# LoRA, stays null); the head sizes do not: kv_lora_rank + qk_rope_head_dim is the latent cache entry
+# and vLLM's MLA kernels take only the published sizes (320/512/576; its CPU kernel 0.32 only 576),
+# and its GPU prefill backends only the published q/k "nope" and v head sizes (128: with 32, vLLM
+# 0.26.0 on the H200 found "No valid MLA prefill backend"), so a smaller twin fails where the real
+# model starts
+MLA = {"q_lora_rank": 32}
+MLA_KEPT = ("kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim")
 # Gated DeltaNet (Qwen3-Next, Qwen3.5) and Mamba-2 blocks (Nemotron-H, Granite 4, Falcon-H1): groups
 # divide heads (1 divides all); Mamba heads x head dim = 2 x hidden (the usual expand of 2).  The
 # DeltaNet head sizes (linear_key/value_head_dim) stay: vLLM's CPU kernel takes only the published 128

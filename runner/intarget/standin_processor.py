@@ -68,9 +68,30 @@ def model_types(cfg: dict, cls) -> list[str]:
     return [t for t in dict.fromkeys(found) if isinstance(t, str)]
 
 
-def build(cls, cfg: dict, tokenizer):
+# a part's patch grid and the vision config's keys for it: the published processors match their
+# model's tower, class defaults need not (Qwen3.5's tower takes 16-pixel patches, the image
+# processor class transformers maps it to cuts 14: vLLM 0.26.0 on the H200 failed "shape '[40960,
+# -1, 2, 16, 16]' is invalid for input of size 48168960" in the vision patch embedding)
+GRID = {"patch_size": ("patch_size",), "temporal_patch_size": ("temporal_patch_size",),
+        "merge_size": ("spatial_merge_size", "merge_size")}
+
+
+def align(part, cfg: dict, notes: list[str]) -> None:
+    """Set the part's patch grid to the twin's own vision config (where both have the key)."""
+    vision = next((v for k, v in cfg.items() if isinstance(v, dict) and "vision" in k), None)
+    for attr, keys in GRID.items() if vision else ():
+        value = next((vision[k] for k in keys if isinstance(vision.get(k), int)), None)
+        if value is not None and isinstance(getattr(part, attr, None), int) and getattr(part, attr) != value:
+            notes.append(f"{type(part).__name__}.{attr} {getattr(part, attr)} -> {value}: the vision config's")
+            setattr(part, attr, value)
+
+
+def build(cls, cfg: dict, tokenizer, notes: list[str] | None = None):
     parts = {attr: tokenizer if attr == "tokenizer" else part_class(attr, model_types(cfg, cls))()
              for attr in cls.get_attributes()}
+    for attr, part in parts.items():
+        if attr != "tokenizer":
+            align(part, cfg, notes if notes is not None else [])
     return cls(**parts)
 
 
@@ -184,7 +205,7 @@ def save_processor(out: Path, cfg: dict, arch: str, model_type: str, notes: list
     if isinstance(template, str):
         tokenizer.chat_template = with_media(template, placeholders)
     before = {p.name for p in out.iterdir()}
-    build(cls, cfg, tokenizer).save_pretrained(out)
+    build(cls, cfg, tokenizer, notes).save_pretrained(out)
     written = sorted({p.name for p in out.iterdir()} - before)
     notes.append(f"processor {cls.__name__} from class defaults: {', '.join(written) or 'no new files'}; "
                  f"placeholder tokens {sorted(wanted)}")

@@ -32,8 +32,8 @@ def moe(experts_key: str, top_k: int = 2) -> dict:
     return {experts_key: 4, "num_experts_per_tok": top_k}
 
 
-def mla() -> dict:  # DeepSeek's latent attention: q LoRA kept; the latent cache entry 512 + 64 as published
-    return {"kv_lora_rank": 512, "q_lora_rank": 32, "qk_rope_head_dim": 64, "qk_nope_head_dim": 32, "v_head_dim": 32}
+def mla() -> dict:  # DeepSeek's latent attention: q LoRA kept (shrunk); the head sizes as published (kernels)
+    return {"kv_lora_rank": 512, "q_lora_rank": 32, "qk_rope_head_dim": 64, "qk_nope_head_dim": 128, "v_head_dim": 128}
 
 
 # architecture -> (sub-config the checks read or None, the keys the twin's config must have)
