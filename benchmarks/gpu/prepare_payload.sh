@@ -6,7 +6,7 @@
 # unzipped into one site/ folder, FA2 and xgrammar's static library dropped, xz-compressed and
 # split into 48 MiB parts (one per `run` call, each carried from an ignored folder).
 #
-#   [PINS="transformers==5.8.0"] benchmarks/gpu/prepare_payload.sh VERSION RELEASE_DATE WORKDIR
+#   [PINS="transformers==5.8.0"] [KEEP="nvidia-cutlass-dsl"] benchmarks/gpu/prepare_payload.sh VERSION RELEASE_DATE WORKDIR
 #   e.g. PINS="transformers==5.8.0" benchmarks/gpu/prepare_payload.sh 0.20.1 2026-05-04 /work/gpuprep
 # PINS replaces the resolved versions of those packages (vLLM 0.20.1 + Gemma 4 needs
 # transformers 5.8: 5.7 mis-loads the assistant, 5.17 on the device writes per-layer configs).
@@ -25,6 +25,9 @@ unzip -p "$whl" "vllm-$version.dist-info/METADATA" | sed -n 's/^Requires-Dist: /
   > "req-$version.in"
 skip="torch torchvision torchaudio triton flashinfer-python flashinfer-cubin tilelang nvidia-cudnn-frontend \
 fastsafetensors nvidia-cutlass-dsl quack-kernels tokenspeed-mla"
+# KEEP="nvidia-cutlass-dsl" carries an extra after all (vLLM 0.26.0 runs Gemma 4's attention through
+# FlashAttention 4's CuTe path, which imports cutlass: ~90 MB compressed, two more parts)
+for name in ${KEEP:-}; do skip=$(echo " $skip " | sed "s/ $name / /"); done
 : > "overrides-$version.txt"
 for name in $skip; do echo "$name ; sys_platform == 'never'" >> "overrides-$version.txt"; done
 uvenv/bin/uv pip compile "req-$version.in" --python-version 3.12 --python-platform x86_64-manylinux_2_35 \
