@@ -27,7 +27,7 @@ from runner.env_policy import without_secrets
 from runner.settings import STANDIN_BUILD_S
 
 BUILDER = Path(__file__).resolve().parent / "intarget" / "standin_build.py"
-BUILDER_FILES = [BUILDER, *(BUILDER.with_name(f"standin_{m}.py") for m in ("gemma4", "generic", "processor"))]
+BUILDER_FILES = [BUILDER, *(BUILDER.with_name(f"standin_{m}.py") for m in ("gemma4", "generic", "layout", "processor"))]
 # model id families the builder knows; the first match wins. Qwen3 and Llama 3 are the dense
 # decoders only: `Qwen3-8B`, `Hermes-3-Llama-3.1-8B`, not a later generation (`Qwen3.5-4B`,
 # `Llama-4-…`), a mixture of experts (`Qwen3-30B-A3B`) or another kind (`Qwen3-VL-32B`,

@@ -37,6 +37,7 @@ from pathlib import Path
 
 import standin_gemma4  # next to this file, so on sys.path when run as a script
 import standin_generic
+import standin_layout
 import standin_processor
 
 VOCAB = 2000
@@ -219,6 +220,7 @@ def build_generic(a, out: Path) -> dict:
     params = sum(p.numel() for p in model.parameters())
     notes += [f"full size: {params / 1e9:.2f} B parameters"] if a.full_size else []
     model.save_pretrained(out, safe_serialization=True)
+    notes += standin_layout.as_published(out, model, model_type)
     if cls.__name__ != arch:  # save_pretrained names the class it saved; vLLM resolves the published name
         (out / "config.json").write_text(json.dumps({**json.loads((out / "config.json").read_text()),
                                                       "architectures": [arch]}, indent=2))

@@ -93,7 +93,11 @@ DROPPED = ("auto_map", "quantization_config", "compression_config",  # noted
 # keys a transformers implementation implies that its config class does not carry (so its defaults
 # lack them): architecture prefix -> (parameter, keys).  DeepSeek V3 there always has a router bias and
 # sigmoid scoring; vLLM creates that bias only with topk_method noaux_tc (as the published configs say)
-IMPLIED = {"DeepseekV3": ("e_score_correction_bias", {"topk_method": "noaux_tc", "scoring_func": "sigmoid"})}
+IMPLIED = {"DeepseekV3": ("e_score_correction_bias", {"topk_method": "noaux_tc", "scoring_func": "sigmoid"}),
+           # transformers' Qwen3-VL-MoE router always renormalises its top-k weights, which is what the
+           # published text config's norm_topk_prob: true says; its config class lacks the key that
+           # vLLM's Qwen3-MoE block reads (vLLM 0.26.0 on the H200: AttributeError 'norm_topk_prob')
+           "Qwen3VLMoe": ("gate_up_proj", {"norm_topk_prob": True})}
 REPLACED_IDS = ("bos_token_id", "eos_token_id", "pad_token_id")  # the twin tokenizer's
 TOKEN_ID = re.compile(r"_token_(id|index)$")
 
@@ -427,3 +431,4 @@ def add_implied(model, text_config, notes: list[str]) -> None:
                 if getattr(text_config, k, None) is None:
                     setattr(text_config, k, v)
                     notes.append(f"{k} {v}: implied by the model's {param}")
+

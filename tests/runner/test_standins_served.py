@@ -88,28 +88,33 @@ VL_DOC = """# Vision
 ## Qwen VL
 
 ```bash
-vllm serve Qwen/Qwen2.5-VL-7B-Instruct --max-model-len 2048
+vllm serve Qwen/Qwen3-VL-30B-A3B-Instruct --max-model-len 2048
 ```
 """
 
 
 def test_a_multimodal_twin_answers_an_image_with_its_processor_files(cpu_envs, tmp_path):
-    """The processor vLLM loads at start, built from transformers' class defaults with the placeholder
-    tokens at the config's ids and vLLM's own placeholder strings in the chat template
-    (runner/intarget/standin_processor.py). Without them this twin SKIPped at start (processor) and,
-    with a template dropping image parts, the image probe failed "Failed to apply prompt replacement"."""
+    """Qwen3-VL-MoE from its configuration class's defaults, every rule a multimodal MoE twin needs:
+    the processor vLLM loads at start, built from transformers' class defaults with the placeholder
+    tokens at the config's ids, vLLM's own placeholder strings in the chat template and the patch grid
+    of the twin's tower (runner/intarget/standin_processor.py); norm_topk_prob implied by the model's
+    router; the fused experts saved in the published orientation (standin_layout.py). Before, this
+    twin SKIPped at start on the H200 (processor, then norm_topk_prob), then on CPU (the experts'
+    orientation); with a template dropping image parts the image probe failed "Failed to apply
+    prompt replacement", with 14-pixel patches for a 16-pixel tower in the patch embedding."""
     snippets, ids = catalog_of(docs_tree(tmp_path / "docs", VL_DOC))
     run_cli(str(snippets), "--stand-ins", "--target", "nightly", "--jobs", "1", "--only", ids["qwen-vl"][0],
             "-o", str(tmp_path / "vl.jsonl"), cwd=tmp_path)
     o = pick(outcomes(tmp_path / "vl.jsonl"), ids["qwen-vl"][0], "nightly")
     assert (o.verdict, o.stage) == ("PASS", "probe") and o.stand_in, o.reason
     twin = o.evidence.twins[0]
-    assert twin["resolved_architecture"] == "Qwen2_5_VLForConditionalGeneration" and twin["counts"] is True
+    assert twin["resolved_architecture"] == "Qwen3VLMoeForConditionalGeneration" and twin["counts"] is True
     assert {p["name"]: p["ok"] for p in o.evidence.probes}["image"] is True
-    home = max(Path(CACHE, "standins").glob("Qwen-Qwen2.5-VL-7B-Instruct-*/driftmatrix-standin.json"),
+    home = max(Path(CACHE, "standins").glob("Qwen-Qwen3-VL-30B-A3B-Instruct-*/driftmatrix-standin.json"),
                key=lambda p: p.stat().st_mtime).parent  # the twin this run built (or found cached)
-    built = json.loads((home / "driftmatrix-standin.json").read_text())
-    assert "processor_config.json" in " ".join(built["notes"]) and (home / "processor_config.json").is_file()
+    notes = " ".join(json.loads((home / "driftmatrix-standin.json").read_text())["notes"])
+    assert "processor_config.json" in notes and (home / "processor_config.json").is_file()
+    assert "patch_size 14 -> 16" in notes and "saved as published (transposed)" in notes
     tokenizer = json.loads((home / "tokenizer.json").read_text())
     added = {t["content"]: t["id"] for t in tokenizer["added_tokens"]}
     assert added["<|image_pad|>"] == 151655 and added["<|vision_start|>"] == 151652  # the published ids
