@@ -71,7 +71,8 @@ def main() -> None:
     out = Path(a.output)
     Catalog(snippets=sample).write(out)
     if a.extra:  # other one-GPU commands, drawn at random: do they fare as their architecture's sample?
-        rest = [s for s in named if planned[s.model][0] and s not in sample and devices_needed(s.argv) == 1
+        taken = {s.id for s in sample}
+        rest = [s for s in named if planned[s.model][0] and s.id not in taken and devices_needed(s.argv) == 1
                 and s.runnable and s.kind in RUNNABLE_KINDS]
         Catalog(snippets=random.Random(a.seed).sample(rest, min(a.extra, len(rest)))).write(
             out.with_name(out.stem + "-extra.json"))

@@ -203,10 +203,11 @@ def build_generic(a, out: Path) -> dict:
     cfg, needed, notes = g.twin_config(source, a.layers, a.full_size, a.tensor_parallel)
     tokenizer = copy_tokenizer(out, a.tokenizer_from) if a.tokenizer_from else \
         train_tokenizer(out, g.tokenizer_family(model_type), needed)
+    processor_files = []
     try:  # multimodal: the processor vLLM loads at start, its placeholder tokens in the vocabulary
         processor_files = standin_processor.save_processor(out, cfg, arch, model_type, notes)
     except standin_processor.NoProcessor as exc:
-        processor_files, _ = [], notes.append(f"no processor files: {exc}")
+        notes.append(f"no processor files: {exc}")
     tokenizer = transformers.AutoTokenizer.from_pretrained(out) if processor_files else tokenizer
     vocab = tokenizer.get_vocab()
     ids = {"bos_token_id": vocab[tokenizer.bos_token or tokenizer.pad_token],

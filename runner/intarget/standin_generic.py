@@ -431,4 +431,3 @@ def add_implied(model, text_config, notes: list[str]) -> None:
                 if getattr(text_config, k, None) is None:
                     setattr(text_config, k, v)
                     notes.append(f"{k} {v}: implied by the model's {param}")
-

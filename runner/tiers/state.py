@@ -93,26 +93,32 @@ def error(reason: str, stage: str | None = None) -> Verdict:
     return Verdict("ERROR", reason, stage)
 
 
-def fail(state: JobState, stage: str, exc: dict | None, excerpt: str | None = None,
-         frames: str | None = None) -> Verdict:
-    """A failure with its exception; raised where vLLM loads a stand-in twin's own parts it is the
-    twin's (SKIP, runner/tiers/twin_artefacts.py), and a known signature may say it is the machine's
-    (ERROR) or something that cannot be had here (SKIP) instead."""
-    ev = state.outcome.evidence
-    twin = twin_artefacts.reason(ev.twins, stage, exc, state.job.target.version, frames)
+def judge_failure(twins: list[dict], stage: str, exc: dict | None, version: str, device: str,
+                  excerpt: str | None = None, frames: str | None = None) -> tuple[Verdict, classify.Signature | None]:
+    """The verdict on a failure and the signature it matched: raised where vLLM loads a stand-in
+    twin's own parts it is the twin's (SKIP, runner/tiers/twin_artefacts.py); a known signature may
+    say it is the machine's (ERROR) or something that cannot be had here (SKIP); else FAIL. Pure, so
+    a recorded outcome can be judged again by today's rules."""
+    twin = twin_artefacts.reason(twins, stage, exc, version, frames)
     if twin:
-        ev.exception = exc
-        return skip(twin, stage)
-    sig = classify.match_signature(exc and f"{exc.get('type')}: {exc.get('message')}", excerpt,
-                                   device=state.ctx.device)
-    ev.exception = exc
-    ev.signature = {"id": sig.id, "explanation": sig.explanation} if sig else None
+        return skip(twin, stage), None
+    sig = classify.match_signature(exc and f"{exc.get('type')}: {exc.get('message')}", excerpt, device=device)
     line = one_line(exc) if exc else "see the log excerpt"
     if sig and sig.blame == "unavailable":
-        return skip(f"{sig.explanation} ({line})", stage)
+        return skip(f"{sig.explanation} ({line})", stage), sig
     if sig and sig.blame == "infra":
-        return error(f"infrastructure: {sig.explanation} ({line})", stage)
-    return Verdict("FAIL", line, stage)
+        return error(f"infrastructure: {sig.explanation} ({line})", stage), sig
+    return Verdict("FAIL", line, stage), sig
+
+
+def fail(state: JobState, stage: str, exc: dict | None, excerpt: str | None = None,
+         frames: str | None = None) -> Verdict:
+    """A failure with its exception, judged by judge_failure and recorded in the evidence."""
+    ev = state.outcome.evidence
+    verdict, sig = judge_failure(ev.twins, stage, exc, state.job.target.version, state.ctx.device, excerpt, frames)
+    ev.exception = exc
+    ev.signature = {"id": sig.id, "explanation": sig.explanation} if sig else None
+    return verdict
 
 
 def finish(out: Outcome) -> Verdict:

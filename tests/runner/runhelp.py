@@ -76,3 +76,14 @@ def once_per_session(tmp_path_factory, name: str, make: Callable[[Path], object]
             make(work)
             done.touch()
     return work
+
+
+def rejudged(o: Outcome, device: str = "gpu") -> str:
+    """A recorded outcome's verdict by today's rules (runner/tiers/state.judge_failure): a FAIL may
+    now be the twin's or the machine's; other verdicts stand."""
+    from runner.tiers.state import judge_failure
+
+    if o.verdict != "FAIL":
+        return o.verdict
+    twins = [dict(t) for t in o.evidence.twins]  # reason() marks a twin as not counting: not the record's
+    return judge_failure(twins, o.stage, o.evidence.exception or {}, o.target.version, device)[0].verdict

@@ -14,9 +14,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from runhelp import HERE
+from runhelp import HERE, rejudged
 
-from runner import classify
 from runner.records import Outcome
 from runner.tiers import twin_artefacts
 
@@ -39,16 +38,6 @@ def sample() -> dict[str, Outcome]:
 @pytest.fixture(scope="module")
 def extra() -> dict[str, Outcome]:
     return load("twins-h200-0.26.0-extra.jsonl")
-
-
-def rejudged(o: Outcome) -> str:
-    if o.verdict != "FAIL":
-        return o.verdict
-    exc = o.evidence.exception or {}
-    if twin_artefacts.reason([dict(t) for t in o.evidence.twins], o.stage, exc, o.target.version):
-        return "SKIP"
-    sig = classify.match_signature(f"{exc.get('type')}: {exc.get('message')}", device="gpu")
-    return {"unavailable": "SKIP", "infra": "ERROR"}.get(sig.blame, "FAIL") if sig else "FAIL"
 
 
 def test_the_sample_is_one_command_per_architecture_on_0_26_0(sample):

@@ -13,9 +13,8 @@ import json
 import re
 
 import pytest
-from runhelp import HERE
+from runhelp import HERE, rejudged
 
-from runner import classify
 from runner.records import Outcome
 from runner.tiers import twin_artefacts
 
@@ -29,16 +28,6 @@ def recorded() -> dict[str, Outcome]:
         o = Outcome.from_dict(json.loads(line))
         last[o.snippet_id] = o  # the run's retries come later in the file
     return last
-
-
-def rejudged(o: Outcome) -> str:
-    """FAIL, or SKIP/ERROR when today's rules blame the twin or the machine."""
-    exc = o.evidence.exception or {}
-    twins = [dict(t) for t in o.evidence.twins]
-    if twin_artefacts.reason(twins, o.stage, exc, o.target.version):
-        return "SKIP"
-    sig = classify.match_signature(f"{exc.get('type')}: {exc.get('message')}", device="gpu")
-    return {"unavailable": "SKIP", "infra": "ERROR"}.get(sig.blame, "FAIL") if sig else "FAIL"
 
 
 def test_servers_shared_the_gpu_and_left_nothing(recorded):
