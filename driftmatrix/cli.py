@@ -136,11 +136,13 @@ def build_parser() -> argparse.ArgumentParser:
     from driftmatrix.run_cli import add_parsers as add_run
     from driftmatrix.ci import add_parser as add_ci
     from driftmatrix.gate import add_parser as add_gate
+    from driftmatrix.sandbox_cli import add_parser as add_sandbox
     from driftmatrix.state import add_parser as add_state
     add_run(sub, str(_cache_dir()))
     add_state(sub)
     add_ci(sub)
     add_gate(sub)
+    add_sandbox(sub)
     add_parsers(sub)
     add_pipeline(sub, str(_cache_dir()))
     add_history(sub, str(_cache_dir()))
@@ -149,6 +151,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    from driftmatrix.sandbox_cli import apply_unsandboxed
+    apply_unsandboxed(args)  # run, pipeline, gate: --unsandboxed before anything is detected
     return args.func(args)
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from driftmatrix.sandbox_cli import add_unsandboxed, banner
+
 def gemma4_cases(catalog, limit: int) -> list[str]:
     """The Gemma 4 commands with a speculative config, one per distinct config, at most `limit`."""
     seen, ids = set(), []
@@ -35,6 +37,7 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
     from runner.targets import stable_pin
 
     console = Console(stderr=True)
+    console.print(banner(), soft_wrap=True)  # said at the start and at the end: contained or not
     args.vllm_version = args.vllm_version or stable_pin()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -74,6 +77,7 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
     console.print(f"judgements against the versions each page is written for: {done.judged()}")
     index = (out / "site" / "index.html").resolve()
     console.print(f"site: {done.pages} pages; open file://{index}  (or: python3 -m http.server -d {out / 'site'})")
+    console.print(banner(), soft_wrap=True)
     return rc  # run's: 0, or EXIT_ERRORS when a job ended in ERROR (the site is built either way)
 
 
@@ -84,4 +88,5 @@ def add_parser(sub, cache_default: str) -> None:
     p.add_argument("--out", default="out", help="where snippets, outcomes and the site go (default: %(default)s)")
     p.add_argument("--probe-limit", type=int, default=3, help="Gemma 4 commands started and probed (default: %(default)s)")
     p.add_argument("--cache-dir", default=cache_default, help="envs, sdists, stand-ins (default: %(default)s)")
+    add_unsandboxed(p)
     p.set_defaults(func=cmd_pipeline)

@@ -12,6 +12,7 @@ import json
 import sys
 from pathlib import Path
 
+from driftmatrix.sandbox_cli import add_unsandboxed
 from runner.records import TIERS
 from runner.settings import START_TIMEOUT_S
 
@@ -80,6 +81,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         for key in listing(opts):
             print(json.dumps([key.snippet_id, key.variant, key.target, key.tier]))
         return 0
+    from driftmatrix.sandbox_cli import banner
+    print(f"driftmatrix run: {banner()}", file=sys.stderr)
     return run(opts)
 
 
@@ -186,6 +189,7 @@ def _run_parser(sub, cache: str) -> None:
                    help="replace models that cannot be had (incl. drafts in speculative configs) by "
                         "architecture-preserving twins with random weights: tiny (the default; 2 layers) or "
                         "full (the real sizes, for the perf tier on a GPU); verdicts are labelled stand_in")
+    add_unsandboxed(r)
     r.set_defaults(func=cmd_run)
 
 

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -53,14 +51,17 @@ def docs_tokens(catalog) -> list[str]:
 
 
 def ask_parser(python: str, tokens: list[str], env: dict | None = None) -> dict:
-    """The real build's answers: {options, allow_abbrev, accepts: {token: bool}}."""
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "answers.json"
-        done = subprocess.run([python, str(SCRIPT), str(out)], input=json.dumps(tokens), text=True,
-                              capture_output=True, timeout=QUERY_TIMEOUT_S, env=env)
-        if done.returncode != 0 or not out.is_file():
-            raise RuntimeError(f"{python} {SCRIPT.name} exited {done.returncode}: {done.stderr[-2000:]}")
-        return json.loads(out.read_text())
+    """The real build's answers: {options, allow_abbrev, accepts: {token: bool}}. Asked in the
+    sandbox (runner/sandbox): the tokens come from the docs and importing vLLM runs whatever the
+    target environment holds."""
+    from runner import sandbox
+    from runner.env_policy import runner_env, without_secrets
+    done, _ = sandbox.run([python, str(SCRIPT), "-"], python=python, kind="query", timeout=QUERY_TIMEOUT_S,
+                          input=json.dumps(tokens), env={**runner_env(), **without_secrets(env or {})})
+    lines = done.stdout.strip().splitlines()
+    if done.returncode != 0 or not lines:
+        raise RuntimeError(f"{python} {SCRIPT.name} exited {done.returncode}: {done.stderr[-2000:]}")
+    return json.loads(lines[-1])
 
 
 def compare(history: FlagHistory, version: str, answers: dict) -> Agreement:

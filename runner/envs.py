@@ -31,7 +31,8 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from runner.env_policy import without_secrets
+from runner import sandbox
+from runner.env_policy import runner_env, without_secrets
 from runner.settings import HELPER_IMPORT_S
 from runner.targets import Target
 
@@ -88,9 +89,9 @@ def _run(cmd: list[str], log: Path, env: dict | None = None) -> None:
     with log.open("a") as out:
         out.write(f"\n$ {' '.join(cmd)}\n")
         out.flush()
-        # pip runs packages' build code: the machine's secrets stay out (runner/env_policy.py)
+        # pip runs packages' build code: it gets an allow-list of our environment (runner/env_policy.py)
         proc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT,
-                              env=without_secrets(env or dict(os.environ)))
+                              env={**runner_env("installer", env or dict(os.environ))})
     if proc.returncode:
         tail = log.read_text(errors="replace").splitlines()[-15:]
         raise EnvError(f"`{' '.join(cmd[:6])} ...` exited {proc.returncode}; "
@@ -192,8 +193,13 @@ def _vllm_dist_info(python: str) -> None:
 
 
 def _query(python: str, env: dict[str, str]) -> dict:
-    proc = subprocess.run([python, "-c", INFO_SCRIPT], capture_output=True, text=True,
-                          env=without_secrets({**os.environ, **env}), timeout=HELPER_IMPORT_S)
+    """The installed vLLM's version and its neighbours', asked in the sandbox: importing vllm runs
+    whatever the environment holds (its .pth files too)."""
+    try:
+        proc, _ = sandbox.run([python, "-c", INFO_SCRIPT], python=python, kind="query", timeout=HELPER_IMPORT_S,
+                              env={**runner_env(), **without_secrets(env)})
+    except subprocess.TimeoutExpired:
+        raise EnvError(f"{python}: importing vllm took longer than {HELPER_IMPORT_S:.0f} s") from None
     if proc.returncode:
         raise EnvError(f"{python}: cannot import vllm: {proc.stderr.strip().splitlines()[-1:]}")
     info = json.loads(proc.stdout.strip().splitlines()[-1])

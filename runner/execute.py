@@ -11,6 +11,7 @@ from datetime import datetime, timezone
 from runner.helper_client import HelperError
 from runner.job import Job, RunContext, host_facts
 from runner.records import Outcome, TargetRef
+from runner.sandbox.limits import for_kind
 from runner.tiers import STEPS
 from runner.tiers.state import JobState, apply, error, finish
 
@@ -34,6 +35,8 @@ class JobRunner:
     def run(self, job: Job, gpu_ids: list[int] | None = None, cpu_ids: list[int] | None = None) -> Outcome:
         t0 = time.monotonic()
         out = _new_outcome(job)
+        if out.host.get("contained"):  # the limits every contained process of this job had
+            out.host["sandbox_limits"] = for_kind("server", self.ctx.jobs).describe()
         state = JobState(job, self.ctx, out, list(gpu_ids or []), list(cpu_ids or []),
                          report=lambda stage: self.on_stage(job, stage))
         verdict = None

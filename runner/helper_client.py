@@ -1,18 +1,26 @@
-"""The driftmatrix side of `vllm_helper.py`: one long-lived helper per target env."""
+"""The driftmatrix side of `vllm_helper.py`: one long-lived helper per target env, and a fresh
+one for each command whose config tier runs code that is not vLLM's (runner/trust.py).
+
+Every answer is read within a deadline and a size (runner/sandbox/files.py): a half line, a flood
+or silence from the helper is a HelperError for that request (ERROR, ours), and the helper is
+restarted; it can never hold the run.
+"""
 
 from __future__ import annotations
 
 import json
 import os
-import selectors
 import subprocess
 import threading
-import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from runner.env_policy import without_secrets
+from runner import sandbox
+from runner.env_policy import runner_env, without_secrets
+from runner.sandbox import Launch, limits
+from runner.sandbox.files import LineReader, ProtocolError, open_new, read_tail
 from runner.settings import HELPER_ANSWER_S, HELPER_IMPORT_S
 
 HELPER = Path(__file__).resolve().parent / "intarget" / "vllm_helper.py"
@@ -51,22 +59,35 @@ class HelperError(RuntimeError):
 
 
 class Helper:
-    def __init__(self, python: str, env: dict[str, str], log_path: Path, import_timeout: float = HELPER_IMPORT_S,
-                 command: list[str] | None = None):
-        self.python, self.env, self.log_path = python, env, log_path
-        self.command = command or [python, str(HELPER)]  # docker targets run it inside the image
+    """One helper process at a time (restarted when it dies). `launcher` makes a fresh Launch for each
+    start (runner/sandbox: the sandbox's argv, env, handed-in descriptors); `env` is its whole
+    environment — nothing of ours is added."""
+
+    def __init__(self, launcher: Callable[[], Launch], log_path: Path, import_timeout: float = HELPER_IMPORT_S,
+                 attempts: int = 2):
+        self.launcher, self.log_path, self.attempts = launcher, log_path, attempts
+        """A long-lived helper that died is started again once (attempts=2); a helper of one command's
+        own is not: what stopped it (its own code, a limit) would stop it again."""
         self.import_timeout = import_timeout
         self.proc: subprocess.Popen | None = None
+        self.launch: Launch | None = None
         self.import_s: float | None = None
         self.lock = threading.Lock()
+        self.sandbox_events: list[dict] = []
+        """What the sandbox's init reported when the last helper process ended (a limit hit)."""
         self._seq = 0
+        self._err: int | None = None
+        self._reader: LineReader | None = None
 
     def _start(self) -> None:
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        self._err = self.log_path.open("ab")
-        self.proc = subprocess.Popen(self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=self._err, env=without_secrets({**os.environ, **self.env}),
-                                     start_new_session=True)
+        if self._err is None:
+            self._err = open_new(self.log_path)
+        self.launch = launch = self.launcher()
+        self.proc = subprocess.Popen(launch.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._err,
+                                     env=launch.env, start_new_session=True, pass_fds=launch.pass_fds,
+                                     preexec_fn=launch.preexec)
+        launch.started()
+        self._reader = LineReader(self.proc.stdout.fileno())
         hello = self._read(self.import_timeout)
         if not hello.get("ready"):
             err = hello.get("error") or {}
@@ -75,26 +96,24 @@ class Helper:
         self.import_s = hello.get("import_s")
 
     def _read(self, timeout: float) -> dict:
-        assert self.proc and self.proc.stdout
-        sel = selectors.DefaultSelector()
-        sel.register(self.proc.stdout, selectors.EVENT_READ)
-        end = time.monotonic() + timeout
+        assert self.proc and self._reader
         try:
-            while True:
-                left = end - time.monotonic()
-                if left <= 0:
-                    raise HelperError(f"helper gave no answer within {timeout:.0f} s")
-                if sel.select(left):
-                    line = self.proc.stdout.readline()
-                    if not line:
-                        raise HelperError(f"helper exited ({self.proc.wait()}); stderr: {self.stderr_tail()}")
-                    return json.loads(line)
-        finally:
-            sel.close()
+            line = self._reader.read_line(timeout)
+        except ProtocolError as err:
+            raise HelperError(f"helper gave no answer: {err}") from None
+        except EOFError:
+            raise HelperError(f"helper exited ({self.proc.poll()}); stderr: {self.stderr_tail()}") from None
+        try:
+            answer = json.loads(line)
+        except ValueError:
+            raise HelperError(f"helper sent something that is not an answer: {line[:200]!r}") from None
+        if not isinstance(answer, dict):
+            raise HelperError(f"helper sent something that is not an answer: {line[:200]!r}")
+        return answer
 
     def stderr_tail(self, n: int = 8) -> str:
         try:
-            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-n:])
+            return "\n".join(read_tail(self.log_path, 64 * 1024).decode(errors="replace").splitlines()[-n:])
         except OSError:
             return ""
 
@@ -107,26 +126,67 @@ class Helper:
         if subcommand:
             request["subcommand"] = list(subcommand)
         with self.lock:
-            for attempt in (1, 2):
+            for attempt in range(1, self.attempts + 1):
                 if self.proc is None or self.proc.poll() is not None:
                     self._start()
                 self._seq += 1
                 try:
                     self.proc.stdin.write((json.dumps({"id": self._seq, **request}) + "\n").encode())
                     self.proc.stdin.flush()
-                    return HelperAnswer.from_json(self._read(timeout))
+                    answer = self._read(timeout)
+                    if answer.get("id") not in (None, self._seq):
+                        raise HelperError(f"helper answered request {answer.get('id')!r}, not {self._seq}")
+                    return HelperAnswer.from_json(answer)
                 except (HelperError, BrokenPipeError, OSError) as err:
                     self.close()
-                    if attempt == 2:
-                        raise HelperError(str(err)) from None
+                    if attempt == self.attempts:
+                        raise HelperError(_with_limit(str(err), self.sandbox_events)) from None
             raise AssertionError("unreachable")
 
     def close(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            try:
-                self.proc.stdin.close()
-                self.proc.wait(timeout=10)
-            except (OSError, subprocess.TimeoutExpired):
-                self.proc.kill()
-                self.proc.wait()
+        if self.proc is not None:
+            if self.proc.poll() is None:
+                try:
+                    self.proc.stdin.close()
+                    self.proc.wait(timeout=10)
+                except (OSError, subprocess.TimeoutExpired):
+                    self.proc.kill()
+                    self.proc.wait()
+            for pipe in (self.proc.stdin, self.proc.stdout):
+                try:
+                    pipe.close()
+                except OSError:
+                    pass
+        if self.launch is not None:
+            self.sandbox_events = self.launch.finished()
+            self.launch = None
         self.proc = None
+
+    def shutdown(self) -> None:
+        """Close the helper and its log for good."""
+        self.close()
+        if self._err is not None:
+            os.close(self._err)
+            self._err = None
+
+
+def contained(python: str, env: dict[str, str], log_path: Path, readable: list[str] = (), gpu: bool = False,
+              jobs: int = 1, attempts: int = 2) -> Helper:
+    """A helper run by the target interpreter `python` in the sandbox (plainly where there is none
+    and none is required), seeing `readable` (the model folders it will be asked about); `env` is laid
+    over an allow-list of ours (runner/env_policy.py)."""
+    full = {**runner_env(), **without_secrets(env), "HF_HUB_OFFLINE": "1"}
+
+    def launch() -> Launch:
+        if refused := sandbox.required_missing():
+            raise HelperError(refused)
+        return sandbox.contain([python, str(HELPER)], python=python, env=full, kind="helper", jobs=jobs,
+                               readable=list(readable), gpu=gpu)
+    return Helper(launch, log_path, attempts=attempts)
+
+
+def _with_limit(message: str, events: list[dict]) -> str:
+    hit = next((e for e in events if "limit" in e), None)
+    if hit is None:
+        return message
+    return f"{message}; {limits.explain(hit)}"

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from extractor.records import Snippet
-from runner import docker_target, sandbox
+from runner import docker_target, env_policy, helper_client, sandbox
 from runner.envs import TargetEnv
-from runner.helper_client import HELPER, Helper, HelperError
+from runner.helper_client import Helper
 from runner.models import ModelResolver
 from runner.records import JobKey
 from runner.redact import Redactor
@@ -56,6 +56,8 @@ class RunContext:
     """None, `tiny` (2-layer twins) or `full` (the source's sizes, random weights: for perf on a GPU):
     replace models that cannot be had by twins built in the target's env."""
     cache_dir: Path = field(default_factory=cache_dir)
+    jobs: int = 1
+    """Jobs side by side: each contained process's share of the machine (runner/sandbox/limits.py)."""
     _helpers_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     """Jobs side by side ask for the same target's helper at once: exactly one is made."""
 
@@ -68,42 +70,41 @@ class RunContext:
         name = target.target.name
         with self._helpers_lock:
             if name not in self.helpers:
-                self.helpers[name] = self._new_helper(target)
+                hub_dir(self.cache_dir).mkdir(parents=True, exist_ok=True)  # models fetched later in the run
+                # it serves every model of the run: the folders they can come from
+                folders = [*self.resolver.model_map.values(), str(hub_dir(self.cache_dir)),
+                           str(self.cache_dir / "standins"), str(self.cache_dir / "sdists")]
+                self.helpers[name] = self._new_helper(target, self.workdir / f"helper-{name}.log", folders)
             return self.helpers[name]
 
-    def _new_helper(self, target: TargetEnv) -> Helper:
-        # Offline always, whether the hub answers or not: every model vLLM is given is a local folder
-        # (model map, stand-in, or fetched from the hub beforehand by runner/hub.py), so the config
-        # tier checks exactly the files we fetched and never downloads weights itself. No token
-        # either: vLLM needs none offline, and a repo's remote code (--trust-remote-code) must not
-        # see it (an empty HF_TOKEN is no token; the helper's env is laid over ours).
-        env = {**self.base_env, **target.env, "HF_HUB_OFFLINE": "1", "HF_TOKEN": "", "HUGGING_FACE_HUB_TOKEN": ""}
-        command = None
-        if not target.target.docker:  # the helper loads configs, and a repo's remote code with them
-            if refused := sandbox.required_missing():
-                raise HelperError(refused)
-            writable = [Path(p) for p in (target.env.get("VLLM_CACHE_ROOT"),) if p] + [self.workdir]
-            hub_dir(self.cache_dir).mkdir(parents=True, exist_ok=True)  # models fetched later in the run
-            command = sandbox.wrap([target.python, str(HELPER)], env, writable, gpu=self.gpus > 0,
-                                   readable=[str(self.cache_dir), *self.resolver.model_map.values(),
-                                             str(hub_dir(self.cache_dir))])
-        if target.target.docker:
-            hub_folder = hub_dir(self.cache_dir)  # models fetched later in the run are mounted too
-            hub_folder.mkdir(parents=True, exist_ok=True)
-            command = docker_target.helper_command(target.target.docker,
-                                                   [*self.resolver.model_map.values(), str(hub_folder)],
-                                                   {**env, **target.env})
-        return Helper(target.python, env, self.workdir / f"helper-{target.target.name}.log", command=command)
+    def own_helper(self, target: TargetEnv, job_name: str, readable: list[str]) -> Helper:
+        """A helper for one command whose config tier runs code that is not vLLM's (runner/trust.py):
+        nothing it loads outlives it. Shut down by the caller."""
+        return self._new_helper(target, self.workdir / "logs" / f"{job_name}-helper.log", readable, attempts=1)
+
+    def _new_helper(self, target: TargetEnv, log: Path, readable: list[str], attempts: int = 2) -> Helper:
+        """Offline always, whether the hub answers or not: every model vLLM is given is a local folder
+        (model map, stand-in, or fetched from the hub beforehand by runner/hub.py), so the config tier
+        checks exactly the files we fetched and never downloads itself; no token either (the
+        allow-listed environment has none)."""
+        if not target.target.docker:
+            return helper_client.contained(target.python, {**self.base_env, **target.env}, log, readable,
+                                           gpu=self.gpus > 0, jobs=self.jobs, attempts=attempts)
+        hub_folder = hub_dir(self.cache_dir)  # models fetched later in the run are mounted too
+        hub_folder.mkdir(parents=True, exist_ok=True)
+        command = docker_target.helper_command(target.target.docker, [*self.resolver.model_map.values(),
+                                                                      str(hub_folder)], {**self.base_env, **target.env})
+        return Helper(lambda: sandbox.Launch(command, env_policy.docker_cli_env()), log, attempts=attempts)
 
     def close(self) -> None:
         for helper in self.helpers.values():
-            helper.close()
+            helper.shutdown()
 
 
 @functools.lru_cache(maxsize=1)
 def _host_facts() -> dict:
     facts = {"hostname": socket.gethostname(), "cpus": os.cpu_count(), "platform": platform.platform(),
-             "sandbox": sandbox.describe()}
+             "sandbox": sandbox.describe(), "contained": sandbox.active()}
     try:
         out = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
                              capture_output=True, text=True, timeout=30)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from extractor.records import Catalog
-from runner import junit, plan, step_summary, store, todo
+from runner import junit, plan, sandbox, step_summary, store, todo
 from runner.argv_edit import FIX, devices_needed, job_tier
 from runner.envs import EnvError, TargetEnv, ensure
 from runner.execute import JobRunner
@@ -156,10 +156,13 @@ def run(opts: RunOptions, console=None) -> int:
     for problem in out_store.problems:
         console.print(f"[yellow]{problem}")
     workdir = opts.workdir or opts.output.parent / "driftmatrix-work"
+    share = opts.share_gpu if gpus else 1
     ctx = RunContext(resolver=ModelResolver(tfile.models), workdir=workdir, base_env=tfile.env,
                      start_timeout=opts.start_timeout, gpus=gpus, devices=devices, gpu_mem_gb=opts.gpu_mem,
-                     share_gpu=opts.share_gpu if gpus else 1, redact=Redactor(),
-                     stand_ins=opts.stand_ins, cache_dir=opts.cache_dir)
+                     share_gpu=share, redact=Redactor(), stand_ins=opts.stand_ins, cache_dir=opts.cache_dir,
+                     jobs=opts.jobs or default_jobs(gpus) * share)
+    if refused := sandbox.required_missing():  # each job says so too (ERROR): nothing runs plainly
+        console.print(f"[red]driftmatrix run: {refused}", soft_wrap=True)
     envs: dict[str, TargetEnv] = {}
     finished: list[Outcome] = []
     jobs: list[Job] = []

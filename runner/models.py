@@ -68,6 +68,11 @@ def substitute(argv: list[str], mapping: dict[str, str]) -> list[str]:
     return out
 
 
+def is_local_path(model: str) -> bool:
+    """A folder, not a hub id (`org/name`): `/models/x`, `./x`, `~/x`, `a/b/c`."""
+    return model.startswith(("/", ".", "~")) or model.count("/") > 1
+
+
 def has_weights(path: str) -> bool:
     """A model dir with weight files (not just a config.json to build a twin from)."""
     p = Path(path)
@@ -116,8 +121,10 @@ class ModelResolver:
         for model in models:
             if model in self.model_map:
                 res.subs[model] = self.model_map[model]
-            elif Path(model).is_dir():
-                continue
+            elif is_local_path(model):  # the docs author's folder: never read from this host
+                res.missing.append(model)
+                res.unavailable[model] = ("a local folder named by the docs, which driftmatrix never reads from the "
+                                          "host (map it in the targets file's [models] to check it)")
             elif not self.hub:
                 res.missing.append(model)
             else:

@@ -18,7 +18,7 @@ import time
 
 import httpx
 
-from runner.probes import spec_decode_metrics
+from runner.probes import fetch, spec_decode_metrics
 from runner.settings import PERF_REQUEST_S
 
 PROMPT = "Tell a long story about a lighthouse keeper and the ships that pass in the night."
@@ -50,10 +50,18 @@ async def _stream(client: httpx.AsyncClient, url: str, model: str, max_tokens: i
 
 
 async def _batch(base: str, model: str, streams: int, max_tokens: int, headers: dict, timeout: float) -> dict:
-    async with httpx.AsyncClient(timeout=timeout, headers=headers) as client:
+    """`streams` streams at once, the whole batch within `timeout` (a server that answers byte by byte
+    cannot hold the run: what did not finish by then is an error of the batch)."""
+    async with httpx.AsyncClient(timeout=min(timeout, 60.0), headers=headers) as client:
         t0 = time.monotonic()
-        results = await asyncio.gather(*(_stream(client, f"{base}/v1/chat/completions", model, max_tokens)
-                                         for _ in range(streams)), return_exceptions=True)
+        tasks = [asyncio.ensure_future(_stream(client, f"{base}/v1/chat/completions", model, max_tokens))
+                 for _ in range(streams)]
+        _, late = await asyncio.wait(tasks, timeout=timeout)
+        for task in late:
+            task.cancel()
+        await asyncio.gather(*late, return_exceptions=True)
+        results = [TimeoutError(f"not finished within the batch's {timeout:.0f} s") if task in late
+                   else task.exception() or task.result() for task in tasks]
     done = [r for r in results if isinstance(r, dict) and r.get("ok")]
     errors = [f"{type(r).__name__}: {r}"[:200] if isinstance(r, BaseException) else f"HTTP {r.get('status')}"
               for r in results if not (isinstance(r, dict) and r.get("ok"))]
@@ -82,7 +90,7 @@ def measure(base: str, *, concurrency: int = 16, max_tokens: int = 256, api_key:
     """{single, concurrent, spec_decode (counter deltas during the runs)} for the server at `base`."""
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     with httpx.Client(timeout=30, headers=headers) as client:
-        model = client.get(f"{base}/v1/models").json()["data"][0]["id"]
+        model = fetch(client, "GET", f"{base}/v1/models").json()["data"][0]["id"]
         before = spec_decode_metrics(base, client)
         # one short warm-up request, so compilation/first-use costs are not in the figures
         asyncio.run(_batch(base, model, 1, 8, headers, timeout))

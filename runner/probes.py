@@ -17,7 +17,7 @@ from typing import Callable
 
 import httpx
 
-from runner.settings import PROBE_REQUEST_S
+from runner.settings import PROBE_BODY_BYTES, PROBE_READ_S, PROBE_REQUEST_S, PROBE_TOTAL_S
 
 SCHEMA = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
 TOOL = {"type": "function", "function": {
@@ -48,18 +48,54 @@ def _png(size: int = 32) -> str:
     return base64.b64encode(png).decode()
 
 
-def _body(resp: httpx.Response, limit: int = 600) -> str:
+class ProbeDeadline(httpx.HTTPError):
+    """A response took longer than its deadline, or was larger than PROBE_BODY_BYTES: a server that
+    answers byte by byte, or floods, cannot hold the run."""
+
+
+@dataclass
+class Reply:
+    """A whole response, read within its deadline and size."""
+
+    status_code: int
+    content: bytes
+
+    @property
+    def text(self) -> str:
+        return self.content.decode(errors="replace")
+
+    def json(self):
+        return json.loads(self.content)
+
+
+def fetch(client: httpx.Client, method: str, url: str, *, json_body=None, deadline_s: float = PROBE_REQUEST_S,
+          ) -> Reply:
+    """One request read to its end within `deadline_s` and PROBE_BODY_BYTES (httpx's own timeouts bound
+    each wait for bytes, not the whole response)."""
+    end = time.monotonic() + deadline_s
+    body = bytearray()
+    with client.stream(method, url, json=json_body) as r:
+        for chunk in r.iter_bytes():
+            body += chunk
+            if len(body) > PROBE_BODY_BYTES:
+                raise ProbeDeadline(f"response larger than {PROBE_BODY_BYTES} bytes")
+            if time.monotonic() > end:
+                raise ProbeDeadline(f"response not complete within {deadline_s:.0f} s")
+        return Reply(r.status_code, bytes(body))
+
+
+def _body(resp: Reply, limit: int = 600) -> str:
     return resp.text[:limit]
 
 
-def _chat(ctx: ProbeContext, client: httpx.Client, **extra) -> httpx.Response:
+def _chat(ctx: ProbeContext, client: httpx.Client, **extra) -> Reply:
     payload = {"model": ctx.model, "messages": [{"role": "user", "content": "Say hello."}],
                "max_tokens": 16, "temperature": 0} | extra
-    return client.post(f"{ctx.base}/v1/chat/completions", json=payload)
+    return fetch(client, "POST", f"{ctx.base}/v1/chat/completions", json_body=payload)
 
 
 def probe_models(ctx: ProbeContext, client: httpx.Client) -> dict:
-    r = client.get(f"{ctx.base}/v1/models")
+    r = fetch(client, "GET", f"{ctx.base}/v1/models")
     ids = [m.get("id") for m in r.json().get("data", [])] if r.status_code == 200 else []
     if ids:
         ctx.model = ids[0]
@@ -108,10 +144,14 @@ def probe_chat(ctx: ProbeContext, client: httpx.Client) -> dict:
 def probe_stream(ctx: ProbeContext, client: httpx.Client) -> dict:
     payload = {"model": ctx.model, "messages": [{"role": "user", "content": "Count."}],
                "max_tokens": 16, "temperature": 0, "stream": True}
-    chunks, done, status = 0, False, 0
+    chunks, done, status, size = 0, False, 0, 0
+    end = time.monotonic() + PROBE_REQUEST_S
     with client.stream("POST", f"{ctx.base}/v1/chat/completions", json=payload) as r:
         status = r.status_code
         for line in r.iter_lines():
+            size += len(line)
+            if time.monotonic() > end or size > PROBE_BODY_BYTES:
+                raise ProbeDeadline(f"stream not complete within {PROBE_REQUEST_S:.0f} s / {PROBE_BODY_BYTES} bytes")
             if line.startswith("data: "):
                 if line[6:].strip() == "[DONE]":
                     done = True
@@ -142,7 +182,7 @@ def probe_image(ctx: ProbeContext, client: httpx.Client) -> dict:
 
 
 def spec_decode_metrics(base: str, client: httpx.Client) -> dict[str, float] | None:
-    r = client.get(f"{base}/metrics")
+    r = fetch(client, "GET", f"{base}/metrics")
     if r.status_code != 200:
         return None
     out: dict[str, float] = {}
@@ -166,12 +206,19 @@ def plan(tool_flags: bool, multimodal: bool) -> list[tuple[str, Callable]]:
     return steps
 
 
-def run(ctx: ProbeContext, tool_flags: bool, multimodal: bool, spec: bool, timeout: float = PROBE_REQUEST_S,
-        api_key: str | None = None) -> tuple[list[dict], dict | None]:
+def run(ctx: ProbeContext, tool_flags: bool, multimodal: bool, spec: bool, timeout: float = PROBE_READ_S,
+        api_key: str | None = None, total_s: float = PROBE_TOTAL_S) -> tuple[list[dict], dict | None]:
+    """The probes in order, each within PROBE_REQUEST_S, all within `total_s`; `timeout` bounds each
+    wait for bytes."""
     results = []
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    end = time.monotonic() + total_s
     with httpx.Client(timeout=timeout, headers=headers) as client:
         for name, fn in plan(tool_flags, multimodal):
+            if time.monotonic() > end:
+                results.append({"name": name, "ok": False, "status": None, "duration_s": 0.0,
+                                "detail": {"error": f"not run: the probes' deadline of {total_s:.0f} s had passed"}})
+                break
             t0 = time.monotonic()
             try:
                 res = fn(ctx, client)

@@ -2,7 +2,9 @@
 
 Ready when GET /health answers 200; dead when the process exits first.  `stop()` always
 kills the whole group (SIGTERM, then SIGKILL), waits, and checks that no process of the
-group or session is left; on GPU it also waits for the GPU memory to come back.
+group or session is left; on GPU it also waits for the GPU memory to come back. Its log is a
+file the runner creates afresh (never through a link) and reads back only in part: the head and
+the tail, within LOG_READ_BYTES.
 """
 
 from __future__ import annotations
@@ -20,7 +22,9 @@ from pathlib import Path
 import httpx
 
 from runner.argv_edit import without_options
-from runner.settings import STOP_GRACE_S
+from runner.sandbox import Launch
+from runner.sandbox.files import open_new, read_tail
+from runner.settings import LOG_HEAD_BYTES, LOG_TAIL_BYTES, STOP_GRACE_S
 
 HOST_FLAGS = {"--host", "--port", "--uds"}
 
@@ -118,7 +122,11 @@ class Server:
     cleanup: list[str] | None = None
     """A command run after the group is gone (docker: remove the container)."""
     relay: Any = None
-    """The sandbox's port relay (runner/sandbox.py), closed with the server."""
+    """A docker target's port relay (runner/unix_relay.py), closed with the server."""
+    launch: Launch | None = None
+    """How the sandbox starts it (runner/sandbox): handed-in descriptors, its cgroup, the init's report."""
+    sandbox_events: list[dict] = field(default_factory=list)
+    """What the sandbox's init reported once it exited: a limit hit, the command's exit."""
     shared_gpu: bool = False
     """Other servers run on the same GPU (`run --share-gpu`): its memory after teardown says nothing
     about this one, so only the process group is checked."""
@@ -126,12 +134,20 @@ class Server:
     def start(self) -> None:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._baseline = gpu_memory_used(self.gpus) if self.gpus and not self.shared_gpu else None
-        self._log = self.log_path.open("wb")
+        self._log = open_new(self.log_path)
         self.started_at = time.monotonic()
+        launch = self.launch
+
+        def preexec() -> None:
+            _die_with_parent()
+            if launch is not None:
+                launch.preexec()
         # An argv list, never a shell: `;`, `&&`, `$(...)` in a snippet stay literal arguments.
         self.proc = subprocess.Popen(self.cmd, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                      env=self.env, start_new_session=True, cwd=self.log_path.parent,
-                                     preexec_fn=_die_with_parent)
+                                     preexec_fn=preexec, pass_fds=launch.pass_fds if launch else ())
+        if launch is not None:
+            launch.started()
         self._reaper = subprocess.Popen([sys.executable, "-c", REAPER, str(self.proc.pid)], stdin=subprocess.PIPE,
                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
 
@@ -160,9 +176,12 @@ class Server:
             return {}
         pgid = self.proc.pid
         t0 = time.monotonic()
+        # contained: SIGTERM to the sandbox's init, which passes it to the server and, once it has
+        # exited, reports (its limits, its peak use) and ends; bubblewrap itself would die of it at once
+        init = _first_child(pgid) if self.launch is not None and self.launch.limits is not None else None
         for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 10.0)):
             try:
-                os.killpg(pgid, sig)
+                os.kill(init, sig) if init and sig == signal.SIGTERM else os.killpg(pgid, sig)
             except ProcessLookupError:
                 pass
             try:
@@ -184,13 +203,17 @@ class Server:
             subprocess.run(self.cleanup, capture_output=True, timeout=60)
         if self.relay is not None:
             self.relay.close()
-        self._log.close()
+        if self.launch is not None:
+            self.sandbox_events = self.launch.finished()
+        os.close(self._log)
         try:
             self._reaper.communicate(b"done", timeout=10)
         except (OSError, ValueError, subprocess.TimeoutExpired):
             self._reaper.kill()
         self.teardown = {"returncode": self.proc.returncode, "left_processes": len(left),
                          "stop_s": round(time.monotonic() - t0, 2)}
+        if self.sandbox_events:
+            self.teardown["sandbox"] = self.sandbox_events
         if self.gpus and self._baseline is not None:
             self.teardown.update(self._gpu_back())
         return self.teardown
@@ -205,7 +228,34 @@ class Server:
                 "gpu_memory_back": bool(now) and all(n <= b + 512 for n, b in zip(now, self._baseline))}
 
     def log_lines(self) -> list[str]:
-        try:
-            return self.log_path.read_text(errors="replace").splitlines()
-        except OSError:
-            return []
+        """The log's first LOG_HEAD_BYTES and last LOG_TAIL_BYTES (a flood of GBs is not read)."""
+        return log_lines(self.log_path)
+
+    def limit_hit(self) -> dict | None:
+        """The sandbox limit that stopped it (after stop()), if one did."""
+        return next((e for e in self.sandbox_events if "limit" in e), None)
+
+
+def _first_child(pid: int) -> int | None:
+    """bubblewrap's child (the sandbox's init), from /proc/PID/task/PID/children."""
+    try:
+        found = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        return None
+    return int(found[0]) if found else None
+
+
+def log_lines(path: Path) -> list[str]:
+    """A log's head and tail as lines, with a line saying what was left out between them."""
+    try:
+        size = path.lstat().st_size
+        if size <= LOG_HEAD_BYTES + LOG_TAIL_BYTES:
+            return read_tail(path, size).decode(errors="replace").splitlines()
+        with open(path, "rb", opener=lambda p, f: os.open(p, f | os.O_NOFOLLOW)) as fh:
+            head = fh.read(LOG_HEAD_BYTES)
+        tail = read_tail(path, LOG_TAIL_BYTES)
+    except OSError:
+        return []
+    skipped = size - len(head) - len(tail)
+    return [*head.decode(errors="replace").splitlines(),
+            f"[driftmatrix: {skipped} bytes of this log not read]", *tail.decode(errors="replace").splitlines()]

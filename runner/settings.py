@@ -10,14 +10,28 @@ START_TIMEOUT_S = 900.0
 """A server must answer /health 200 within this (the default of `run --start-timeout`)."""
 HELPER_IMPORT_S = 600.0
 """The parse/config helper imports vLLM once per target environment."""
-HELPER_ANSWER_S = 300.0
-"""One parse (or parse + config) answer of the helper."""
+HELPER_ANSWER_S = float(os.environ.get("DRIFTMATRIX_HELPER_ANSWER_S") or 300.0)
+"""One parse (or parse + config) answer of the helper (`DRIFTMATRIX_HELPER_ANSWER_S`): a helper silent
+longer, or stuck after half a line, is restarted and the job is an ERROR."""
 PROBE_REQUEST_S = 120.0
 """One probe request (chat, json_schema, tool call, image) to a started server."""
 PERF_REQUEST_S = 600.0
 """One batch of the perf tier (16 streams x 256 tokens)."""
+PROBE_TOTAL_S = 300.0
+"""All probes of one server together: a server that answers byte by byte cannot hold a run."""
+PROBE_READ_S = 30.0
+"""Silence within one probe response before it is given up (PROBE_REQUEST_S bounds the whole one)."""
+PROBE_BODY_BYTES = 8 * 2**20
+"""The most of one probe response that is read (answers are KBs; a flood is cut)."""
+LOG_HEAD_BYTES = 2 * 2**20
+LOG_TAIL_BYTES = 8 * 2**20
+"""What is read of a server log: its start (the engine config) and its end (the traceback); a log
+flooded to GBs is never read whole."""
 STOP_GRACE_S = 15.0
 """After SIGTERM a server's process group gets this long before SIGKILL."""
+TWIN_MAX_BYTES = 512 * 2**30
+"""A twin folder larger than this is refused (a full-size twin of the largest documented model is
+hundreds of GB; a tiny one MBs)."""
 STANDIN_BUILD_S = 1800.0
 """Building one twin in a target's environment (a full-size twin writes GBs)."""
 CPU_SERVERS_SIDE_BY_SIDE = 2

@@ -22,9 +22,11 @@ import httpx
 
 from runner import supported_models
 from runner.envs import TargetEnv
-from runner.models import STANDIN_MARKER
-from runner.env_policy import without_secrets
-from runner.settings import STANDIN_BUILD_S
+from runner.models import STANDIN_MARKER, is_local_path
+from runner import sandbox
+from runner.env_policy import runner_env, without_secrets
+from runner.sandbox import output
+from runner.settings import STANDIN_BUILD_S, TWIN_MAX_BYTES
 
 BUILDER = Path(__file__).resolve().parent / "intarget" / "standin_build.py"
 BUILDER_FILES = [BUILDER, *(BUILDER.with_name(f"standin_{m}.py") for m in ("gemma4", "generic", "layout", "processor"))]
@@ -91,7 +93,7 @@ def family_of(model_id: str, config: dict | None = None) -> str | None:
 
 def _hub_config(model_id: str, cache: Path) -> Path | None:
     """config.json from the Hugging Face hub when it can be reached (token from HF_TOKEN)."""
-    if "/" not in model_id or Path(model_id).exists():
+    if "/" not in model_id or is_local_path(model_id):
         return None
     path = cache / "configs" / model_id.replace("/", "--") / "config.json"
     if path.is_file():  # fetched before (or put there by hand)
@@ -133,12 +135,16 @@ class Plan:
 
 
 def plan(model_or_config: str, cache: Path, config_from: str | None = None, docs_root: Path | None = None,
-         version: str = "") -> Plan:
+         version: str = "", local_paths: bool = True) -> Plan:
     """Where the twin's config comes from, in order: the model map (`config_from`) or MODEL_OR_CONFIG
     itself, the hub (config only), and offline the architecture vLLM's own supported-models table
     (`docs_root`: the target's docs) names for the model id, built from that architecture's
-    configuration class defaults; else the model id's family (legacy); else StandInError."""
-    config_path = _local_config(config_from or model_or_config) or _hub_config(model_or_config, cache)
+    configuration class defaults; else the model id's family (legacy); else StandInError. With
+    `local_paths` False (the model was named by the docs) MODEL_OR_CONFIG is never read as a path: a
+    local path named by the docs is never read from the host."""
+    own = model_or_config if local_paths else None
+    config_path = _local_config(config_from or own or "") if (config_from or own) else None
+    config_path = config_path or _hub_config(model_or_config, cache)
     if config_path is not None:
         config = json.loads(config_path.read_text())
         arch = (config.get("architectures") or [None])[0]
@@ -162,11 +168,12 @@ def plan(model_or_config: str, cache: Path, config_from: str | None = None, docs
 
 def build(model_or_config: str, env: TargetEnv, out: Path, *, cache: Path, layers: int = 2,
           tokenizer_from: str | None = None, seed: int = 0, config_from: str | None = None,
-          full_size: bool = False, docs_root: Path | None = None, tensor_parallel: int = 1) -> StandIn:
+          full_size: bool = False, docs_root: Path | None = None, tensor_parallel: int = 1,
+          local_paths: bool = True) -> StandIn:
     """Build a twin into `out` (replaced) with `env`'s Python; raise StandInError if impossible.
     `tensor_parallel`: the command's size, which the twin's head counts must split by.
     Where its configuration comes from: `plan()`."""
-    how = plan(model_or_config, cache, config_from, docs_root, env.version)
+    how = plan(model_or_config, cache, config_from, docs_root, env.version, local_paths)
     config_path, family = how.config_path, how.family
     shutil.rmtree(out, ignore_errors=True)
     cmd = [env.python, str(BUILDER), "--family", family, "--model-id", model_or_config, "--out", str(out),
@@ -181,11 +188,31 @@ def build(model_or_config: str, env: TargetEnv, out: Path, *, cache: Path, layer
         cmd += ["--tensor-parallel", str(tensor_parallel)]
     if full_size:
         cmd.append("--full-size")
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=without_secrets({**os.environ, **env.env}),
-                          timeout=STANDIN_BUILD_S)
+    # contained like everything that reads docs-named input: the config and tokenizer it is given are
+    # data from the hub or the model map, read in a sandbox that writes only its fresh output folder
+    staging = out.parent / f".{out.name}.building-{os.getpid()}"
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    cmd[cmd.index("--out") + 1] = str(staging)
+    readable = [str(p) for p in (config_path.parent if config_path else None, tokenizer_from) if p]
+    try:
+        proc, events = sandbox.run(cmd, python=env.python, env={**runner_env(), **without_secrets(env.env)},
+                                   kind="build", timeout=STANDIN_BUILD_S, readable=readable,
+                                   writable={str(staging): str(staging)})
+    except subprocess.TimeoutExpired:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise StandInError(f"building a {family} twin took longer than {STANDIN_BUILD_S:.0f} s") from None
     if proc.returncode:
+        shutil.rmtree(staging, ignore_errors=True)
         tail = "\n".join(proc.stderr.strip().splitlines()[-5:])
-        raise StandInError(f"building a {family} twin with transformers {env.info.get('transformers')} failed: {tail}")
+        hit = next((e for e in events if "limit" in e), None)
+        why = f" (the sandbox stopped it at its {hit['limit']} limit)" if hit else ""
+        raise StandInError(f"building a {family} twin with transformers {env.info.get('transformers')} failed{why}: "
+                           f"{tail}")
+    try:
+        output.accept(staging, out, TWIN_MAX_BYTES)
+    except (output.UntrustedOutput, OSError) as err:
+        raise StandInError(f"the {family} twin's build left something that is not a plain file: {err}") from None
     built = json.loads(proc.stdout.strip().splitlines()[-1])
     source = f"config.json from {config_path}" if config_path else built["config_source"]
     if how.table:
@@ -219,4 +246,4 @@ def ensure(model_id: str, env: TargetEnv, cache: Path, *, layers: int = 2, token
             return StandIn(**json.loads(marker.read_text()))
         return build(model_id, env, out, cache=cache, layers=layers, tokenizer_from=tokenizer_from,
                      config_from=config_from, full_size=full_size, docs_root=docs_root,
-                     tensor_parallel=1 if full_size else tensor_parallel)
+                     tensor_parallel=1 if full_size else tensor_parallel, local_paths=False)

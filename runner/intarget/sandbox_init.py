@@ -1,16 +1,132 @@
-"""Inside the sandbox (runner/sandbox.py): relay a Unix socket shared with driftmatrix to the
-server's loopback port in this network namespace, then become the server.
+"""The init of a sandbox (runner/sandbox/): pid 1 of its pid namespace, run by bubblewrap with
+`--as-pid-1`, stdlib only, by the target's own interpreter (`python -I -S`: no site, so nothing in
+the target environment runs before it).
 
-    python sandbox_init.py SOCKET PORT -- vllm serve ...
+    python -I -S sandbox_init.py --status-fd N --limits JSON [--listen-fd M --port P] [--seed DIR] -- CMD...
 
-A forked child runs the relay; this process execs the command, so the server keeps the pid
-bubblewrap watches, and the relay dies with the namespace when the server exits.
+It
+- copies a trusted warm compile cache (`--seed`, read-only) into the private /tmp, so a start is
+  warm and nothing a job compiles outlives it;
+- starts CMD with the limits that are rlimits (file size, CPU time, no core dumps, open files);
+- watches the whole namespace every 50 ms: more tasks or more memory (anonymous memory of every
+  process plus what the private tmpfs hold) than the limits allow, and every process of the
+  namespace is killed (`kill(-1, SIGKILL)`); it cannot be killed from inside (the kernel drops
+  SIGKILL sent to a namespace's init by its members), nor traced (not dumpable);
+- relays the server's port: `--listen-fd` is a listening TCP socket on the runner's loopback,
+  handed in; each connection is forwarded to 127.0.0.1:PORT in this (otherwise empty) network
+  namespace. No socket file exists that the contained process could replace;
+- reports on `--status-fd` (a pipe only this process holds): one JSON line when a limit is hit, and
+  `{"exit": status}` last. When it exits the kernel kills whatever is left in the namespace.
 """
 
+import json
 import os
+import resource
+import shutil
+import signal
 import socket
 import sys
 import threading
+import time
+
+TICK_S = 0.05
+PR_SET_DUMPABLE = 4
+
+
+def parse(argv):
+    opts, i = {}, 0
+    while argv[i] != "--":
+        opts[argv[i].lstrip("-")] = argv[i + 1]
+        i += 2
+    return opts, argv[i + 1:]
+
+
+def not_dumpable():
+    """Neither ptrace nor /proc/1/mem for the contained processes (same uid, no capabilities)."""
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def seed(src, dest="/tmp"):
+    """Copy the warm cache's regular files and folders (a symlink in it is skipped: never followed)."""
+    for root, dirs, files in os.walk(src):
+        rel = os.path.relpath(root, src)
+        target = os.path.join(dest, rel) if rel != "." else dest
+        os.makedirs(target, exist_ok=True)
+        dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(root, d))]
+        for name in files:
+            path = os.path.join(root, name)
+            if not os.path.islink(path):
+                shutil.copyfile(path, os.path.join(target, name))
+
+
+def set_rlimits(limits):
+    mib = 2**20
+    # RLIMIT_NPROC counts this user's tasks in this user namespace — this sandbox's — where the
+    # runner is not root (for root the kernel ignores it; a cgroup holds the tasks instead)
+    # CPU: SIGXCPU at the soft limit (the exit says which limit), SIGKILL 5 s later
+    resource.setrlimit(resource.RLIMIT_CPU, (limits["cpu_s"], limits["cpu_s"] + 5))
+    for res, value in ((resource.RLIMIT_FSIZE, limits["file_mib"] * mib), (resource.RLIMIT_CORE, 0),
+                       (resource.RLIMIT_NPROC, limits["tasks"])):
+        resource.setrlimit(res, (value, value))
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    cap = limits["open_files"] if hard == resource.RLIM_INFINITY else min(hard, limits["open_files"])
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(soft, cap), cap))
+
+
+def start(cmd, limits, keep_open):
+    pid = os.fork()
+    if pid:
+        return pid
+    try:
+        for fd in keep_open:
+            os.close(fd)
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(sig, signal.SIG_DFL)
+        set_rlimits(limits)
+        os.execvp(cmd[0], cmd)
+    except BaseException as err:  # noqa: BLE001 - report and leave; never return into the init
+        sys.stderr.write(f"driftmatrix sandbox: cannot start {cmd[0]}: {err}\n")
+    os._exit(127)
+
+
+def usage():
+    """(tasks, memory MiB) of the whole namespace: this procfs shows exactly its processes. Memory is
+    each process's proportional share of anonymous memory (Pss_Anon: pages a fork shares are counted
+    once) plus what the private tmpfs hold."""
+    pids = [e for e in os.listdir("/proc") if e.isdigit()]
+    tasks, anon_kib = 0, 0
+    for pid in pids:
+        tasks += _field(f"/proc/{pid}/status", b"Threads:")
+    if tasks < LIMITS_SEEN[0]:  # under the task limit: worth the dearer memory walk
+        for pid in pids:
+            anon_kib += _field(f"/proc/{pid}/smaps_rollup", b"Pss_Anon:")
+    held = 0
+    for mount in ("/tmp", "/dev/shm"):
+        try:
+            st = os.statvfs(mount)
+            held += (st.f_blocks - st.f_bfree) * st.f_frsize
+        except OSError:
+            pass
+    return tasks, anon_kib // 1024 + held // 2**20
+
+
+LIMITS_SEEN = [2**31]
+"""The task limit, set by main(): past it the memory walk is skipped (a fork bomb is killed at once)."""
+
+
+def _field(path, key):
+    try:
+        with open(path, "rb") as fh:
+            for line in fh:
+                if line.startswith(key):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
 
 
 def pump(src, dst):
@@ -22,37 +138,104 @@ def pump(src, dst):
             dst.sendall(data)
     except OSError:
         pass
-    try:
-        dst.shutdown(socket.SHUT_WR)
-    except OSError:
-        pass
+    for s in (dst,):
+        try:
+            s.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
 
 
-def serve(path, port):
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(path)
-    listener.listen(256)
+def relay(listener, port):
     while True:
-        client, _ = listener.accept()
+        try:
+            client, _ = listener.accept()
+        except OSError:
+            return
         try:
             upstream = socket.create_connection(("127.0.0.1", port), timeout=5)
             upstream.settimeout(None)
         except OSError:
-            client.close()  # the server is not listening yet
+            client.close()  # not listening yet: the runner sees a closed connection and retries
             continue
         threading.Thread(target=pump, args=(upstream, client), daemon=True).start()
         threading.Thread(target=pump, args=(client, upstream), daemon=True).start()
 
 
+def log_mib():
+    """How large the log (our stdout, shared with the command) has grown."""
+    try:
+        return os.fstat(1).st_size // 2**20
+    except OSError:
+        return 0
+
+
+def watch(child, limits, report, peak):
+    """Wait for the command; returns its wait status's exit code (negative: the signal). `peak`
+    records the most tasks and memory seen."""
+    while True:
+        while True:  # reap: the command, and orphans reparented to us
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return 0
+            if pid == 0:
+                break
+            if pid == child:
+                return os.waitstatus_to_exitcode(status)
+        tasks, memory = usage()
+        peak["tasks"], peak["memory_mib"] = max(peak["tasks"], tasks), max(peak["memory_mib"], memory)
+        log = log_mib()
+        # at the limit is over it: the kernel (cgroup, RLIMIT_NPROC) refuses the next task
+        over = ("tasks", tasks, limits["tasks"]) if tasks >= limits["tasks"] else \
+            ("memory_mib", memory, limits["memory_mib"]) if memory > limits["memory_mib"] else \
+            ("log_mib", log, limits["log_mib"]) if log > limits["log_mib"] else None
+        if over:
+            report({"limit": over[0], "value": over[1], "max": over[2]})
+            sys.stderr.write(f"driftmatrix sandbox: {over[0]} {over[1]} over the limit of {over[2]}: every process "
+                             "of this command was killed\n")
+            os.kill(-1, signal.SIGKILL)
+            return -signal.SIGKILL
+        time.sleep(TICK_S)
+
+
 def main():
-    path, port, sep, *cmd = sys.argv[1:]
-    assert sep == "--" and cmd, "usage: sandbox_init.py SOCKET PORT -- COMMAND..."
-    if os.fork() == 0:
+    opts, cmd = parse(sys.argv[1:])
+    limits = json.loads(opts["limits"])
+    LIMITS_SEEN[0] = limits["tasks"]
+    status = os.fdopen(int(opts["status-fd"]), "w", buffering=1)
+
+    def report(event):
         try:
-            serve(path, int(port))
-        finally:
-            os._exit(0)
-    os.execvp(cmd[0], cmd)
+            status.write(json.dumps(event) + "\n")
+        except OSError:
+            pass
+    not_dumpable()
+    os.makedirs("/tmp/home", exist_ok=True)
+    if opts.get("seed"):
+        try:
+            seed(opts["seed"])
+        except OSError as err:
+            report({"note": f"warm compile cache not copied: {err}"})
+    keep = [status.fileno()]
+    listener = None
+    if opts.get("listen-fd"):
+        listener = socket.socket(fileno=int(opts["listen-fd"]))
+        keep.append(listener.fileno())
+    child = start(cmd, limits, keep)
+    def forward(sig, _frame):
+        try:
+            os.kill(child, sig)
+        except ProcessLookupError:
+            pass
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, forward)
+    if listener is not None:
+        threading.Thread(target=relay, args=(listener, int(opts["port"])), daemon=True).start()
+    peak = {"tasks": 0, "memory_mib": 0}
+    code = watch(child, limits, report, peak)
+    report({"peak": peak})
+    report({"exit": code})
+    os._exit(code if code >= 0 else 128 - code)
 
 
 if __name__ == "__main__":

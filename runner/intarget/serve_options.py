@@ -1,7 +1,8 @@
 """Runs inside a target's Python: what this vLLM's own `vllm serve` parser accepts.
 
 stdin: a JSON list of option tokens as the docs write them (`--max_model_len`, `-O3`,
-`--speculative-config.method`). Written to the file named by argv[1] (vLLM logs to stdout): `options` (every option string of the
+`--speculative-config.method`). Written as one JSON line to the original stdout (vLLM's own logging
+is sent to stderr, as in vllm_helper.py), or to the file named by argv[1]: `options` (every option string of the
 serve parser, `--no-…` twins included), `allow_abbrev`, and `accepts` (token → true/false),
 each answered by the build's own code: FlexibleArgumentParser's preprocessing (underscores,
 dotted keys, `-O`) and then argparse's own option matching (exact or unique prefix).
@@ -56,18 +57,20 @@ def accepts(serve, token):
 
 
 def main():
+    import vllm_helper  # its import points fd 1 at stderr and keeps the original stdout as PROTO
     from vllm_helper import build_parser
 
     tokens = json.load(sys.stdin)
     parser, _serve_cmd, _patched = build_parser()
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     serve = sub.choices["serve"]
-    with open(sys.argv[1], "w") as out:
-        json.dump({
-            "options": sorted(serve._option_string_actions),
-            "allow_abbrev": serve.allow_abbrev,
-            "accepts": {t: accepts(serve, t) for t in tokens},
-        }, out)
+    answers = {"options": sorted(serve._option_string_actions), "allow_abbrev": serve.allow_abbrev,
+               "accepts": {t: accepts(serve, t) for t in tokens}}
+    if sys.argv[1:] in ([], ["-"]):
+        vllm_helper.PROTO.write(json.dumps(answers) + "\n")
+    else:
+        with open(sys.argv[1], "w") as out:
+            json.dump(answers, out)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,8 @@ with the reason (runner/subcommands.py)."""
 
 from __future__ import annotations
 
-from runner import classify, subcommands
+from runner import classify, subcommands, trust
+from runner.helper_client import HelperAnswer
 from runner.tiers import twin_artefacts
 from runner.tiers.state import JobState, Verdict, fail, literal_env, skip
 
@@ -17,11 +18,12 @@ from runner.tiers.state import JobState, Verdict, fail, literal_env, skip
 def parse_config(state: JobState) -> Verdict | None:
     job, out = state.job, state.outcome
     sub = subcommands.words(job.snippet)
+    if (unsafe := trust.refusal(state.argv)) and not job.target.target.docker:
+        state.skip_at.setdefault("config", unsafe)  # no sandbox: the model's code never runs plainly
     want_config = state.wants("config") and not state.placeholders and not state.missing \
         and "config" not in state.skip_at and sub is None
     state.report("config" if want_config else "parse")
-    answer = state.ctx.helper(job.target).ask(state.argv, "config" if want_config else "parse",
-                                              env=literal_env(job), subcommand=sub)
+    answer = _ask(state, "config" if want_config else "parse", sub)
     out.evidence.warnings.extend({**w, "feature": classify.is_feature_warning(w["message"])} for w in answer.warnings)
     out.evidence.effective_config.update(answer.effective_config)
     out.stage = answer.stage
@@ -46,6 +48,24 @@ def parse_config(state: JobState) -> Verdict | None:
         return skip(state.skip_at.get("config") or f"model {', '.join(state.missing)} not available here (no "
                     f"model-map entry, Hugging Face hub unreachable{why})", "config")
     return None
+
+
+def _ask(state: JobState, tier: str, sub: list[str] | None) -> HelperAnswer:
+    """The helper's answer: the target's long-lived helper, or — when the config tier will run code
+    that is not vLLM's (runner/trust.py) — a helper of this command's own, closed after it, so
+    nothing that code does outlives it."""
+    job, ctx = state.job, state.ctx
+    if tier != "config" or not trust.foreign_code(state.argv):
+        return ctx.helper(job.target).ask(state.argv, tier, env=literal_env(job), subcommand=sub)
+    name = f"{job.snippet.id}-{job.variant or 'doc'}-{job.target.target.name}"
+    state.outcome.stage = "config"  # what stops this helper stops the config tier
+    helper = ctx.own_helper(job.target, name, list(state.outcome.substitutions.values()))
+    state.outcome.evidence.notes.append("checked in a helper process of its own: it runs code that is not vLLM's "
+                                        f"({', '.join(trust.foreign_code(state.argv))})")
+    try:
+        return helper.ask(state.argv, tier, env=literal_env(job), subcommand=sub)
+    finally:
+        helper.shutdown()
 
 
 def _failed(state: JobState, stage: str, err: dict) -> Verdict:

@@ -138,7 +138,7 @@ def _stand_ins(state: JobState, models: list[str], subs: dict, missing: list[str
     for i, model in enumerate(models):
         if model not in missing:
             continue
-        served = subs.get(models[0]) or (models[0] if Path(models[0]).is_dir() else None)
+        served = subs.get(models[0])  # never a folder the docs name: only what we resolved or built
         try:
             twin = standins.ensure(model, target, state.ctx.cache_dir, layers=2 if i == 0 else 1,
                                    tokenizer_from=served if i > 0 else None, config_from=configs.get(model),

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from extractor.shell_commands import SPEC_FLAGS
 from runner import classify, logscan, probes
-from runner.tiers.state import JobState, Verdict, fail
+from runner.tiers.state import JobState, Verdict, error, fail, sandbox_limit
 
 TOOL_FLAGS = ("--enable-auto-tool-choice", "--tool-call-parser")
 
@@ -16,7 +16,7 @@ def probe(state: JobState) -> Verdict | None:
     out, server, snippet = state.outcome, state.server, state.job.snippet
     state.report("probe")
     out.stage = "probe"
-    served = out.substitutions.get(snippet.model or "", snippet.model or "")
+    served = out.substitutions.get(snippet.model or "")  # a folder we resolved, never one the docs name
     multimodal = bool(served) and state.ctx.resolver.is_multimodal(served)
     tools = any(t.split("=")[0] in TOOL_FLAGS for t in state.argv)
     spec = any(t.split("=")[0].split(".")[0] in SPEC_FLAGS for t in state.argv)
@@ -28,6 +28,10 @@ def probe(state: JobState) -> Verdict | None:
         return None
     first = failed[0]
     lines = server.log_lines()
+    if not server.alive():  # it died while answering: stopped by a sandbox limit, or its own failure
+        state.close()
+        if hit := server.limit_hit():
+            return error(sandbox_limit(hit), "probe")
     root = classify.root_cause(logscan.tracebacks(lines))
     if root is None:
         return Verdict("FAIL", f"probe {first['name']} failed: status {first['status']} "

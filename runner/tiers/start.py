@@ -10,18 +10,21 @@ import os
 from pathlib import Path
 
 from extractor.shell_commands import option_value
-from runner import classify, docker_target, env_policy, logscan, sandbox
+from runner import classify, compile_cache, docker_target, env_policy, logscan, sandbox, trust, unix_relay
 from runner.argv_edit import devices_needed, without_options
 from runner.models import estimated_bytes
 from runner.server import Server, free_port, serve_args
 from runner.settings import SHARED_GPU_MEMORY
-from runner.tiers.state import JobState, Verdict, error, fail, literal_env, read_log, skip
+from runner.tiers.state import JobState, Verdict, error, fail, literal_env, read_log, sandbox_limit, skip
 
 
 def start(state: JobState) -> Verdict | None:
+    docker = bool(state.job.target.target.docker)  # a container keeps the same promises (runner/docker_target.py)
     refused = sandbox.required_missing()
-    if refused and not state.job.target.target.docker:
+    if refused and not docker:
         return error(refused, "start")
+    if (unsafe := trust.refusal(state.argv)) and not docker:
+        return skip(unsafe, "start")
     if "start" in state.skip_at:  # e.g. weights left on the hub (over the budget) and no twin
         return skip(state.skip_at["start"], "start")
     too_big = _too_big(state)
@@ -71,44 +74,45 @@ def _share_gpu(state: JobState) -> None:
 
 
 def _server_env(state: JobState) -> dict[str, str]:
+    """An allow-list of ours (runner/env_policy.py), the targets file's settings and the docs' allowed
+    assignments; offline always and without a token: the models are local folders fetched beforehand
+    (runner/hub.py), so the server runs on exactly those files and never downloads on its own."""
     ctx, target = state.ctx, state.job.target
-    # the machine's secrets never reach code from the docs or a model repository (runner/env_policy.py)
-    env = env_policy.without_secrets({**os.environ, **ctx.base_env, **target.env, **literal_env(state.job)})
+    env = {**env_policy.runner_env(), **env_policy.without_secrets({**ctx.base_env, **target.env}),
+           **literal_env(state.job)}
     if state.gpu_ids:  # nvidia-smi's indexes are PCI bus order; CUDA's default order is fastest first
         env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, state.gpu_ids))
         env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
     if state.cpu_ids and "VLLM_CPU_OMP_THREADS_BIND" not in env:  # one the docs or the user set wins
         env["VLLM_CPU_OMP_THREADS_BIND"] = ",".join(map(str, state.cpu_ids))
-    # Offline always and without a token: the models are local folders fetched beforehand
-    # (runner/hub.py), so the server runs on exactly those files and never downloads on its own;
-    # a server runs untrusted commands (and maybe a repo's remote code) and needs no token.
     env["HF_HUB_OFFLINE"] = "1"
-    for name in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"):
-        env.pop(name, None)
     return env
 
 
 def _server(state: JobState, env: dict[str, str], port: int) -> Server:
+    """The server's process: in its container, in the sandbox (its port handed in as a listening
+    socket; a trusted warm compile cache copied into its private /tmp), or plainly where neither."""
     job, ctx = state.job, state.ctx
     log = ctx.workdir / "logs" / f"{job.snippet.id}-{job.variant or 'doc'}-{job.target.target.name}-{job.tier}.log"
     image = job.target.target.docker
     shared = ctx.share_gpu > 1  # its GPU's memory after teardown says nothing about this server
+    models = [*state.outcome.substitutions.values()]
     if image:
         name = f"driftmatrix-{job.snippet.id}-{port}"
+        relay = unix_relay.UnixRelay(port)  # OSError when the port was taken meanwhile: the caller retries
         cmd = docker_target.server_command(image, name, serve_args(state.argv, port),
-                                           {**ctx.base_env, **job.target.env, **literal_env(job)},
-                                           list(state.outcome.substitutions.values()), state.gpu_ids)
-        return Server(cmd, env, log, port, state.gpu_ids, cleanup=docker_target.cleanup_command(name),
-                      shared_gpu=shared)
+                                           {**ctx.base_env, **job.target.env, **literal_env(job)}, models,
+                                           state.gpu_ids, relay_dir=relay.dir, port=port)
+        return Server(cmd, env_policy.docker_cli_env(), log, port, state.gpu_ids,
+                      cleanup=docker_target.cleanup_command(name), relay=relay, shared_gpu=shared)
     cmd = [*job.target.vllm, "serve", *serve_args(state.argv, port)]
-    if not sandbox.detect()[0]:
+    if not sandbox.active():
         return Server(cmd, env, log, port, state.gpu_ids, shared_gpu=shared)
-    relay = sandbox.Relay(port)  # OSError when the port was taken meanwhile: the caller retries
-    writable = [Path(p) for p in (job.target.env.get("VLLM_CACHE_ROOT"),) if p] + [log.parent]
-    given = [str(ctx.cache_dir), *state.outcome.substitutions.values(), *ctx.resolver.model_map.values()]
-    cmd = sandbox.wrap(cmd, env, writable, gpu=bool(state.gpu_ids), inside_port=port, socket_dir=relay.dir,
-                       readable=given)
-    return Server(cmd, env, log, port, state.gpu_ids, relay=relay, shared_gpu=shared)
+    listen = sandbox.listening_socket(port)  # OSError when the port was taken meanwhile: the caller retries
+    launch = sandbox.contain(cmd, python=job.target.python, env=env, kind="server", jobs=ctx.jobs, readable=models,
+                             gpu=bool(state.gpu_ids), listen=listen, port=port,
+                             seed=compile_cache.warm(job.target, ctx))
+    return Server(launch.argv, launch.env, log, port, state.gpu_ids, launch=launch, shared_gpu=shared)
 
 
 def _one_start(state: JobState, env: dict[str, str], retry: bool) -> Verdict | str:
@@ -132,6 +136,9 @@ def _one_start(state: JobState, env: dict[str, str], retry: bool) -> Verdict | s
     state.server = None
     out.evidence.server.update(server.stop())
     read_log(out, lines)
+    if hit := server.limit_hit():
+        out.evidence.log_excerpt = logscan.excerpt(lines)
+        return error(sandbox_limit(hit), "start")
     return _not_ready(state, ready, lines, out.evidence.server.get("returncode"), retry)
 
 

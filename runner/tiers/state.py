@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from runner import classify, env_policy, logscan
+from runner.sandbox import limits
 from runner.job import Job, RunContext
 from runner.records import TIERS, Outcome, VerdictName
 from runner.server import Server
@@ -119,6 +120,12 @@ def fail(state: JobState, stage: str, exc: dict | None, excerpt: str | None = No
     ev.exception = exc
     ev.signature = {"id": sig.id, "explanation": sig.explanation} if sig else None
     return verdict
+
+
+def sandbox_limit(hit: dict) -> str:
+    """The reason for a job whose processes the sandbox stopped at one of its limits: ours (a limit of
+    this run), not the docs'."""
+    return limits.explain(hit)
 
 
 def finish(out: Outcome) -> Verdict:

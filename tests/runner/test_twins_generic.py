@@ -22,7 +22,7 @@ import pytest
 from runhelp import HERE, catalog_of, docs_tree, outcomes, run_cli
 
 from runner.env_policy import without_secrets
-from runner.helper_client import Helper
+from runner.helper_client import contained
 
 BUILDER = HERE.parent.parent / "runner" / "intarget" / "standin_build.py"
 SLIDING, FULL, LINEAR = "sliding_attention", "full_attention", "linear_attention"
@@ -118,7 +118,7 @@ def build_all(env, root, jobs: dict[str, list[str]]) -> dict[str, dict]:
 
 def config_tier(env, log, dirs: dict[str, str]) -> dict[str, tuple]:
     """{name: (HelperAnswer, architectures vLLM logged as resolved)}: one helper process for all."""
-    helper = Helper(env.python, env.env, log)
+    helper = contained(env.python, env.env, log, [str(p) for p in dirs.values()])
     found = {}
     try:
         for name, path in dirs.items():
@@ -127,7 +127,7 @@ def config_tier(env, log, dirs: dict[str, str]) -> dict[str, tuple]:
             logged = log.read_bytes()[seen:].decode(errors="replace")
             found[name] = (answer, re.findall(r"Resolved architecture: (\S+)", logged))
     finally:
-        helper.close()
+        helper.shutdown()
     return found
 
 
@@ -285,13 +285,13 @@ def test_a_command_leaves_nothing_behind_for_the_next_in_the_helper(nightly, tmp
     shared default (0.32.0: `--enable-return-routed-experts` on the parser's AuxOutputConfig) must not
     reach the next command, which a fresh `vllm serve` would run without it."""
     env, twins, _ = nightly
-    helper = Helper(env.python, env.env, tmp_path / "helper.log")
+    helper = contained(env.python, env.env, tmp_path / "helper.log", [t["dir"] for t in twins.values()])
     try:
         plain = [twins["Phi3ForCausalLM"]["dir"]]
         first = helper.ask([twins["Qwen3MoeForCausalLM"]["dir"], "--enable-return-routed-experts"], "config")
         after = helper.ask(plain, "config")
     finally:
-        helper.close()
+        helper.shutdown()
     assert first.result == "failed" and "AuxOutput" in first.error.get("message", ""), first.error
     assert after.result == "ok", after.error  # as it is alone (test_twin_from_defaults_passes_the_config_tier)
 

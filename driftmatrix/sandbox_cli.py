@@ -1,0 +1,50 @@
+"""`driftmatrix sandbox`: whether code from the docs runs contained on this machine, and with what
+limits; `--check` makes "not contained" a non-zero exit (the workflows run it before any step that
+runs docs code). Also the `--unsandboxed` option that run, pipeline and gate share."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_unsandboxed(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--unsandboxed", action="store_true",
+                        help="run code from the docs as plain processes even where no sandbox is available "
+                             "(also `--trust-remote-code` commands); recorded on every outcome and shown on the site")
+
+
+def apply_unsandboxed(args: argparse.Namespace) -> None:
+    if getattr(args, "unsandboxed", False):
+        from runner import sandbox
+        sandbox.set_mode("off", "--unsandboxed")
+
+
+def banner() -> str:
+    """One line for the start and end of a run: contained or not, and how to get it."""
+    from runner import sandbox
+    if sandbox.active():
+        return f"contained: code from the docs runs in a sandbox ({sandbox.describe()})"
+    chosen, _ = sandbox.mode()
+    get = "" if chosen == "off" else f"; {sandbox.how_to_get()}"
+    return (f"NOT contained: code from the docs runs as plain processes ({sandbox.describe()}); "
+            f"`--trust-remote-code` commands are not started{get}" if chosen != "off" else
+            f"NOT contained, by request: code from the docs runs as plain processes ({sandbox.describe()})")
+
+
+def cmd_sandbox(args: argparse.Namespace) -> int:
+    from runner import sandbox
+    from runner.sandbox.limits import for_kind
+    print(banner())
+    if sandbox.active():
+        print(f"limits per server: {for_kind('server').describe()}")
+        print("visible inside: /usr, a few files of /etc, the target's Python, driftmatrix's runner/intarget/, "
+              "the job's models; private /tmp and /dev/shm; no /run, no home, no network but loopback")
+    if args.check and not sandbox.active():
+        return 1
+    return 0
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("sandbox", help="is code from the docs contained here? (bubblewrap, limits)")
+    p.add_argument("--check", action="store_true", help="exit 1 when it is not")
+    p.set_defaults(func=cmd_sandbox)

