@@ -20,6 +20,8 @@ import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from common.inert import STEP_SUMMARY_CAP, cap, code_span
+
 DOC_SUFFIXES = (".md", ".markdown", ".yaml", ".yml", ".html", ".htm")
 
 
@@ -193,24 +195,27 @@ def _saved(result: GateResult, work: Path) -> GateResult:
     return result
 
 
-def markdown(result: GateResult, tier: str) -> str:
-    from runner.step_summary import escape
+def markdown(result: GateResult, tier: str, full: str = "`gate.json` in the gate's `--workdir`") -> str:
+    """The gate's summary. Commands, page names and causes are docs and vLLM text: code spans only
+    (common/inert.py). The list of new drift comes last, so that a summary cut at GitHub's limit
+    (`STEP_SUMMARY_CAP`, at a row, saying where the `full` list is) still says everything else."""
     lines = [f"### driftmatrix docs gate · parse{' + config' if tier != 'parse' else ''} on CPU builds",
              f"{len(result.changed)} changed docs file(s), {result.commands} command(s) on them."]
     new = result.new_drift
     old = [f for f in result.findings if f.judgement == "doc-drift" and not f.new]
+    if result.run_exit:
+        lines.append("Some checks ended in ERROR (ours or the machine's): see the run log.")
+    if old:
+        lines.append(f"{len(old)} doc-drift already on the base branch (not this change's): "
+                     + ", ".join(code_span(f"{f.file}:{f.line}") for f in old[:10]))
     if new:
         lines.append(f"**{len(new)} new doc-drift** (this change makes a documented command fail on a version "
                      "its page is written for):\n\n" + "\n".join(
-                         f"- {escape(f.file)}:{f.line} `{escape(f.command, 200)}` — {escape(f.why, 300)}" for f in new))
+                         f"- {code_span(f'{f.file}:{f.line}')} {code_span(f.command, 200)} — {code_span(f.why, 300)}"
+                         for f in new))
     else:
         lines.append("No new doc-drift.")
-    if old:
-        lines.append(f"{len(old)} doc-drift already on the base branch (not this change's): "
-                     + ", ".join(f"{escape(f.file)}:{f.line}" for f in old[:10]))
-    if result.run_exit:
-        lines.append("Some checks ended in ERROR (ours or the machine's): see the run log.")
-    return "\n\n".join(lines)
+    return cap("\n\n".join(lines), full, STEP_SUMMARY_CAP)
 
 
 def cmd_gate(args) -> int:
@@ -227,9 +232,10 @@ def cmd_gate(args) -> int:
     except Exception as err:  # noqa: BLE001 — a crash is ours: never the exit status of new doc-drift
         print(f"driftmatrix gate: internal error ({type(err).__name__}: {err})", file=sys.stderr)
         return 2
-    text = markdown(result, args.tier)
+    full = code_span(Path(args.workdir) / "gate.json")
+    text = markdown(result, args.tier, full)
     print(text)
-    write(text, args.summary)
+    write(text, args.summary, full)
     return 1 if result.new_drift else 0
 
 

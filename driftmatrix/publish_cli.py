@@ -6,6 +6,9 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from urllib.parse import quote
+
+from common.inert import code_span
 
 
 def _load(args):
@@ -83,15 +86,25 @@ def publish_summary(done, site_url: str | None) -> str:
     if before is None:
         lines.append("First publish: no previous run to compare with.")
     lines.append(f"**New doc-drift: {len(new)}**" + ("" if not new else "\n\n" + "\n".join(
-        f"- {f'[`{sid}`]({base}/snippets/{sid}/)' if base else f'`{sid}`'} "
-        f"{escape((now[sid].get('sources') or [{}])[0].get('file', ''))}:"
-        f"{(now[sid].get('sources') or [{}])[0].get('line', '')}" for sid in new[:25])))
+        f"- {_linked(sid, base)} {_place(now[sid])}" for sid in new[:25])))
     kinds = Counter(c.kind for c in done.changes)
     if kinds:
         lines.append("Changes since the previous run: " + ", ".join(f"{n} {escape(k)}" for k, n in kinds.items()))
     if base:
         lines.append(f"Site: {base}/")
     return "\n\n".join(lines)
+
+
+def _linked(sid: str, base: str) -> str:
+    """A command's id as code, linked to its page when the site's URL is known (the site has
+    `use_directory_urls: false`: `snippets/<id>.html`)."""
+    return f"[{code_span(sid)}]({base}/snippets/{quote(sid, safe='')}.html)" if base else code_span(sid)
+
+
+def _place(entry: dict) -> str:
+    """`page:line` of a command's first place: the page's name is docs text, shown as code."""
+    first = (entry.get("sources") or [{}])[0]
+    return code_span(f"{first.get('file', '')}:{first.get('line', '')}")
 
 
 def cmd_annotate(args: argparse.Namespace) -> int:

@@ -134,10 +134,11 @@ def cmd_resolve(args: argparse.Namespace) -> int:
         print(f"driftmatrix resolve: {err}", file=sys.stderr)
         return 2
     dump(resolved, Path(args.output), source)
+    from common.inert import table_cell
     from runner.step_summary import escape, write
     write("### Builds of this run\n\n| target | installs | how it was chosen |\n|---|---|---|\n" + "\n".join(
-        f"| {escape(t.name)} | `{escape(t.pip or t.docker or t.python)}`"
-        f"{' from ' + escape(', '.join(t.index_urls)) if t.index_urls else ''} | {escape(t.resolved or '')} |"
+        f"| {escape(t.name)} | {table_cell(t.pip or t.docker or t.python)}"  # as code: no backslash shown
+        f"{' from ' + table_cell(', '.join(t.index_urls)) if t.index_urls else ''} | {escape(t.resolved or '')} |"
         for t in resolved.targets))
     for t in resolved.targets:
         print(json.dumps({"target": t.name, "pip": t.pip, "docker": t.docker, "python": bool(t.python),

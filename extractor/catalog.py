@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from extractor.bounds import read_head
 from extractor.corpus import Result, SourceError, Tree, detect, extract_file, extract_html, files_of
 from extractor.markdown_sources import card_metadata, card_model_id
 from extractor.records import Catalog, CorpusInfo, Diagnostic, Snippet, WrittenFor
@@ -113,7 +114,7 @@ def _card_model(tree: Tree, model_id: str) -> list[Diagnostic]:
     if tree.kind != "model-card":
         return []
     card = tree.root if tree.root.is_file() else tree.root / "README.md"
-    meta = card_metadata(card.read_text(encoding="utf-8", errors="replace")) or {}
+    meta = card_metadata(read_head(card, tree.root) or "") or {}
     tree.model_id = model_id or card_model_id(meta)
     if tree.model_id:
         return []

@@ -5,17 +5,20 @@ same plus `PKG-INFO` and `examples/`), a vllm-project/recipes checkout (`models/
 `taxonomy.yaml`/`strategies/`), a saved HTML page, or any other Markdown: one page, a
 folder of pages, a Hugging Face model card (extractor/markdown_sources.py). Each file is
 read on its own: a broken file becomes a diagnostic and every other file is still extracted.
+Reads are bounded and stay inside the tree (extractor/bounds.py).
 """
 
 from __future__ import annotations
 
 import html
+import os
 import re
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from extractor import bounds
 from extractor.code_blocks import snippets_from_block
 from extractor.markdown_blocks import Headings, code_blocks, title_from_file
 from extractor.python_calls import from_python
@@ -24,7 +27,6 @@ from extractor import markdown_sources, written_for
 from extractor.records import CorpusInfo, Diagnostic, Lint, Snippet, WrittenFor
 from extractor.snippet_builder import Place
 
-MAX_FILE_BYTES = 10 * 1024 * 1024
 DOCS_SITE = "https://docs.vllm.ai/en"
 RECIPES_REPO = "https://github.com/vllm-project/recipes"
 _INCLUDE = re.compile(r"""^[ \t]*-{1,3}8<-{1,3}[ \t]+["']([^"'\n]+)["']""", re.M)
@@ -104,12 +106,9 @@ def _git_release_tag(root: Path) -> str | None:
 
 
 def _pkg_version(root: Path) -> str | None:
-    pkg_info = root / "PKG-INFO"
-    if pkg_info.is_file():
-        m = re.search(r"^Version:\s*(\S+)", pkg_info.read_text(errors="replace"), re.M)
-        if m:
-            return m.group(1)
-    return None
+    head = bounds.read_head(root / "PKG-INFO", root) if (root / "PKG-INFO").is_file() else None
+    m = re.search(r"^Version:\s*(\S+)", head or "", re.M)
+    return m.group(1) if m else None
 
 
 def detect(path: Path) -> Tree:
@@ -127,7 +126,7 @@ def detect(path: Path) -> Tree:
         if (path / "models").is_dir() and ((path / "taxonomy.yaml").is_file() or (path / "strategies").is_dir()):
             return Tree("recipes", path, _git_ref(path) or path.name, "recipes-repo")
         if markdown_sources.markdown_files(path, _SKIP_DIRS):
-            card = (path / "README.md").is_file() and markdown_sources.is_card(path / "README.md")
+            card = (path / "README.md").is_file() and markdown_sources.is_card(path / "README.md", path)
             return Tree("model-card" if card else "markdown", path, _git_ref(path) or "",
                         "model-repo" if card else "markdown-folder")
     elif path.suffix.lower() in markdown_sources.MARKDOWN_SUFFIXES:
@@ -141,21 +140,19 @@ def detect(path: Path) -> Tree:
 
 
 def files_of(tree: Tree) -> Iterator[Path]:
+    """The pages of a tree, and the links among them that lead out of it (extract_file reports those)."""
     if tree.kind in ("markdown", "model-card"):
         yield from markdown_sources.markdown_files(tree.root, _SKIP_DIRS)
         return
-    if tree.kind == "vllm-docs":
-        tops = [tree.root / "docs", tree.root / "recipes"]
-    else:
-        tops = [tree.root]
+    tops = [tree.root / "docs", tree.root / "recipes"] if tree.kind == "vllm-docs" else [tree.root]
     for top in tops:
-        if not top.is_dir():
+        if not (top.is_dir() or top.is_symlink()):
             continue
-        for path in sorted(top.rglob("*")):
+        files, escapes = bounds.walk(tree.root, top, _SKIP_DIRS)
+        for path in sorted(files + escapes):
             rel = path.relative_to(tree.root)
-            if any(part in _SKIP_DIRS for part in rel.parts) or not path.is_file():
-                continue
-            if path.suffix == ".md" or (path.suffix in (".yaml", ".yml") and "models" in rel.parts[:-1]):
+            if path.suffix == ".md" or (path.suffix in (".yaml", ".yml") and "models" in rel.parts[:-1]) or (
+                    path.is_dir() and path in escapes):
                 yield path
 
 
@@ -172,28 +169,37 @@ def page_url(tree: Tree, rel: str) -> str | None:
     return f"{DOCS_SITE}/{version}/{page}{'/' if page and not page.endswith('/') else ''}"
 
 
-def read_text(path: Path, corpus: str, version: str, rel: str) -> tuple[str | None, list[Diagnostic]]:
-    """The file's text, or None; never raises for bad bytes."""
+def read_text(path: Path, corpus: str, version: str, rel: str, root: Path | None = None,
+              lines: bool = True) -> tuple[str | None, list[Diagnostic]]:
+    """The file's text, or None; never raises for bad bytes. Bounded: a file resolving outside
+    `root`, or over MAX_PAGE_BYTES, is not read; a line over MAX_LINE_CHARS is left out (unless not
+    `lines`: a saved HTML page may be one long line, and its parser reads no lines)."""
     def diag(severity: str, code: str, message: str, line: int | None = None) -> Diagnostic:
         return Diagnostic(severity, code, message, corpus, version, rel, line)
 
+    if root is not None and not bounds.within(root, path):
+        return None, [diag("error", "outside-tree", f"a symbolic link to {os.path.realpath(path)}, outside the tree; "
+                                                    "not read")]
     try:
-        size = path.stat().st_size
-        if size > MAX_FILE_BYTES:
-            return None, [diag("error", "too-large", f"{size} bytes is over the {MAX_FILE_BYTES}-byte limit; skipped")]
-        data = path.read_bytes()
+        data, size = bounds.read_capped(path)
     except OSError as err:
         return None, [diag("error", "unreadable", f"cannot read: {err.strerror or err}")]
+    if data is None:
+        return None, [diag("error", "too-large", f"{size} bytes is over the {bounds.MAX_PAGE_BYTES}-byte limit "
+                                                 "for a page; skipped")]
     if b"\0" in data[:8192]:
         return None, [diag("error", "binary-file", "contains NUL bytes: binary, not text; skipped")]
     try:
-        return data.decode("utf-8"), []
+        text, diagnostics = data.decode("utf-8"), []
     except UnicodeDecodeError as err:
         line = data[:err.start].count(b"\n") + 1
         text = data.decode("utf-8", errors="replace")
-        return text, [diag("warning", "invalid-utf8",
-                           f"invalid UTF-8 at byte {err.start} ({data[err.start:err.start + 1]!r}); "
-                           "read with U+FFFD in its place", line)]
+        diagnostics = [diag("warning", "invalid-utf8", f"invalid UTF-8 at byte {err.start} "
+                            f"({data[err.start:err.start + 1]!r}); read with U+FFFD in its place", line)]
+    text, long = bounds.cap_lines(text) if lines else (text, [])
+    return text, diagnostics + [diag("error", "line-too-long", f"{length} characters, over the "
+                                     f"{bounds.MAX_LINE_CHARS}-character limit for a line: left out (a command "
+                                     "on it is not extracted)", line) for line, length in long]
 
 
 def _markdown(text: str, place: Place, tree_root: Path | None, line_offset: int = 0) -> tuple[list[Snippet], list[Diagnostic]]:
@@ -241,13 +247,14 @@ def _includes(text: str, place: Place, root: Path, line_offset: int) -> tuple[li
         if not (target.endswith(".py") and target.startswith("examples/")):
             continue
         line = text.count("\n", 0, m.start()) + 1 + line_offset
-        path = (root / target).resolve()
-        if not path.is_file() or root.resolve() not in path.parents:
+        path = root / target
+        if not bounds.within(root, path) or not path.is_file():
+            where = "leads out of" if not bounds.within(root, path) else "is not in"
             diagnostics.append(Diagnostic("warning", "unresolved-include",
-                                          f"`--8<-- \"{m.group(1)}\"`: {target} is not in this tree",
+                                          f"`--8<-- \"{m.group(1)}\"`: {target} {where} this tree; not read",
                                           place.corpus, place.version, place.file, line))
             continue
-        code, diags = read_text(path, place.corpus, place.version, target)
+        code, diags = read_text(path, place.corpus, place.version, target, root)
         diagnostics += diags
         if code is not None:
             found, diags = from_python(code, place.at(1, context=f"include:{target}"))
@@ -263,7 +270,7 @@ def _includes(text: str, place: Place, root: Path, line_offset: int) -> tuple[li
 def extract_file(tree: Tree, path: Path) -> tuple[list[Snippet], list[Diagnostic]]:
     """Snippets and diagnostics of one file of a tree (never raises)."""
     rel = path.relative_to(tree.base).as_posix()
-    text, diagnostics = read_text(path, tree.kind, tree.version, rel)
+    text, diagnostics = read_text(path, tree.kind, tree.version, rel, tree.root)
     if text is None:
         return [], diagnostics
     url = page_url(tree, rel)
@@ -289,7 +296,15 @@ def extract_file(tree: Tree, path: Path) -> tuple[list[Snippet], list[Diagnostic
     except Exception as err:  # noqa: BLE001 — our bug: report it for this file, go on
         found, diags = [], [Diagnostic("error", "internal-error", f"{type(err).__name__}: {err}",
                                        tree.kind, tree.version, rel)]
+    if any(d.code == "line-too-long" for d in diagnostics):
+        found = [s for s in found if not _holds_left_out_line(s)]
     return found, diagnostics + diags + _snippet_problems(found)
+
+
+def _holds_left_out_line(snippet: Snippet) -> bool:
+    """A command that held a line left out as too long (bounds.LONG_LINE_MARK): never extracted cut short."""
+    mark = bounds.LEFT_OUT
+    return any(mark in src.text for src in snippet.sources) or any(mark in word for word in snippet.argv)
 
 
 def _snippet_problems(snippets: list[Snippet]) -> list[Diagnostic]:
@@ -321,7 +336,7 @@ def html_versions(version: str, override: WrittenFor | None, stable: str) -> Wri
 
 def extract_html(path: Path, stable: str = "", override: WrittenFor | None = None, url_base: str = "") -> Result:
     info = CorpusInfo("html", "", str(path), "html-page", files=1)
-    text, diags = read_text(path, "html", "", path.name)
+    text, diags = read_text(path, "html", "", path.name, lines=False)
     result = Result(info, diagnostics=diags)
     if text is None:
         return result
@@ -334,7 +349,7 @@ def extract_html(path: Path, stable: str = "", override: WrittenFor | None = Non
         return result
     info.version = version
     # statements are read from the page's text lines (highlighting splits them into spans)
-    plain = "\n".join(html.unescape(re.sub(r"<[^>]*>", "", ln)) for ln in text.split("\n"))
+    plain = "\n".join(html.unescape(re.sub(r"<[^<>]*>", "", ln)) for ln in text.split("\n"))  # linear: no `<` inside
     written_for.assign(found, written_for.PageFacts(stable, html_versions(version, override, stable), text=plain,
                                                     file=path.name))
     result.snippets, result.diagnostics = found, result.diagnostics + diags

@@ -1,9 +1,13 @@
 """Saved HTML pages of the rendered docs (mkdocs-material): `<pre><code>` blocks, with
-the page URL (canonical link) and the id of the nearest heading as the source."""
+the page URL (canonical link) and the id of the nearest heading as the source.
+
+A page is untrusted: it is walked once, never looking inside a `<pre>` or a heading for more of
+them, so that tags nested thousands deep cost linear time."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 from bs4 import BeautifulSoup, Tag
@@ -51,10 +55,32 @@ def _lang(pre: Tag) -> str:
 
 def heading_text(tag: Tag) -> str:
     """A heading's text as shown, without the permalink mkdocs appends (`<a class="headerlink">¶</a>`)."""
-    parts = [str(t) for t in tag.find_all(string=True)
-             if not any(isinstance(p, Tag) and p.name == "a" and "headerlink" in (p.get("class") or [])
-                        for p in t.parents if p is not tag)]
+    parts: list[str] = []
+    stack = [iter(tag.children)]
+    while stack:
+        child = next(stack[-1], None)
+        if child is None:
+            stack.pop()
+        elif not isinstance(child, Tag):
+            parts.append(str(child))
+        elif not (child.name == "a" and "headerlink" in (child.get("class") or [])):
+            stack.append(iter(child.children))
     return " ".join("".join(parts).split())
+
+
+def headings_and_blocks(main: Tag) -> Iterator[Tag]:
+    """The headings and `<pre>` blocks of a page in document order, in one pass that does not look
+    inside either (no block or heading of a real page holds another)."""
+    stack = [iter(main.children)]
+    while stack:
+        child = next(stack[-1], None)
+        if child is None:
+            stack.pop()
+        elif isinstance(child, Tag):
+            if child.name in _HEADINGS or child.name == "pre":
+                yield child
+            else:
+                stack.append(iter(child.children))
 
 
 def page_title(soup: BeautifulSoup, main: Tag | BeautifulSoup, name: str) -> str:
@@ -82,7 +108,7 @@ def from_html(path: Path, text: str, fallback_url: str | None = None
     heading = ""
     snippets: list[Snippet] = []
     diagnostics: list[Diagnostic] = []
-    for tag in main.find_all([*_HEADINGS, "pre"]):
+    for tag in headings_and_blocks(main):
         if tag.name in _HEADINGS:
             anchor = str(tag.get("id")) if tag.get("id") else anchor
             heading = heading_text(tag)

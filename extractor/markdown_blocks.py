@@ -10,6 +10,7 @@ container" rather than "indented code".
 
 from __future__ import annotations
 
+import bisect
 import html
 import re
 from collections.abc import Iterator
@@ -19,16 +20,18 @@ from markdown.extensions.toc import slugify, unique
 from markdown_it import MarkdownIt
 from markdown_it.rules_block import StateBlock
 
+from extractor.bounds import MAX_HEADING_CHARS
+
 _CONTAINER = re.compile(r"^(===[+!]*|!!!|\?\?\?\+?)[ \t]+\S")
 _QUOTE_MARKERS = re.compile(r"^[ \t]*(>[ \t]?)*")
-_ATTR_ID = re.compile(r"\s*\{[^}]*#([\w-]+)[^}]*\}\s*$")
+_ID_IN_ATTRS = re.compile(r"#([\w-]+)")
 _INLINE_MARKUP = re.compile(r"!?\[([^\]]*)\]\([^)]*\)|<[^>]+>|[`*_]")
 _MAX_DEPTH = 6
 _FRONT_MATTER = re.compile(r"\A-{3}[ \t]*\n(.*?\n)(?:\.{3}|-{3})[ \t]*\n", re.S)
 """YAML front matter as mkdocs reads it (`mkdocs.utils.meta.YAML_RE`): `---` on the first line, up to `---` or `...`."""
 _TAG = re.compile(r"<!--.*?-->|</?[A-Za-z][^>]*>", re.S)
 _ATTR_LIST = re.compile(r"\s*\{(?::[^}]*|\s*[#.][^}]*)\}\s*$")
-_CODE_SPAN = re.compile(r"(`+)(.+?)(?<!`)\1(?!`)", re.S)
+_BACKTICKS = re.compile(r"`+")
 _STASHED = re.compile("\0(\\d+)\0")
 _PLAIN = re.compile(r"""
     !\[[^\]]*\](?:\([^)]*\)|\[[^\]]*\])                 # an image: a picture, no text
@@ -110,10 +113,45 @@ _PARSER = make_parser()
 
 def heading_text(raw: str) -> tuple[str, str | None]:
     """(plain text, explicit `{#id}` if any) of a heading's inline source."""
-    explicit = _ATTR_ID.search(raw)
+    explicit = _explicit_id(raw)
     if explicit:
-        raw = raw[:explicit.start()]
-    return _INLINE_MARKUP.sub(lambda m: m.group(1) or "", raw).strip(), explicit.group(1) if explicit else None
+        raw = raw[:explicit[0]]
+    return _INLINE_MARKUP.sub(lambda m: m.group(1) or "", raw).strip(), explicit[1] if explicit else None
+
+
+def _explicit_id(raw: str) -> tuple[int, str] | None:
+    """(where it starts, the id) of a trailing attribute list holding `#id` (`## Title {#id .cls}`),
+    as `\\s*\\{[^}]*#([\\w-]+)[^}]*\\}\\s*$` searched, in linear time (that regex is cubic)."""
+    end = len(raw.rstrip())
+    if not end or raw[end - 1] != "}":
+        return None
+    opening = raw.find("{", raw.rfind("}", 0, end - 1) + 1, end - 1)
+    ids = list(_ID_IN_ATTRS.finditer(raw, opening + 1, end - 1)) if opening >= 0 else []
+    if not ids:
+        return None
+    return len(raw[:opening].rstrip()), ids[-1].group(1)
+
+
+def _code_spans(text: str) -> Iterator[tuple[int, int, str]]:
+    """(start, end, content) of each code span, as `(`+)(.+?)(?<!`)\\1(?!`)` (re.S) finds them, in
+    O(n log n) (that regex is cubic): an opening run of backticks, as long as possible, closes at the
+    next run of exactly its length."""
+    runs = [(m.start(), m.end() - m.start()) for m in _BACKTICKS.finditer(text)]
+    by_length: dict[int, list[int]] = {}
+    for i, (_, length) in enumerate(runs):
+        by_length.setdefault(length, []).append(i)
+    i = 0
+    while i < len(runs):
+        start, length = runs[i]
+        i += 1
+        for k in range(length, 0, -1):
+            later = by_length.get(k, [])
+            j = bisect.bisect_left(later, i)
+            if j < len(later):
+                close = runs[later[j]][0]
+                yield start, close + k, text[start + k:close]
+                i = later[j] + 1
+                break
 
 
 def plain_text(raw: str) -> str:
@@ -123,12 +161,12 @@ def plain_text(raw: str) -> str:
     `&amp;`) decoded, a trailing `{#id}`/`{: …}` attribute list dropped, whitespace collapsed."""
     codes: list[str] = []
 
-    def stash(m: re.Match) -> str:  # code spans first: nothing inside them is markup
-        code = m.group(2)
+    text, pieces, pos = _ATTR_LIST.sub("", raw.replace("\0", "\ufffd")), [], 0
+    for start, end, code in _code_spans(text):  # code spans first: nothing inside them is markup
         codes.append(code[1:-1] if len(code) > 2 and code[0] == code[-1] == " " and code.strip() else code)
-        return f"\0{len(codes) - 1}\0"
-
-    text = _inline(_CODE_SPAN.sub(stash, _ATTR_LIST.sub("", raw.replace("\0", "\ufffd"))))
+        pieces += [text[pos:start], f"\0{len(codes) - 1}\0"]
+        pos = end
+    text = _inline("".join(pieces) + text[pos:])
     return " ".join(_STASHED.sub(lambda m: codes[int(m.group(1))], text).split())
 
 
@@ -158,9 +196,11 @@ def front_matter(text: str) -> tuple[str | None, str]:
         return None, text
     import yaml  # only for the few pages with front matter
 
+    from extractor.yaml_nodes import load  # noqa: PLC0415
+
     try:
-        meta = yaml.load(m.group(1), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    except yaml.YAMLError:
+        meta = load(m.group(1))
+    except yaml.YAMLError:  # an alias bomb too (YAMLTooLarge): no front matter then
         return None, text
     if not isinstance(meta, dict):
         return None, text
@@ -197,6 +237,7 @@ class Headings:
         """The page's front matter `title:` (set by `code_blocks`)."""
 
     def heading(self, raw: str, tag: str = "") -> None:
+        raw = raw[:MAX_HEADING_CHARS]
         text, explicit = heading_text(raw)
         anchor = explicit or slugify(text, "-") or "_"
         self.current = unique(anchor, self.used)

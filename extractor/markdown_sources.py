@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from extractor import bounds
 from extractor.markdown_blocks import _FRONT_MATTER
 
 MARKDOWN_SUFFIXES = (".md", ".markdown")
@@ -30,9 +31,11 @@ def card_metadata(text: str) -> dict | None:
         return None
     import yaml  # noqa: PLC0415 — only for pages with front matter
 
+    from extractor.yaml_nodes import load  # noqa: PLC0415
+
     try:
-        meta = yaml.safe_load(m.group(1))
-    except yaml.YAMLError:
+        meta = load(m.group(1))
+    except yaml.YAMLError:  # an alias bomb too (YAMLTooLarge): not a card then
         return None
     return meta if isinstance(meta, dict) and _CARD_KEYS & set(map(str, meta)) else None
 
@@ -47,21 +50,19 @@ def card_model_id(meta: dict) -> str:
     return next((str(c) for c in candidates if isinstance(c, str) and _MODEL_ID.match(c.strip())), "")
 
 
-def is_card(path: Path) -> bool:
-    try:
-        head = path.read_text(encoding="utf-8", errors="replace")[:65536]
-    except OSError:
-        return False
-    return card_metadata(head) is not None
+def is_card(path: Path, root: Path | None = None) -> bool:
+    """Whether the page (its start, and only when it lies inside `root`) is a model card."""
+    head = bounds.read_head(path, root)
+    return head is not None and card_metadata(head) is not None
 
 
 def markdown_files(root: Path, skip_dirs: set[str]) -> list[Path]:
-    """The Markdown pages of a folder (or the one page), in path order."""
+    """The Markdown pages of a folder (or the one page), in path order, with the links among them
+    that lead out of the folder (never read: the reader reports them)."""
     if root.is_file():
         return [root]
-    return [p for p in sorted(root.rglob("*"))
-            if p.suffix.lower() in MARKDOWN_SUFFIXES and p.is_file()
-            and not any(part in skip_dirs for part in p.relative_to(root).parts)]
+    files, escapes = bounds.walk(root, root, skip_dirs)
+    return sorted(p for p in files + escapes if p.suffix.lower() in MARKDOWN_SUFFIXES or (p in escapes and p.is_dir()))
 
 
 def page_link(url_base: str, rel: str) -> str | None:

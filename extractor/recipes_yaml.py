@@ -89,6 +89,9 @@ def from_recipe(text: str, place: Place) -> tuple[list[Snippet], list[Diagnostic
     variant's own, else the model's); the guide carries the model's."""
     try:
         root, data = yaml_nodes.compose_and_load(text)
+    except yaml_nodes.YAMLTooLarge as err:
+        return [], [Diagnostic("error", "yaml-alias-expansion", f"recipe YAML: {err}", place.corpus, place.version,
+                               place.file, None)], None
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         return [], [Diagnostic("error", "yaml-error", f"recipe YAML does not parse: {str(err).splitlines()[0]}",

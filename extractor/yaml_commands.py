@@ -47,6 +47,9 @@ def from_yaml_block(text: str, place: Place) -> tuple[list[Snippet], list[Diagno
     text = re.sub(r"(?m)^[ \t]*\.\.\.[ \t]*$", "", text)
     try:
         roots = yaml_nodes.compose_all(text)
+    except yaml_nodes.YAMLTooLarge as err:
+        return [], [Diagnostic("error", "yaml-alias-expansion", f"YAML block: {err}", place.corpus, place.version,
+                               place.file, place.line)]
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         line = place.line + mark.line if mark else place.line

@@ -1,5 +1,7 @@
-"""PyYAML helpers shared by the docs-YAML and recipes readers: nodes with line numbers,
-safe against alias bombs (a node reached twice is visited once)."""
+"""PyYAML helpers shared by the docs-YAML and recipes readers: nodes with line numbers, and the one
+bounded loader every YAML of a docs tree goes through (recipes, YAML code blocks, front matter): a
+document whose aliases expand past MAX_YAML_ALIAS_GROWTH, or into themselves, is refused before
+anything reads it (walks visit a node reached twice once)."""
 
 from __future__ import annotations
 
@@ -8,14 +10,23 @@ from typing import Any, TypeVar
 
 import yaml
 
+from extractor.bounds import MAX_YAML_ALIAS_GROWTH
+
 Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 NULL_TAG = "tag:yaml.org,2002:null"
 T = TypeVar("T")
 
 
+class YAMLTooLarge(yaml.YAMLError):
+    """A YAML document whose aliases expand past MAX_YAML_ALIAS_GROWTH, or into themselves."""
+
+
 def compose_all(text: str) -> list[yaml.Node]:
-    """Every document's root node (composition never expands aliases)."""
-    return [n for n in yaml.compose_all(text, Loader=Loader) if n is not None]
+    """Every document's root node (composition never expands aliases; the expansion is checked)."""
+    roots = [n for n in yaml.compose_all(text, Loader=Loader) if n is not None]
+    if "&" in text:  # an alias needs an anchor (`&name`): most texts have none, and nothing to check
+        check_aliases(roots)
+    return roots
 
 
 def compose_and_load(text: str) -> tuple[yaml.Node | None, Any]:
@@ -23,10 +34,55 @@ def compose_and_load(text: str) -> tuple[yaml.Node | None, Any]:
     loader = Loader(text)
     try:
         node = loader.get_single_node()
+        if "&" in text and node is not None:  # as in compose_all
+            check_aliases([node])
         data = loader.construct_document(node) if node is not None else None
     finally:
         loader.dispose()
     return node, data
+
+
+def load(text: str) -> Any:
+    """`yaml.safe_load`, bounded: the data of a single-document YAML text."""
+    return compose_and_load(text)[1]
+
+
+def _own(node: yaml.Node) -> int:
+    return 1 + (len(node.value) if isinstance(node, yaml.ScalarNode) else 0)
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.MappingNode):
+        return [n for pair in node.value for n in pair]
+    return list(node.value) if isinstance(node, yaml.SequenceNode) else []
+
+
+def check_aliases(roots: list[yaml.Node]) -> None:
+    """Raise YAMLTooLarge when the documents, their aliases expanded, are larger than as written by
+    more than MAX_YAML_ALIAS_GROWTH (nodes plus scalar characters), or an alias holds itself. Each
+    node is sized once (memoized), so this costs what composing did."""
+    sizes: dict[int, int] = {}  # expanded size; -1 while its children are being sized
+    written = 0
+    for root in roots:
+        stack = [(root, False)]
+        while stack:
+            node, children_done = stack.pop()
+            if children_done:
+                sizes[id(node)] = _own(node) + sum(sizes[id(c)] for c in _children(node))
+                continue
+            seen = sizes.get(id(node))
+            if seen == -1:
+                raise YAMLTooLarge(f"an alias refers to a node that contains it (line {node.start_mark.line + 1}): "
+                                   "its expansion never ends; refused")
+            if seen is None:
+                sizes[id(node)] = -1
+                written += _own(node)
+                stack.append((node, True))
+                stack += [(c, False) for c in _children(node)]
+    growth = sum(sizes[id(r)] for r in roots) - written
+    if growth > MAX_YAML_ALIAS_GROWTH:
+        raise YAMLTooLarge(f"its aliases expand it by {growth:,} nodes and characters, over the "
+                           f"{MAX_YAML_ALIAS_GROWTH:,} allowed (an alias bomb?); refused")
 
 
 def scalar_line(node: yaml.ScalarNode) -> int:

@@ -8,6 +8,11 @@ deep that was checked) and the versions the page is written for. Nothing else ge
 command that needs a newer vLLM than the page's, or a vLLM regression, is not a doc bug. Marker comments delimit every insertion,
 so a re-run first removes what an earlier run inserted: re-running changes nothing, and a
 fixed command's warning disappears. Nothing else on the page changes.
+
+The tree is untrusted input: a page is read only where it lies inside the tree and is no symbolic
+link (nothing is read, nor written, through a link; a link out of the tree is reported among the
+problems, and the page a link inside it points to is annotated under its own path), and only up to
+extractor.bounds.MAX_PAGE_BYTES.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from extractor import bounds
 from extractor.corpus import SourceError, detect
 from extractor.markdown_blocks import code_blocks
 from extractor.records import Snippet, Source
@@ -235,32 +241,67 @@ def annotate(results: Results, tree: Path) -> Annotation:
     wanted: dict[str, list[tuple[Snippet, Source]]] = {}
     for s in results.snippets:
         for src in s.sources:
-            if src.corpus == info.kind and src.file.endswith(".md") and (tree / src.file).is_file():
+            if src.corpus == info.kind and src.file.endswith(".md") and _page(tree, src.file, ann.problems):
                 wanted.setdefault(src.file, []).append((s, src))
     for rel, places in wanted.items():
         places.sort(key=lambda p: (p[1].version != info.version, p[1].line))
     judge = Judge(results)
-    pages = set(wanted)
-    for path in sorted((tree / "docs").rglob("*.md")) if (tree / "docs").is_dir() else []:
-        rel = path.relative_to(tree).as_posix()
-        if rel in pages:
-            continue
-        try:
-            if "driftmatrix:begin" in path.read_text(encoding="utf-8"):
-                pages.add(rel)  # annotated earlier, nothing to say now: the old warnings go
-        except (OSError, UnicodeDecodeError):
-            continue
-    for rel in sorted(pages):
-        path = tree / rel
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as err:
-            ann.problems.append(f"{rel}: cannot read ({type(err).__name__}); not annotated")
+    for rel in sorted(set(wanted) | _annotated_earlier(tree, set(wanted), ann.problems)):
+        text = _read(tree / rel, rel, ann.problems)
+        if text is None:
             continue
         patch = annotate_page(judge, rel, text, wanted.get(rel, []), ann.problems)
         if patch.after != patch.before:
             ann.patches.append(patch)
     return ann
+
+
+def _page(tree: Path, rel: str, problems: list[str]) -> bool:
+    """Whether `rel` is a page of the tree that may be read and patched: a file inside it, reached
+    through no symbolic link (a link is reported, once)."""
+    path = tree / rel
+    if not (path.is_file() or path.is_symlink()):
+        return False
+    inside = bounds.within(tree, path)
+    link = next((p for p in [path, *path.parents] if tree in p.parents and p.is_symlink()), None)
+    if inside and link is None:
+        return path.is_file()
+    name = link.relative_to(tree).as_posix() if link is not None else rel
+    where = "is a symbolic link inside the tree" if inside else "leads out of the tree"
+    note = f"{name}: {where}; not read, not annotated"
+    if note not in problems:
+        problems.append(note)
+    return False
+
+
+def _annotated_earlier(tree: Path, known: set[str], problems: list[str]) -> set[str]:
+    """Pages holding what an earlier run inserted (nothing to say now: the old warnings go); the
+    links of the docs that lead out of the tree are reported."""
+    found: set[str] = set()
+    files, escapes = bounds.walk(tree, tree / "docs") if (tree / "docs").is_dir() else ([], [])
+    problems += [f"{p.relative_to(tree).as_posix()}: leads out of the tree; not read" for p in escapes
+                 if p.suffix == ".md" or p.is_dir()]
+    for path in files:
+        rel = path.relative_to(tree).as_posix()
+        if path.suffix == ".md" and rel not in known and not path.is_symlink():
+            text = _read(path, rel, [])
+            if text is not None and "driftmatrix:begin" in text:
+                found.add(rel)
+    return found
+
+
+def _read(path: Path, rel: str, problems: list[str]) -> str | None:
+    """The page's text (at most MAX_PAGE_BYTES of it), or None with the problem said."""
+    try:
+        data, size = bounds.read_capped(path)
+        if data is None:
+            problems.append(f"{rel}: {size} bytes, over the {bounds.MAX_PAGE_BYTES}-byte limit for a page; "
+                            "not annotated")
+            return None
+        return data.decode("utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        problems.append(f"{rel}: cannot read ({type(err).__name__}); not annotated")
+        return None
 
 
 def write_tree(ann: Annotation, out: Path) -> None:
@@ -269,7 +310,13 @@ def write_tree(ann: Annotation, out: Path) -> None:
     if out.resolve() != ann.tree.resolve():
         shutil.copytree(ann.tree, out, dirs_exist_ok=True, symlinks=True)
     for p in ann.patches:
-        (out / p.file).write_text(p.after, encoding="utf-8")
+        target = out / p.file
+        if target.is_symlink():
+            target.unlink()  # the patched page replaces a link in OUT: nothing is written through it
+        if not bounds.within(out, target):
+            ann.problems.append(f"{p.file}: a symbolic link in {out} leads it out of the tree; not written")
+            continue
+        target.write_text(p.after, encoding="utf-8")
 
 
 def for_site(annotations: list[Annotation]) -> dict:

@@ -1,12 +1,17 @@
 """The doc-fix PR's description: per inserted warning the evidence on the builds the page is
 written for, the commands replaced by a verified fix, the vLLM regressions found on the same
-pages; cut to fit GitHub's limit on a PR body, with a line pointing to the site for the rest."""
+pages; cut to fit GitHub's limit on a PR body, with a line pointing to the site for the rest.
+
+Every text from the docs or from vLLM (commands, messages, reasons, page names) is shown as code
+(common/inert.py): in a PR body it would otherwise ping teams, load images and show links under
+the bot's name. The only links are to the site, from the URL driftmatrix was given."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
+from urllib.parse import quote
 
+from common.inert import code_block, code_span, plain, table_cell, unclosed
 from publisher import annotate as ann
 from publisher import views
 from publisher.judgement import Judge
@@ -18,17 +23,21 @@ BODY_LIMIT = 65_536
 """GitHub refuses a longer PR body (422 "body is too long (maximum is 65536 characters)")."""
 BODY_BUDGET = BODY_LIMIT - 1_024
 """What is sent at most: GitHub may count some characters twice (UTF-16 surrogates, CRLF)."""
-_FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})(.*)$")
 
-def _cell(text: str) -> str:
-    return " ".join(str(text).split()).replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+
+def _linker(site_url: str | None):
+    """A snippet id as code, linked to its page on the site when there is one (`use_directory_urls:
+    false`: `snippets/<id>.html`)."""
+    if not site_url:
+        return code_span
+    return lambda sid: f"[{code_span(sid)}]({site_url.rstrip('/')}/snippets/{quote(str(sid), safe='')}.html)"
 
 
 def body(results: Results, annotation: ann.Annotation, site_url: str | None) -> str:
     """The PR description: what was checked and, per inserted warning, the evidence on the builds
     the page is written for; then the vLLM regressions found on the same pages (not doc bugs)."""
     judge = Judge(results)
-    link = (lambda sid: f"[`{sid}`]({site_url.rstrip('/')}/snippets/{sid}.html)") if site_url else (lambda sid: f"`{sid}`")
+    link = _linker(site_url)
     rows = []
     for patch in annotation.patches:
         for ins in patch.inserts:
@@ -36,10 +45,11 @@ def body(results: Results, annotation: ann.Annotation, site_url: str | None) -> 
             src = next((x for x in s.sources if x.file == patch.file), s.sources[0])
             j = judge.of_source(s, src)
             for k in j.failing:
-                rows.append(f"| {link(s.id)} | `{patch.file}:{src.line}` | `{j.written_for.spec}` | "
-                            f"{_cell(k.column.label)}{f' `{k.column.commit}`' if k.column.commit else ''} | "
-                            f"{k.outcome.verdict} ({k.outcome.stage}) | "
-                            f"{_cell(cause(k.outcome, limit=200))} |")
+                commit = f" {table_cell(k.column.commit)}" if k.column.commit else ""
+                rows.append(f"| {link(s.id)} | {table_cell(f'{patch.file}:{src.line}')} | "
+                            f"{table_cell(j.written_for.spec)} | {plain(k.column.label)}{commit} | "
+                            f"{plain(k.outcome.verdict)} ({plain(k.outcome.stage)}) | "
+                            f"{table_cell(cause(k.outcome, limit=200))} |")
     lines = [
         "driftmatrix ran the commands these pages show against the vLLM builds below. The ones listed "
         "fail on a vLLM version their page is written for (a release's docs: that release line; a "
@@ -66,9 +76,9 @@ def fixed_commands(annotation: ann.Annotation, link) -> list[str]:
            "least as deep, on every build listed; only the command's own lines change.", ""]
     for file, f in fixes:
         checked = ", ".join(f"{label}: {how}" for label, _version, how in f.checks)
-        out += [f"### `{file}:{f.line}` — {link(f.snippet_id)}", "", "Before:", "", "```bash", f.before, "```", "",
-                "After:", "", "```bash", f.after, "```", "", *(f"- {_cell(w)}" for w in f.why),
-                f"- checked on {_cell(checked)}", ""]
+        out += [f"### {code_span(f'{file}:{f.line}')} — {link(f.snippet_id)}", "", "Before:", "",
+                code_block(f.before, "bash"), "", "After:", "", code_block(f.after, "bash"), "",
+                *(f"- {code_span(w)}" for w in f.why), f"- checked on {plain(checked)}", ""]
     return out
 
 
@@ -82,36 +92,24 @@ def regressions(results: Results, judge: Judge, tree: Path, link) -> list[str]:
                 continue
             good, bad = j.regression
             exc = bad.outcome.evidence.exception or {}
-            out += [f"### `{subcommands.program(s)}` regression: runs on vLLM {good.version}, fails on vLLM "
-                    f"{bad.version}", "",
-                    f"Command ({link(s.id)}, documented at `{src.file}:{src.line}`):", "",
-                    views.fence(views.command(s), "bash"), "",
-                    f"- vLLM {good.version} (commit `{good.column.commit or 'unknown'}`): "
+            where = views.location(exc)
+            out += [f"### {code_span(subcommands.program(s))} regression: runs on vLLM {plain(good.version)}, fails "
+                    f"on vLLM {plain(bad.version)}", "",
+                    f"Command ({link(s.id)}, documented at {code_span(f'{src.file}:{src.line}')}):", "",
+                    code_block(views.command(s), "bash"), "",
+                    f"- vLLM {plain(good.version)} (commit {code_span(good.column.commit or 'unknown')}): "
                     f"{views.depth_text(good.outcome, s)}",
-                    f"- vLLM {bad.version} (commit `{bad.column.commit or 'unknown'}`): fails at {bad.outcome.stage}: "
-                    f"`{_cell(exc.get('type') or bad.outcome.verdict)}`: {_cell(exc.get('message') or bad.outcome.reason or '')}"
-                    + (f" (raised at `{views.location(exc)}`)" if views.location(exc) else ""), ""]
+                    f"- vLLM {plain(bad.version)} (commit {code_span(bad.column.commit or 'unknown')}): fails at "
+                    f"{plain(bad.outcome.stage)}: {code_span(exc.get('type') or bad.outcome.verdict)}: "
+                    f"{code_span(exc.get('message') or bad.outcome.reason or '')}"
+                    + (f" (raised at {code_span(where)})" if where else ""), ""]
             if bad.outcome.evidence.log_excerpt:
-                out += ["<details><summary>Log excerpt</summary>", "", views.fence(bad.outcome.evidence.log_excerpt), "",
+                out += ["<details><summary>Log excerpt</summary>", "", code_block(bad.outcome.evidence.log_excerpt), "",
                         "</details>", ""]
             break  # one section per command
     if out:
         out = ["## vLLM regressions on these pages (not doc bugs: report upstream, no warning added)", "", *out]
     return out
-
-
-def _unclosed(lines: list[str]) -> list[str]:
-    """The lines that close what a cut left open: a code fence, `<details>` blocks."""
-    bar, details = None, 0
-    for line in lines:
-        m = _FENCE.match(line)
-        if bar is None and m:
-            bar = m.group(1)
-        elif bar is not None and m and m.group(1).startswith(bar) and not m.group(2).strip():
-            bar = None  # a closing fence: the same character, at least as long, no info string
-        elif bar is None:
-            details += line.count("<details>") - line.count("</details>")
-    return ([bar] if bar else []) + ["</details>"] * max(0, details)
 
 
 def fit(text: str, site_url: str | None, reserve: int = 0) -> str:
@@ -129,4 +127,8 @@ def fit(text: str, site_url: str | None, reserve: int = 0) -> str:
             break
         kept.append(line)
         size += len(line) + 1
-    return "\n".join([*kept, *_unclosed(kept), "", tail])
+    cut = "\n".join([*kept, *unclosed(kept), "", tail])
+    while kept and len(cut) + reserve > BODY_BUDGET:  # a fence as long as a line of the text: closed, it may not fit
+        kept.pop()
+        cut = "\n".join([*kept, *unclosed(kept), "", tail])
+    return cut

@@ -12,6 +12,7 @@ import shlex
 import tempfile
 from pathlib import Path
 
+from common.inert import code_block
 from extractor.records import Snippet, Source
 from flaghistory.commands import explain_failure, shipped
 from publisher.results import Results
@@ -188,10 +189,9 @@ def md_escape(text: str) -> str:
 
 
 def fence(text: str, lang: str = "") -> str:
-    """A fenced code block that cannot be closed early by the text inside it."""
-    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
-    bar = "`" * max(3, longest + 1)
-    return f"{bar}{lang}\n{text.rstrip()}\n{bar}"
+    """A fenced code block that cannot be closed early by the text inside it (common/inert.py, the
+    one rule for the site, the PR body and the summaries)."""
+    return code_block(text, lang)
 
 
 # What a page may show: no host path, only http(s) links. The path rules are `public_path`;

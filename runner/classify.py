@@ -1,4 +1,8 @@
-"""Turning raw results into evidence: signatures, feature warnings, root-cause tracebacks."""
+"""Turning raw results into evidence: signatures, feature warnings, root-cause tracebacks.
+
+The signature patterns (runner/data/signatures.yaml) are searched in log text the docs can put
+anything into, and some (`a.*b`) cost time quadratic or worse in what they search: they see at most
+MAX_MATCH_LINE characters of each line and MAX_MATCH_CHARS in all (`examined`)."""
 
 from __future__ import annotations
 
@@ -12,6 +16,13 @@ import yaml
 from runner import logscan
 
 SIGNATURES = Path(__file__).resolve().parent / "data" / "signatures.yaml"
+MAX_MATCH_LINE = 4096
+"""Characters of each line a signature is searched in: a real exception message is under 1.5 kB,
+and an excerpt's lines are cut at 1000 (logscan.excerpt)."""
+MAX_MATCH_CHARS = 40_000
+"""Characters of a text a signature is searched in: a whole excerpt (35 lines of at most 1000). The
+slowest signature (`(ImportError|…): .*(package .*is required|…)`) takes well under a second on this
+much adversarial text; on an unbounded text it took minutes."""
 # Exceptions that only report that something else failed; the root cause is elsewhere.
 WRAPPERS = re.compile(r"Engine core initialization failed|Engine process failed to start|"
                       r"EngineDeadError|WorkerProc initialization failed|See root cause above|"
@@ -38,11 +49,26 @@ def load(path: Path = SIGNATURES) -> tuple[list[Signature], list[re.Pattern], li
     return sigs, [re.compile(p) for p in warn.get("benign", [])], [re.compile(p) for p in warn.get("feature", [])]
 
 
+def examined(text: str) -> str:
+    """The part of `text` the patterns search: each line's first MAX_MATCH_LINE characters, up to
+    MAX_MATCH_CHARS in all."""
+    if len(text) <= MAX_MATCH_LINE:
+        return text
+    out, size, pos = [], 0, 0
+    while pos <= len(text) and size < MAX_MATCH_CHARS:
+        end = text.find("\n", pos)
+        end = len(text) if end < 0 else end
+        out.append(text[pos:min(end, pos + MAX_MATCH_LINE)])
+        size, pos = size + len(out[-1]) + 1, end + 1
+    return "\n".join(out)[:MAX_MATCH_CHARS]
+
+
 def match_signature(*texts: str | None, device: str = "cpu") -> Signature | None:
     sigs, _, _ = load()
     for text in texts:
         if not text:
             continue
+        text = examined(text)
         for sig in sigs:
             if sig.only_on in (None, device) and sig.pattern.search(text):
                 return sig
@@ -51,6 +77,7 @@ def match_signature(*texts: str | None, device: str = "cpu") -> Signature | None
 
 def is_feature_warning(message: str) -> bool:
     _, benign, feature = load()
+    message = examined(message)
     if any(p.search(message) for p in benign):
         return False
     return any(p.search(message) for p in feature)
@@ -67,7 +94,7 @@ def root_cause(tracebacks: list[logscan.Traceback]) -> logscan.Traceback | None:
         else:
             chains.append([tb])
     for chain in chains:
-        real = [tb for tb in chain if not WRAPPERS.search(f"{tb.type}: {tb.message}")]
+        real = [tb for tb in chain if not WRAPPERS.search(examined(f"{tb.type}: {tb.message}"))]
         if real:
             return real[-1]
     return tracebacks[0] if tracebacks else None

@@ -3,14 +3,35 @@
 vLLM's log format is `[(Proc pid=N) ]LEVEL MM-DD HH:MM:SS [file.py:line] message`; lines
 printed by child processes (engine core, workers) carry the `(Proc pid=N)` prefix, also
 on traceback lines, which is stripped before tracebacks are read.
+
+A log is untrusted text (vLLM echoes the docs' arguments into it): every pattern here is applied to
+at most the first MAX_LINE_SCAN characters of a line, none can backtrack catastrophically, messages
+are kept to MAX_MESSAGE_CHARS, and `read_lines` reads only a log's head and tail.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from runner.intarget.vllm_paths import relative
+
+MAX_LINE_SCAN = 16 * 1024
+"""Only this much of each log line is examined (the longest real line, the engine's config, is
+~4.5 kB): the patterns cost at most this per line, whatever a line echoed from the docs holds."""
+
+MAX_MESSAGE_CHARS = 4096
+"""A message (an exception's, a warning's) longer than this is kept cut, with a marker saying how
+much was left out (the longest real exception message is ~1.2 kB)."""
+
+LOG_HEAD_BYTES = 4 * 1024 * 1024
+"""How much of a log's start `read_lines` reads (the engine config and memory facts are logged early)."""
+
+LOG_TAIL_BYTES = 4 * 1024 * 1024
+"""How much of a log's end `read_lines` reads (the failure and its traceback are at the end). Real
+server logs are under 100 kB; a log of many GB costs no more than these two."""
 
 LOG_LINE = re.compile(
     r"^(?:\((?P<proc>[^)]*)\)\s+)?(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL)\s+"
@@ -21,8 +42,12 @@ LINE_PREFIX = re.compile(r"^(?:\([^)]*\bpid=\d+\)\s?)?(?:(?:DEBUG|INFO|WARNING|E
                          r"\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?\s+\[[^\]]+\]\s?)?")
 CHAINED = ("During handling of the above exception", "The above exception was the direct cause")
 FRAME = re.compile(r'^\s+File "(?P<path>[^"]+)", line (?P<line>\d+), in (?P<func>.+)$')
-EXC_LINE = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Failure)|[A-Za-z_][\w.]*Error\w*)(?::\s?(?P<msg>.*))?$")
-ENGINE_CONFIG = re.compile(r"Initializing a V1 LLM engine \((?P<version>[^)]*)\) with config: (?P<cfg>.*)$")
+# An exception line `Type: message`: the type is a dotted name ending in one of EXC_SUFFIXES, or
+# holding `Error` with no dot after it (`ExceptionGroupErrors`); read by `exception_line`, in linear time.
+EXC_TYPE = re.compile(r"[A-Za-z_][\w.]*")
+EXC_SUFFIXES = ("Error", "Exception", "Exit", "Interrupt", "Warning", "Failure")
+# `[^()]*`, not `[^)]*`: a scan for the version stops at the next `(`, so repeated headers cost linear time
+ENGINE_CONFIG = re.compile(r"Initializing a V1 LLM engine \((?P<version>[^()]*)\) with config: (?P<cfg>.*)$")
 # how much memory the weights and the KV cache took (what a reader sizing a GPU wants to know)
 MEMORY_FACTS = {
     "model_memory_gib": re.compile(r"Model loading took (?P<v>[\d.]+) ?GiB"),
@@ -64,17 +89,44 @@ class Traceback:
         return {"file": relative(frame["path"]), "line": frame["line"], "function": frame["function"]}
 
 
+def clip(text: str, limit: int = MAX_MESSAGE_CHARS, total: int | None = None) -> str:
+    """`text` cut to `limit` characters, with a marker saying how many of `total` (its length by
+    default; more when `text` is itself the examined head of a longer line) were left out."""
+    total = len(text) if total is None else total
+    return text if total <= limit else f"{text[:limit]} … [{total - limit} more characters]"
+
+
+def head(line: str) -> str:
+    """The part of a log line that is examined."""
+    return line[:MAX_LINE_SCAN]
+
+
 def strip(line: str) -> str:
-    return LINE_PREFIX.sub("", line, count=1)
+    return LINE_PREFIX.sub("", head(line), count=1)
 
 
 def log_lines(lines: list[str]) -> list[LogLine]:
     out = []
     for i, raw in enumerate(lines):
-        m = LOG_LINE.match(raw)
+        m = LOG_LINE.match(head(raw))
         if m:
-            out.append(LogLine(m["level"], m["file"], int(m["line"]), m["msg"], m["proc"], i))
+            message = clip(m["msg"], total=len(m["msg"]) + len(raw) - len(head(raw)))
+            out.append(LogLine(m["level"], m["file"], int(m["line"]), message, m["proc"], i))
     return out
+
+
+def exception_line(text: str, cut: int = 0) -> tuple[str, str] | None:
+    """(type, message) when `text` (a stripped traceback line; `cut` characters of it not examined)
+    is an exception line `Type: message` or a bare `Type`; its message clipped. Linear time."""
+    name, colon, rest = text.partition(":")
+    if (not colon and cut) or not EXC_TYPE.fullmatch(name):
+        return None  # a type name runs past what is examined: no type is that long
+    error_at = name.rfind("Error")
+    if not (any(name.endswith(s) and len(name) > len(s) for s in EXC_SUFFIXES)
+            or (error_at >= 1 and "." not in name[error_at:])):
+        return None
+    message = rest[1:] if rest[:1].isspace() else rest
+    return name, clip(message, total=len(message) + cut)
 
 
 def warnings(lines: list[str]) -> list[LogLine]:
@@ -104,11 +156,10 @@ def tracebacks(lines: list[str]) -> list[Traceback]:
                 if text.startswith((" ", "\t")) or not text.strip() or set(text.strip()) <= set("^~ "):
                     i += 1  # source line, caret markers, blank
                     continue
-                m = EXC_LINE.match(text.strip())
-                if m:
-                    message = m["msg"] or ""
+                exc = exception_line(text.strip(), len(lines[i]) - len(head(lines[i])))
+                if exc:
                     between = " ".join(strip(x) for x in lines[out[-1].end + 1:start]) if out else ""
-                    out.append(Traceback(m["type"], message, frames, start, i, any(c in between for c in CHAINED)))
+                    out.append(Traceback(*exc, frames, start, i, any(c in between for c in CHAINED)))
                     break
                 # something else (a line from another process interleaved): keep scanning
                 i += 1
@@ -168,7 +219,7 @@ def memory_facts(lines: list[str]) -> dict:
     out: dict = {}
     for raw in lines:
         for key, pattern in MEMORY_FACTS.items():
-            m = pattern.search(raw)
+            m = pattern.search(head(raw))
             if m and key not in out:
                 out[key] = float(m["v"])
     return out
@@ -177,7 +228,7 @@ def memory_facts(lines: list[str]) -> dict:
 def engine_config(lines: list[str]) -> dict:
     """The settings the engine core says it was initialised with."""
     for raw in lines:
-        m = ENGINE_CONFIG.search(raw)
+        m = ENGINE_CONFIG.search(head(raw))
         if not m:
             continue
         out = {"engine_version": m["version"]}
@@ -201,3 +252,24 @@ def excerpt(lines: list[str], around: int | None = None, before: int = 25, after
     else:
         chosen = lines[max(0, around - before): around + after]
     return "\n".join(line.rstrip("\n")[:1000] for line in chosen)
+
+
+def read_lines(path: Path, head_bytes: int = LOG_HEAD_BYTES, tail_bytes: int = LOG_TAIL_BYTES) -> list[str]:
+    """A log's lines, reading at most its first `head_bytes` and last `tail_bytes` (whole lines):
+    a longer log gets a line saying how much between them was not read. [] when unreadable."""
+    try:
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if size <= head_bytes + tail_bytes:
+                return f.read(head_bytes + tail_bytes).decode("utf-8", errors="replace").splitlines()
+            first = f.read(head_bytes)
+            f.seek(size - tail_bytes)
+            last = f.read(tail_bytes)
+    except OSError:
+        return []
+    first = first[:first.rfind(b"\n") + 1] or first  # whole lines only
+    last = last[last.find(b"\n") + 1:] if b"\n" in last else last
+    skipped = size - len(first) - len(last)
+    note = f"[driftmatrix: {skipped} bytes of this {size}-byte log were not read: only its first and last lines are]"
+    return [*first.decode("utf-8", errors="replace").splitlines(), note,
+            *last.decode("utf-8", errors="replace").splitlines()]

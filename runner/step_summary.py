@@ -1,36 +1,43 @@
 """Short Markdown summaries for a CI job's page (`$GITHUB_STEP_SUMMARY`), one per command.
 
-Text from the docs (snippet reasons, exception messages) is untrusted: it is cut short and
-escaped so that it cannot open HTML, links or table cells in the summary.
+Text from the docs and from vLLM (snippet reasons, exception messages) is untrusted: it is cut
+short and shown as code (common/inert.py), so that it cannot open HTML, links, images or table
+cells, nor mention anyone. Every summary goes through `write`, which keeps a step under GitHub's
+limit (`common.inert.STEP_SUMMARY_CAP`).
 """
 
 from __future__ import annotations
 
-import html
 import os
 from collections import Counter
 from pathlib import Path
 
+from common.inert import STEP_SUMMARY_CAP, cap, code_span, plain
 from runner.records import VERDICTS, Outcome
+
+FULL_LIST = "the job's outcomes file (`outcomes.jsonl`, uploaded as its artifact)"
+"""Where a summary cut at the cap says the rest is, unless its writer says better."""
 
 
 def escape(text: object, limit: int = 160) -> str:
-    """One line of untrusted text, safe in Markdown and in a table cell."""
-    one = " ".join(str(text).split())
-    one = one if len(one) <= limit else one[: limit - 1] + "…"
-    one = html.escape(one, quote=False)  # < > &: no HTML; quotes stay as typed
-    for ch in "\\`*_[]|!":
-        one = one.replace(ch, "\\" + ch)
-    return one
+    """One line of text for a prose position or a table cell: escaped and defused
+    (`common.inert.plain`). Docs and vLLM text goes in `code_span` instead."""
+    return plain(text, limit)
 
 
-def write(markdown: str, path: str | os.PathLike | None = None) -> bool:
-    """Append to `path`, else to `$GITHUB_STEP_SUMMARY` when set; False when there is nowhere to write."""
+def write(markdown: str, path: str | os.PathLike | None = None, full: str = FULL_LIST) -> bool:
+    """Append to `path`, else to `$GITHUB_STEP_SUMMARY` when set; False when there is nowhere to
+    write, or no room. What this step's summary already holds counts: together they stay within
+    `STEP_SUMMARY_CAP`, a longer text cut at a row with a line saying where the `full` list is."""
     target = path or os.environ.get("GITHUB_STEP_SUMMARY")
     if not target or not markdown:
         return False
+    held = Path(target).stat().st_size if Path(target).is_file() else 0
+    text = cap(markdown.rstrip(), full, STEP_SUMMARY_CAP - held - 2)  # 2: the blank line after it
+    if not text:
+        return False
     with Path(target).open("a", encoding="utf-8") as fh:
-        fh.write(markdown.rstrip() + "\n\n")
+        fh.write(text + "\n\n")
     return True
 
 
@@ -55,12 +62,13 @@ def run_markdown(outcomes: list[Outcome], tier: str, reused: int, shard: str | N
     errors = [o for o in outcomes if o.verdict == "ERROR"]
     if errors:
         parts.append(f"**{len(errors)} ERROR** (ours or the machine's, not the docs'): this job is red.\n\n"
-                     + "\n".join(f"- `{o.snippet_id}` on {escape(o.target.name)}: {escape(o.reason or '')}"
-                                 for o in errors[:10]))
+                     + "\n".join(f"- {code_span(o.snippet_id)} on {escape(o.target.name)}: "
+                                 f"{code_span(o.reason or '', 160)}" for o in errors[:10]))
     fails = [o for o in outcomes if o.verdict == "FAIL"]
     if fails:
         parts.append("FAIL (the publish job judges each against the versions its page is written for):\n\n"
-                     + "\n".join(f"- `{o.snippet_id}`{' (' + o.variant + ')' if o.variant else ''} on "
-                                 f"{escape(o.target.name)} at {o.stage}: {escape(o.reason or '')}" for o in fails[:15])
+                     + "\n".join(f"- {code_span(o.snippet_id)}{' (' + escape(o.variant) + ')' if o.variant else ''} on "
+                                 f"{escape(o.target.name)} at {escape(o.stage)}: {code_span(o.reason or '', 160)}"
+                                 for o in fails[:15])
                      + (f"\n- … and {len(fails) - 15} more" if len(fails) > 15 else ""))
     return "\n\n".join(parts)

@@ -47,13 +47,14 @@ def test_every_bad_file_is_diagnosed_and_nothing_else_is_lost(tmp_path):
     assert not by_model["q/model"].runnable and "never closed" in by_model["q/model"].reason
     err = by_model["j/model"].speculative_config_error
     assert err["colno"] == 12 and err["value"] == '{"method": ngram}'
-    assert "bomb/model" in by_model  # the alias bomb is walked once per node, not expanded
+    assert "bomb/model" not in by_model  # an alias bomb is refused (extractor/bounds.py), never expanded
     codes = {(d.file, d.code) for d in catalog.diagnostics}
     assert ("docs/latin1.md", "invalid-utf8") in codes
     assert ("docs/binary.md", "binary-file") in codes
     assert ("docs/big.md", "too-large") in codes
     assert ("docs/python.md", "python-syntax") in codes
-    assert ("recipes/models/org/bomb.yaml", "recipe-shape") in codes
+    assert ("recipes/models/org/bomb.yaml", "yaml-alias-expansion") in codes
+    assert ("docs/bomb.md", "yaml-alias-expansion") in codes
     assert ("recipes/models/org/broken.yaml", "yaml-error") in codes
     assert ("docs/unterminated.md", "unterminated-fence") in codes
     assert ("docs/json.md", "invalid-json") in codes and ("docs/quotes.md", "unbalanced-quote") in codes

@@ -1,7 +1,8 @@
 """Site inputs with hostile values, built with the project's own record dataclasses in the shapes
 real runs write (tests/fixtures/site, tests/fixtures/gpu): a doc page path that closes `<title>`,
 headings, anchors and command text with HTML, source URLs that are `javascript:`/`data:`, causes
-and log excerpts with HTML and Markdown link syntax, and host paths (stand-ins, caches, a home
+and log excerpts with HTML, Markdown link and image syntax, mentions and bare web URLs (`WEB`), an
+annotated page with `annotate`'s own admonition and fix for them, and host paths (stand-ins, caches, a home
 checkout, pytest's tmp dir, this checkout, a venv's vLLM) in every outcome field that can hold one.
 
 Each script payload sets `window.__pwned` to its own number: a failing test says which one ran."""
@@ -21,7 +22,12 @@ HTML_FILE = "page</title><svg onload=window.__pwned=6>.html"
 STANDIN = "/root/dmcache/standins/Qwen-Qwen3-8B-65b193c28268"
 CACHED = "/root/.cache/driftmatrix/standins/google-gemma-4-E2B-it-0383a4e826fe"
 VLLM_FILE = "/root/venv/lib/python3.11/site-packages/vllm/engine/arg_utils.py"
-MD_LINK = "[click](javascript:window.__pwned=9) ![i](javascript:window.__pwned=10) <javascript:window.__pwned=11>"
+WEB = ("@vllm-project/some-team ![](https://evil.example/p.png) [fix](https://evil.example) https://evil.example/bare "
+       "<https://evil.example/auto> www.evil.example user@evil.example")
+"""Issue 30's attack, as vLLM's "invalid choice" repeats it: a mention, a tracking image, a web link,
+bare and angle-bracket URLs. On a page all of it is text: no <img>, no <a> to the host."""
+MD_LINK = ("[click](javascript:window.__pwned=9) ![i](javascript:window.__pwned=10) <javascript:window.__pwned=11> "
+           + WEB)
 BAD_URLS = ["javascript:window.__pwned=3", "data:text/html,<script>window.__pwned=7</script>",
             " JaVaScRiPt:window.__pwned=12", "java\tscript:window.__pwned=13", "//evil.example/x",
             "vbscript:msgbox(1)", "/relative/../x"]
@@ -37,7 +43,8 @@ def _snippets(tmp: Path) -> list[Snippet]:
                     "html:pre", wf)
     linked = Source("vllm-docs", "0.20.1", "docs/models/ok.md", 12, "run",
                     GOOD_URL,
-                    "vllm serve Qwen/Qwen3-8B --max-model-len 4096", "fence:bash", wf)
+                    "vllm serve Qwen/Qwen3-8B --max-model-len 4096", "fence:bash", wf, title=f"Models {WEB}",
+                    heading=f"Run {WEB}")
     hostile = Snippet("s-0000000000a1", "serve", ["Qwen/Qwen3-8B", "--max-model-len", "4096"], {}, "Qwen/Qwen3-8B",
                       None, lints=[Lint("odd<b>", f"a lint {IMG} {MD_LINK}", 3, PAGE_FILE, "vllm-docs", "0.20.1")],
                       sources=[first, second, linked])
@@ -56,7 +63,7 @@ def _fail(tmp: Path) -> Outcome:
            f"model {STANDIN} from {REPO}/tests/x.json")
     exc = {"type": "ValueError", "message": f"bad value {IMG} {MD_LINK} for {STANDIN}/config.json",
            "location": {"file": VLLM_FILE, "line": 1907, "function": f"create_engine_config{IMG}"},
-           "final": f"RuntimeError: Engine core initialization failed {IMG}",
+           "final": f"RuntimeError: Engine core initialization failed {IMG} {WEB}",
            "traceback": f'Traceback:\n  File "/home/someone/checkout/runner/vllm_helper.py", line 155\n'
                         f'  File "{VLLM_FILE}", line 1907\nValueError: bad'}
     return Outcome("s-0000000000a1", TargetRef("stable", "0.20.1", "132765e35", "vllm", "2.11.0", "5.8.0"),
@@ -104,3 +111,23 @@ def write(tmp: Path) -> tuple[Path, Path]:
     outcomes = [_fail(tmp), _warn(tmp), *_others(snippets, tmp)]
     (tmp / "outcomes.jsonl").write_text("".join(json.dumps(o.to_dict()) + "\n" for o in outcomes), encoding="utf-8")
     return tmp / "snippets.json", tmp / "outcomes.jsonl"
+
+
+def annotated(tmp: Path) -> dict:
+    """The site's "annotated pages" input for the hostile command, as `publish --docs` makes it: the
+    admonition `annotate` writes for it (`decision`: its causes, option notes and where it runs) and
+    a verified fix whose command, reasons and checks carry the hostile texts."""
+    from publisher import annotate as ann
+    from publisher.judgement import Judge
+    from publisher.results import load
+
+    results = load(tmp / "snippets.json", [tmp / "outcomes.jsonl"])
+    s = next(x for x in results.snippets if x.id == "s-0000000000a1")
+    kind, title, body = ann.decision(Judge(results), s, s.sources[0])
+    block = s.sources[0].text
+    adm = "\n".join(ann.admonition(kind, title, body))
+    fix = ann.FixApplied(s.id, 3, f"{block}\n```\n{MD_LINK}", f"vllm serve {WEB}", [f"why {MD_LINK}"],
+                         [("stable vLLM 0.20.1", "0.20.1", f"how {WEB}")])
+    page = ann.PagePatch(f"docs/annotated {IMG} {WEB}.md", f"{block}\n", f"{block}\n\n{adm}\n",
+                         [ann.Insert(s.id, 4, kind, f"{block}\n```\n{WEB}", adm)], [fix])
+    return ann.for_site([ann.Annotation(tmp / "docs", [page], [f"a problem {IMG} {MD_LINK}"])])

@@ -244,3 +244,48 @@ def test_the_seed_case_on_the_h200_records(tmp_path):
     judge = Judge(later)
     j = judge.of(next(s for s in later.snippets if s.id == "s-9ac554db7c65"))
     assert j.kind == "ok" and "with a warning" in j.summary
+
+
+def test_symlinks_are_neither_read_nor_written_through(site_inputs, tmp_path):
+    """A docs tree is untrusted: `docs/evil.md -> OUTSIDE/page.md` and `docs/sub -> OUTSIDE` are
+    not read (reported), even when the snippets name them, and no patch is written through a link
+    (`docs/twin.md -> TREE/docs/containers.md`: an absolute link that the `-o` copy keeps)."""
+    import uuid
+    canary = f"canary-{uuid.uuid4().hex}"
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    command = "vllm serve model --enable-lora --max-lora-cls-labels 8"
+    page = (f"# {canary}\n\n<!-- driftmatrix:begin s-old -->\n{canary}\n<!-- driftmatrix:end s-old -->\n\n"
+            f"```bash\n{command}\n```\n")
+    (outside / "page.md").write_text(page)
+    tree = tmp_path / "sample-docs"
+    shutil.copytree(HERE / "sample-docs", tree)
+    (tree / "docs" / "evil.md").symlink_to(outside / "page.md")
+    (tree / "docs" / "sub").symlink_to(outside)
+    (tree / "docs" / "twin.md").symlink_to(tree / "docs" / "containers.md")
+    original = (tree / "docs" / "containers.md").read_bytes()
+    snippets = tmp_path / "snippets.json"
+    r = subprocess.run([sys.executable, "-m", "driftmatrix.cli", "extract", str(tree), "-q", "-o", str(snippets)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    data = json.loads(snippets.read_text())
+    for s in data["snippets"]:  # snippets naming the linked pages (an older extraction's, say)
+        s["sources"] += [{**src, "file": f"docs/{name}.md", "line": line} for src in s["sources"][:1]
+                         for name, line in (("evil", 8), ("twin", src["line"]))]
+    snippets.write_text(json.dumps(data))
+    ids = {s["id"] for s in data["snippets"]}
+    outcomes = tmp_path / "outcomes.jsonl"
+    outcomes.write_text("".join(ln + "\n" for ln in site_inputs["parse"].read_text().splitlines()
+                                if ln.strip() and json.loads(ln)["snippet_id"] in ids))
+    out, patch = tmp_path / "patched", tmp_path / "annotate.patch"
+    said = ""
+    for where in (("--patch", patch), ("-o", out)):
+        r = cli("--docs", tree, "--snippets", snippets, "--outcomes", outcomes, *where)
+        assert r.returncode == 0, r.stderr
+        said += r.stdout + r.stderr
+    assert canary not in said + patch.read_text()
+    assert not [p for p in out.rglob("*") if p.is_file() and not p.is_symlink() and canary in p.read_text()]
+    assert (outside / "page.md").read_text() == page and (tree / "docs" / "containers.md").read_bytes() == original
+    assert "docs/evil.md: leads out of the tree" in said and "docs/sub: leads out of the tree" in said
+    assert "docs/twin.md: is a symbolic link inside the tree" in said
+    assert (out / "docs" / "containers.md").read_text().count("!!! warning") == 3

@@ -26,7 +26,7 @@ def site(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("page-safety")
     snippets, outcomes = hostile.write(tmp)
     t0 = time.monotonic()
-    published = build_site(load(snippets, [outcomes]), tmp / "site")
+    published = build_site(load(snippets, [outcomes]), tmp / "site", annotated=hostile.annotated(tmp))
     print(f"site built in {time.monotonic() - t0:.1f} s ({published.pages} generated pages)")
     httpd, base = serve_dir(tmp / "site")
     yield tmp, tmp / "site", base
@@ -118,7 +118,10 @@ def test_only_web_urls_become_links(site):
                 assert not value.startswith(("javascript:", "data:", "vbscript:")), (path, tag)
             assert not [a for a in tag.attrs if a.lower().startswith("on")], (path, tag)
         assert not doc.select('img[src="x"], svg[onload]'), path
-        assert not [a for a in doc.find_all("a") if a.get_text() in ("click", "i")], path  # no Markdown link
+        assert not [a for a in doc.find_all("a") if a.get_text() in ("click", "i", "fix")], path  # no Markdown link
+        hostile_refs = [t for t in doc.select("img, a") if t.get_text().strip().startswith("@vllm-project")
+                        or re.search(r"evil\.example|github\.com", str(t.get("src") or t.get("href")))]
+        assert not hostile_refs, path  # no tracking image, no link to the hostile host, no mention
     snippet = soup(root / "snippets" / "s-0000000000a1.html")
     sources = snippet.select_one("ul.dm-sources")
     assert [a["href"] for a in sources.select("a[href^=http]")] == [hostile.GOOD_URL]
@@ -129,6 +132,21 @@ def test_only_web_urls_become_links(site):
     doc = json.loads((root / "matrix.json").read_text(encoding="utf-8"))
     urls = [src["url"] for e in doc["snippets"].values() for src in e["sources"]]
     assert hostile.GOOD_URL in urls and set(urls) == {hostile.GOOD_URL, None}
+
+
+def test_annotated_pages_show_hostile_text_as_text(site):
+    """`annotate`'s admonition (Markdown, with the escaped causes) and a fix's command and reasons,
+    as the site's annotated page renders them: the hostile texts are there, as text."""
+    _, root, _ = site
+    pages = [p for p in (root / "annotated").glob("*.html") if p.name != "index.html"]
+    assert len(pages) == 1
+    page = soup(pages[0])
+    admonition = page.select_one("div.admonition.warning")
+    assert admonition and hostile.WEB in " ".join(admonition.get_text().split())  # the cause, escaped
+    reasons = " ".join(li.get_text() for li in page.select("ul li"))
+    assert f"why {hostile.MD_LINK}" in reasons and f"how {hostile.WEB}" in reasons
+    assert f"vllm serve {hostile.WEB}" in page.get_text()  # the fixed command, in its code block
+    assert hostile.MD_LINK in soup(root / "annotated" / "index.html").select_one("ul.dm-problems").get_text()
 
 
 def test_titles_and_headings_are_text(site):
@@ -143,6 +161,8 @@ def test_titles_and_headings_are_text(site):
         model = f"{hostile.IMG} {hostile.MD_LINK} # {sid[-1]}"
         assert snippet.find("h1").get_text().rstrip("¶") == model  # escaped once: reads as written
         assert snippet.title.get_text() == f"{model} - {SITE_NAME}"
+    models = soup(page_of(root, f"Models {hostile.WEB}"))
+    assert models.title.get_text() == f"Models {hostile.WEB} - {SITE_NAME}"
     facts = soup(root / "snippets" / "s-0000000000a1.html")
     assert hostile.MD_LINK in facts.select_one("ul.dm-notes").get_text()
     assert "<script>window.__pwned=15</script>" in facts.select_one("details.dm-log pre").get_text()
