@@ -21,6 +21,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from common.inert import STEP_SUMMARY_CAP, cap, code_span
+from driftmatrix.sandbox_cli import add_unsandboxed
+from extractor.bounds import read_capped, walk
 
 DOC_SUFFIXES = (".md", ".markdown", ".yaml", ".yml", ".html", ".htm")
 
@@ -108,8 +110,9 @@ def pages_including(tree: Path, changed: set[str]) -> set[str]:
     if not names:
         return set()
     found = set()
-    for page in tree.rglob("*.md"):
-        text = page.read_text(encoding="utf-8", errors="replace")
+    for page in (p for p in walk(tree).files if p.suffix == ".md"):
+        data, _ = read_capped(page)  # an oversized page is the extractor's diagnostic, not read here
+        text = (data or b"").decode("utf-8", errors="replace")
         if "--8<--" in text and any(name in text or Path(name).name in text for name in names):
             found.add(page.relative_to(tree).as_posix())
     return found
@@ -221,7 +224,15 @@ def markdown(result: GateResult, tier: str, full: str = "`gate.json` in the gate
 def cmd_gate(args) -> int:
     import sys
 
+    from runner import sandbox
     from runner.step_summary import write
+    # a docs pull request is code from anyone: its commands run contained or not at all
+    if not args.unsandboxed:
+        sandbox.set_mode("required", "driftmatrix gate")
+    if refused := sandbox.required_missing():
+        print(f"driftmatrix gate: refused: {refused}; or run it with --unsandboxed (recorded in the outcomes)",
+              file=sys.stderr)
+        return 2
     try:
         result = run_gate(Path(args.repo), args.base, args.head, args.paths, Path(args.targets) if args.targets else None,
                           args.tier, Path(args.workdir), args.written_for, args.stable,
@@ -253,4 +264,5 @@ def add_parser(sub) -> None:
     g.add_argument("--workdir", default="driftmatrix-gate", help="catalogs, outcomes, gate.json (default: %(default)s)")
     g.add_argument("--cache-dir", help="target environments (default: the driftmatrix cache)")
     g.add_argument("--summary", metavar="FILE", help="append the Markdown here (default: $GITHUB_STEP_SUMMARY when set)")
+    add_unsandboxed(g)
     g.set_defaults(func=cmd_gate)

@@ -23,6 +23,7 @@ import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from common.inert import code_span
 from extractor import bounds
 from extractor.corpus import SourceError, detect
 from extractor.markdown_blocks import code_blocks
@@ -122,8 +123,9 @@ def decision(judge: Judge, snippet: Snippet, source: Source) -> tuple[str, str, 
     first = j.failing[0].outcome
     title = views.title("FAIL", first.stage, list(dict.fromkeys(k.version for k in j.failing)))
     causes = list(dict.fromkeys(views.cause(k.outcome) for k in j.failing if views.cause(k.outcome)))
-    body = [views.md_escape(c) for c in causes[:2]]
-    body += [views.md_escape(note) + "." for note in j.option_notes]  # removed when, in vLLM's words
+    # vLLM's own words as code: no link, image, mention or HTML from a message (common/inert.py)
+    body = [code_span(c) for c in causes[:2]]
+    body += [code_span(note) for note in j.option_notes]  # removed when, in vLLM's words
     works = "; ".join(views.works_on(k.version, k.outcome) for k in j.working)
     if works:
         body.append(views.md_escape(works if works.startswith("vLLM") else works[:1].upper() + works[1:]) + ".")

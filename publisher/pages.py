@@ -120,6 +120,17 @@ def _verdict_counts(results: Results) -> dict[str, dict[str, int]]:
     return counts
 
 
+def _uncontained(results: Results) -> dict[str, int]:
+    """Per build: how many of its outcomes ran the docs' code outside a sandbox (said on the overview)."""
+    counts: dict[str, int] = {}
+    for c in results.columns:
+        for s in results.snippets:
+            o = results.cell(s.id, c)
+            if o is not None and snippet_page.contained(o).startswith("NOT"):
+                counts[c.label] = counts.get(c.label, 0) + 1
+    return counts
+
+
 def render(results: Results, doc: dict, changes: list[Change], seen: dict[str, Seen], *,
            had_history: bool, annotated: dict | None = None, judge: Judge | None = None,
            snapshots: list[dict] | None = None) -> dict[str, str]:
@@ -137,7 +148,7 @@ def render(results: Results, doc: dict, changes: list[Change], seen: dict[str, S
             had_history=had_history, previous=(doc.get("previous") or ""), shorts=shorts, judged=judged,
             change_kinds=CHANGE_KINDS, retired=results.retired,
             offenders=[p for p in ranked if p["doc-drift"] or p["vllm-regression"]][:15], problems=results.problems,
-            **common),
+            uncontained=_uncontained(results), **common),
         "matrix.md": env.get_template("matrix.md.j2").render(total=len(results.snippets), **common),
         "matrix-data.js": matrix_data.script(matrix_data.build(results, doc, judge, snapshots or [])),
         "pages/index.md": env.get_template("pages_index.md.j2").render(pages=ranked, **common),

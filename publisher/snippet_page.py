@@ -170,7 +170,20 @@ def ran(o: Outcome) -> str:
                                for (name, drv), k in names.items()))
     elif (o.host or {}).get("cpus"):
         parts.append(f"no GPU, {o.host['cpus']} CPU cores")
-    return " · ".join(parts)
+    parts.append(contained(o))
+    return " · ".join(p for p in parts if p)
+
+
+def contained(o: Outcome) -> str:
+    """Whether the docs' code ran in the sandbox (runner/sandbox), in plain words ("" when the
+    outcome does not say)."""
+    host = o.host or {}
+    how = str(host.get("sandbox", ""))
+    if not how:
+        return ""
+    if host.get("contained") or ("contained" not in host and how.startswith("bubblewrap")):
+        return "in a sandbox"
+    return "NOT in a sandbox (plain processes" + (", by request" if "by request" in how else "") + ")"
 
 
 def build(o: Outcome) -> str:

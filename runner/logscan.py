@@ -257,8 +257,8 @@ def excerpt(lines: list[str], around: int | None = None, before: int = 25, after
 def read_lines(path: Path, head_bytes: int = LOG_HEAD_BYTES, tail_bytes: int = LOG_TAIL_BYTES) -> list[str]:
     """A log's lines, reading at most its first `head_bytes` and last `tail_bytes` (whole lines):
     a longer log gets a line saying how much between them was not read. [] when unreadable."""
-    try:
-        with open(path, "rb") as f:
+    try:  # never through a link (the runner's own logs are created O_EXCL|O_NOFOLLOW anyway)
+        with open(path, "rb", opener=lambda p, flags: os.open(p, flags | os.O_NOFOLLOW)) as f:
             size = os.fstat(f.fileno()).st_size
             if size <= head_bytes + tail_bytes:
                 return f.read(head_bytes + tail_bytes).decode("utf-8", errors="replace").splitlines()

@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 import re
 
-SECRET_NAME = re.compile(r"(TOKEN|SECRET|PASSWORD|API_KEY|APIKEY|_KEY)$", re.I)
+from runner.env_policy import SECRET_NAME
+
 SECRET_SHAPES = re.compile(
     r"\b(hf_[A-Za-z0-9]{20,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|sk-[A-Za-z0-9_-]{20,})\b")
 MASK = "***"
@@ -13,7 +14,9 @@ MASK = "***"
 
 def secrets_from_env(env: dict[str, str] | None = None) -> list[str]:
     env = os.environ if env is None else env
-    return sorted({v for k, v in env.items() if SECRET_NAME.search(k) and len(v) >= 6}, key=len, reverse=True)
+    # the same names that never reach a child process (runner/env_policy.py): one rule for both
+    return sorted({v for k, v in env.items() if SECRET_NAME.search(k) and len(v) >= 6},
+                  key=len, reverse=True)
 
 
 class Redactor:

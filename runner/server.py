@@ -4,7 +4,7 @@ Ready when GET /health answers 200; dead when the process exits first.  `stop()`
 kills the whole group (SIGTERM, then SIGKILL), waits, and checks that no process of the
 group or session is left; on GPU it also waits for the GPU memory to come back. Its log is a
 file the runner creates afresh (never through a link) and reads back only in part: the head and
-the tail, within LOG_READ_BYTES.
+the tail (runner/logscan.read_lines).
 """
 
 from __future__ import annotations
@@ -23,8 +23,9 @@ import httpx
 
 from runner.argv_edit import without_options
 from runner.sandbox import Launch
-from runner.sandbox.files import open_new, read_tail
-from runner.settings import LOG_HEAD_BYTES, LOG_TAIL_BYTES, STOP_GRACE_S
+from runner.sandbox.files import open_new
+from runner.logscan import read_lines
+from runner.settings import STOP_GRACE_S
 
 HOST_FLAGS = {"--host", "--port", "--uds"}
 
@@ -228,8 +229,8 @@ class Server:
                 "gpu_memory_back": bool(now) and all(n <= b + 512 for n, b in zip(now, self._baseline))}
 
     def log_lines(self) -> list[str]:
-        """The log's first LOG_HEAD_BYTES and last LOG_TAIL_BYTES (a flood of GBs is not read)."""
-        return log_lines(self.log_path)
+        """The log's head and tail (runner/logscan.read_lines: a flood of GBs is never read whole)."""
+        return read_lines(self.log_path)
 
     def limit_hit(self) -> dict | None:
         """The sandbox limit that stopped it (after stop()), if one did."""
@@ -243,19 +244,3 @@ def _first_child(pid: int) -> int | None:
     except OSError:
         return None
     return int(found[0]) if found else None
-
-
-def log_lines(path: Path) -> list[str]:
-    """A log's head and tail as lines, with a line saying what was left out between them."""
-    try:
-        size = path.lstat().st_size
-        if size <= LOG_HEAD_BYTES + LOG_TAIL_BYTES:
-            return read_tail(path, size).decode(errors="replace").splitlines()
-        with open(path, "rb", opener=lambda p, f: os.open(p, f | os.O_NOFOLLOW)) as fh:
-            head = fh.read(LOG_HEAD_BYTES)
-        tail = read_tail(path, LOG_TAIL_BYTES)
-    except OSError:
-        return []
-    skipped = size - len(head) - len(tail)
-    return [*head.decode(errors="replace").splitlines(),
-            f"[driftmatrix: {skipped} bytes of this log not read]", *tail.decode(errors="replace").splitlines()]

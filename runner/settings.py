@@ -23,10 +23,6 @@ PROBE_READ_S = 30.0
 """Silence within one probe response before it is given up (PROBE_REQUEST_S bounds the whole one)."""
 PROBE_BODY_BYTES = 8 * 2**20
 """The most of one probe response that is read (answers are KBs; a flood is cut)."""
-LOG_HEAD_BYTES = 2 * 2**20
-LOG_TAIL_BYTES = 8 * 2**20
-"""What is read of a server log: its start (the engine config) and its end (the traceback); a log
-flooded to GBs is never read whole."""
 STOP_GRACE_S = 15.0
 """After SIGTERM a server's process group gets this long before SIGKILL."""
 TWIN_MAX_BYTES = 512 * 2**30

@@ -34,6 +34,7 @@ DOCS_CODE = {
 }
 NO_DOCS_CODE = {
     "extract": "reads the docs as text",
+    "sandbox": "says whether the sandbox works here (runs `true` in it)",
     "resolve": "asks the package index for versions",
     "plan": "compares the catalog with the previous outcomes",
     "state": "git on the state branch",
