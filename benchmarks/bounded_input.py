@@ -27,14 +27,8 @@ import time
 from pathlib import Path
 from types import ModuleType
 
-
-def best(fn, runs: int) -> float:
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from timing import best  # noqa: E402
 
 
 def bomb_tree(root: Path, levels: int) -> Path:

@@ -17,22 +17,15 @@ import argparse
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 from markdown_it import MarkdownIt
 
-from extractor.catalog import extract
-from extractor.corpus import detect, files_of
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from timing import best  # noqa: E402
 
-
-def best(fn, runs: int) -> float:
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
+from extractor.catalog import extract  # noqa: E402
+from extractor.corpus import detect, files_of  # noqa: E402
 
 
 def main() -> int:

@@ -171,17 +171,19 @@ class Helper:
 
 
 def contained(python: str, env: dict[str, str], log_path: Path, readable: list[str] = (), gpu: bool = False,
-              jobs: int = 1, attempts: int = 2) -> Helper:
+              jobs: int = 1, attempts: int = 2, seed: Path | None = None) -> Helper:
     """A helper run by the target interpreter `python` in the sandbox (plainly where there is none
     and none is required), seeing `readable` (the model folders it will be asked about); `env` is laid
-    over an allow-list of ours (runner/env_policy.py)."""
+    over an allow-list of ours (runner/env_policy.py); `seed`: the target's trusted warm compile cache
+    (runner/compile_cache.py), of which it gets vLLM's model inspections."""
     full = {**runner_env(), **without_secrets(env), "HF_HUB_OFFLINE": "1"}
 
     def launch() -> Launch:
         if refused := sandbox.required_missing():
             raise HelperError(refused)
+        vllm_cache = seed / "vllm-cache" if seed is not None and (seed / "vllm-cache").is_dir() else None
         return sandbox.contain([python, str(HELPER)], python=python, env=full, kind="helper", jobs=jobs,
-                               readable=list(readable), gpu=gpu)
+                               readable=list(readable), gpu=gpu, seed=vllm_cache, seed_to="/tmp/vllm-cache")
     return Helper(launch, log_path, attempts=attempts)
 
 

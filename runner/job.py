@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from extractor.records import Snippet
-from runner import docker_target, env_policy, helper_client, sandbox
+from runner import compile_cache, docker_target, env_policy, helper_client, sandbox
 from runner.envs import TargetEnv
 from runner.helper_client import Helper
 from runner.models import ModelResolver
@@ -89,7 +89,8 @@ class RunContext:
         allow-listed environment has none)."""
         if not target.target.docker:
             return helper_client.contained(target.python, {**self.base_env, **target.env}, log, readable,
-                                           gpu=self.gpus > 0, jobs=self.jobs, attempts=attempts)
+                                           gpu=self.gpus > 0, jobs=self.jobs, attempts=attempts,
+                                           seed=compile_cache.existing(target, self.cache_dir))
         hub_folder = hub_dir(self.cache_dir)  # models fetched later in the run are mounted too
         hub_folder.mkdir(parents=True, exist_ok=True)
         command = docker_target.helper_command(target.target.docker, [*self.resolver.model_map.values(),

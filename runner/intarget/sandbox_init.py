@@ -2,7 +2,7 @@
 `--as-pid-1`, stdlib only, by the target's own interpreter (`python -I -S`: no site, so nothing in
 the target environment runs before it).
 
-    python -I -S sandbox_init.py --status-fd N --limits JSON [--listen-fd M --port P] [--seed DIR] -- CMD...
+    python -I -S sandbox_init.py --status-fd N --limits JSON [--listen-fd M --port P] [--seed DIR [--seed-to DEST]] -- CMD...
 
 It
 - copies a trusted warm compile cache (`--seed`, read-only) into the private /tmp, so a start is
@@ -219,7 +219,7 @@ def main():
     os.makedirs("/tmp/home", exist_ok=True)
     if opts.get("seed"):
         try:
-            seed(opts["seed"])
+            seed(opts["seed"], opts.get("seed-to", "/tmp"))
         except OSError as err:
             report({"note": f"warm compile cache not copied: {err}"})
     keep = [status.fileno()]

@@ -182,11 +182,13 @@ class Launch:
 
 def contain(cmd: list[str], *, python: str, env: dict[str, str], kind: Kind, jobs: int = 1,
             readable: list[str] = (), writable: dict[str, str] | None = None, gpu: bool = False,
-            listen: socket.socket | None = None, port: int | None = None, seed: Path | None = None) -> Launch:
+            listen: socket.socket | None = None, port: int | None = None, seed: Path | None = None,
+            seed_to: str = "/tmp") -> Launch:
     """`cmd` (run by the target interpreter `python`) in the sandbox, or plainly where there is none
     (the caller decides whether that is allowed: `required_missing()`, `runner.trust`). `readable`:
     the job's inputs; `writable`: host folder -> inside path (a build's fresh output, the trusted
-    warm-up's cache); `listen`: a listening socket on our loopback that reaches `port` inside."""
+    warm-up's cache); `listen`: a listening socket on our loopback that reaches `port` inside; `seed`:
+    a trusted folder (runner/compile_cache.py) its init copies to `seed_to` in its private /tmp."""
     if not active():
         return Launch(cmd, dict(env))
     limits = for_kind(kind, jobs)
@@ -203,7 +205,7 @@ def contain(cmd: list[str], *, python: str, env: dict[str, str], kind: Kind, job
     init = [python, "-I", "-S", str(INIT), "--status-fd", str(status_w), "--limits", limits.to_json()]
     if seed is not None:
         args += ["--ro-bind", str(seed), SEED_INSIDE]
-        init += ["--seed", SEED_INSIDE]
+        init += ["--seed", SEED_INSIDE, "--seed-to", seed_to]
     if listen is not None:
         os.set_inheritable(listen.fileno(), True)
         fds.append(listen.fileno())

@@ -104,6 +104,24 @@ def _read(path: Path) -> str:
         return ""
 
 
+def _v2_parent(mount: Path, own: str) -> Path | None:
+    """Where a v2 sandbox cgroup can go: below our own cgroup when it delegates pids and memory (v2
+    allows no controllers below a cgroup that holds processes, as ours usually does), else — as root
+    — a `driftmatrix` cgroup below the root, which may enable them."""
+    parent = mount / own.lstrip("/")
+    if {"pids", "memory"} <= set(_read(parent / "cgroup.subtree_control").split()):
+        return parent
+    ours = mount / "driftmatrix"
+    try:
+        ours.mkdir(exist_ok=True)
+        if not {"pids", "memory"} <= set(_read(mount / "cgroup.subtree_control").split()):
+            (mount / "cgroup.subtree_control").write_text("+pids +memory\n")
+        (ours / "cgroup.subtree_control").write_text("+pids +memory\n")
+    except OSError:
+        return None
+    return ours
+
+
 def create(limits: Limits) -> Cgroup | None:
     """A fresh cgroup holding `limits` (tasks; memory a quarter and 1 GiB above the watchdog's, which
     counts anonymous memory only: the kernel also counts the page cache of the libraries the process
@@ -124,10 +142,9 @@ def create(limits: Limits) -> Cgroup | None:
                 for key, value in settings.items():
                     (path / key).write_text(f"{value}\n")
         elif "unified" in mounts:
-            parent = mounts["unified"] / own.get("unified", "/").lstrip("/")
-            enabled = _read(parent / "cgroup.subtree_control").split()
-            if not {"pids", "memory"} <= set(enabled):
-                return None  # our own cgroup holds processes: v2 allows no controllers below it then
+            parent = _v2_parent(mounts["unified"], own.get("unified", "/"))
+            if parent is None:
+                return None
             path = parent / name
             path.mkdir()
             made.dirs["unified"] = path
