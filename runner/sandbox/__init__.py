@@ -182,13 +182,15 @@ class Launch:
 
 def contain(cmd: list[str], *, python: str, env: dict[str, str], kind: Kind, jobs: int = 1,
             readable: list[str] = (), writable: dict[str, str] | None = None, gpu: bool = False,
-            listen: socket.socket | None = None, port: int | None = None, seed: Path | None = None,
-            seed_to: str = "/tmp") -> Launch:
+            listen: socket.socket | None = None, port: int | None = None,
+            seeds: list[tuple[Path, str]] = (), watched: str | None = None) -> Launch:
     """`cmd` (run by the target interpreter `python`) in the sandbox, or plainly where there is none
     (the caller decides whether that is allowed: `required_missing()`, `runner.trust`). `readable`:
     the job's inputs; `writable`: host folder -> inside path (a build's fresh output, the trusted
-    warm-up's cache); `listen`: a listening socket on our loopback that reaches `port` inside; `seed`:
-    a trusted folder (runner/compile_cache.py) its init copies to `seed_to` in its private /tmp."""
+    warm-up's cache, a job's own compile cache); `watched`: the inside path of a writable folder whose
+    size the init holds to the disk limit; `listen`: a listening socket on our loopback that reaches
+    `port` inside; `seeds`: (folder, inside path) its init copies in before the command starts, in
+    order (runner/compile_cache.py)."""
     if not active():
         return Launch(cmd, dict(env))
     limits = for_kind(kind, jobs)
@@ -203,9 +205,11 @@ def contain(cmd: list[str], *, python: str, env: dict[str, str], kind: Kind, job
     for host, inside in (writable or {}).items():
         args += ["--bind", host, inside]
     init = [python, "-I", "-S", str(INIT), "--status-fd", str(status_w), "--limits", limits.to_json()]
-    if seed is not None:
-        args += ["--ro-bind", str(seed), SEED_INSIDE]
-        init += ["--seed", SEED_INSIDE, "--seed-to", seed_to]
+    for i, (folder, dest) in enumerate(seeds):
+        args += ["--ro-bind", str(folder), f"{SEED_INSIDE}-{i}"]
+        init += ["--seed", f"{SEED_INSIDE}-{i}:{dest}"]
+    if watched:
+        init += ["--watch", watched]
     if listen is not None:
         os.set_inheritable(listen.fileno(), True)
         fds.append(listen.fileno())
@@ -228,12 +232,13 @@ def listening_socket(port: int) -> socket.socket:
 
 def run(cmd: list[str], *, python: str, env: dict[str, str], kind: Kind, timeout: float, input: str | None = None,
         readable: list[str] = (), writable: dict[str, str] | None = None, jobs: int = 1, gpu: bool = False,
-        ) -> tuple[subprocess.CompletedProcess, list[dict]]:
+        watched: str | None = None) -> tuple[subprocess.CompletedProcess, list[dict]]:
     """Run a short contained command to its end (an environment query, a stand-in build, an option
     history check): (its result with text output, what the sandbox reported). Its output goes to
     anonymous files (the file-size limit bounds them) and is read back within OUTPUT_CAP; a deadline
     is a TimeoutExpired, as with subprocess.run."""
-    launch = contain(cmd, python=python, env=env, kind=kind, jobs=jobs, readable=readable, writable=writable, gpu=gpu)
+    launch = contain(cmd, python=python, env=env, kind=kind, jobs=jobs, readable=readable, writable=writable, gpu=gpu,
+                     watched=watched)
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         proc = subprocess.Popen(launch.argv, env=launch.env, pass_fds=launch.pass_fds, preexec_fn=launch.preexec,
                                 stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,

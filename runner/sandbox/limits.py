@@ -46,6 +46,9 @@ class Limits:
     log_mib: int
     """Its log (stdout and stderr, a file on the runner's disk): past this the init kills it. vLLM
     logs KBs to MBs, tens of MB at DEBUG."""
+    disk_mib: int
+    """What it may write into the one folder on the runner's disk it is given (a server's own compile
+    cache: MBs on a CPU, up to hundreds of MB of kernels on a GPU)."""
     cpu_s: int
     """CPU seconds per process (RLIMIT_CPU; SIGXCPU past it): a server's compile, start, probes
     and perf take minutes of CPU; a spinning loop is stopped."""
@@ -89,7 +92,7 @@ def for_kind(kind: Kind, jobs: int = 1) -> Limits:
     share = max(6144, int(_memory_total_mib() * 0.7 / (max(jobs, 1) + 1)))
     memory = _env_int("MEMORY_MIB", share)
     base = Limits(memory_mib=memory, tasks=_env_int("TASKS", 1024), file_mib=_env_int("FILE_MIB", memory),
-                  log_mib=_env_int("LOG_MIB", 256),
+                  log_mib=_env_int("LOG_MIB", 256), disk_mib=_env_int("DISK_MIB", 1024),
                   cpu_s=_env_int("CPU_S", 4 * 3600), tmp_mib=_env_int("TMP_MIB", min(4096, memory // 2)),
                   shm_mib=_env_int("SHM_MIB", min(4096, memory // 2)))
     if kind == "build":  # full-size twins: GBs of weights written, as big as the source model
@@ -102,7 +105,7 @@ def for_kind(kind: Kind, jobs: int = 1) -> Limits:
 
 WORDS = {"memory_mib": ("memory", "MiB"), "tasks": ("process and thread count", "tasks"),
          "file_mib": ("file size", "MiB"), "cpu_s": ("CPU time", "s"), "tmp_mib": ("/tmp size", "MiB"),
-         "log_mib": ("log size", "MiB")}
+         "log_mib": ("log size", "MiB"), "disk_mib": ("compile cache size", "MiB")}
 
 
 def explain(hit: dict) -> str:
