@@ -13,10 +13,11 @@ import sys
 from pathlib import Path
 
 from driftmatrix.sandbox_cli import add_unsandboxed
+from runner.budget import GITHUB_JOB_LIMIT_H, LEG_HOURS, MAX_LEGS
 from runner.records import TIERS
 from runner.settings import START_TIMEOUT_S
 
-PLANNED = ("snippets", "targets", "target", "tier", "shard", "variants", "stand_ins", "only")
+PLANNED = ("snippets", "targets", "target", "tier", "shard", "variants", "stand_ins", "only", "pick", "stop_after")
 """`run` arguments a plan fixes (runner/todo.py `run_args`)."""
 
 
@@ -28,6 +29,16 @@ def _variant_list(text: str) -> list[str]:
     if bad or not names:
         raise argparse.ArgumentTypeError(f"unknown variant(s) {', '.join(bad) or text!r}; known: {', '.join(VARIANTS)}")
     return names
+
+
+def _picks(tokens: list[str] | None) -> dict | None:
+    from runner.todo import parse_pick
+    if tokens is None:
+        return None
+    try:
+        return dict(parse_pick(t) for t in tokens)
+    except ValueError as err:
+        raise SystemExit(f"driftmatrix run: {err}")
 
 
 def _from_plan(args: argparse.Namespace, parser: argparse.ArgumentParser) -> argparse.Namespace:
@@ -73,7 +84,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         start_timeout=args.start_timeout, cache_dir=Path(args.cache_dir),
         workdir=Path(args.workdir) if args.workdir else None, fmt=args.format,
         junit=Path(args.junit) if args.junit else None, target_names=args.target, stand_ins=args.stand_ins,
-        jobs=args.jobs, summary=args.summary, share_gpu=args.share_gpu)
+        jobs=args.jobs, summary=args.summary, share_gpu=args.share_gpu, pick=_picks(args.pick),
+        stop_after=args.stop_after)
     if args.fetch_only:
         from runner.prefetch import prefetch
         return prefetch(opts)
@@ -92,7 +104,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from runner import store
     from runner.resolve import check_exact
     from runner.targets import TargetConfigError, default_path, load
-    from runner.todo import todo
+    from runner.todo import LegBudget, todo
 
     path = Path(args.targets) if args.targets else default_path()
     try:
@@ -109,14 +121,16 @@ def cmd_plan(args: argparse.Namespace) -> int:
         return 2
     previous = [o for p in args.previous or [] if Path(p).exists() for o in store.read(Path(p))[0]]
     targets = [t for t in tfile.targets if not args.target or t.name in args.target]
+    if args.daily_tier and not args.leg_hours:
+        print("driftmatrix plan: --daily-tier needs --leg-hours", file=sys.stderr)
+        return 2
+    leg = LegBudget(args.leg_hours * 3600, max(args.max_legs, 1), args.daily_tier) if args.leg_hours else None
     result = asdict(todo(Path(args.snippets), Path(args.targets) if args.targets else path, targets, args.tier,
-                         previous, args.shards, args.variants, args.stand_ins, detail=args.detail))
+                         previous, args.shards, args.variants, args.stand_ins, detail=args.detail, leg=leg))
     result["entries"] = [r["id"] for r in result["runs"]]
     text = json.dumps(result)
-    from runner.step_summary import write
-    write(f"### Plan\n\n{result['jobs']} job(s) to run at tiers up to {args.tier} "
-          f"({', '.join(f'{k}: {v}' for k, v in result['by_target'].items())}), {result['reused']} reused from the "
-          f"previous outcomes; {len(result['runs'])} run leg(s): {', '.join(result['entries']) or 'none'}")
+    from runner.step_summary import plan_markdown, write
+    write(plan_markdown(result, args.tier, args.daily_tier))
     if args.output:
         Path(args.output).write_text(text + "\n", encoding="utf-8")
     print(text)
@@ -165,6 +179,11 @@ def _run_parser(sub, cache: str) -> None:
                         "streams, meant for GPUs)")
     r.add_argument("--only", nargs="+", metavar="ID", help="only these snippet ids")
     r.add_argument("--shard", metavar="i/n", help="run the i-th of n cost-balanced shards (1-based)")
+    r.add_argument("--pick", nargs="+", metavar="ID[+VARIANT]:TIER",
+                   help="only these jobs, each at its own tier (what a plan gives a leg)")
+    r.add_argument("--stop-after", type=float, metavar="S",
+                   help="start no job after S seconds (a leg's deadline; the jobs in flight finish, every "
+                        "finished outcome is kept, the rest is left for the next run)")
     r.add_argument("--variants", nargs="?", const=["no-spec"], type=_variant_list, metavar="LIST",
                    help="extra runs, comma-separated: no-spec (each snippet with a speculative config, "
                         "without it; the default), self-spec (the served model as its own draft)")
@@ -208,7 +227,18 @@ def add_parsers(sub, cache: str) -> None:
     pl.add_argument("--targets", help="targets TOML (default: the shipped config for this machine)")
     pl.add_argument("--target", action="append", metavar="NAME", help="only these targets (repeatable)")
     pl.add_argument("--tier", choices=TIERS, default="probe")
-    pl.add_argument("--shards", type=int, default=1, help="how each target's run is split (default: %(default)s)")
+    pl.add_argument("--shards", type=int, default=1, help="how each target's run is split (default: %(default)s; "
+                                                          "ignored with --leg-hours)")
+    pl.add_argument("--leg-hours", type=float, metavar="H",
+                    help="pack each target's jobs into legs predicted under H hours from the recorded durations "
+                         f"of --previous (GitHub ends a job at {GITHUB_JOB_LIMIT_H:g} h; the workflow uses "
+                         f"{LEG_HOURS:g}), as many legs as needed up to --max-legs; what does not fit is left for "
+                         "the next run, the least recently checked first")
+    pl.add_argument("--max-legs", type=int, default=MAX_LEGS, metavar="N",
+                    help="legs over all targets (default: %(default)s, GitHub's matrix limit)")
+    pl.add_argument("--daily-tier", choices=TIERS, metavar="TIER",
+                    help="with --leg-hours: every command at this tier every day; the deeper --tier on the "
+                         "share that fits, the least recently checked first")
     pl.add_argument("--variants", nargs="?", const=["no-spec"], type=_variant_list, metavar="LIST")
     pl.add_argument("--stand-ins", nargs="?", const="tiny", choices=["tiny", "full"], metavar="SIZE")
     pl.add_argument("--previous", nargs="*", metavar="OUT", help="the previous run's outcomes.jsonl files "

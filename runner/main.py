@@ -10,6 +10,7 @@ import json
 import os
 import queue
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -55,6 +56,11 @@ class RunOptions:
     """Jobs at once (None: one per GPU, or side by side on a CPU where memory allows; settings.py)."""
     summary: str | None = None
     """Append a Markdown summary here (None: `$GITHUB_STEP_SUMMARY` when set)."""
+    pick: dict[tuple[str, str | None], str] | None = None
+    """A plan leg's jobs: (snippet id, variant) -> its tier (`--pick`); None: all that are selected."""
+    stop_after: float | None = None
+    """Seconds after which no job starts (a leg's deadline before the CI job's limit); the jobs in
+    flight finish, the rest are left for the next run."""
 
 
 class GpuPool:
@@ -110,6 +116,8 @@ def select(catalog: Catalog, opts: RunOptions) -> list[tuple]:
     for variant in opts.variants or ():  # variants change a server's speed: not for another subcommand's parser
         pairs += [(s, variant) for s in snippets if not s.fix and s.kind != "subcommand"
                   and (s.speculative_config or variant == "self-spec")]
+    if opts.pick is not None:
+        pairs = [(s, v) for s, v in pairs if (s.id, v) in opts.pick]
     if opts.shard:
         index, count = plan.parse_shard(opts.shard)
         pairs = plan.shard(pairs, index, count, lambda p: plan.predicted_cost(p[0], opts.tier))
@@ -123,12 +131,13 @@ def listing(opts: RunOptions) -> list[JobKey]:
     pairs = select(Catalog.read(opts.snippets), opts)
     done = todo.done_by_version(store.read(opts.output)[0]) if opts.output.exists() else set()
     targets = [t for t in tfile.targets if not opts.target_names or t.name in opts.target_names]
-    return [key for t in targets for key in todo.pending(pairs, t, opts.tier, done)[0]]
+    return [key for t in targets for key in todo.pending(pairs, t, opts.tier, done, opts.pick)[0]]
 
 
 def run(opts: RunOptions, console=None) -> int:
     from rich.console import Console
     console = console or Console(stderr=True)
+    deadline = time.monotonic() + opts.stop_after if opts.stop_after else None
     try:
         tfile: TargetsFile = load(opts.targets or default_path())
     except TargetConfigError as err:
@@ -178,7 +187,8 @@ def run(opts: RunOptions, console=None) -> int:
                 finished.append(o)
             continue
         for snippet, variant in pairs:
-            job = Job(snippet, envs[target.name], job_tier(snippet, opts.tier), variant)
+            asked = (opts.pick or {}).get((snippet.id, variant), opts.tier)
+            job = Job(snippet, envs[target.name], job_tier(snippet, asked), variant)
             if job.key() in out_store.done:
                 skipped_done += 1
                 continue
@@ -187,7 +197,7 @@ def run(opts: RunOptions, console=None) -> int:
     if skipped_done:
         console.print(f"{skipped_done} job(s) already in {opts.output}: reused, not re-run")
     try:
-        finished += _execute(jobs, ctx, out_store, opts, console)
+        finished += _execute(jobs, ctx, out_store, opts, console, deadline)
     finally:
         ctx.close()
         out_store.close()
@@ -196,6 +206,11 @@ def run(opts: RunOptions, console=None) -> int:
     if opts.fmt != "json":
         _summary(finished, console, opts.tier)
     step_summary.write(step_summary.run_markdown(finished, opts.tier, skipped_done, opts.shard), opts.summary)
+    if deadline and (left := _not_started(jobs, finished)):
+        text = (f"stopped by its deadline (--stop-after {opts.stop_after:.0f} s): {left} job(s) not started, "
+                "left for the next run; every finished outcome is kept")
+        console.print(f"[yellow]{text}")
+        step_summary.write(f"**{text}.**\n", opts.summary)
     errors = sum(o.verdict == "ERROR" for o in finished)
     if errors:
         console.print(f"[red]{errors} job(s) ended in ERROR (ours or the machine's, not the docs'): exit {EXIT_ERRORS}")
@@ -203,7 +218,13 @@ def run(opts: RunOptions, console=None) -> int:
     return 0
 
 
-def _execute(jobs: list[Job], ctx: RunContext, out_store: store.Store, opts: RunOptions, console) -> list[Outcome]:
+def _not_started(jobs: list[Job], finished: list[Outcome]) -> int:
+    ran = {(o.snippet_id, o.variant, o.target.name) for o in finished}
+    return sum((j.snippet.id, j.variant, j.target.target.name) not in ran for j in jobs)
+
+
+def _execute(jobs: list[Job], ctx: RunContext, out_store: store.Store, opts: RunOptions, console,
+             deadline: float | None = None) -> list[Outcome]:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     results: list[Outcome] = []
@@ -238,8 +259,13 @@ def _execute(jobs: list[Job], ctx: RunContext, out_store: store.Store, opts: Run
 
     with progress:
         workers = min(opts.jobs or default_jobs(ctx.gpus) * ctx.share_gpu, max(len(jobs), 1))
+        def due() -> bool:  # no job starts after a leg's deadline: what finished is kept and uploaded
+            return deadline is None or time.monotonic() < deadline
+
         if workers == 1:
             for job in jobs:
+                if not due():
+                    break
                 do(job)
         else:  # side by side: one job per GPU (parse/config-only jobs need none), or a few on a CPU
             q: queue.Queue = queue.Queue()
@@ -249,7 +275,7 @@ def _execute(jobs: list[Job], ctx: RunContext, out_store: store.Store, opts: Run
             slots = [] if ctx.gpus else cpu_slots(workers)  # GPU jobs are placed by their GPUs
 
             def worker(slot: int):
-                while True:
+                while due():
                     try:
                         job = q.get_nowait()
                     except queue.Empty:

@@ -72,3 +72,29 @@ def run_markdown(outcomes: list[Outcome], tier: str, reused: int, shard: str | N
                                  for o in fails[:15])
                      + (f"\n- … and {len(fails) - 15} more" if len(fails) > 15 else ""))
     return "\n\n".join(parts)
+
+
+def plan_markdown(plan: dict, tier: str, daily_tier: str | None) -> str:
+    """The plan step's summary: what runs today, what was left for later, how current the checks are."""
+    by_target = ", ".join(f"{k}: {v}" for k, v in plan["by_target"].items())
+    lines = [f"### Plan\n\n{plan['jobs']} job(s) to run at tiers up to {tier} ({by_target}), {plan['reused']} "
+             f"reused from the previous outcomes; {len(plan['runs'])} run leg(s): {', '.join(plan['entries']) or 'none'}"]
+    if plan.get("leg_hours"):
+        longest = max(plan["planned_hours"].values(), default=0)
+        how = ", ".join(f"{n} {k}" for k, n in sorted(plan["estimates"].items()))
+        lines.append(f"Legs planned under {plan['leg_hours']:g} h each (the longest {longest:.2f} h), times from the "
+                     f"recorded durations ({how or 'no jobs'}).")
+    if plan.get("deferred"):
+        tiers = ", ".join(f"{n} at {t}" for t, n in sorted(plan["deferred_by_tier"].items()))
+        lines.append(f"**Deferred to the next run: {plan['deferred']} job(s)** ({tiers}), the least recently checked "
+                     "first then.")
+    if daily_tier:
+        days = plan.get("rotation_days")
+        rate = ("every deeper check due has a leg today" if days == 0 else
+                f"at today's rate every command's {tier} check comes round within {days} day(s)" if days else
+                f"no {tier} check fits today's legs")
+        lines.append(f"Every command is checked at {daily_tier} daily; {rate}.")
+    if plan.get("oldest_check") is not None:
+        oldest = plan["oldest_check"] or "never (some jobs due were never checked this deep)"
+        lines.append(f"Least recent check among the jobs due: {oldest}.")
+    return "\n\n".join(lines)
