@@ -22,6 +22,7 @@ import time
 
 import httpx
 
+from runner.budget import GITHUB_JOB_LIMIT_H, LEG_HOURS
 from runner.records import TIERS
 
 _NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
@@ -54,9 +55,19 @@ def decide_inputs(env: dict[str, str]) -> dict[str, str]:
     tier = env.get("IN_TIER") or "probe"
     if tier not in TIERS:
         raise InputError(f"tier: one of {', '.join(TIERS)}, got {tier!r}")
-    shards_text = env.get("IN_SHARDS") or "4"
+    shards_text = env.get("IN_SHARDS") or ("4" if event == "workflow_dispatch" else "1")
     if not shards_text.isdigit() or not 1 <= int(shards_text) <= MAX_SHARDS:
         raise InputError(f"shards: a whole number from 1 to {MAX_SHARDS}, got {shards_text!r}")
+    leg_text = (env.get("LEG_HOURS") or "").strip() or f"{LEG_HOURS:g}"
+    try:
+        leg_hours = float(leg_text)
+    except ValueError:
+        leg_hours = -1.0
+    if not 0 < leg_hours <= GITHUB_JOB_LIMIT_H - 0.5:
+        raise InputError(f"vars.DRIFTMATRIX_LEG_HOURS: hours above 0 and at most {GITHUB_JOB_LIMIT_H - 0.5:g} "
+                         f"(GitHub ends a job at {GITHUB_JOB_LIMIT_H:g} h), got {leg_text!r}")
+    # a scheduled day checks every command at the config tier and the deeper tier on the share that fits
+    daily = "config" if event == "schedule" and TIERS.index(tier) > TIERS.index("config") else ""
     stable = env.get("STABLE_PIN", "").strip()
     if stable and not re.fullmatch(r"[0-9]+(\.[0-9]+){1,3}([a-z0-9.+-]*)", stable):
         raise InputError(f"vars.DRIFTMATRIX_STABLE: not a version, got {stable!r}")
@@ -65,6 +76,7 @@ def decide_inputs(env: dict[str, str]) -> dict[str, str]:
     gpu = _flag("gpu", env.get("IN_GPU", ""), default=True) if event == "workflow_dispatch" else True
     apply_prs = _flag("apply_prs", env.get("IN_APPLY_PRS", ""), default=False)
     return {"targets": ",".join(targets), "tier": tier, "shards": str(int(shards_text)), "stable": stable,
+            "leg_hours": f"{leg_hours:g}", "daily_tier": daily,
             "gpu": str(gpu).lower(), "publish": str(on_default).lower(),
             "apply_prs": str(on_default and (event == "schedule" or apply_prs)).lower()}
 

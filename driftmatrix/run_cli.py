@@ -124,7 +124,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if args.daily_tier and not args.leg_hours:
         print("driftmatrix plan: --daily-tier needs --leg-hours", file=sys.stderr)
         return 2
-    leg = LegBudget(args.leg_hours * 3600, max(args.max_legs, 1), args.daily_tier) if args.leg_hours else None
+    leg = (LegBudget(args.leg_hours * 3600, max(args.max_legs, 1), args.daily_tier, max(args.shards, 1))
+           if args.leg_hours else None)
     result = asdict(todo(Path(args.snippets), Path(args.targets) if args.targets else path, targets, args.tier,
                          previous, args.shards, args.variants, args.stand_ins, detail=args.detail, leg=leg))
     result["entries"] = [r["id"] for r in result["runs"]]
@@ -228,7 +229,7 @@ def add_parsers(sub, cache: str) -> None:
     pl.add_argument("--target", action="append", metavar="NAME", help="only these targets (repeatable)")
     pl.add_argument("--tier", choices=TIERS, default="probe")
     pl.add_argument("--shards", type=int, default=1, help="how each target's run is split (default: %(default)s; "
-                                                          "ignored with --leg-hours)")
+                                                          "with --leg-hours: legs per target at least)")
     pl.add_argument("--leg-hours", type=float, metavar="H",
                     help="pack each target's jobs into legs predicted under H hours from the recorded durations "
                          f"of --previous (GitHub ends a job at {GITHUB_JOB_LIMIT_H:g} h; the workflow uses "

@@ -153,12 +153,12 @@ def admit(daily: list[Candidate], deeper: list[Candidate], capacity: float) -> t
     return sorted(chosen, key=Candidate.order), deferred
 
 
-def pack(jobs: list[Candidate], budget_s: float, max_legs: int) -> Packing:
+def pack(jobs: list[Candidate], budget_s: float, max_legs: int, min_legs: int = 1) -> Packing:
     """Today's jobs (already admitted to fit `max_legs` legs) into the fewest legs of at most
     `budget_s` each (longest first onto the lightest leg); a leg that still overflows at
     `max_legs` gives back its most recently checked jobs."""
     total = sum(j.seconds for j in jobs)
-    legs_wanted = min(max(1, math.ceil(total / budget_s)), max_legs)
+    legs_wanted = min(max(min_legs, math.ceil(total / budget_s), 1), max_legs)
     while True:
         legs = _lpt(jobs, legs_wanted)
         if all(_load(leg) <= budget_s or len(leg) == 1 for leg in legs) or legs_wanted >= max_legs:

@@ -171,6 +171,8 @@ class LegBudget:
     """Over all targets (GitHub's matrix limit)."""
     daily_tier: str | None = None
     """Checked every day for every command; the deeper `--tier` takes the share that fits."""
+    min_legs: int = 1
+    """Legs per target at least (`--shards`), so that a short day still spreads over runners."""
 
 
 def packed(catalog: Catalog, snippets: Path, targets_path: Path, targets: list[Target], tier: str,
@@ -188,7 +190,7 @@ def packed(catalog: Catalog, snippets: Path, targets_path: Path, targets: list[T
     for target in targets:
         daily, deeper = _candidates(pairs, target, tier, leg.daily_tier, done, durations, out)
         chosen, deferred = budget.admit(daily, deeper, per_target * leg.leg_s * 0.95)
-        packing = budget.pack(chosen, leg.leg_s, per_target)
+        packing = budget.pack(chosen, leg.leg_s, per_target, min(leg.min_legs, len(chosen)) or 1)
         deferred += packing.deferred
         deep_due += sum(c.seconds for c in deeper)
         deep_today += sum(c.seconds for legjobs in packing.legs for c in legjobs if not c.daily)

