@@ -104,7 +104,7 @@ def online_runner(repo: str, labels: list[str], token: str, api: str, client: ht
 def choose_runner(env: dict[str, str], wait_s: float, poll_s: float = 30.0, api: str | None = None) -> dict[str, str]:
     """runs-on for the run jobs, its targets file, and why (for the summary)."""
     labels = [x.strip() for x in env.get("GPU_LABELS", "self-hosted,gpu").split(",") if x.strip()]
-    cpu = {"runner": json.dumps(CPU_RUNNER), "mode": "cpu", "targets_file": "runner/data/targets-cpu.toml"}
+    cpu = {"runner": json.dumps(CPU_RUNNER), "mode": "cpu", "targets_file": "runner/data/targets-ci-cpu.toml"}
     if env.get("GPU_WANTED", "true") != "true":
         return {**cpu, "why": "GPU runners not asked for: CPU builds with stand-in models"}
     token = env.get("RUNNERS_TOKEN", "")

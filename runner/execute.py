@@ -74,5 +74,6 @@ def _new_outcome(job: Job) -> Outcome:
     return Outcome(snippet_id=job.snippet.id, variant=job.variant, tier=job.tier, stage="parse", verdict="PASS",
                    target=TargetRef(job.target.target.name, job.target.version, job.target.commit,
                                     info.get("distribution"), info.get("torch"), info.get("transformers"),
-                                    info.get("torch_cuda")),
+                                    info.get("torch_cuda"), info.get("without") or None,
+                                    job.target.target.label),
                    started=datetime.now(timezone.utc).isoformat(timespec="seconds"), host=host_facts())

@@ -188,7 +188,7 @@ def run(opts: RunOptions, console=None) -> int:
             continue
         for snippet, variant in pairs:
             asked = (opts.pick or {}).get((snippet.id, variant), opts.tier)
-            job = Job(snippet, envs[target.name], job_tier(snippet, asked), variant)
+            job = Job(snippet, envs[target.name], job_tier(snippet, target.tier_for(asked)), variant)
             if job.key() in out_store.done:
                 skipped_done += 1
                 continue

@@ -48,6 +48,11 @@ class TargetRef:
     """The transformers version in the target's environment (config layouts depend on it)."""
     torch_cuda: str | None = None
     """The CUDA version torch was built for (`torch.version.cuda`); None for a CPU build."""
+    without: list[str] | None = None
+    """Requirements of the vLLM wheel that the package index could not satisfy, left out of this
+    environment (runner/envs.py): what they provide (GPU kernels, mostly) is missing here."""
+    label: str | None = None
+    """The targets file's words for this column (`label`), e.g. "CUDA wheel on a CPU runner"."""
 
 
 @dataclass

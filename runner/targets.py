@@ -61,10 +61,23 @@ class Target:
     """The vLLM commit the pin was resolved to (a nightly; runner/resolve.py)."""
     resolved: str | None = None
     """How the pin was chosen, as `driftmatrix resolve` recorded it."""
+    max_tier: str | None = None
+    """The deepest tier this build is run to (None: any). The CUDA wheel on a runner without a GPU
+    stops at `config`: it cannot start a server there."""
+    label: str | None = None
+    """What this column is, in words, for the site and the summaries (e.g. "vLLM stable, CUDA wheel
+    on a CPU runner: parse and config")."""
 
     @property
     def kind(self) -> str:
         return "pip" if self.pip else "python" if self.python else "docker"
+
+    def tier_for(self, tier: str) -> str:
+        """The tier a job asking for `tier` runs to on this build (`max_tier` caps it)."""
+        from runner.records import TIERS
+        if self.max_tier and TIERS.index(tier) > TIERS.index(self.max_tier):
+            return self.max_tier
+        return tier
 
     def pinned_version(self) -> str | None:
         """The vLLM version the target pins (`vllm==0.20.1`, `vllm/vllm-openai:v0.20.1`); None when
@@ -118,6 +131,15 @@ def _str_map(value: Any, where: str) -> dict[str, str]:
     return {str(k): str(v) for k, v in value.items()}
 
 
+def _tier(value: Any, where: str) -> str | None:
+    from runner.records import TIERS
+    if value is None:
+        return None
+    if value not in TIERS:
+        raise TargetConfigError(f"{where} max_tier: one of {', '.join(TIERS)}, got {value!r}")
+    return value
+
+
 def load(path: Path) -> TargetsFile:
     """Read a targets TOML file; relative paths in it are relative to the file."""
     try:
@@ -134,7 +156,8 @@ def load(path: Path) -> TargetsFile:
         where = f"{path}: [targets.{name}]"
         if not isinstance(spec, dict):
             raise TargetConfigError(f"{where}: expected a table")
-        unknown = set(spec) - {"pip", "index_urls", "extra", "python", "docker", "env", "pre", "commit", "resolved"}
+        unknown = set(spec) - {"pip", "index_urls", "extra", "python", "docker", "env", "pre", "commit", "resolved",
+                               "max_tier", "label"}
         if unknown:
             raise TargetConfigError(f"{where}: unknown keys {sorted(unknown)}")
         kinds = [k for k in ("pip", "python", "docker") if spec.get(k)]
@@ -148,7 +171,8 @@ def load(path: Path) -> TargetsFile:
             index_urls=_strings(spec.get("index_urls", []), f"{where} index_urls"),
             extra=_strings(spec.get("extra", []), f"{where} extra"),
             env=_str_map(spec.get("env", {}), f"{where} env"), pre=bool(spec.get("pre", False)),
-            commit=spec.get("commit"), resolved=spec.get("resolved"),
+            commit=spec.get("commit"), resolved=spec.get("resolved"), max_tier=_tier(spec.get("max_tier"), where),
+            label=spec.get("label"),
         ))
     models = {}
     for model_id, local in _str_map(data.get("models", {}), f"{path}: [models]").items():

