@@ -72,6 +72,7 @@ class Helper:
         self.proc: subprocess.Popen | None = None
         self.launch: Launch | None = None
         self.import_s: float | None = None
+        self.homes: dict[str, str] = {}
         self.lock = threading.Lock()
         self.sandbox_events: list[dict] = []
         """What the sandbox's init reported when the last helper process ended (a limit hit)."""
@@ -94,6 +95,8 @@ class Helper:
             self.close()
             raise HelperError(f"vLLM's parser could not be built: {err.get('type')}: {err.get('message')}")
         self.import_s = hello.get("import_s")
+        self.homes = dict(hello.get("homes") or {})
+        """Where this release keeps each name the helper uses (runner/intarget/vllm_symbols.py)."""
 
     def _read(self, timeout: float) -> dict:
         assert self.proc and self._reader
