@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import threading
 from collections.abc import Callable
@@ -97,6 +98,27 @@ class Helper:
         self.import_s = hello.get("import_s")
         self.homes = dict(hello.get("homes") or {})
         """Where this release keeps each name the helper uses (runner/intarget/vllm_symbols.py)."""
+
+    def start(self) -> None:
+        """Start the helper now unless it runs (HelperError when vLLM's parser cannot be built)."""
+        with self.lock:
+            if self.proc is None or self.proc.poll() is not None:
+                try:
+                    self._start()
+                except (HelperError, OSError) as err:
+                    self.close()
+                    raise HelperError(str(err)) from None
+
+    def kill(self) -> None:
+        """Stop the helper at once (an interrupted run): its whole process group, the sandbox with it
+        (bubblewrap's --die-with-parent), whatever request it is busy with."""
+        proc = self.proc
+        if proc is not None and proc.poll() is None:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            proc.wait()
 
     def _read(self, timeout: float) -> dict:
         assert self.proc and self._reader
