@@ -67,7 +67,8 @@ def list_releases(client: httpx.Client, index: str | None = None, since: str = "
     return releases
 
 
-def _keep(inner: PurePosixPath, head: bytes) -> bool:
+def keep_for_options(inner: PurePosixPath, head: bytes) -> bool:
+    """The option reader's files (the default of `fetch_sources`)."""
     path = inner.as_posix()
     if not path.endswith(".py"):
         return False
@@ -76,7 +77,7 @@ def _keep(inner: PurePosixPath, head: bytes) -> bool:
     return any(path.startswith(d + "/") for d in KEEP_DIRS) and any(m in head for m in KEEP_MARKERS)
 
 
-def _unpack(data: bytes, version: str) -> dict[str, bytes]:
+def _unpack(data: bytes, version: str, keep=keep_for_options) -> dict[str, bytes]:
     """The kept `vllm/**.py` files of an sdist held in memory (path inside the project → bytes)."""
     kept = {}
     with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
@@ -91,7 +92,7 @@ def _unpack(data: bytes, version: str) -> dict[str, bytes]:
                 continue
             body = source.read()
             inner = PurePosixPath(*path.parts[1:])
-            if _keep(inner, body):
+            if keep(inner, body):
                 kept[inner.as_posix()] = body
     return kept
 
@@ -106,8 +107,9 @@ def cache_entry(cache: Path, release: Release) -> Path:
     return cache / f"vllm-{release.version}-{(release.sha256 or 'nosha')[:16]}"
 
 
-def fetch_sources(release: Release, cache: Path, client: httpx.Client) -> Path:
-    """The folder holding the release's kept source files (downloaded once, then cached)."""
+def fetch_sources(release: Release, cache: Path, client: httpx.Client, keep=keep_for_options) -> Path:
+    """The folder holding the release's kept source files (downloaded once, then cached). `keep(path,
+    body)` chooses the files; a cache holds one choice (runner/intarget_check.py keeps its own)."""
     tree = cache_entry(cache, release)
     if (tree / ".complete").is_file():
         return tree
@@ -120,7 +122,7 @@ def fetch_sources(release: Release, cache: Path, client: httpx.Client) -> Path:
     if digest != release.sha256:
         raise SdistError(f"{release.url}: sha256 {digest} does not match the index's {release.sha256}")
     try:
-        kept = _unpack(data, release.version)
+        kept = _unpack(data, release.version, keep)
     except (tarfile.TarError, OSError, EOFError) as err:
         raise SdistError(f"vllm-{release.version}.tar.gz: not a readable sdist ({err})") from None
     if not kept:

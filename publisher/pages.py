@@ -148,7 +148,7 @@ def render(results: Results, doc: dict, changes: list[Change], seen: dict[str, S
             had_history=had_history, previous=(doc.get("previous") or ""), shorts=shorts, judged=judged,
             change_kinds=CHANGE_KINDS, retired=results.retired,
             offenders=[p for p in ranked if p["doc-drift"] or p["vllm-regression"]][:15], problems=results.problems,
-            uncontained=_uncontained(results), **common),
+            uncontained=_uncontained(results), unchecked=results.unchecked, **common),
         "matrix.md": env.get_template("matrix.md.j2").render(total=len(results.snippets), **common),
         "matrix-data.js": matrix_data.script(matrix_data.build(results, doc, judge, snapshots or [])),
         "pages/index.md": env.get_template("pages_index.md.j2").render(pages=ranked, **common),

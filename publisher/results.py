@@ -88,6 +88,10 @@ class Results:
     """Builds superseded by a newer build of the same target (their cells stay, for the history)."""
     fixes: dict[str, Snippet] = field(default_factory=dict)
     """Documented command id -> its fix candidate (`driftmatrix fixes`; outcomes: variant `fix`)."""
+    unchecked: list[dict] = field(default_factory=list)
+    """Targets a run could not check at all (runner/target_check.py's records: could not be
+    installed, or its helper could not start), the latest per target, unless a later outcome of that
+    target shows it has since run."""
 
     @property
     def snippets(self) -> list[Snippet]:
@@ -133,8 +137,11 @@ def load(snippets: Path, outcome_files: list[Path], fixes: Path | None = None) -
         catalog = Catalog.read(snippets)
     except (OSError, ValueError, KeyError, TypeError) as err:
         raise ValueError(f"{snippets}: not a readable snippets.json ({type(err).__name__}: {err})") from err
+    from runner.target_check import RECORD
+
     outcomes: list[Outcome] = []
     problems: list[str] = []
+    diagnostics: dict[str, dict] = {}
     for path in outcome_files:
         if not path.exists():
             problems.append(f"{path}: no such file")
@@ -142,7 +149,14 @@ def load(snippets: Path, outcome_files: list[Path], fixes: Path | None = None) -
         found, bad = store.read(path)
         outcomes += found
         problems += bad
+        for d in store.read_records(path, RECORD):
+            if str(d.get("when") or "") >= str(diagnostics.get(str(d.get("target")), {}).get("when") or ""):
+                diagnostics[str(d.get("target"))] = d
     results = merge(catalog, outcomes, problems)
+    last_run = {}
+    for o in outcomes:
+        last_run[o.target.name] = max(last_run.get(o.target.name, ""), o.started or "")
+    results.unchecked = [d for name, d in sorted(diagnostics.items()) if last_run.get(name, "") < str(d.get("when") or "")]
     if fixes is not None:
         try:
             results.fixes = {s.fix["of"]: s for s in Catalog.read(fixes).snippets if s.fix}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import threading
 from collections.abc import Callable
@@ -72,6 +73,7 @@ class Helper:
         self.proc: subprocess.Popen | None = None
         self.launch: Launch | None = None
         self.import_s: float | None = None
+        self.homes: dict[str, str] = {}
         self.lock = threading.Lock()
         self.sandbox_events: list[dict] = []
         """What the sandbox's init reported when the last helper process ended (a limit hit)."""
@@ -94,6 +96,29 @@ class Helper:
             self.close()
             raise HelperError(f"vLLM's parser could not be built: {err.get('type')}: {err.get('message')}")
         self.import_s = hello.get("import_s")
+        self.homes = dict(hello.get("homes") or {})
+        """Where this release keeps each name the helper uses (runner/intarget/vllm_symbols.py)."""
+
+    def start(self) -> None:
+        """Start the helper now unless it runs (HelperError when vLLM's parser cannot be built)."""
+        with self.lock:
+            if self.proc is None or self.proc.poll() is not None:
+                try:
+                    self._start()
+                except (HelperError, OSError) as err:
+                    self.close()
+                    raise HelperError(str(err)) from None
+
+    def kill(self) -> None:
+        """Stop the helper at once (an interrupted run): its whole process group, the sandbox with it
+        (bubblewrap's --die-with-parent), whatever request it is busy with."""
+        proc = self.proc
+        if proc is not None and proc.poll() is None:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            proc.wait()
 
     def _read(self, timeout: float) -> dict:
         assert self.proc and self._reader

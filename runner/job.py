@@ -97,8 +97,11 @@ class RunContext:
                                                                       str(hub_folder)], {**self.base_env, **target.env})
         return Helper(lambda: sandbox.Launch(command, env_policy.docker_cli_env()), log, attempts=attempts)
 
-    def close(self) -> None:
+    def close(self, now: bool = False) -> None:
+        """Close every helper; `now` (an interrupted run): killed, not left to finish a request."""
         for helper in self.helpers.values():
+            if now:
+                helper.kill()
             helper.shutdown()
 
 

@@ -2,13 +2,18 @@
 
 Exit status: 0 when every job reached a verdict (PASS, WARN, FAIL or SKIP: drift is reported in
 the outcomes, not here); EXIT_ERRORS when any job ended in ERROR (ours or the machine's: a broken
-shard is red in CI); 2 when the targets or snippets file cannot be used."""
+shard is red in CI); EXIT_TARGET when a target could not be installed or its helper could not start
+(one diagnostic per such target, its jobs not run: runner/target_check.py), whether or not some
+job of another target also ended in ERROR; 2 when the targets or snippets file cannot be used;
+EXIT_INTERRUPTED on Ctrl-C / SIGTERM (the outcomes finished so far are kept, nothing half-done is
+recorded)."""
 
 from __future__ import annotations
 
 import json
 import os
 import queue
+import signal
 import threading
 import time
 from dataclasses import dataclass, field
@@ -19,15 +24,20 @@ from runner import junit, plan, sandbox, step_summary, store, todo
 from runner.argv_edit import FIX, devices_needed, job_tier
 from runner.envs import EnvError, TargetEnv, ensure
 from runner.execute import JobRunner
-from runner.job import Job, RunContext, host_facts
+from runner.job import Job, RunContext
 from runner.models import ModelResolver
-from runner.records import TIERS, VERDICTS, Evidence, JobKey, Outcome, TargetRef
+from runner.records import TIERS, VERDICTS, JobKey, Outcome
 from runner.redact import Redactor
 from runner.settings import START_TIMEOUT_S, cache_dir, cpu_slots, default_jobs
+from runner.target_check import TargetDiagnostic, build_of, helpers_start
 from runner.targets import TargetConfigError, TargetsFile, default_path, gpu_devices, load
 
 EXIT_ERRORS = 3
 """Some job ended in ERROR (its outcome says why; the other outcomes are written as usual)."""
+EXIT_TARGET = 4
+"""A target could not be installed or its helper could not start: its jobs were not run."""
+EXIT_INTERRUPTED = 130
+"""Interrupted (the shell's code for SIGINT): what finished is in the outcomes file."""
 
 
 @dataclass
@@ -98,12 +108,6 @@ class GpuPool:
             self.cv.notify_all()
 
 
-def _env_error_outcome(job_snippet, variant, target, tier, err) -> Outcome:
-    return Outcome(snippet_id=job_snippet.id, variant=variant, tier=tier, stage="parse", verdict="ERROR",
-                   target=TargetRef(target.name, "unknown"), reason=f"target environment unusable: {err}"[:1000],
-                   evidence=Evidence(), host=host_facts())
-
-
 def select(catalog: Catalog, opts: RunOptions) -> list[tuple]:
     snippets = catalog.snippets
     if opts.only:
@@ -172,32 +176,20 @@ def run(opts: RunOptions, console=None) -> int:
                      jobs=opts.jobs or default_jobs(gpus) * share)
     if refused := sandbox.required_missing():  # each job says so too (ERROR): nothing runs plainly
         console.print(f"[red]driftmatrix run: {refused}", soft_wrap=True)
-    envs: dict[str, TargetEnv] = {}
     finished: list[Outcome] = []
-    jobs: list[Job] = []
-    skipped_done = 0
-    for target in targets:
-        try:
-            envs[target.name] = ensure(target, opts.cache_dir, log=lambda m: console.print(f"[cyan]{m}"))
-        except (EnvError, OSError) as err:
-            console.print(f"[red]target {target.name}: {err}")
-            for snippet, variant in pairs:
-                o = _env_error_outcome(snippet, variant, target, opts.tier, err)
-                out_store.append(o)
-                finished.append(o)
-            continue
-        for snippet, variant in pairs:
-            asked = (opts.pick or {}).get((snippet.id, variant), opts.tier)
-            job = Job(snippet, envs[target.name], job_tier(snippet, target.tier_for(asked)), variant)
-            if job.key() in out_store.done:
-                skipped_done += 1
-                continue
-            jobs.append(job)
-    jobs = _interleaved(jobs)
-    if skipped_done:
-        console.print(f"{skipped_done} job(s) already in {opts.output}: reused, not re-run")
+    diagnostics: list[TargetDiagnostic] = []
+    stopping = threading.Event()
     try:
-        finished += _execute(jobs, ctx, out_store, opts, console, deadline)
+        jobs, skipped_done = _jobs(targets, pairs, ctx, out_store, opts, console, diagnostics)
+        _execute(jobs, ctx, out_store, opts, console, finished, stopping, deadline)
+    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (run_cli): stop now, keep what finished
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the teardown short
+        stopping.set()
+        ctx.close(now=True)
+        out_store.close()
+        console.print(f"[yellow]driftmatrix run: interrupted; {len(finished)} finished outcome(s) kept in "
+                      f"{opts.output}", soft_wrap=True)
+        return EXIT_INTERRUPTED
     finally:
         ctx.close()
         out_store.close()
@@ -205,17 +197,58 @@ def run(opts: RunOptions, console=None) -> int:
         junit.write(finished, opts.junit)
     if opts.fmt != "json":
         _summary(finished, console, opts.tier)
-    step_summary.write(step_summary.run_markdown(finished, opts.tier, skipped_done, opts.shard), opts.summary)
+    step_summary.write(step_summary.run_markdown(finished, opts.tier, skipped_done, opts.shard)
+                       + "".join(f"\n\n**{step_summary.escape(d.line(), 600)}**" for d in diagnostics), opts.summary)
     if deadline and (left := _not_started(jobs, finished)):
         text = (f"stopped by its deadline (--stop-after {opts.stop_after:.0f} s): {left} job(s) not started, "
                 "left for the next run; every finished outcome is kept")
         console.print(f"[yellow]{text}")
         step_summary.write(f"**{text}.**\n", opts.summary)
+    for d in diagnostics:  # last, where a reader of the log looks
+        console.print(f"[red]{d.line()}", soft_wrap=True, markup=False)
     errors = sum(o.verdict == "ERROR" for o in finished)
+    if diagnostics:
+        console.print(f"[red]{len(diagnostics)} target(s) could not be checked: exit {EXIT_TARGET}")
+        return EXIT_TARGET
     if errors:
         console.print(f"[red]{errors} job(s) ended in ERROR (ours or the machine's, not the docs'): exit {EXIT_ERRORS}")
         return EXIT_ERRORS
     return 0
+
+
+def _jobs(targets, pairs, ctx: RunContext, out_store: store.Store, opts: RunOptions, console,
+          diagnostics: list[TargetDiagnostic]) -> tuple[list[Job], int]:
+    """(the jobs to run, how many were already done). A target whose environment cannot be made,
+    or whose helper cannot start, is one diagnostic (written to the outcomes file), its jobs left out."""
+    envs: dict[str, TargetEnv] = {}
+    by_target: dict[str, list[Job]] = {}
+    skipped_done = 0
+
+    def unusable(target, stage: str, why: str, jobs: int) -> None:
+        d = TargetDiagnostic(target.name, build_of(target), stage, why[:4000], jobs)
+        diagnostics.append(d)
+        out_store.append_record(d.to_dict())
+        console.print(f"[red]target {target.name}: {why}", soft_wrap=True, markup=False)
+    for target in targets:
+        try:
+            envs[target.name] = ensure(target, opts.cache_dir, log=lambda m: console.print(f"[cyan]{m}"))
+        except (EnvError, OSError) as err:
+            unusable(target, "install", str(err), len(pairs))
+            continue
+        for snippet, variant in pairs:
+            asked = (opts.pick or {}).get((snippet.id, variant), opts.tier)
+            job = Job(snippet, envs[target.name], job_tier(snippet, target.tier_for(asked)), variant)
+            if job.key() in out_store.done:
+                skipped_done += 1
+                continue
+            by_target.setdefault(target.name, []).append(job)
+    if skipped_done:
+        console.print(f"{skipped_done} job(s) already in {opts.output}: reused, not re-run")
+    # every job asks the target's helper first (parse): started here, side by side, once per target
+    broken = helpers_start([envs[name] for name in by_target], ctx)
+    for name, why in broken.items():
+        unusable(envs[name].target, "helper", why, len(by_target.pop(name)))
+    return _interleaved([job for jobs in by_target.values() for job in jobs]), skipped_done
 
 
 def _not_started(jobs: list[Job], finished: list[Outcome]) -> int:
@@ -224,10 +257,12 @@ def _not_started(jobs: list[Job], finished: list[Outcome]) -> int:
 
 
 def _execute(jobs: list[Job], ctx: RunContext, out_store: store.Store, opts: RunOptions, console,
-             deadline: float | None = None) -> list[Outcome]:
+             results: list[Outcome], stopping: threading.Event, deadline: float | None = None) -> list[Outcome]:
+    """Run the jobs, appending each outcome to `results` and the store as it finishes; once
+    `stopping` is set (an interrupted run), a job that ends is not recorded: it was cut short. No
+    job starts after `deadline` (a leg's): the rest are left for the next run."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    results: list[Outcome] = []
     lock = threading.Lock()
     progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                         console=console, disable=opts.fmt == "json" or not jobs)
@@ -248,6 +283,8 @@ def _execute(jobs: list[Job], ctx: RunContext, out_store: store.Store, opts: Run
         finally:
             if ids:
                 pool.release(ids)
+        if stopping.is_set():
+            return
         out_store.append(outcome)
         with lock:
             results.append(outcome)
@@ -280,7 +317,12 @@ def _execute(jobs: list[Job], ctx: RunContext, out_store: store.Store, opts: Run
                         job = q.get_nowait()
                     except queue.Empty:
                         return
-                    do(job, slots[slot] if slots else None)
+                    try:
+                        do(job, slots[slot] if slots else None)
+                    except Exception:
+                        if stopping.is_set():  # its helper or server was killed under it: not a result
+                            return
+                        raise
             threads = [threading.Thread(target=worker, args=(i,), daemon=True) for i in range(workers)]
             for t in threads:
                 t.start()
@@ -288,6 +330,7 @@ def _execute(jobs: list[Job], ctx: RunContext, out_store: store.Store, opts: Run
                 for t in threads:
                     t.join()
             except BaseException:  # SIGTERM/Ctrl-C reach the main thread: tear down what the workers run
+                stopping.set()
                 while not q.empty():
                     q.get_nowait()
                 runner.abort()

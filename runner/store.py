@@ -26,10 +26,31 @@ def read(path: Path) -> tuple[list[Outcome], list[str]]:
             if not line.strip():
                 continue
             try:
-                outcomes.append(Outcome.from_dict(json.loads(line)))
+                data = json.loads(line)
+                if isinstance(data, dict) and "record" in data:  # a target's diagnostic: read_records
+                    continue
+                outcomes.append(Outcome.from_dict(data))
             except (ValueError, KeyError, TypeError) as err:
                 problems.append(f"{path}:{n}: unreadable outcome line ignored ({type(err).__name__})")
     return outcomes, problems
+
+
+def read_records(path: Path, kind: str) -> list[dict]:
+    """The records of one kind other than outcomes (`target-diagnostic`: runner/target_check.py)."""
+    found = []
+    if not path.exists():
+        return found
+    with path.open(encoding="utf-8", errors="replace") as fh:
+        for line in fh:
+            if f'"{kind}"' not in line:
+                continue
+            try:
+                data = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(data, dict) and data.get("record") == kind:
+                found.append(data)
+    return found
 
 
 class Store:
@@ -50,6 +71,13 @@ class Store:
             self._fh.flush()
             os.fsync(self._fh.fileno())
             self.done.add(outcome.key())
+
+    def append_record(self, record: dict) -> None:
+        """A line that is not an outcome (it carries `"record"`; `read` passes over it)."""
+        with self.lock:
+            self._fh.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+            self._fh.flush()
+            os.fsync(self._fh.fileno())
 
     def close(self) -> None:
         self._fh.close()

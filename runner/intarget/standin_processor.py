@@ -105,9 +105,9 @@ def vllm_placeholders(arch: str) -> dict[str, str]:
     """{modality: vLLM's own placeholder string} for ARCH (`get_placeholder_str`: what a chat message's
     image/video/audio becomes in the prompt, e.g. `<|vision_start|><|image_pad|><|vision_end|>`)."""
     try:
-        from vllm.model_executor.models.registry import ModelRegistry
+        from vllm_symbols import find  # next to this file: ModelRegistry where this release keeps it
 
-        model = ModelRegistry._try_load_model_cls(arch)
+        model = find("ModelRegistry")._try_load_model_cls(arch)
     except Exception:  # an architecture this vLLM lacks: none
         return {}
     found = {}

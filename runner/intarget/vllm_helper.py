@@ -20,7 +20,6 @@ import ast
 import contextlib
 import copy
 import importlib
-import importlib.util
 import io
 import json
 import logging
@@ -36,6 +35,7 @@ sys.stdout = sys.stderr
 
 
 from vllm_paths import relative as rel  # next to this file, so on sys.path when run as a script
+from vllm_symbols import FOUND, find
 
 
 class Collector(logging.Handler):
@@ -75,11 +75,14 @@ def device_patch():
     """A CUDA build without an accelerator cannot infer its device while a parser builds its
     defaults; vLLM's own docs build patches DeviceConfig.__post_init__ the same way. Yields
     whether it patched."""
-    from vllm import platforms
-    if not platforms.current_platform.is_unspecified():
+    platform = find("current_platform")
+    # before 0.8 there is no is_unspecified, and DeviceConfig inferred its device only when built
+    # (not while a parser builds its defaults): nothing to patch there
+    unspecified = getattr(platform, "is_unspecified", None)
+    DeviceConfig = find("DeviceConfig")
+    if unspecified is None or not unspecified() or "__post_init__" not in vars(DeviceConfig):
         yield False
         return
-    from vllm.config import DeviceConfig
     patched = DeviceConfig.__post_init__
     DeviceConfig.__post_init__ = lambda self: None
     try:
@@ -88,19 +91,37 @@ def device_patch():
         DeviceConfig.__post_init__ = patched
 
 
+class ScriptsServe:
+    """`vllm serve` as vllm/scripts.py defined it before vllm.entrypoints.cli existed (0.6 … 0.7.2):
+    the same parser that release's `main()` built, and the check its `serve()` ran after parsing."""
+
+    name = "serve"
+
+    def subparser_init(self, sub):
+        serve_parser = sub.add_parser("serve", usage="vllm serve <model_tag> [options]")
+        serve_parser.add_argument("model_tag", type=str)
+        serve_parser.add_argument("--config", type=str, default="", required=False)
+        return find("make_arg_parser")(serve_parser)
+
+    def validate(self, args):
+        check = find("validate_parsed_serve_args")
+        if check is not None:
+            check(args)
+
+
 def build_parser():
-    from vllm.utils.argparse_utils import FlexibleArgumentParser
-    import vllm.entrypoints.cli.serve as serve
-    try:
-        from vllm.entrypoints.utils import cli_env_setup
-    except ImportError:
-        from vllm.entrypoints.serve.utils.api_utils import cli_env_setup
-    cli_env_setup()
+    """(parser, the serve CLISubcommand, whether DeviceConfig was patched), every vLLM name taken
+    from where this release keeps it (vllm_symbols.TABLE)."""
+    FlexibleArgumentParser = find("FlexibleArgumentParser")
+    cmd_init = find("serve_cmd_init")
+    cli_env_setup = find("cli_env_setup")
+    if cli_env_setup is not None:
+        cli_env_setup()
     with device_patch() as patched:
         parser = FlexibleArgumentParser(prog="vllm")
         sub = parser.add_subparsers(required=False, dest="subparser")
         cmds = {}
-        for cmd in serve.cmd_init():
+        for cmd in (cmd_init() if cmd_init is not None else [ScriptsServe()]):
             cmd.subparser_init(sub)
             cmds[cmd.name] = cmd
     return parser, cmds["serve"], patched
@@ -118,10 +139,10 @@ SUBCOMMANDS = {}
 def cli_modules():
     """The modules this build's `vllm` CLI takes its subcommands from: CMD_MODULES in
     vllm/entrypoints/cli/main.py, read (main() itself imports all of them and parses sys.argv)."""
-    spec = importlib.util.find_spec("vllm.entrypoints.cli.main")
-    if spec is None or not spec.origin:
+    main = find("cli_main")
+    if main is None or not getattr(main, "__file__", None):
         return []
-    with open(spec.origin, encoding="utf-8") as fh:
+    with open(main.__file__, encoding="utf-8") as fh:
         tree = ast.parse(fh.read())
     for node in ast.walk(tree):
         if isinstance(node, ast.Assign) and isinstance(node.value, (ast.List, ast.Tuple)) and \
@@ -170,7 +191,7 @@ def subcommand_parser(words):
                     "not list it)")
         SUBCOMMANDS[name] = why
         return why
-    from vllm.utils.argparse_utils import FlexibleArgumentParser
+    FlexibleArgumentParser = find("FlexibleArgumentParser")
     try:
         with cli_argv(words), device_patch():
             parser = FlexibleArgumentParser(prog="vllm")
@@ -232,8 +253,7 @@ def own_values(args):
 
 
 def answer(req, parser, serve_cmd, no_device):
-    from vllm.engine.arg_utils import AsyncEngineArgs
-    from vllm.usage.usage_lib import UsageContext
+    AsyncEngineArgs, UsageContext = find("AsyncEngineArgs"), find("UsageContext")
 
     words = list(req.get("subcommand") or [])
     result = {"id": req.get("id"), "stage": "parse", "ok": False}
@@ -305,7 +325,7 @@ def main():
     except BaseException as exc:
         PROTO.write(json.dumps({"ready": False, "error": error_of(exc)}) + "\n")
         return 1
-    PROTO.write(json.dumps({"ready": True, "import_s": round(time.monotonic() - t0, 2)}) + "\n")
+    PROTO.write(json.dumps({"ready": True, "import_s": round(time.monotonic() - t0, 2), "homes": FOUND}) + "\n")
     for line in sys.stdin:
         if not line.strip():
             continue
