@@ -116,7 +116,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from runner.step_summary import write
     write(f"### Plan\n\n{result['jobs']} job(s) to run at tiers up to {args.tier} "
           f"({', '.join(f'{k}: {v}' for k, v in result['by_target'].items())}), {result['reused']} reused from the "
-          f"previous outcomes; {len(result['runs'])} run leg(s): {', '.join(result['entries']) or 'none'}")
+          f"previous outcomes; {len(result['runs'])} run leg(s): {', '.join(result['entries']) or 'none'}",
+          full="`plan.json` (in the run's `inputs` artifact)")
     if args.output:
         Path(args.output).write_text(text + "\n", encoding="utf-8")
     print(text)
@@ -139,7 +140,7 @@ def cmd_resolve(args: argparse.Namespace) -> int:
     write("### Builds of this run\n\n| target | installs | how it was chosen |\n|---|---|---|\n" + "\n".join(
         f"| {escape(t.name)} | {table_cell(t.pip or t.docker or t.python)}"  # as code: no backslash shown
         f"{' from ' + table_cell(', '.join(t.index_urls)) if t.index_urls else ''} | {escape(t.resolved or '')} |"
-        for t in resolved.targets))
+        for t in resolved.targets), full="`targets.resolved.toml` (in the run's `inputs` artifact)")
     for t in resolved.targets:
         print(json.dumps({"target": t.name, "pip": t.pip, "docker": t.docker, "python": bool(t.python),
                           "index_urls": t.index_urls, "commit": t.commit, "resolved": t.resolved}))
