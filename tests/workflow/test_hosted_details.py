@@ -164,8 +164,8 @@ def test_the_state_travels_once():
     """The state branch's history goes from extract to publish only, in its own artifact kept one day;
     the legs and the fix check get the previous outcomes alone; publish puts the state back together."""
     doc = workflow(SCHEDULED)
-    uploads = {s["with"]["name"]: (job, s) for _, job, s in _uploads() if uses(s, "actions/upload-artifact@")
-               and _ in (SCHEDULED,)}
+    uploads = {s["with"]["name"]: (job, s) for path, job, s in _uploads()
+               if path == SCHEDULED and uses(s, "actions/upload-artifact@")}
     state_paths = {n: [p for p in s["with"]["path"].split("\n") if p.strip().lstrip("!").startswith("state")]
                    for n, (_, s) in uploads.items()}
     assert state_paths["state"] == ["state/", "!state/outcomes.jsonl"]
