@@ -146,7 +146,7 @@ def cmd_ci(args: argparse.Namespace) -> int:
         return 2
     if choice["mode"] == "cpu" and env.get("GPU_WANTED", "true") == "true":
         print(f"::warning::{choice['why']}", file=sys.stderr)
-    write(f"**Runners**: {escape(choice['why'])}")
+    write(f"**Runners**: {escape(choice['why'])}", full="this step's log")
     _emit({k: v for k, v in choice.items() if k != "why"})
     return 0
 

@@ -61,7 +61,8 @@ def cmd_extract(args: argparse.Namespace) -> int:
     from runner.step_summary import escape, write
     pages = {src.file for s in catalog.snippets for src in s.sources}
     write(f"### Extract\n\n{len(catalog.snippets)} distinct commands from {len(pages)} pages"
-          + (f"; could not read: {escape(', '.join(map(str, [*unusable, *failed])))}" if unusable or failed else ""))
+          + (f"; could not read: {escape(', '.join(map(str, [*unusable, *failed])))}" if unusable or failed else ""),
+          full="this step's log")
     return 1 if unusable or failed else 0
 
 

@@ -68,8 +68,12 @@ def cmd_publish(args: argparse.Namespace) -> int:
                   f"{len(done.changes)} verdict change(s) since the previous run; matrix.json beside it")
     console.print(f"judgements against the versions each page is written for: {done.judged()}")
     from runner.step_summary import write
-    write(publish_summary(done, args.site_url))
+    write(publish_summary(done, args.site_url), full=PUBLISH_FULL)
     return 0
+
+
+PUBLISH_FULL = "the site's overview and matrix, and `merged.jsonl` in this run's `merged` artifact"
+"""Where the publish summary, when cut at GitHub's limit, says the whole report is."""
 
 
 def publish_summary(done, site_url: str | None) -> str:
@@ -86,7 +90,8 @@ def publish_summary(done, site_url: str | None) -> str:
     if before is None:
         lines.append("First publish: no previous run to compare with.")
     lines.append(f"**New doc-drift: {len(new)}**" + ("" if not new else "\n\n" + "\n".join(
-        f"- {_linked(sid, base)} {_place(now[sid])}" for sid in new[:25])))
+        f"- {_linked(sid, base)} {_place(now[sid])}" for sid in new[:25])
+        + (f"\n- … and {len(new) - 25} more: {PUBLISH_FULL}" if len(new) > 25 else "")))
     kinds = Counter(c.kind for c in done.changes)
     if kinds:
         lines.append("Changes since the previous run: " + ", ".join(f"{n} {escape(k)}" for k, n in kinds.items()))
@@ -104,7 +109,7 @@ def _linked(sid: str, base: str) -> str:
 def _place(entry: dict) -> str:
     """`page:line` of a command's first place: the page's name is docs text, shown as code."""
     first = (entry.get("sources") or [{}])[0]
-    return code_span(f"{first.get('file', '')}:{first.get('line', '')}")
+    return code_span(f"{first.get('file', '')}:{first.get('line', '')}", 300)
 
 
 def cmd_annotate(args: argparse.Namespace) -> int:

@@ -131,7 +131,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     result["entries"] = [r["id"] for r in result["runs"]]
     text = json.dumps(result)
     from runner.step_summary import plan_markdown, write
-    write(plan_markdown(result, args.tier, args.daily_tier))
+    write(plan_markdown(result, args.tier, args.daily_tier), full="`plan.json` (in the run's `inputs` artifact)")
     if args.output:
         Path(args.output).write_text(text + "\n", encoding="utf-8")
     print(text)
@@ -154,7 +154,7 @@ def cmd_resolve(args: argparse.Namespace) -> int:
     write("### Builds of this run\n\n| target | installs | how it was chosen |\n|---|---|---|\n" + "\n".join(
         f"| {escape(t.name)} | {table_cell(t.pip or t.docker or t.python)}"  # as code: no backslash shown
         f"{' from ' + table_cell(', '.join(t.index_urls)) if t.index_urls else ''} | {escape(t.resolved or '')} |"
-        for t in resolved.targets))
+        for t in resolved.targets), full="`targets.resolved.toml` (in the run's `inputs` artifact)")
     for t in resolved.targets:
         print(json.dumps({"target": t.name, "pip": t.pip, "docker": t.docker, "python": bool(t.python),
                           "index_urls": t.index_urls, "commit": t.commit, "resolved": t.resolved}))

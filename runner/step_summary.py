@@ -8,11 +8,12 @@ limit (`common.inert.STEP_SUMMARY_CAP`).
 
 from __future__ import annotations
 
+import argparse
 import os
 from collections import Counter
 from pathlib import Path
 
-from common.inert import STEP_SUMMARY_CAP, cap, code_span, plain
+from common.inert import STEP_SUMMARY_CAP, cap, clip, code_block, code_span, plain
 from runner.records import VERDICTS, Outcome
 
 FULL_LIST = "the job's outcomes file (`outcomes.jsonl`, uploaded as its artifact)"
@@ -98,3 +99,31 @@ def plan_markdown(plan: dict, tier: str, daily_tier: str | None) -> str:
         oldest = plan["oldest_check"] or "never (some jobs due were never checked this deep)"
         lines.append(f"Least recent check among the jobs due: {oldest}.")
     return "\n\n".join(lines)
+
+
+def log_tail(title: str, log: Path, lines: int = 20) -> str:
+    """A heading (`title`: the workflow's words, escaped) and the last `lines` lines of `log` as one
+    code block that no line of it can close, each line cut at 2,000 characters (the end of a log is
+    what explains a failure, and the cap would keep a block's first lines); a missing log says so."""
+    if not log.is_file():
+        return f"### {plain(title, 300)}\n\nNo log: {code_span(log.name)} was not written."
+    tail = [clip(line, 2000) for line in log.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:]]
+    return f"### {plain(title, 300)}\n\n" + code_block("\n".join(tail))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m runner.step_summary --title T --log FILE`: a log's tail into this step's summary,
+    capped like every summary (a workflow step that has only bash and driftmatrix's Python)."""
+    p = argparse.ArgumentParser(prog="python -m runner.step_summary")
+    p.add_argument("--title", required=True)
+    p.add_argument("--log", required=True, type=Path)
+    p.add_argument("--lines", type=int, default=20)
+    p.add_argument("--full", default="this job's log", help="where the whole log is (said when the summary is cut)")
+    p.add_argument("--summary", help="append here (default: $GITHUB_STEP_SUMMARY)")
+    args = p.parse_args(argv)
+    write(log_tail(args.title, args.log, args.lines), args.summary, args.full)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

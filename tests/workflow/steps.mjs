@@ -2,8 +2,8 @@
 // (@actions/workflow-parser from github.com/actions/languageservices, installed into .tools/ by
 // tests/install_tools.sh; the same parse + convert calls as jobgraph.mjs).
 //   node tests/workflow/steps.mjs WORKFLOW.yml
-// prints {"env": {...}, "jobs": [{id, env, runs_on, steps: [{id, name, run, uses, if, env,
-// continue_on_error}]}], "errors": [...]}; exits 1 when the workflow does not parse/convert. A value
+// prints {"on": {event: filters}, "env": {...}, "jobs": [{id, env, runs_on, steps: [{id, name, run,
+// uses, with, if, env, continue_on_error}]}], "errors": [...]}; exits 1 when the workflow does not parse/convert. A value
 // is its literal text, or `${{ expression }}` as the parser has it ("a ${{ b }}" becomes format()).
 import { readFileSync } from "node:fs";
 import { register } from "node:module";
@@ -45,13 +45,24 @@ const text = tok => {
   return tok.toDisplayString ? tok.toDisplayString() : String(tok);
 };
 
+// The converter keeps no step's `with:`; it is read from the parsed (schema-checked) tokens, whose
+// steps are the converted ones in the same order.
+const get = (tok, key) => tok && wp.isMapping(tok) ? [...tok].find(p => String(text(p.key)) === key)?.value : undefined;
+const rawSteps = id => {
+  const steps = get(get(get(parsed.value, "jobs"), id), "steps");
+  return steps && wp.isSequence(steps) ? [...steps] : [];
+};
+
 const jobs = template.jobs.map(job => ({
   id: job.id.value,
   env: text(job.env) || {},
   runs_on: text(job["runs-on"]),
-  steps: (job.steps || []).map(s => ({
-    id: s.id, name: text(s.name), run: text(s.run), uses: text(s.uses), if: text(s.if), env: text(s.env) || {},
+  steps: (job.steps || []).map((s, i) => ({
+    id: s.id, name: text(s.name), run: text(s.run), uses: text(s.uses), with: text(get(rawSteps(job.id.value)[i], "with")) || {},
+    if: text(s.if),
+    env: text(s.env) || {},
     continue_on_error: text(s["continue-on-error"]) ?? false,
   })),
 }));
-console.log(JSON.stringify({ env: text(template.env) || {}, jobs, errors }, null, 2));
+// template.events is plain JSON already (the converter's EventsConfig: paths, branches, types, inputs)
+console.log(JSON.stringify({ on: template.events, env: text(template.env) || {}, jobs, errors }, null, 2));

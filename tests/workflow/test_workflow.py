@@ -116,8 +116,9 @@ def test_hygiene(path):
 def test_docs_gate_workflow():
     doc = yaml.safe_load((REPO / "workflow-templates" / "driftmatrix-docs-gate.yml").read_text())
     on = doc.pop(True, doc.get("on"))
-    assert list(on) == ["pull_request"] and "docs/**" in on["pull_request"]["paths"]  # never pull_request_target
+    assert list(on) == ["pull_request", "merge_group"]  # never pull_request_target; no paths (tests/workflow/test_hosted_details.py)
     gate = doc["jobs"]["gate"]
     assert gate["permissions"] == {"contents": "read"}
     step = next(s for s in gate["steps"] if "driftmatrix gate" in s.get("run", ""))
-    assert "--tier config" in step["run"] and step["env"]["BASE_SHA"] == "${{ github.event.pull_request.base.sha }}"
+    assert "--tier config" in step["run"] and '--base "$BASE_SHA"' in step["run"]
+    assert doc["env"]["BASE_SHA"] == "${{ github.event.pull_request.base.sha || github.event.merge_group.base_sha }}"

@@ -1,0 +1,323 @@
+"""Issue 31, point 6 (hosted-runner details), on the scheduled workflow and the docs-gate template:
+which Python a job uses (a self-hosted runner's own 3.10+, else setup-python), artifact retention
+and the state travelling once, the PR job's summary when `driftmatrix pr` fails, and the docs gate
+as a required check (every PR and merge-queue entry, green at once when no docs changed).
+
+The workflows are read with GitHub's own parser (steps.mjs), which steps run is decided with its
+expression evaluator (steprun.mjs), and the steps' scripts run in real bash (as GitHub runs a
+`shell: bash` step: `bash --noprofile --norc -eo pipefail`) on real git repositories, with stand-ins
+only for what the runner machine provides (its python3, `git clone`, a failing `driftmatrix pr`)."""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import mdcheck
+import pytest
+from test_sandbox_steps import GATE, REPO, SCHEDULED, WORKFLOWS, workflow
+
+from common.inert import STEP_SUMMARY_CAP
+
+STEPRUN = REPO / "tests" / "workflow" / "steprun.mjs"
+BASH = shutil.which("bash")
+UPLOADS = ("actions/upload-artifact@", "actions/upload-pages-artifact@")
+
+
+def bash_step(script: str, cwd: Path, env: dict, tmp_path: Path) -> subprocess.CompletedProcess:
+    (tmp_path / "step.sh").write_text(script)
+    return subprocess.run([BASH, "--noprofile", "--norc", "-eo", "pipefail", str(tmp_path / "step.sh")],
+                          capture_output=True, text=True, timeout=120, cwd=cwd, env=env)
+
+
+def steps_run(path: Path, scenario: dict, tmp_path: Path) -> dict:
+    (tmp_path / "scenario.json").write_text(json.dumps(scenario))
+    out = subprocess.run(["node", str(STEPRUN), str(path), str(tmp_path / "scenario.json")],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def uses(step: dict, prefix: str | tuple) -> bool:
+    return str(step.get("uses") or "").startswith(prefix)
+
+
+def tools(bin_dir: Path, *names: str) -> None:
+    """Links to the host's own programs, so that PATH can hold only these and the stand-ins."""
+    bin_dir.mkdir(exist_ok=True)
+    for name in names:
+        (bin_dir / name).symlink_to(shutil.which(name))
+
+
+# ---- 1. Python: a self-hosted runner's own 3.10+, else setup-python ----
+
+_PYTHONISH = re.compile(r"(?<![\w/.-])(pip|python3?|driftmatrix)(?![\w-])|\.venv/bin/")
+
+
+def test_every_job_that_runs_python_picks_it_first():
+    """In every job that runs Python, first the choice (one script everywhere), then setup-python only
+    when the choice is not the runner's own, and pip only inside a venv (PEP 668 refuses it outside)."""
+    scripts = set()
+    for path in WORKFLOWS:
+        for job in workflow(path)["jobs"]:
+            steps = job["steps"]
+            pythonic = [i for i, s in enumerate(steps) if s.get("run") and s.get("id") != "python"
+                        and _PYTHONISH.search(s["run"])]
+            if not pythonic:
+                continue
+            choice = [i for i, s in enumerate(steps) if s.get("id") == "python"]
+            setup = [i for i, s in enumerate(steps) if uses(s, "actions/setup-python@")]
+            assert len(choice) == 1 and len(setup) == 1, (path.name, job["id"])
+            assert choice[0] < setup[0] < pythonic[0], (path.name, job["id"])
+            assert "steps.python.outputs.own != 'true'" in steps[setup[0]]["if"], (path.name, job["id"])
+            assert steps[setup[0]]["with"]["python-version"] in ("${{ env.PYTHON_VERSION }}",)
+            scripts.add(steps[choice[0]]["run"])
+            for s in steps:
+                for m in re.finditer(r"(\S*)pip install", s.get("run") or ""):
+                    assert m.group(1) == ".venv/bin/", (path.name, job["id"], s.get("name"))
+    assert len(scripts) == 1  # a fix to one is a fix to all
+
+
+def _choose_python(tmp_path: Path, runner: str | None, version: tuple | None, venv: bool = True) -> tuple[str, str]:
+    """Run the choice on a machine whose python3 is `version` (None: none) and can (`venv`) or cannot
+    (Debian without python3-venv) make a venv. The stand-in python3 is the real interpreter reporting
+    that version; PATH holds only it and mktemp/rm."""
+    script = next(s["run"] for s in workflow(SCHEDULED)["jobs"][0]["steps"] if s.get("id") == "python")
+    bin_dir = tmp_path / "bin"
+    tools(bin_dir, "mktemp", "rm")
+    if version is not None:
+        real = getattr(sys, "_base_executable", sys.executable)
+        (bin_dir / "python3").write_text(f"""#!{real}
+import os, sys
+VERSION = {version!r}
+args = sys.argv[1:]
+if args == ["--version"]:
+    print("Python " + ".".join(map(str, VERSION)))
+elif args[:1] == ["-c"]:
+    sys.version_info = VERSION
+    exec(args[1])
+elif args[:2] == ["-m", "venv"] and not {venv!r}:
+    sys.exit("The virtual environment was not created successfully because ensurepip is not available.")
+else:
+    os.execv({real!r}, [{real!r}, *args])
+""")
+        (bin_dir / "python3").chmod(0o755)
+    env = {"PATH": str(bin_dir), "GITHUB_OUTPUT": str(tmp_path / "output"), "HOME": str(tmp_path),
+           "TMPDIR": str(tmp_path)}
+    if runner is not None:
+        env["RUNNER_ENVIRONMENT"] = runner
+    out = bash_step(script, tmp_path, env, tmp_path)
+    assert out.returncode == 0, out.stdout + out.stderr
+    return (tmp_path / "output").read_text().strip(), out.stdout
+
+
+@pytest.mark.parametrize("runner,version,venv,own", [
+    ("self-hosted", (3, 11, 2), True, True),     # Debian 12's own Python
+    (None, (3, 10, 0), True, True),              # a runner too old to say what it is: its Python when it has one
+    ("self-hosted", (3, 9, 2), True, False),     # too old: setup-python
+    ("self-hosted", (3, 11, 2), False, False),   # no python3-venv: setup-python
+    ("self-hosted", None, True, False),          # none at all
+    ("github-hosted", (3, 12, 3), True, False),  # GitHub's image: the pinned version, not the image's
+], ids=["debian-3.11", "unknown-runner-3.10", "3.9", "no-venv", "no-python", "github-hosted"])
+def test_which_python(tmp_path, runner, version, venv, own):
+    output, log = _choose_python(tmp_path, runner, version, venv)
+    assert output == f"own={'true' if own else 'false'}", log
+    if own:
+        assert "the runner's own Python " + ".".join(map(str, version)) in log
+    assert not list(tmp_path.glob("tmp.*"))  # the probe venv is gone
+
+
+# ---- 4. retention, and the state travelling once ----
+
+def _uploads() -> list[tuple[Path, str, dict]]:
+    return [(p, job["id"], s) for p in WORKFLOWS for job in workflow(p)["jobs"] for s in job["steps"] if uses(s, UPLOADS)]
+
+
+def test_every_upload_has_a_short_retention():
+    found = _uploads()
+    assert len(found) == 7  # inputs, state, each leg, fixes, Pages, merged; the gate's work folder
+    for path, job, step in found:
+        days = step["with"].get("retention-days")
+        assert days is not None and 1 <= int(days) <= 7, (path.name, job, step["with"].get("name"), days)
+    legs = {s["with"]["name"]: int(s["with"]["retention-days"]) for _, job, s in found if job in ("run", "verify-fixes")}
+    assert legs == {"${{ format('outcomes-{0}', matrix.entry) }}": 7, "fixes": 7}
+
+
+def _downloaded(step: dict, names: set[str]) -> set[str]:
+    """The artifacts a download-artifact step gets: its `name`, what its `pattern` matches (simple
+    globs: fnmatch and minimatch agree on them), or all of them."""
+    given = step["with"]
+    if given.get("name"):
+        return {given["name"]}
+    if given.get("pattern"):
+        return {n for n in names if fnmatch.fnmatchcase(n, given["pattern"])}
+    return set(names)
+
+
+def test_the_state_travels_once():
+    """The state branch's history goes from extract to publish only, in its own artifact kept one day;
+    the legs and the fix check get the previous outcomes alone; publish puts the state back together."""
+    doc = workflow(SCHEDULED)
+    uploads = {s["with"]["name"]: (job, s) for path, job, s in _uploads()
+               if path == SCHEDULED and uses(s, "actions/upload-artifact@")}
+    state_paths = {n: [p for p in s["with"]["path"].split("\n") if p.strip().lstrip("!").startswith("state")]
+                   for n, (_, s) in uploads.items()}
+    assert state_paths["state"] == ["state/", "!state/outcomes.jsonl"]
+    assert state_paths["inputs"] == ["state/outcomes.jsonl"]
+    assert all(not paths for n, paths in state_paths.items() if n not in ("state", "inputs")), state_paths
+    state_job, state = uploads["state"]
+    assert state_job == "extract" and state["with"]["retention-days"] == "1"
+    assert state["with"]["include-hidden-files"] == "true"  # .state-commit, which `state save` needs
+    names = {n.replace("${{ format('outcomes-{0}', matrix.entry) }}", "outcomes-stable-1") for n in uploads}
+    takers = {job["id"] for job in doc["jobs"] for s in job["steps"]
+              if uses(s, "actions/download-artifact@") and "state" in _downloaded(s, names)}
+    assert takers == {"publish"}
+    publish = next(j for j in doc["jobs"] if j["id"] == "publish")
+    script = "\n".join(s.get("run") or "" for s in publish["steps"])
+    assert "cp -r artifacts/state/. state/" in script
+    assert "merge artifacts/inputs/state/outcomes.jsonl" in script and "cp merged.jsonl state/outcomes.jsonl" in script
+
+
+# ---- 5. the PR job's summary, also when `driftmatrix pr` fails ----
+
+def _pr_steps() -> tuple[dict, dict]:
+    job = next(j for j in workflow(SCHEDULED)["jobs"] if j["id"] == "pull-requests")
+    pr = next(s for s in job["steps"] if s.get("id") == "pr")
+    summary = job["steps"][job["steps"].index(pr) + 1]
+    return pr, summary
+
+
+def test_the_pr_summary_step_runs_after_a_failure(tmp_path):
+    ran = steps_run(SCHEDULED, {"job": "pull-requests", "outputs": {"python": {"own": "false"}},
+                                "outcomes": {"pr": "failure"}}, tmp_path)
+    outcome = {s["id"]: s["outcome"] for s in ran["steps"]}
+    _, summary = _pr_steps()
+    assert outcome["pr"] == "failure" and outcome[summary["id"]] == "success" and ran["result"] == "failure"
+    ran = steps_run(SCHEDULED, {"job": "pull-requests", "outcomes": {"__actions_download-artifact": "failure"}}, tmp_path)
+    assert {s["id"]: s["outcome"] for s in ran["steps"]}[summary["id"]] == "skipped"  # no PR step, no summary
+
+
+def test_a_failing_pr_keeps_its_failure_and_gets_its_summary(tmp_path):
+    """The PR step's own script with a `driftmatrix pr` that fails (the last lines of its output say
+    why, with docs text in them), then the summary step's script with the real driftmatrix Python."""
+    pr, summary = _pr_steps()
+    bin_dir = tmp_path / "bin"
+    tools(bin_dir, "tee", "mkdir", "cat")
+    (bin_dir / "git").write_text('#!/bin/bash\n[ "$1" = clone ] && mkdir -p "${@: -1}"\n')
+    (bin_dir / "driftmatrix").write_text(
+        "#!/bin/bash\necho 'rebuilding driftmatrix/doc-warnings'\n"
+        f"echo {mdcheck.HOSTILE!r}\n"
+        "echo 'driftmatrix pr: GitHub refused the push (403): the token may not push to vllm-project/vllm' >&2\nexit 1\n")
+    for name in ("git", "driftmatrix"):
+        (bin_dir / name).chmod(0o755)
+    (bin_dir / "python").symlink_to(sys.executable)
+    summary_file = tmp_path / "summary.md"
+    env = {"PATH": str(bin_dir), "HOME": str(tmp_path), "GITHUB_STEP_SUMMARY": str(summary_file),
+           "REPO": "vllm-project/vllm", "APPLY": "true", "PYTHONPATH": str(REPO)}
+    out = bash_step(pr["run"], tmp_path, env, tmp_path)
+    assert out.returncode == 1, out.stdout + out.stderr  # the step fails (pipefail), as before
+    assert not summary_file.exists()
+    out = bash_step(summary["run"], tmp_path, {**env, "OUTCOME": "failure"}, tmp_path)
+    assert out.returncode == 0, out.stdout + out.stderr
+    text = summary_file.read_text()
+    assert text.startswith("### Doc-fix PR for vllm-project/vllm (applied): failure")
+    assert "GitHub refused the push (403)" in text  # stderr too: the reason is what a failed PR's summary is for
+    r = mdcheck.assert_inert(text)
+    assert any("GitHub refused the push" in c for c in r.code)
+
+
+def test_the_pr_summary_is_capped(tmp_path):
+    """An oversized log: one 3 MB line among the last ones, and a tail longer than the cap."""
+    log = tmp_path / "pr.log"
+    log.write_text("\n".join(["x" * 3_000_000, *[f"line {i} " + "y" * 60 for i in range(30_000)], "the last line"]))
+    summary = tmp_path / "summary.md"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    base = [sys.executable, "-m", "runner.step_summary", "--title", "PR", "--log", str(log), "--summary", str(summary)]
+    subprocess.run([*base, "--lines", "25"], check=True, env=env, cwd=tmp_path)
+    first = summary.read_text()
+    assert "the last line" in first and len(first.encode()) < 60_000  # long lines cut, the end kept
+    subprocess.run([*base, "--lines", "40000", "--full", "this job's log"], check=True, env=env, cwd=tmp_path)
+    text = summary.read_text()
+    assert len(text.encode()) <= STEP_SUMMARY_CAP
+    assert text.rstrip().splitlines()[-1].endswith("The full list: this job's log.")
+    mdcheck.assert_inert(text)
+
+
+# ---- 6. the docs gate: a required check on every PR and merge-queue entry ----
+
+def test_the_gate_runs_on_every_pr_and_the_merge_queue():
+    on = workflow(GATE)["on"]
+    assert on == {"pull_request": {}, "merge_group": {}}  # no paths filter; never pull_request_target
+    doc = workflow(GATE)
+    assert "merge_group.base_sha" in doc["env"]["BASE_SHA"] and "merge_group.head_sha" in doc["env"]["HEAD_SHA"]
+
+
+def _docs_repo(tmp_path: Path) -> Path:
+    repo = tmp_path / "docs-repo"
+    repo.mkdir()
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True,
+                              env={**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
+                                   "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}).stdout.strip()
+
+    git("init", "-q", "-b", "main")
+    for rel in ("docs/serving.md", "vllm/engine.py", "mkdocs.yaml"):
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text("v1\n")
+    git("add", "-A")
+    git("commit", "-qm", "base")
+    shas = {"base": git("rev-parse", "HEAD")}
+    for branch, rel in (("code", "vllm/engine.py"), ("docs", "docs/serving.md"), ("config", "mkdocs.yaml")):
+        git("checkout", "-qb", branch, shas["base"])
+        (repo / rel).write_text(f"{branch}\n")
+        git("commit", "-qam", branch)
+        shas[branch] = git("rev-parse", "HEAD")
+    git("checkout", "-q", "main")  # the base moves on with a docs change the PR `code` does not bring
+    (repo / "docs" / "serving.md").write_text("main moved\n")
+    git("commit", "-qam", "main moved")
+    shas["main"] = git("rev-parse", "HEAD")
+    return repo, shas
+
+
+@pytest.mark.parametrize("base,head,docs", [
+    ("base", "code", False), ("main", "code", False), ("base", "docs", True), ("base", "config", True),
+], ids=["code-only", "code-only-base-moved", "docs", "mkdocs.yaml"])
+def test_the_gate_decides_whether_docs_changed(tmp_path, base, head, docs):
+    repo, shas = _docs_repo(tmp_path)
+    step = next(s for s in workflow(GATE)["jobs"][0]["steps"] if s.get("id") == "changes")
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "BASE_SHA": shas[base], "HEAD_SHA": shas[head],
+           "GITHUB_OUTPUT": str(tmp_path / "output"), "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md")}
+    out = bash_step(step["run"], repo.parent, env, tmp_path)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert (tmp_path / "output").read_text() == f"docs={'true' if docs else 'false'}\n"
+    assert ((tmp_path / "summary.md").exists() and "no docs changed" in (tmp_path / "summary.md").read_text()) != docs
+
+
+def test_the_gate_fails_when_it_cannot_tell(tmp_path):
+    repo, shas = _docs_repo(tmp_path)
+    step = next(s for s in workflow(GATE)["jobs"][0]["steps"] if s.get("id") == "changes")
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "BASE_SHA": "0" * 40, "HEAD_SHA": shas["docs"],
+           "GITHUB_OUTPUT": str(tmp_path / "output"), "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md")}
+    assert bash_step(step["run"], repo.parent, env, tmp_path).returncode != 0  # never green by not knowing
+    assert not (tmp_path / "output").exists()
+
+
+@pytest.mark.parametrize("docs", [False, True])
+def test_without_docs_the_gate_is_green_at_once(tmp_path, docs):
+    """GitHub's evaluator on the gate job's steps: no docs changed, nothing after the decision runs and
+    the job succeeds; docs changed, every step runs (the sandbox before the check)."""
+    ran = steps_run(GATE, {"job": "gate", "outputs": {"changes": {"docs": str(docs).lower()}, "python": {"own": "true"}}},
+                    tmp_path)
+    after = ran["steps"][[s["id"] for s in ran["steps"]].index("changes") + 1:]
+    assert ran["result"] == "success"
+    if docs:
+        assert [s["ran"] for s in after] == [True, True, False, True, True, True]  # setup-python: own Python
+    else:
+        assert not any(s["ran"] for s in after)
