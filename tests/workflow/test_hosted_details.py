@@ -321,3 +321,17 @@ def test_without_docs_the_gate_is_green_at_once(tmp_path, docs):
         assert [s["ran"] for s in after] == [True, True, False, True, True, True]  # setup-python: own Python
     else:
         assert not any(s["ran"] for s in after)
+
+
+def test_the_disk_is_kept_for_the_builds():
+    """A standard runner has 14 GB: no pip cache anywhere, the gate's clone without old blobs, and
+    the fix check holding one build's environment at a time on GitHub's runners."""
+    import yaml
+    for path in WORKFLOWS:
+        assert yaml.safe_load(path.read_text())["env"].get("PIP_NO_CACHE_DIR") == "1", path.name
+    checkouts = [s for job in workflow(GATE)["jobs"] for s in job["steps"] if uses(s, "actions/checkout")]
+    assert any(s["with"].get("filter") == "blob:none" for s in checkouts)
+    fixes = next(job for job in workflow(SCHEDULED)["jobs"] if job["id"] == "verify-fixes")
+    script = next(s["run"] for s in fixes["steps"] if "driftmatrix run fixes.json" in (s.get("run") or "")
+                  and "--fetch-only" not in s["run"])
+    assert '--target "$target"' in script and 'rm -rf "$cache/envs"' in script
