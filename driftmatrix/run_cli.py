@@ -41,6 +41,30 @@ def _picks(tokens: list[str] | None) -> dict | None:
         raise SystemExit(f"driftmatrix run: {err}")
 
 
+def _declared_device(text: str) -> dict | None:
+    """`9.0`, `9.0,140` or `9.0,140,8` (capability, GiB per GPU, GPUs), or `none`."""
+    from runner.settings import DECLARED_DEVICE
+
+    if text.strip().lower() in ("none", "off", "no"):
+        return None
+    parts = [p.strip() for p in text.split(",")]
+    try:
+        major, _, minor = parts[0].partition(".")
+        int(major), int(minor or 0)
+        decl = {**DECLARED_DEVICE, "capability": parts[0]}
+        if parts[0] != DECLARED_DEVICE["capability"]:
+            decl["name"] = f"declared CUDA {parts[0]} device"
+        if len(parts) > 1:
+            decl["memory_gib"] = float(parts[1])
+        if len(parts) > 2:
+            decl["count"] = int(parts[2])
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not CAPABILITY[,GIB[,COUNT]]: {text!r}") from None
+    if len(parts) > 3:
+        raise argparse.ArgumentTypeError(f"not CAPABILITY[,GIB[,COUNT]]: {text!r}")
+    return decl
+
+
 def _from_plan(args: argparse.Namespace, parser: argparse.ArgumentParser) -> argparse.Namespace:
     """The run arguments of one plan entry, with this command line's output options."""
     try:
@@ -85,7 +109,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         workdir=Path(args.workdir) if args.workdir else None, fmt=args.format,
         junit=Path(args.junit) if args.junit else None, target_names=args.target, stand_ins=args.stand_ins,
         jobs=args.jobs, summary=args.summary, share_gpu=args.share_gpu, pick=_picks(args.pick),
-        stop_after=args.stop_after)
+        stop_after=args.stop_after, declared_device=args.declared_device)
     if args.fetch_only:
         from runner.prefetch import prefetch
         return prefetch(opts)
@@ -191,6 +215,11 @@ def _run_parser(sub, cache: str) -> None:
     r.add_argument("--gpus", type=int, help="GPUs to use (default: those nvidia-smi lists that CUDA_VISIBLE_DEVICES "
                                             "leaves visible; 0 = CPU)")
     r.add_argument("--gpu-mem", type=float, metavar="GB", help="memory per GPU: SKIP models that cannot fit")
+    r.add_argument("--declared-device", type=_declared_device, default=_declared_device("9.0"),
+                   metavar="CAP[,GIB[,N]]",
+                   help="a CUDA build's config tier on a machine without a GPU: build the engine config over this "
+                        "declared device (compute capability, GiB per GPU, GPUs; default: 9.0,140,8, an H200 host), "
+                        "or `none` to SKIP it")
     r.add_argument("--jobs", type=int, metavar="N", help="jobs at once (default: one per GPU; without a GPU, two "
                                                        "servers side by side when the memory allows)")
     r.add_argument("--share-gpu", type=int, default=1, metavar="N",

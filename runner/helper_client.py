@@ -25,6 +25,8 @@ from runner.sandbox.files import LineReader, ProtocolError, open_new, read_tail
 from runner.settings import HELPER_ANSWER_S, HELPER_IMPORT_S
 
 HELPER = Path(__file__).resolve().parent / "intarget" / "vllm_helper.py"
+DECLARED_HELPER = HELPER.with_name("declared_device.py")
+"""The same helper over a declared CUDA device: a CUDA build's config tier without a device."""
 
 
 @dataclass
@@ -46,13 +48,20 @@ class HelperAnswer:
     """vLLM WARNING records while parsing/configuring: `{file, line, message}`."""
     effective_config: dict = field(default_factory=dict)
     """Resolved engine settings (config tier)."""
+    no_device: bool = False
+    """A CUDA build without a device was asked for its engine config: ask the declared-device helper."""
+    depth: str | None = None
+    """How far the config tier got on a declared device ("config built with a declared CUDA device …")."""
+    import_probes: list[str] = field(default_factory=list)
+    """Device queries vLLM's modules made at import in the declared-device helper (answered: no device)."""
 
     @classmethod
     def from_json(cls, data: dict) -> HelperAnswer:
         ok = data.get("ok")
         return cls("skipped" if ok is None else "ok" if ok else "failed", data.get("stage") or "parse",
                    data.get("error") or {}, data.get("skip"), list(data.get("warnings") or []),
-                   dict(data.get("effective_config") or {}))
+                   dict(data.get("effective_config") or {}), bool(data.get("no_device")), data.get("depth"),
+                   [str(p) for p in data.get("import_probes") or []])
 
 
 class HelperError(RuntimeError):
@@ -196,18 +205,22 @@ class Helper:
 
 
 def contained(python: str, env: dict[str, str], log_path: Path, readable: list[str] = (), gpu: bool = False,
-              jobs: int = 1, attempts: int = 2, seed: Path | None = None) -> Helper:
+              jobs: int = 1, attempts: int = 2, seed: Path | None = None, declared: dict | None = None) -> Helper:
     """A helper run by the target interpreter `python` in the sandbox (plainly where there is none
     and none is required), seeing `readable` (the model folders it will be asked about); `env` is laid
     over an allow-list of ours (runner/env_policy.py); `seed`: the target's trusted warm compile cache
-    (runner/compile_cache.py), of which it gets vLLM's model inspections."""
+    (runner/compile_cache.py), of which it gets vLLM's model inspections; `declared`: the CUDA device
+    to declare (runner/intarget/declared_device.py) — that helper instead of the plain one."""
     full = {**runner_env(), **without_secrets(env), "HF_HUB_OFFLINE": "1"}
+    script = HELPER
+    if declared is not None:
+        script, full["DRIFTMATRIX_DECLARED_DEVICE"] = DECLARED_HELPER, json.dumps(declared)
 
     def launch() -> Launch:
         if refused := sandbox.required_missing():
             raise HelperError(refused)
         vllm_cache = seed / "vllm-cache" if seed is not None and (seed / "vllm-cache").is_dir() else None
-        return sandbox.contain([python, str(HELPER)], python=python, env=full, kind="helper", jobs=jobs,
+        return sandbox.contain([python, str(script)], python=python, env=full, kind="helper", jobs=jobs,
                                readable=list(readable), gpu=gpu,
                                seeds=[(vllm_cache, "/tmp/vllm-cache")] if vllm_cache else [])
     return Helper(launch, log_path, attempts=attempts)

@@ -19,7 +19,7 @@ from runner.helper_client import Helper
 from runner.models import ModelResolver
 from runner.records import JobKey
 from runner.redact import Redactor
-from runner.settings import START_TIMEOUT_S, cache_dir, hub_dir
+from runner.settings import DECLARED_DEVICE, START_TIMEOUT_S, cache_dir, hub_dir
 
 
 @dataclass
@@ -58,6 +58,8 @@ class RunContext:
     cache_dir: Path = field(default_factory=cache_dir)
     jobs: int = 1
     """Jobs side by side: each contained process's share of the machine (runner/sandbox/limits.py)."""
+    declared_device: dict | None = field(default_factory=lambda: dict(DECLARED_DEVICE))
+    """The CUDA device a CUDA build's config tier declares where there is none (None: SKIP instead)."""
     _helpers_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     """Jobs side by side ask for the same target's helper at once: exactly one is made."""
 
@@ -65,24 +67,29 @@ class RunContext:
     def device(self) -> str:
         return "gpu" if self.gpus else "cpu"
 
-    def helper(self, target: TargetEnv) -> Helper:
-        """The target's long-lived parse/config helper (made once; its process starts on first use)."""
-        name = target.target.name
+    def helper(self, target: TargetEnv, declared: bool = False) -> Helper:
+        """The target's long-lived parse/config helper (made once; its process starts on first use);
+        `declared`: its twin over the declared CUDA device (a CUDA build's config tier without a device)."""
+        name = target.target.name + ("+declared" if declared else "")
         with self._helpers_lock:
             if name not in self.helpers:
                 hub_dir(self.cache_dir).mkdir(parents=True, exist_ok=True)  # models fetched later in the run
                 # it serves every model of the run: the folders they can come from
                 folders = [*self.resolver.model_map.values(), str(hub_dir(self.cache_dir)),
                            str(self.cache_dir / "standins"), str(self.cache_dir / "sdists")]
-                self.helpers[name] = self._new_helper(target, self.workdir / f"helper-{name}.log", folders)
+                self.helpers[name] = self._new_helper(target, self.workdir / f"helper-{name}.log", folders,
+                                                      declared=declared)
             return self.helpers[name]
 
-    def own_helper(self, target: TargetEnv, job_name: str, readable: list[str]) -> Helper:
+    def own_helper(self, target: TargetEnv, job_name: str, readable: list[str], declared: bool = False) -> Helper:
         """A helper for one command whose config tier runs code that is not vLLM's (runner/trust.py):
         nothing it loads outlives it. Shut down by the caller."""
-        return self._new_helper(target, self.workdir / "logs" / f"{job_name}-helper.log", readable, attempts=1)
+        suffix = "-declared" if declared else ""
+        return self._new_helper(target, self.workdir / "logs" / f"{job_name}-helper{suffix}.log", readable,
+                                attempts=1, declared=declared)
 
-    def _new_helper(self, target: TargetEnv, log: Path, readable: list[str], attempts: int = 2) -> Helper:
+    def _new_helper(self, target: TargetEnv, log: Path, readable: list[str], attempts: int = 2,
+                    declared: bool = False) -> Helper:
         """Offline always, whether the hub answers or not: every model vLLM is given is a local folder
         (model map, stand-in, or fetched from the hub beforehand by runner/hub.py), so the config tier
         checks exactly the files we fetched and never downloads itself; no token either (the
@@ -90,7 +97,8 @@ class RunContext:
         if not target.target.docker:
             return helper_client.contained(target.python, {**self.base_env, **target.env}, log, readable,
                                            gpu=self.gpus > 0, jobs=self.jobs, attempts=attempts,
-                                           seed=compile_cache.existing(target, self.cache_dir))
+                                           seed=compile_cache.existing(target, self.cache_dir),
+                                           declared=self.declared_device if declared else None)
         hub_folder = hub_dir(self.cache_dir)  # models fetched later in the run are mounted too
         hub_folder.mkdir(parents=True, exist_ok=True)
         command = docker_target.helper_command(target.target.docker, [*self.resolver.model_map.values(),

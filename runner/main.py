@@ -28,7 +28,7 @@ from runner.job import Job, RunContext
 from runner.models import ModelResolver
 from runner.records import TIERS, VERDICTS, JobKey, Outcome
 from runner.redact import Redactor
-from runner.settings import START_TIMEOUT_S, cache_dir, cpu_slots, default_jobs
+from runner.settings import DECLARED_DEVICE, START_TIMEOUT_S, cache_dir, cpu_slots, default_jobs
 from runner.target_check import TargetDiagnostic, build_of, helpers_start
 from runner.targets import TargetConfigError, TargetsFile, default_path, gpu_devices, load
 
@@ -62,6 +62,8 @@ class RunOptions:
     """`tiny` or `full` twins for models that cannot be had; None: such snippets SKIP."""
     share_gpu: int = 1
     """Servers per GPU at once (RunContext.share_gpu)."""
+    declared_device: dict | None = field(default_factory=lambda: dict(DECLARED_DEVICE))
+    """RunContext.declared_device: the CUDA device a CUDA build's config tier declares without a GPU."""
     jobs: int | None = None
     """Jobs at once (None: one per GPU, or side by side on a CPU where memory allows; settings.py)."""
     summary: str | None = None
@@ -173,7 +175,7 @@ def run(opts: RunOptions, console=None) -> int:
     ctx = RunContext(resolver=ModelResolver(tfile.models), workdir=workdir, base_env=tfile.env,
                      start_timeout=opts.start_timeout, gpus=gpus, devices=devices, gpu_mem_gb=opts.gpu_mem,
                      share_gpu=share, redact=Redactor(), stand_ins=opts.stand_ins, cache_dir=opts.cache_dir,
-                     jobs=opts.jobs or default_jobs(gpus) * share)
+                     jobs=opts.jobs or default_jobs(gpus) * share, declared_device=opts.declared_device)
     if refused := sandbox.required_missing():  # each job says so too (ERROR): nothing runs plainly
         console.print(f"[red]driftmatrix run: {refused}", soft_wrap=True)
     finished: list[Outcome] = []

@@ -112,3 +112,10 @@ def hub_dir(cache: Path) -> Path:
     """Where files fetched from the hub are kept, one `<org>--<name>` folder per model:
     `$DRIFTMATRIX_HUB_DIR` (e.g. a larger disk for weights), else `<cache>/hub`."""
     return Path(os.environ.get("DRIFTMATRIX_HUB_DIR") or cache / "hub")
+
+
+DECLARED_DEVICE = {"capability": "9.0", "name": "NVIDIA H200", "memory_gib": 140, "count": 8}
+"""The CUDA device a CUDA build's config tier declares on a machine without one (`run --declared-device`):
+an H200-like host of 8 GPUs. vLLM's platform answers capability, name, memory and device count from
+it; a rejection that rests on these facts SKIPs as decided by the declaration
+(runner/intarget/declared_device.py)."""

@@ -252,9 +252,31 @@ def own_values(args):
     return args
 
 
-def answer(req, parser, serve_cmd, no_device):
+DECLARED = None
+"""Set by declared_device.py when it runs this helper for a CUDA build without a device: its
+engine configs are built over the declared device, and withheld where they touched the missing one."""
+
+
+def engine_config(args, result):
+    """The engine config of the parsed args (None when withheld: `result["skip"]` says why)."""
     AsyncEngineArgs, UsageContext = find("AsyncEngineArgs"), find("UsageContext")
 
+    def build():
+        engine_args = AsyncEngineArgs.from_cli_args(args)
+        return engine_args.create_engine_config(usage_context=UsageContext.OPENAI_API_SERVER)
+    if DECLARED is None:
+        return build()
+    result["depth"] = DECLARED.depth
+    if DECLARED.at_import:
+        result["import_probes"] = list(DECLARED.at_import)
+    cfg, withheld = DECLARED.config(build)  # raises vLLM's rejection when it does not depend on the device
+    if withheld:
+        result["skip"] = withheld
+        del result["depth"]  # no verdict: the reason says what was decided and by what
+    return cfg
+
+
+def answer(req, parser, serve_cmd, no_device):
     words = list(req.get("subcommand") or [])
     result = {"id": req.get("id"), "stage": "parse", "ok": False}
     t0 = time.monotonic()
@@ -286,13 +308,15 @@ def answer(req, parser, serve_cmd, no_device):
                     args.model = args.model_tag
                 if req.get("tier") == "config" and not words:
                     result["stage"] = "config"
-                    if no_device:
-                        result.update(ok=None, skip="a CUDA build needs an accelerator to build its engine config")
+                    if no_device:  # the runner asks the declared-device helper (declared_device.py) instead
+                        result.update(ok=None, no_device=True, skip=DECLARED.unavailable if DECLARED else
+                                      "a CUDA build without a device builds its engine config over a declared "
+                                      "device only (runner/intarget/declared_device.py)")
                         return result
-                    engine_args = AsyncEngineArgs.from_cli_args(args)
-                    cfg = engine_args.create_engine_config(usage_context=UsageContext.OPENAI_API_SERVER)
-                    result["effective_config"] = effective(cfg)
-                result["ok"] = True
+                    cfg = engine_config(args, result)
+                    if cfg is not None:
+                        result["effective_config"] = effective(cfg)
+                result["ok"] = None if result.get("skip") else True
             except BaseException as exc:  # SystemExit from argparse included
                 if isinstance(exc, KeyboardInterrupt):
                     raise

@@ -5,7 +5,13 @@ or a model that cannot be had SKIPs it, after the parser has checked the flags.
 
 A `subcommand` snippet (`vllm bench throughput …`, `vllm run-batch …`) is parsed by that
 subcommand's own parser (and its validate()); it is not a server, so every tier after parse SKIPs
-with the reason (runner/subcommands.py)."""
+with the reason (runner/subcommands.py).
+
+A CUDA build on a machine without a device answers the config tier "no device": the command is then
+asked again of the target's declared-device helper (runner/intarget/declared_device.py), which builds
+the engine config over a declared CUDA device (RunContext.declared_device) and either gives a verdict
+— its depth noted: "config built with a declared CUDA device 9.0 (...), no device present" — or SKIPs
+with what, for this command, the missing device or the declaration decided."""
 
 from __future__ import annotations
 
@@ -26,6 +32,12 @@ def parse_config(state: JobState) -> Verdict | None:
     answer = _ask(state, "config" if want_config else "parse", sub)
     out.evidence.warnings.extend({**w, "feature": classify.is_feature_warning(w["message"])} for w in answer.warnings)
     out.evidence.effective_config.update(answer.effective_config)
+    if answer.depth:
+        out.evidence.notes.append(answer.depth)
+    if answer.import_probes:
+        out.evidence.notes.append("vLLM's modules asked torch about the device at import and were answered "
+                                  f"\"none\" (what they set from it is as on a machine without a GPU): "
+                                  f"{'; '.join(answer.import_probes[:6])}")
     out.stage = answer.stage
     if answer.result == "skipped":
         return skip(answer.skip or "the helper could not check it here", answer.stage)
@@ -56,16 +68,40 @@ def _ask(state: JobState, tier: str, sub: list[str] | None) -> HelperAnswer:
     nothing that code does outlives it."""
     job, ctx = state.job, state.ctx
     if tier != "config" or not trust.foreign_code(state.argv):
-        return ctx.helper(job.target).ask(state.argv, tier, env=literal_env(job), subcommand=sub)
+        answer = ctx.helper(job.target).ask(state.argv, tier, env=literal_env(job), subcommand=sub)
+        if not (answer.no_device and tier == "config"):
+            return answer
+        if why := _no_declaration(state):
+            return HelperAnswer("skipped", "config", skip=why, warnings=answer.warnings)
+        return ctx.helper(job.target, declared=True).ask(state.argv, tier, env=literal_env(job), subcommand=sub)
     name = f"{job.snippet.id}-{job.variant or 'doc'}-{job.target.target.name}"
     state.outcome.stage = "config"  # what stops this helper stops the config tier
     helper = ctx.own_helper(job.target, name, list(state.outcome.substitutions.values()))
     state.outcome.evidence.notes.append("checked in a helper process of its own: it runs code that is not vLLM's "
                                         f"({', '.join(trust.foreign_code(state.argv))})")
     try:
+        answer = helper.ask(state.argv, tier, env=literal_env(job), subcommand=sub)
+    finally:
+        helper.shutdown()
+    if not answer.no_device:
+        return answer
+    if why := _no_declaration(state):
+        return HelperAnswer("skipped", "config", skip=why, warnings=answer.warnings)
+    helper = ctx.own_helper(job.target, name, list(state.outcome.substitutions.values()), declared=True)
+    try:
         return helper.ask(state.argv, tier, env=literal_env(job), subcommand=sub)
     finally:
         helper.shutdown()
+
+
+def _no_declaration(state: JobState) -> str | None:
+    """Why a CUDA build's config cannot be built over a declared device here, or None."""
+    if state.job.target.target.docker:
+        return ("a CUDA build without a device: its engine config is built over a declared device only in a target "
+                "environment, not in a Docker image")
+    if not state.ctx.declared_device:
+        return "a CUDA build without a device, and no device declared (run --declared-device)"
+    return None
 
 
 def _failed(state: JobState, stage: str, err: dict) -> Verdict:

@@ -19,9 +19,9 @@ def test_jobs_side_by_side_share_one_helper_per_target(tmp_path, monkeypatch):
     target = TargetEnv(Target("nightly"), "/no/python", ["vllm"])
     made = ctx._new_helper
 
-    def slow_new_helper(*args):  # widen the window in which a second worker could make its own
+    def slow_new_helper(*args, **kwargs):  # widen the window in which a second worker could make its own
         time.sleep(0.2)
-        return made(*args)
+        return made(*args, **kwargs)
     monkeypatch.setattr(ctx, "_new_helper", slow_new_helper)
     barrier, got = threading.Barrier(4), []
 
