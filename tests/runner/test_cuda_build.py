@@ -145,3 +145,35 @@ def test_device_queries_are_withheld(cuda_env, tmp_path):
                                    "at vllm/model_executor/layers/quantization/utils/marlin_utils.py:")
     assert got["units"].startswith("cannot be decided without a device: vLLM asked the platform's "
                                    "num_compute_units() at vllm/utils/platform_utils.py:")
+
+
+TODAYS_STABLE = "0.34.0"
+"""vLLM's stable release when this was written (the CPU fallback resolves the newest at run time)."""
+
+
+@pytest.fixture(scope="module")
+def todays_stable():
+    """Its CUDA wheel pins flashinfer-python==0.7.3, which PyPI never had: installed without that pin,
+    said so (runner/envs.py), instead of a target that cannot be checked at all."""
+    return ensure(Target("stable", pip=f"vllm=={TODAYS_STABLE}"), CACHE)
+
+
+def test_todays_stable_parses_on_its_cuda_wheel(todays_stable, docs, tmp_path):
+    snippets, ids = docs
+    targets = tmp_path / "t.toml"
+    targets.write_text(f'[targets.stable]\npip = "vllm=={TODAYS_STABLE}"\nmax_tier = "config"\n'
+                       'label = "CUDA wheel on a CPU runner"\n')
+    run_cli(str(snippets), "--targets", str(targets), "--tier", "probe", "--gpus", "0", "--only",
+            ids["a-removed-flag"][0], ids["tools"][0], "-o", str(tmp_path / "o.jsonl"), cwd=tmp_path)
+    items = outcomes(tmp_path / "o.jsonl")
+    removed, tools = pick(items, ids["a-removed-flag"][0], "stable"), pick(items, ids["tools"][0], "stable")
+    assert (removed.verdict, removed.stage) == ("FAIL", "parse") and "--disable-log-requests" in removed.reason
+    assert tools.stage in ("parse", "config") and tools.verdict != "ERROR", tools.reason  # the helper answered
+    assert tools.tier == "config"  # max_tier: no server from a CUDA wheel without a GPU
+    for o in (removed, tools):
+        assert (o.target.version, o.target.distribution, o.target.label) == (TODAYS_STABLE, "vllm",
+                                                                           "CUDA wheel on a CPU runner")
+        assert o.target.without == (todays_stable.info.get("without") or None)
+    for requirement in todays_stable.info.get("without") or []:  # only exact pins of other packages are left out
+        name, _, version = requirement.partition("==")
+        assert version and not name.startswith("vllm")
