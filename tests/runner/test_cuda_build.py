@@ -158,19 +158,23 @@ def todays_stable():
     return ensure(Target("stable", pip=f"vllm=={TODAYS_STABLE}"), CACHE)
 
 
-def test_todays_stable_parses_on_its_cuda_wheel(todays_stable, docs, tmp_path):
-    snippets, ids = docs
+def test_todays_stable_parses_on_its_cuda_wheel(todays_stable, tmp_path):
+    page = ("# Today\n\n```bash\nvllm serve Qwen/Qwen3-0.6B --swap-space 4\n```\n\n"
+            # paired again with --enable-log-requests in 0.34.0 (argparse_utils: --enable-x / --disable-x)
+            "```bash\nvllm serve Qwen/Qwen3-0.6B --disable-log-requests\n```\n")
+    snippets, _ = catalog_of(docs_tree(tmp_path / "docs", page))
+    ids = [s["id"] for s in json.loads(snippets.read_text())["snippets"]]
     targets = tmp_path / "t.toml"
     targets.write_text(f'[targets.stable]\npip = "vllm=={TODAYS_STABLE}"\nmax_tier = "config"\n'
                        'label = "CUDA wheel on a CPU runner"\n')
-    run_cli(str(snippets), "--targets", str(targets), "--tier", "probe", "--gpus", "0", "--only",
-            ids["a-removed-flag"][0], ids["tools"][0], "-o", str(tmp_path / "o.jsonl"), cwd=tmp_path)
+    run_cli(str(snippets), "--targets", str(targets), "--tier", "probe", "--gpus", "0",
+            "-o", str(tmp_path / "o.jsonl"), cwd=tmp_path)
     items = outcomes(tmp_path / "o.jsonl")
-    removed, tools = pick(items, ids["a-removed-flag"][0], "stable"), pick(items, ids["tools"][0], "stable")
-    assert (removed.verdict, removed.stage) == ("FAIL", "parse") and "--disable-log-requests" in removed.reason
-    assert tools.stage in ("parse", "config") and tools.verdict != "ERROR", tools.reason  # the helper answered
-    assert tools.tier == "config"  # max_tier: no server from a CUDA wheel without a GPU
-    for o in (removed, tools):
+    swap, log_requests = (pick(items, i, "stable") for i in ids)
+    assert (swap.verdict, swap.stage) == ("FAIL", "parse") and "--swap-space" in swap.reason
+    assert log_requests.stage == "config" and log_requests.verdict != "ERROR", log_requests.reason  # parsed
+    assert log_requests.tier == "config"  # max_tier: no server from a CUDA wheel without a GPU
+    for o in (swap, log_requests):
         assert (o.target.version, o.target.distribution, o.target.label) == (TODAYS_STABLE, "vllm",
                                                                            "CUDA wheel on a CPU runner")
         assert o.target.without == (todays_stable.info.get("without") or None)
