@@ -148,8 +148,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if args.daily_tier and not args.leg_hours:
         print("driftmatrix plan: --daily-tier needs --leg-hours", file=sys.stderr)
         return 2
-    leg = (LegBudget(args.leg_hours * 3600, max(args.max_legs, 1), args.daily_tier, max(args.shards, 1))
-           if args.leg_hours else None)
+    leg = (LegBudget(args.leg_hours * 3600, max(args.max_legs, 1), args.daily_tier, max(args.shards, 1),
+                     args.job_hours * 3600) if args.leg_hours else None)
     result = asdict(todo(Path(args.snippets), Path(args.targets) if args.targets else path, targets, args.tier,
                          previous, args.shards, args.variants, args.stand_ins, detail=args.detail, leg=leg))
     result["entries"] = [r["id"] for r in result["runs"]]
@@ -264,6 +264,9 @@ def add_parsers(sub, cache: str) -> None:
                          f"of --previous (GitHub ends a job at {GITHUB_JOB_LIMIT_H:g} h; the workflow uses "
                          f"{LEG_HOURS:g}), as many legs as needed up to --max-legs; what does not fit is left for "
                          "the next run, the least recently checked first")
+    pl.add_argument("--job-hours", type=float, default=GITHUB_JOB_LIMIT_H, metavar="H",
+                    help="the CI job's limit: a leg stops starting jobs halfway between --leg-hours and this "
+                         "(default: %(default)s, GitHub's)")
     pl.add_argument("--max-legs", type=int, default=MAX_LEGS, metavar="N",
                     help="legs over all targets (default: %(default)s, GitHub's matrix limit)")
     pl.add_argument("--daily-tier", choices=TIERS, metavar="TIER",

@@ -173,6 +173,8 @@ class LegBudget:
     """Checked every day for every command; the deeper `--tier` takes the share that fits."""
     min_legs: int = 1
     """Legs per target at least (`--shards`), so that a short day still spreads over runners."""
+    job_limit_s: float = budget.GITHUB_JOB_LIMIT_H * 3600
+    """The CI job's hard limit: a leg stops starting jobs halfway between its planned time and this."""
 
 
 def packed(catalog: Catalog, snippets: Path, targets_path: Path, targets: list[Target], tier: str,
@@ -184,7 +186,7 @@ def packed(catalog: Catalog, snippets: Path, targets_path: Path, targets: list[T
     pairs = select(catalog, RunOptions(snippets=snippets, output=Path("-"), tier=tier, variants=variants))
     out = Todo(by_target={t.name: 0 for t in targets}, leg_hours=leg.leg_s / 3600)
     per_target = max(1, leg.max_legs // max(len(targets), 1))
-    stop_after = leg.leg_s + (budget.GITHUB_JOB_LIMIT_H * 3600 - leg.leg_s) / 2
+    stop_after = leg.leg_s + max(leg.job_limit_s - leg.leg_s, 0) / 2
     deep_due = deep_today = 0.0
     checks: list[str] = []
     for target in targets:
