@@ -153,6 +153,7 @@ def main() -> int:
     ap.add_argument("--docs", type=Path, default=CORPUS / "vllm-docs" / "0.33.0")
     ap.add_argument("--recipes", type=Path, default=next((CORPUS / "recipes").iterdir(), CORPUS / "recipes"))
     args = ap.parse_args()
+    args.out = args.out.resolve()  # each job runs in its own folder
     args.out.mkdir(parents=True, exist_ok=False)
     t0 = time.monotonic()
     inputs, extract = extract_job(args.out, args)
