@@ -10,7 +10,8 @@ it made or used, as a fresh runner would hold them).
 
 Writes OUT/<job>/ (its folder), OUT/<job>.json (its figures) and OUT/rehearsal.json (the table
 and the judgement counts of the published matrix). `--no-nightly` drops the nightly target where
-wheels.vllm.ai cannot be reached (this machine reaches PyPI only).
+wheels.vllm.ai cannot be reached, `--no-torch-index` the PyTorch CPU index (this machine reaches
+PyPI only: pip would spend minutes on retries against it).
 """
 
 from __future__ import annotations
@@ -60,6 +61,9 @@ def extract_job(out: Path, args) -> tuple[Path, dict]:
     job = out / "extract"
     job.mkdir(parents=True)
     source = (REPO / "runner/data/targets-ci-cpu.toml").read_text()
+    if args.no_torch_index:  # download.pytorch.org is not reachable from this machine: torch from PyPI
+        source = source.replace('index_urls = ["https://download.pytorch.org/whl/cpu"]\n', "").replace(
+            ', "https://download.pytorch.org/whl/cpu"', "")
     if args.no_nightly:
         source = source.replace(source[source.index("[targets.nightly]"):source.index("[targets.cpu]")], "")
     (job / "targets.toml").write_text(source)
@@ -150,6 +154,7 @@ def main() -> int:
     ap.add_argument("--tier", default="probe")
     ap.add_argument("--daily-tier", default="config")
     ap.add_argument("--no-nightly", action="store_true")
+    ap.add_argument("--no-torch-index", action="store_true", help="leave out the PyTorch CPU index (unreachable here)")
     ap.add_argument("--docs", type=Path, default=CORPUS / "vllm-docs" / "0.33.0")
     ap.add_argument("--recipes", type=Path, default=next((CORPUS / "recipes").iterdir(), CORPUS / "recipes"))
     args = ap.parse_args()
