@@ -5,19 +5,7 @@
 // prints {"jobs": {id: {result, if, runs_on, matrix, error}}, "errors": [...]}; exits 1 when the
 // workflow does not parse/convert. No steps run: job outputs come from scenario.outputs.
 import { readFileSync } from "node:fs";
-import { register } from "node:module";
-
-// The packages' dist/ imports its schema JSON without `with {type: "json"}` (it expects a bundler;
-// actions/languageservices#387), which plain Node refuses: add the attribute in a load hook.
-register("data:text/javascript," + encodeURIComponent(`export async function load(url, ctx, next) {
-  if (url.endsWith(".json") && !(ctx.importAttributes || {}).type)
-    ctx = { ...ctx, importAttributes: { ...ctx.importAttributes, type: "json" } };
-  return next(url, ctx);
-}`));
-const mods = new URL("../../.tools/node_modules/@actions/", import.meta.url);
-const wp = await import(new URL("workflow-parser/dist/index.js", mods));
-const { Lexer, Parser, Evaluator, data } = await import(new URL("expressions/dist/index.js", mods));
-const { falsy } = await import(new URL("expressions/dist/result.js", mods));
+import { wp, Lexer, Parser, Evaluator, data, falsy } from "./actions.mjs";
 
 const [wfPath, scPath] = process.argv.slice(2);
 if (!wfPath || !scPath) { console.error("usage: jobgraph.mjs WORKFLOW.yml SCENARIO.json"); process.exit(2); }

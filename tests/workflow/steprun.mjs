@@ -8,17 +8,7 @@
 // functions (docs "Status check functions"): success() — no earlier step failed; failure() — one
 // did; always() — true; cancelled() — false.
 import { readFileSync } from "node:fs";
-import { register } from "node:module";
-
-register("data:text/javascript," + encodeURIComponent(`export async function load(url, ctx, next) {
-  if (url.endsWith(".json") && !(ctx.importAttributes || {}).type)
-    ctx = { ...ctx, importAttributes: { ...ctx.importAttributes, type: "json" } };
-  return next(url, ctx);
-}`));
-const mods = new URL("../../.tools/node_modules/@actions/", import.meta.url);
-const wp = await import(new URL("workflow-parser/dist/index.js", mods));
-const { Lexer, Parser, Evaluator, data } = await import(new URL("expressions/dist/index.js", mods));
-const { falsy } = await import(new URL("expressions/dist/result.js", mods));
+import { wp, Lexer, Parser, Evaluator, data, falsy } from "./actions.mjs";
 
 const [wfPath, scPath] = process.argv.slice(2);
 const sc = JSON.parse(readFileSync(scPath, "utf8"));

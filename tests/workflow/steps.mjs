@@ -6,15 +6,7 @@
 // uses, with, if, env, continue_on_error}]}], "errors": [...]}; exits 1 when the workflow does not parse/convert. A value
 // is its literal text, or `${{ expression }}` as the parser has it ("a ${{ b }}" becomes format()).
 import { readFileSync } from "node:fs";
-import { register } from "node:module";
-
-// The packages' dist/ imports its schema JSON without `with {type: "json"}` (jobgraph.mjs says why).
-register("data:text/javascript," + encodeURIComponent(`export async function load(url, ctx, next) {
-  if (url.endsWith(".json") && !(ctx.importAttributes || {}).type)
-    ctx = { ...ctx, importAttributes: { ...ctx.importAttributes, type: "json" } };
-  return next(url, ctx);
-}`));
-const wp = await import(new URL("../../.tools/node_modules/@actions/workflow-parser/dist/index.js", import.meta.url));
+import { wp } from "./actions.mjs";
 
 const [wfPath] = process.argv.slice(2);
 if (!wfPath) { console.error("usage: steps.mjs WORKFLOW.yml"); process.exit(2); }
