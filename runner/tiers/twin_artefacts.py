@@ -44,6 +44,9 @@ SHRUNK_SIZES = re.compile(r"(?i)must be divisible by (the )?(tensor|pipeline|exp
 DEFAULTS_CONFIG = re.compile(r"(?i)greater than the derived max_model_len|model config must specify")
 # a special token the twin's trained tokenizer has not (KeyError: '<|end|>')
 MISSING_TOKEN = re.compile(r"^'?<[^'\s]{1,40}>'?$")
+# the model's quantization: twins are bf16 and never carry the published quantization_config
+# (runner/intarget/standin_generic.py), so vLLM's check of it says nothing about the command
+QUANTIZATION = re.compile(r"(?i)cannot find the config file for \w+|quantization_config|quant(ization)? config")
 # the environment, not the twin: an optional package missing is said by its own signature
 NOT_THE_TWIN = ("ImportError", "ModuleNotFoundError")
 FRAMES = 3
@@ -74,6 +77,8 @@ def reason(twins: list[dict], stage: str, exc: dict | None, version: str, frames
         part = "configuration (class defaults)"
     if part is None and SHRUNK_SIZES.search(message):
         part = "shrunk sizes"
+    if part is None and QUANTIZATION.search(message):
+        part = "quantization config (twins are bf16: the published one is not reproduced)"
     if part is None:
         return None
     twin["counts"] = False

@@ -91,3 +91,14 @@ def test_self_spec_variant_uses_the_served_model_as_draft():
     assert _variant_list("no-spec,self-spec") == ["no-spec", "self-spec"]
     with pytest.raises(argparse.ArgumentTypeError):
         _variant_list("bogus")
+
+
+def test_a_package_the_build_lacks_is_not_the_docs_fault():
+    """The rehearsal of issue 31: a KV-transfer command on vLLM 0.34.0's CUDA wheel raised
+    `ModuleNotFoundError: No module named 'msgpack'` (vLLM imports it, its wheel does not install
+    it): a SKIP that says so, never a FAIL sent to vLLM as doc drift."""
+    from runner.classify import match_signature
+    sig = match_signature("ModuleNotFoundError: No module named 'msgpack'", device="cpu")
+    assert (sig.id, sig.blame) == ("module-not-in-build", "unavailable")
+    specific = match_signature("ModuleNotFoundError: No module named 'tensorizer'", device="cpu")
+    assert specific.id == "optional-loader-not-installed"  # the known optional loaders keep their own words

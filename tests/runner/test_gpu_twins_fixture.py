@@ -88,3 +88,15 @@ def test_second_run_with_the_parsers_markers_in_the_generic_tokenizer():
     nxt = last["r-d72b6aca33f4"]  # Qwen3-Next started; its first request needs flashinfer, not carried
     assert nxt.evidence.server["state"] == "ready" and nxt.verdict == "SKIP"
     assert nxt.evidence.signature["id"] == "gpu-extra-not-installed"
+
+
+def test_a_quantized_models_config_check_on_a_twin_is_not_the_docs():
+    """The rehearsal of issue 31: `--quantization awq` on the twin of Qwen3-32B-AWQ (bf16, no
+    quantization_config) failed vLLM's config check, `Cannot find the config file for awq`: a twin
+    artefact, not a doc finding; the same message on the real model would stay the command's."""
+    twins = [{"model": "Qwen/Qwen3-32B-AWQ", "served": True, "config_source": "config.json from the hub"}]
+    exc = {"type": "ValidationError", "message": "1 validation error for VllmConfig\n  Value error, Cannot find the "
+           "config file for awq [type=value_error]", "location": {"file": "vllm/config/vllm.py", "line": 1}}
+    why = twin_artefacts.reason(twins, "config", exc, "0.34.0")
+    assert why and "quantization config" in why and twins[0]["counts"] is False
+    assert twin_artefacts.reason([], "config", exc, "0.34.0") is None  # no twin: the command's own failure
