@@ -38,7 +38,9 @@ SHRUNK_SIZES = re.compile(r"(?i)must be divisible by (the )?(tensor|pipeline|exp
                           # tensors of the twin's shrunk shapes meeting a size it did not shrink (a
                           # vision patch grid, a kernel's fixed head size, a published weight width)
                           r"|is invalid for input of size|exceeds dimension size|Error during index put"
-                          r"|size mismatch|must match the size of tensor|mla_dimensions=")
+                          r"|size mismatch|must match the size of tensor|mla_dimensions="
+                          # a drafter's per-layer configs against the twin's shrunk (MTP) layer count
+                          r"|per-layer configs for a model with \d+ layers")
 # a config built from class defaults lacks what the published one sets (its context length, a
 # drafter's special token ids)
 DEFAULTS_CONFIG = re.compile(r"(?i)greater than the derived max_model_len|model config must specify")

@@ -107,3 +107,14 @@ def test_a_package_the_build_lacks_is_not_the_docs_fault():
     assert (sig.id, sig.blame) == ("module-not-in-build", "unavailable")
     specific = match_signature("ModuleNotFoundError: No module named 'tensorizer'", device="cpu")
     assert specific.id == "optional-loader-not-installed"  # the known optional loaders keep their own words
+
+
+@pytest.mark.parametrize("text", [  # recipes of vLLM-Omni models in the rehearsal of issue 31
+    "ArgumentError: vllm: error: unrecognized arguments: --omni --deploy-config vllm_omni/deploy/moss_tts.yaml",
+    "ArgumentError: vllm: error: unrecognized arguments: --deploy-config vllm_omni/deploy/ming_tts.yaml --omni",
+])
+def test_a_vllm_omni_command_is_not_decided_by_vllm(text):
+    from runner.classify import match_signature
+    sig = match_signature(text, device="cpu")
+    assert (sig.id, sig.blame) == ("vllm-omni-command", "unavailable")
+    assert match_signature("ArgumentError: unrecognized arguments: --omnibus", device="cpu").id == "unrecognized-arguments"

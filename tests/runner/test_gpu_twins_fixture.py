@@ -100,3 +100,12 @@ def test_a_quantized_models_config_check_on_a_twin_is_not_the_docs():
     why = twin_artefacts.reason(twins, "config", exc, "0.34.0")
     assert why and "quantization config" in why and twins[0]["counts"] is False
     assert twin_artefacts.reason([], "config", exc, "0.34.0") is None  # no twin: the command's own failure
+
+
+def test_a_drafters_layers_against_a_shrunk_twin_are_not_the_docs():
+    """Step-3.7-Flash's twin in the rehearsal of issue 31: `got 2 per-layer configs for a model with 0
+    layers` (the speculative config's per-layer list against the twin's shrunk MTP layers)."""
+    twins = [{"model": "stepfun-ai/Step-3.7-Flash", "served": True, "config_source": "config.json from the hub"}]
+    exc = {"type": "ValidationError", "message": "1 validation error for SpeculativeConfig\n  Value error, got 2 "
+           "per-layer configs for a model with 0 layers", "location": {"file": "vllm/config/speculative.py", "line": 1}}
+    assert "shrunk sizes" in twin_artefacts.reason(twins, "config", exc, "0.32.0")
