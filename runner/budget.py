@@ -5,8 +5,9 @@ did not upload, so a leg must be planned to finish: `plan --leg-hours H` packs e
 into legs whose predicted time is under H, adds legs as needed up to the matrix limit, and carries
 what does not fit to the next run — the least recently checked command first, so every command
 is checked in turn. Predictions come from what earlier runs recorded (`Outcome.duration_s`):
-the same job's last duration, else the median of like jobs (same tier, build kind, twin or not),
-else `runner.plan.predicted_cost`.
+the same job's last duration, else the mean of like jobs (same tier, build kind, twin or not; a
+mean because legs add times up, and like jobs are bimodal: most SKIP in milliseconds, a few build
+a twin for half a minute), else `runner.plan.predicted_cost`.
 
 With `--daily-tier` (the scheduled default: `config`), every command is checked daily at that
 tier and the deeper tier (`--tier`) takes the share that still fits, oldest first: the plan says
@@ -45,7 +46,7 @@ class Estimate:
     seconds: float
     source: Source
     """`this job` (its own last duration), `this command` (it stopped short of this tier before: a
-    FAIL or SKIP there, which a deeper job meets too), `like jobs` (median of its class) or `guess`."""
+    FAIL or SKIP there, which a deeper job meets too), `like jobs` (mean of its class) or `guess`."""
 
 
 @dataclass
@@ -55,7 +56,7 @@ class Durations:
     by_job: dict[tuple, float] = field(default_factory=dict)
     """(snippet, variant, target name, tier) -> seconds of its latest outcome."""
     by_class: dict[tuple, float] = field(default_factory=dict)
-    """(tier, distribution, stand-in) -> median seconds of those outcomes."""
+    """(tier, distribution, stand-in) -> mean seconds of those outcomes."""
     checked: dict[tuple, str] = field(default_factory=dict)
     """(snippet, variant, target name, tier) -> UTC ISO time of the latest counted outcome at that
     tier or deeper."""
@@ -82,7 +83,7 @@ class Durations:
             for tier in TIERS[:TIERS.index(o.tier) + 1]:  # a probe outcome checked its config too
                 k = (o.snippet_id, o.variant, o.target.name, tier)
                 out.checked[k] = max(out.checked.get(k, ""), o.started)
-        out.by_class = {k: statistics.median(v) for k, v in samples.items()}
+        out.by_class = {k: statistics.fmean(v) for k, v in samples.items()}
         return out
 
     def estimate(self, snippet, variant: str | None, target: str, distribution: str | None, tier: str,
