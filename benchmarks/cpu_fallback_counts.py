@@ -36,7 +36,7 @@ SIDES = {
 
 def side(out: Path, name: str, args) -> dict:
     folder = out / name
-    folder.mkdir(parents=True)
+    folder.mkdir(parents=True, exist_ok=False)
     targets, stable = SIDES[name]
     (folder / "targets.toml").write_text(targets + '\n[env]\nVLLM_CPU_KVCACHE_SPACE = "1"\n')
     t0 = time.monotonic()
@@ -54,7 +54,7 @@ def side(out: Path, name: str, args) -> dict:
                                    for o in rows if "verdict" in o)
     return {"stable docs": stable, "run exit": proc.returncode, "seconds": round(time.monotonic() - t0),
             "commands": len(matrix["snippets"]),
-            "judgements": dict(collections.Counter(s.get("judgement") for s in matrix["snippets"]).most_common()),
+            "judgements": dict(collections.Counter(s.get("judgement") for s in matrix["snippets"].values()).most_common()),
             "verdicts": {f"{t} {v} {verdict}": n for (t, v, verdict), n in sorted(verdicts.items())}}
 
 
@@ -62,12 +62,13 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("out", type=Path)
     ap.add_argument("--tier", default="parse")
+    ap.add_argument("--sides", default="before,after", help="which sides to run (default: %(default)s)")
     ap.add_argument("--docs", type=Path, default=CORPUS / "vllm-docs" / "0.33.0")
     ap.add_argument("--recipes", type=Path, default=next((CORPUS / "recipes").iterdir(), CORPUS / "recipes"))
     args = ap.parse_args()
     args.out = args.out.resolve()
-    report = {name: side(args.out, name, args) for name in SIDES}
-    (args.out / "counts.json").write_text(json.dumps(report, indent=1))
+    report = {name: side(args.out, name, args) for name in args.sides.split(",")}
+    (args.out / f"counts-{args.sides.replace(',', '-')}.json").write_text(json.dumps(report, indent=1))
     print(json.dumps(report, indent=1))
     return 0
 
