@@ -20,20 +20,7 @@ import threading
 import time
 from pathlib import Path
 
-
-def folder_bytes(root: Path) -> int:
-    """Bytes allocated under `root` (du's count: hard links once, no symlink followed)."""
-    seen, total = set(), 0
-    for top, dirs, files in os.walk(root, onerror=lambda err: None):
-        for name in files:
-            try:
-                st = os.lstat(os.path.join(top, name))
-            except OSError:
-                continue
-            if (st.st_dev, st.st_ino) not in seen:
-                seen.add((st.st_dev, st.st_ino))
-                total += st.st_blocks * 512
-    return total
+from runner.twin_cache import folder_bytes  # du's count: hard links once, no symlink followed
 
 
 def tree_rss(pid: int) -> int:

@@ -95,12 +95,15 @@ def _warm_up(target: TargetEnv, ctx, final: Path) -> None:
     for name in sandbox.CACHE_DIRS:
         (staging / name).mkdir(parents=True)
     t0 = time.monotonic()
-    why = None
+    why, leases = None, []
     try:
-        twin = standins.ensure("Qwen/Qwen3-0.6B", target, ctx.cache_dir)
+        twin = standins.ensure("Qwen/Qwen3-0.6B", target, ctx.cache_dir, leases=leases)
         why = _serve(target, ctx, twin.dir, staging)
     except (standins.StandInError, OSError) as err:
         why = str(err)
+    finally:
+        for held in leases:
+            held.close()
     if why is None:
         try:
             output.accept(staging, final, WARM_MAX_BYTES)

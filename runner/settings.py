@@ -28,6 +28,11 @@ STOP_GRACE_S = 15.0
 TWIN_MAX_BYTES = 512 * 2**30
 """A twin folder larger than this is refused (a full-size twin of the largest documented model is
 hundreds of GB; a tiny one MBs)."""
+TWIN_CACHE_BYTES = (int(float(os.environ["DRIFTMATRIX_TWIN_CACHE_GB"]) * 2**30)
+                    if os.environ.get("DRIFTMATRIX_TWIN_CACHE_GB") else None)
+"""The twins kept in the cache (`DRIFTMATRIX_TWIN_CACHE_GB`; unset: all): past it, building a twin
+drops the least recently used ones not in use (runner/twin_cache.py). The scheduled workflow sets
+2 GB on hosted runners, whose 14 GB disk the target's environment mostly fills."""
 STANDIN_BUILD_S = 1800.0
 """Building one twin in a target's environment (a full-size twin writes GBs)."""
 CPU_SERVERS_SIDE_BY_SIDE = 2

@@ -20,13 +20,13 @@ from pathlib import Path
 
 import httpx
 
-from runner import supported_models
+from runner import supported_models, twin_cache
 from runner.envs import TargetEnv
 from runner.models import STANDIN_MARKER, is_local_path
 from runner import sandbox
 from runner.env_policy import runner_env, without_secrets
 from runner.sandbox import output
-from runner.settings import STANDIN_BUILD_S, TWIN_MAX_BYTES
+from runner.settings import STANDIN_BUILD_S, TWIN_CACHE_BYTES, TWIN_MAX_BYTES
 
 BUILDER = Path(__file__).resolve().parent / "intarget" / "standin_build.py"
 BUILDER_FILES = [BUILDER, *(BUILDER.with_name(f"standin_{m}.py") for m in ("gemma4", "generic", "layout", "processor"))]
@@ -226,8 +226,10 @@ def build(model_or_config: str, env: TargetEnv, out: Path, *, cache: Path, layer
 
 def ensure(model_id: str, env: TargetEnv, cache: Path, *, layers: int = 2, tokenizer_from: str | None = None,
            config_from: str | None = None, full_size: bool = False, docs_root: Path | None = None,
-           tensor_parallel: int = 1) -> StandIn:
-    """The cached twin of `model_id` for `env`, built the first time."""
+           tensor_parallel: int = 1, leases: list | None = None) -> StandIn:
+    """The cached twin of `model_id` for `env`, built the first time. With `leases`, the twin is held
+    in use (twin_cache.lease) until the caller closes what is appended there; building a new twin
+    keeps the cache under settings.TWIN_CACHE_BYTES."""
     config_path = _local_config(config_from) if config_from else None
     listed = supported_models.architecture_for(model_id, docs_root, env.version)  # no network: the key only
     key = hashlib.sha256(json.dumps({
@@ -242,8 +244,13 @@ def ensure(model_id: str, env: TargetEnv, cache: Path, *, layers: int = 2, token
     with open(f"{out}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # parallel GPU workers may want the same twin
         marker = out / STANDIN_MARKER
-        if marker.exists():
-            return StandIn(**json.loads(marker.read_text()))
-        return build(model_id, env, out, cache=cache, layers=layers, tokenizer_from=tokenizer_from,
+        built = not marker.exists()
+        twin = build(model_id, env, out, cache=cache, layers=layers, tokenizer_from=tokenizer_from,
                      config_from=config_from, full_size=full_size, docs_root=docs_root,
-                     tensor_parallel=1 if full_size else tensor_parallel, local_paths=False)
+                     tensor_parallel=1 if full_size else tensor_parallel, local_paths=False) \
+            if built else StandIn(**json.loads(marker.read_text()))
+        if leases is not None:
+            leases.append(twin_cache.lease(out))
+        if built:  # only a new twin grows the cache
+            twin_cache.trim(out.parent, TWIN_CACHE_BYTES)
+        return twin

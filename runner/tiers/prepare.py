@@ -143,7 +143,8 @@ def _stand_ins(state: JobState, models: list[str], subs: dict, missing: list[str
             twin = standins.ensure(model, target, state.ctx.cache_dir, layers=2 if i == 0 else 1,
                                    tokenizer_from=served if i > 0 else None, config_from=configs.get(model),
                                    full_size=state.ctx.stand_ins == "full", docs_root=docs_root,
-                                   tensor_parallel=tensor_parallel(variant_argv(state.job.snippet, state.job.variant)))
+                                   tensor_parallel=tensor_parallel(variant_argv(state.job.snippet, state.job.variant)),
+                                   leases=state.leases)
         except standins.StandInError as err:
             state.why_not.append(str(err))
             if model in no_weights:  # the hub's config still serves the tiers before start

@@ -48,6 +48,9 @@ class JobState:
     server: Server | None = None
     """The running server (start tier on), torn down by `close()`."""
     api_key: str | None = None
+    leases: list = field(default_factory=list)
+    """The twins this job uses, held until `close()` so the cache never drops them mid-job
+    (runner/twin_cache.py)."""
     report: Callable[[str], None] = lambda stage: None
     """Progress: called with the stage the job is entering."""
 
@@ -60,13 +63,15 @@ class JobState:
         return self.job.snippet.placeholders
 
     def close(self) -> None:
-        """Stop the server if one runs, and read its log into the evidence."""
+        """Stop the server if one runs, read its log into the evidence, and let go of its twins."""
         server, self.server = self.server, None  # one caller stops it (a worker, or an interrupted run)
-        if server is None:
-            return
-        lines = server.log_lines()  # what it logged while serving (not its shutdown)
-        self.outcome.evidence.server = {**(self.outcome.evidence.server or {}), **server.stop()}
-        read_log(self.outcome, lines)
+        if server is not None:
+            lines = server.log_lines()  # what it logged while serving (not its shutdown)
+            self.outcome.evidence.server = {**(self.outcome.evidence.server or {}), **server.stop()}
+            read_log(self.outcome, lines)
+        leases, self.leases = self.leases, []
+        for held in leases:
+            held.close()
 
 
 def literal_env(job: Job) -> dict[str, str]:

@@ -335,3 +335,34 @@ def test_the_disk_is_kept_for_the_builds():
     script = next(s["run"] for s in fixes["steps"] if "driftmatrix run fixes.json" in (s.get("run") or "")
                   and "--fetch-only" not in s["run"])
     assert '--target "$target"' in script and 'rm -rf "$cache/envs"' in script
+
+
+EXPR = REPO / "tests" / "workflow" / "expr.mjs"
+
+
+def _evaluate(expression: str, contexts: dict, tmp_path: Path) -> str:
+    """`${{ expression }}` as GitHub's own evaluator computes it (tests/workflow/expr.mjs)."""
+    (tmp_path / "contexts.json").write_text(json.dumps(contexts))
+    out = subprocess.run(["node", str(EXPR), expression, str(tmp_path / "contexts.json")],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+@pytest.mark.parametrize("job", ["run", "verify-fixes"])
+def test_twins_are_kept_under_a_size_on_githubs_runners(job, tmp_path):
+    """Twins filled a leg's disk in the rehearsal (6.7 GB beside a 6.9 GB env): every step that
+    builds twins on GitHub's runners keeps them under 2 GB; a self-hosted GPU runner keeps all
+    (an empty value: no limit, runner/settings.py) unless the repository variable says otherwise."""
+    steps = next(j for j in workflow(SCHEDULED)["jobs"] if j["id"] == job)["steps"]
+    runs = [s for s in steps if "driftmatrix run" in (s.get("run") or "") and "--fetch-only" not in s["run"]]
+    assert runs
+    for step in runs:
+        raw = str(step["env"]["DRIFTMATRIX_TWIN_CACHE_GB"])
+        expression = re.fullmatch(r"\$\{\{(.*)\}\}", raw.strip()).group(1)
+        on = {mode: _evaluate(expression, {"needs": {"extract": {"outputs": {"mode": mode}}}}, tmp_path)
+              for mode in ("cpu", "gpu")}
+        assert on == {"cpu": "2", "gpu": ""}
+        chosen = _evaluate(expression, {"vars": {"DRIFTMATRIX_TWIN_CACHE_GB": "5"},
+                                        "needs": {"extract": {"outputs": {"mode": "cpu"}}}}, tmp_path)
+        assert chosen == "5"
