@@ -331,7 +331,8 @@ def install(state: Declared) -> None:
     """Make vLLM's current platform the declared CUDA device, unless vLLM finds a platform itself
     (then nothing is declared: the real device answers). Sets `state.unavailable` on failure."""
     import importlib.util
-    import vllm.platforms as platforms
+    from vllm_symbols import find
+    platforms = find("platforms")
     qualname = platforms.resolve_current_platform_cls_qualname()
     if not qualname.endswith("UnspecifiedPlatform"):
         return
@@ -354,11 +355,13 @@ def install(state: Declared) -> None:
             state.unavailable = f"a CUDA build's engine config cannot be built here: {exc}"
             return
     try:
-        from vllm.platforms.cuda import CudaPlatformBase
-        from vllm.platforms.interface import DeviceCapability
+        CudaPlatformBase, DeviceCapability = find("CudaPlatformBase"), find("DeviceCapability")
     except Exception as exc:
         state.unavailable = (f"vLLM's CUDA platform cannot be loaded without a device here: {type(exc).__name__}: "
                              f"{str(exc)[:300]}")
+        return
+    if CudaPlatformBase is None or DeviceCapability is None:
+        state.unavailable = "this vLLM has no CUDA platform class to declare a device over"
         return
     platform_cls = _platform_class(state, CudaPlatformBase, DeviceCapability)
     old = platforms._current_platform
