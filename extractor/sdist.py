@@ -15,6 +15,8 @@ from pathlib import Path, PurePosixPath
 
 import httpx
 
+from common.filelock import exclusive
+
 DEFAULT_INDEX = "https://pypi.org/simple"
 _KEEP_DIRS = ("docs", "recipes", "examples")
 _KEEP_FILES = ("mkdocs.yaml", "mkdocs.yml", "PKG-INFO")
@@ -94,10 +96,14 @@ def fetch_docs(version: str, cache_dir: Path, index: str | None = None, timeout:
     the file's sha256 and the download must match it; the cache is keyed by version and hash
     (`vllm-<version>-<sha256[:16]>/`), so a tree is only ever what that checksum verified."""
     index = (index or index_url()).rstrip("/")
-    cached = sorted(cache_dir.glob(f"vllm-{version}-*/.complete")) if cache_dir.is_dir() else []
+    with exclusive(cache_dir / f".lock-vllm-{version}"):  # a second fetch waits and finds it cached
+        return _fetch_docs(version, cache_dir, index, timeout)
+
+
+def _fetch_docs(version: str, cache_dir: Path, index: str, timeout: float) -> Path:
+    cached = sorted(cache_dir.glob(f"vllm-{version}-*/.complete"))
     if cached:
         return cached[0].parent
-    cache_dir.mkdir(parents=True, exist_ok=True)
     with httpx.Client(timeout=timeout, follow_redirects=True) as client:
         url, sha256 = find_sdist(version, index, client)
         if not sha256:

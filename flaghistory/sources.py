@@ -19,6 +19,7 @@ from pathlib import Path, PurePosixPath
 import httpx
 from packaging.version import InvalidVersion, Version
 
+from common.filelock import exclusive
 from extractor.sdist import MAX_SDIST_BYTES, SdistError, download, index_json, index_url
 KEEP_DIRS = ("vllm/config", "vllm/engine", "vllm/entrypoints", "vllm/utils")
 """Where the serve parser, the engine-args dataclasses and FlexibleArgumentParser live (across
@@ -111,6 +112,13 @@ def fetch_sources(release: Release, cache: Path, client: httpx.Client, keep=keep
     """The folder holding the release's kept source files (downloaded once, then cached). `keep(path,
     body)` chooses the files; a cache holds one choice (runner/intarget_check.py keeps its own)."""
     tree = cache_entry(cache, release)
+    if (tree / ".complete").is_file():
+        return tree
+    with exclusive(tree.with_name(f".lock-{tree.name}")):  # a second fetch waits and finds it cached
+        return _fetch_sources(release, tree, client, keep)
+
+
+def _fetch_sources(release: Release, tree: Path, client: httpx.Client, keep) -> Path:
     if (tree / ".complete").is_file():
         return tree
     if release.url is None:

@@ -26,6 +26,10 @@ def names_source_files(argv: list[str]) -> bool:
     return any(v.startswith(DIRS) for v in _values(argv))
 
 
+UNAVAILABLE: dict[str, str] = {}
+"""version -> why its sdist could not be had in this process (said in the outcome that needed it)."""
+
+
 @functools.lru_cache(maxsize=None)
 def source_tree(version: str | None, cache_dir: Path) -> Path | None:
     from extractor.sdist import SdistError, fetch_docs
@@ -35,7 +39,8 @@ def source_tree(version: str | None, cache_dir: Path) -> Path | None:
         return None
     try:
         return fetch_docs(release, cache_dir / "sdists", timeout=30)
-    except (SdistError, httpx.HTTPError, OSError):
+    except (SdistError, httpx.HTTPError, OSError) as err:
+        UNAVAILABLE[version] = f"{type(err).__name__}: {err}"[:300]
         return None
 
 

@@ -119,7 +119,12 @@ def _source_files(state: JobState, argv: list[str]) -> dict[str, str]:
     target = state.job.target
     if not source_trees.names_source_files(argv) or target.target.docker:
         return {}
-    files = source_trees.files_named(argv, source_trees.source_tree(target.version, state.ctx.cache_dir))
+    tree = source_trees.source_tree(target.version, state.ctx.cache_dir)
+    if tree is None:
+        why = source_trees.UNAVAILABLE.get(target.version, "no release sdist for this build")
+        state.outcome.evidence.notes.append(f"the vllm {target.version} sdist (for the files the command names) "
+                                            f"could not be had: {why}")
+    files = source_trees.files_named(argv, tree)
     if files:
         state.outcome.evidence.notes.append(f"{', '.join(files)}: taken from the vllm {target.version} sdist (the "
                                             "docs assume a vLLM checkout)")

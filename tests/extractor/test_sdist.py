@@ -115,3 +115,57 @@ def test_real_pypi_sdist_matches_the_corpus(tmp_path, corpus):
     direct, _ = extract([corpus / "vllm-docs" / "0.20.1"])
     assert {s.id for s in direct.snippets} <= {s.id for s in fetched.snippets}
     assert (tree / "examples").is_dir()
+
+
+def test_fetches_side_by_side_leave_one_whole_tree(index, tmp_path):
+    """Test workers, shards and the runner fetch the same release into one cache at once: each gets
+    the whole tree (unlocked, one unpacking deleted the files of another, and the runner then
+    found no examples/*.jinja in a tree marked complete)."""
+    url, _ = index
+    alone = fetch_docs("0.20.1", tmp_path / "alone", index=url)
+    files = sorted(str(p.relative_to(alone)) for p in alone.rglob("*"))
+    code = ("import sys; from pathlib import Path; from extractor.sdist import fetch_docs; "
+            "print(fetch_docs('0.20.1', Path(sys.argv[1]), index=sys.argv[2]))")
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(tmp_path / "shared"), url], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(6)]
+    trees = set()
+    for proc in procs:
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err
+        trees.add(out.strip())
+    assert len(trees) == 1
+    (tree,) = trees
+    assert sorted(str(p.relative_to(tree)) for p in Path(tree).rglob("*")) == files
+
+
+def test_source_fetches_side_by_side_leave_one_whole_tree(index, tmp_path):
+    """The same for the release sources the option history and the in-target check keep."""
+    url, root = index
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:  # a source tree of 400 vllm/ modules
+        for i in range(400):
+            body = f"X_{i} = {i}\n".encode() * 200
+            info = tarfile.TarInfo(f"vllm-0.20.1/vllm/m{i % 20}/mod_{i}.py")
+            info.size = len(body)
+            tar.addfile(info, io.BytesIO(body))
+    (root / "files" / "src").mkdir()
+    (root / "files" / "src" / "vllm-0.20.1.tar.gz").write_bytes(buf.getvalue())
+    release = [f"{url}/../files/src/vllm-0.20.1.tar.gz", hashlib.sha256(buf.getvalue()).hexdigest()]
+    code = ("import sys, httpx; from pathlib import Path; from flaghistory.sources import Release, fetch_sources; "
+            "keep = lambda inner, head: True; "
+            "print(fetch_sources(Release('0.20.1', sys.argv[2], sys.argv[3]), Path(sys.argv[1]), "
+            "httpx.Client(follow_redirects=True), keep=keep))")
+    alone = subprocess.run([sys.executable, "-c", code, str(tmp_path / "alone"), *release], capture_output=True,
+                           text=True, timeout=300)
+    assert alone.returncode == 0, alone.stderr
+    files = sorted(str(p.relative_to(alone.stdout.strip())) for p in Path(alone.stdout.strip()).rglob("*"))
+    assert len(files) > 100
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(tmp_path / "shared"), *release],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(6)]
+    trees = set()
+    for proc in procs:
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err
+        trees.add(out.strip())
+    (tree,) = trees
+    assert sorted(str(p.relative_to(tree)) for p in Path(tree).rglob("*")) == files
