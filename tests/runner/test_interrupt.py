@@ -15,8 +15,9 @@ from runner.main import EXIT_INTERRUPTED
 from runner.store import read
 from runner.targets import DEFAULT_CPU, load
 
+COMMANDS = 400  # parse jobs after the first take milliseconds: enough that the run is surely still going
 DOCS = "# Many\n\n" + "\n".join(f"## C{i}\n\n```bash\nvllm serve Qwen/Qwen3-0.6B --max-num-seqs {i + 1}\n```\n"
-                                for i in range(40))
+                                for i in range(COMMANDS))
 
 
 def _descendants(pid: int) -> list[str]:
@@ -38,6 +39,16 @@ def _descendants(pid: int) -> list[str]:
             if (Path("/proc") / str(p)).exists()]
 
 
+def _alive(line: str) -> bool:
+    """The process still runs: it exists and is not a zombie (killed, its exit not yet collected by
+    whichever process adopted it — the kernel's job, not the run's)."""
+    try:
+        stat = Path("/proc", line.split()[0], "stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
 def test_ctrl_c_stops_within_seconds_and_keeps_what_finished(cpu_envs, tmp_path):
     snippets = catalog_of(docs_tree(tmp_path / "docs", DOCS))[0]
     nightly = load(DEFAULT_CPU).targets[1]
@@ -50,13 +61,14 @@ def test_ctrl_c_stops_within_seconds_and_keeps_what_finished(cpu_envs, tmp_path)
                             cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
     try:
-        deadline = time.monotonic() + 300
+        deadline, leftovers_before = time.monotonic() + 300, []
         while time.monotonic() < deadline and proc.poll() is None:
             if out.exists() and len(read(out)[0]) >= 2:
-                break
-            time.sleep(0.2)
+                leftovers_before = _descendants(proc.pid)
+                if leftovers_before:
+                    break
+            time.sleep(0.1)
         assert proc.poll() is None, proc.communicate()[1][-3000:]
-        leftovers_before = _descendants(proc.pid)
         assert leftovers_before, "the run has no helper running: nothing to stop"
         t0 = time.monotonic()
         os.kill(proc.pid, signal.SIGINT)
@@ -70,9 +82,10 @@ def test_ctrl_c_stops_within_seconds_and_keeps_what_finished(cpu_envs, tmp_path)
     assert proc.returncode == EXIT_INTERRUPTED, stderr[-3000:]
     assert stopped < 5, f"{stopped:.1f} s to stop"
     kept, problems = read(out)
-    assert not problems and 2 <= len(kept) < 40
+    assert not problems and 2 <= len(kept) < COMMANDS
     assert {o.verdict for o in kept} == {"PASS"}  # finished jobs only: nothing cut short recorded as ERROR
     assert "finished outcome(s) kept" in stderr
-    time.sleep(1)
-    left = [line for line in leftovers_before if Path("/proc", line.split()[0]).exists()]
+    gone_by = time.monotonic() + 10  # SIGKILLed: the kernel tears a sandbox's namespace down, under load in seconds
+    while (left := [line for line in leftovers_before if _alive(line)]) and time.monotonic() < gone_by:
+        time.sleep(0.2)
     assert not left, left
