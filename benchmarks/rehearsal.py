@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -35,12 +36,18 @@ DM = [sys.executable, "-m", "driftmatrix.cli"]
 CORPUS = REPO.parent / "shared" / "corpus"
 
 
-def measured(out: Path, name: str, folder: Path, command: list, watch: list[Path]) -> dict:
-    """Run `command` in `folder` under leg_disk.py; its figures (and the exit status)."""
+TWIN_CACHE_GB = "2"
+"""What the workflow sets on GitHub's runners for the steps that build twins (DRIFTMATRIX_TWIN_CACHE_GB)."""
+
+
+def measured(out: Path, name: str, folder: Path, command: list, watch: list[Path], twins: bool = False) -> dict:
+    """Run `command` in `folder` under leg_disk.py; its figures (and the exit status). `twins`: a
+    step that builds twins, with the workflow's limit on them."""
     figures = out / f"{name}.json"
+    env = {**os.environ, "DRIFTMATRIX_TWIN_CACHE_GB": TWIN_CACHE_GB} if twins else None
     proc = subprocess.run([sys.executable, str(REPO / "benchmarks" / "leg_disk.py"), "--every", "2",
                            *(a for w in [folder, *watch] for a in ("--watch", str(w))), "--json", str(figures),
-                           "--", *map(str, command)], cwd=folder, capture_output=True, text=True)
+                           "--", *map(str, command)], cwd=folder, capture_output=True, text=True, env=env)
     (folder / f"{name}.log").write_text(proc.stdout + proc.stderr)
     report = json.loads(figures.read_text()) if figures.exists() else {"status": proc.returncode}
     report["job"] = name
@@ -90,10 +97,12 @@ def leg_job(out: Path, inputs: Path, entry: dict) -> dict:
     script = (f"cp state/outcomes.jsonl outcomes.jsonl\n{' '.join(DM)} run --plan plan.json --entry {entry['id']} "
               "-o outcomes.jsonl --junit junit.xml --workdir work --format json > run.jsonl")
     watch = env_dirs(job / "targets.resolved.toml", [entry["target"]]) + [cache_dir() / "standins"]
-    return measured(out, f"leg-{entry['id']}", job, bash(script), watch)
+    return measured(out, f"leg-{entry['id']}", job, bash(script), watch, twins=True)
 
 
-def fixes_job(out: Path, inputs: Path, legs: list[Path], tier: str) -> dict:
+def fixes_job(out: Path, inputs: Path, legs: list[Path], tier: str) -> list[dict]:
+    """The fix check as the workflow runs it on GitHub's runners: one build at a time, its
+    environment removed before the next (so each build is measured with its own environment only)."""
     job = out / "verify-fixes"
     (job / "artifacts" / "inputs").mkdir(parents=True)
     for name in ("snippets.json", "targets.resolved.toml", "flag-history.json", "state"):
@@ -102,18 +111,20 @@ def fixes_job(out: Path, inputs: Path, legs: list[Path], tier: str) -> dict:
         (job / "artifacts" / f"outcomes-{leg.name[4:]}").mkdir()
         shutil.copy(leg / "outcomes.jsonl", job / "artifacts" / f"outcomes-{leg.name[4:]}" / "outcomes.jsonl")
     dm = " ".join(DM)
-    names = " ".join(t.name for t in load(inputs / "targets.resolved.toml").targets)
+    history = "export DRIFTMATRIX_FLAG_HISTORY=artifacts/inputs/flag-history.json\n"
     script = f"""shopt -s nullglob
-export DRIFTMATRIX_FLAG_HISTORY=artifacts/inputs/flag-history.json
-{dm} merge artifacts/inputs/state/outcomes.jsonl artifacts/outcomes-*/outcomes.jsonl -o merged.jsonl
+{history}{dm} merge artifacts/inputs/state/outcomes.jsonl artifacts/outcomes-*/outcomes.jsonl -o merged.jsonl
 {dm} fixes --snippets artifacts/inputs/snippets.json --outcomes merged.jsonl -o fixes.json
 cp merged.jsonl fixes-outcomes.jsonl
-for target in {names}; do
-  {dm} run fixes.json --targets artifacts/inputs/targets.resolved.toml --target "$target" --tier {tier} \\
-    --stand-ins tiny -o fixes-outcomes.jsonl --workdir work --format json > "run-$target.jsonl" || true
-done
 """
-    return measured(out, "verify-fixes", job, bash(script), env_dirs(inputs / "targets.resolved.toml"))
+    rows = [measured(out, "verify-fixes", job, bash(script), [])]
+    for target in load(inputs / "targets.resolved.toml").targets:
+        script = (f"{history}{dm} run fixes.json --targets artifacts/inputs/targets.resolved.toml --target "
+                  f"{target.name} --tier {tier} --stand-ins tiny -o fixes-outcomes.jsonl --workdir work "
+                  f"--format json > run-{target.name}.jsonl || true")
+        watch = env_dirs(inputs / "targets.resolved.toml", [target.name]) + [cache_dir() / "standins"]
+        rows.append(measured(out, f"verify-fixes-{target.name}", job, bash(script), watch, twins=True))
+    return rows
 
 
 def publish_job(out: Path, inputs: Path, legs: list[Path], fixes: Path) -> dict:
@@ -167,7 +178,7 @@ def main() -> int:
     for entry in plan["runs"]:
         table.append(leg_job(args.out, inputs, entry))
     legs = sorted(args.out.glob("leg-*/"))
-    table.append(fixes_job(args.out, inputs, legs, args.tier))
+    table.extend(fixes_job(args.out, inputs, legs, args.tier))
     table.append(publish_job(args.out, inputs, legs, args.out / "verify-fixes"))
     table.append(pr_job(args.out, inputs, args.out / "publish", args.out / "verify-fixes", args.docs))
     summary = {"plan": {k: plan[k] for k in ("jobs", "by_target", "deferred", "deferred_by_tier", "planned_hours",
