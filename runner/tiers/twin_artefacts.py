@@ -31,7 +31,10 @@ LOADERS = (
 # or tool-call parser missing its markers, a model that wants its publisher's tokenizer format
 TOKENIZER_CONTENT = re.compile(r"(?i)could not locate .* in the tokenizer|tokenizer did not include|"
                                r"requires `--tokenizer-mode|not (found|present) in the tokenizer|"
-                               r"token id \d+ is out of vocabulary")
+                               r"token id \d+ is out of vocabulary|"
+                               # a parser that reads its markers from the published tokenizer_config
+                               # (`Parsing with a response template requires ...`, 0.34.0)
+                               r"metadata in the tokenizer configuration")
 # a shrunk size the command's parallelism cannot split (where the builder could not fit it: linear
 # attention groups, Mamba groups, experts)
 SHRUNK_SIZES = re.compile(r"(?i)must be divisible by (the )?(tensor|pipeline|expert)[ _-]parallel"

@@ -109,3 +109,16 @@ def test_a_drafters_layers_against_a_shrunk_twin_are_not_the_docs():
     exc = {"type": "ValidationError", "message": "1 validation error for SpeculativeConfig\n  Value error, got 2 "
            "per-layer configs for a model with 0 layers", "location": {"file": "vllm/config/speculative.py", "line": 1}}
     assert "shrunk sizes" in twin_artefacts.reason(twins, "config", exc, "0.32.0")
+
+
+def test_a_parsers_tokenizer_metadata_on_a_twin_is_not_the_docs():
+    """reflection-Beam's twins in this session's rehearsal on 0.34.0 (4 FAILs at config): the `beam`
+    parser reads `response_template` from the published tokenizer_config, which a twin's trained
+    tokenizer does not carry; on the real model the same message would stay the command's."""
+    twins = [{"model": "reflection/Beam-1.0-501B-A23B", "served": True, "config_source": "config.json from the hub"}]
+    exc = {"type": "ValidationError", "message": "1 validation error for VllmConfig\n  Value error, Parsing with a "
+           "response template requires `response_template` metadata in the tokenizer configuration "
+           "[type=value_error]", "location": {"file": "vllm/config/vllm.py", "line": 1}}
+    why = twin_artefacts.reason(twins, "config", exc, "0.34.0")
+    assert why and "tokenizer" in why and twins[0]["counts"] is False
+    assert twin_artefacts.reason([], "config", exc, "0.34.0") is None
