@@ -28,11 +28,6 @@ STOP_GRACE_S = 15.0
 TWIN_MAX_BYTES = 512 * 2**30
 """A twin folder larger than this is refused (a full-size twin of the largest documented model is
 hundreds of GB; a tiny one MBs)."""
-TWIN_CACHE_BYTES = (int(float(os.environ["DRIFTMATRIX_TWIN_CACHE_GB"]) * 2**30)
-                    if os.environ.get("DRIFTMATRIX_TWIN_CACHE_GB") else None)
-"""The twins kept in the cache (`DRIFTMATRIX_TWIN_CACHE_GB`; unset: all): past it, building a twin
-drops the least recently used ones not in use (runner/twin_cache.py). The scheduled workflow sets
-2 GB on hosted runners, whose 14 GB disk the target's environment mostly fills."""
 STANDIN_BUILD_S = 1800.0
 """Building one twin in a target's environment (a full-size twin writes GBs)."""
 CPU_SERVERS_SIDE_BY_SIDE = 2
@@ -106,6 +101,22 @@ def weights_budget_bytes(gpus: int) -> int:
     raw = os.environ.get("DRIFTMATRIX_WEIGHTS_BUDGET_GB")
     if raw is None or not raw.strip():
         return int((WEIGHTS_BUDGET_GB_GPU if gpus else WEIGHTS_BUDGET_GB_CPU) * 1e9)
+    try:
+        value = float(raw)
+    except ValueError:
+        return 0
+    return int(value * 1e9) if math.isfinite(value) and value >= 0 else 0
+
+
+def twin_cache_bytes() -> int | None:
+    """How many bytes of twins the cache keeps (`$DRIFTMATRIX_TWIN_CACHE_GB`; unset or empty: all):
+    past it, building a twin drops the least recently used ones not in use (runner/twin_cache.py).
+    The scheduled workflow sets 2 on GitHub's runners, whose 14 GB disk the build's environment
+    mostly fills. A value that is not a non-negative number counts as 0 (keep only the twins in
+    use): a typo must not fill the disk."""
+    raw = os.environ.get("DRIFTMATRIX_TWIN_CACHE_GB")
+    if raw is None or not raw.strip():
+        return None
     try:
         value = float(raw)
     except ValueError:

@@ -8,7 +8,6 @@ transformers, since config layouts change between releases), cached under
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import os
@@ -20,13 +19,14 @@ from pathlib import Path
 
 import httpx
 
+from common.filelock import exclusive
 from runner import supported_models, twin_cache
 from runner.envs import TargetEnv
 from runner.models import STANDIN_MARKER, is_local_path
 from runner import sandbox
 from runner.env_policy import runner_env, without_secrets
 from runner.sandbox import output
-from runner.settings import STANDIN_BUILD_S, TWIN_CACHE_BYTES, TWIN_MAX_BYTES
+from runner.settings import STANDIN_BUILD_S, TWIN_MAX_BYTES, twin_cache_bytes
 
 BUILDER = Path(__file__).resolve().parent / "intarget" / "standin_build.py"
 BUILDER_FILES = [BUILDER, *(BUILDER.with_name(f"standin_{m}.py") for m in ("gemma4", "generic", "layout", "processor"))]
@@ -229,7 +229,7 @@ def ensure(model_id: str, env: TargetEnv, cache: Path, *, layers: int = 2, token
            tensor_parallel: int = 1, leases: list | None = None) -> StandIn:
     """The cached twin of `model_id` for `env`, built the first time. With `leases`, the twin is held
     in use (twin_cache.lease) until the caller closes what is appended there; building a new twin
-    keeps the cache under settings.TWIN_CACHE_BYTES."""
+    keeps the cache under settings.twin_cache_bytes()."""
     config_path = _local_config(config_from) if config_from else None
     listed = supported_models.architecture_for(model_id, docs_root, env.version)  # no network: the key only
     key = hashlib.sha256(json.dumps({
@@ -241,8 +241,7 @@ def ensure(model_id: str, env: TargetEnv, cache: Path, *, layers: int = 2, token
     }, sort_keys=True).encode()).hexdigest()[:12]
     out = cache / "standins" / f"{re.sub(r'[^A-Za-z0-9.]+', '-', model_id)[-50:]}-{key}"
     out.parent.mkdir(parents=True, exist_ok=True)
-    with open(f"{out}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # parallel GPU workers may want the same twin
+    with exclusive(Path(f"{out}.lock")):  # parallel GPU workers may want the same twin
         marker = out / STANDIN_MARKER
         built = not marker.exists()
         twin = build(model_id, env, out, cache=cache, layers=layers, tokenizer_from=tokenizer_from,
@@ -252,5 +251,5 @@ def ensure(model_id: str, env: TargetEnv, cache: Path, *, layers: int = 2, token
         if leases is not None:
             leases.append(twin_cache.lease(out))
         if built:  # only a new twin grows the cache
-            twin_cache.trim(out.parent, TWIN_CACHE_BYTES)
+            twin_cache.trim(out.parent, twin_cache_bytes())
         return twin

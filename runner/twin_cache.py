@@ -3,7 +3,7 @@
 A leg on a GitHub-hosted runner has 14 GB of disk; the target's environment takes 7–9 GB and a
 day's twins, kept, grew to 6.7 GB in the rehearsal (benchmarks/rehearsal.py), so a leg ran out.
 Twins are cheap to rebuild (seconds, random weights), so the cache keeps the recently used ones
-and drops the rest once it passes `settings.TWIN_CACHE_BYTES`.
+and drops the rest once it passes `settings.twin_cache_bytes()`.
 
 Two lock files beside each twin folder keep this safe between parallel jobs and processes:
 `<twin>.lock`, held exclusively while the twin is built or looked up (standins.ensure), and

@@ -6,7 +6,10 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from runner import standins, twin_cache
+from runner.settings import twin_cache_bytes
 from runner.models import STANDIN_MARKER
 
 
@@ -24,7 +27,7 @@ def test_the_cache_drops_least_recently_used_twins_but_never_one_in_use(cpu_envs
     held = []
     a = standins.ensure("Qwen/Qwen3-0.6B", env, cache, leases=held)
     one = twin_cache.folder_bytes(cache / "standins")
-    monkeypatch.setattr(standins, "TWIN_CACHE_BYTES", int(one * 1.5))  # room for one twin
+    monkeypatch.setenv("DRIFTMATRIX_TWIN_CACHE_GB", str(one * 1.5 / 1e9))  # room for one twin
 
     b = standins.ensure("Qwen/Qwen3-8B", env, cache, layers=1)
     assert (cache / "standins" / a.dir.split("/")[-1] / STANDIN_MARKER).exists(), "a twin in use was dropped"
@@ -47,9 +50,21 @@ def test_the_cache_drops_least_recently_used_twins_but_never_one_in_use(cpu_envs
     assert again.dir == a.dir and (cache / "standins" / a.dir.split("/")[-1] / "config.json").exists()
 
 
-def test_no_limit_keeps_every_twin(cpu_envs, tmp_path):
+def test_no_limit_keeps_every_twin(cpu_envs, tmp_path, monkeypatch):
+    monkeypatch.delenv("DRIFTMATRIX_TWIN_CACHE_GB", raising=False)
     env, cache = cpu_envs["nightly"], tmp_path / "cache"
     standins.ensure("Qwen/Qwen3-0.6B", env, cache)
     standins.ensure("Qwen/Qwen3-8B", env, cache, layers=1)
     assert twin_cache.trim(cache / "standins", None) == []
     assert len(list((cache / "standins").glob(f"*/{STANDIN_MARKER}"))) == 2
+
+
+@pytest.mark.parametrize("raw, limit", [(None, None), ("", None), ("2", 2_000_000_000), ("0.5", 500_000_000),
+                                        ("2GB", 0), ("-1", 0), ("nan", 0)])
+def test_the_limit_a_variable_sets(raw, limit, monkeypatch):
+    """Unset: every twin kept; a typo keeps only the twins in use rather than filling the disk."""
+    if raw is None:
+        monkeypatch.delenv("DRIFTMATRIX_TWIN_CACHE_GB", raising=False)
+    else:
+        monkeypatch.setenv("DRIFTMATRIX_TWIN_CACHE_GB", raw)
+    assert twin_cache_bytes() == limit
