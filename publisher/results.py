@@ -4,8 +4,10 @@
 A column is one vLLM build (target name + version + commit): targets named apart
 (`vllm-0.20.1`, `vllm-0.21.0`) are shown side by side. When several outcomes land in one cell
 (a rerun, overlapping shards) the one that counts wins (runner/counts.py: a verdict over a SKIP
-over an ERROR, then the deeper stage, then the latest). A build superseded by a newer build of
-the same target name is retired: kept for the history, in no judgement.
+over an ERROR, then the deeper stage, then the latest), as it counts: a SKIP at a tier after
+parse is the PASS of the tier before it, "config not checked: …" (counts.as_counted). A build
+superseded by a newer build of the same target name is retired: kept for the history, in no
+judgement.
 """
 
 from __future__ import annotations
@@ -121,7 +123,7 @@ def merge(catalog: Catalog, outcomes: list[Outcome], problems: list[str] | None 
         columns.setdefault(col.key, col)
         dates[col.key] = max(dates.get(col.key, ""), (o.started or "")[:10])
         found.setdefault((o.snippet_id, o.variant, col.key), []).append(o)
-    cells = {key: counts.best(items) for key, items in found.items()}
+    cells = {key: counts.as_counted(counts.best(items)) for key, items in found.items()}  # what is judged
     for sid, n in sorted(unknown.items()):
         problems.append(f"{n} outcome(s) for snippet {sid}, which is not in the snippets file: not shown")
     old = counts.retired(known)

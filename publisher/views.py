@@ -43,19 +43,21 @@ DEPTH = {
 
 def parser_only(o: Outcome, snippet: Snippet | None) -> bool:
     """A `subcommand` snippet's outcome (`vllm bench throughput …`) whose own argument parser accepted
-    it, the tiers after it SKIPped: it is not a server (runner/subcommands.py)."""
-    return snippet is not None and subcommands.words(snippet) is not None and o.verdict == "SKIP" \
-        and o.stage != "parse" and not o.evidence.exception
+    it, the tiers after it SKIPped: it is not a server (runner/subcommands.py). As recorded (a SKIP
+    after parse) or as it counts (the parser's PASS, counts.as_counted)."""
+    if snippet is None or subcommands.words(snippet) is None or o.evidence.exception:
+        return False
+    return (o.verdict == "SKIP" and o.stage != "parse") or (o.verdict in GOOD and o.stage == "parse")
 
 
 def depth_word(o: Outcome, snippet: Snippet | None = None) -> str:
     """The cell's text: how far a PASS/WARN went (`parser`, `started`), where a FAIL stopped."""
+    if parser_only(o, snippet):
+        return "parser only"
     if o.verdict in GOOD:
         return DEPTH.get(o.stage, (o.stage,))[0]
     if o.verdict == "FAIL":
         return f"at {o.stage}"
-    if parser_only(o, snippet):
-        return "parser only"
     return o.verdict.lower()
 
 

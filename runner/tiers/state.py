@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from runner import classify, env_policy, logscan
+from runner import classify, counts, env_policy, logscan
 from runner.sandbox import limits
 from runner.job import Job, RunContext
 from runner.records import TIERS, Outcome, VerdictName
@@ -135,11 +135,7 @@ def sandbox_limit(hit: dict) -> str:
 
 def finish(out: Outcome) -> Verdict:
     """It ran as far as asked: PASS, or WARN when vLLM logged a warning about a documented feature."""
-    feature = [w for w in out.evidence.warnings if w.get("feature")]
-    if feature:
-        w = feature[0]
-        return Verdict("WARN", f"vLLM warns: {w['message'][:300]} [{w['file']}:{w['line']}]")
-    return Verdict("PASS")
+    return Verdict(*counts.passed(out.evidence.warnings))
 
 
 def apply(out: Outcome, v: Verdict) -> None:
