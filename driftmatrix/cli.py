@@ -53,7 +53,9 @@ def cmd_extract(args: argparse.Namespace) -> int:
         print(f"driftmatrix: no SOURCE given; extracting the embedded sample docs ({SAMPLE_DOCS})", file=sys.stderr)
     catalog, unusable = extract(sources, on_diagnostic=None if args.quiet else print_diagnostic, stable=args.stable,
                                 written_for=written_for, url_base=args.url_base or "", model_id=args.model_id or "",
-                                placeholder_models=args.placeholder_model or [])
+                                placeholder_models=args.placeholder_model or [],
+                                release_trees=None if args.no_release_files else release_trees(Path(args.cache_dir),
+                                                                                               args.stable))
     catalog.write(Path(args.output))
     console = Console(stderr=False)
     render(summarize(catalog), console)
@@ -64,6 +66,20 @@ def cmd_extract(args: argparse.Namespace) -> int:
           + (f"; could not read: {escape(', '.join(map(str, [*unusable, *failed])))}" if unusable or failed else ""),
           full="this step's log")
     return 1 if unusable or failed else 0
+
+
+def release_trees(cache: Path, stable: str | None):
+    """Where the files commands name in vLLM's tree are looked for (extractor/release_files.py): each
+    page's own release, and the stable release and the targets' pins for a page written for a range."""
+    from extractor.release_files import ReleaseTrees
+    from runner.targets import TargetConfigError, default_path, load, stable_pin
+
+    try:
+        pins = [t.pinned_version() for t in load(default_path()).targets]
+        stable = stable or stable_pin()
+    except TargetConfigError:
+        pins = []
+    return ReleaseTrees(cache / "sdists", [v for v in dict.fromkeys([stable, *pins]) if v])
 
 
 def cmd_standin(args: argparse.Namespace) -> int:
@@ -118,6 +134,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--placeholder-model", action="append", metavar="WORD",
                    help="a word the docs use for the reader's model (`vllm serve WORD`): never taken as a model "
                         "(repeatable; adds to extractor/data/placeholders.yaml)")
+    p.add_argument("--no-release-files", action="store_true",
+                   help="do not check the files commands name in vLLM's tree (examples/…) against the releases "
+                        "their pages are written for (no sdist is fetched for it)")
     p.set_defaults(func=cmd_extract)
 
     st = sub.add_parser("standin", help="build a tiny architecture-preserving twin of a model")

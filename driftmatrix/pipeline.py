@@ -48,7 +48,8 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
         sources.insert(0, fetch_docs(args.vllm_version, cache / "sdists"))
     except SdistError as err:
         console.print(f"[yellow]vllm=={args.vllm_version} docs not available ({err}); the sample docs only")
-    catalog, _ = extract(sources, stable=args.vllm_version)
+    from driftmatrix.cli import release_trees
+    catalog, _ = extract(sources, stable=args.vllm_version, release_trees=release_trees(cache, args.vllm_version))
     snippets = out / "snippets.json"
     catalog.write(snippets)
     console.print(f"{len(catalog.snippets)} commands -> {snippets}")

@@ -13,9 +13,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from extractor.bounds import read_head
-from extractor.corpus import Result, SourceError, Tree, detect, extract_file, extract_html, files_of
+from extractor import release_files
+from extractor.corpus import Result, SourceError, Tree, detect, extract_file, extract_html, files_of, read_text
 from extractor.markdown_sources import card_metadata, card_model_id
-from extractor.records import Catalog, CorpusInfo, Diagnostic, Snippet, WrittenFor
+from extractor.records import Catalog, CorpusInfo, Diagnostic, Snippet, Source, WrittenFor
+from extractor.release_files import ReleaseTrees
 from extractor.serve_args import add_placeholder_models
 
 
@@ -56,12 +58,14 @@ def default_workers() -> int:
 
 def extract(sources: list[Path], on_diagnostic=None, workers: int | None = None, *, stable: str | None = None,
             written_for: WrittenFor | None = None, url_base: str = "", model_id: str = "",
-            placeholder_models: list[str] = ()) -> tuple[Catalog, list[str]]:
+            placeholder_models: list[str] = (), release_trees: ReleaseTrees | None = None) -> tuple[Catalog, list[str]]:
     """Extract every SOURCE; returns the catalog and the SOURCEs that could not be read.
     `stable`: the current stable release (default: the shipped targets' stable pin), for
     pages without versions of their own; `written_for`: an override for every page;
     `url_base`: where pages of sources that are not the vLLM docs are published; `model_id`: the
-    model of a model card; `placeholder_models`: more words that stand for the reader's model."""
+    model of a model card; `placeholder_models`: more words that stand for the reader's model;
+    `release_trees`: check the files commands name in vLLM's tree against the releases their pages are
+    written for (extractor/release_files.py; None: not checked)."""
     add_placeholder_models(list(placeholder_models))
     if stable is None:
         from runner.targets import stable_pin  # the one place the stable release is pinned
@@ -71,6 +75,7 @@ def extract(sources: list[Path], on_diagnostic=None, workers: int | None = None,
     results: list[Result] = []
     jobs: list[tuple[Tree, Path]] = []
     owner: list[Result] = []
+    trees: list[Tree] = []
     for path in sources:
         try:
             if path.is_file() and path.suffix.lower() in (".html", ".htm"):
@@ -87,6 +92,7 @@ def extract(sources: list[Path], on_diagnostic=None, workers: int | None = None,
             continue
         result = Result(CorpusInfo(tree.kind, tree.version, str(path), tree.layout))
         results.append(result)
+        trees.append(tree)
         for file in files_of(tree):
             jobs.append((tree, file))
             owner.append(result)
@@ -97,16 +103,40 @@ def extract(sources: list[Path], on_diagnostic=None, workers: int | None = None,
         result.diagnostics += diags
     for result in results:
         diagnostics += result.diagnostics
+    snippets = merge([s for result in results for s in result.snippets])
+    if release_trees is not None:
+        diagnostics += _release_files(snippets, trees, release_trees)
     if on_diagnostic:
         for diag in diagnostics:
             on_diagnostic(diag)
     catalog = Catalog(
-        snippets=merge([s for result in results for s in result.snippets]),
+        snippets=snippets,
         diagnostics=diagnostics,
         corpora=[result.info for result in results],
         generated_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
     )
     return catalog, unusable
+
+
+def _release_files(snippets: list[Snippet], trees: list[Tree], release_trees: ReleaseTrees) -> list[Diagnostic]:
+    """The files commands name in vLLM's tree, checked against their pages' releases; a docs tree being
+    extracted that holds its own examples/ (an sdist, a checkout at a tag) is that release's tree."""
+    for tree in trees:
+        if tree.kind == "vllm-docs" and tree.layout in ("sdist", "git-tag") and (tree.root / "examples").is_dir():
+            release_trees.local.setdefault(tree.version, tree.root)
+    by_corpus = {(t.kind, t.version): t for t in trees}
+    pages: dict[Path, str] = {}
+
+    def page_text(source: Source) -> str:
+        tree = by_corpus.get((source.corpus, source.version))
+        if tree is None:
+            return ""
+        path = tree.base / source.file
+        if path not in pages:
+            pages[path] = read_text(path, source.corpus, source.version, source.file, tree.root)[0] or ""
+        return pages[path]
+
+    return release_files.check(snippets, release_trees, page_text)
 
 
 def _card_model(tree: Tree, model_id: str) -> list[Diagnostic]:

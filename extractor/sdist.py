@@ -18,7 +18,8 @@ import httpx
 from common.filelock import exclusive
 
 DEFAULT_INDEX = "https://pypi.org/simple"
-_KEEP_DIRS = ("docs", "recipes", "examples")
+KEEP_DIRS = ("docs", "recipes", "examples")
+"""The folders unpacked (the sdist's others are not: extractor/release_files.py checks paths into these only)."""
 _KEEP_FILES = ("mkdocs.yaml", "mkdocs.yml", "PKG-INFO")
 
 
@@ -63,7 +64,7 @@ def _safe_members(tar: tarfile.TarFile, top: str):
         if path.parts[0] != top:
             continue
         inner = path.parts[1:]
-        if (inner[0] in _KEEP_DIRS and len(inner) > 1) or (len(inner) == 1 and inner[0] in _KEEP_FILES):
+        if (inner[0] in KEEP_DIRS and len(inner) > 1) or (len(inner) == 1 and inner[0] in _KEEP_FILES):
             yield member, PurePosixPath(*inner)
 
 

@@ -5,7 +5,8 @@ as a reader working in a checkout of that release would have them.  The runner s
 file from the target version's `vllm==X` sdist on PyPI (only docs/, examples/, recipes/ unpacked,
 cached), like a model id by its local dir, and records the substitution.  Where the sdist cannot
 be had (offline, a dev build) or lacks the file, the path stays and the command SKIPs with the
-`file-from-source-tree` signature.
+`file-from-source-tree` signature. Whether the release the page is written for has the file is the
+extractor's check (extractor/release_files.py: the `file-not-in-release` lint).
 """
 
 from __future__ import annotations

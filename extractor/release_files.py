@@ -1,0 +1,211 @@
+"""Files a command names inside vLLM's own tree, checked against the release its page is written for.
+
+`--chat-template examples/tool_chat_template_llama3.1_json.jinja` is read by a reader working in a
+checkout of that release: when the release's tree has no such file the command cannot run as
+written, whatever the builds say of its other arguments. Such a page gets the `file-not-in-release`
+lint (a breaking lint: doc-drift on every build, publisher/judgement.py) with its evidence: the path,
+the release, where the file is in that release (the same name elsewhere in its tree) and which
+releases looked at have the path.
+
+What is checked, narrowly (a false alarm is worse than none):
+- argv values (`--opt VALUE`, `--opt=VALUE`, a positional) whose first component is one of the
+  folders a release tree here holds (extractor/sdist.py unpacks docs/, examples/, recipes/) and
+  that folder exists in that release; relative paths only (`./` allowed, no `..`). Never a user's
+  path, an absolute path, another project's tree (`vllm_omni/deploy/…`), nor a path the page
+  itself writes (`cat > examples/x.yaml`, `tee`, `-o`).
+- not `docker` commands (the path is read inside the image) nor fix candidates.
+- the releases a source is written for: a release's docs (`==0.20.*`): that release; a range (a
+  recipe's `>=0.19.1`, a page's `>=…`, the default): the releases of the range looked at (the
+  stable release, the targets' pins, a release's docs being extracted); the lint only when none
+  of them has the file. The nightly builds (docs of main): not checked (no release tree).
+- a release tree is the docs tree being extracted when it is one (an sdist or a checkout, with its
+  own examples/), else the release's sdist (extractor.sdist.fetch_docs, cached). Where it cannot be
+  had (offline), a `release-tree-unavailable` diagnostic, never a lint.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from packaging.version import InvalidVersion, Version
+
+from extractor.records import Diagnostic, Lint, Snippet, Source
+from extractor.written_for import specifier
+
+CODE = "file-not-in-release"
+_KINDS = ("serve", "recipe", "subcommand", "python")
+
+
+def named_paths(snippet: Snippet) -> list[str]:
+    """The relative paths into vLLM's tree the command names (in argv order, each once)."""
+    if snippet.kind not in _KINDS or snippet.fix is not None:
+        return []
+    from extractor.sdist import KEEP_DIRS  # the top-level folders a release tree here holds (httpx: lazily)
+    found = []
+    for word in snippet.argv:
+        value = word.partition("=")[2] if word.startswith("-") and "=" in word else word
+        path = value.removeprefix("./")
+        parts = PurePosixPath(path).parts
+        if len(parts) >= 2 and parts[0] in KEEP_DIRS and ".." not in parts and not path.startswith("/") \
+                and re.fullmatch(r"[\w./@+-]+", path) and path not in found:
+            found.append(path)
+    return found
+
+
+def release_of(version: str) -> Version | None:
+    """A final release (`0.20.1`), None for anything else (a dev build, a git ref)."""
+    try:
+        v = Version(version)
+    except InvalidVersion:
+        return None
+    return None if v.is_prerelease or v.is_devrelease or v.local else v
+
+
+@dataclass
+class ReleaseTrees:
+    """Each release's tree, found once: a local docs tree of that release, else its cached or fetched sdist."""
+
+    cache_dir: Path
+    """Where sdists are cached (`<cache>/sdists`)."""
+    releases: list[str] = field(default_factory=list)
+    """The releases looked at besides a page's own: the stable release and the targets' pins (a fixed
+    set, so the same docs give the same lints and messages on every machine)."""
+    local: dict[str, Path] = field(default_factory=dict)
+    """Release -> a tree being extracted that holds its own examples/ (an sdist, a checkout)."""
+    unavailable: dict[str, str] = field(default_factory=dict)
+    """Release -> why its tree could not be had."""
+    _found: dict[str, Path | None] = field(default_factory=dict)
+
+    def tree(self, version: str) -> Path | None:
+        if version not in self._found:
+            self._found[version] = self.local.get(version) or self._fetch(version)
+        return self._found[version]
+
+    def _fetch(self, version: str) -> Path | None:
+        import httpx
+
+        from extractor.sdist import SdistError, fetch_docs
+        try:
+            return fetch_docs(version, self.cache_dir, timeout=30)
+        except (SdistError, httpx.HTTPError, OSError) as err:
+            self.unavailable[version] = f"{type(err).__name__}: {err}"[:300]
+            return None
+
+    def known(self) -> list[str]:
+        """The releases looked at for a range, oldest first: `releases` and the local trees."""
+        return sorted({v for v in {*self.releases, *self.local} if release_of(v)}, key=Version)
+
+
+def releases_for(source: Source, trees: ReleaseTrees) -> list[str]:
+    """The releases a source's page is written for that are looked at (oldest first)."""
+    wf = source.written_for
+    if wf is None or wf.basis == "nightly" or not wf.spec:
+        return []
+    spec = specifier(wf.spec)
+    if wf.basis == "release":  # a release's own docs: that release
+        return [source.version] if release_of(source.version) and source.version in spec else []
+    return [v for v in trees.known() if Version(v) in spec]
+
+
+def _has(tree: Path, path: str) -> bool:
+    return (tree / path).is_file()
+
+
+def _in_tree(tree: Path, path: str) -> bool:
+    """The path's top-level folder is one of this release's (`recipes/` is not in an old release)."""
+    return (tree / PurePosixPath(path).parts[0]).is_dir()
+
+
+def moved_to(tree: Path, path: str, limit: int = 3) -> list[str]:
+    """Files of the same top-level folder that are this one moved: the same name, or its name with a
+    leading word turned into folders (`examples/template_vlm2vec_phi3v.jinja` ->
+    `examples/pooling/embed/template/vlm2vec_phi3v.jinja`)."""
+    top, name = PurePosixPath(path).parts[0], PurePosixPath(path).name
+    stem = name.rsplit("_", 1)[-1]
+    found = []
+    for candidate in sorted((tree / top).rglob(f"*{stem}")):
+        rel = candidate.relative_to(tree).as_posix()
+        parts = PurePosixPath(rel).parts
+        if rel != path and candidate.is_file() and any("_".join(parts[-k:]) == name for k in range(1, len(parts))):
+            found.append(rel)
+    return found[:limit]
+
+
+def _where(path: str, trees: ReleaseTrees, versions: list[str]) -> str:
+    """`there in vLLM 0.32.0 and 0.34.0` / `there since 0.32.0 of the releases looked at (not in 0.20.1)`."""
+    have = [v for v in versions if (t := trees.tree(v)) is not None and _has(t, path)]
+    lack = [v for v in versions if v not in have and trees.tree(v) is not None]
+    if not have:
+        return ""
+    if lack and all(Version(v) < Version(have[0]) for v in lack):
+        return f"since vLLM {have[0]} of the releases looked at (not in {_and(lack)})"
+    return f"in vLLM {_and(have)}" + (f" (not in {_and(lack)})" if lack else "")
+
+
+def _and(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
+
+
+def message(path: str, missing: list[str], trees: ReleaseTrees) -> str:
+    """The evidence, in one sentence: what is missing where, and where the file is."""
+    others = [v for v in trees.known() if v not in missing]
+    head = f"`{path}` is not in vLLM {_and(missing)}'s tree"
+    head += " (each release looked at of those the page is written for)" if len(missing) > 1 else ""
+    said = []
+    elsewhere = _where(path, trees, others)
+    if elsewhere:
+        said.append(f"that path is there {elsewhere}")
+    tree = trees.tree(missing[-1])
+    for moved in moved_to(tree, path) if tree is not None else []:
+        where = _where(moved, trees, sorted({*missing, *others}, key=Version))
+        said.append(f"it is at `{moved}` {where}".rstrip())
+    tail = "; ".join(said) if said else f"no file of that name is in vLLM {missing[-1]}'s {PurePosixPath(path).parts[0]}/"
+    return f"{head}: the command cannot read it as written; {tail}"
+
+
+_WRITES = r"(?:>>?|\btee(?:\s+-a)?|\s-o|\s-O|--output(?:=|\s))\s*[\"']?(?:\./)?"
+
+
+def page_writes(page: str, path: str) -> bool:
+    """The page itself creates the file (`cat > examples/x.yaml`, `… | tee examples/x.yaml`, `-o`)."""
+    return re.search(_WRITES + re.escape(path) + r"(?![\w./-])", page) is not None
+
+
+def line_of(source: Source, path: str) -> int:
+    at = source.text.find(path)
+    return source.line + (source.text.count("\n", 0, at) if at >= 0 else 0)
+
+
+def check(snippets: list[Snippet], trees: ReleaseTrees, page_text) -> list[Diagnostic]:
+    """Add the `file-not-in-release` lint where a source's releases lack a file its command names;
+    `page_text(source)` is the text of the source's page (or ""). Returns diagnostics (trees not had)."""
+    diagnostics: dict[tuple, Diagnostic] = {}
+    for snippet in snippets:
+        for path in named_paths(snippet):
+            for source in snippet.sources:
+                lint = _check_source(path, source, trees, page_text, diagnostics)
+                if lint is not None and lint not in snippet.lints:
+                    snippet.lints.append(lint)
+    return list(diagnostics.values())
+
+
+def _check_source(path: str, source: Source, trees: ReleaseTrees, page_text, diagnostics: dict) -> Lint | None:
+    looked = []
+    for version in releases_for(source, trees):
+        tree = trees.tree(version)
+        if tree is None:  # offline: said once per page and path, never a lint
+            diagnostics.setdefault((source.corpus, source.version, source.file, path), Diagnostic(
+                "warning", "release-tree-unavailable", f"`{path}`: the tree of vLLM {version} could not be had "
+                f"({trees.unavailable.get(version, 'unknown')}); not checked", source.corpus, source.version,
+                source.file, line_of(source, path)))
+            return None
+        if not _in_tree(tree, path):
+            continue  # a folder that release does not have here: not a path into its tree
+        if _has(tree, path):
+            return None
+        looked.append(version)
+    if not looked or page_writes(page_text(source), path):
+        return None
+    return Lint(CODE, message(path, looked, trees), line_of(source, path), source.file, source.corpus, source.version)
