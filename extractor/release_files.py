@@ -158,9 +158,11 @@ def message(path: str, missing: list[str], trees: ReleaseTrees) -> str:
     if elsewhere:
         said.append(f"that path is there {elsewhere}")
     tree = trees.tree(missing[-1])
-    for moved in moved_to(tree, path) if tree is not None else []:
-        where = _where(moved, trees, sorted({*missing, *others}, key=Version))
-        said.append(f"it is at `{moved}` {where}".rstrip())
+    moved = moved_to(tree, path) if tree is not None else []
+    if len(moved) == 1:  # one candidate: where it is, and in which releases looked at
+        said.append(f"it is at `{moved[0]}` {_where(moved[0], trees, sorted({*missing, *others}, key=Version))}".rstrip())
+    elif moved:  # several: named, none claimed to be it
+        said.append(f"vLLM {missing[-1]} has files of that name at {', '.join(f'`{m}`' for m in moved)}")
     tail = "; ".join(said) if said else f"no file of that name is in vLLM {missing[-1]}'s {PurePosixPath(path).parts[0]}/"
     return f"{head}: the command cannot read it as written; {tail}"
 
