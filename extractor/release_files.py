@@ -160,10 +160,12 @@ def message(path: str, missing: list[str], trees: ReleaseTrees) -> str:
     tree = trees.tree(missing[-1])
     moved = moved_to(tree, path) if tree is not None else []
     if len(moved) == 1:  # one candidate: where it is, and in which releases looked at
-        said.append(f"it is at `{moved[0]}` {_where(moved[0], trees, sorted({*missing, *others}, key=Version))}".rstrip())
+        where = _where(moved[0], trees, sorted({*missing, *others}, key=Version))
+        said.append(f"it is at `{moved[0]}` {where}".rstrip())
     elif moved:  # several: named, none claimed to be it
         said.append(f"vLLM {missing[-1]} has files of that name at {', '.join(f'`{m}`' for m in moved)}")
-    tail = "; ".join(said) if said else f"no file of that name is in vLLM {missing[-1]}'s {PurePosixPath(path).parts[0]}/"
+    top = PurePosixPath(path).parts[0]
+    tail = "; ".join(said) if said else f"no file of that name is in vLLM {missing[-1]}'s {top}/"
     return f"{head}: the command cannot read it as written; {tail}"
 
 

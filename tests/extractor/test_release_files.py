@@ -73,8 +73,8 @@ def test_a_file_the_page_writes_and_an_offline_index(corpus, trees, tmp_path, mo
     shutil.copy(corpus / "vllm-docs" / "0.20.1" / CLI_PAGE, docs / CLI_PAGE)
     catalog, _ = extract([docs], release_trees=trees)
     assert len(_lints(catalog)) == 1  # the copy is the page: the lint
-    (docs / CLI_PAGE).write_text(text.replace("# Run this in another process",
-                                              f"cat > {MOVED} <<'EOF'\n{{{{ messages }}}}\nEOF\n# Run this in another process", 1))
+    writes = f"cat > {MOVED} <<'EOF'\n{{{{ messages }}}}\nEOF\n"
+    (docs / CLI_PAGE).write_text(text.replace("# Run this in another process", writes + "# Run this in another process", 1))
     catalog, _ = extract([docs], release_trees=trees)
     assert _lints(catalog) == []
     monkeypatch.setenv("DRIFTMATRIX_INDEX_URL", "http://127.0.0.1:9/simple")
