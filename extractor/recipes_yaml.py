@@ -123,7 +123,22 @@ def from_recipe(text: str, place: Place) -> tuple[list[Snippet], list[Diagnostic
                   yaml_nodes.scalar_line(node) if isinstance(node, yaml.ScalarNode) else 0,
                   version_claim(data["model"], None), title, runbooks) \
         if isinstance(node, yaml.ScalarNode) or runbooks else None
-    return snippets, [], guide
+    return snippets, _presets_not_composed(root, place), guide
+
+
+def _presets_not_composed(root: yaml.Node, place: Place) -> list[Diagnostic]:
+    """Tuned `presets:` are deltas the recipes site applies to the command it builds for one GPU,
+    serving strategy (GPU and node counts) and feature selection; that builder's hardware and
+    strategy rules are not in the recipe, so a composed command would be a guess: said, not guessed."""
+    presets = yaml_nodes.child(root, "presets")
+    if not isinstance(presets, yaml.MappingNode) or not presets.value:
+        return []
+    names = [key.value for key, _ in presets.value if isinstance(key, yaml.ScalarNode)]
+    return [Diagnostic("warning", "presets-not-composed",
+                       f"{len(names)} tuned preset(s) ({', '.join(names[:4])}{', …' if len(names) > 4 else ''}): "
+                       "their commands are composed by the recipes site from the GPU, strategy and features "
+                       "chosen, so they are not extracted; their runbooks are read",
+                       place.corpus, place.version, place.file, _path_line(root, ("presets", "")) + 1)]
 
 
 def _runbooks(root: yaml.Node) -> tuple[tuple[str, str, int], ...]:

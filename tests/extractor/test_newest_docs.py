@@ -124,6 +124,10 @@ def test_preset_runbooks_of_the_0340_sdist(sdist_0340):
     s, src = found[serve_lines[0]]
     assert re.fullmatch(r"fence:bash in recipe:presets\.\w+\.runbook", src.context) and s.model == "moonshotai/Kimi-K3"
     assert src.written_for.basis == "release"  # the recipe is in the release's tree: its line
+    # The presets themselves are deltas on the command the recipes site builds for a GPU, strategy and
+    # feature selection (rules not in the recipe): not composed, and said so at the `presets:` line.
+    [said] = [d for d in catalog.diagnostics if d.file == file and d.code == "presets-not-composed"]
+    assert lines[said.line - 1] == "presets:" and said.message.startswith("9 tuned preset(s) (gb200_agentx_agg, ")
 
 
 NAIVE_COMMAND = re.compile(r"\bvllm serve\b|--speculative[-_]config\b")
