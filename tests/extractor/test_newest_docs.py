@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from extractor.python_calls import from_python
 from extractor.records import Catalog
 from extractor.snippet_builder import Place, from_shell_text
@@ -111,6 +113,7 @@ def test_a_default_value_expansion_is_its_default(real_catalog):
     assert own.argv == ["m", "--port", "${PORT:-8000}"] and not own.runnable
 
 
+@pytest.mark.network  # the 0.34.0 sdist from PyPI once, then from the cache
 def test_preset_runbooks_of_the_0340_sdist(sdist_0340):
     # Presets' `runbook:` Markdown (0.34.0's recipes tree; the corpora's recipes snapshot has no
     # presets): before, not read at all.
@@ -133,6 +136,7 @@ def test_preset_runbooks_of_the_0340_sdist(sdist_0340):
 NAIVE_COMMAND = re.compile(r"\bvllm serve\b|--speculative[-_]config\b")
 
 
+@pytest.mark.network
 def test_recall_on_the_0340_sdist(sdist_0340):
     """Every line inside a code fence (Markdown pages, recipe guides and runbooks) that shows
     `vllm serve` or a speculative config is inside some snippet's source: a naive scan independent of
