@@ -224,7 +224,8 @@ def _markdown(text: str, place: Place, tree_root: Path | None, line_offset: int 
                 snippet.lints.append(Lint(
                     "fence-on-command-line",
                     "the closing fence is on the command's own line: Markdown closes a code block only on a "
-                    "line of its own, so the page shows the rest of the page inside this block",
+                    "line of its own, so the page shows the command ending in the fence's backquotes (bash "
+                    "reads an unterminated command substitution there) and the rest of the page inside the block",
                     block.closed_on_text_line + line_offset, place.file, place.corpus, place.version))
         if block.stray_indent:
             for snippet in found:
