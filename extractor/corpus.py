@@ -220,13 +220,7 @@ def _markdown(text: str, place: Place, tree_root: Path | None, line_offset: int 
                 f"the code fence opened on line {block.line + line_offset - 1} is never closed: it runs to the "
                 "end of its container or page", place.corpus, place.version, place.file, block.line + line_offset - 1))
         if block.closed_on_text_line:
-            for snippet in found:
-                snippet.lints.append(Lint(
-                    "fence-on-command-line",
-                    "the closing fence is on the command's own line: Markdown closes a code block only on a "
-                    "line of its own, so the page shows the command ending in the fence's backquotes (bash "
-                    "reads an unterminated command substitution there) and the rest of the page inside the block",
-                    block.closed_on_text_line + line_offset, place.file, place.corpus, place.version))
+            _fence_on_command_line(found, block.closed_on_text_line + line_offset, place)
         if block.stray_indent:
             for snippet in found:
                 snippet.lints.append(Lint(
@@ -245,6 +239,19 @@ def _markdown(text: str, place: Place, tree_root: Path | None, line_offset: int 
         for source in snippet.sources:
             source.title = source.title or title
     return snippets, diagnostics
+
+
+def _fence_on_command_line(found: list[Snippet], closing: int, place: Place) -> None:
+    """Lint the command whose line holds the block's closing fence (`vllm serve x  ````)."""
+    for snippet in found:
+        src = snippet.sources[0]
+        if src.line <= closing <= src.line + src.text.count("\n"):
+            snippet.lints.append(Lint(
+                "fence-on-command-line",
+                "the closing fence is on the command's own line: Markdown closes a code block only on a "
+                "line of its own, so the page shows the command ending in the fence's backquotes (bash "
+                "reads an unterminated command substitution there) and the rest of the page inside the block",
+                closing, place.file, place.corpus, place.version))
 
 
 def _includes(text: str, place: Place, root: Path, line_offset: int) -> tuple[list[Snippet], list[Diagnostic]]:

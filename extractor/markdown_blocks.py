@@ -269,13 +269,17 @@ def code_blocks(text: str, headings: Headings | None = None) -> Iterator[CodeBlo
     yield from _walk(text, 0, headings, "", 0)
 
 
-def _fence_at_line_end(content: str, marker: str) -> int | None:
-    """Index of the first content line of an unclosed fence that ends with its closing marker after
-    some text (`vllm serve x  ````): where the author meant the block to end."""
-    for i, line in enumerate(content.split("\n")):
+def _fence_at_line_end(content: list[str], marker: str, closed: bool) -> int | None:
+    """Index of the first content line that ends with the block's closing marker after some text
+    (`vllm serve x  ````): where the author meant the block to end. In a block that Markdown does close
+    later, only when that later fence was meant to close a block the author opened after it (an
+    opening fence with an info string follows): else the line is the block's own text."""
+    for i, line in enumerate(content):
         text = line.rstrip()
         if text.endswith(marker) and text[:-len(marker)].strip() and not text[:-len(marker)].endswith(marker[0]):
-            return i
+            opens_another = any(later.strip().startswith(marker) and later.strip().strip(marker[0])
+                                for later in content[i + 1:])
+            return i if not closed or opens_another else None
     return None
 
 
@@ -300,15 +304,16 @@ def _walk(text: str, offset: int, anchors: Headings, container: str, depth: int)
             last = _QUOTE_MARKERS.sub("", lines[tok.map[1] - 1]).strip() if tok.map[1] - 1 > tok.map[0] else ""
             closed = bool(last) and last.startswith(tok.markup) and set(last) == {tok.markup[0]}
             first = offset + tok.map[0] + 2
-            cut = None if closed else _fence_at_line_end(tok.content, tok.markup)
+            content = tok.content.removesuffix("\n").split("\n")
+            cut = _fence_at_line_end(content, tok.markup, closed)
             if cut is None:
                 yield CodeBlock(lang, tok.content, first, anchors.current, inner, indent, not closed, anchors.text)
                 continue
-            content = tok.content.split("\n")
             meant = "\n".join(content[:cut] + [content[cut].rstrip()[:-len(tok.markup)].rstrip()]) + "\n"
             yield CodeBlock(lang, meant, first, anchors.current, inner, indent, False, anchors.text, first + cut)
             if depth < _MAX_DEPTH:  # what follows, read as the author meant it: Markdown again
-                yield from _walk("\n".join(content[cut + 1:]), first + cut, anchors, container, depth + 1)
+                rest = content[cut + 1:] + ([tok.markup] if closed else [])
+                yield from _walk("\n".join(rest), first + cut, anchors, container, depth + 1)
         elif tok.type == "code_block" and tok.map and depth < _MAX_DEPTH:
             # Indented content: a container markdown-it did not know, or a tab/admonition
             # body after a blank line. Parse it again; keep it as a block if no fence.

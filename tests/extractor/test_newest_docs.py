@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from extractor.catalog import extract
 from extractor.python_calls import from_python
 from extractor.records import Catalog
 from extractor.snippet_builder import Place, from_shell_text
@@ -79,6 +80,16 @@ def test_a_closing_fence_on_the_command_line(real_catalog):
     [phi] = [s for s in at(real_catalog, file, 65, "8959cf6") if any(x.code == "fence-on-command-line" for x in s.lints)]
     assert phi.argv == ["microsoft/Phi-4-multimodal-instruct", "--trust-remote-code"]
     assert [lint.line for lint in phi.lints] == [66]
+
+
+def test_only_the_command_on_the_fence_line_is_linted_and_the_rest_is_markdown_again(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text("# T\n\n```bash\nvllm serve a\nvllm serve b ```\n\n## After\n\n```bash\nvllm serve c\n```\n")
+    catalog, _ = extract([page])
+    lints = {s.argv[0]: [(x.code, x.line) for x in s.lints] for s in catalog.snippets}
+    assert lints == {"a": [], "b": [("fence-on-command-line", 5)], "c": []}
+    [c] = [s for s in catalog.snippets if s.argv == ["c"]]
+    assert c.sources[0].line == 10 and c.sources[0].anchor == "after"
 
 
 def test_a_feature_without_args_is_at_its_own_line(real_catalog, corpus):
