@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from extractor.commented import commented_commands
 from extractor.python_calls import from_python
 from extractor.records import Diagnostic, Snippet
 from extractor.shell_commands import scan
@@ -52,8 +53,10 @@ def snippets_from_block(lang: str, text: str, place: Place) -> tuple[list[Snippe
     reader = reader_for(lang)
     if reader is None:
         return [], []
+    place = place.at(place.line, context=place.context or f"fence:{lang or 'plain'}")
     try:
-        return reader(text, place.at(place.line, context=place.context or f"fence:{lang or 'plain'}"))
+        snippets, diagnostics = reader(text, place)
+        return snippets + commented_commands(text, place), diagnostics
     except RecursionError as err:  # pathological nesting in the input
         message = f"input too deeply nested to read: {err}"
     except Exception as err:  # noqa: BLE001 — our bug; report it per block and go on

@@ -22,7 +22,7 @@ from extractor import bounds
 from extractor.code_blocks import snippets_from_block
 from extractor.markdown_blocks import Headings, code_blocks, title_from_file
 from extractor.python_calls import from_python
-from extractor.recipes_yaml import from_recipe
+from extractor.recipes_yaml import Guide, from_recipe
 from extractor import markdown_sources, written_for
 from extractor.records import CorpusInfo, Diagnostic, Lint, Snippet, WrittenFor
 from extractor.snippet_builder import Place
@@ -219,6 +219,8 @@ def _markdown(text: str, place: Place, tree_root: Path | None, line_offset: int 
                 "warning", "unterminated-fence",
                 f"the code fence opened on line {block.line + line_offset - 1} is never closed: it runs to the "
                 "end of its container or page", place.corpus, place.version, place.file, block.line + line_offset - 1))
+        if block.closed_on_text_line:
+            _fence_on_command_line(found, block.closed_on_text_line + line_offset, place)
         if block.stray_indent:
             for snippet in found:
                 snippet.lints.append(Lint(
@@ -237,6 +239,19 @@ def _markdown(text: str, place: Place, tree_root: Path | None, line_offset: int 
         for source in snippet.sources:
             source.title = source.title or title
     return snippets, diagnostics
+
+
+def _fence_on_command_line(found: list[Snippet], closing: int, place: Place) -> None:
+    """Lint the command whose line holds the block's closing fence (`vllm serve x  ````)."""
+    for snippet in found:
+        src = snippet.sources[0]
+        if src.line <= closing <= src.line + src.text.count("\n"):
+            snippet.lints.append(Lint(
+                "fence-on-command-line",
+                "the closing fence is on the command's own line: Markdown closes a code block only on a "
+                "line of its own, so the page shows the command ending in the fence's backquotes (bash "
+                "reads an unterminated command substitution there) and the rest of the page inside the block",
+                closing, place.file, place.corpus, place.version))
 
 
 def _includes(text: str, place: Place, root: Path, line_offset: int) -> tuple[list[Snippet], list[Diagnostic]]:
@@ -267,6 +282,20 @@ def _includes(text: str, place: Place, root: Path, line_offset: int) -> tuple[li
     return snippets, diagnostics
 
 
+def _recipe_markdown(guide: Guide, place: Place) -> tuple[list[Snippet], list[Diagnostic]]:
+    """The commands of a recipe's `guide:` and of its presets' `runbook:` Markdown (each marked with
+    the preset it belongs to)."""
+    page = place.at(place.line, title=guide.title)
+    found, diags = _markdown(guide.text, page, None, line_offset=guide.line)
+    for name, text, line in guide.runbooks:
+        more, more_diags = _markdown(text, page, None, line_offset=line)
+        for snippet in more:
+            for source in snippet.sources:
+                source.context = f"{source.context} in recipe:presets.{name}.runbook"
+        found, diags = found + more, diags + more_diags
+    return found, diags
+
+
 def extract_file(tree: Tree, path: Path) -> tuple[list[Snippet], list[Diagnostic]]:
     """Snippets and diagnostics of one file of a tree (never raises)."""
     rel = path.relative_to(tree.base).as_posix()
@@ -283,8 +312,7 @@ def extract_file(tree: Tree, path: Path) -> tuple[list[Snippet], list[Diagnostic
         else:
             found, diags, guide = from_recipe(text, place)
             if guide is not None:
-                more, more_diags = _markdown(guide.text, place.at(place.line, title=guide.title), None,
-                                             line_offset=guide.line)
+                more, more_diags = _recipe_markdown(guide, place)
                 found, diags = found + more, diags + more_diags
                 claim = guide.claim
                 facts.recipe = written_for.of_recipe(claim.get("min_vllm_version"), bool(claim.get("nightly_required")),

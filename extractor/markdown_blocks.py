@@ -67,6 +67,9 @@ class CodeBlock:
     """The fence is never closed: it runs to the end of its container or page."""
     heading: str = ""
     """Plain text of the nearest heading above the block (`plain_text`)."""
+    closed_on_text_line: int = 0
+    """1-based file line whose text ends with the closing fence (`vllm serve x  ````): Markdown does
+    not close a fence there, the page shows the rest as code; the block is read up to that line."""
 
 
 def _container_rule(state: StateBlock, start: int, end: int, silent: bool) -> bool:
@@ -266,6 +269,20 @@ def code_blocks(text: str, headings: Headings | None = None) -> Iterator[CodeBlo
     yield from _walk(text, 0, headings, "", 0)
 
 
+def _fence_at_line_end(content: list[str], marker: str, closed: bool) -> int | None:
+    """Index of the first content line that ends with the block's closing marker after some text
+    (`vllm serve x  ````): where the author meant the block to end. In a block that Markdown does close
+    later, only when that later fence was meant to close a block the author opened after it (an
+    opening fence with an info string follows): else the line is the block's own text."""
+    for i, line in enumerate(content):
+        text = line.rstrip()
+        if text.endswith(marker) and text[:-len(marker)].strip() and not text[:-len(marker)].endswith(marker[0]):
+            opens_another = any(later.strip().startswith(marker) and later.strip().strip(marker[0])
+                                for later in content[i + 1:])
+            return i if not closed or opens_another else None
+    return None
+
+
 def _walk(text: str, offset: int, anchors: Headings, container: str, depth: int) -> Iterator[CodeBlock]:
     tokens = _PARSER.parse(text)
     inner = container
@@ -286,8 +303,17 @@ def _walk(text: str, offset: int, anchors: Headings, container: str, depth: int)
                 indent = len(lines[tok.map[0]]) - len(lines[tok.map[0]].lstrip(" "))
             last = _QUOTE_MARKERS.sub("", lines[tok.map[1] - 1]).strip() if tok.map[1] - 1 > tok.map[0] else ""
             closed = bool(last) and last.startswith(tok.markup) and set(last) == {tok.markup[0]}
-            yield CodeBlock(lang, tok.content, offset + tok.map[0] + 2, anchors.current, inner, indent, not closed,
-                            anchors.text)
+            first = offset + tok.map[0] + 2
+            content = tok.content.removesuffix("\n").split("\n")
+            cut = _fence_at_line_end(content, tok.markup, closed)
+            if cut is None:
+                yield CodeBlock(lang, tok.content, first, anchors.current, inner, indent, not closed, anchors.text)
+                continue
+            meant = "\n".join(content[:cut] + [content[cut].rstrip()[:-len(tok.markup)].rstrip()]) + "\n"
+            yield CodeBlock(lang, meant, first, anchors.current, inner, indent, False, anchors.text, first + cut)
+            if depth < _MAX_DEPTH:  # what follows, read as the author meant it: Markdown again
+                rest = content[cut + 1:] + ([tok.markup] if closed else [])
+                yield from _walk("\n".join(rest), first + cut, anchors, container, depth + 1)
         elif tok.type == "code_block" and tok.map and depth < _MAX_DEPTH:
             # Indented content: a container markdown-it did not know, or a tab/admonition
             # body after a blank line. Parse it again; keep it as a block if no fence.

@@ -8,6 +8,7 @@ stays an unresolved expression and makes the snippet not runnable.
 from __future__ import annotations
 
 import ast
+import re
 import copy
 import json
 from typing import Any
@@ -83,10 +84,12 @@ def from_python(text: str, place: Place) -> tuple[list[Snippet], list[Diagnostic
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError) as err:
+        what = _what_is_lost(text)
+        if what is None:  # pseudo-code that merely names vllm (`vllm_config`, an import): nothing lost
+            return [], []
         line = place.line + (getattr(err, "lineno", 1) or 1) - 1
         return [], [Diagnostic(
-            "warning", "python-syntax",
-            f"Python block mentions speculative_config but does not parse: {getattr(err, 'msg', err)}",
+            "warning", "python-syntax", f"Python block {what} but does not parse: {getattr(err, 'msg', err)}",
             place.corpus, place.version, place.file, line,
         )]
     snippets = command_strings(text, tree, place)
@@ -97,6 +100,18 @@ def from_python(text: str, place: Place) -> tuple[list[Snippet], list[Diagnostic
             continue
         snippets.append(_snippet(text, tree, node, call, place))
     return snippets, []
+
+
+_COMMAND_TEXT = re.compile(r"""\bvllm\W+serve\b|vllm\.entrypoints|["']serve["']""")
+
+
+def _what_is_lost(text: str) -> str | None:
+    """What an unparsable block may hold that the extractor reads, in words; None when nothing."""
+    if "speculative_config" in text:
+        return "mentions speculative_config"
+    if _COMMAND_TEXT.search(text):
+        return "holds a vLLM command line"
+    return None
 
 
 def _snippet(text: str, tree: ast.AST, node: ast.Call, call: str, place: Place) -> Snippet:

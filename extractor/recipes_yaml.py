@@ -32,6 +32,9 @@ class Guide(NamedTuple):
     """The recipe's own version claim (`version_claim` of the model)."""
     title: str = ""
     """The recipe's title (`recipe_title`): the guide's commands are on the recipe's page."""
+    runbooks: tuple[tuple[str, str, int], ...] = ()
+    """(preset name, Markdown, 0-based line where it starts) of each tuned preset's `runbook:`: the
+    steps and commands the recipes page shows for that preset, read like the guide."""
 
 
 class RecipeError(ValueError):
@@ -64,8 +67,18 @@ def _str_dict(value: Any, where: str) -> dict[str, str]:
     return {str(k): str(v) for k, v in value.items()}
 
 
-def _line(node: yaml.Node | None, fallback: int) -> int:
-    return node.start_mark.line if node is not None else fallback
+def _path_line(root: yaml.Node, path: tuple[str, ...]) -> int:
+    """0-based line of the node at `path`; where the path ends early, the line of the last key that is
+    there (a feature with only per-hardware args is at its own key, not at the file's line 1)."""
+    node, line = root, 0
+    for i, key in enumerate(path):
+        entry = next(((k, v) for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == key),
+                     None) if isinstance(node, yaml.MappingNode) else None
+        if entry is None:
+            return line
+        key_node, node = entry
+        line = node.start_mark.line if i == len(path) - 1 else key_node.start_mark.line
+    return line
 
 
 def _modes(name: str, feature: dict[str, Any]) -> list[tuple[str | None, list[str], list[str] | None, str]]:
@@ -105,9 +118,37 @@ def from_recipe(text: str, place: Place) -> tuple[list[Snippet], list[Diagnostic
     except RecipeError as err:
         return [], [Diagnostic("error", "recipe-shape", str(err), place.corpus, place.version, place.file, None)], None
     node = yaml_nodes.child(root, "guide")
-    guide = Guide(node.value, yaml_nodes.scalar_line(node), version_claim(data["model"], None), title) \
-        if isinstance(node, yaml.ScalarNode) else None
-    return snippets, [], guide
+    runbooks = _runbooks(root)
+    guide = Guide(node.value if isinstance(node, yaml.ScalarNode) else "",
+                  yaml_nodes.scalar_line(node) if isinstance(node, yaml.ScalarNode) else 0,
+                  version_claim(data["model"], None), title, runbooks) \
+        if isinstance(node, yaml.ScalarNode) or runbooks else None
+    return snippets, _presets_not_composed(root, place), guide
+
+
+def _presets_not_composed(root: yaml.Node, place: Place) -> list[Diagnostic]:
+    """Tuned `presets:` are deltas the recipes site applies to the command it builds for one GPU,
+    serving strategy (GPU and node counts) and feature selection; that builder's hardware and
+    strategy rules are not in the recipe, so a composed command would be a guess: said, not guessed."""
+    presets = yaml_nodes.child(root, "presets")
+    if not isinstance(presets, yaml.MappingNode) or not presets.value:
+        return []
+    names = [key.value for key, _ in presets.value if isinstance(key, yaml.ScalarNode)]
+    return [Diagnostic("warning", "presets-not-composed",
+                       f"{len(names)} tuned preset(s) ({', '.join(names[:4])}{', …' if len(names) > 4 else ''}): "
+                       "their commands are composed by the recipes site from the GPU, strategy and features "
+                       "chosen, so they are not extracted; their runbooks are read",
+                       place.corpus, place.version, place.file, _path_line(root, ("presets", "")) + 1)]
+
+
+def _runbooks(root: yaml.Node) -> tuple[tuple[str, str, int], ...]:
+    """Each preset's `runbook:` Markdown (name, text, 0-based first line)."""
+    presets = yaml_nodes.child(root, "presets")
+    if not isinstance(presets, yaml.MappingNode):
+        return ()
+    return tuple((key.value, node.value, yaml_nodes.scalar_line(node))
+                 for key, spec in presets.value if isinstance(key, yaml.ScalarNode)
+                 for node in [yaml_nodes.child(spec, "runbook")] if isinstance(node, yaml.ScalarNode))
 
 
 def _one_line(value: Any) -> str:
@@ -164,8 +205,7 @@ def _commands(root: yaml.Node, data: dict[str, Any], place: Place) -> list[Snipp
 
     def snippet(node_path: tuple[str, ...], argv: list[str], env: dict[str, str], what: dict[str, Any],
                 heading: str = "") -> Snippet:
-        node = yaml_nodes.child(root, *node_path)
-        line = _line(node, 0)
+        line = _path_line(root, node_path)
         text = shell_text(argv, env)
         source = place.at(place.line, url=url, line_links=False, context="recipe:" + ".".join(node_path),
                           heading=heading).source(line, text)

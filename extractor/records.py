@@ -43,6 +43,8 @@ BREAKING_LINTS = frozenset({
     "orphan-arguments",  # options on a line after the command ended: bash runs them as another command
     "folded-line-break",  # a YAML `>` block's more-indented line keeps its line break: the shell ends there
     "file-not-in-release",  # a file the command names is not in the tree of the release the page is for
+    "fence-on-command-line",  # `vllm serve x  ````: the block never closes, the page shows the command with the
+    # backquotes (bash: an unterminated command substitution) and the rest of the page inside it
 })
 """Lints that mean the command a reader runs is not the one the author meant (or cannot start):
 the page is doc-drift on every build, whatever the builds say of the argv the author meant

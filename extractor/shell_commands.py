@@ -61,6 +61,8 @@ class Invocation:
     """Programs the command runs under (`nsys profile -o x`, `numactl …`): recorded, not run."""
     subcommand: list[str] | None = None
     """subcommand only: the words after `vllm` (`["bench", "throughput"]`)."""
+    image_expansions: list[str] = field(default_factory=list)
+    """Expansions in the docker image word (`"$IMAGE"`): placeholders the reader fills in."""
     within: str = ""
     """Where a command nested in a string sits (`the quoted value of --serve-cmd`); "" when it
     is a command line of its own."""
@@ -128,17 +130,28 @@ def _subcommand_args(cmd: list[Word]) -> tuple[list[str], list[Word]] | None:
     if sub[0] == "bench" and len(cmd) > n + 1 and not cmd[n + 1].text.startswith("-"):
         sub.append(cmd[n + 1].text)
     args = cmd[n + len(sub):]
-    if not any(w.text.split("=", 1)[0].split(".", 1)[0] in SPEC_FLAGS for w in args):
+    if not any(_is_spec_flag(w) for w in args):
         return None
     return sub, args
+
+
+def _is_spec_flag(word: Word) -> bool:
+    return word.text.split("=", 1)[0].split(".", 1)[0] in SPEC_FLAGS
+
+
+def _is_fragment(words: list[Word]) -> bool:
+    """Bare server options shown without a command (`--max-num-seqs 32 --speculative-config '{…}'`):
+    options only, a speculative config among them."""
+    return words[0].text.startswith("-") and any(_is_spec_flag(w) for w in words)
 
 
 def _is_vllm_command(cmd: list[Word]) -> bool:
     return _server_args(cmd) is not None or _subcommand_args(cmd) is not None
 
 
-def _docker(cmd: list[Word]) -> tuple[str, list[str], list[Word], list[Word]] | None:
-    """(image, docker options, env words, server args) for `docker run … IMAGE args`."""
+def _docker(cmd: list[Word]) -> tuple[Word, list[str], list[Word], list[Word], bool] | None:
+    """(image, docker options, env words, server args, whether the words after the image were
+    `vllm serve`) for `docker run … IMAGE args`."""
     texts = [w.text for w in cmd]
     if len(texts) < 2 or texts[0] not in ("docker", "podman"):
         return None
@@ -163,12 +176,13 @@ def _docker(cmd: list[Word]) -> tuple[str, list[str], list[Word], list[Word]] | 
         i += 2 if value is not None else 1
     if i >= len(cmd):
         return None
-    image, args = texts[i], cmd[i + 1:]
-    if [w.text for w in args[:2]] == ["vllm", "serve"]:
+    image, args = cmd[i], cmd[i + 1:]
+    serve = [w.text for w in args[:2]] == ["vllm", "serve"]
+    if serve:
         args = args[2:]
-    elif not _VLLM_SERVER_IMAGE.match(image):
+    elif not _VLLM_SERVER_IMAGE.match(image.text):
         return None
-    return image, options, env, args
+    return image, options, env, args, serve
 
 
 def _env_dict(words: list[Word]) -> dict[str, str]:
@@ -262,25 +276,30 @@ def _invocations(peeled, start: int, end: int, depth: int) -> list[Invocation]:
     sub = _subcommand_args(rest)
     if sub is not None:
         return [Invocation("subcommand", sub[1], env, env_words, start, end, wrapper=wrapper, subcommand=sub[0])]
-    if rest[0].text.split("=", 1)[0].split(".", 1)[0] in SPEC_FLAGS:
+    if _is_fragment(rest):
         return [Invocation("fragment", rest, env, env_words, start, end)]
     return _quoted_commands(rest, depth) if depth < 3 else []
 
 
 def _docker_invocations(docker, peeled, start: int, end: int, depth: int) -> list[Invocation]:
-    image, options, denv, args = docker
+    image_word, options, denv, args, serve = docker
+    image = image_word.text
     env_words = peeled.env
     env = _env_dict(env_words) | _env_dict(denv)
     wrapper = texts(peeled.wrapper)
     entrypoint = option_value(options, "--entrypoint")
-    if entrypoint is None or entrypoint in ("vllm", "vllm serve"):
-        return [Invocation("docker", args, env, env_words + denv, start, end, image, options, wrapper=wrapper)]
+    # `--entrypoint=""` clears the image's entrypoint: the words after the image are the command.
+    if entrypoint is None or entrypoint in ("vllm", "vllm serve") or (entrypoint == "" and serve):
+        return [Invocation("docker", args, env, env_words + denv, start, end, image, options, wrapper=wrapper,
+                           image_expansions=image_word.expansions)]
     if depth >= 3:
         return []
-    # `--entrypoint bash IMAGE -lc "… vllm serve …"`: the server starts inside.
+    # `--entrypoint bash IMAGE -lc "… vllm serve …"` (or `--entrypoint="" IMAGE bash -lc "…"`): the server
+    # starts inside.
+    program = args if entrypoint == "" else [Word(entrypoint, start), *args]
     return [Invocation("docker", inv.args, env | inv.env, env_words + denv + inv.env_words, start, end, image,
-                       options, inv.lints, wrapper=wrapper)
-            for inv in _shell_c([Word(entrypoint, start), *args], depth) if inv.kind == "serve"]
+                       options, inv.lints, wrapper=wrapper, image_expansions=image_word.expansions)
+            for inv in (_shell_c(program, depth) if program else []) if inv.kind == "serve"]
 
 
 def _quoted_commands(words: list[Word], depth: int) -> list[Invocation]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shlex
 import textwrap
 from dataclasses import dataclass, replace
@@ -59,6 +60,8 @@ def shell_text(argv: list[str], env: dict[str, str]) -> str:
 
 def normalize_image(image: str) -> str:
     image = image.removeprefix("docker.io/")
+    if "$" in image:  # `"$IMAGE"`: the reader's, no tag to add
+        return image
     last = image.rsplit("/", 1)[-1]
     return image if ":" in last or "@" in last else image + ":latest"
 
@@ -85,6 +88,7 @@ def build(
     env_expansions: dict[str, list[str]] | None = None,
     lints: list[Lint] = (),
     image: str | None = None,
+    image_expansions: list[str] = (),
     docker_options: list[str] | None = None,
     python: dict[str, Any] | None = None,
     recipe: dict[str, Any] | None = None,
@@ -95,6 +99,7 @@ def build(
 ) -> Snippet:
     """Assemble a snippet from final argv/env; `expansions[i]` belongs to `argv[i]`."""
     expansions = expansions or [[] for _ in argv]
+    written_env, env = env, _without_ambient_placeholders(env, env_expansions or {})
     parsed = parse_serve_args(argv)
     placeholders: list[str] = [*extra_placeholders, *parsed.placeholders]
     for word, exps in zip(argv, expansions):
@@ -103,7 +108,7 @@ def build(
         if name not in AMBIENT_VARS:  # the runner's own (or none): nothing for the reader to fill in
             placeholders += placeholders_in(value, (env_expansions or {}).get(name, []))
     if image:
-        placeholders += placeholders_in(image, [])  # `vllm/vllm-openai-rocm:<tag>`
+        placeholders += placeholders_in(image, list(image_expansions))  # `vllm-openai-rocm:<tag>`, `"$IMAGE"`
     placeholders = list(dict.fromkeys(placeholders))
     all_lints = [replace(lint, file=source.file, corpus=source.corpus, version=source.version)
                  for lint in (*lints, *parsed.lints)]
@@ -117,7 +122,8 @@ def build(
                               source.line, source.file, source.corpus, source.version))
 
     return Snippet(
-        id=snippet_id("serve" if fragment else kind, [*(subcommand or []), *parsed.canonical()], env, image),
+        # the env as written: a command keeps its id whatever is dropped from the record's env
+        id=snippet_id("serve" if fragment else kind, [*(subcommand or []), *parsed.canonical()], written_env, image),
         kind=kind,
         argv=list(argv),
         env=dict(env),
@@ -136,6 +142,13 @@ def build(
         subcommand=subcommand,
         wrapper=wrapper,
     )
+
+
+def _without_ambient_placeholders(env: dict[str, str], expansions: dict[str, list[str]]) -> dict[str, str]:
+    """`HF_TOKEN: <your-hf-token>`: the reader's own secret, which the runner supplies from its own
+    (AMBIENT_VARS); a runnable command does not carry the placeholder text as its value."""
+    return {name: value for name, value in env.items()
+            if name not in AMBIENT_VARS or not placeholders_in(value, expansions.get(name, []))}
 
 
 def _not_runnable(fragment: bool, lints: list[Lint], placeholders: list[str], parsed: ServeArgs,
@@ -175,6 +188,7 @@ def from_shell_text(text: str, place: Place, extra_env: dict[str, str] | None = 
     lines = text.split("\n")
     out = []
     for inv in found.invocations:
+        _fill_defaults(inv, text)
         inv.env = (extra_env or {}) | inv.env
         if place.model_id and inv.kind in ("serve", "docker"):
             _card_model(inv, place.model_id)
@@ -184,6 +198,30 @@ def from_shell_text(text: str, place: Place, extra_env: dict[str, str] | None = 
         raw = textwrap.dedent("\n".join(lines[inv.line:inv.end_line + 1])).strip("\n")
         out.append(_from_invocation(inv, place.source(inv.line, raw), lints))
     return out
+
+
+_DEFAULTED = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*):?-([^$`{}\\]*)\}$")
+
+
+def _fill_defaults(inv: Invocation, text: str) -> None:
+    """`${PORT:-8000}` is 8000 in the reader's shell, where PORT is unset (bash's default value): the
+    word takes its default, unless the block itself assigns the variable. Other expansions stay."""
+    def filled(word: Word) -> Word:
+        kept, out = [], word.text
+        for exp in word.expansions:
+            m = _DEFAULTED.match(exp)
+            if m and exp in out and not re.search(rf"(^|[\s;&|(]){m[1]}=", text):
+                out = out.replace(exp, m[2], 1)
+            else:
+                kept.append(exp)
+        return word if len(kept) == len(word.expansions) else Word(out, word.line, kept, word.quoted)
+
+    inv.args = [filled(w) for w in inv.args]
+    inv.env_words = [filled(w) for w in inv.env_words]
+    for word in inv.env_words:
+        name, _, value = word.text.partition("=")
+        if name in inv.env:
+            inv.env[name] = value
 
 
 def _card_model(inv: Invocation, model_id: str) -> None:
@@ -208,6 +246,7 @@ def _from_invocation(inv: Invocation, source: Source, lints: list[Lint]) -> Snip
         env_expansions={w.text.split("=", 1)[0]: w.expansions for w in inv.env_words},
         lints=lints,
         image=inv.image,
+        image_expansions=inv.image_expansions,
         docker_options=inv.docker_options if inv.kind == "docker" else None,
         fragment=inv.kind == "fragment",
         wrapper=inv.wrapper or None,

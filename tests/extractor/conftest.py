@@ -27,3 +27,18 @@ def snippets_from(real_catalog: Catalog):
         return [s for s in real_catalog.snippets
                 if any(src.corpus == corpus and src.version == version and src.file == file for src in s.sources)]
     return find
+
+
+@pytest.fixture(scope="session")
+def sdist_0340() -> tuple[Path, Catalog]:
+    """The vllm 0.34.0 sdist's docs, examples and recipes tree (newer than the corpora's recipes
+    snapshot: presets with `runbook:` text), fetched once into the driftmatrix cache, and its catalog."""
+    from extractor.sdist import SdistError, fetch_docs
+    from runner.settings import cache_dir
+    try:
+        tree = fetch_docs("0.34.0", cache_dir() / "sdists")
+    except SdistError as err:
+        pytest.skip(f"the vllm 0.34.0 sdist could not be had: {err}")
+    catalog, unusable = extract([tree])
+    assert unusable == []
+    return tree, catalog

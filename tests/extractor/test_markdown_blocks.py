@@ -106,5 +106,5 @@ def test_blank_lines_inside_a_container_do_not_cut_its_code():
 
 
 def test_unclosed_fence_is_flagged_but_quoted_and_closed_ones_are_not():
-    blocks = list(code_blocks("> ```bash\n> vllm serve a\n> ```\n\n```bash\nvllm serve b ```\n\ntext\n"))
+    blocks = list(code_blocks("> ```bash\n> vllm serve a\n> ```\n\n```bash\nvllm serve b\n\ntext\n"))
     assert [b.unclosed for b in blocks] == [False, True]

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from extractor.corpus import detect, extract_file
-from extractor.snippet_builder import Place
+from extractor.serve_args import parse_serve_args
+from extractor.snippet_builder import Place, snippet_id
 from extractor.yaml_commands import from_yaml_block
 
 VERSIONS = ["0.20.1", "0.33.0"]
@@ -35,8 +36,9 @@ def test_skypilot_envs_fill_the_model(corpus, version):
     for s in snippets:
         assert s.model == "meta-llama/Meta-Llama-3-8B-Instruct" and s.argv[0] == s.model
         assert "$MODEL_NAME" not in s.placeholders
-        # What the task's `envs:` sets, the token placeholder included (the runner supplies its own).
-        assert s.env["MODEL_NAME"] == s.model and s.env["HF_TOKEN"] == "<your-huggingface-token>"
+        # What the task's `envs:` sets; the token's placeholder is not carried (the runner supplies its
+        # own HF_TOKEN), though the id still hashes the env as written.
+        assert s.env["MODEL_NAME"] == s.model and "HF_TOKEN" not in s.env
         # SkyPilot sets the GPU count at run time: the one thing still missing.
         assert s.placeholders == ["$SKYPILOT_NUM_GPUS_PER_NODE"] and not s.runnable
         assert s.reason == "placeholder: $SKYPILOT_NUM_GPUS_PER_NODE"
@@ -61,7 +63,11 @@ def test_lws_container_env_and_sh_c_script_lines(corpus):
     [ray] = lines_with(lines, "vllm serve meta-llama/Meta-Llama-3.1-405B-Instruct --port 8080")
     assert "multi-node-serving.sh leader" in lines[ray - 2]
     leader = by_line[ray]
-    assert leader.runnable and leader.env == {"HF_TOKEN": "<your-hf-token>"}  # ambient: not a placeholder
+    # HF_TOKEN: <your-hf-token> is the reader's own secret, which the runner supplies: runnable, and the
+    # record does not carry the placeholder text (issue 32); the id hashes the env as written.
+    assert leader.runnable and leader.env == {}
+    assert leader.id == snippet_id("serve", parse_serve_args(leader.argv).canonical(),
+                                   {"HF_TOKEN": "<your-hf-token>"}, None)
     assert leader.sources[0].text.endswith("--distributed-executor-backend ray")  # no closing quote
     # LWS sets these at run time: placeholders, whatever the container's env.
     for line in lines_with(lines, '- "vllm serve meta-llama/Meta-Llama-3.1-405B-Instruct'):
