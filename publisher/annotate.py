@@ -230,6 +230,7 @@ def _fix_lines(lines: list[str], line: int, source: Source, fix) -> tuple[str, t
 
 def annotate(results: Results, tree: Path) -> Annotation:
     """Patch (in memory) every Markdown page of `tree` that the snippets came from."""
+    results = views.public_results(results)  # no host path, no text that changes from run to run
     ann = Annotation(tree)
     try:
         info = detect(tree)
