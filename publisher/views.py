@@ -201,8 +201,9 @@ def fence(text: str, lang: str = "") -> str:
 # annotate.py, pull_request.py, before anything else), and `cause`/`location` use `public_text` too.
 
 _CHECKOUT = Path(__file__).resolve().parents[1]
-_ABS_PATH = re.compile(r"(?:\bfile://|(?<![\w.~/-]))(?P<path>/[\w.@+-][^\s'\"<>|;:,()\[\]{}`\\]*)")
-"""An absolute POSIX path in free text, or a `file://` URL (not a web URL's path: that follows a host)."""
+_ABS_PATH = re.compile(r"(?:\bfile://|(?<![\w.~/…-]))(?P<path>/[\w.@+-][^\s'\"<>|;:,()\[\]{}`\\]*)")
+"""An absolute POSIX path in free text, or a `file://` URL (not a web URL's path: that follows a host;
+not what `public_path` made of one, `…/tmp`: public text made public again is unchanged)."""
 _STANDIN = re.compile(r"/standins/([^/]+?)-([0-9a-f]{8,})(?:/(.*))?$")
 _STDLIB = re.compile(r"/lib/(python\d[\d.]*)/(.+)$")
 _CARRIED = re.compile(r"/site-\d[^/]*/(.+)$")

@@ -81,3 +81,12 @@ def test_an_empty_section_is_left_out(tree_and_snippets):
     text = pr_body.body(results, empty, SITE)
     assert "| Command |" not in text and "|---|" not in text and "##" not in text
     assert "these vLLM builds:\n\n- " in text
+
+
+def test_public_text_made_public_again_is_unchanged(tree_and_snippets):
+    """`pr` makes the records public, and `annotate` (which it calls) does too: the second pass
+    changes nothing (the runs' `private /tmp` sandbox note once became `……/tmp`)."""
+    _, snippets = tree_and_snippets
+    once = views.public_results(load(snippets, [RUNS / "outcomes-run1.jsonl"]))
+    assert any("…/tmp" in str(o.host) for o in once.cells.values())
+    assert views.public_results(once).cells == once.cells
