@@ -44,20 +44,22 @@ def body(results: Results, annotation: ann.Annotation, site_url: str | None) -> 
             s = next(x for x in results.snippets if x.id == ins.snippet_id)
             src = next((x for x in s.sources if x.file == patch.file), s.sources[0])
             j = judge.of_source(s, src)
+            where = f"| {link(s.id)} | {table_cell(f'{patch.file}:{src.line}')} | {table_cell(j.written_for.spec)} |"
             for k in j.failing:
                 commit = f" {table_cell(k.column.commit)}" if k.column.commit else ""
-                rows.append(f"| {link(s.id)} | {table_cell(f'{patch.file}:{src.line}')} | "
-                            f"{table_cell(j.written_for.spec)} | {plain(k.column.label)}{commit} | "
+                rows.append(f"{where} {plain(k.column.label)}{commit} | "
                             f"{plain(k.outcome.verdict)} ({plain(k.outcome.stage)}) | "
                             f"{table_cell(cause(k.outcome, limit=200))} |")
+            if not j.failing:  # a warning without a failing build (what bash runs is not what was checked)
+                rows.append(f"{where} — | {plain(j.kind)} | {table_cell(j.summary, 200)} |")
     lines = ["driftmatrix ran the commands these pages show against these vLLM builds:", "",
              *builds(results), ""]
     if rows:  # a table with a header and no rows says nothing: left out
         lines += [
-            "The commands below fail on a vLLM version their page is written for (a release's docs: that release "
-            "line; a recipe: its `min_vllm_version`; otherwise what the page states, or the current stable release "
-            "and newer); this PR adds an admonition right after each, between `<!-- driftmatrix:begin … -->` "
-            "markers. Failures on versions a page is not written for are not listed.", "",
+            "The commands below do not run as written on a vLLM version their page is written for (a release's "
+            "docs: that release line; a recipe: its `min_vllm_version`; otherwise what the page states, or the "
+            "current stable release and newer); this PR adds an admonition right after each, between "
+            "`<!-- driftmatrix:begin … -->` markers. Failures on versions a page is not written for are not listed.", "",
             "| Command | Page | Written for | Build | Verdict | Cause |", "|---|---|---|---|---|---|", *rows, ""]
     lines += fixed_commands(annotation, link)
     lines += ["The next run updates this PR: a warning goes once its command runs.", ""]
