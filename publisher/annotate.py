@@ -67,6 +67,8 @@ class FixApplied:
     why: list[str]
     checks: list[tuple[str, str, str]]
     """(build label, version, how deep it ran, in words) on every build it was verified on."""
+    checked: str = ""
+    """What its verification showed, in words true to the fix's kind (publisher/fixes.py)."""
 
 
 @dataclass
@@ -225,11 +227,12 @@ def _fix_lines(lines: list[str], line: int, source: Source, fix) -> tuple[str, t
     if new is None or new == old:
         return "differs", None
     return "apply", (new, count, FixApplied(fix.fix.id, line, "\n".join(old), "\n".join(new), fix.fix.fix["why"],
-                                            fix.checks))
+                                            fix.checks, fix.checked))
 
 
 def annotate(results: Results, tree: Path) -> Annotation:
     """Patch (in memory) every Markdown page of `tree` that the snippets came from."""
+    results = views.public_results(results)  # no host path, no text that changes from run to run
     ann = Annotation(tree)
     try:
         info = detect(tree)

@@ -2,8 +2,9 @@
 
 An edit is `[old, new]`: `old` is found on one line of the command (the first line holding it,
 as a whole token), replaced by `new`; a `new` holding "\\n" adds lines above, at that line's
-indentation (a comment moved out from behind a `\\`); a line left with nothing but `\\` is
-removed (a dropped option), and a command whose last line went keeps no dangling `\\`.
+indentation (a comment moved out from behind a `\\`); an empty `new` drops an option `old` with the
+blanks after it; a line left with nothing but `\\` is removed (a dropped option), and a command whose
+last line went keeps no dangling `\\`.
 Only those lines change: indentation, tabs, the fence and anything around them stay.
 """
 
@@ -33,7 +34,12 @@ def apply(lines: list[str], edits: list[list[str]]) -> list[str] | None:
             return None
         line = out[hit]
         indent = line[: len(line) - len(line.lstrip())]
-        replaced = _token(old).sub(lambda _: new.replace("\n", "\n" + indent), line, count=1)
+        if new or old.startswith("\\"):  # a `\\` at a line's end: only it goes
+            replaced = _token(old).sub(lambda _: new.replace("\n", "\n" + indent), line, count=1)
+        else:  # a dropped option takes the blanks after it (`--x --y v` → `--y v`), at the end those before it
+            m = re.compile(_token(old).pattern + r"[ \t]*").search(line)
+            replaced = line[:m.start()] + line[m.end():]
+            replaced = replaced.rstrip() if m.end() == len(line) else replaced
         emptied = replaced.strip() in ("", "\\")  # a dropped option took the whole line
         out[hit:hit + 1] = [] if emptied else replaced.split("\n")
     if out and lines and not lines[-1].rstrip().endswith("\\") and out[-1].rstrip().endswith("\\"):

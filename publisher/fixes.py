@@ -4,8 +4,10 @@ A candidate is a text edit of the command as the page shows it (publisher/fix_ed
 only where the evidence says what the fix is:
 - a build of the page's versions rejects an option (`unrecognized arguments`) that the option
   history says was removed: its replacement when vLLM's deprecation text names one (`--disable-x`
-  replaced by `--enable-x` becomes `--no-enable-x`, the same meaning), or dropped when vLLM's
-  text says the option has no effect any more; any other rejected option: no candidate;
+  replaced by `--enable-x` becomes `--no-enable-x`, the same meaning); dropped when the command
+  already gives that replacement with the same meaning (`--enable-reasoning --reasoning-parser
+  deepseek_r1`: "When `--reasoning-parser` is specified, reasoning mode is automatically enabled"),
+  or when vLLM's text says the option has no effect any more; any other rejected option: no candidate;
 - a `key=value` value where the option takes JSON, when a build of the page's versions fails
   on it: the JSON form;
 - an unknown speculative `method` (the engine config refuses it): the config without `method`,
@@ -40,7 +42,7 @@ NO_EFFECT = re.compile(r"\bno (longer has any )?effect\b|\bis ignored\b|\bnow th
                        re.IGNORECASE)
 
 
-def _option_edits(history: FlagHistory, j: Judgement, text: str) -> tuple[list[list[str]], list[str]] | None:
+def _option_edits(history: FlagHistory, j: Judgement, s: Snippet) -> tuple[list[list[str]], list[str]] | None:
     """Edits for the options the failing builds rejected; None when one of them has no fix."""
     edits, why = [], []
     for k in j.failing:
@@ -55,8 +57,11 @@ def _option_edits(history: FlagHistory, j: Judgement, text: str) -> tuple[list[l
                     Version(release) < Version(record["removed"]):
                 return None  # not a removal the history can vouch for on this build
             values = _values_after(option, rejected)
-            replacement = _replacement(history, option, record, k.version, values)
-            if replacement:
+            if given := _already_given(option, record, values, s.argv):
+                edits.append([" ".join([option, *values]), ""])
+                why.append(f"{option} was removed in vLLM {record['removed']}; vLLM named {record['replacement']} "
+                           f"instead, and the command already gives {given}; vLLM said: “{record['deprecation']}”")
+            elif replacement := _replacement(history, option, record, k.version, values):
                 edits.append([option, replacement])
                 why.append(f"{option} was removed in vLLM {record['removed']}; vLLM's deprecation names "
                            f"{record['replacement']} instead" + (f" (so {replacement}, the same meaning)"
@@ -81,13 +86,48 @@ def _replacement(history: FlagHistory, option: str, record: dict, version: str, 
         new = "--no-" + new[2:]  # `--disable-x` → `--enable-x` would invert it: `--no-enable-x`
     elif bare_old.startswith("disable-") != new[2:].startswith("disable-") and "enable" in new:
         return None  # some other change of polarity: not a mechanical swap
-    said = re.search(r"`" + re.escape(new) + r" ([^`\s]+)`|" + re.escape(new) + r"=([^\s`'\",;]+)",
-                     record.get("deprecation") or "")
-    value = (said.group(1) or said.group(2)).rstrip(".") if said else None
+    value = _named_value(new, record)
     if value and values:
         return None  # both take a value: which one the docs meant is not known
     full = f"{new} {value}" if value else new
     return full if history.accepts(new, version) else None
+
+
+def _already_given(option: str, record: dict, values: list[str], argv: list[str]) -> str | None:
+    """`--reasoning-parser deepseek_r1` when the command already gives what vLLM named instead of the
+    removed `option` (`--enable-reasoning`: "When `--reasoning-parser` is specified, reasoning mode
+    is automatically enabled"), with the same meaning: the value vLLM's text names, or the removed
+    option's own values; then the option only repeats it and is dropped. None otherwise, and for a
+    `--no-x`, or a `--disable-x` replaced by `--enable-x` (the other polarity)."""
+    new = record.get("replacement")
+    if not new or option.startswith("--no-") or option[2:].startswith("disable-") != new[2:].startswith("disable-"):
+        return None
+    given = _values_of(new, argv)
+    if given is None:
+        return None
+    named = _named_value(new, record)
+    named = [named] if named else None
+    if (values and given != values) or (not values and named is not None and given != named):
+        return None  # the command gives it another value: which one the docs meant is not known
+    return " ".join([new, *given])
+
+
+def _named_value(new: str, record: dict) -> str | None:
+    """The value vLLM's deprecation text gives its replacement (`` `--mm-processor-cache-gb 0` ``,
+    `--x=ray`), if any."""
+    said = re.search(r"`" + re.escape(new) + r" ([^`\s]+)`|" + re.escape(new) + r"=([^\s`'\",;]+)",
+                     record.get("deprecation") or "")
+    return (said.group(1) or said.group(2)).rstrip(".") if said else None
+
+
+def _values_of(option: str, argv: list[str]) -> list[str] | None:
+    """The values the command gives `option` (`--x a`, `--x=a`); None when it does not give it."""
+    for i, arg in enumerate(argv):
+        if arg == option:
+            return _values_after(option, argv[i:])
+        if arg.startswith(option + "="):
+            return [arg.split("=", 1)[1]]
+    return None
 
 
 def _values_after(option: str, rejected: list[str]) -> list[str]:
@@ -193,7 +233,7 @@ def _candidate(s: Snippet, j: Judgement, history: FlagHistory | None) -> Snippet
     spec = _spec_method_edits(s, j)
     edits, why = edits + more[0] + spec[0], why + more[1] + spec[1]
     if j.kind == "doc-drift" and any(k.outcome.stage == "parse" for k in j.failing) and history and not more[0]:
-        options = _option_edits(history, j, text)
+        options = _option_edits(history, j, s)
         if options is None:
             return None
         edits, why = edits + options[0], why + options[1]
@@ -218,6 +258,9 @@ class Verified:
     checks: list[tuple[str, str, str]]
     """(build label, version, how deep the fix ran there, in words; a WARN says so) for every build
     it had to run on."""
+    checked: str = ""
+    """What was checked, in words true to the fix: against the original's failures, or (a `\\`
+    repaired on a command that failed nowhere) that bash now runs the command that was checked."""
 
 
 def verified(results: Results, judge: Judge, s: Snippet) -> Verified | None:
@@ -235,7 +278,33 @@ def verified(results: Results, judge: Judge, s: Snippet) -> Verified | None:
         resolved = (o.evidence.effective_config or {}).get("speculative_method") if dropped_method else None
         checks.append((k.column.label, k.version,
                        views.depth_text(o) + (f", speculative method resolved: {resolved}" if resolved else "")))
-    return Verified(fix, checks) if checks else None
+    return Verified(fix, checks, checked_text(s, judge.of(s), checks)) if checks else None
+
+
+def checked_text(s: Snippet, j: Judgement, checks: list[tuple[str, str, str]]) -> str:
+    """What the verification showed, in words true to the fix's kind: where the original failed
+    (the fix was run through the same checks there, at least as deep); where bash ends the original
+    (a `\\` that does not continue it: bash runs only the lines up to it, driftmatrix checked the
+    command as meant, which the fix makes bash run whole); and the builds it ran on."""
+    failed = [k for k in j.failing if k.outcome.verdict == "FAIL"]
+    src = s.sources[0]  # the place the fix was made from: its lines, counted in the command
+    ends = sorted({lint.line - src.line + 1 for lint in s.lints if lint.code == "backslash-not-continuation"
+                   and lint.line and lint.file in (None, src.file) and lint.version in (None, src.version)})
+    parts = []
+    if failed:
+        where = "; ".join(f"{k.column.label} at {k.outcome.stage}" for k in failed)
+        parts.append(f"the original fails on {where}: the fix was run through the same checks there and gets at "
+                     "least as far")
+    if ends:
+        total = src.text.count("\n") + 1
+        parts.append(f"bash ends the original at its line {ends[0]} (of {total}: a `\\` that does not continue it), "
+                     "so whoever copies it runs only part of it"
+                     + ("" if failed else "; the original failed on no build because driftmatrix checks the "
+                        "command as its author meant it (the lines joined)")
+                     + "; the fix makes bash run the whole command")
+    ran = "; ".join(f"{label}: {how}" for label, _version, how in checks)
+    text = "; ".join(parts)
+    return (text[:1].upper() + text[1:] + ". " if text else "") + f"The fixed command was checked on {ran}."
 
 
 def _must_run_on(j: Judgement) -> list:

@@ -44,22 +44,25 @@ def body(results: Results, annotation: ann.Annotation, site_url: str | None) -> 
             s = next(x for x in results.snippets if x.id == ins.snippet_id)
             src = next((x for x in s.sources if x.file == patch.file), s.sources[0])
             j = judge.of_source(s, src)
+            where = f"| {link(s.id)} | {table_cell(f'{patch.file}:{src.line}')} | {table_cell(j.written_for.spec)} |"
             for k in j.failing:
                 commit = f" {table_cell(k.column.commit)}" if k.column.commit else ""
-                rows.append(f"| {link(s.id)} | {table_cell(f'{patch.file}:{src.line}')} | "
-                            f"{table_cell(j.written_for.spec)} | {plain(k.column.label)}{commit} | "
+                rows.append(f"{where} {plain(k.column.label)}{commit} | "
                             f"{plain(k.outcome.verdict)} ({plain(k.outcome.stage)}) | "
                             f"{table_cell(cause(k.outcome, limit=200))} |")
-    lines = [
-        "driftmatrix ran the commands these pages show against the vLLM builds below. The ones listed "
-        "fail on a vLLM version their page is written for (a release's docs: that release line; a "
-        "recipe: its `min_vllm_version`; otherwise what the page states, or the current stable release "
-        "and newer); this PR replaces a command by its fix where driftmatrix has one that it ran and saw "
-        "working (\"Commands fixed\" below), and otherwise adds an admonition right after the command, between "
-        "`<!-- driftmatrix:begin … -->` markers. Failures on versions a page is not written for are not listed. The next run updates "
-        "this PR, and removes a warning once its command runs.", "",
-        "| Command | Page | Written for | Build | Verdict | Cause |", "|---|---|---|---|---|---|", *rows, ""]
+            if not j.failing:  # a warning without a failing build (what bash runs is not what was checked)
+                rows.append(f"{where} — | {plain(j.kind)} | {table_cell(j.summary, 200)} |")
+    lines = ["driftmatrix ran the commands these pages show against these vLLM builds:", "",
+             *builds(results), ""]
+    if rows:  # a table with a header and no rows says nothing: left out
+        lines += [
+            "The commands below do not run as written on a vLLM version their page is written for (a release's "
+            "docs: that release line; a recipe: its `min_vllm_version`; otherwise what the page states, or the "
+            "current stable release and newer); this PR adds an admonition right after each, between "
+            "`<!-- driftmatrix:begin … -->` markers. Failures on versions a page is not written for are not listed.", "",
+            "| Command | Page | Written for | Build | Verdict | Cause |", "|---|---|---|---|---|---|", *rows, ""]
     lines += fixed_commands(annotation, link)
+    lines += ["The next run updates this PR: a warning goes once its command runs.", ""]
     lines += regressions(results, judge, annotation.tree, link)
     if site_url:
         lines.append(f"Evidence for every command (exception with the raising file:line, logs): {site_url}")
@@ -72,14 +75,21 @@ def fixed_commands(annotation: ann.Annotation, link) -> list[str]:
     if not fixes:
         return []
     out = ["## Commands fixed", "",
-           "Each fix below was run by driftmatrix through the same checks as the failing original, and at "
-           "least as deep, on every build listed; only the command's own lines change.", ""]
+           "This PR replaces each command below by a fix that driftmatrix ran and saw working; only the "
+           "command's own lines change. Under each: why, and what its run showed.", ""]
     for file, f in fixes:
         checked = ", ".join(f"{label}: {how}" for label, _version, how in f.checks)
         out += [f"### {code_span(f'{file}:{f.line}')} — {link(f.snippet_id)}", "", "Before:", "",
                 code_block(f.before, "bash"), "", "After:", "", code_block(f.after, "bash"), "",
-                *(f"- {code_span(w)}" for w in f.why), f"- checked on {plain(checked)}", ""]
+                *(f"- {code_span(w)}" for w in f.why), *([f"- {plain(f.checked)}"] if f.checked else []),
+                f"- checked on {plain(checked)}", ""]
     return out
+
+
+def builds(results: Results) -> list[str]:
+    """The builds the commands ran against, one line each (name, version, kind, commit)."""
+    return [f"- {plain(c.label)}" + (f", commit {code_span(c.commit)}" if c.commit else "")
+            for c in results.columns]
 
 
 def regressions(results: Results, judge: Judge, tree: Path, link) -> list[str]:

@@ -13,6 +13,7 @@ import tempfile
 from pathlib import Path
 
 from common.inert import code_block
+from common.stable_text import stable_value
 from extractor.records import Snippet, Source
 from flaghistory.commands import explain_failure, shipped
 from publisher.results import Results
@@ -196,13 +197,15 @@ def fence(text: str, lang: str = "") -> str:
     return code_block(text, lang)
 
 
-# What a page may show: no host path, only http(s) links. The path rules are `public_path`;
-# every page and matrix.json are built from `public_results` (publisher/site.py, before anything
-# else), and `cause`/`location` use them too, so `annotate`'s warnings carry no host path either.
+# What a page may show: no host path, only http(s) links, no text that changes from run to run. The
+# path rules are `public_path`, the volatile values' common/stable_text.py; every page, matrix.json,
+# `annotate`'s warnings and the PR body are built from `public_results` (publisher/site.py,
+# annotate.py, pull_request.py, before anything else), and `cause`/`location` use `public_text` too.
 
 _CHECKOUT = Path(__file__).resolve().parents[1]
-_ABS_PATH = re.compile(r"(?:\bfile://|(?<![\w.~/-]))(?P<path>/[\w.@+-][^\s'\"<>|;:,()\[\]{}`\\]*)")
-"""An absolute POSIX path in free text, or a `file://` URL (not a web URL's path: that follows a host)."""
+_ABS_PATH = re.compile(r"(?:\bfile://|(?<![\w.~/…-]))(?P<path>/[\w.@+-][^\s'\"<>|;:,()\[\]{}`\\]*)")
+"""An absolute POSIX path in free text, or a `file://` URL (not a web URL's path: that follows a host;
+not what `public_path` made of one, `…/tmp`: public text made public again is unchanged)."""
 _STANDIN = re.compile(r"/standins/([^/]+?)-([0-9a-f]{8,})(?:/(.*))?$")
 _STDLIB = re.compile(r"/lib/(python\d[\d.]*)/(.+)$")
 _CARRIED = re.compile(r"/site-\d[^/]*/(.+)$")
@@ -272,13 +275,21 @@ def public(value):
     return value
 
 
+MESSAGES = ("exception", "signature", "warnings", "log_excerpt", "notes", "probes")
+"""The evidence fields that hold vLLM's (or the runner's) words: made stable (common/stable_text.py),
+with the reason. The command's own values (argv, substitutions, effective config) are not touched."""
+
+
 def public_outcome(o: Outcome) -> Outcome:
     """The outcome with no host path in any field (argv, substitutions, exception, warnings, log,
-    notes, server, probes, effective config)."""
-    ev = o.evidence
-    evidence = dataclasses.replace(ev, **{f.name: public(getattr(ev, f.name)) for f in dataclasses.fields(ev)})
-    return dataclasses.replace(o, reason=public(o.reason), substitutions=public(o.substitutions), argv=public(o.argv),
-                               evidence=evidence, host=public(o.host))
+    notes, server, probes, effective config), and its messages stable: the same failure gives the
+    same text on every run (no address, pid, OS-picked port, log time, measured duration, temp name),
+    the command's own values kept as written."""
+    ev, keep = o.evidence, public(o.argv)
+    shown = {f.name: public(getattr(ev, f.name)) for f in dataclasses.fields(ev)}
+    shown |= {name: stable_value(shown[name], keep) for name in MESSAGES}
+    return dataclasses.replace(o, reason=stable_value(public(o.reason), keep), substitutions=public(o.substitutions),
+                               argv=keep, evidence=dataclasses.replace(ev, **shown), host=public(o.host))
 
 
 def public_results(results: Results) -> Results:

@@ -16,6 +16,7 @@ import pytest
 
 from extractor.catalog import extract
 from extractor.records import Catalog
+from extractor.sdist import fetch_docs
 from publisher import annotate as ann
 from publisher.pull_request import body
 from publisher.results import load
@@ -29,7 +30,11 @@ PLACES = {  # (corpus, file, line): what the page shows there
     ("vllm-docs", "docs/serving/expert_parallel_deployment.md", 74): "`\\` followed by a comment",
     ("recipes", "GLM/GLM-V.md", 25): "`\\` followed by spaces",
     ("recipes", "Qwen/Qwen3.md", 36): "removed options, one without any replacement: no candidate",
+    ("markdown", "reasoning_outputs.md", 26): "removed option whose replacement the command already gives",
 }
+REASONING = "docs/source/features/reasoning_outputs.md"
+"""vLLM 0.8.5's page (its sdist, from the package index): `--enable-reasoning --reasoning-parser
+deepseek_r1`; read as a page of its own, it is written for the current stable release and newer."""
 
 
 def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -49,7 +54,9 @@ def work(corpus: Path, tmp_path_factory) -> Path:
     work = tmp_path_factory.mktemp("fixes")
     shutil.copytree(corpus / "vllm-docs" / "0.20.1", work / "docs-0.20.1")
     shutil.copytree(corpus / "recipes" / "8959cf6", work / "recipes")
-    cli("extract", "-q", "docs-0.20.1", "recipes", "-o", "snippets.json", cwd=work)
+    (work / "reasoning").mkdir()
+    shutil.copy(fetch_docs("0.8.5", cache_dir() / "sdists") / REASONING, work / "reasoning")
+    cli("extract", "-q", "docs-0.20.1", "recipes", "reasoning", "-o", "snippets.json", cwd=work)
     ids = ids_at(Catalog.read(work / "snippets.json"), PLACES)
     assert len(ids) == len(PLACES), ids
     cache = ("--cache-dir", str(cache_dir()))
@@ -80,6 +87,10 @@ def test_fixes_are_run_and_verified_on_both_builds(work):
         assert all(o.verdict == "PASS" and o.stage == "parse" for o in runs), (what, [o.reason for o in runs])
         assert fix.argv != [] and not any(lint.code == "key-value-not-json" for lint in fix.lints)
     assert "--no-enable-log-requests" in fixes[ids[("recipes", "Ernie/Ernie4.5-VL.md", 60)]].argv
+    reasoning = fixes[ids[("markdown", "reasoning_outputs.md", 26)]]
+    assert reasoning.argv == ["deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B", "--reasoning-parser", "deepseek_r1"]
+    assert "the command already gives --reasoning-parser deepseek_r1" in reasoning.fix["why"][0]
+    assert "When `--reasoning-parser` is specified, reasoning mode is automatically enabled" in reasoning.fix["why"][0]
     assert '{"max_pixels": 1003520}' in fixes[ids[("vllm-docs", "docs/benchmarking/cli.md", 969)]].argv
 
 
@@ -91,6 +102,21 @@ def annotated(work):
     for a in (docs, recipes):
         ann.write_tree(a, work / f"patched-{a.tree.name}")
     return results, docs, recipes
+
+
+def test_a_removed_option_whose_replacement_is_given_is_dropped(work, annotated):
+    """vLLM 0.8.5's reasoning page: both builds reject `--enable-reasoning` (removed in 0.10.0); vLLM's
+    words say `--reasoning-parser`, already in the command, enables reasoning: the fix drops the flag,
+    and it was run and verified like every fix (it parses on both builds)."""
+    results = annotated[0]
+    (patch,) = ann.annotate(results, work / "reasoning").patches
+    assert not patch.inserts and len(patch.fixes) == 1
+    before = "vllm serve deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B \\\n    --enable-reasoning --reasoning-parser deepseek_r1"
+    assert patch.fixes[0].before == before
+    assert patch.fixes[0].after == before.replace("--enable-reasoning ", "")
+    assert [c[2] for c in patch.fixes[0].checks] == ["accepted by the argument parser (not started)"] * 2
+    assert patch.fixes[0].checked.startswith("The original fails on stable (vLLM 0.20.1, CPU build) at parse; nightly "
+                                             "(vLLM 0.32.0, CPU build) at parse: the fix was run through the same checks")
 
 
 def test_annotate_applies_verified_fixes_minimally_and_idempotently(work, annotated):
@@ -118,6 +144,26 @@ def test_annotate_applies_verified_fixes_minimally_and_idempotently(work, annota
     pr = body(results, recipes, "https://example.org/site")
     assert "## Commands fixed" in pr and "    --disable-log-requests \\" in pr and "    --no-enable-log-requests \\" in pr
     assert "checked on stable (vLLM 0.20.1, CPU build): accepted by the argument parser (not started)" in pr
+    assert "The original fails on stable (vLLM 0.20.1, CPU build) at parse" in pr
+
+
+def test_a_bash_only_fix_says_what_was_checked(work, annotated):
+    """expert_parallel_deployment.md:74 on 0.20.1's docs: the command as meant parses on both builds,
+    bash ends it at its second line. Its fix's PR section says so, never "the failing original"; the
+    body lists its builds and has no warnings table (this tree gets no warning)."""
+    results, docs, _ = annotated
+    fixes = {f.snippet_id: f for p in docs.patches for f in p.fixes}
+    ep = fixes[_ids(work)[("vllm-docs", "docs/serving/expert_parallel_deployment.md", 74)]]
+    assert ep.checked.startswith("Bash ends the original at its line 2 (of 4: a `\\` that does not continue it), "
+                                 "so whoever copies it runs only part of it; the original failed on no build")
+    assert ep.checked.endswith("The fixed command was checked on stable (vLLM 0.20.1, CPU build): accepted by "
+                               "the argument parser (not started); nightly (vLLM 0.32.0, CPU build): accepted by "
+                               "the argument parser (not started).")
+    pr = body(results, docs, None)
+    assert "failing original" not in pr and "the original failed on no build" in pr
+    assert "| Command |" not in pr and not any(p.inserts for p in docs.patches)
+    builds = pr.split("these vLLM builds:\n\n", 1)[1].split("\n\n", 1)[0].split("\n")
+    assert builds == ["- stable (vLLM 0.20.1, CPU build)", "- nightly (vLLM 0.32.0, CPU build)"]
 
 
 def test_a_fixed_command_page_shows_its_fix(work, annotated):
