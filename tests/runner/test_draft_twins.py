@@ -105,3 +105,29 @@ def test_mlp_speculator_page_is_judged_by_an_mlp_speculator(mlp_run):
         assert "Unsupported speculative method" not in o.reason, (name, o.reason)
         assert (o.verdict, o.stage) == ("FAIL", "config"), (name, o.reason)
         assert "Model architectures ['MLPSpeculatorPreTrainedModel'] are not supported" in o.reason, (name, o.reason)
+
+
+def test_an_mlp_speculator_twin_keeps_its_published_keys(mlp_run, cpu_envs, tmp_path):
+    """With a published config (model map or hub) the twin keeps what the checkpoint decides (heads,
+    tied stages, input scaling) and takes its sizes from the target twin; its weights are the tensors
+    MLPSpeculator loads, one per tied stage."""
+    served = mlp_run["stable"].substitutions["meta-llama/Meta-Llama-3.1-8B-Instruct"]
+    published = tmp_path / "accelerator"
+    published.mkdir()
+    (published / "config.json").write_text(json.dumps({  # the keys of IBM's published accelerators
+        "architectures": ["MLPSpeculatorPreTrainedModel"], "model_type": "mlp_speculator", "emb_dim": 4096,
+        "inner_dim": 3072, "n_predict": 4, "top_k_tokens_per_head": [4, 3, 2, 2], "n_candidates": 4,
+        "scale_input": True, "tie_weights": True, "vocab_size": 128256}))
+    twin = standins.build("ibm-ai-platform/llama3-8b-accelerator", cpu_envs["stable"], tmp_path / "twin", cache=CACHE,
+                          config_from=str(published), tokenizer_from=served, local_paths=False,
+                          draft=draft_kinds.Draft("mlp_speculator", "meta-llama/Meta-Llama-3.1-8B-Instruct"))
+    cfg = json.loads((tmp_path / "twin" / "config.json").read_text())
+    target = json.loads((Path(served) / "config.json").read_text())
+    assert twin.family == "mlp_speculator" and twin.config_source.startswith("config.json from")
+    assert (cfg["n_predict"], cfg["top_k_tokens_per_head"], cfg["tie_weights"], cfg["scale_input"]) == (
+        4, [4, 3, 2, 2], True, True)
+    assert (cfg["emb_dim"], cfg["vocab_size"]) == (target["hidden_size"], target["vocab_size"])
+    header = (tmp_path / "twin" / "model.safetensors").read_bytes()
+    names = set(json.loads(header[8:8 + int.from_bytes(header[:8], "little")])) - {"__metadata__"}
+    assert names == {"emb.0.weight", "ln.0.weight", "ln.0.bias", "proj.0.weight", "proj.1.weight",
+                     *(f"head.{i}.weight" for i in range(4))}
