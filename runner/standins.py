@@ -197,8 +197,7 @@ def build(model_or_config: str, env: TargetEnv, out: Path, *, cache: Path, layer
     config_path, family = how.config_path, how.family
     shutil.rmtree(out, ignore_errors=True)
     cmd = [env.python, str(OWN_BUILDERS.get(family, BUILDER)), "--family", family, "--model-id", model_or_config,
-           "--out", str(out),
-           "--layers", str(layers), "--seed", str(seed)]
+           "--out", str(out), "--layers", str(layers), "--seed", str(seed)]
     if config_path:
         cmd += ["--config-json", str(config_path)]
     elif family == "generic":
