@@ -91,16 +91,17 @@ def mlp_run(pages, cpu_envs, tmp_path_factory):
 
 def test_mlp_speculator_page_is_judged_by_an_mlp_speculator(mlp_run):
     """Before: a Llama twin from the id `llama3-8b-accelerator`, and vLLM refused the method ("Unsupported
-    speculative method: 'mlp_speculator'", a false doc-drift; the same on 0.32.0). Now the draft's twin is an MLP
-    speculator (vLLM's MLPSpeculatorConfig reads it), and what vLLM says is about MLP speculators: the
-    build does not register the architecture (nor does 0.32.0) (vllm/model_executor/models/registry.py: "Temporarily disabled
-    ... once the MLP Speculator is supported in V1")."""
+    speculative method: 'mlp_speculator'", a false doc-drift; the same on 0.32.0). Now the draft's twin is
+    an MLP speculator (vLLM's MLPSpeculatorConfig reads it), and what vLLM says is about MLP speculators:
+    the build does not register the architecture, nor does 0.32.0 (vllm/model_executor/models/registry.py:
+    "Temporarily disabled ... once the MLP Speculator is supported in V1")."""
     assert set(mlp_run) == {"stable"}
     for name, o in mlp_run.items():
         (draft,) = [t for t in o.evidence.twins if not t["served"]]
-        assert (draft["family"], draft["published_architecture"]) == ("mlp_speculator", "MLPSpeculatorPreTrainedModel")
-        cfg = json.loads((Path(o.substitutions["ibm-ai-platform/llama3-8b-accelerator"]) / "config.json").read_text())
-        served = json.loads((Path(o.substitutions["meta-llama/Meta-Llama-3.1-8B-Instruct"]) / "config.json").read_text())
+        assert (draft["family"], draft["published_architecture"]) == ("mlp_speculator",
+                                                                       "MLPSpeculatorPreTrainedModel")
+        subs = {m: json.loads((Path(d) / "config.json").read_text()) for m, d in o.substitutions.items()}
+        cfg, served = subs["ibm-ai-platform/llama3-8b-accelerator"], subs["meta-llama/Meta-Llama-3.1-8B-Instruct"]
         assert cfg["model_type"] == "mlp_speculator" and cfg["emb_dim"] == served["hidden_size"]
         assert "Unsupported speculative method" not in o.reason, (name, o.reason)
         assert (o.verdict, o.stage) == ("FAIL", "config"), (name, o.reason)
