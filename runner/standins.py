@@ -252,6 +252,8 @@ def ensure(model_id: str, env: TargetEnv, cache: Path, *, layers: int = 2, token
     keeps the cache under settings.twin_cache_bytes(). `draft`: the speculative config MODEL_ID is
     the draft of (a speculative head is a checkpoint of its own kind: runner/draft_kinds.py)."""
     kind = draft.kind(model_id) if draft else None
+    if kind:  # the type rule before any cached twin is reused (a twin cached before it would pass)
+        plan(model_id, cache, config_from, docs_root, env.version, False, draft)
     config_path = _local_config(config_from) if config_from else None
     listed = supported_models.architecture_for(model_id, docs_root, env.version)  # no network: the key only
     key = hashlib.sha256(json.dumps({
@@ -259,7 +261,8 @@ def ensure(model_id: str, env: TargetEnv, cache: Path, *, layers: int = 2, token
         "full_size": full_size, "listed": listed.architecture if listed else None,
         "tp": tensor_parallel if tensor_parallel > 1 and not full_size else None,
         "config": hashlib.sha256(config_path.read_bytes()).hexdigest() if config_path else None,
-        **({"head": kind.what} if kind else {}),  # absent otherwise: existing twins keep their keys
+        # a head built by its own kind's builder (other heads get no twin, or the twin they would
+        # get anyway): absent otherwise, so existing twins keep their keys
         **({"head_builder": hashlib.sha256(OWN_BUILDERS[kind.builder].read_bytes()).hexdigest()}
            if kind and kind.builder else {}),
         "transformers": env.info.get("transformers"), "builder": hashlib.sha256(b"".join(f.read_bytes() for f in BUILDER_FILES if f.exists())).hexdigest(),

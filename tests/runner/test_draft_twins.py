@@ -132,3 +132,14 @@ def test_an_mlp_speculator_twin_keeps_its_published_keys(mlp_run, cpu_envs, tmp_
     names = set(json.loads(header[8:8 + int.from_bytes(header[:8], "little")])) - {"__metadata__"}
     assert names == {"emb.0.weight", "ln.0.weight", "ln.0.bias", "proj.0.weight", "proj.1.weight",
                      *(f"head.{i}.weight" for i in range(4))}
+
+
+def test_a_cached_twin_of_another_type_is_not_reused_for_a_head(cpu_envs, monkeypatch):
+    """A twin cached before the rule (the same cache key: a Qwen3 twin for an EAGLE-3 head, as a run
+    of yesterday's driftmatrix left it) is not taken for the head: the rule comes before the cache."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    env, head = cpu_envs["stable"], "RedHatAI/Qwen3-32B-speculator.eagle3"
+    root = source_trees.source_tree(env.version, CACHE)
+    assert standins.ensure(head, env, CACHE, layers=1, docs_root=root).family == "qwen3"  # no draft: cached
+    with pytest.raises(standins.StandInError, match="is an EAGLE-3 head"):
+        standins.ensure(head, env, CACHE, layers=1, docs_root=root, draft=draft_kinds.Draft("eagle3", "Qwen/Qwen3-32B"))
