@@ -20,7 +20,7 @@ from pathlib import Path
 import httpx
 
 from common.filelock import exclusive
-from runner import supported_models, twin_cache
+from runner import draft_kinds, supported_models, twin_cache
 from runner.envs import TargetEnv
 from runner.models import STANDIN_MARKER, is_local_path
 from runner import sandbox
@@ -30,6 +30,8 @@ from runner.settings import STANDIN_BUILD_S, TWIN_MAX_BYTES, twin_cache_bytes
 
 BUILDER = Path(__file__).resolve().parent / "intarget" / "standin_build.py"
 BUILDER_FILES = [BUILDER, *(BUILDER.with_name(f"standin_{m}.py") for m in ("gemma4", "generic", "layout", "processor"))]
+# families built by a script of their own (the others' twins keep their cache keys when it changes)
+OWN_BUILDERS = {"mlp_speculator": BUILDER.with_name("standin_mlp_speculator.py")}
 # model id families the builder knows; the first match wins. Qwen3 and Llama 3 are the dense
 # decoders only: `Qwen3-8B`, `Hermes-3-Llama-3.1-8B`, not a later generation (`Qwen3.5-4B`,
 # `Llama-4-…`), a mixture of experts (`Qwen3-30B-A3B`) or another kind (`Qwen3-VL-32B`,
@@ -45,12 +47,13 @@ FAMILIES = [
 NOT_DENSE = re.compile(r"(?i)[-_]a\d+(\.\d+)?b([-_.]|$)|nemotron|[-_](vl|vision|omni|tts|asr|audio|embedding|reranker"
                        r"|guard|next|coder-next)([-_.]|$)")
 # a given config's `model_type` names the family directly (twins are built per model type)
-MODEL_TYPES = frozenset({"qwen3", "llama", "gemma4", "gemma4_text", "gemma4_assistant"})
+MODEL_TYPES = frozenset({"qwen3", "llama", "gemma4", "gemma4_text", "gemma4_assistant", "mlp_speculator"})
 # the architecture each hand-built family makes; any other architecture is built by the generic
 # builder (runner/intarget/standin_generic.py) from its config's own keys
 FAMILY_ARCHITECTURES = {"qwen3": "Qwen3ForCausalLM", "llama": "LlamaForCausalLM",
                         "gemma4": "Gemma4ForConditionalGeneration", "gemma4_text": "Gemma4ForCausalLM",
-                        "gemma4_assistant": "Gemma4AssistantForCausalLM"}
+                        "gemma4_assistant": "Gemma4AssistantForCausalLM",
+                        "mlp_speculator": "MLPSpeculatorPreTrainedModel"}
 
 
 class StandInError(RuntimeError):
@@ -131,17 +134,20 @@ class Plan:
     architecture: str | None
     """The published architecture, when known."""
     table: str = ""
-    """Offline: where vLLM's supported-models table names the architecture (`... (listed: id)`)."""
+    """Offline: where the architecture was named (vLLM's supported-models table `... (listed: id)`, or a
+    draft's speculative method)."""
 
 
 def plan(model_or_config: str, cache: Path, config_from: str | None = None, docs_root: Path | None = None,
-         version: str = "", local_paths: bool = True) -> Plan:
+         version: str = "", local_paths: bool = True, draft: draft_kinds.Draft | None = None) -> Plan:
     """Where the twin's config comes from, in order: the model map (`config_from`) or MODEL_OR_CONFIG
     itself, the hub (config only), and offline the architecture vLLM's own supported-models table
     (`docs_root`: the target's docs) names for the model id, built from that architecture's
     configuration class defaults; else the model id's family (legacy); else StandInError. With
     `local_paths` False (the model was named by the docs) MODEL_OR_CONFIG is never read as a path: a
-    local path named by the docs is never read from the host."""
+    local path named by the docs is never read from the host. `draft`: the speculative config this
+    model is the draft of; a speculative head is built offline only by a builder of its own kind
+    (runner/draft_kinds.py), never from its target's table row or id family."""
     own = model_or_config if local_paths else None
     config_path = _local_config(config_from or own or "") if (config_from or own) else None
     config_path = config_path or _hub_config(model_or_config, cache)
@@ -149,6 +155,20 @@ def plan(model_or_config: str, cache: Path, config_from: str | None = None, docs
         config = json.loads(config_path.read_text())
         arch = (config.get("architectures") or [None])[0]
         return Plan(family_of(model_or_config, config) or "generic", config_path, arch)
+    kind = draft.kind(model_or_config) if draft else None
+    if kind and kind.builder:
+        return Plan(kind.builder, None, kind.architecture, f"the speculative config's method {draft.method!r}")
+    how = _offline(model_or_config, docs_root, version)
+    source = f"the {how.architecture} that {how.table} names" if how.table else \
+        f"a {how.family} model guessed from its id ({how.architecture})"
+    why = draft_kinds.wrong_type(draft, model_or_config, how.family, source)
+    if why:
+        raise StandInError(why)
+    return how
+
+
+def _offline(model_or_config: str, docs_root: Path | None, version: str) -> Plan:
+    """No config to read: vLLM's supported-models table, else the id's family."""
     found = supported_models.architecture_for(model_or_config, docs_root, version)
     guessed = family_of(model_or_config)
     if found is not None:
@@ -169,15 +189,15 @@ def plan(model_or_config: str, cache: Path, config_from: str | None = None, docs
 def build(model_or_config: str, env: TargetEnv, out: Path, *, cache: Path, layers: int = 2,
           tokenizer_from: str | None = None, seed: int = 0, config_from: str | None = None,
           full_size: bool = False, docs_root: Path | None = None, tensor_parallel: int = 1,
-          local_paths: bool = True) -> StandIn:
+          local_paths: bool = True, draft: draft_kinds.Draft | None = None) -> StandIn:
     """Build a twin into `out` (replaced) with `env`'s Python; raise StandInError if impossible.
     `tensor_parallel`: the command's size, which the twin's head counts must split by.
-    Where its configuration comes from: `plan()`."""
-    how = plan(model_or_config, cache, config_from, docs_root, env.version, local_paths)
+    Where its configuration comes from: `plan()`; `draft`: the speculative config it drafts in."""
+    how = plan(model_or_config, cache, config_from, docs_root, env.version, local_paths, draft)
     config_path, family = how.config_path, how.family
     shutil.rmtree(out, ignore_errors=True)
-    cmd = [env.python, str(BUILDER), "--family", family, "--model-id", model_or_config, "--out", str(out),
-           "--layers", str(layers), "--seed", str(seed)]
+    cmd = [env.python, str(OWN_BUILDERS.get(family, BUILDER)), "--family", family, "--model-id", model_or_config,
+           "--out", str(out), "--layers", str(layers), "--seed", str(seed)]
     if config_path:
         cmd += ["--config-json", str(config_path)]
     elif family == "generic":
@@ -226,10 +246,14 @@ def build(model_or_config: str, env: TargetEnv, out: Path, *, cache: Path, layer
 
 def ensure(model_id: str, env: TargetEnv, cache: Path, *, layers: int = 2, tokenizer_from: str | None = None,
            config_from: str | None = None, full_size: bool = False, docs_root: Path | None = None,
-           tensor_parallel: int = 1, leases: list | None = None) -> StandIn:
+           tensor_parallel: int = 1, leases: list | None = None, draft: draft_kinds.Draft | None = None) -> StandIn:
     """The cached twin of `model_id` for `env`, built the first time. With `leases`, the twin is held
     in use (twin_cache.lease) until the caller closes what is appended there; building a new twin
-    keeps the cache under settings.twin_cache_bytes()."""
+    keeps the cache under settings.twin_cache_bytes(). `draft`: the speculative config MODEL_ID is
+    the draft of (a speculative head is a checkpoint of its own kind: runner/draft_kinds.py)."""
+    kind = draft.kind(model_id) if draft else None
+    if kind:  # the type rule before any cached twin is reused (a twin cached before it would pass)
+        plan(model_id, cache, config_from, docs_root, env.version, False, draft)
     config_path = _local_config(config_from) if config_from else None
     listed = supported_models.architecture_for(model_id, docs_root, env.version)  # no network: the key only
     key = hashlib.sha256(json.dumps({
@@ -237,6 +261,10 @@ def ensure(model_id: str, env: TargetEnv, cache: Path, *, layers: int = 2, token
         "full_size": full_size, "listed": listed.architecture if listed else None,
         "tp": tensor_parallel if tensor_parallel > 1 and not full_size else None,
         "config": hashlib.sha256(config_path.read_bytes()).hexdigest() if config_path else None,
+        # a head built by its own kind's builder (other heads get no twin, or the twin they would
+        # get anyway): absent otherwise, so existing twins keep their keys
+        **({"head_builder": hashlib.sha256(OWN_BUILDERS[kind.builder].read_bytes()).hexdigest()}
+           if kind and kind.builder else {}),
         "transformers": env.info.get("transformers"), "builder": hashlib.sha256(b"".join(f.read_bytes() for f in BUILDER_FILES if f.exists())).hexdigest(),
     }, sort_keys=True).encode()).hexdigest()[:12]
     out = cache / "standins" / f"{re.sub(r'[^A-Za-z0-9.]+', '-', model_id)[-50:]}-{key}"
@@ -246,7 +274,7 @@ def ensure(model_id: str, env: TargetEnv, cache: Path, *, layers: int = 2, token
         built = not marker.exists()
         twin = build(model_id, env, out, cache=cache, layers=layers, tokenizer_from=tokenizer_from,
                      config_from=config_from, full_size=full_size, docs_root=docs_root,
-                     tensor_parallel=1 if full_size else tensor_parallel, local_paths=False) \
+                     tensor_parallel=1 if full_size else tensor_parallel, local_paths=False, draft=draft) \
             if built else StandIn(**json.loads(marker.read_text()))
         if leases is not None:
             leases.append(twin_cache.lease(out))

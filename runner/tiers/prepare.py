@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from runner import env_policy, source_trees, standins, subcommands
+from runner import draft_kinds, env_policy, source_trees, standins, subcommands
 from runner.argv_edit import VARIANTS, devices_needed, tensor_parallel, variant_argv
 from runner.models import Resolution, has_weights, needed_models, substitute
 from runner.settings import weights_budget_bytes
@@ -149,7 +149,8 @@ def _stand_ins(state: JobState, models: list[str], subs: dict, missing: list[str
                                    tokenizer_from=served if i > 0 else None, config_from=configs.get(model),
                                    full_size=state.ctx.stand_ins == "full", docs_root=docs_root,
                                    tensor_parallel=tensor_parallel(variant_argv(state.job.snippet, state.job.variant)),
-                                   leases=state.leases)
+                                   leases=state.leases,
+                                   draft=draft_kinds.of(state.job.snippet.speculative_config, models[0]) if i else None)
         except standins.StandInError as err:
             state.why_not.append(str(err))
             if model in no_weights:  # the hub's config still serves the tiers before start
