@@ -98,11 +98,13 @@ def apply(argv: list[str], stood: list[StoodIn]) -> list[str]:
     return out
 
 
-def blamed(message: str, stood: list[StoodIn]) -> StoodIn | None:
-    """The stand-in a message names (its value, its placeholder, or an option holding it), or None."""
+def blamed(message: str, stood: list[StoodIn], flags: bool = True) -> StoodIn | None:
+    """The stand-in a message names (its value, its placeholder, or — with `flags`, for a failure — an
+    option holding it: argparse may shorten the value), or None. A warning about the option itself
+    (`--model` given as an option, not positionally) is the command's: `flags=False`."""
     text = message or ""
     for s in stood:
-        if any(t and t in text for t in (s.value, s.placeholder, *s.flags)):
+        if any(t and t in text for t in (s.value, s.placeholder, *(s.flags if flags else ()))):
             return s
     return None
 

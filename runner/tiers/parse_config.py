@@ -32,7 +32,7 @@ def parse_config(state: JobState) -> Verdict | None:
     state.report("config" if want_config else "parse")
     answer = _ask(state, "config" if want_config else "parse", sub)
     out.evidence.warnings.extend({**w, "feature": classify.is_feature_warning(w["message"])
-                                  and not placeholders.blamed(w["message"], state.stood_in)} for w in answer.warnings)
+                                  and not placeholders.blamed(w["message"], state.stood_in, flags=False)} for w in answer.warnings)
     out.evidence.effective_config.update(answer.effective_config)
     if answer.depth:
         out.evidence.notes.append(answer.depth)
