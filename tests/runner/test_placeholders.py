@@ -87,7 +87,7 @@ def ran(pages, cpu_envs):
     path = work / "snippets.json"
     Catalog(chosen).write(path)
     run_cli(str(path), "--targets", str(DEFAULT_CPU), "--target", "nightly", "--tier", "config", "--stand-ins",
-            "--jobs", "1", "-o", str(work / "outcomes.jsonl"), "--cache-dir", str(CACHE), cwd=work)
+            "--jobs", "2", "-o", str(work / "outcomes.jsonl"), "--cache-dir", str(CACHE), cwd=work)
     return {s.id: pick(outcomes(work / "outcomes.jsonl"), s.id, "nightly") for s in chosen}, found
 
 
@@ -107,12 +107,10 @@ def test_a_failure_behind_a_placeholder_model_is_the_commands(ran):
 def test_a_placeholder_model_has_its_config_built_on_a_twin(ran):
     got, found = ran
     o = got[found[KV_CACHE].id]  # `vllm serve <model> --kv-cache-dtype fp8 --kv-cache-dtype-skip-layers sliding_window`
-    assert o.stage == "config" and o.verdict in ("PASS", "WARN", "SKIP"), (o.verdict, o.reason)
+    assert (o.stage, o.verdict) == ("config", "PASS"), o.reason  # before: SKIP, placeholder <model>
     assert o.stand_in and o.evidence.placeholders[0]["twin"] is True and not o.evidence.twins
+    assert o.evidence.effective_config  # vLLM built it
     assert not views.documented_twin(o) and model_summary(o) == "a placeholder's stand-in"
-    if o.verdict == "SKIP":  # a config failure on a stand-in is no finding
-        assert "failed with a stand-in in its place" in o.reason
-    assert o.evidence.exception is None
 
 
 def test_other_placeholders_keep_todays_skip(ran):
