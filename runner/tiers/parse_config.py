@@ -76,6 +76,9 @@ def _ask(state: JobState, tier: str, sub: list[str] | None) -> HelperAnswer:
         if why := _no_declaration(state):
             return HelperAnswer("skipped", "config", skip=why, warnings=answer.warnings)
         return ctx.helper(job.target, declared=True).ask(state.argv, tier, env=literal_env(job), subcommand=sub)
+    parsed = ctx.helper(job.target).ask(state.argv, "parse", env=literal_env(job), subcommand=sub)
+    if parsed.result == "failed":  # the parser needs none of that code: no process of its own for a parse error
+        return parsed
     name = f"{job.snippet.id}-{job.variant or 'doc'}-{job.target.target.name}"
     state.outcome.stage = "config"  # what stops this helper stops the config tier
     helper = ctx.own_helper(job.target, name, _readable(state))
