@@ -10,6 +10,10 @@ parse); a command whose only placeholder is its model has its config built on a 
 
 from __future__ import annotations
 
+import html
+import subprocess
+import sys
+
 import pytest
 from runhelp import CACHE, outcomes, pick, run_cli
 
@@ -88,11 +92,11 @@ def ran(pages, cpu_envs):
     Catalog(chosen).write(path)
     run_cli(str(path), "--targets", str(DEFAULT_CPU), "--target", "nightly", "--tier", "config", "--stand-ins",
             "--jobs", "2", "-o", str(work / "outcomes.jsonl"), "--cache-dir", str(CACHE), cwd=work)
-    return {s.id: pick(outcomes(work / "outcomes.jsonl"), s.id, "nightly") for s in chosen}, found
+    return {s.id: pick(outcomes(work / "outcomes.jsonl"), s.id, "nightly") for s in chosen}, found, work
 
 
 def test_a_failure_behind_a_placeholder_model_is_the_commands(ran):
-    got, found = ran
+    got, found, _ = ran
     o = got[found[P2P].id]
     assert (o.verdict, o.stage) == ("FAIL", "parse"), o.reason
     message = o.evidence.exception["message"]
@@ -105,7 +109,7 @@ def test_a_failure_behind_a_placeholder_model_is_the_commands(ran):
 
 
 def test_a_placeholder_model_has_its_config_built_on_a_twin(ran):
-    got, found = ran
+    got, found, _ = ran
     o = got[found[KV_CACHE].id]  # `vllm serve <model> --kv-cache-dtype fp8 --kv-cache-dtype-skip-layers sliding_window`
     assert (o.stage, o.verdict) == ("config", "PASS"), o.reason  # before: SKIP, placeholder <model>
     assert o.stand_in and o.evidence.placeholders[0]["twin"] is True and not o.evidence.twins
@@ -114,7 +118,20 @@ def test_a_placeholder_model_has_its_config_built_on_a_twin(ran):
 
 
 def test_other_placeholders_keep_todays_skip(ran):
-    got, found = ran
+    got, found, _ = ran
     o = got[found[CLUSTER].id]
     assert o.verdict == "SKIP" and "<HEAD_NODE_IP>" in o.reason and "must be filled in" in o.reason
     assert o.evidence.placeholders[0]["role"] == "model"
+
+
+def test_the_command_page_says_what_was_a_placeholder(ran):
+    """The real outcomes published: the p2p command's page has a Placeholders row and the run's note."""
+    _, found, work = ran
+    proc = subprocess.run([sys.executable, "-m", "driftmatrix.cli", "publish", "--snippets", str(work / "snippets.json"),
+                           "--outcomes", str(work / "outcomes.jsonl"), "--site-dir", str(work / "site")],
+                          cwd=work, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    page = html.unescape((work / "site" / "snippets" / f"{found[P2P].id}.html").read_text())
+    assert "<th>Placeholders</th><td>model: placeholder <code>{your model directory}</code>, replaced by a stand-in" in page
+    assert "the rest of the command was checked as written" in page and "kv_buffer_size" in page
+    assert "same architecture" not in page  # not a twin of the documented model: there is none
