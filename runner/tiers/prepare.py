@@ -1,6 +1,7 @@
 """Before any tier: what the job will run. SKIPs what cannot run as written, resolves the models
 (the model map, the hub, or a stand-in twin), takes files the docs name relative to a vLLM
-checkout from the target's sdist, and substitutes all of it into the argv.
+checkout from the target's sdist, puts stand-ins in the places of a placeholder model, draft or
+path (runner/placeholders.py), and substitutes all of it into the argv.
 
 From the hub come configuration and tokenizer files, and weights only for a job that starts a
 server and only within the weights budget (settings.weights_budget_bytes). A model whose weights
@@ -77,9 +78,13 @@ def _placeholders(state: JobState) -> list[placeholders.StoodIn]:
     state.skip_at["start"] = (f"placeholder {words} must be filled in: a server starts only on the reader's own "
                               "model and files (the tiers before ran with a stand-in)")
     draft = next((s for s in stood if s.role == "draft model"), None)
+    model = next((s for s in stood if s.role == "model"), None)
     if draft:
         state.skip_at.setdefault("config", f"placeholder {draft.placeholder} must be filled in: the draft model's "
                                            "type decides the speculative config, and a stand-in is not of it")
+    elif model and isinstance((state.job.snippet.speculative_config or {}).get("model"), str):  # judged against it
+        state.skip_at.setdefault("config", f"placeholder {model.placeholder} must be filled in: the draft model is "
+                                           "checked against the served model, and a stand-in is not it")
     return stood
 
 
