@@ -31,8 +31,7 @@ def parse_config(state: JobState) -> Verdict | None:
         and "config" not in state.skip_at and sub is None
     state.report("config" if want_config else "parse")
     answer = _ask(state, "config" if want_config else "parse", sub)
-    out.evidence.warnings.extend({**w, "feature": classify.is_feature_warning(w["message"])
-                                  and not placeholders.blamed(w["message"], state.stood_in, flags=False)} for w in answer.warnings)
+    out.evidence.warnings.extend({**w, "feature": _feature(state, w["message"])} for w in answer.warnings)
     out.evidence.effective_config.update(answer.effective_config)
     if answer.depth:
         out.evidence.notes.append(answer.depth)
@@ -62,6 +61,11 @@ def parse_config(state: JobState) -> Verdict | None:
         return skip(state.skip_at.get("config") or f"model {', '.join(state.missing)} not available here (no "
                     f"model-map entry, Hugging Face hub unreachable{why})", "config")
     return None
+
+
+def _feature(state: JobState, message: str) -> bool:
+    """A warning about a documented feature, unless it names a placeholder's stand-in (runner/placeholders.py)."""
+    return classify.is_feature_warning(message) and not placeholders.blamed(message, state.stood_in, flags=False)
 
 
 def _ask(state: JobState, tier: str, sub: list[str] | None) -> HelperAnswer:

@@ -54,12 +54,14 @@ def test_a_model_or_path_placeholder_gets_a_stand_in_and_the_others_stay(pages):
     run = placeholders.apply(p2p.argv, stood)
     assert run[0] == placeholders.MODEL_NAME and run[1:] == p2p.argv[1:]
 
-    spec = placeholders.plan(found[SPEC])  # `vllm serve <target-model> --speculative-config '{"model": "<draft-model>"…'`
+    # `vllm serve <target-model> --speculative-config '{"model": "<draft-model>", …}'`
+    spec = placeholders.plan(found[SPEC])
     assert [(s.placeholder, s.role) for s in spec] == [("<target-model>", "model"), ("<draft-model>", "draft model")]
     assert "<draft-model>" not in " ".join(placeholders.apply(found[SPEC].argv, spec))
 
     media = placeholders.plan(found[MEDIA])  # a real model; `--allowed-local-media-path /path/to/media`
-    assert [(s.placeholder, s.role, s.value) for s in media] == [("/path/to/media", "path", "/nonexistent/path/to/media")]
+    assert [(s.placeholder, s.role, s.value) for s in media] == \
+        [("/path/to/media", "path", "/nonexistent/path/to/media")]
     assert found[MEDIA].model and media[0].flags == ("--allowed-local-media-path",)
 
     cluster = found[CLUSTER]  # the model's path and the head node's address
@@ -70,7 +72,7 @@ def test_a_model_or_path_placeholder_gets_a_stand_in_and_the_others_stay(pages):
 def test_a_failure_is_the_stand_ins_only_where_it_names_it(pages):
     found, _ = pages
     stood = placeholders.plan(found[MEDIA])
-    # vLLM's own words on the two kinds of failure
+    # vLLM 0.32.0's words on the p2p command (the run below gets them); the others: argparse's shape of them
     kv = ("vllm serve: error: argument --kv-transfer-config: 1 validation error for KVTransferConfig\nkv_buffer_size\n"
           "  Unexpected keyword argument [type=unexpected_keyword_argument, input_value='1e1', input_type=str]")
     media = "argument --allowed-local-media-path: Invalid `allowed_local_media_path`: /nonexistent/path/to/media"
@@ -127,11 +129,12 @@ def test_other_placeholders_keep_todays_skip(ran):
 def test_the_command_page_says_what_was_a_placeholder(ran):
     """The real outcomes published: the p2p command's page has a Placeholders row and the run's note."""
     _, found, work = ran
-    proc = subprocess.run([sys.executable, "-m", "driftmatrix.cli", "publish", "--snippets", str(work / "snippets.json"),
-                           "--outcomes", str(work / "outcomes.jsonl"), "--site-dir", str(work / "site")],
-                          cwd=work, capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-m", "driftmatrix.cli", "publish", "--snippets",
+                           str(work / "snippets.json"), "--outcomes", str(work / "outcomes.jsonl"),
+                           "--site-dir", str(work / "site")], cwd=work, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-2000:]
     page = html.unescape((work / "site" / "snippets" / f"{found[P2P].id}.html").read_text())
-    assert "<th>Placeholders</th><td>model: placeholder <code>{your model directory}</code>, replaced by a stand-in" in page
+    row = "<th>Placeholders</th><td>model: placeholder <code>{your model directory}</code>, replaced by a stand-in"
+    assert row in page
     assert "the rest of the command was checked as written" in page and "kv_buffer_size" in page
     assert "same architecture" not in page  # not a twin of the documented model: there is none
