@@ -104,7 +104,8 @@ def blamed(message: str, stood: list[StoodIn], flags: bool = True) -> StoodIn | 
     (`--model` given as an option, not positionally) is the command's: `flags=False`."""
     text = message or ""
     for s in stood:
-        if any(t and t in text for t in (s.value, s.placeholder, *(s.flags if flags else ()))):
+        named = any(re.search(re.escape(f) + r"(?![\w-])", text) for f in s.flags) if flags else False
+        if named or any(t and t in text for t in (s.value, s.placeholder)):
             return s
     return None
 

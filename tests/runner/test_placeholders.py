@@ -82,6 +82,7 @@ def test_a_failure_is_the_stand_ins_only_where_it_names_it(pages):
     model = placeholders.plan(found[P2P])
     warning = "With `vllm serve`, you should provide the model as a positional argument instead of via the `--model`"
     assert placeholders.blamed(warning, model) is not None and placeholders.blamed(warning, model, flags=False) is None
+    assert placeholders.blamed("argument --model-impl: invalid choice: 'x'", model) is None  # another option
 
 
 @pytest.fixture(scope="module")
