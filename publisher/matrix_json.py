@@ -35,8 +35,8 @@ def _target(results: Results, c, retired: bool) -> dict:
 
 
 def _support(o, c, s, retired: bool, found: ranges.Range | None) -> dict:
-    notes = [n for n in [cause(o)] if n] + views.option_notes(o, s)
-    if o.stand_in:
+    notes = [n for n in [cause(o)] if n] + views.option_notes(o, s) + views.placeholders_replaced(o)
+    if views.documented_twin(o):
         notes.append("run with a random-weight stand-in of the model (same architecture)")
     cell = {"status": o.verdict, "stage": o.stage, "depth": views.depth_text(o, s), "tier": o.tier,
             "stand_in": o.stand_in, "range": found.as_json() if found else None, "notes": notes,

@@ -144,7 +144,7 @@ def models(s: Snippet, o: Outcome) -> tuple[list[tuple[str, str, str]], dict[str
 def model_summary(o: Outcome) -> str:
     """The Verdicts table's Model cell."""
     if o.stand_in:
-        return "random-weight twin"
+        return "random-weight twin" if views.documented_twin(o) else "a placeholder's stand-in"
     return "not loaded" if o.stage == "parse" or o.verdict == "SKIP" else "as documented"
 
 
@@ -281,6 +281,7 @@ def section(s: Snippet, o: Outcome) -> dict:
             "argv": wrapped_command(views.run_as(s, o.argv)) if o.argv else "", "feature": feature, "noise": noise, "noise_n": noise_n,
             "spec": perf_view.spec_counters(o.evidence.spec_decode), "config": config_rows(o), "probes": probes(o),
             "options": views.option_notes(o, s), "gpu_memory": gpu_memory(o),
+            "documented_twin": views.documented_twin(o),
             "perf_acceptance": perf_view.acceptance((o.evidence.perf or {}).get("spec_decode"))}
 
 

@@ -138,6 +138,19 @@ def option_notes(o: Outcome, snippet: Snippet | None = None) -> list[str]:
     return explain_failure(shipped(), (o.evidence.exception or {}).get("message"), o.target.version)
 
 
+def placeholders_replaced(o: Outcome) -> list[str]:
+    """What the run put in place of the docs' placeholders (runner/placeholders.py), one line each:
+    `model: placeholder `{your model directory}`, replaced by a stand-in` — the rest was checked as written."""
+    return [f"{p.get('role')}: placeholder `{p.get('placeholder')}`, replaced by a stand-in"
+            + (" (a random-weight twin of a small model, not the reader's)" if p.get("twin") else "")
+            for p in o.evidence.placeholders]
+
+
+def documented_twin(o: Outcome) -> bool:
+    """A random-weight twin of the documented model ran (not only a placeholder's stand-in)."""
+    return o.stand_in and (bool(o.evidence.twins) or not any(p.get("twin") for p in o.evidence.placeholders))
+
+
 def title(verdict: str, stage: str, versions: list[str]) -> str:
     """The admonition title: `Does not start on vLLM 0.20.1`, `Warns on vLLM 0.21.0`."""
     where = " and ".join(f"vLLM {v}" for v in versions)

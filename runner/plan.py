@@ -16,9 +16,9 @@ from runner.records import TIERS
 def predicted_cost(snippet, tier: str) -> float:
     """Seconds, roughly: what the job will cost if it runs to its last tier."""
     n = TIERS.index(tier)
-    if not snippet.runnable or snippet.placeholders:
-        return 0.05
-    if snippet.kind == "subcommand":  # its own parser only (runner/subcommands.py)
+    if (snippet.reason or "").startswith("placeholder") and snippet.kind != "subcommand":  # stand-ins: no server
+        return 0.05 + (2.0 if n >= 1 else 0)  # (runner/placeholders.py)
+    if not snippet.runnable or snippet.kind == "subcommand":  # subcommands: their parser (runner/subcommands.py)
         return 0.05
     cost = 0.05 + (2.0 if n >= 1 else 0)
     if n >= 2:

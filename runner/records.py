@@ -90,6 +90,9 @@ class Evidence:
     counts}`. `published_architecture` is the one the real model has (its config, or vLLM's supported-models
     table); `resolved_architecture` what the target's vLLM resolved the twin to (from the config tier on);
     `counts` is False when they differ: then the twin stands in for another model and the job SKIPs."""
+    placeholders: list[dict[str, Any]] = field(default_factory=list)
+    """Placeholders of the docs replaced by a stand-in for this run: `{placeholder, role (model, draft
+    model, path), value, flags, twin}` (runner/placeholders.py); the others stayed in the command."""
 
 
 @dataclass

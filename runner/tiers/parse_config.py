@@ -1,7 +1,8 @@
 """The parse tier (the target's own `vllm serve` parser and its validation) and the config tier
 (`create_engine_config`: speculative method resolution, cross-feature checks), in one request to
 the target's long-lived helper. The config tier needs every model's config.json: a placeholder
-or a model that cannot be had SKIPs it, after the parser has checked the flags.
+(not replaced by a stand-in, runner/placeholders.py) or a model that cannot be had SKIPs it, after the
+parser has checked the flags.
 
 A `subcommand` snippet (`vllm bench throughput …`, `vllm run-batch …`) is parsed by that
 subcommand's own parser (and its validate()); it is not a server, so every tier after parse SKIPs
@@ -15,7 +16,7 @@ with what, for this command, the missing device or the declaration decided."""
 
 from __future__ import annotations
 
-from runner import classify, subcommands, trust
+from runner import classify, placeholders, subcommands, trust
 from runner.helper_client import HelperAnswer
 from runner.tiers import twin_artefacts
 from runner.tiers.state import JobState, Verdict, fail, literal_env, skip
@@ -30,7 +31,7 @@ def parse_config(state: JobState) -> Verdict | None:
         and "config" not in state.skip_at and sub is None
     state.report("config" if want_config else "parse")
     answer = _ask(state, "config" if want_config else "parse", sub)
-    out.evidence.warnings.extend({**w, "feature": classify.is_feature_warning(w["message"])} for w in answer.warnings)
+    out.evidence.warnings.extend({**w, "feature": _feature(state, w["message"])} for w in answer.warnings)
     out.evidence.effective_config.update(answer.effective_config)
     if answer.depth:
         out.evidence.notes.append(answer.depth)
@@ -62,6 +63,11 @@ def parse_config(state: JobState) -> Verdict | None:
     return None
 
 
+def _feature(state: JobState, message: str) -> bool:
+    """A warning about a documented feature, unless it names a placeholder's stand-in (runner/placeholders.py)."""
+    return classify.is_feature_warning(message) and not placeholders.blamed(message, state.stood_in, flags=False)
+
+
 def _ask(state: JobState, tier: str, sub: list[str] | None) -> HelperAnswer:
     """The helper's answer: the target's long-lived helper, or — when the config tier will run code
     that is not vLLM's (runner/trust.py) — a helper of this command's own, closed after it, so
@@ -74,9 +80,12 @@ def _ask(state: JobState, tier: str, sub: list[str] | None) -> HelperAnswer:
         if why := _no_declaration(state):
             return HelperAnswer("skipped", "config", skip=why, warnings=answer.warnings)
         return ctx.helper(job.target, declared=True).ask(state.argv, tier, env=literal_env(job), subcommand=sub)
+    parsed = ctx.helper(job.target).ask(state.argv, "parse", env=literal_env(job), subcommand=sub)
+    if parsed.result == "failed":  # the parser needs none of that code: no process of its own for a parse error
+        return parsed
     name = f"{job.snippet.id}-{job.variant or 'doc'}-{job.target.target.name}"
     state.outcome.stage = "config"  # what stops this helper stops the config tier
-    helper = ctx.own_helper(job.target, name, list(state.outcome.substitutions.values()))
+    helper = ctx.own_helper(job.target, name, _readable(state))
     state.outcome.evidence.notes.append("checked in a helper process of its own: it runs code that is not vLLM's "
                                         f"({', '.join(trust.foreign_code(state.argv))})")
     try:
@@ -87,11 +96,16 @@ def _ask(state: JobState, tier: str, sub: list[str] | None) -> HelperAnswer:
         return answer
     if why := _no_declaration(state):
         return HelperAnswer("skipped", "config", skip=why, warnings=answer.warnings)
-    helper = ctx.own_helper(job.target, name, list(state.outcome.substitutions.values()), declared=True)
+    helper = ctx.own_helper(job.target, name, _readable(state), declared=True)
     try:
         return helper.ask(state.argv, tier, env=literal_env(job), subcommand=sub)
     finally:
         helper.shutdown()
+
+
+def _readable(state: JobState) -> list[str]:
+    """The folders a helper of this command's own may read: the models substituted, a placeholder's twin."""
+    return [*state.outcome.substitutions.values(), *(s.value for s in state.stood_in if s.twin)]
 
 
 def _no_declaration(state: JobState) -> str | None:
@@ -106,9 +120,15 @@ def _no_declaration(state: JobState) -> str | None:
 
 def _failed(state: JobState, stage: str, err: dict) -> Verdict:
     message = err.get("message") or ""
-    placeholders = state.placeholders
-    unknown_flag = "unrecognized arguments" in message and not any(p in message for p in placeholders)
-    if placeholders and not unknown_flag:  # a value we had to leave unfilled may be the cause
-        return skip(f"placeholder {', '.join(placeholders)} must be filled in (parse error on it: {message})", stage)
+    kept = state.placeholders
+    unknown_flag = "unrecognized arguments" in message and not any(p in message for p in kept)
+    if kept and not unknown_flag:  # a value we had to leave unfilled may be the cause
+        return skip(f"placeholder {', '.join(kept)} must be filled in (parse error on it: {message})", stage)
+    # a stand-in's failure is no finding: one it names, and any config built on one (runner/placeholders.py)
+    stood = placeholders.blamed(message, state.stood_in) or (state.stood_in[0] if stage == "config" and
+                                                            state.stood_in else None)
+    if stood:
+        return skip(f"placeholder {stood.placeholder} must be filled in: the {stage} tier failed with a stand-in in "
+                    f"its place, which may be the cause ({message})", stage)
     exc = {k: err.get(k) for k in ("type", "message", "location", "traceback")} if err else None
     return fail(state, stage, exc)

@@ -1,6 +1,7 @@
 """Before any tier: what the job will run. SKIPs what cannot run as written, resolves the models
 (the model map, the hub, or a stand-in twin), takes files the docs name relative to a vLLM
-checkout from the target's sdist, and substitutes all of it into the argv.
+checkout from the target's sdist, puts stand-ins in the places of a placeholder model, draft or
+path (runner/placeholders.py), and substitutes all of it into the argv.
 
 From the hub come configuration and tokenizer files, and weights only for a job that starts a
 server and only within the weights budget (settings.weights_budget_bytes). A model whose weights
@@ -12,9 +13,10 @@ resolved, fetched or stood in for (runner/subcommands.py)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
-from runner import draft_kinds, env_policy, source_trees, standins, subcommands
+from runner import draft_kinds, env_policy, placeholders, source_trees, standins, subcommands
 from runner.argv_edit import VARIANTS, devices_needed, tensor_parallel, variant_argv
 from runner.models import Resolution, has_weights, needed_models, substitute
 from runner.settings import weights_budget_bytes
@@ -37,7 +39,9 @@ def prepare(state: JobState) -> Verdict | None:
         if subcommands.words(snippet) is None:
             return skip("not runnable as written: a subcommand snippet without its subcommand words")
         return None
-    models = needed_models(snippet) if not state.placeholders else []
+    stood = _placeholders(state)
+    models = [m for m in needed_models(snippet) if not any(s.placeholder in m for s in stood)] \
+        if not state.placeholders else []
     if job.variant in VARIANTS:
         models = models[:1]
     if models:
@@ -54,12 +58,55 @@ def prepare(state: JobState) -> Verdict | None:
         state.report("stand-in")
         missing = _stand_ins(state, models, subs, missing, configs_only, res.no_weights)
     subs.update(_source_files(state, argv))
-    state.argv = substitute(argv, subs)
+    stood = _placeholder_twin(state, stood, argv)
+    state.argv = placeholders.apply(substitute(argv, subs), stood)
     state.missing = missing
     out.argv, out.substitutions = state.argv, subs
-    out.stand_in = any(ctx.resolver.is_stand_in(p) for p in subs.values())
+    out.stand_in = any(ctx.resolver.is_stand_in(p) for p in subs.values()) or any(s.twin for s in stood)
     _hub_limits(state, res)
     return None
+
+
+def _placeholders(state: JobState) -> list[placeholders.StoodIn]:
+    """Stand-ins for the placeholder model, draft and paths (runner/placeholders.py), in the state; where
+    one stands in, the tiers it cannot decide SKIP: start always (a server runs the reader's model or
+    nothing), config for a draft (its type decides the speculative config)."""
+    stood = state.stood_in = placeholders.plan(state.job.snippet)
+    if not stood:
+        return stood
+    words = ", ".join(s.placeholder for s in stood)
+    state.skip_at["start"] = (f"placeholder {words} must be filled in: a server starts only on the reader's own "
+                              "model and files (the tiers before ran with a stand-in)")
+    draft = next((s for s in stood if s.role == "draft model"), None)
+    model = next((s for s in stood if s.role == "model"), None)
+    if draft:
+        state.skip_at.setdefault("config", f"placeholder {draft.placeholder} must be filled in: the draft model's "
+                                           "type decides the speculative config, and a stand-in is not of it")
+    elif model and isinstance((state.job.snippet.speculative_config or {}).get("model"), str):  # judged against it
+        state.skip_at.setdefault("config", f"placeholder {model.placeholder} must be filled in: the draft model is "
+                                           "checked against the served model, and a stand-in is not it")
+    return stood
+
+
+def _placeholder_twin(state: JobState, stood: list, argv: list[str]) -> list:
+    """The placeholder model's stand-in for the config tier: a twin of placeholders.TWIN_OF (with
+    `--stand-ins`), else the parser's name and the config tier SKIPs. Notes say what replaced what."""
+    model = next((s for s in stood if s.role == "model"), None)
+    if model and state.wants("config") and not state.placeholders and "config" not in state.skip_at:
+        if not state.ctx.stand_ins:
+            state.skip_at["config"] = (f"placeholder {model.placeholder} must be filled in: the config tier needs a "
+                                       "model config (`run --stand-ins` checks it on a stand-in)")
+        else:
+            try:
+                twin = standins.ensure(placeholders.TWIN_OF, state.job.target, state.ctx.cache_dir,
+                                       tensor_parallel=tensor_parallel(argv), leases=state.leases)
+                stood = [replace(s, value=twin.dir, twin=True) if s is model else s for s in stood]
+            except standins.StandInError as err:
+                state.skip_at["config"] = f"placeholder {model.placeholder} must be filled in (no stand-in: {err})"
+    state.stood_in = stood
+    state.outcome.evidence.placeholders = [s.record() for s in stood]
+    state.outcome.evidence.notes.extend(placeholders.note(s) for s in stood)
+    return stood
 
 
 def _weights_budget(state: JobState, argv: list[str]) -> int | None:

@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from runner import classify, counts, env_policy, logscan
+from runner import classify, counts, env_policy, logscan, placeholders
 from runner.sandbox import limits
 from runner.job import Job, RunContext
 from runner.records import TIERS, Outcome, VerdictName
@@ -51,6 +51,8 @@ class JobState:
     leases: list = field(default_factory=list)
     """The twins this job uses, held until `close()` so the cache never drops them mid-job
     (runner/twin_cache.py)."""
+    stood_in: list = field(default_factory=list)
+    """Placeholders replaced by a stand-in (runner/placeholders.StoodIn; prepare decides)."""
     report: Callable[[str], None] = lambda stage: None
     """Progress: called with the stage the job is entering."""
 
@@ -60,7 +62,8 @@ class JobState:
 
     @property
     def placeholders(self) -> list[str]:
-        return self.job.snippet.placeholders
+        """The placeholders still in the command: those no stand-in replaced (runner/placeholders.py)."""
+        return placeholders.kept(self.job.snippet, self.stood_in)
 
     def close(self) -> None:
         """Stop the server if one runs, read its log into the evidence, and let go of its twins."""
