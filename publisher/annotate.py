@@ -28,6 +28,7 @@ from extractor import bounds
 from extractor.corpus import SourceError, detect
 from extractor.markdown_blocks import code_blocks
 from extractor.records import Snippet, Source
+from publisher import defects as reader_runs
 from publisher import fix_edits, views
 from publisher.fixes import verified
 from publisher.judgement import Judge
@@ -116,24 +117,37 @@ def strip(text: str) -> str:
 
 def decision(judge: Judge, snippet: Snippet, source: Source) -> tuple[str, str, str] | None:
     """(kind, title, body) for a command at one place, or None when the docs need no warning
-    there: only `doc-drift` (it fails on a build the page is written for) gets one."""
+    there: only `doc-drift` gets one (it fails on a build the page is written for, the shell does not
+    run it as written, or the option history says the page's versions lack an option of it)."""
     j = judge.of_source(snippet, source)
     if j.kind != "doc-drift":
         return None
-    first = j.failing[0].outcome
-    title = views.title("FAIL", first.stage, list(dict.fromkeys(k.version for k in j.failing)))
+    if j.defects:  # the shell does not run it as written: the lines where it ends it, first
+        title = reader_runs.title(j.defects)
+        body = [views.md_escape(f"Line {d.line}: {d.message.rstrip('.')}.") for d in j.defects]
+    elif j.failing:
+        first = j.failing[0].outcome
+        title = views.title("FAIL", first.stage, list(dict.fromkeys(k.version for k in j.failing)))
+        body = []
+    else:  # the option history: no build of the page's versions was checked
+        title = f"Not an option of the vLLM versions this page is written for (removed by vLLM {j.history_release})"
+        body = []
     causes = list(dict.fromkeys(views.cause(k.outcome) for k in j.failing if views.cause(k.outcome)))
     # vLLM's own words as code: no link, image, mention or HTML from a message (common/inert.py)
-    body = [code_span(c) for c in causes[:2]]
+    body += [code_span(c) for c in causes[:2]]
     body += [code_span(note) for note in j.option_notes]  # removed when, in vLLM's words
     works = "; ".join(views.works_on(k.version, k.outcome) for k in j.working)
-    if works:
+    if works and j.defects:  # the builds ran the command the author meant, not the one the shell runs
+        body.append(views.md_escape(f"As meant (on one command line): {works}") + ".")
+    elif works:
         body.append(views.md_escape(works if works.startswith("vLLM") else works[:1].upper() + works[1:]) + ".")
-    else:
+    elif j.decided_by == "builds":
         body.append("No checked vLLM version that the page is written for runs it as written.")
     body.append(f"The page is written for vLLM `{j.written_for.spec}`: {views.md_escape(j.written_for.origin)}.")
     stand_in = any(k.outcome.stand_in for k in j.failing)
-    body.append("Checked by driftmatrix" + (" with a random-weight stand-in of the model." if stand_in else "."))
+    body.append({"shell": "Read as the shell reads it by driftmatrix.", "history": "Judged by driftmatrix from the "
+                 "option history of every vLLM release (no build of the page's versions was checked)."}.get(
+        j.decided_by, "Checked by driftmatrix" + (" with a random-weight stand-in of the model." if stand_in else ".")))
     return "warning", title, "\n\n".join(body)
 
 
