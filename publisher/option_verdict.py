@@ -5,7 +5,8 @@ first of them, makes the page doc-drift — with the release that removed it and
 versions have, makes it needs-newer, from the release that added it.
 
 The history is read statically from each release's source and can be wrong (vLLM 0.34.0 accepts
-`--disable-log-requests` again, which the history has removed in 0.17.0): a checked build at or
+`--disable-log-requests` again, which the history has removed in 0.17.0: a `--disable-x` whose
+`--enable-x` the page's releases have is never judged by it), and a checked build at or
 after the removal whose parser accepted the command's options (PASS or WARN, or any verdict past
 the parser), or one before the addition that did, contradicts it for that option, which then
 judges nothing. A build of the page's versions, when one was checked, always decides instead
@@ -60,6 +61,14 @@ def _parsed(check) -> bool:
     return check.outcome.verdict in GOOD or (check.outcome.verdict == "FAIL" and depth(check.outcome.stage) > depth("parse"))
 
 
+def _unseen_twin(history: FlagHistory, option: str, view: list[str]) -> bool:
+    """`--disable-x` where the page's releases have `--enable-x`: a release's parser may make the one
+    of the other (0.34.0's does for `--enable-log-requests`), which the history, read statically, does
+    not see — it has `--disable-log-requests` removed in 0.17.0, and vLLM 0.34.0 accepts it."""
+    return option.startswith("--disable-") and any(history.accepts("--enable-" + option[len("--disable-"):], r)
+                                                   for r in view)
+
+
 def verdict(history: FlagHistory | None, snippet: Snippet, spec: SpecifierSet, low: Version | None,
             checks: list) -> HistoryVerdict | None:
     """What the history says of a command none of whose page's builds was checked (`checks`: every
@@ -75,7 +84,8 @@ def verdict(history: FlagHistory | None, snippet: Snippet, spec: SpecifierSet, l
     for option in options:
         record = history.record(option)
         gone = _v((record or {}).get("removed") or "")
-        if gone is None or gone > Version(view[0]) or any(history.accepts(option, r) is not False for r in view):
+        if gone is None or gone > Version(view[0]) or any(history.accepts(option, r) is not False for r in view) \
+                or _unseen_twin(history, option, view):
             continue
         if any(v >= gone and _parsed(k) for k, v in built):
             continue  # a build at or after the removal accepted it: the history is wrong here
