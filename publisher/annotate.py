@@ -185,8 +185,9 @@ def annotate_page(judge: Judge, rel: str, text: str, wanted: list[tuple[Snippet,
     replaced: dict[int, tuple[list[str], int, FixApplied]] = {}
     done: set[tuple[str, int]] = set()
     for snippet, source in wanted:
-        line, first = source.line, _first_line(source)
-        if (snippet.id, line) in done or not (0 < line <= len(lines)) or first[:60] not in lines[line - 1]:
+        first = _first_line(source)
+        line = _located(lines, source.line, first)
+        if line is None or (snippet.id, line) in done:
             continue  # another version of the page: the snippet is not at this line here
         done.add((snippet.id, line))
         snippet_id = snippet.id
@@ -224,6 +225,19 @@ def annotate_page(judge: Judge, rel: str, text: str, wanted: list[tuple[Snippet,
                      [f for _, _, f in replaced.values()])
 
 
+MOVED = 12
+"""How far a fix already on the page (an earlier run's, which moved comments above the command) may
+have moved the places after it: a place is looked for there when not at its own line."""
+
+
+def _located(lines: list[str], line: int, first: str) -> int | None:
+    """The page line holding the command's first line: its recorded line, else the nearest within MOVED."""
+    for n in sorted(range(line - MOVED, line + MOVED + 1), key=lambda n: abs(n - line)):
+        if 0 < n <= len(lines) and first[:60] in lines[n - 1]:
+            return n
+    return None
+
+
 def _fix_lines(lines: list[str], line: int, source: Source, fix) -> tuple[str, tuple | None]:
     """("apply", (new lines, how many page lines they replace, the record)) when the page holds
     exactly the command that was checked; ("applied", None) when it already holds the fix;
@@ -231,7 +245,10 @@ def _fix_lines(lines: list[str], line: int, source: Source, fix) -> tuple[str, t
     count = source.text.count("\n") + 1
     old = lines[line - 1:line - 1 + count]
     fixed_text = fix.fix.fix.get("text", "")
-    if textwrap.dedent("\n".join(lines[line - 1:line - 1 + fixed_text.count("\n") + 1])).strip("\n") == fixed_text:
+    first = _first_line(source)[:60]  # the fix may put lines (the comments it moved) above the command
+    lead = next((i for i, ln in enumerate(fixed_text.split("\n")) if first and first in ln), 0)
+    start = line - 1 - lead
+    if start >= 0 and textwrap.dedent("\n".join(lines[start:start + fixed_text.count("\n") + 1])).strip("\n") == fixed_text:
         return "applied", None
     if textwrap.dedent("\n".join(old)).strip("\n") != source.text:
         return "differs", None
