@@ -222,8 +222,8 @@ def _reader_runs(j: Judgement, found: list[Lint], source: Source) -> Judgement:
 def _history_verdict(j: Judgement, snippet: Snippet, spec: SpecifierSet, checks: list[Check]) -> None:
     """No build of the page's versions was checked: what the option history says, if anything."""
     said = option_verdict.verdict(shipped(), snippet, spec, _lower_bound(spec), checks)
-    if said is None:
-        return
+    if said is None or (said.kind == "needs-newer" and j.kind == "needs-newer"):
+        return  # an older build's real failure already says it (and the history's "needs vLLM ≥ X")
     j.kind, j.decided_by, j.history_release = said.kind, "history", said.release
     wf = f"{j.written_for.spec or 'any version'} — {j.written_for.origin}"
     if said.kind == "doc-drift":

@@ -2,7 +2,8 @@
 for was checked, an option that every release of the page's versions lacks, removed at or before the
 first of them, makes the page doc-drift — with the release that removed it and vLLM's own words
 (flaghistory/commands.py `explain`); an option added after every checked build, that the page's
-versions have, makes it needs-newer, from the release that added it.
+versions have, makes it needs-newer, from the release that added it (publisher/judgement.py
+takes that only where an older build's failure does not already say needs-newer).
 
 The history is read statically from each release's source and can be wrong (vLLM 0.34.0 accepts
 `--disable-log-requests` again, which the history has removed in 0.17.0: a `--disable-x` whose
