@@ -33,7 +33,7 @@ def depth(defects: list[Lint]) -> Depth:
 
 def key(defects: list[Lint]) -> tuple:
     """What tells two places' defects apart (a judgement cache key part)."""
-    return tuple((d.code, d.line) for d in defects)
+    return tuple((d.file, d.version, d.code, d.line) for d in defects)
 
 
 def sentence(defects: list[Lint], source_file: str) -> str:
