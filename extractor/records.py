@@ -51,9 +51,9 @@ the page is doc-drift on every build, whatever the builds say of the argv the au
 
 Every hit in the corpora was read (issue 32: 0.20.1 and 0.33.0 docs, the recipes snapshot, the
 0.34.0 sdist's docs and recipes): `backslash-not-continuation` — expert_parallel_deployment.md's
-`\ # comment` lines (4 commands in each docs version) and recipes GLM/GLM-V.md:32 (`\ ` + blank);
+`\\ # comment` lines (4 commands in each docs version) and recipes GLM/GLM-V.md:32 (`\\ ` + blank);
 `orphan-arguments` — recipes DeepSeek/DeepSeek-V3_1.md:34 (options under `vllm serve ...` with no
-`\`), and kthena.md, now `folded-line-break` (its `- >` block's options indented more); all real.
+`\\`), and kthena.md, now `folded-line-break` (its `- >` block's options indented more); all real.
 `comment-hides-continuation` has no hit; it is the same defect (bash ends the command there)."""
 
 
