@@ -238,8 +238,8 @@ def scan(text: str, depth: int = 0) -> ShellScan:
         if previous is not None and not env_words and rest[0].text.startswith("--"):
             previous.lints.append(Lint(
                 "orphan-arguments",
-                f"line {start + 1} starts with `{rest[0].text}` but the command ended on the line "
-                "before (no `\\`): bash runs these arguments as a separate command",
+                f"this line starts with `{rest[0].text}` but the command ended on the line before "
+                "(no `\\`): bash runs these arguments as a separate command",  # `start` is relative here
                 start,
             ))
             continue

@@ -17,7 +17,7 @@ import re
 import yaml
 
 from extractor import yaml_nodes
-from extractor.records import Diagnostic, Snippet
+from extractor.records import Diagnostic, Lint, Snippet
 from extractor.serve_args import placeholders_in
 from extractor.shell_commands import ShellScan, scan
 from extractor.shell_lexer import Word
@@ -166,18 +166,58 @@ def _script(node: yaml.ScalarNode, text: str, place: Place, env: Env, k8s: bool 
         _substitute(found, values)
         return found
 
-    found, first, shown = scanned(node.value), yaml_nodes.scalar_line(node), node.value
+    found, first, shown, laid = scanned(node.value), yaml_nodes.scalar_line(node), node.value, node.value
     # A folded or quoted scalar joins the file's lines: a copy laid out line for line gives each
     # command's file lines (its words stay the value's: inside '…' the copy's `\`-newlines are text).
     relaid = yaml_nodes.relaid(text, node)
-    if relaid is not None:
-        twin = scanned(relaid)
-        if [inv.kind for inv in twin.invocations] == [inv.kind for inv in found.invocations]:
-            for inv, placed in zip(found.invocations, twin.invocations):
-                inv.line, inv.end_line, inv.lints = placed.line, placed.end_line, placed.lints
-            found.lints = twin.lints
-            first, shown = node.start_mark.line, yaml_nodes.span_text(text, node)
+    if relaid is not None and _placed(found, scanned(relaid)):
+        first, shown, laid = node.start_mark.line, yaml_nodes.span_text(text, node), relaid
+    if node.style == ">":
+        found = _folded_as_meant(node.value, laid, found, scanned)
     return from_shell_text(shown, place.at(place.line + first), _recorded(env), found=found)
+
+
+def _placed(found: ShellScan, twin: ShellScan) -> bool:
+    """Give `found`'s commands the lines (and lints) of the same commands in `twin`, a scan of the
+    same script laid out otherwise; False (nothing changed) when they are not the same commands."""
+    if [inv.kind for inv in twin.invocations] != [inv.kind for inv in found.invocations]:
+        return False
+    for inv, placed in zip(found.invocations, twin.invocations):
+        inv.line, inv.end_line, inv.lints = placed.line, placed.end_line, placed.lints
+    found.lints = twin.lints
+    return True
+
+
+def _folded_as_meant(value: str, laid: str, found: ShellScan, scanned) -> ShellScan:
+    """A `>` block folds only lines of its own indentation: a more-indented line keeps its line break
+    (YAML 1.2, 8.1.3), so `vllm serve m` followed by more-indented `--tensor-parallel-size 8` lines
+    is, for the shell, `vllm serve m` alone and then `--tensor-parallel-size 8` as another command.
+    Where that ends a command the author wrote on, the command as meant (those breaks folded) is
+    kept, with a `folded-line-break` lint on the line where the shell ends it (as a `\\` followed by
+    a blank is: extractor/shell_lexer.py); anything else stays as the shell reads it."""
+    words = yaml_nodes.fold_kept_breaks(value, " ")
+    if words == value:
+        return found
+    meant = scanned(words)
+    if not _placed(meant, scanned(yaml_nodes.fold_kept_breaks(laid, " \\\n"))):
+        return found
+    actual = {inv.line: inv for inv in found.invocations}
+    rows = laid.split("\n")
+    cut = False
+    for inv in meant.invocations:
+        ran = actual.get(inv.line)
+        if ran is None or [inv.kind] != [ran.kind] or ran.end_line >= inv.end_line:
+            continue
+        cut = True
+        after = rows[ran.end_line + 1].strip() if ran.end_line + 1 < len(rows) else ""
+        inv.lints.append(Lint(
+            "folded-line-break",
+            f"the next line (`{after[:60]}`) is indented more than this one inside a YAML `>` block, so "
+            "YAML keeps the line break between them (a folded block joins only lines of its own "
+            "indentation): the shell ends the command on this line and runs the next one as a separate "
+            "command; the options after it were assumed to be part of the command",
+            ran.end_line))
+    return meant if cut else found
 
 
 def _substitute(found: ShellScan, values: dict[str, str]) -> None:

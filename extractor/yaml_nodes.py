@@ -195,6 +195,20 @@ def _scalar_at(text: str, line: int, column: int) -> yaml.ScalarNode | None:
     return None
 
 
+def fold_kept_breaks(text: str, joint: str) -> str:
+    """A folded (`>`) scalar's value, or its re-laid copy, with each line break that YAML kept only
+    because a line next to it is indented more than the block (YAML 1.2, 8.1.3: folding joins lines
+    of the block's own indentation) replaced by `joint`, as the author of a one-command block meant.
+    Breaks next to an empty line (paragraphs) and after a line that ends in `\\` stay."""
+    lines = text.split("\n")
+    out = [lines[0]]
+    for before, line in zip(lines, lines[1:]):
+        indented = before[:1] in (" ", "\t") or line[:1] in (" ", "\t")
+        fold = indented and before.strip() and line.strip() and not before.endswith("\\")
+        out.append(joint + line if fold else "\n" + line)
+    return "".join(out)
+
+
 def span_text(text: str, node: yaml.ScalarNode) -> str:
     """The file lines a scalar spans, from its first line, with what precedes its value on that line
     (`- "`, `args: >`) blanked and a closing quote cut: line i is file line `node.start_mark.line + i`,

@@ -28,6 +28,7 @@ from extractor import bounds
 from extractor.corpus import SourceError, detect
 from extractor.markdown_blocks import code_blocks
 from extractor.records import Snippet, Source
+from publisher import defects as reader_runs
 from publisher import fix_edits, views
 from publisher.fixes import verified
 from publisher.judgement import Judge
@@ -118,27 +119,41 @@ def strip(text: str) -> str:
 
 def decision(judge: Judge, snippet: Snippet, source: Source) -> tuple[str, str, str] | None:
     """(kind, title, body) for a command at one place, or None when the docs need no warning
-    there: only `doc-drift` (it fails on a build the page is written for) gets one."""
+    there: only `doc-drift` gets one (it fails on a build the page is written for, the shell does not
+    run it as written, or the option history says the page's versions lack an option of it)."""
     j = judge.of_source(snippet, source)
     if j.kind != "doc-drift":
         return None
-    first = j.failing[0].outcome
-    title = views.title("FAIL", first.stage, list(dict.fromkeys(k.version for k in j.failing)))
+    if j.defects:  # the shell does not run it as written: the lines where it ends it, first
+        title = reader_runs.title(j.defects)
+        body = [views.md_escape(f"Line {d.line}: {d.message.rstrip('.')}.") for d in j.defects]
+    elif j.failing:
+        first = j.failing[0].outcome
+        title = views.title("FAIL", first.stage, list(dict.fromkeys(k.version for k in j.failing)))
+        body = []
+    else:  # the option history: no build of the page's versions was checked
+        title = f"Not an option of the vLLM versions this page is written for (removed by vLLM {j.history_release})"
+        body = []
     causes = list(dict.fromkeys(views.cause(k.outcome) for k in j.failing if views.cause(k.outcome)))
     # vLLM's own words as code: no link, image, mention or HTML from a message (common/inert.py)
-    body = [code_span(c) for c in causes[:2]]
+    body += [code_span(c) for c in causes[:2]]
     body += [code_span(note) for note in j.option_notes]  # removed when, in vLLM's words
     works = "; ".join(views.works_on(k.version, k.outcome) for k in j.working)
-    if works:
+    if works and j.defects:  # the builds ran the command the author meant, not the one the shell runs
+        body.append(views.md_escape(f"As meant (on one command line): {works}") + ".")
+    elif works:
         body.append(views.md_escape(works if works.startswith("vLLM") else works[:1].upper() + works[1:]) + ".")
-    else:
+    elif j.decided_by == "builds":
         body.append("No checked vLLM version that the page is written for runs it as written.")
     body.append(f"The page is written for vLLM `{j.written_for.spec}`: {views.md_escape(j.written_for.origin)}.")
     stand_in = any(views.documented_twin(k.outcome) for k in j.failing)
     stood = list(dict.fromkeys(p.get("placeholder") for k in j.failing for p in k.outcome.evidence.placeholders))
-    body.append("Checked by driftmatrix" + (" with a random-weight stand-in of the model" if stand_in else "")
-                + (f"{',' if stand_in else ''} with a stand-in in place of {', '.join(code_span(p) for p in stood)}"
-                   if stood else "") + ".")
+    checked = ("Checked by driftmatrix" + (" with a random-weight stand-in of the model" if stand_in else "")
+               + (f"{',' if stand_in else ''} with a stand-in in place of {', '.join(code_span(p) for p in stood)}"
+                  if stood else "") + ".")
+    body.append({"shell": "Read as the shell reads it by driftmatrix.", "history": "Judged by driftmatrix from the "
+                 "option history of every vLLM release (no build of the page's versions was checked)."}.get(
+        j.decided_by, checked))
     return "warning", title, "\n\n".join(body)
 
 
@@ -176,8 +191,9 @@ def annotate_page(judge: Judge, rel: str, text: str, wanted: list[tuple[Snippet,
     replaced: dict[int, tuple[list[str], int, FixApplied]] = {}
     done: set[tuple[str, int]] = set()
     for snippet, source in wanted:
-        line, first = source.line, _first_line(source)
-        if (snippet.id, line) in done or not (0 < line <= len(lines)) or first[:60] not in lines[line - 1]:
+        first = _first_line(source)
+        line = _located(lines, source.line, first)
+        if line is None or (snippet.id, line) in done:
             continue  # another version of the page: the snippet is not at this line here
         done.add((snippet.id, line))
         snippet_id = snippet.id
@@ -215,6 +231,19 @@ def annotate_page(judge: Judge, rel: str, text: str, wanted: list[tuple[Snippet,
                      [f for _, _, f in replaced.values()])
 
 
+MOVED = 12
+"""How far a fix already on the page (an earlier run's, which moved comments above the command) may
+have moved the places after it: a place is looked for there when not at its own line."""
+
+
+def _located(lines: list[str], line: int, first: str) -> int | None:
+    """The page line holding the command's first line: its recorded line, else the nearest within MOVED."""
+    for n in sorted(range(line - MOVED, line + MOVED + 1), key=lambda n: abs(n - line)):
+        if 0 < n <= len(lines) and first[:60] in lines[n - 1]:
+            return n
+    return None
+
+
 def _fix_lines(lines: list[str], line: int, source: Source, fix) -> tuple[str, tuple | None]:
     """("apply", (new lines, how many page lines they replace, the record)) when the page holds
     exactly the command that was checked; ("applied", None) when it already holds the fix;
@@ -222,7 +251,10 @@ def _fix_lines(lines: list[str], line: int, source: Source, fix) -> tuple[str, t
     count = source.text.count("\n") + 1
     old = lines[line - 1:line - 1 + count]
     fixed_text = fix.fix.fix.get("text", "")
-    if textwrap.dedent("\n".join(lines[line - 1:line - 1 + fixed_text.count("\n") + 1])).strip("\n") == fixed_text:
+    first = _first_line(source)[:60]  # the fix may put lines (the comments it moved) above the command
+    lead = next((i for i, ln in enumerate(fixed_text.split("\n")) if first and first in ln), 0)
+    start = line - 1 - lead
+    if start >= 0 and textwrap.dedent("\n".join(lines[start:start + fixed_text.count("\n") + 1])).strip("\n") == fixed_text:
         return "applied", None
     if textwrap.dedent("\n".join(old)).strip("\n") != source.text:
         return "differs", None

@@ -32,6 +32,7 @@ from extractor.records import Snippet
 from extractor.snippet_builder import Place, from_shell_text
 from flaghistory.commands import rejected_options, rejected_tokens, shipped
 from flaghistory.history import FlagHistory
+from publisher import defects as reader_runs
 from publisher import fix_edits, views
 from publisher.judgement import Judge, Judgement
 from publisher.results import Results
@@ -225,9 +226,13 @@ def candidates(results: Results, history: FlagHistory | None = None) -> Candidat
 
 
 def _candidate(s: Snippet, j: Judgement, history: FlagHistory | None) -> Snippet | None:
-    text, src = s.sources[0].text, s.sources[0]
-    lint_lines = {lint.line - src.line for lint in s.lints if lint.code == "backslash-not-continuation"
-                  and lint.line is not None and lint.file in (None, src.file)}
+    # the place the shell reads otherwise, if any (a command shared by pages may be broken on one only)
+    src = next((x for x in s.sources if any(d.code == "backslash-not-continuation" for d in reader_runs.of_source(s, x))),
+               s.sources[0])
+    text = src.text
+    lint_lines = {lint.line - src.line for lint in reader_runs.of_source(s, src) if lint.code == "backslash-not-continuation"} \
+        or {lint.line - src.line for lint in s.lints if lint.code == "backslash-not-continuation"
+            and lint.line is not None and lint.file is None}
     edits, why = fix_edits.backslash_edits(text, lint_lines)
     more = _json_edits(s, j)
     spec = _spec_method_edits(s, j)
@@ -310,4 +315,7 @@ def checked_text(s: Snippet, j: Judgement, checks: list[tuple[str, str, str]]) -
 def _must_run_on(j: Judgement) -> list:
     """Where a fix must run: the builds the original failed on, and every build of the page's
     versions where it ran (a fix must not break those)."""
-    return j.failing + [k for k in j.checks if k.scope == "in" and k.outcome.verdict in GOOD]
+    must = j.failing + [k for k in j.checks if k.scope == "in" and k.outcome.verdict in GOOD]
+    if not must and j.defects:  # only the shell's reading is wrong, no build of the page's versions ran it:
+        must = [k for k in j.checks if k.outcome.verdict in GOOD]  # the fix must run where the original did
+    return must

@@ -14,6 +14,15 @@ builds (runner/counts.py retires superseded ones) with the page's `written_for` 
 - `needs-newer`: it fails only on builds older than the page's versions — not a doc bug;
 - `ok`: it runs on every build the page is written for that was checked (the depth says how far);
 - `unknown`: no build the page is written for was checked (or they were only skipped).
+
+Two kinds of evidence judge besides the builds (`Judgement.decided_by`):
+- what a reader runs (`shell`, `tree`): a page whose command carries a breaking lint
+  (extractor/records.py BREAKING_LINTS, matched to the page by publisher/defects.py) is doc-drift
+  on every build, whatever the builds say of the argv the author meant — they checked a command
+  the reader does not run;
+- the option history (`history`), only where no build of the page's versions was checked
+  (publisher/option_verdict.py): an option removed before every version of the page is doc-drift,
+  one added after every checked build needs-newer.
 """
 
 from __future__ import annotations
@@ -24,10 +33,11 @@ from typing import Literal
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from extractor.records import Snippet, Source, WrittenFor
+from extractor.records import Lint, Snippet, Source, WrittenFor
 from extractor.written_for import WrittenForError, of_docs, specifier
 from flaghistory.commands import options_of, shipped
-from publisher import views
+from publisher import defects as reader_runs
+from publisher import option_verdict, views
 from publisher.results import Column, Results
 from runner import classify
 from runner.counts import GOOD, REAL, depth, version_order
@@ -36,7 +46,8 @@ from runner.records import Outcome
 JUDGEMENTS = ("doc-drift", "vllm-regression", "needs-newer", "ok", "unknown")
 """Most severe first: a command on several pages is shown with its most severe judgement."""
 MEANING = {
-    "doc-drift": "fails on a vLLM build its page is written for: the docs are wrong for their readers",
+    "doc-drift": "fails on a vLLM build its page is written for, or the shell does not run it as written, or the "
+                 "option history says those versions lack one of its options: the docs are wrong for their readers",
     "vllm-regression": "passed on an earlier build the page is written for, fails on a later one: a vLLM bug, not a doc bug",
     "needs-newer": "fails only on builds older than the page's versions: not a doc bug",
     "ok": "runs on the builds its page is written for, as deep as shown",
@@ -47,6 +58,7 @@ REMOVED = ("unrecognized-arguments", "unknown-config-key", "invalid-choice")
 or value at all: on a later build, a deliberate removal, never a regression."""
 UNRECORDED = WrittenFor("", "not recorded (a snippets.json from an older driftmatrix): every build counts", "unrecorded")
 Scope = Literal["in", "older", "newer", "unknown"]
+DecidedBy = Literal["builds", "shell", "tree", "history"]
 
 
 @dataclass
@@ -82,7 +94,16 @@ class Judgement:
     """The first release after the newest failure on which every option of the command exists
     (flaghistory), for "needs vLLM ≥ X" when no checked build shows it running."""
     option_notes: list[str] = field(default_factory=list)
-    """doc-drift at parse: why the failing build rejects each option (removed when, vLLM's words)."""
+    """doc-drift at parse: why the failing build rejects each option (removed when, vLLM's words);
+    decided by the history: why the page's versions lack it."""
+    decided_by: DecidedBy = "builds"
+    """What the judgement rests on: `builds` (the outcomes); `shell` (the shell does not run the
+    command as written: a breaking lint on this page, see `defects`); `tree` (a file it names is not
+    in the release's tree); `history` (the option history, no build of the page's versions checked)."""
+    defects: list[Lint] = field(default_factory=list)
+    """This page's breaking lints (what the shell runs is not what the author meant), line order."""
+    history_release: str | None = None
+    """decided by the history: the release that removed (doc-drift) or added (needs-newer) its option."""
 
     @property
     def working(self) -> list[Check]:
@@ -91,8 +112,11 @@ class Judgement:
 
     @property
     def depth(self) -> str | None:
-        """How deep the judgement rests: the failing stage, or the deepest stage shown running."""
-        if self.kind == "doc-drift":
+        """How deep the judgement rests: `shell`, `tree` or `history` when they decided it; else the
+        failing stage, or the deepest stage shown running."""
+        if self.decided_by != "builds":
+            return self.decided_by
+        if self.kind == "doc-drift" and self.failing:
             return self.failing[0].outcome.stage
         if self.regression:
             return self.regression[1].outcome.stage
@@ -142,12 +166,15 @@ def _versions(checks: list[Check]) -> str:
     return " and ".join(dict.fromkeys(f"vLLM {k.version}" for k in checks))
 
 
-def judge(results: Results, snippet: Snippet, wf: WrittenFor) -> Judgement:
-    """The judgement of one command for one set of versions (variants are not the docs')."""
+def judge(results: Results, snippet: Snippet, wf: WrittenFor, source: Source | None = None) -> Judgement:
+    """The judgement of one command at one place (`source`: its breaking lints count) for one set of
+    versions (variants are not the docs')."""
+    found = reader_runs.of_source(snippet, source) if source is not None else []
     try:
         spec = specifier(wf.spec)
     except WrittenForError as err:
-        return Judgement("unknown", wf, summary=f"The page's versions cannot be read: {err}.")
+        j = Judgement("unknown", wf, summary=f"The page's versions cannot be read: {err}.")
+        return _reader_runs(j, found, source) if found else j
     checks = [Check(c, o, scope(spec, c.version)) for c in results.columns if (o := results.cell(snippet.id, c))]
     real = [k for k in checks if k.outcome.verdict in REAL]
     inside = [k for k in real if k.scope == "in"]
@@ -176,8 +203,39 @@ def judge(results: Results, snippet: Snippet, wf: WrittenFor) -> Judgement:
     elif older and not [k for k in fails if k.scope == "newer"]:
         j.kind = "needs-newer"
     _option_history(j, snippet, newest_fail)
-    j.summary = _summary(j, spec, older)
+    if not inside:
+        _history_verdict(j, snippet, spec, checks)
+    j.summary = j.summary or _summary(j, spec, older)
+    return _reader_runs(j, found, source) if found else j
+
+
+def _reader_runs(j: Judgement, found: list[Lint], source: Source) -> Judgement:
+    """A page whose command the shell does not run as written: doc-drift on every build; the
+    builds' own reading (of the command the author meant) follows in the summary."""
+    builds = j.summary
+    j.kind, j.decided_by, j.defects = "doc-drift", reader_runs.depth(found), found
+    j.summary = reader_runs.sentence(found, source.file) + (
+        f" The command as meant, on the builds: {builds[:1].lower()}{builds[1:]}" if builds else "")
     return j
+
+
+def _history_verdict(j: Judgement, snippet: Snippet, spec: SpecifierSet, checks: list[Check]) -> None:
+    """No build of the page's versions was checked: what the option history says, if anything."""
+    said = option_verdict.verdict(shipped(), snippet, spec, _lower_bound(spec), checks)
+    if said is None or (said.kind == "needs-newer" and j.kind == "needs-newer"):
+        return  # an older build's real failure already says it (and the history's "needs vLLM ≥ X")
+    j.kind, j.decided_by, j.history_release = said.kind, "history", said.release
+    wf = f"{j.written_for.spec or 'any version'} — {j.written_for.origin}"
+    if said.kind == "doc-drift":
+        j.option_notes = said.notes
+        j.summary = (f"No build the page is written for ({wf}) was checked; per the option history, the versions "
+                     f"it is written for do not have {', '.join(said.options)} (removed by vLLM {said.release}): "
+                     + "; ".join(said.notes) + ".")
+    else:
+        checked = _versions([k for k in j.checks if k.outcome.verdict in REAL])
+        j.summary = (f"No build the page is written for ({wf}) was checked; per the option history "
+                     f"{', '.join(said.options)} came with vLLM {said.release}, after every checked build "
+                     f"({checked}): needs vLLM ≥ {said.release}.")
 
 
 def _option_history(j: Judgement, snippet: Snippet, newest_fail: Check | None) -> None:
@@ -236,21 +294,22 @@ class Judge:
 
     def __init__(self, results: Results):
         self.results = results
-        self._cache: dict[tuple[str, str, str], Judgement] = {}
+        self._cache: dict[tuple[str, str, str, tuple], Judgement] = {}
 
     def of_source(self, snippet: Snippet, source: Source) -> Judgement:
         wf = written_for(source)
-        key = (snippet.id, wf.spec, wf.origin)
+        key = (snippet.id, wf.spec, wf.origin, reader_runs.key(reader_runs.of_source(snippet, source)))
         if key not in self._cache:
-            self._cache[key] = judge(self.results, snippet, wf)
+            self._cache[key] = judge(self.results, snippet, wf, source)
         return self._cache[key]
 
     def all(self, snippet: Snippet) -> list[Judgement]:
-        """One per distinct set of versions among the command's pages, in source order."""
+        """One per distinct set of versions among the command's pages (and per page whose command
+        the shell does not run as written: its defects), in source order."""
         seen: dict[tuple, Judgement] = {}
         for src in snippet.sources or [None]:
             j = self.of_source(snippet, src) if src else judge(self.results, snippet, UNRECORDED)
-            seen.setdefault((j.written_for.spec, j.written_for.origin), j)
+            seen.setdefault((j.written_for.spec, j.written_for.origin, reader_runs.key(j.defects)), j)
         return list(seen.values())
 
     def of(self, snippet: Snippet) -> Judgement:

@@ -50,7 +50,10 @@ def _judgement(j: Judgement) -> dict:
     return {"written_for": j.written_for.spec, "origin": j.written_for.origin, "basis": j.written_for.basis,
             "judgement": j.kind, "depth": j.depth, "works_from": j.works_from, "summary": j.summary,
             "failing": [k.column.key for k in j.failing],
-            "regression": [k.column.key for k in j.regression] if j.regression else None}
+            "regression": [k.column.key for k in j.regression] if j.regression else None,
+            "decided_by": j.decided_by, "defects": [{"code": d.code, "line": d.line, "message": d.message}
+                                                     for d in j.defects],
+            "history_release": j.history_release}
 
 
 def flags_valid(s) -> dict | None:

@@ -13,6 +13,7 @@ from urllib.parse import quote
 
 from common.inert import code_block, code_span, plain, table_cell, unclosed
 from publisher import annotate as ann
+from publisher import defects as reader_runs
 from publisher import views
 from publisher.judgement import Judge
 from publisher.results import Results
@@ -45,12 +46,13 @@ def body(results: Results, annotation: ann.Annotation, site_url: str | None) -> 
             src = next((x for x in s.sources if x.file == patch.file), s.sources[0])
             j = judge.of_source(s, src)
             where = f"| {link(s.id)} | {table_cell(f'{patch.file}:{src.line}')} | {table_cell(j.written_for.spec)} |"
+            rows += _evidence_rows(j, link(s.id), f"{patch.file}:{src.line}")
             for k in j.failing:
                 commit = f" {table_cell(k.column.commit)}" if k.column.commit else ""
                 rows.append(f"{where} {plain(k.column.label)}{commit} | "
                             f"{plain(k.outcome.verdict)} ({plain(k.outcome.stage)}) | "
                             f"{table_cell(cause(k.outcome, limit=200))} |")
-            if not j.failing:  # a warning without a failing build (what bash runs is not what was checked)
+            if not j.failing and not j.defects and j.decided_by != "history":  # no row says why otherwise
                 rows.append(f"{where} — | {plain(j.kind)} | {table_cell(j.summary, 200)} |")
     lines = ["driftmatrix ran the commands these pages show against these vLLM builds:", "",
              *builds(results), ""]
@@ -67,6 +69,19 @@ def body(results: Results, annotation: ann.Annotation, site_url: str | None) -> 
     if site_url:
         lines.append(f"Evidence for every command (exception with the raising file:line, logs): {site_url}")
     return "\n".join(lines)
+
+
+def _evidence_rows(j, command: str, where: str) -> list[str]:
+    """The rows of a doc-drift that no build decided: the shell's reading, or the option history."""
+    if j.defects:
+        return [f"| {command} | {table_cell(where)} | {table_cell(j.written_for.spec)} | " + (
+            f"the shell (bash) | ends the command on line {reader_runs.ends_on(d)} |" if reader_runs.depth([d]) == "shell"
+            else f"the release's tree | a file it names is missing (line {d.line}) |") + f" {table_cell(d.message[:200])} |"
+            for d in j.defects]
+    if j.decided_by == "history":
+        return [f"| {command} | {table_cell(where)} | {table_cell(j.written_for.spec)} | the option history | "
+                f"removed by vLLM {plain(j.history_release or '')} | {table_cell(note[:200])} |" for note in j.option_notes]
+    return []
 
 
 def fixed_commands(annotation: ann.Annotation, link) -> list[str]:

@@ -189,3 +189,39 @@ run: |
   vllm serve $MODEL --port $PORT
 """)
     assert s.argv == ["$MODEL", "--port", "8000"] and s.placeholders == ["$MODEL"]
+
+
+@pytest.mark.parametrize("version,needle,first_option", [
+    ("0.33.0", "vllm serve meta-llama/Llama-3.1-405B-Instruct", "--tensor-parallel-size 8"),
+    ("0.20.1", "python3 -m vllm.entrypoints.openai.api_server", "--port 8080")])
+def test_folded_block_with_more_indented_options_is_cut_where_the_shell_ends_it(corpus, version, needle, first_option):
+    """kthena.md's multiprocessing leader and worker (`- >` then `vllm serve m` and its options indented
+    two more): YAML keeps those line breaks, so `sh -c` runs `vllm serve m` alone. Before: the options
+    were dropped from the argv, with an `orphan-arguments` lint per line; now the command as meant,
+    with one `folded-line-break` lint on the line where the shell ends it."""
+    snippets, lines = page(corpus, version, "docs/deployment/integrations/kthena.md")
+    cut = [s for s in snippets if any(lint.code == "folded-line-break" for lint in s.lints)]
+    assert cut and len(cut) == (2 if version == "0.33.0" else 1)  # leader and worker (0.20.1: the leader)
+    for s in cut:
+        line = s.sources[0].line
+        assert needle in lines[line - 1] and lines[line].strip() == first_option
+        assert lines[line].index("--") > lines[line - 1].index(needle[:4])  # indented more: the break stays
+        [lint] = [x for x in s.lints if x.code == "folded-line-break"]
+        assert lint.line == line and f"`{first_option}`" in lint.message
+        assert not any(x.code == "orphan-arguments" for x in s.lints)
+        assert " ".join(s.argv).count(first_option) == 1 and "--pipeline-parallel-size" in s.argv
+        assert s.sources[0].text.split("\n")[1].strip() == first_option  # the block as written
+    # the Ray variant (0.33.0) folds lines of one indentation: one command, nothing to say
+    ray = [s for s in snippets if "ray" in s.argv]
+    assert (ray or version == "0.20.1") and not any(x.code == "folded-line-break" for s in ray for x in s.lints)
+
+
+def test_folded_block_more_indented_inside_quotes_is_not_cut():
+    """A more-indented line inside a quoted value keeps its break, but inside quotes the shell goes on."""
+    [s] = snippets_of("""command: ["sh", "-c"]
+args:
+  - >
+    vllm serve org/m --speculative-config '{"method": "ngram",
+      "num_speculative_tokens": 3}' --port 1
+""")
+    assert not s.lints and s.speculative_config == {"method": "ngram", "num_speculative_tokens": 3}

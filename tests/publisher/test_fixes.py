@@ -136,8 +136,10 @@ def test_annotate_applies_verified_fixes_minimally_and_idempotently(work, annota
     removed = [ln for ln in glm.before.split("\n") if ln not in glm.after.split("\n")]
     assert len(removed) == 1 and removed[0].rstrip(" ").endswith("\\") and removed[0].rstrip(" ") in glm.after
     qwen = changed["Qwen/Qwen3.md"]  # no candidate: the warning stays
-    assert [i.snippet_id for i in qwen.inserts] == [_ids(work)[("recipes", "Qwen/Qwen3.md", 36)]] and not qwen.fixes
+    assert qwen.inserts[0].snippet_id == _ids(work)[("recipes", "Qwen/Qwen3.md", 36)] and not qwen.fixes
     assert "--swap-space was removed in vLLM 0.18.0" in qwen.inserts[0].admonition
+    # line 59's command (--swap-space too) was not run here: the option history judges it
+    assert len(qwen.inserts) == 2 and "(removed by vLLM 0.18.0)" in qwen.inserts[1].admonition.split("\n")[0]
     for a in (docs, recipes):  # the patched tree, annotated again: nothing changes
         again = ann.annotate(results, work / f"patched-{a.tree.name}")
         assert again.patches == [], [p.file for p in again.patches]

@@ -19,6 +19,7 @@ import types
 
 import pytest
 
+from extractor.records import BREAKING_LINTS, Catalog
 from github_server import GitHubStandIn
 from prhelp import (remote_and_checkout, BRANCH, bare_remote, git, in_process, new_token, pr_args, racing_hook, refs,
                     tip, updates)
@@ -39,10 +40,17 @@ def world(seed, site_inputs, stable_plus):
     gone = next(json.loads(ln)["snippet_id"] for ln in lines if json.loads(ln)["verdict"] == "FAIL")
     fewer = root / "fewer.jsonl"
     fewer.write_text("".join(ln + "\n" for ln in lines if json.loads(ln)["snippet_id"] != gone))
+    # the commands builds judge: a page the shell does not run as written (expert_parallel_deployment.md's
+    # `\` + comment) keeps its warning whatever the builds say (tests/publisher/test_reader_runs.py),
+    # so "everything passes" below would never close the PR
+    catalog = Catalog.read(stable_plus)
+    catalog.snippets = [s for s in catalog.snippets if not any(lint.code in BREAKING_LINTS for lint in s.lints)]
+    snippets = root / "builds-judged.json"
+    catalog.write(snippets)
     runs, tips, writes = {}, {}, {}
 
     def pr(name, *extra, outcomes=None):
-        args = pr_args(checkout, server, stable_plus, outcomes or site_inputs["parse"], *extra)
+        args = pr_args(checkout, server, snippets, outcomes or site_inputs["parse"], *extra)
         before = len(server.requests)
         if name == "dry":  # once through the real entry point, in its own process
             runs[name] = subprocess.run([sys.executable, "-m", "driftmatrix.cli", *map(str, args)], capture_output=True,

@@ -1,0 +1,60 @@
+"""What a reader runs: the breaking lints (extractor/records.py BREAKING_LINTS) of one place where a
+command appears. A command shared by several pages (its id hashes the argv the author meant) may
+be written correctly on one page and broken on another: a lint belongs to the place whose file and
+version it names, at or after the command's first line and before the command's next place in
+that file (`orphan-arguments` sits on the lines after the command's own)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from extractor.records import BREAKING_LINTS, Lint, Snippet, Source
+
+Depth = Literal["shell", "tree"]
+"""How deep a defect is found: `shell` (bash, or the shell a YAML runs, does not run the command as
+written), `tree` (a file the command names is not in the release's tree: it cannot start)."""
+_TREE = ("file-not-in-release",)
+
+
+def of_source(snippet: Snippet, source: Source) -> list[Lint]:
+    """The snippet's breaking lints at this place, in line order."""
+    here = [x.line for x in snippet.sources if (x.corpus, x.version, x.file) == (source.corpus, source.version, source.file)]
+    until = min((line for line in here if line > source.line), default=None)
+    return sorted((lint for lint in snippet.lints if lint.code in BREAKING_LINTS and lint.line is not None
+                   and lint.file == source.file and lint.version in (None, source.version)
+                   and lint.corpus in (None, source.corpus)
+                   and source.line <= lint.line and (until is None or lint.line < until)),
+                  key=lambda lint: lint.line)
+
+
+def depth(defects: list[Lint]) -> Depth:
+    return "shell" if any(d.code not in _TREE for d in defects) else "tree"
+
+
+def key(defects: list[Lint]) -> tuple:
+    """What tells two places' defects apart (a judgement cache key part)."""
+    return tuple((d.file, d.version, d.code, d.line) for d in defects)
+
+
+def sentence(defects: list[Lint], source_file: str) -> str:
+    """One plain sentence: where the shell ends the command, in the lint's words."""
+    first = defects[0]
+    what = (f"The shell ends this command on line {ends_on(first)}" if first.code not in _TREE
+            else "This command cannot run as written")
+    more = [d.line for d in defects[1:]]
+    also = f"; likewise line{'s' if len(more) > 1 else ''} {', '.join(map(str, more))}" if more else ""
+    return f"{what} ({source_file}:{first.line}: {first.message.rstrip('.')}{also})."
+
+
+def ends_on(lint: Lint) -> int:
+    """The file line where the shell ends the command: the lint's, or for arguments left on a line of
+    their own (`orphan-arguments`, on that line) the line before."""
+    return lint.line - 1 if lint.code == "orphan-arguments" else lint.line
+
+
+def title(defects: list[Lint]) -> str:
+    """An admonition title: `Does not run as written: the shell ends the command on line 78`."""
+    shell = [d for d in defects if d.code not in _TREE]
+    if not shell:
+        return "Does not run as written: a file it names is not in the release's tree"
+    return f"Does not run as written: the shell ends the command on line {ends_on(shell[0])}"

@@ -1,0 +1,110 @@
+"""The option history judges where no build does (issue 32, point 2): when no build a page is written
+for was checked, an option that every release of the page's versions lacks, removed at or before the
+first of them, makes the page doc-drift — with the release that removed it and vLLM's own words
+(flaghistory/commands.py `explain`); an option added after every checked build, that the page's
+versions have, makes it needs-newer, from the release that added it (publisher/judgement.py
+takes that only where an older build's failure does not already say needs-newer).
+
+The history is read statically from each release's source and can be wrong (vLLM 0.34.0 accepts
+`--disable-log-requests` again, which the history has removed in 0.17.0: a `--disable-x` whose
+`--enable-x` the page's releases have is never judged by it), and a checked build at or
+after the removal whose parser accepted the command's options (PASS or WARN, or any verdict past
+the parser), or one before the addition that did, contradicts it for that option, which then
+judges nothing. A build of the page's versions, when one was checked, always decides instead
+(publisher/judgement.py calls this only when none was)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from packaging.specifiers import SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+from extractor.records import Snippet
+from flaghistory.commands import explain, options_of
+from flaghistory.history import FlagHistory
+from runner.counts import GOOD, REAL, depth
+
+JUDGED_KINDS = ("serve", "docker", "recipe")
+"""Commands whose options are `vllm serve`'s (not a subcommand's, not LLM()'s keyword arguments)."""
+
+
+@dataclass
+class HistoryVerdict:
+    kind: Literal["doc-drift", "needs-newer"]
+    options: list[str]
+    """The options that decide it (removed before the page's versions, or added after every build)."""
+    release: str
+    """doc-drift: the latest release that removed one of them; needs-newer: the latest that added one."""
+    notes: list[str] = field(default_factory=list)
+    """doc-drift: vLLM's own words per option (removed when, deprecated with which text)."""
+
+
+def _v(text: str) -> Version | None:
+    try:
+        return Version(text)
+    except InvalidVersion:
+        return None
+
+
+def page_releases(history: FlagHistory, spec: SpecifierSet, low: Version | None) -> list[str]:
+    """The releases the history knows that the page is written for; for a page newer than every
+    release read (docs of main: nightlies), the newest release, as the history reads a nightly."""
+    inside = [r for r in history.releases if spec.contains(Version(r), prereleases=True)]
+    if not inside and low is not None and history.releases and Version(history.releases[-1]) <= low:
+        return history.releases[-1:]
+    return inside
+
+
+def _parsed(check) -> bool:
+    """The build's parser accepted the command's options."""
+    return check.outcome.verdict in GOOD or (check.outcome.verdict == "FAIL" and depth(check.outcome.stage) > depth("parse"))
+
+
+def _unseen_twin(history: FlagHistory, option: str, view: list[str]) -> bool:
+    """`--disable-x` where the page's releases have `--enable-x`: a release's parser may make the one
+    of the other (0.34.0's does for `--enable-log-requests`), which the history, read statically, does
+    not see — it has `--disable-log-requests` removed in 0.17.0, and vLLM 0.34.0 accepts it."""
+    return option.startswith("--disable-") and any(history.accepts("--enable-" + option[len("--disable-"):], r)
+                                                   for r in view)
+
+
+def verdict(history: FlagHistory | None, snippet: Snippet, spec: SpecifierSet, low: Version | None,
+            checks: list) -> HistoryVerdict | None:
+    """What the history says of a command none of whose page's builds was checked (`checks`: every
+    current build's Check, publisher/judgement.py); None where it says nothing or is contradicted."""
+    if history is None or snippet.kind not in JUDGED_KINDS:
+        return None
+    view = page_releases(history, spec, low)
+    options = options_of(snippet.argv or [])
+    if not view or not options:
+        return None
+    built = [(k, v) for k in checks if k.outcome.verdict in REAL and (v := _v(k.version)) is not None]
+    removed = []
+    for option in options:
+        record = history.record(option)
+        gone = _v((record or {}).get("removed") or "")
+        if gone is None or gone > Version(view[0]) or any(history.accepts(option, r) is not False for r in view) \
+                or _unseen_twin(history, option, view):
+            continue
+        if any(v >= gone and _parsed(k) for k, v in built):
+            continue  # a build at or after the removal accepted it: the history is wrong here
+        removed.append((option, gone, explain(history, option, view[0])))
+    if removed:
+        return HistoryVerdict("doc-drift", [o for o, _, _ in removed], str(max(g for _, g, _ in removed)),
+                              [note for _, _, note in removed if note])
+    newest = max((v for _, v in built), default=None)
+    added = []
+    for option in options:
+        record = history.record(option)
+        first = _v((record or {}).get("added") or "")
+        if newest is None or first is None or first <= newest or record["added"] == history.releases[0] \
+                or not any(history.accepts(option, r) for r in view):
+            continue
+        if any(v < first and _parsed(k) for k, v in built):
+            continue  # a build before the addition accepted it: the history is wrong here
+        added.append((option, first))
+    if added:
+        return HistoryVerdict("needs-newer", [o for o, _ in added], str(max(a for _, a in added)))
+    return None
