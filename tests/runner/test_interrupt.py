@@ -15,7 +15,8 @@ from runner.main import EXIT_INTERRUPTED
 from runner.store import read
 from runner.targets import DEFAULT_CPU, load
 
-COMMANDS = 2000  # parse jobs after the first take milliseconds: enough that the run is surely still going (400 were not, once)
+COMMANDS = 6000  # parse jobs after the first take milliseconds: enough that the run is surely still going
+# (400 were not, once; 2,000 were not once in the full suite, the test process starved by the other worker)
 DOCS = "# Many\n\n" + "\n".join(f"## C{i}\n\n```bash\nvllm serve Qwen/Qwen3-0.6B --max-num-seqs {i + 1}\n```\n"
                                 for i in range(COMMANDS))
 
