@@ -73,11 +73,19 @@ def body(results: Results, annotation: ann.Annotation, site_url: str | None) -> 
 
 def _evidence_rows(j, command: str, where: str) -> list[str]:
     """The rows of a doc-drift that no build decided: the shell's reading, or the option history."""
-    if j.defects:
-        return [f"| {command} | {table_cell(where)} | {table_cell(j.written_for.spec)} | " + (
-            f"the shell (bash) | ends the command on line {reader_runs.ends_on(d)} |" if reader_runs.depth([d]) == "shell"
-            else f"the release's tree | a file it names is missing (line {d.line}) |") + f" {table_cell(d.message[:200])} |"
-            for d in j.defects]
+    if j.defects:  # one row per kind of defect: where the shell first ends it (the lines after are its own commands)
+        shell = [d for d in j.defects if reader_runs.depth([d]) == "shell"]
+        tree = [d for d in j.defects if reader_runs.depth([d]) == "tree"]
+        rows = []
+        if shell:
+            more = [str(d.line) for d in shell[1:]]
+            also = f" (likewise line{'s' if len(more) > 1 else ''} {', '.join(more)})" if more else ""
+            rows.append(f"| {command} | {table_cell(where)} | {table_cell(j.written_for.spec)} | the shell (bash) | "
+                        f"ends the command on line {reader_runs.ends_on(shell[0])} | "
+                        f"{table_cell(shell[0].message[:200] + also)} |")
+        rows += [f"| {command} | {table_cell(where)} | {table_cell(j.written_for.spec)} | the release's tree | "
+                 f"a file it names is missing (line {d.line}) | {table_cell(d.message[:200])} |" for d in tree]
+        return rows
     if j.decided_by == "history":
         return [f"| {command} | {table_cell(where)} | {table_cell(j.written_for.spec)} | the option history | "
                 f"removed by vLLM {plain(j.history_release or '')} | {table_cell(note[:200])} |" for note in j.option_notes]

@@ -172,6 +172,7 @@ def test_a_bash_only_fix_says_what_was_checked(work, annotated):
     assert ep.snippet_id not in warned and warned
     rows = [ln for ln in pr.split("\n") if ln.startswith("| `s-")]
     assert {r.split("`")[1] for r in rows} == warned and "| the shell (bash) | ends the command on line 98 |" in pr
+    assert len(rows) == len(warned)  # one row per command: where bash first ends it, the later lines named in it
     builds = pr.split("these vLLM builds:\n\n", 1)[1].split("\n\n", 1)[0].split("\n")
     assert builds == ["- stable (vLLM 0.20.1, CPU build)", "- nightly (vLLM 0.32.0, CPU build)"]
 
