@@ -44,14 +44,19 @@ def named_paths(snippet: Snippet) -> list[str]:
         return []
     from extractor.sdist import KEEP_DIRS  # the top-level folders a release tree here holds (httpx: lazily)
     found = []
-    for word in snippet.argv:
-        value = word.partition("=")[2] if word.startswith("-") and "=" in word else word
+    for value in option_values(snippet.argv):
         path = value.removeprefix("./")
         parts = PurePosixPath(path).parts
         if len(parts) >= 2 and parts[0] in KEEP_DIRS and ".." not in parts and not path.startswith("/") \
                 and re.fullmatch(r"[\w./@+-]+", path) and path not in found:
             found.append(path)
     return found
+
+
+def option_values(argv: list[str]) -> list[str]:
+    """Each argument as a value: `--opt=VALUE` gives VALUE, any other word itself (`--opt VALUE`'s
+    VALUE is its own word)."""
+    return [a.partition("=")[2] if a.startswith("-") and "=" in a else a for a in argv]
 
 
 def release_of(version: str) -> Version | None:
@@ -84,14 +89,12 @@ class ReleaseTrees:
         return self._found[version]
 
     def _fetch(self, version: str) -> Path | None:
-        import httpx
+        from extractor.sdist import release_tree  # httpx: lazily
 
-        from extractor.sdist import SdistError, fetch_docs
-        try:
-            return fetch_docs(version, self.cache_dir, timeout=30)
-        except (SdistError, httpx.HTTPError, OSError) as err:
-            self.unavailable[version] = f"{type(err).__name__}: {err}"[:300]
-            return None
+        tree, why = release_tree(version, self.cache_dir)
+        if why:
+            self.unavailable[version] = why
+        return tree
 
     def known(self) -> list[str]:
         """The releases looked at for a range, oldest first: `releases` and the local trees."""

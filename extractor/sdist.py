@@ -101,6 +101,16 @@ def fetch_docs(version: str, cache_dir: Path, index: str | None = None, timeout:
         return _fetch_docs(version, cache_dir, index, timeout)
 
 
+def release_tree(version: str, cache_dir: Path, timeout: float = 30) -> tuple[Path | None, str | None]:
+    """(the release's tree, None), or (None, why it could not be had: offline, no sdist, a bad
+    download) — for checks that say so and go on rather than fail (the extractor's file check, the
+    runner's files from the source tree)."""
+    try:
+        return fetch_docs(version, cache_dir, timeout=timeout), None
+    except (SdistError, httpx.HTTPError, OSError) as err:
+        return None, f"{type(err).__name__}: {err}"[:300]
+
+
 def _fetch_docs(version: str, cache_dir: Path, index: str, timeout: float) -> Path:
     cached = sorted(cache_dir.glob(f"vllm-{version}-*/.complete"))
     if cached:

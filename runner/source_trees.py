@@ -14,17 +14,13 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-import httpx
+from extractor.release_files import option_values
 
 DIRS = ("examples/", "docs/")  # argv values that name files of a vLLM checkout
 
 
-def _values(argv: list[str]) -> list[str]:
-    return [a.partition("=")[2] if a.startswith("-") and "=" in a else a for a in argv]
-
-
 def names_source_files(argv: list[str]) -> bool:
-    return any(v.startswith(DIRS) for v in _values(argv))
+    return any(v.startswith(DIRS) for v in option_values(argv))
 
 
 UNAVAILABLE: dict[str, str] = {}
@@ -33,20 +29,19 @@ UNAVAILABLE: dict[str, str] = {}
 
 @functools.lru_cache(maxsize=None)
 def source_tree(version: str | None, cache_dir: Path) -> Path | None:
-    from extractor.sdist import SdistError, fetch_docs
+    from extractor.sdist import release_tree
 
     release = (version or "").split("+")[0]
     if not release:
         return None
-    try:
-        return fetch_docs(release, cache_dir / "sdists", timeout=30)
-    except (SdistError, httpx.HTTPError, OSError) as err:
-        UNAVAILABLE[version] = f"{type(err).__name__}: {err}"[:300]
-        return None
+    tree, why = release_tree(release, cache_dir / "sdists")
+    if why:
+        UNAVAILABLE[version] = why
+    return tree
 
 
 def files_named(argv: list[str], tree: Path | None) -> dict[str, str]:
     """{relative path in argv: the file in `tree`} for those the tree has."""
     if tree is None:
         return {}
-    return {v: str(tree / v) for v in _values(argv) if v.startswith(DIRS) and ".." not in v and (tree / v).is_file()}
+    return {v: str(tree / v) for v in option_values(argv) if v.startswith(DIRS) and ".." not in v and (tree / v).is_file()}
