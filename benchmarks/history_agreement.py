@@ -13,11 +13,11 @@ import time
 from pathlib import Path
 
 from extractor.catalog import extract
-from flaghistory.agreement import ask_parser, compare, docs_tokens
+from runner.builds.history_agreement import ask_parser, compare, docs_tokens
 from flaghistory.history import FlagHistory
-from runner.envs import ensure
+from runner.builds.envs import ensure
 from runner.settings import cache_dir
-from runner.targets import DEFAULT_CPU, load
+from runner.builds.targets import DEFAULT_CPU, load
 
 
 

@@ -28,9 +28,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from runner.envs import _slug  # noqa: E402
+from runner.builds.envs import _slug  # noqa: E402
 from runner.settings import cache_dir  # noqa: E402
-from runner.targets import load  # noqa: E402
+from runner.builds.targets import load  # noqa: E402
 
 DM = [sys.executable, "-m", "driftmatrix.cli"]
 CORPUS = REPO.parent / "shared" / "corpus"
@@ -77,7 +77,7 @@ def extract_job(out: Path, args) -> tuple[Path, dict]:
     dm = " ".join(DM)
     script = f"""
 {dm} resolve --targets targets.toml -o targets.resolved.toml
-stable=$({sys.executable} -c "from pathlib import Path; from runner.targets import stable_pin; print(stable_pin(Path('targets.resolved.toml')))")
+stable=$({sys.executable} -c "from pathlib import Path; from runner.builds.targets import stable_pin; print(stable_pin(Path('targets.resolved.toml')))")
 {dm} extract {args.docs} {args.recipes} --vllm-version "$stable" --stable "$stable" -q -o snippets.json
 cp {REPO}/flaghistory/data/flag-history.json flag-history.json
 mkdir -p state && : > state/outcomes.jsonl

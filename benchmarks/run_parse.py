@@ -17,11 +17,11 @@ from collections import Counter
 from pathlib import Path
 
 from extractor.catalog import extract
-from runner.envs import ensure
-from runner.execute import JobRunner
-from runner.job import Job, RunContext
-from runner.models import ModelResolver
-from runner.targets import DEFAULT_CPU, load
+from runner.builds.envs import ensure
+from runner.jobs.execute import JobRunner
+from runner.jobs.job import Job, RunContext
+from runner.models.resolution import ModelResolver
+from runner.builds.targets import DEFAULT_CPU, load
 from runner.settings import cache_dir
 
 CACHE = cache_dir()

@@ -30,13 +30,13 @@ sys.path.insert(0, str(REPO / "tests" / "runner"))
 
 from runhelp import catalog_of, docs_tree  # noqa: E402
 
-from runner.envs import ensure  # noqa: E402
-from runner.execute import JobRunner  # noqa: E402
-from runner.job import Job, RunContext  # noqa: E402
-from runner.models import ModelResolver  # noqa: E402
-from runner.server import free_port  # noqa: E402
-from runner.standins import build  # noqa: E402
-from runner.targets import DEFAULT_CPU, load  # noqa: E402
+from runner.builds.envs import ensure  # noqa: E402
+from runner.jobs.execute import JobRunner  # noqa: E402
+from runner.jobs.job import Job, RunContext  # noqa: E402
+from runner.models.resolution import ModelResolver  # noqa: E402
+from runner.serve.server import free_port  # noqa: E402
+from runner.models.standins import build  # noqa: E402
+from runner.builds.targets import DEFAULT_CPU, load  # noqa: E402
 from runner.settings import cache_dir
 
 CACHE = cache_dir()

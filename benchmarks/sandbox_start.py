@@ -30,10 +30,10 @@ sys.path.insert(0, str(REPO / "tests" / "runner"))
 
 from runhelp import catalog_of, docs_tree  # noqa: E402
 
-from runner.envs import ensure  # noqa: E402
+from runner.builds.envs import ensure  # noqa: E402
 from runner.settings import cache_dir  # noqa: E402
-from runner.standins import ensure as twin  # noqa: E402
-from runner.targets import DEFAULT_CPU, load  # noqa: E402
+from runner.models.standins import ensure as twin  # noqa: E402
+from runner.builds.targets import DEFAULT_CPU, load  # noqa: E402
 
 CACHE = cache_dir()
 COMMANDS = {"plain": "vllm serve org/tiny --max-model-len 256",

@@ -36,9 +36,10 @@ os.environ["HF_HUB_OFFLINE"] = "1"  # what this machine has: no hub
 
 from extractor.catalog import extract  # noqa: E402
 from extractor.records import Catalog  # noqa: E402
-from runner import source_trees, standins  # noqa: E402
+from runner.builds import source_trees  # noqa: E402
+from runner.models import standins
 from runner.settings import cache_dir  # noqa: E402
-from runner.targets import DEFAULT_CPU, load  # noqa: E402
+from runner.builds.targets import DEFAULT_CPU, load  # noqa: E402
 
 CACHE = cache_dir()
 ROOT = Path(__file__).resolve().parents[1]

@@ -22,8 +22,8 @@ import time
 
 import httpx
 
-from runner.budget import GITHUB_JOB_LIMIT_H, LEG_HOURS
-from runner.records import TIERS
+from runner.run.budget import GITHUB_JOB_LIMIT_H, LEG_HOURS
+from runner.outcomes.records import TIERS
 
 _NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
 MAX_SHARDS = 32
@@ -133,7 +133,7 @@ def _emit(values: dict[str, str]) -> None:
 
 
 def cmd_ci(args: argparse.Namespace) -> int:
-    from runner.step_summary import escape, write
+    from runner.run.step_summary import escape, write
     env = dict(os.environ)
     try:
         if args.action == "inputs":

@@ -60,7 +60,7 @@ def cmd_extract(args: argparse.Namespace) -> int:
     console = Console(stderr=False)
     render(summarize(catalog), console)
     console.print(f"wrote {args.output}")
-    from runner.step_summary import escape, write
+    from runner.run.step_summary import escape, write
     pages = {src.file for s in catalog.snippets for src in s.sources}
     write(f"### Extract\n\n{len(catalog.snippets)} distinct commands from {len(pages)} pages"
           + (f"; could not read: {escape(', '.join(map(str, [*unusable, *failed])))}" if unusable or failed else ""),
@@ -72,7 +72,7 @@ def release_trees(cache: Path, stable: str | None):
     """Where the files commands name in vLLM's tree are looked for (extractor/release_files.py): each
     page's own release, and the stable release and the targets' pins for a page written for a range."""
     from extractor.release_files import ReleaseTrees
-    from runner.targets import TargetConfigError, default_path, load, stable_pin
+    from runner.builds.targets import TargetConfigError, default_path, load, stable_pin
 
     try:
         pins = [t.pinned_version() for t in load(default_path()).targets]
@@ -85,9 +85,9 @@ def release_trees(cache: Path, stable: str | None):
 def cmd_standin(args: argparse.Namespace) -> int:
     import json
 
-    from runner.envs import EnvError, ensure
-    from runner.standins import StandInError, build
-    from runner.targets import TargetConfigError, default_path, load
+    from runner.builds.envs import EnvError, ensure
+    from runner.models.standins import StandInError, build
+    from runner.builds.targets import TargetConfigError, default_path, load
 
     try:
         tfile = load(Path(args.targets) if args.targets else default_path())
@@ -150,14 +150,14 @@ def build_parser() -> argparse.ArgumentParser:
                     help="keep the real sizes (layers, hidden sizes, vocabulary): for speed on a GPU")
     st.add_argument("--cache-dir", default=str(_cache_dir()), help="environments and configs (default: %(default)s)")
     st.set_defaults(func=cmd_standin)
-    from driftmatrix.history_cli import add_parser as add_history
+    from driftmatrix.flaghistory_cli import add_parser as add_history
     from driftmatrix.pipeline import add_parser as add_pipeline
     from driftmatrix.publish_cli import add_parsers
     from driftmatrix.run_cli import add_parsers as add_run
     from driftmatrix.ci import add_parser as add_ci
     from driftmatrix.gate import add_parser as add_gate
     from driftmatrix.sandbox_cli import add_parser as add_sandbox
-    from driftmatrix.state import add_parser as add_state
+    from driftmatrix.state_branch import add_parser as add_state
     add_run(sub, str(_cache_dir()))
     add_state(sub)
     add_ci(sub)

@@ -161,13 +161,13 @@ def judge_change(head_snippets: Path, base_snippets: Path, outcomes: Path, chang
 
 def run_gate(repo: Path, base: str, head: str, paths: list[str], targets: Path | None, tier: str, work: Path,
              written_for: str | None = None, stable: str | None = None, cache_dir: Path | None = None) -> GateResult:
-    from runner.main import RunOptions, run
+    from runner.run.loop import RunOptions, run
     from runner.settings import cache_dir as default_cache
     result = GateResult()
     changed = changed_files(repo, base, head, paths)
     work.mkdir(parents=True, exist_ok=True)
     if stable is None:  # pages without versions of their own: the stable of the builds checked
-        from runner.targets import default_path, stable_pin
+        from runner.builds.targets import default_path, stable_pin
         stable = stable_pin(targets or default_path())
     with tempfile.TemporaryDirectory() as tmp:
         head_tree = export_tree(repo, head, paths, Path(tmp) / "head")
@@ -224,8 +224,8 @@ def markdown(result: GateResult, tier: str, full: str = "`gate.json` in the gate
 def cmd_gate(args) -> int:
     import sys
 
-    from runner import sandbox
-    from runner.step_summary import write
+    from runner.isolation import sandbox
+    from runner.run.step_summary import write
     # a docs pull request is code from anyone: its commands run contained or not at all
     if not args.unsandboxed:
         sandbox.set_mode("required", "driftmatrix gate")

@@ -33,8 +33,8 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
     from publisher.fixes import candidates
     from publisher.results import load
     from publisher.site import PublishError, build_site
-    from runner.main import RunOptions, run
-    from runner.targets import stable_pin
+    from runner.run.loop import RunOptions, run
+    from runner.builds.targets import stable_pin
 
     console = Console(stderr=True)
     console.print(banner(), soft_wrap=True)  # said at the start and at the end: contained or not

@@ -67,7 +67,7 @@ def cmd_publish(args: argparse.Namespace) -> int:
                   f"into {done.site_dir} (generate {done.timings['generate_s']} s, mkdocs {done.timings['mkdocs_s']} s); "
                   f"{len(done.changes)} verdict change(s) since the previous run; matrix.json beside it")
     console.print(f"judgements against the versions each page is written for: {done.judged()}")
-    from runner.step_summary import write
+    from runner.run.step_summary import write
     write(publish_summary(done, args.site_url), full=PUBLISH_FULL)
     return 0
 
@@ -80,7 +80,7 @@ def publish_summary(done, site_url: str | None) -> str:
     """Markdown for the CI job page: the judgements, the doc-drift new since the previous run, changes."""
     from collections import Counter
 
-    from runner.step_summary import escape
+    from runner.run.step_summary import escape
     now = done.matrix.get("snippets", {})
     before = (done.previous or {}).get("snippets", {}) if done.previous is not None else None
     new = [sid for sid, e in now.items() if e["judgement"] == "doc-drift"
@@ -157,7 +157,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
     shards start from a copy of the previous state, so plain concatenation would grow daily."""
     import json
 
-    from runner import counts, store
+    from runner.outcomes import counts, store
 
     jobs: dict = {}
     for path in args.outcomes:

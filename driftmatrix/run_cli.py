@@ -13,16 +13,16 @@ import sys
 from pathlib import Path
 
 from driftmatrix.sandbox_cli import add_unsandboxed
-from runner.budget import GITHUB_JOB_LIMIT_H, LEG_HOURS, MAX_LEGS
-from runner.records import TIERS
+from runner.run.budget import GITHUB_JOB_LIMIT_H, LEG_HOURS, MAX_LEGS
+from runner.outcomes.records import TIERS
 from runner.settings import START_TIMEOUT_S
 
 PLANNED = ("snippets", "targets", "target", "tier", "shard", "variants", "stand_ins", "only", "pick", "stop_after")
-"""`run` arguments a plan fixes (runner/todo.py `run_args`)."""
+"""`run` arguments a plan fixes (runner/run/planning.py `run_args`)."""
 
 
 def _variant_list(text: str) -> list[str]:
-    from runner.argv_edit import VARIANTS
+    from runner.outcomes.argv_edit import VARIANTS
 
     names = [v.strip() for v in text.split(",") if v.strip()]
     bad = [v for v in names if v not in VARIANTS]
@@ -32,7 +32,7 @@ def _variant_list(text: str) -> list[str]:
 
 
 def _picks(tokens: list[str] | None) -> dict | None:
-    from runner.todo import parse_pick
+    from runner.run.planning import parse_pick
     if tokens is None:
         return None
     try:
@@ -89,7 +89,7 @@ def _from_plan(args: argparse.Namespace, parser: argparse.ArgumentParser) -> arg
 def cmd_run(args: argparse.Namespace) -> int:
     import signal
 
-    from runner.main import RunOptions, listing, run
+    from runner.run.loop import RunOptions, listing, run
 
     if args.plan:
         args = _from_plan(args, args.root_parser)
@@ -111,7 +111,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         jobs=args.jobs, summary=args.summary, share_gpu=args.share_gpu, pick=_picks(args.pick),
         stop_after=args.stop_after, declared_device=args.declared_device)
     if args.fetch_only:
-        from runner.prefetch import prefetch
+        from runner.run.prefetch import prefetch
         return prefetch(opts)
     if args.list:
         for key in listing(opts):
@@ -125,10 +125,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_plan(args: argparse.Namespace) -> int:
     from dataclasses import asdict
 
-    from runner import store
-    from runner.resolve import check_exact
-    from runner.targets import TargetConfigError, default_path, load
-    from runner.todo import LegBudget, todo
+    from runner.outcomes import store
+    from runner.builds.resolve import check_exact
+    from runner.builds.targets import TargetConfigError, default_path, load
+    from runner.run.planning import LegBudget, todo
 
     path = Path(args.targets) if args.targets else default_path()
     try:
@@ -154,7 +154,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
                          previous, args.shards, args.variants, args.stand_ins, detail=args.detail, leg=leg))
     result["entries"] = [r["id"] for r in result["runs"]]
     text = json.dumps(result)
-    from runner.step_summary import plan_markdown, write
+    from runner.run.step_summary import plan_markdown, write
     write(plan_markdown(result, args.tier, args.daily_tier), full="`plan.json` (in the run's `inputs` artifact)")
     if args.output:
         Path(args.output).write_text(text + "\n", encoding="utf-8")
@@ -163,8 +163,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def cmd_resolve(args: argparse.Namespace) -> int:
-    from runner.resolve import ResolveError, dump, resolve
-    from runner.targets import TargetConfigError, default_path, load
+    from runner.builds.resolve import ResolveError, dump, resolve
+    from runner.builds.targets import TargetConfigError, default_path, load
 
     source = Path(args.targets) if args.targets else default_path()
     try:
@@ -174,7 +174,7 @@ def cmd_resolve(args: argparse.Namespace) -> int:
         return 2
     dump(resolved, Path(args.output), source)
     from common.inert import table_cell
-    from runner.step_summary import escape, write
+    from runner.run.step_summary import escape, write
     write("### Builds of this run\n\n| target | installs | how it was chosen |\n|---|---|---|\n" + "\n".join(
         f"| {escape(t.name)} | {table_cell(t.pip or t.docker or t.python)}"  # as code: no backslash shown
         f"{' from ' + table_cell(', '.join(t.index_urls)) if t.index_urls else ''} | {escape(t.resolved or '')} |"

@@ -68,7 +68,7 @@ def extract(sources: list[Path], on_diagnostic=None, workers: int | None = None,
     written for (extractor/release_files.py; None: not checked)."""
     add_placeholder_models(list(placeholder_models))
     if stable is None:
-        from runner.targets import stable_pin  # the one place the stable release is pinned
+        from runner.builds.targets import stable_pin  # the one place the stable release is pinned
         stable = stable_pin()
     diagnostics: list[Diagnostic] = []
     unusable: list[str] = []

@@ -110,7 +110,7 @@ def cache_entry(cache: Path, release: Release) -> Path:
 
 def fetch_sources(release: Release, cache: Path, client: httpx.Client, keep=keep_for_options) -> Path:
     """The folder holding the release's kept source files (downloaded once, then cached). `keep(path,
-    body)` chooses the files; a cache holds one choice (runner/intarget_check.py keeps its own)."""
+    body)` chooses the files; a cache holds one choice (runner/builds/symbol_check.py keeps its own)."""
     tree = cache_entry(cache, release)
     if (tree / ".complete").is_file():
         return tree

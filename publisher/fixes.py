@@ -36,8 +36,8 @@ from publisher import defects as reader_runs
 from publisher import fix_edits, views
 from publisher.judgement import Judge, Judgement
 from publisher.results import Results
-from runner.argv_edit import FIX
-from runner.counts import GOOD, depth
+from runner.outcomes.argv_edit import FIX
+from runner.outcomes.counts import GOOD, depth
 
 NO_EFFECT = re.compile(r"\bno (longer has any )?effect\b|\bis ignored\b|\bnow the default\b|\bno longer (needed|used)\b",
                        re.IGNORECASE)

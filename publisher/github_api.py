@@ -19,7 +19,7 @@ from urllib.parse import quote
 
 import httpx
 
-from runner.redact import Redactor
+from common.redact import Redactor
 
 API = "https://api.github.com"
 MAX_RETRIES = 3

@@ -2,7 +2,7 @@
 written for. Computed here only; the site, matrix.json, `annotate` and `pr` all read it.
 
 A verdict belongs to a (command, build) pair; a judgement compares the verdicts of the current
-builds (runner/counts.py retires superseded ones) with the page's `written_for` specifier:
+builds (runner/outcomes/counts.py retires superseded ones) with the page's `written_for` specifier:
 
 - `doc-drift`: it fails on a build the page is written for — the docs are wrong for their
   readers (a warning in the docs, a PR row);
@@ -39,9 +39,9 @@ from flaghistory.commands import options_of, shipped
 from publisher import defects as reader_runs
 from publisher import option_verdict, views
 from publisher.results import Column, Results
-from runner import classify
-from runner.counts import GOOD, REAL, depth, version_order
-from runner.records import Outcome
+from runner.evidence import classify
+from runner.outcomes.counts import GOOD, REAL, depth, version_order
+from runner.outcomes.records import Outcome
 
 JUDGEMENTS = ("doc-drift", "vllm-regression", "needs-newer", "ok", "unknown")
 """Most severe first: a command on several pages is shown with its most severe judgement."""

@@ -10,12 +10,12 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 from flaghistory.commands import command_options, shipped
-from publisher import history as hist
+from publisher import run_history as hist
 from publisher import ranges, views
 from publisher.judgement import UNRECORDED, Judge, Judgement
 from publisher.results import Results
 from publisher.views import cause
-from runner import subcommands
+from runner.outcomes import subcommands
 
 SCHEMA = 1
 

@@ -24,7 +24,7 @@ from packaging.version import InvalidVersion, Version
 from extractor.records import Snippet
 from flaghistory.commands import explain, options_of
 from flaghistory.history import FlagHistory
-from runner.counts import GOOD, REAL, depth
+from runner.outcomes.counts import GOOD, REAL, depth
 
 JUDGED_KINDS = ("serve", "docker", "recipe")
 """Commands whose options are `vllm serve`'s (not a subcommand's, not LLM()'s keyword arguments)."""

@@ -18,11 +18,11 @@ from markupsafe import Markup
 
 from extractor.records import Snippet
 from publisher import judgement, matrix_data, snippet_page, titles, views
-from publisher.history import CHANGE_KINDS, Change, Seen
+from publisher.run_history import CHANGE_KINDS, Change, Seen
 from publisher.judgement import Judge, Judgement
 from publisher.matrix_json import evidence_href
 from publisher.results import Results
-from runner.counts import GOOD
+from runner.outcomes.counts import GOOD
 
 
 def _short(value, limit: int = 160) -> str:

@@ -18,7 +18,7 @@ from publisher import views
 from publisher.judgement import Judge
 from publisher.results import Results
 from publisher.views import cause
-from runner import subcommands
+from runner.outcomes import subcommands
 
 BODY_LIMIT = 65_536
 """GitHub refuses a longer PR body (422 "body is too long (maximum is 65536 characters)")."""

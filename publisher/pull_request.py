@@ -28,7 +28,7 @@ from publisher.git_push import (DEFAULT_IDENTITY, Git, LeaseRefused, PrError, fe
 from publisher.github_api import API, GitHub, GitHubError, check_fork
 from publisher.pr_body import body, fit
 from publisher.results import Results, load
-from runner.redact import Redactor
+from common.redact import Redactor
 
 __all__ = ["Git", "PrError", "PrOptions", "body", "run_pr"]  # state.py and the tests import from here
 

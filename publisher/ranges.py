@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from publisher.results import Results, build_kind
-from runner.counts import GOOD, REAL, version_order
-from runner.records import Outcome
+from runner.outcomes.counts import GOOD, REAL, version_order
+from runner.outcomes.records import Outcome
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 
 A column is one vLLM build (target name + version + commit): targets named apart
 (`vllm-0.20.1`, `vllm-0.21.0`) are shown side by side. When several outcomes land in one cell
-(a rerun, overlapping shards) the one that counts wins (runner/counts.py: a verdict over a SKIP
+(a rerun, overlapping shards) the one that counts wins (runner/outcomes/counts.py: a verdict over a SKIP
 over an ERROR, then the deeper stage, then the latest), as it counts: a SKIP at a tier after
 parse is the PASS of the tier before it, "config not checked: …" (counts.as_counted). A build
 superseded by a newer build of the same target name is retired: kept for the history, in no
@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from extractor.records import Catalog, Snippet
-from runner import counts, store
-from runner.records import Outcome, TargetRef
+from runner.outcomes import counts, store
+from runner.outcomes.records import Outcome, TargetRef
 
 
 BUILD_KINDS = ("CPU build", "CUDA build", "container image", "build")
@@ -91,7 +91,7 @@ class Results:
     fixes: dict[str, Snippet] = field(default_factory=dict)
     """Documented command id -> its fix candidate (`driftmatrix fixes`; outcomes: variant `fix`)."""
     unchecked: list[dict] = field(default_factory=list)
-    """Targets a run could not check at all (runner/target_check.py's records: could not be
+    """Targets a run could not check at all (runner/jobs/target_check.py's records: could not be
     installed, or its helper could not start), the latest per target, unless a later outcome of that
     target shows it has since run."""
 
@@ -139,7 +139,7 @@ def load(snippets: Path, outcome_files: list[Path], fixes: Path | None = None) -
         catalog = Catalog.read(snippets)
     except (OSError, ValueError, KeyError, TypeError) as err:
         raise ValueError(f"{snippets}: not a readable snippets.json ({type(err).__name__}: {err})") from err
-    from runner.target_check import RECORD
+    from runner.jobs.target_check import RECORD
 
     outcomes: list[Outcome] = []
     problems: list[str] = []

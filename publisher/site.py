@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from publisher import history as hist
+from publisher import run_history as hist
 from publisher import matrix_json, pages, search_index, views
 from publisher.judgement import JUDGEMENTS, Judge
 from publisher.results import Results

@@ -16,13 +16,13 @@ from markupsafe import Markup
 
 from extractor.records import Snippet
 from publisher import fixes, perf_view, titles, views
-from publisher.history import Seen
+from publisher.run_history import Seen
 from publisher.judgement import Judge
 from publisher.matrix_json import flags_valid
 from publisher.results import Results
-from runner import subcommands
-from runner.counts import GOOD
-from runner.records import Outcome
+from runner.outcomes import subcommands
+from runner.outcomes.counts import GOOD
+from runner.outcomes.records import Outcome
 
 COMMAND_WIDTH = 80
 """A one-line command longer than this is shown one option per line, with ` \\` continuations."""

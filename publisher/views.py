@@ -17,10 +17,10 @@ from common.stable_text import stable_value
 from extractor.records import Snippet, Source
 from flaghistory.commands import explain_failure, shipped
 from publisher.results import Results
-from runner import subcommands
-from runner.counts import GOOD
+from runner.outcomes import subcommands
+from runner.outcomes.counts import GOOD
 from runner.intarget.vllm_paths import relative
-from runner.records import VERDICTS, Outcome  # noqa: F401 (VERDICTS: the one list, re-exported)
+from runner.outcomes.records import VERDICTS, Outcome  # noqa: F401 (VERDICTS: the one list, re-exported)
 
 ICONS = {"PASS": "✔", "WARN": "⚠", "FAIL": "✘", "SKIP": "–", "ERROR": "⚙"}
 MEANING = {
@@ -44,7 +44,7 @@ DEPTH = {
 
 def parser_only(o: Outcome, snippet: Snippet | None) -> bool:
     """A `subcommand` snippet's outcome (`vllm bench throughput …`) whose own argument parser accepted
-    it, the tiers after it SKIPped: it is not a server (runner/subcommands.py). As recorded (a SKIP
+    it, the tiers after it SKIPped: it is not a server (runner/outcomes/subcommands.py). As recorded (a SKIP
     after parse) or as it counts (the parser's PASS, counts.as_counted)."""
     if snippet is None or subcommands.words(snippet) is None or o.evidence.exception:
         return False
@@ -139,7 +139,7 @@ def option_notes(o: Outcome, snippet: Snippet | None = None) -> list[str]:
 
 
 def placeholders_replaced(o: Outcome) -> list[str]:
-    """What the run put in place of the docs' placeholders (runner/placeholders.py), one line each:
+    """What the run put in place of the docs' placeholders (runner/models/placeholders.py), one line each:
     `model: placeholder `{your model directory}`, replaced by a stand-in` — the rest was checked as written."""
     return [f"{p.get('role')}: placeholder `{p.get('placeholder')}`, replaced by a stand-in"
             + (" (a random-weight twin of a small model, not the reader's)" if p.get("twin") else "")

@@ -110,7 +110,7 @@ def weights_budget_bytes(gpus: int) -> int:
 
 def twin_cache_bytes() -> int | None:
     """How many bytes of twins the cache keeps (`$DRIFTMATRIX_TWIN_CACHE_GB`; unset or empty: all):
-    past it, building a twin drops the least recently used ones not in use (runner/twin_cache.py).
+    past it, building a twin drops the least recently used ones not in use (runner/models/twin_cache.py).
     The scheduled workflow sets 2 on GitHub's runners, whose 14 GB disk the build's environment
     mostly fills. A value that is not a non-negative number counts as 0 (keep only the twins in
     use): a typo must not fill the disk."""

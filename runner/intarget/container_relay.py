@@ -1,10 +1,10 @@
-"""Inside a docker target's container (runner/docker_target.py): carry a Unix socket in the
+"""Inside a docker target's container (runner/serve/docker_target.py): carry a Unix socket in the
 directory shared with driftmatrix to the server's loopback port, then become the server.
 
     python3 container_relay.py SOCKET PORT -- vllm serve ...
 
 The container has no network (`--network none`), so driftmatrix's loopback port cannot reach the
-server's; driftmatrix's side (runner/unix_relay.py) forwards its port to SOCKET instead. The
+server's; driftmatrix's side (runner/isolation/unix_relay.py) forwards its port to SOCKET instead. The
 socket is bound here, before anything else starts, so a bind that fails stops the container with
 a message instead of leaving a server nobody can reach. A forked child serves the socket; this
 process execs the command, so the server keeps the pid `docker run --init` watches and the

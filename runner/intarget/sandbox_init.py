@@ -1,4 +1,4 @@
-"""The init of a sandbox (runner/sandbox/): pid 1 of its pid namespace, run by bubblewrap with
+"""The init of a sandbox (runner/isolation/sandbox/): pid 1 of its pid namespace, run by bubblewrap with
 `--as-pid-1`, stdlib only, by the target's own interpreter (`python -I -S`: no site, so nothing in
 the target environment runs before it).
 

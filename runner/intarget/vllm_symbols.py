@@ -4,11 +4,11 @@ vLLM moves functions between releases (0.34.0 moved `cli_env_setup` from
 `vllm.entrypoints.serve.utils.api_utils` to `vllm.entrypoints.common.startup`; 0.6–0.7 built the
 `vllm serve` parser in `vllm/scripts.py`, later releases in `vllm.entrypoints.cli.serve`). A script
 never imports a vLLM name directly: it asks `find(KEY)`, which tries the homes listed here, newest
-first, so a release is read where it keeps the name. tests/runner/test_intarget_symbols.py checks,
+first, so a release is read where it keeps the name. tests/runner/builds/test_intarget_symbols.py checks,
 with `ast` on every release's own sources, that each key resolves through this table.
 
 Standard library only: imported by the scripts in a target's Python and by driftmatrix's check
-(runner/intarget_check.py), which reads the same table.
+(runner/builds/symbol_check.py), which reads the same table.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from extractor.catalog import extract
 from extractor.records import BREAKING_LINTS
 from extractor.release_files import CODE, ReleaseTrees, named_paths
 from extractor.written_for import override
-from runner import source_trees
+from runner.builds import source_trees
 from runner.settings import cache_dir
 
 CLI_PAGE = "docs/benchmarking/cli.md"

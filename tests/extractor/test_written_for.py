@@ -98,7 +98,7 @@ def test_without_a_statement_the_current_stable_and_newer(tmp_path):
     (wf,) = _by_line(catalog).values()
     assert (wf.spec, wf.basis) == (">=0.21.0", "default") and "0.21.0" in wf.origin
     catalog, _ = extract([_tree(tmp_path / "b", "```bash\nvllm serve m\n```\n")])  # the shipped stable pin
-    from runner.targets import stable_pin
+    from runner.builds.targets import stable_pin
     assert next(iter(_by_line(catalog).values())).spec == f">={stable_pin()}"
 
 

@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 
 from extractor.records import Catalog, Lint, Snippet, Source, WrittenFor
-from runner.records import Evidence, Outcome, TargetRef
+from runner.outcomes.records import Evidence, Outcome, TargetRef
 
 REPO = Path(__file__).resolve().parents[2]
 IMG = "<img src=x onerror=window.__pwned=2>"

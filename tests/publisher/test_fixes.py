@@ -20,7 +20,7 @@ from extractor.sdist import fetch_docs
 from publisher import annotate as ann
 from publisher.pull_request import body
 from publisher.results import load
-from runner import store
+from runner.outcomes import store
 from runner.settings import cache_dir
 
 REPO = Path(__file__).resolve().parents[2]
@@ -181,7 +181,7 @@ def test_a_fixed_command_page_shows_its_fix(work, annotated):
     """The command page of a command with a fix: the fixed command and why (`driftmatrix pipeline`
     builds such pages; the fix record is a dict, which the page once read as an object)."""
     from publisher import pages, snippet_page
-    from publisher.history import Seen
+    from publisher.run_history import Seen
     from publisher.judgement import Judge
 
     results = annotated[0]

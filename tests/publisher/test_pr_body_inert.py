@@ -18,7 +18,7 @@ from extractor.written_for import override
 from publisher import annotate as ann
 from publisher import pr_body, views
 from publisher.results import load
-from runner.records import Evidence, Outcome, TargetRef
+from runner.outcomes.records import Evidence, Outcome, TargetRef
 
 SITE = "https://example.test/dm"
 PAGE = "docs/@vllm-project |x| ``` <img src=x onerror=alert(3)> [p](https:evil.example).md"

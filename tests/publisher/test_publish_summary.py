@@ -15,7 +15,7 @@ import mdcheck
 
 from common.inert import STEP_SUMMARY_CAP
 from driftmatrix.publish_cli import PUBLISH_FULL, publish_summary
-from runner.step_summary import write
+from runner.run.step_summary import write
 
 SITE_URL = "https://example.test/dm"
 

@@ -4,7 +4,7 @@ the code itself (`make`); what each found is printed to stderr as
 `HOSTILE-REPORT {json}` (the runner's log of that process), the only way out it has.
 
 Only ever run where the sandbox is proven active, with a scratch folder as working directory
-(tests/runner/test_hostile.py checks both first)."""
+(tests/runner/isolation/test_hostile.py checks both first)."""
 
 from __future__ import annotations
 

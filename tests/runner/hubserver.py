@@ -1,4 +1,4 @@
-"""A Hugging Face hub for tests, on a real loopback port: the shapes runner/hub.py reads, served
+"""A Hugging Face hub for tests, on a real loopback port: the shapes runner/models/hub.py reads, served
 from local folders (one per model id).
 
 - `HEAD/GET /api/models`: 200 (the reachability probe);

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from extractor.catalog import extract
-from runner.records import Outcome
+from runner.outcomes.records import Outcome
 from runner.settings import cache_dir
 
 HERE = Path(__file__).resolve().parent
@@ -79,9 +79,9 @@ def once_per_session(tmp_path_factory, name: str, make: Callable[[Path], object]
 
 
 def rejudged(o: Outcome, device: str = "gpu") -> str:
-    """A recorded outcome's verdict by today's rules (runner/tiers/state.judge_failure): a FAIL may
+    """A recorded outcome's verdict by today's rules (runner/jobs/tiers/state.judge_failure): a FAIL may
     now be the twin's or the machine's; other verdicts stand."""
-    from runner.tiers.state import judge_failure
+    from runner.jobs.tiers.state import judge_failure
 
     if o.verdict != "FAIL":
         return o.verdict

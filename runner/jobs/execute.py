@@ -1,0 +1,79 @@
+"""One job = one snippet (or its counterfactual variant) x one target, through the tiers: a loop
+over `runner.jobs.tiers.STEPS` up to the tier the job asks for; the first step that decides ends it.
+parse and config run in the target's long-lived helper; start, probe and perf on a real server."""
+
+from __future__ import annotations
+
+import threading
+import time
+from datetime import datetime, timezone
+
+from runner.serve.helper_client import HelperError
+from runner.jobs.job import Job, RunContext, host_facts
+from runner.outcomes.records import Outcome, TargetRef
+from runner.isolation.sandbox.limits import for_kind
+from runner.jobs.tiers import STEPS
+from runner.jobs.tiers.state import JobState, apply, error, finish
+
+
+class JobRunner:
+    """Runs jobs; `on_stage(job, stage)` reports progress."""
+
+    def __init__(self, ctx: RunContext, on_stage=lambda job, stage: None):
+        self.ctx, self.on_stage = ctx, on_stage
+        self.active: dict[int, JobState] = {}
+        """The jobs running now (by id of their state), so an interrupted run can stop their servers."""
+        self._lock = threading.Lock()
+
+    def abort(self) -> None:
+        """Stop every running job's server (the run was interrupted; called from the main thread)."""
+        with self._lock:
+            running = list(self.active.values())
+        for state in running:
+            state.close()
+
+    def run(self, job: Job, gpu_ids: list[int] | None = None, cpu_ids: list[int] | None = None) -> Outcome:
+        t0 = time.monotonic()
+        out = _new_outcome(job)
+        if out.host.get("contained"):  # the limits every contained process of this job had
+            out.host["sandbox_limits"] = for_kind("server", self.ctx.jobs).describe()
+        state = JobState(job, self.ctx, out, list(gpu_ids or []), list(cpu_ids or []),
+                         report=lambda stage: self.on_stage(job, stage))
+        verdict = None
+        with self._lock:
+            self.active[id(state)] = state
+        try:
+            for tier, step in STEPS:
+                if not state.wants(tier):
+                    break
+                verdict = step(state)
+                if verdict is not None:
+                    break
+        except HelperError as err:
+            verdict = error(f"the parse/config helper failed (ours, not the docs'): {err}")
+        finally:
+            state.close()
+            with self._lock:
+                self.active.pop(id(state), None)
+        apply(out, verdict or finish(out))
+        out.duration_s = round(time.monotonic() - t0, 2)
+        self._redact(out)
+        return out
+
+    def _redact(self, out: Outcome) -> None:
+        r = self.ctx.redact
+        out.argv = r(out.argv)
+        out.reason = r(out.reason)
+        ev = out.evidence
+        ev.exception, ev.warnings, ev.log_excerpt = r(ev.exception), r(ev.warnings), r(ev.log_excerpt)
+        ev.probes, ev.notes, ev.effective_config = r(ev.probes), r(ev.notes), r(ev.effective_config)
+
+
+def _new_outcome(job: Job) -> Outcome:
+    info = job.target.info
+    return Outcome(snippet_id=job.snippet.id, variant=job.variant, tier=job.tier, stage="parse", verdict="PASS",
+                   target=TargetRef(job.target.target.name, job.target.version, job.target.commit,
+                                    info.get("distribution"), info.get("torch"), info.get("transformers"),
+                                    info.get("torch_cuda"), info.get("without") or None,
+                                    job.target.target.label),
+                   started=datetime.now(timezone.utc).isoformat(timespec="seconds"), host=host_facts())

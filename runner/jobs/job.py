@@ -1,0 +1,133 @@
+"""What a job is and what the whole run shares: `Job` (one snippet or its variant x one target x
+the last tier asked for) and `RunContext` (model resolver, helpers, workdir, deadlines)."""
+
+from __future__ import annotations
+
+import functools
+import os
+import platform
+import socket
+import subprocess
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from extractor.records import Snippet
+from runner.serve import compile_cache, docker_target, helper_client
+from runner.isolation import env_policy, sandbox
+from runner.builds.envs import TargetEnv
+from runner.serve.helper_client import Helper
+from runner.models.resolution import ModelResolver
+from runner.outcomes.records import JobKey
+from common.redact import Redactor
+from runner.settings import DECLARED_DEVICE, START_TIMEOUT_S, cache_dir, hub_dir
+
+
+@dataclass
+class Job:
+    snippet: Snippet
+    target: TargetEnv
+    tier: str
+    """The last tier asked for."""
+    variant: str | None = None
+    """None: the command as documented; `no-spec` / `self-spec`: driftmatrix's variant of it."""
+
+    def key(self) -> JobKey:
+        t = self.target
+        return JobKey(self.snippet.id, self.variant, t.target.name, t.version, t.commit, self.tier)
+
+
+@dataclass
+class RunContext:
+    resolver: ModelResolver
+    workdir: Path
+    """Server logs and helper logs go here."""
+    base_env: dict[str, str] = field(default_factory=dict)
+    start_timeout: float = START_TIMEOUT_S
+    gpus: int = 0
+    devices: list[int] = field(default_factory=list)
+    """Physical indexes of the GPUs jobs may take (CUDA_VISIBLE_DEVICES honoured; targets.gpu_devices)."""
+    gpu_mem_gb: float | None = None
+    share_gpu: int = 1
+    """Servers per GPU at once (tiny twins on a large GPU): each gets `--gpu-memory-utilization` of
+    SHARED_GPU_MEMORY / share_gpu instead of the documented one, noted in its outcome (runner/jobs/tiers/start.py)."""
+    redact: Redactor = field(default_factory=Redactor)
+    helpers: dict[str, Helper] = field(default_factory=dict)
+    stand_ins: str | None = None
+    """None, `tiny` (2-layer twins) or `full` (the source's sizes, random weights: for perf on a GPU):
+    replace models that cannot be had by twins built in the target's env."""
+    cache_dir: Path = field(default_factory=cache_dir)
+    jobs: int = 1
+    """Jobs side by side: each contained process's share of the machine (runner/isolation/sandbox/limits.py)."""
+    declared_device: dict | None = field(default_factory=lambda: dict(DECLARED_DEVICE))
+    """The CUDA device a CUDA build's config tier declares where there is none (None: SKIP instead)."""
+    _helpers_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    """Jobs side by side ask for the same target's helper at once: exactly one is made."""
+
+    @property
+    def device(self) -> str:
+        return "gpu" if self.gpus else "cpu"
+
+    def helper(self, target: TargetEnv, declared: bool = False) -> Helper:
+        """The target's long-lived parse/config helper (made once; its process starts on first use);
+        `declared`: its twin over the declared CUDA device (a CUDA build's config tier without a device)."""
+        name = target.target.name + ("+declared" if declared else "")
+        with self._helpers_lock:
+            if name not in self.helpers:
+                hub_dir(self.cache_dir).mkdir(parents=True, exist_ok=True)  # models fetched later in the run
+                # it serves every model of the run: the folders they can come from
+                folders = [*self.resolver.model_map.values(), str(hub_dir(self.cache_dir)),
+                           str(self.cache_dir / "standins"), str(self.cache_dir / "sdists")]
+                self.helpers[name] = self._new_helper(target, self.workdir / f"helper-{name}.log", folders,
+                                                      declared=declared)
+            return self.helpers[name]
+
+    def own_helper(self, target: TargetEnv, job_name: str, readable: list[str], declared: bool = False) -> Helper:
+        """A helper for one command whose config tier runs code that is not vLLM's (runner/isolation/trust.py):
+        nothing it loads outlives it. Shut down by the caller."""
+        suffix = "-declared" if declared else ""
+        return self._new_helper(target, self.workdir / "logs" / f"{job_name}-helper{suffix}.log", readable,
+                                attempts=1, declared=declared)
+
+    def _new_helper(self, target: TargetEnv, log: Path, readable: list[str], attempts: int = 2,
+                    declared: bool = False) -> Helper:
+        """Offline always, whether the hub answers or not: every model vLLM is given is a local folder
+        (model map, stand-in, or fetched from the hub beforehand by runner/models/hub.py), so the config tier
+        checks exactly the files we fetched and never downloads itself; no token either (the
+        allow-listed environment has none)."""
+        if not target.target.docker:
+            return helper_client.contained(target.python, {**self.base_env, **target.env}, log, readable,
+                                           gpu=self.gpus > 0, jobs=self.jobs, attempts=attempts,
+                                           seed=compile_cache.existing(target, self.cache_dir),
+                                           declared=self.declared_device if declared else None)
+        hub_folder = hub_dir(self.cache_dir)  # models fetched later in the run are mounted too
+        hub_folder.mkdir(parents=True, exist_ok=True)
+        command = docker_target.helper_command(target.target.docker, [*self.resolver.model_map.values(),
+                                                                      str(hub_folder)], {**self.base_env, **target.env})
+        return Helper(lambda: sandbox.Launch(command, env_policy.docker_cli_env()), log, attempts=attempts)
+
+    def close(self, now: bool = False) -> None:
+        """Close every helper; `now` (an interrupted run): killed, not left to finish a request."""
+        for helper in self.helpers.values():
+            if now:
+                helper.kill()
+            helper.shutdown()
+
+
+@functools.lru_cache(maxsize=1)
+def _host_facts() -> dict:
+    facts = {"hostname": socket.gethostname(), "cpus": os.cpu_count(), "platform": platform.platform(),
+             "sandbox": sandbox.describe(), "contained": sandbox.active()}
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=30)
+        if out.returncode == 0 and out.stdout.strip():
+            facts["gpus"] = [line.strip() for line in out.stdout.strip().splitlines()]
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+    return facts
+
+
+def host_facts() -> dict:
+    """The machine, looked up once per process (a copy: outcomes must not share it)."""
+    return dict(_host_facts())

@@ -1,0 +1,140 @@
+"""The parse tier (the target's own `vllm serve` parser and its validation) and the config tier
+(`create_engine_config`: speculative method resolution, cross-feature checks), in one request to
+the target's long-lived helper. The config tier needs every model's config.json: a placeholder
+(not replaced by a stand-in, runner/models/placeholders.py) or a model that cannot be had SKIPs it, after the
+parser has checked the flags.
+
+A `subcommand` snippet (`vllm bench throughput …`, `vllm run-batch …`) is parsed by that
+subcommand's own parser (and its validate()); it is not a server, so every tier after parse SKIPs
+with the reason (runner/outcomes/subcommands.py).
+
+A CUDA build on a machine without a device answers the config tier "no device": the command is then
+asked again of the target's declared-device helper (runner/intarget/declared_device.py), which builds
+the engine config over a declared CUDA device (RunContext.declared_device) and either gives a verdict
+— its depth noted: "config built with a declared CUDA device 9.0 (...), no device present" — or SKIPs
+with what, for this command, the missing device or the declaration decided."""
+
+from __future__ import annotations
+
+from runner.evidence import classify
+
+from runner.models import placeholders
+
+from runner.outcomes import subcommands
+
+from runner.isolation import trust
+from runner.serve.helper_client import HelperAnswer
+from runner.jobs.tiers import twin_artefacts
+from runner.jobs.tiers.state import JobState, Verdict, fail, literal_env, skip
+
+
+def parse_config(state: JobState) -> Verdict | None:
+    job, out = state.job, state.outcome
+    sub = subcommands.words(job.snippet)
+    if (unsafe := trust.refusal(state.argv)) and not job.target.target.docker:
+        state.skip_at.setdefault("config", unsafe)  # no sandbox: the model's code never runs plainly
+    want_config = state.wants("config") and not state.placeholders and not state.missing \
+        and "config" not in state.skip_at and sub is None
+    state.report("config" if want_config else "parse")
+    answer = _ask(state, "config" if want_config else "parse", sub)
+    out.evidence.warnings.extend({**w, "feature": _feature(state, w["message"])} for w in answer.warnings)
+    out.evidence.effective_config.update(answer.effective_config)
+    if answer.depth:
+        out.evidence.notes.append(answer.depth)
+    if answer.import_probes:
+        out.evidence.notes.append("vLLM's modules asked torch about the device at import and were answered "
+                                  f"\"none\" (what they set from it is as on a machine without a GPU): "
+                                  f"{'; '.join(answer.import_probes[:6])}")
+    out.stage = answer.stage
+    if answer.result == "skipped":
+        return skip(answer.skip or "the helper could not check it here", answer.stage)
+    if answer.result == "failed":
+        return _failed(state, answer.stage, answer.error)
+    if answer.stage == "config":
+        mismatch = twin_artefacts.resolved_mismatch(state)
+        if mismatch:
+            return skip(mismatch, "config")
+    if not state.wants("config"):
+        return None
+    if state.placeholders:
+        return skip(f"placeholder {', '.join(state.placeholders)} must be filled in", "config")
+    if sub is not None:  # not a server: nothing after its parser applies
+        return skip(subcommands.reason(sub), "config")
+    if "config" in state.skip_at and not state.missing:
+        return skip(state.skip_at["config"], "config")
+    if state.missing:
+        why = f"; no stand-in: {'; '.join(state.why_not)}" if state.why_not else ""
+        return skip(state.skip_at.get("config") or f"model {', '.join(state.missing)} not available here (no "
+                    f"model-map entry, Hugging Face hub unreachable{why})", "config")
+    return None
+
+
+def _feature(state: JobState, message: str) -> bool:
+    """A warning about a documented feature, unless it names a placeholder's stand-in (runner/models/placeholders.py)."""
+    return classify.is_feature_warning(message) and not placeholders.blamed(message, state.stood_in, flags=False)
+
+
+def _ask(state: JobState, tier: str, sub: list[str] | None) -> HelperAnswer:
+    """The helper's answer: the target's long-lived helper, or — when the config tier will run code
+    that is not vLLM's (runner/isolation/trust.py) — a helper of this command's own, closed after it, so
+    nothing that code does outlives it."""
+    job, ctx = state.job, state.ctx
+    if tier != "config" or not trust.foreign_code(state.argv):
+        answer = ctx.helper(job.target).ask(state.argv, tier, env=literal_env(job), subcommand=sub)
+        if not (answer.no_device and tier == "config"):
+            return answer
+        if why := _no_declaration(state):
+            return HelperAnswer("skipped", "config", skip=why, warnings=answer.warnings)
+        return ctx.helper(job.target, declared=True).ask(state.argv, tier, env=literal_env(job), subcommand=sub)
+    parsed = ctx.helper(job.target).ask(state.argv, "parse", env=literal_env(job), subcommand=sub)
+    if parsed.result == "failed":  # the parser needs none of that code: no process of its own for a parse error
+        return parsed
+    name = f"{job.snippet.id}-{job.variant or 'doc'}-{job.target.target.name}"
+    state.outcome.stage = "config"  # what stops this helper stops the config tier
+    helper = ctx.own_helper(job.target, name, _readable(state))
+    state.outcome.evidence.notes.append("checked in a helper process of its own: it runs code that is not vLLM's "
+                                        f"({', '.join(trust.foreign_code(state.argv))})")
+    try:
+        answer = helper.ask(state.argv, tier, env=literal_env(job), subcommand=sub)
+    finally:
+        helper.shutdown()
+    if not answer.no_device:
+        return answer
+    if why := _no_declaration(state):
+        return HelperAnswer("skipped", "config", skip=why, warnings=answer.warnings)
+    helper = ctx.own_helper(job.target, name, _readable(state), declared=True)
+    try:
+        return helper.ask(state.argv, tier, env=literal_env(job), subcommand=sub)
+    finally:
+        helper.shutdown()
+
+
+def _readable(state: JobState) -> list[str]:
+    """The folders a helper of this command's own may read: the models substituted, a placeholder's twin."""
+    return [*state.outcome.substitutions.values(), *(s.value for s in state.stood_in if s.twin)]
+
+
+def _no_declaration(state: JobState) -> str | None:
+    """Why a CUDA build's config cannot be built over a declared device here, or None."""
+    if state.job.target.target.docker:
+        return ("a CUDA build without a device: its engine config is built over a declared device only in a target "
+                "environment, not in a Docker image")
+    if not state.ctx.declared_device:
+        return "a CUDA build without a device, and no device declared (run --declared-device)"
+    return None
+
+
+def _failed(state: JobState, stage: str, err: dict) -> Verdict:
+    message = err.get("message") or ""
+    kept = state.placeholders
+    unknown_flag = "unrecognized arguments" in message and not any(p in message for p in kept)
+    if kept and not unknown_flag:  # a value we had to leave unfilled may be the cause
+        return skip(f"placeholder {', '.join(kept)} must be filled in (parse error on it: {message})", stage)
+    # a stand-in's failure is no finding: one it names, and any config built on one (runner/models/placeholders.py)
+    stood = placeholders.blamed(message, state.stood_in) or (state.stood_in[0] if stage == "config" and
+                                                            state.stood_in else None)
+    if stood:
+        return skip(f"placeholder {stood.placeholder} must be filled in: the {stage} tier failed with a stand-in in "
+                    f"its place, which may be the cause ({message})", stage)
+    exc = {k: err.get(k) for k in ("type", "message", "location", "traceback")} if err else None
+    return fail(state, stage, exc)

@@ -1,0 +1,42 @@
+"""The probe tier, on the one running server: /v1/models, a json_schema request right after start,
+chat, streaming chat, a tool call when tool flags are present, an image when the model is
+multimodal, and the spec-decode counters from /metrics when a speculative config is present. A
+failed probe is judged by the server's own traceback when it logged one."""
+
+from __future__ import annotations
+
+from extractor.shell_commands import SPEC_FLAGS
+from runner.evidence import classify, logscan
+from runner.serve import probes
+from runner.jobs.tiers.state import JobState, Verdict, error, fail, sandbox_limit
+
+TOOL_FLAGS = ("--enable-auto-tool-choice", "--tool-call-parser")
+
+
+def probe(state: JobState) -> Verdict | None:
+    out, server, snippet = state.outcome, state.server, state.job.snippet
+    state.report("probe")
+    out.stage = "probe"
+    served = out.substitutions.get(snippet.model or "")  # a folder we resolved, never one the docs name
+    multimodal = bool(served) and state.ctx.resolver.is_multimodal(served)
+    tools = any(t.split("=")[0] in TOOL_FLAGS for t in state.argv)
+    spec = any(t.split("=")[0].split(".")[0] in SPEC_FLAGS for t in state.argv)
+    ctx = probes.ProbeContext(f"http://127.0.0.1:{server.port}", "", server.alive)
+    results, metrics = probes.run(ctx, tools, multimodal, spec, api_key=state.api_key)
+    out.evidence.probes, out.evidence.spec_decode = results, metrics
+    failed = [p for p in results if not p["ok"]]
+    if not failed:
+        return None
+    first = failed[0]
+    lines = server.log_lines()
+    if not server.alive():  # it died while answering: stopped by a sandbox limit, or its own failure
+        state.close()
+        if hit := server.limit_hit():
+            return error(sandbox_limit(hit), "probe")
+    root = classify.root_cause(logscan.tracebacks(lines))
+    if root is None:
+        return Verdict("FAIL", f"probe {first['name']} failed: status {first['status']} "
+                               f"{str(first.get('detail'))[:200]}", "probe")
+    verdict = fail(state, "probe", {"type": root.type, "message": root.message, "location": root.location()},
+                   logscan.excerpt(lines, root.end))
+    return Verdict(verdict.verdict, f"probe {first['name']}: {verdict.reason}", verdict.stage)

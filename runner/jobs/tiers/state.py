@@ -1,0 +1,160 @@
+"""A job's state as it goes through the tiers, and the one place verdicts are made.
+
+A tier is a function `(JobState) -> Verdict | None`: a Verdict ends the job; None lets the next
+tier run. Evidence (exception, warnings, probes, effective config, notes) is written to
+`state.outcome.evidence` as it is found; the verdict says what it amounts to.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from runner.evidence import classify, logscan
+
+from runner.outcomes import counts
+
+from runner.isolation import env_policy
+
+from runner.models import placeholders
+from runner.isolation.sandbox import limits
+from runner.jobs.job import Job, RunContext
+from runner.outcomes.records import TIERS, Outcome, VerdictName
+from runner.serve.server import Server
+from runner.jobs.tiers import twin_artefacts
+
+
+@dataclass(frozen=True)
+class Verdict:
+    verdict: VerdictName
+    reason: str | None = None
+    stage: str | None = None
+    """The stage it was reached at (None: the stage the job got to)."""
+
+
+@dataclass
+class JobState:
+    job: Job
+    ctx: RunContext
+    outcome: Outcome
+    gpu_ids: list[int] = field(default_factory=list)
+    cpu_ids: list[int] = field(default_factory=list)
+    """The cores this job's server binds its worker to, when CPU jobs run side by side
+    (settings.cpu_slots); empty: vLLM's own binding."""
+    argv: list[str] = field(default_factory=list)
+    """The command actually run: the variant applied, models and files substituted."""
+    missing: list[str] = field(default_factory=list)
+    """Models that could not be had (no model-map entry, no hub, no stand-in)."""
+    why_not: list[str] = field(default_factory=list)
+    """Why a stand-in could not be built, per missing model."""
+    skip_at: dict[str, str] = field(default_factory=dict)
+    """Tier -> why it cannot run here though the tiers before it can (prepare decides: a model the hub
+    refused SKIPs config, weights left on the hub without a twin SKIP start)."""
+    server: Server | None = None
+    """The running server (start tier on), torn down by `close()`."""
+    api_key: str | None = None
+    leases: list = field(default_factory=list)
+    """The twins this job uses, held until `close()` so the cache never drops them mid-job
+    (runner/models/twin_cache.py)."""
+    stood_in: list = field(default_factory=list)
+    """Placeholders replaced by a stand-in (runner/placeholders.StoodIn; prepare decides)."""
+    report: Callable[[str], None] = lambda stage: None
+    """Progress: called with the stage the job is entering."""
+
+    def wants(self, tier: str) -> bool:
+        """The job asked for `tier` (the tiers up to the one requested run)."""
+        return TIERS.index(self.job.tier) >= TIERS.index(tier)
+
+    @property
+    def placeholders(self) -> list[str]:
+        """The placeholders still in the command: those no stand-in replaced (runner/models/placeholders.py)."""
+        return placeholders.kept(self.job.snippet, self.stood_in)
+
+    def close(self) -> None:
+        """Stop the server if one runs, read its log into the evidence, and let go of its twins."""
+        server, self.server = self.server, None  # one caller stops it (a worker, or an interrupted run)
+        if server is not None:
+            lines = server.log_lines()  # what it logged while serving (not its shutdown)
+            self.outcome.evidence.server = {**(self.outcome.evidence.server or {}), **server.stop()}
+            read_log(self.outcome, lines)
+        leases, self.leases = self.leases, []
+        for held in leases:
+            held.close()
+
+
+def literal_env(job: Job) -> dict[str, str]:
+    """The snippet's env assignments that are values, not placeholders, and that the env policy
+    lets through (runner/isolation/env_policy.py: the docs are untrusted input)."""
+    return env_policy.docs_env({k: v for k, v in job.snippet.env.items() if "$" not in v and "<" not in v})[0]
+
+
+def read_log(out: Outcome, lines: list[str]) -> None:
+    """Warnings (with file:line, feature or not) and the effective engine config from a server log."""
+    ev = out.evidence
+    ev.warnings.extend(classify.warning_records(logscan.warnings(lines)))
+    for key, value in {**logscan.engine_config(lines), **logscan.memory_facts(lines)}.items():
+        ev.effective_config.setdefault(key, value)
+
+
+# --- verdicts ---------------------------------------------------------------------------------
+
+def skip(reason: str, stage: str | None = None) -> Verdict:
+    return Verdict("SKIP", reason, stage)
+
+
+def error(reason: str, stage: str | None = None) -> Verdict:
+    """Ours or the machine's fault, never the docs'."""
+    return Verdict("ERROR", reason, stage)
+
+
+def judge_failure(twins: list[dict], stage: str, exc: dict | None, version: str, device: str,
+                  excerpt: str | None = None, frames: str | None = None) -> tuple[Verdict, classify.Signature | None]:
+    """The verdict on a failure and the signature it matched: raised where vLLM loads a stand-in
+    twin's own parts it is the twin's (SKIP, runner/jobs/tiers/twin_artefacts.py); a known signature may
+    say it is the machine's (ERROR) or something that cannot be had here (SKIP); else FAIL. Pure, so
+    a recorded outcome can be judged again by today's rules."""
+    twin = twin_artefacts.reason(twins, stage, exc, version, frames)
+    if twin:
+        return skip(twin, stage), None
+    sig = classify.match_signature(exc and f"{exc.get('type')}: {exc.get('message')}", excerpt, device=device)
+    line = one_line(exc) if exc else "see the log excerpt"
+    if sig and sig.blame == "unavailable":
+        return skip(f"{sig.explanation} ({line})", stage), sig
+    if sig and sig.blame == "infra":
+        return error(f"infrastructure: {sig.explanation} ({line})", stage), sig
+    return Verdict("FAIL", line, stage), sig
+
+
+def fail(state: JobState, stage: str, exc: dict | None, excerpt: str | None = None,
+         frames: str | None = None) -> Verdict:
+    """A failure with its exception, judged by judge_failure and recorded in the evidence."""
+    ev = state.outcome.evidence
+    verdict, sig = judge_failure(ev.twins, stage, exc, state.job.target.version, state.ctx.device, excerpt, frames)
+    ev.exception = exc
+    ev.signature = {"id": sig.id, "explanation": sig.explanation} if sig else None
+    return verdict
+
+
+def sandbox_limit(hit: dict) -> str:
+    """The reason for a job whose processes the sandbox stopped at one of its limits: ours (a limit of
+    this run), not the docs'."""
+    return limits.explain(hit)
+
+
+def finish(out: Outcome) -> Verdict:
+    """It ran as far as asked: PASS, or WARN when vLLM logged a warning about a documented feature."""
+    return Verdict(*counts.passed(out.evidence.warnings))
+
+
+def apply(out: Outcome, v: Verdict) -> None:
+    out.verdict, out.reason = v.verdict, v.reason
+    if v.stage:
+        out.stage = v.stage
+
+
+def one_line(exc: dict) -> str:
+    """`Type: message` on one line; pydantic's first line only counts errors, so add the next."""
+    lines = [ln.strip() for ln in str(exc.get("message") or "").splitlines() if ln.strip()]
+    text = " ".join(lines[:2]) if lines and re.match(r"\d+ validation errors? for", lines[0]) else (lines or [""])[0]
+    return f"{exc.get('type')}: {text}"[:300]

@@ -1,0 +1,370 @@
+"""`driftmatrix run`: snippets.json × targets -> outcomes.jsonl.
+
+Exit status: 0 when every job reached a verdict (PASS, WARN, FAIL or SKIP: drift is reported in
+the outcomes, not here); EXIT_ERRORS when any job ended in ERROR (ours or the machine's: a broken
+shard is red in CI); EXIT_TARGET when a target could not be installed or its helper could not start
+(one diagnostic per such target, its jobs not run: runner/jobs/target_check.py), whether or not some
+job of another target also ended in ERROR; 2 when the targets or snippets file cannot be used;
+EXIT_INTERRUPTED on Ctrl-C / SIGTERM (the outcomes finished so far are kept, nothing half-done is
+recorded)."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from extractor.records import Catalog
+from runner.run import junit, shards as plan, step_summary, planning as todo
+from runner.isolation import sandbox
+from runner.outcomes import store
+from runner.outcomes.argv_edit import FIX, devices_needed, job_tier
+from runner.builds.envs import EnvError, TargetEnv, ensure
+from runner.jobs.execute import JobRunner
+from runner.jobs.job import Job, RunContext
+from runner.models.resolution import ModelResolver
+from runner.outcomes.records import TIERS, VERDICTS, JobKey, Outcome
+from common.redact import Redactor
+from runner.settings import DECLARED_DEVICE, START_TIMEOUT_S, cache_dir, cpu_slots, default_jobs
+from runner.jobs.target_check import TargetDiagnostic, build_of, helpers_start
+from runner.builds.targets import TargetConfigError, TargetsFile, default_path, gpu_devices, load
+
+EXIT_ERRORS = 3
+"""Some job ended in ERROR (its outcome says why; the other outcomes are written as usual)."""
+EXIT_TARGET = 4
+"""A target could not be installed or its helper could not start: its jobs were not run."""
+EXIT_INTERRUPTED = 130
+"""Interrupted (the shell's code for SIGINT): what finished is in the outcomes file."""
+
+
+@dataclass
+class RunOptions:
+    snippets: Path
+    output: Path
+    targets: Path | None = None
+    tier: str = "probe"
+    only: list[str] | None = None
+    shard: str | None = None
+    variants: list[str] | None = None
+    """Extra runs per snippet: `no-spec` (speculative config removed), `self-spec` (own draft)."""
+    gpus: int | None = None
+    gpu_mem: float | None = None
+    start_timeout: float = START_TIMEOUT_S
+    cache_dir: Path = field(default_factory=cache_dir)
+    workdir: Path | None = None
+    fmt: str = "rich"
+    junit: Path | None = None
+    target_names: list[str] | None = None
+    stand_ins: str | None = None
+    """`tiny` or `full` twins for models that cannot be had; None: such snippets SKIP."""
+    share_gpu: int = 1
+    """Servers per GPU at once (RunContext.share_gpu)."""
+    declared_device: dict | None = field(default_factory=lambda: dict(DECLARED_DEVICE))
+    """RunContext.declared_device: the CUDA device a CUDA build's config tier declares without a GPU."""
+    jobs: int | None = None
+    """Jobs at once (None: one per GPU, or side by side on a CPU where memory allows; settings.py)."""
+    summary: str | None = None
+    """Append a Markdown summary here (None: `$GITHUB_STEP_SUMMARY` when set)."""
+    pick: dict[tuple[str, str | None], str] | None = None
+    """A plan leg's jobs: (snippet id, variant) -> its tier (`--pick`); None: all that are selected."""
+    stop_after: float | None = None
+    """Seconds after which no job starts (a leg's deadline before the CI job's limit); the jobs in
+    flight finish, the rest are left for the next run."""
+
+
+class GpuPool:
+    """The GPUs jobs take turns on (physical indexes: a server gets them as CUDA_VISIBLE_DEVICES). With
+    `share` > 1 a one-GPU job may run beside others on a GPU (up to `share` at once, the least used
+    first); a job needing several GPUs takes unused ones."""
+
+    def __init__(self, devices: list[int], share: int = 1):
+        self.holders, self.share, self.cv = {d: 0 for d in devices}, max(share, 1), threading.Condition()
+
+    @property
+    def free(self) -> list[int]:
+        """The GPUs no job holds now."""
+        return sorted(d for d, n in self.holders.items() if n == 0)
+
+    def _pick(self, k: int) -> list[int] | None:
+        if k == 1:
+            open_ = sorted((n, d) for d, n in self.holders.items() if n < self.share)
+            return [open_[0][1]] if open_ else None
+        unused = sorted(d for d, n in self.holders.items() if n == 0)
+        return unused[:k] if len(unused) >= k else None
+
+    def acquire(self, k: int) -> list[int]:
+        with self.cv:
+            while (taken := self._pick(k)) is None:
+                self.cv.wait()
+            for d in taken:
+                self.holders[d] += 1 if k == 1 else self.share
+            return taken
+
+    def release(self, ids: list[int]) -> None:
+        with self.cv:
+            for d in ids:
+                self.holders[d] -= 1 if len(ids) == 1 else self.share
+            self.cv.notify_all()
+
+
+def select(catalog: Catalog, opts: RunOptions) -> list[tuple]:
+    snippets = catalog.snippets
+    if opts.only:
+        wanted = set(opts.only)
+        unknown = wanted - {s.id for s in snippets}
+        if unknown:
+            raise SystemExit(f"driftmatrix run: unknown snippet id(s): {', '.join(sorted(unknown))}")
+        snippets = [s for s in snippets if s.id in wanted]
+    pairs = [(s, FIX if s.fix else None) for s in snippets]
+    for variant in opts.variants or ():  # variants change a server's speed: not for another subcommand's parser
+        pairs += [(s, variant) for s in snippets if not s.fix and s.kind != "subcommand"
+                  and (s.speculative_config or variant == "self-spec")]
+    if opts.pick is not None:
+        pairs = [(s, v) for s, v in pairs if (s.id, v) in opts.pick]
+    if opts.shard:
+        index, count = plan.parse_shard(opts.shard)
+        pairs = plan.shard(pairs, index, count, lambda p: plan.predicted_cost(p[0], opts.tier))
+    return pairs
+
+
+def listing(opts: RunOptions) -> list[JobKey]:
+    """The jobs `run` would still do with these options, decided as `plan` decides them (by the
+    versions the targets pin; the outcomes file given as output counts as done)."""
+    tfile = load(opts.targets or default_path())
+    pairs = select(Catalog.read(opts.snippets), opts)
+    done = todo.done_by_version(store.read(opts.output)[0]) if opts.output.exists() else set()
+    targets = [t for t in tfile.targets if not opts.target_names or t.name in opts.target_names]
+    return [key for t in targets for key in todo.pending(pairs, t, opts.tier, done, opts.pick)[0]]
+
+
+def run(opts: RunOptions, console=None) -> int:
+    from rich.console import Console
+    console = console or Console(stderr=True)
+    deadline = time.monotonic() + opts.stop_after if opts.stop_after else None
+    try:
+        tfile: TargetsFile = load(opts.targets or default_path())
+    except TargetConfigError as err:
+        console.print(f"[red]driftmatrix run: {err}", soft_wrap=True)
+        return 2
+    try:
+        catalog = Catalog.read(opts.snippets)
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        console.print(f"[red]driftmatrix run: {opts.snippets}: not a readable snippets.json ({type(err).__name__}: {err})",
+                      soft_wrap=True)
+        return 2
+    pairs = select(catalog, opts)
+    unknown = sorted(set(opts.target_names or []) - {t.name for t in tfile.targets})
+    if unknown:
+        console.print(f"[red]driftmatrix run: {tfile.path} has no target {', '.join(unknown)}", soft_wrap=True)
+        return 2
+    targets = [t for t in tfile.targets if not opts.target_names or t.name in opts.target_names]
+    devices = gpu_devices()
+    if opts.gpus is not None:  # asked for: the first N visible ones; by index only where no GPU is listed
+        # and CUDA_VISIBLE_DEVICES names none (never another runner's GPUs)
+        unlisted = not devices and "CUDA_VISIBLE_DEVICES" not in os.environ
+        devices = list(range(opts.gpus)) if unlisted else devices[:opts.gpus]
+    gpus = len(devices)
+    out_store = store.Store(opts.output)
+    for problem in out_store.problems:
+        console.print(f"[yellow]{problem}")
+    workdir = opts.workdir or opts.output.parent / "driftmatrix-work"
+    share = opts.share_gpu if gpus else 1
+    ctx = RunContext(resolver=ModelResolver(tfile.models), workdir=workdir, base_env=tfile.env,
+                     start_timeout=opts.start_timeout, gpus=gpus, devices=devices, gpu_mem_gb=opts.gpu_mem,
+                     share_gpu=share, redact=Redactor(), stand_ins=opts.stand_ins, cache_dir=opts.cache_dir,
+                     jobs=opts.jobs or default_jobs(gpus) * share, declared_device=opts.declared_device)
+    if refused := sandbox.required_missing():  # each job says so too (ERROR): nothing runs plainly
+        console.print(f"[red]driftmatrix run: {refused}", soft_wrap=True)
+    finished: list[Outcome] = []
+    diagnostics: list[TargetDiagnostic] = []
+    stopping = threading.Event()
+    try:
+        jobs, skipped_done = _jobs(targets, pairs, ctx, out_store, opts, console, diagnostics)
+        _execute(jobs, ctx, out_store, opts, console, finished, stopping, deadline)
+    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (run_cli): stop now, keep what finished
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the teardown short
+        stopping.set()
+        ctx.close(now=True)
+        out_store.close()
+        console.print(f"[yellow]driftmatrix run: interrupted; {len(finished)} finished outcome(s) kept in "
+                      f"{opts.output}", soft_wrap=True)
+        return EXIT_INTERRUPTED
+    finally:
+        ctx.close()
+        out_store.close()
+    if opts.junit:
+        junit.write(finished, opts.junit)
+    if opts.fmt != "json":
+        _summary(finished, console, opts.tier)
+    step_summary.write(step_summary.run_markdown(finished, opts.tier, skipped_done, opts.shard)
+                       + "".join(f"\n\n**{step_summary.escape(d.line(), 600)}**" for d in diagnostics), opts.summary)
+    if deadline and (left := _not_started(jobs, finished)):
+        text = (f"stopped by its deadline (--stop-after {opts.stop_after:.0f} s): {left} job(s) not started, "
+                "left for the next run; every finished outcome is kept")
+        console.print(f"[yellow]{text}")
+        step_summary.write(f"**{text}.**\n", opts.summary)
+    for d in diagnostics:  # last, where a reader of the log looks
+        console.print(f"[red]{d.line()}", soft_wrap=True, markup=False)
+    errors = sum(o.verdict == "ERROR" for o in finished)
+    if diagnostics:
+        console.print(f"[red]{len(diagnostics)} target(s) could not be checked: exit {EXIT_TARGET}")
+        return EXIT_TARGET
+    if errors:
+        console.print(f"[red]{errors} job(s) ended in ERROR (ours or the machine's, not the docs'): exit {EXIT_ERRORS}")
+        return EXIT_ERRORS
+    return 0
+
+
+def _jobs(targets, pairs, ctx: RunContext, out_store: store.Store, opts: RunOptions, console,
+          diagnostics: list[TargetDiagnostic]) -> tuple[list[Job], int]:
+    """(the jobs to run, how many were already done). A target whose environment cannot be made,
+    or whose helper cannot start, is one diagnostic (written to the outcomes file), its jobs left out."""
+    envs: dict[str, TargetEnv] = {}
+    by_target: dict[str, list[Job]] = {}
+    skipped_done = 0
+
+    def unusable(target, stage: str, why: str, jobs: int) -> None:
+        d = TargetDiagnostic(target.name, build_of(target), stage, why[:4000], jobs)
+        diagnostics.append(d)
+        out_store.append_record(d.to_dict())
+        console.print(f"[red]target {target.name}: {why}", soft_wrap=True, markup=False)
+    for target in targets:
+        try:
+            envs[target.name] = ensure(target, opts.cache_dir, log=lambda m: console.print(f"[cyan]{m}"))
+        except (EnvError, OSError) as err:
+            unusable(target, "install", str(err), len(pairs))
+            continue
+        for snippet, variant in pairs:
+            asked = (opts.pick or {}).get((snippet.id, variant), opts.tier)
+            job = Job(snippet, envs[target.name], job_tier(snippet, target.tier_for(asked)), variant)
+            if job.key() in out_store.done:
+                skipped_done += 1
+                continue
+            by_target.setdefault(target.name, []).append(job)
+    if skipped_done:
+        console.print(f"{skipped_done} job(s) already in {opts.output}: reused, not re-run")
+    # every job asks the target's helper first (parse): started here, side by side, once per target
+    broken = helpers_start([envs[name] for name in by_target], ctx)
+    for name, why in broken.items():
+        unusable(envs[name].target, "helper", why, len(by_target.pop(name)))
+    return _interleaved([job for jobs in by_target.values() for job in jobs]), skipped_done
+
+
+def _not_started(jobs: list[Job], finished: list[Outcome]) -> int:
+    ran = {(o.snippet_id, o.variant, o.target.name) for o in finished}
+    return sum((j.snippet.id, j.variant, j.target.target.name) not in ran for j in jobs)
+
+
+def _execute(jobs: list[Job], ctx: RunContext, out_store: store.Store, opts: RunOptions, console,
+             results: list[Outcome], stopping: threading.Event, deadline: float | None = None) -> list[Outcome]:
+    """Run the jobs, appending each outcome to `results` and the store as it finishes; once
+    `stopping` is set (an interrupted run), a job that ends is not recorded: it was cut short. No
+    job starts after `deadline` (a leg's): the rest are left for the next run."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    lock = threading.Lock()
+    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                        console=console, disable=opts.fmt == "json" or not jobs)
+    task = progress.add_task("jobs", total=len(jobs))
+
+    def on_stage(job: Job, stage: str) -> None:
+        progress.update(task, description=f"{job.snippet.id} {job.variant or ''} · {job.target.target.name} · {stage}")
+
+    runner = JobRunner(ctx, on_stage)
+    pool = GpuPool(ctx.devices, ctx.share_gpu) if ctx.gpus else None
+
+    def do(job: Job, cores: list[int] | None = None) -> None:
+        ids: list[int] = []
+        if pool and TIERS.index(job.tier) >= 2 and job.snippet.kind != "subcommand":  # a subcommand: parser only
+            ids = pool.acquire(min(devices_needed(job.snippet.argv), ctx.gpus))
+        try:
+            outcome = runner.run(job, ids, cores)
+        finally:
+            if ids:
+                pool.release(ids)
+        if stopping.is_set():
+            return
+        out_store.append(outcome)
+        with lock:
+            results.append(outcome)
+            progress.advance(task)
+            if opts.fmt == "json":
+                print(json.dumps({"event": "outcome", "snippet_id": outcome.snippet_id, "variant": outcome.variant,
+                                  "target": outcome.target.name, "stage": outcome.stage,
+                                  "verdict": outcome.verdict, "reason": outcome.reason}), flush=True)
+
+    with progress:
+        workers = min(opts.jobs or default_jobs(ctx.gpus) * ctx.share_gpu, max(len(jobs), 1))
+        def due() -> bool:  # no job starts after a leg's deadline: what finished is kept and uploaded
+            return deadline is None or time.monotonic() < deadline
+
+        if workers == 1:
+            for job in jobs:
+                if not due():
+                    break
+                do(job)
+        else:  # side by side: one job per GPU (parse/config-only jobs need none), or a few on a CPU
+            q: queue.Queue = queue.Queue()
+            for job in jobs:
+                q.put(job)
+
+            slots = [] if ctx.gpus else cpu_slots(workers)  # GPU jobs are placed by their GPUs
+
+            def worker(slot: int):
+                while due():
+                    try:
+                        job = q.get_nowait()
+                    except queue.Empty:
+                        return
+                    try:
+                        do(job, slots[slot] if slots else None)
+                    except Exception:
+                        if stopping.is_set():  # its helper or server was killed under it: not a result
+                            return
+                        raise
+            threads = [threading.Thread(target=worker, args=(i,), daemon=True) for i in range(workers)]
+            for t in threads:
+                t.start()
+            try:
+                for t in threads:
+                    t.join()
+            except BaseException:  # SIGTERM/Ctrl-C reach the main thread: tear down what the workers run
+                stopping.set()
+                while not q.empty():
+                    q.get_nowait()
+                runner.abort()
+                raise
+    return results
+
+
+def _interleaved(jobs: list[Job]) -> list[Job]:
+    """Targets taking turns, so jobs run side by side are mostly of different targets (each with its
+    own helper), in each target's own order."""
+    by_target: dict[str, list[Job]] = {}
+    for job in jobs:
+        by_target.setdefault(job.target.target.name, []).append(job)
+    queues = list(by_target.values())
+    return [q[i] for i in range(max((len(q) for q in queues), default=0)) for q in queues if i < len(q)]
+
+
+def _summary(outcomes: list[Outcome], console, tier: str) -> None:
+    from rich.table import Table
+    if not outcomes:
+        return
+    table = Table(title=f"driftmatrix run — tiers up to {tier}")
+    table.add_column("target")
+    verdicts = VERDICTS
+    for v in verdicts:
+        table.add_column(v, justify="right")
+    by_target: dict[str, dict[str, int]] = {}
+    for o in outcomes:
+        row = by_target.setdefault(f"{o.target.name} {o.target.version}", dict.fromkeys(verdicts, 0))
+        row[o.verdict] += 1
+    for name, row in by_target.items():
+        table.add_row(name, *(str(row[v]) for v in verdicts))
+    console.print(table)

@@ -1,0 +1,46 @@
+"""`driftmatrix run --fetch-only`: fetch from the hub what the jobs will need, and run nothing.
+
+The workflow runs this as its own step — the only one that holds the HF token — before the step
+that runs the jobs: no code from the docs or a model repository runs in a process that has the
+token (a process can read the environment of another of the same user in /proc). The run step
+then finds every model in the hub folder (runner/models/hub.py reuses a fetched folder as it is) and
+needs no token; what could not be fetched SKIPs or gets a stand-in there, with the reason.
+"""
+
+from __future__ import annotations
+
+from extractor.records import Catalog
+from runner.outcomes.argv_edit import VARIANTS, devices_needed, job_tier
+from runner.models.resolution import ModelResolver, needed_models
+from runner.outcomes.records import TIERS
+from runner.settings import weights_budget_bytes
+from runner.builds.targets import gpu_count, load
+
+
+def prefetch(opts, say=print) -> int:
+    """Fetch configs (and weights within the budget, for jobs that start a server); 0 always: what
+    cannot be fetched is the run step's to report, per job."""
+    from runner.run.loop import select
+    from runner.builds.targets import default_path
+    tfile = load(opts.targets or default_path())
+    resolver = ModelResolver(tfile.models)
+    if not resolver.hub:
+        say("the hub is not reachable: nothing fetched (the run uses the model map and stand-ins)")
+        return 0
+    gpus = gpu_count() if opts.gpus is None else opts.gpus
+    asked: dict[tuple, str] = {}
+    for snippet, variant in select(Catalog.read(opts.snippets), opts):
+        if snippet.placeholders or not snippet.runnable or snippet.kind == "subcommand":
+            continue  # a subcommand (`vllm bench …`) is checked by its parser only: no model needed
+        models = needed_models(snippet)[:1 if variant in VARIANTS else None]
+        starts = TIERS.index(job_tier(snippet, opts.tier)) >= TIERS.index("start")
+        budget = weights_budget_bytes(gpus) if starts and devices_needed(snippet.argv) <= max(gpus, 1) else None
+        key = (tuple(models), budget)
+        if models and key not in asked:
+            res = resolver.resolve(models, opts.cache_dir, budget)
+            asked[key] = "; ".join([*(f"{m}: {n}" for m, n in res.from_hub.items()),
+                                    *(f"{m}: {why}" for m, why in res.unavailable.items())])
+    for line in filter(None, asked.values()):
+        say(line)
+    say(f"{len(asked)} model set(s) asked of the hub")
+    return 0

