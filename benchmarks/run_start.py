@@ -86,9 +86,9 @@ def main() -> None:
             bare_ts.append(bare(env, model))
             o = runner.run(Job(snippet, env, "probe"))
             assert o.verdict == "PASS", o.reason
-            probes = sum(p["duration_s"] for p in o.evidence.probes)
+            probes = sum(p.duration_s for p in o.evidence.probes)
             warm.append(o.duration_s - probes)
-            owned.append(o.duration_s - probes - o.evidence.server["ready_s"])
+            owned.append(o.duration_s - probes - o.evidence.server.ready_s)
         ctx.close()
         t0 = time.monotonic()
         subprocess.run([sys.executable, "-m", "driftmatrix.cli", "run", str(snippets), "--target", "nightly",

@@ -13,12 +13,16 @@ import json
 import re
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 SCHEMA = 2
 READS = (1, 2)
 """Schemas this driftmatrix reads (1: before `written_for`; a 1-only reader refuses 2 clearly)."""
-KINDS = ("serve", "docker", "python", "recipe")
+SnippetKind = Literal["serve", "docker", "python", "recipe", "subcommand"]
+"""What a snippet is (see `Snippet.kind`); the one list of snippet kinds."""
+SNIPPET_KINDS: tuple[SnippetKind, ...] = get_args(SnippetKind)
+KINDS: tuple[SnippetKind, ...] = ("serve", "docker", "python", "recipe")
+"""The kinds the extract summary gives a column each (a `subcommand` snippet is counted in `snippets` only)."""
 
 
 @dataclass
@@ -127,7 +131,7 @@ class Snippet:
 
     id: str
     """Stable hash of the normalized invocation (kind, canonical argv, env, image)."""
-    kind: str
+    kind: SnippetKind
     """`serve`, `docker`, `python`, `recipe`, or `subcommand` (another `vllm` subcommand given a
     speculative config: `vllm bench throughput …`, `vllm run-batch …`; see `subcommand`)."""
     argv: list[str]
@@ -176,6 +180,8 @@ class Snippet:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Snippet:
+        """Read tolerantly: unknown keys are dropped, and a kind outside `SnippetKind` (a later
+        extractor's) is kept as read; readers compare kinds by value, so it is treated as none they know."""
         known = {f.name for f in fields(cls)}
         kw = {k: v for k, v in data.items() if k in known}
         kw["lints"] = [Lint(**x) for x in data.get("lints", [])]

@@ -10,7 +10,7 @@ import textwrap
 from dataclasses import dataclass, replace
 from typing import Any
 
-from extractor.records import Lint, Snippet, Source
+from extractor.records import Lint, Snippet, SnippetKind, Source
 from extractor.serve_args import AMBIENT_VARS, ServeArgs, parse_serve_args, placeholders_in
 from extractor.markdown_sources import is_relative_model
 from extractor.shell_commands import Invocation, ShellScan, scan
@@ -79,7 +79,7 @@ def snippet_id(kind: str, canonical_argv: list[str], env: dict[str, str], image:
 
 
 def build(
-    kind: str,
+    kind: SnippetKind,
     argv: list[str],
     env: dict[str, str],
     source: Source,

@@ -147,7 +147,7 @@ def decision(judge: Judge, snippet: Snippet, source: Source) -> tuple[str, str, 
         body.append("No checked vLLM version that the page is written for runs it as written.")
     body.append(f"The page is written for vLLM `{j.written_for.spec}`: {views.md_escape(j.written_for.origin)}.")
     stand_in = any(views.documented_twin(k.outcome) for k in j.failing)
-    stood = list(dict.fromkeys(p.get("placeholder") for k in j.failing for p in k.outcome.evidence.placeholders))
+    stood = list(dict.fromkeys(p.placeholder for k in j.failing for p in k.outcome.evidence.placeholders))
     checked = ("Checked by driftmatrix" + (" with a random-weight stand-in of the model" if stand_in else "")
                + (f"{',' if stand_in else ''} with a stand-in in place of {', '.join(code_span(p) for p in stood)}"
                   if stood else "") + ".")

@@ -47,7 +47,7 @@ def _option_edits(history: FlagHistory, j: Judgement, s: Snippet) -> tuple[list[
     """Edits for the options the failing builds rejected; None when one of them has no fix."""
     edits, why = [], []
     for k in j.failing:
-        message = (k.outcome.evidence.exception or {}).get("message")
+        message = k.outcome.evidence.exception and k.outcome.evidence.exception.message
         rejected = rejected_tokens(message)  # options and the values argparse left with them
         for option in rejected_options(message):
             if any(option == e[0].split()[0] for e in edits):
@@ -167,7 +167,7 @@ SPEC_METHOD = ("spec-method-unsupported", "spec-method-invalid")
 def _spec_method_edits(s: Snippet, j: Judgement) -> tuple[list[list[str]], list[str]]:
     """An unknown speculative `method` → no method: the release resolves one from the draft model
     (what it resolved is in the fix's engine config, shown with the verification)."""
-    failing = [k for k in j.failing if (k.outcome.evidence.signature or {}).get("id") in SPEC_METHOD]
+    failing = [k for k in j.failing if k.outcome.evidence.signature and k.outcome.evidence.signature.id in SPEC_METHOD]
     spec = s.speculative_config or {}
     if not failing or "method" not in spec or "model" not in spec:
         return [], []

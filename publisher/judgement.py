@@ -254,9 +254,8 @@ def _option_history(j: Judgement, snippet: Snippet, newest_fail: Check | None) -
 def _removed(o: Outcome) -> bool:
     """The build does not have what the command names: the recorded signature, or the exception
     matched now (records written before a signature existed)."""
-    exc = o.evidence.exception or {}
-    sig = (o.evidence.signature or {}).get("id") or getattr(
-        classify.match_signature(f"{exc.get('type')}: {exc.get('message')}" if exc else None), "id", None)
+    exc, recorded = o.evidence.exception, o.evidence.signature
+    sig = (recorded and recorded.id) or getattr(classify.match_signature(exc.one_line() if exc else None), "id", None)
     return sig in REMOVED
 
 

@@ -102,18 +102,18 @@ class SpeedTable:
 
 def _figures(o: Outcome) -> dict | None:
     """The figures of a run, or None where it was not measured."""
-    perf = o.evidence.perf or {}
-    single, many = perf.get("single") or {}, perf.get("concurrent") or {}
-    if single.get("decode_tok_s_median") is None:
+    perf = o.evidence.perf
+    single, many = (perf.single, perf.concurrent) if perf else (None, None)
+    if single is None or single.decode_tok_s_median is None:
         return None
-    return {"decode": single.get("decode_tok_s_median"), "throughput": many.get("throughput_tok_s"),
-            "ttft1": single.get("ttft_s_median"), "ttftn": many.get("ttft_s_median"),
-            "n": many.get("streams") or 16, "one": single.get("streams") or 1, "tokens": single.get("max_tokens")}
+    return {"decode": single.decode_tok_s_median, "throughput": many and many.throughput_tok_s,
+            "ttft1": single.ttft_s_median, "ttftn": many and many.ttft_s_median,
+            "n": (many and many.streams) or 16, "one": single.streams or 1, "tokens": single.max_tokens}
 
 
 def _device(o: Outcome) -> str:
     gpus = (o.host or {}).get("gpus") or []
-    if (o.evidence.perf or {}).get("device") == "cpu" or not gpus:
+    if (o.evidence.perf and o.evidence.perf.device) == "cpu" or not gpus:
         return "CPU"
     names = [str(g).split(",", 1)[0].strip() for g in gpus]
     return f"{len(names)} × {names[0]}" if len(names) > 1 else f"GPU {names[0]}"
@@ -147,7 +147,7 @@ def tables(results: Results, snippet_id: str, has_spec: bool) -> list[SpeedTable
         heads = [f"decode, {first['one']} stream", f"throughput, {first['n']} streams",
                  f"time to first token, {first['one']} stream", f"time to first token, {first['n']} streams"]
         rows = [Run(VARIANTS.get(v, v), v, o, _cells(heads, f, base, v == "no-spec") if f else [],
-                    acceptance((o.evidence.perf or {}).get("spec_decode"))) for v, o, f in runs]
+                    acceptance(o.evidence.perf and o.evidence.perf.spec_decode)) for v, o, f in runs]
         spec = has_spec or any(r.accepted for r in rows)
         out.append(SpeedTable(c, _device(measured[0][1]), first["tokens"] or 256, heads, rows, base is not None,
                               spec, _sentences(rows, base is not None, has_spec, measured[0][1])))
@@ -171,6 +171,6 @@ def _sentences(rows: list[Run], baseline: bool, has_spec: bool, o: Outcome) -> l
     elif selfspec:
         said.append(f"self-spec, the model as its own draft (the acceptance upper bound), was not measured on this "
                     f"build: {selfspec.o.verdict} at {selfspec.o.stage} (see Variants).")
-    if (o.evidence.perf or {}).get("device") == "cpu":
+    if (o.evidence.perf and o.evidence.perf.device) == "cpu":
         said.append("Measured on a CPU: the figures show that it works under load, not how fast it is on a GPU.")
     return said

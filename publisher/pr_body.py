@@ -124,7 +124,7 @@ def regressions(results: Results, judge: Judge, tree: Path, link) -> list[str]:
             if j.kind != "vllm-regression" or not (tree / src.file).is_file():
                 continue
             good, bad = j.regression
-            exc = bad.outcome.evidence.exception or {}
+            exc = bad.outcome.evidence.exception
             where = views.location(exc)
             out += [f"### {code_span(subcommands.program(s))} regression: runs on vLLM {plain(good.version)}, fails "
                     f"on vLLM {plain(bad.version)}", "",
@@ -133,8 +133,8 @@ def regressions(results: Results, judge: Judge, tree: Path, link) -> list[str]:
                     f"- vLLM {plain(good.version)} (commit {code_span(good.column.commit or 'unknown')}): "
                     f"{views.depth_text(good.outcome, s)}",
                     f"- vLLM {plain(bad.version)} (commit {code_span(bad.column.commit or 'unknown')}): fails at "
-                    f"{plain(bad.outcome.stage)}: {code_span(exc.get('type') or bad.outcome.verdict)}: "
-                    f"{code_span(exc.get('message') or bad.outcome.reason or '')}"
+                    f"{plain(bad.outcome.stage)}: {code_span((exc and exc.type) or bad.outcome.verdict)}: "
+                    f"{code_span((exc and exc.message) or bad.outcome.reason or '')}"
                     + (f" (raised at {code_span(where)})" if where else ""), ""]
             if bad.outcome.evidence.log_excerpt:
                 out += ["<details><summary>Log excerpt</summary>", "", code_block(bad.outcome.evidence.log_excerpt), "",

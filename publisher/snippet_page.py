@@ -156,7 +156,7 @@ def ran(o: Outcome) -> str:
     except (ValueError, AttributeError):
         when = o.started or "time not recorded"
     parts = [when, f"took {perf_view.number(o.duration_s, 's')}"]
-    ready = (o.evidence.server or {}).get("ready_s")
+    ready = o.evidence.server and o.evidence.server.ready_s
     if ready is not None:
         parts[-1] += f" (server ready after {perf_view.number(ready, 's')})"
     gpus = [str(g) for g in (o.host or {}).get("gpus") or []]
@@ -206,13 +206,13 @@ def reason_shown(o: Outcome) -> str:
     (a FAIL's reason is its exception's first line, a WARN's its first feature warning: once is enough)."""
     reason = o.reason or ""
     exc = o.evidence.exception
-    if exc and reason.startswith(f"{exc.get('type')}: "):
+    if exc and reason.startswith(f"{exc.type}: "):
         return ""  # a FAIL's reason: the exception's first line
-    if exc and f"({exc.get('type')}: " in reason:  # a SKIP's or ERROR's: an explanation (the exception)
-        kept = reason.split(f"({exc.get('type')}: ", 1)[0].strip()
-        explanation = (o.evidence.signature or {}).get("explanation") or "\0"
+    if exc and f"({exc.type}: " in reason:  # a SKIP's or ERROR's: an explanation (the exception)
+        kept = reason.split(f"({exc.type}: ", 1)[0].strip()
+        explanation = (o.evidence.signature and o.evidence.signature.explanation) or "\0"
         return "" if kept.endswith(explanation) else kept
-    if o.verdict == "WARN" and reason.startswith("vLLM warns: ") and any(w.get("feature") for w in o.evidence.warnings):
+    if o.verdict == "WARN" and reason.startswith("vLLM warns: ") and any(w.feature for w in o.evidence.warnings):
         return ""
     return reason
 
@@ -222,14 +222,14 @@ def short_cause(o: Outcome) -> str:
     exc = o.evidence.exception
     if o.verdict == "FAIL" and exc:
         where = views.location(exc).rsplit("/", 1)[-1]
-        return f"{exc.get('type')}" + (f" at {where}" if where else "")
+        return f"{exc.type}" + (f" at {where}" if where else "")
     if o.verdict == "WARN":
-        feature = [w for w in o.evidence.warnings if w.get("feature")]
+        feature = [w for w in o.evidence.warnings if w.feature]
         if feature:
-            return f"vLLM warns (at {str(feature[0].get('file')).rsplit('/', 1)[-1]}:{feature[0].get('line')})"
+            return f"vLLM warns (at {str(feature[0].file).rsplit('/', 1)[-1]}:{feature[0].line})"
     sig = o.evidence.signature
     if sig:
-        return sig.get("id") or ""
+        return sig.id or ""
     return views._clip(o.reason or "", 100)
 
 
@@ -238,16 +238,16 @@ def warnings(o: Outcome) -> tuple[list[dict], list[dict], int]:
     warning logged twice (by two processes, once with its logger) is one row with a count."""
     feature, noise = [], []
     for w in o.evidence.warnings:
-        group = feature if w.get("feature") else noise
-        key = (_one(w.get("message")), str(w.get("file")).rsplit("/", 1)[-1], w.get("line"))
+        group = feature if w.feature else noise
+        key = (_one(w.message), str(w.file).rsplit("/", 1)[-1], w.line)
         same = next((g for g in group if g["key"] == key), None)
         if same:
             same["count"] += 1
-            if len(str(w.get("file"))) > len(same["file"]):
-                same["file"] = str(w.get("file"))
+            if len(str(w.file)) > len(same["file"]):
+                same["file"] = str(w.file)
             continue
-        group.append({"key": key, "message": key[0], "file": str(w.get("file")), "line": w.get("line"),
-                      "process": w.get("process") or w.get("logger") or "", "count": 1})
+        group.append({"key": key, "message": key[0], "file": str(w.file), "line": w.line,
+                      "process": w.process or w.logger or "", "count": 1})
     return feature, noise, sum(g["count"] for g in noise)
 
 
@@ -262,14 +262,14 @@ def config_rows(o: Outcome) -> list[tuple[str, str]]:
 
 
 def probes(o: Outcome) -> list[dict]:
-    return [{"name": p.get("name"), "what": PROBES.get(p.get("name"), str(p.get("name"))), "ok": p.get("ok"),
-             "status": p.get("status"), "detail": p.get("detail"),
-             "time": perf_view.number(p.get("duration_s"), "s") if p.get("duration_s") is not None else "—"}
+    return [{"name": p.name, "what": PROBES.get(p.name, str(p.name)), "ok": p.ok,
+             "status": p.status, "detail": p.detail,
+             "time": perf_view.number(p.duration_s, "s") if p.duration_s is not None else "—"}
             for p in o.evidence.probes]
 
 
 def gpu_memory(o: Outcome) -> str:
-    used = (o.evidence.perf or {}).get("gpu_mib_used") or []
+    used = (o.evidence.perf and o.evidence.perf.gpu_mib_used) or []
     return ", ".join(perf_view.number(m / 1024, "GiB") for m in used if isinstance(m, (int, float)))
 
 
@@ -282,7 +282,7 @@ def section(s: Snippet, o: Outcome) -> dict:
             "spec": perf_view.spec_counters(o.evidence.spec_decode), "config": config_rows(o), "probes": probes(o),
             "options": views.option_notes(o, s), "gpu_memory": gpu_memory(o),
             "documented_twin": views.documented_twin(o),
-            "perf_acceptance": perf_view.acceptance((o.evidence.perf or {}).get("spec_decode"))}
+            "perf_acceptance": perf_view.acceptance(o.evidence.perf and o.evidence.perf.spec_decode)}
 
 
 # --- the page ---------------------------------------------------------------------------------

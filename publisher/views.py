@@ -19,6 +19,7 @@ from flaghistory.commands import explain_failure, shipped
 from publisher.results import Results
 from runner.outcomes import subcommands
 from runner.outcomes.counts import GOOD
+from runner.outcomes.evidence_records import JsonRecord, RaisedException
 from runner.intarget.vllm_paths import relative
 from runner.outcomes.records import VERDICTS, Outcome  # noqa: F401 (VERDICTS: the one list, re-exported)
 
@@ -102,11 +103,11 @@ def run_as(snippet: Snippet, argv: list[str], env: dict[str, str] | None = None)
     return " ".join(p for p in (prefix, subcommands.program(snippet), shlex.join(argv)) if p)
 
 
-def location(exc: dict | None) -> str:
-    loc = (exc or {}).get("location") or {}
+def location(exc: RaisedException | None) -> str:
+    loc = exc.location if exc else None
     if isinstance(loc, str):
         return public_text(loc)
-    return f"{public_text(str(loc.get('file')))}:{loc.get('line')}" if loc.get("file") else ""
+    return f"{public_text(str(loc.file))}:{loc.line}" if loc and loc.file else ""
 
 
 def _clip(text: str, limit: int | None) -> str:
@@ -120,12 +121,12 @@ def cause(o: Outcome, limit: int | None = None) -> str:
     exc = o.evidence.exception
     if o.verdict == "FAIL" and exc:
         where = location(exc)
-        return f"{exc.get('type')}: {_clip(exc.get('message'), limit)}" + (f" ({where})" if where else "")
+        return f"{exc.type}: {_clip(exc.message, limit)}" + (f" ({where})" if where else "")
     if o.verdict == "WARN":
-        feature = [w for w in o.evidence.warnings if w.get("feature")]
+        feature = [w for w in o.evidence.warnings if w.feature]
         if feature:
             w = feature[0]
-            return f"vLLM warns: {_clip(w.get('message'), limit)} ({public_text(str(w.get('file')))}:{w.get('line')})"
+            return f"vLLM warns: {_clip(w.message, limit)} ({public_text(str(w.file))}:{w.line})"
     return _clip(o.reason or "", limit)
 
 
@@ -135,20 +136,20 @@ def option_notes(o: Outcome, snippet: Snippet | None = None) -> list[str]:
     subcommand snippet (`snippet` given): the history is of `vllm serve`'s options, not its."""
     if o.verdict != "FAIL" or o.stage != "parse" or (snippet is not None and snippet.kind == "subcommand"):
         return []
-    return explain_failure(shipped(), (o.evidence.exception or {}).get("message"), o.target.version)
+    return explain_failure(shipped(), o.evidence.exception and o.evidence.exception.message, o.target.version)
 
 
 def placeholders_replaced(o: Outcome) -> list[str]:
     """What the run put in place of the docs' placeholders (runner/models/placeholders.py), one line each:
     `model: placeholder `{your model directory}`, replaced by a stand-in` — the rest was checked as written."""
-    return [f"{p.get('role')}: placeholder `{p.get('placeholder')}`, replaced by a stand-in"
-            + (" (a random-weight twin of a small model, not the reader's)" if p.get("twin") else "")
+    return [f"{p.role}: placeholder `{p.placeholder}`, replaced by a stand-in"
+            + (" (a random-weight twin of a small model, not the reader's)" if p.twin else "")
             for p in o.evidence.placeholders]
 
 
 def documented_twin(o: Outcome) -> bool:
     """A random-weight twin of the documented model ran (not only a placeholder's stand-in)."""
-    return o.stand_in and (bool(o.evidence.twins) or not any(p.get("twin") for p in o.evidence.placeholders))
+    return o.stand_in and (bool(o.evidence.twins) or not any(p.twin for p in o.evidence.placeholders))
 
 
 def title(verdict: str, stage: str, versions: list[str]) -> str:
@@ -185,13 +186,12 @@ def config_differences(by_column: dict[str, Outcome]) -> dict[str, dict[str, obj
 
 def perf_rows(o: Outcome) -> list[dict]:
     """The perf tier's figures as table rows (single stream, 16 streams)."""
-    perf = o.evidence.perf or {}
+    perf = o.evidence.perf
     rows = []
-    for key in ("single", "concurrent"):
-        run = perf.get(key)
+    for run in (perf.single, perf.concurrent) if perf else ():
         if run:
-            rows.append({"run": f"{run.get('streams')} stream(s)", "decode": run.get("decode_tok_s_median"),
-                         "throughput": run.get("throughput_tok_s"), "ttft": run.get("ttft_s_median")})
+            rows.append({"run": f"{run.streams} stream(s)", "decode": run.decode_tok_s_median,
+                         "throughput": run.throughput_tok_s, "ttft": run.ttft_s_median})
     return rows
 
 
@@ -299,10 +299,19 @@ def public_outcome(o: Outcome) -> Outcome:
     same text on every run (no address, pid, OS-picked port, log time, measured duration, temp name),
     the command's own values kept as written."""
     ev, keep = o.evidence, public(o.argv)
-    shown = {f.name: public(getattr(ev, f.name)) for f in dataclasses.fields(ev)}
-    shown |= {name: stable_value(shown[name], keep) for name in MESSAGES}
+    shown = {f.name: _rewritten(getattr(ev, f.name), public) for f in dataclasses.fields(ev)}
+    shown |= {name: _rewritten(shown[name], lambda v: stable_value(v, keep)) for name in MESSAGES}
     return dataclasses.replace(o, reason=stable_value(public(o.reason), keep), substitutions=public(o.substitutions),
                                argv=keep, evidence=dataclasses.replace(ev, **shown), host=public(o.host))
+
+
+def _rewritten(value, rewrite):
+    """`rewrite` (a map over JSON values) applied to an evidence field, its records through their JSON."""
+    if isinstance(value, JsonRecord):
+        return value.rewritten(rewrite)
+    if isinstance(value, list):
+        return [_rewritten(v, rewrite) for v in value]
+    return rewrite(value)
 
 
 def public_results(results: Results) -> Results:

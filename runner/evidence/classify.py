@@ -15,6 +15,7 @@ from pathlib import Path
 import yaml
 
 from runner.evidence import logscan
+from runner.outcomes.evidence_records import LoggedWarning
 
 SIGNATURES = runner.DATA / "signatures.yaml"
 MAX_MATCH_LINE = 4096
@@ -101,6 +102,6 @@ def root_cause(tracebacks: list[logscan.Traceback]) -> logscan.Traceback | None:
     return tracebacks[0] if tracebacks else None
 
 
-def warning_records(lines: list[logscan.LogLine]) -> list[dict]:
-    return [{"file": w.file, "line": w.line, "message": w.message[:2000], "process": w.proc,
-             "feature": is_feature_warning(w.message)} for w in lines]
+def warning_records(lines: list[logscan.LogLine]) -> list[LoggedWarning]:
+    return [LoggedWarning(file=w.file, line=w.line, message=w.message[:2000], process=w.proc,
+                          feature=is_feature_warning(w.message)).keep_none("process") for w in lines]

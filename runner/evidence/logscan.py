@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from runner.intarget.vllm_paths import relative
+from runner.outcomes.evidence_records import CodeLocation
 
 MAX_LINE_SCAN = 16 * 1024
 """Only this much of each log line is examined (the longest real line, the engine's config, is
@@ -82,11 +83,11 @@ class Traceback:
         inside = [f for f in self.frames if "/vllm/" in f["path"]]
         return inside[-1] if inside else (self.frames[-1] if self.frames else None)
 
-    def location(self) -> dict | None:
+    def location(self) -> CodeLocation | None:
         frame = self.vllm_frame()
         if not frame:
             return None
-        return {"file": relative(frame["path"]), "line": frame["line"], "function": frame["function"]}
+        return CodeLocation(relative(frame["path"]), frame["line"], frame["function"])
 
 
 def clip(text: str, limit: int = MAX_MESSAGE_CHARS, total: int | None = None) -> str:

@@ -65,8 +65,9 @@ class JobRunner:
         out.argv = r(out.argv)
         out.reason = r(out.reason)
         ev = out.evidence
-        ev.exception, ev.warnings, ev.log_excerpt = r(ev.exception), r(ev.warnings), r(ev.log_excerpt)
-        ev.probes, ev.notes, ev.effective_config = r(ev.probes), r(ev.notes), r(ev.effective_config)
+        ev.exception = ev.exception and ev.exception.rewritten(r)
+        ev.warnings, ev.probes = [w.rewritten(r) for w in ev.warnings], [p.rewritten(r) for p in ev.probes]
+        ev.log_excerpt, ev.notes, ev.effective_config = r(ev.log_excerpt), r(ev.notes), r(ev.effective_config)
 
 
 def _new_outcome(job: Job) -> Outcome:

@@ -19,8 +19,9 @@ stand-in: a server is the reader's model or nothing.
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
+from runner.outcomes.evidence_records import PlaceholderStandIn
 from extractor.serve_args import SPEC_FLAG, is_args_placeholder, parse_serve_args
 
 TWIN_OF = "Qwen/Qwen3-0.6B"
@@ -50,8 +51,9 @@ class StoodIn:
     twin: bool = False
     """The value is a random-weight twin's folder (TWIN_OF), so the config tier can run."""
 
-    def record(self) -> dict:
-        return asdict(self) | {"flags": list(self.flags)}
+    def record(self) -> PlaceholderStandIn:
+        """What the outcome's evidence says of it."""
+        return PlaceholderStandIn(self.placeholder, self.role, self.value, list(self.flags), self.twin)
 
 
 def plan(snippet) -> list[StoodIn]:

@@ -23,7 +23,8 @@ from dataclasses import replace
 
 from packaging.version import InvalidVersion, Version
 
-from runner.outcomes.records import TIERS, Outcome, TargetRef
+from runner.outcomes.evidence_records import LoggedWarning
+from runner.outcomes.records import TIERS, Outcome, TargetRef, VerdictName
 
 REAL = ("PASS", "WARN", "FAIL")
 """Verdicts about the command (SKIP: not checked; ERROR: the check broke)."""
@@ -41,13 +42,13 @@ def is_done(o: Outcome) -> bool:
     return o.verdict != "ERROR"
 
 
-def passed(warnings: list[dict]) -> tuple[str, str | None]:
+def passed(warnings: list[LoggedWarning]) -> tuple[VerdictName, str | None]:
     """(verdict, reason) of a command that ran as far as it was checked: PASS, or WARN when vLLM
     logged a warning about a documented feature."""
-    feature = [w for w in warnings if w.get("feature")]
+    feature = [w for w in warnings if w.feature]
     if feature:
         w = feature[0]
-        return "WARN", f"vLLM warns: {w['message'][:300]} [{w['file']}:{w['line']}]"
+        return "WARN", f"vLLM warns: {w.message[:300]} [{w.file}:{w.line}]"
     return "PASS", None
 
 

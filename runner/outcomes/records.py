@@ -6,14 +6,22 @@ finishes, so several targets and shards can be merged by concatenation.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal, NamedTuple, get_args
+
+from runner.outcomes.evidence_records import (FailureSignature, JsonRecord, LoggedWarning, PerfRun,
+                                              PlaceholderStandIn, ProbeResult, RaisedException, ServerRun, TwinNote)
 
 SCHEMA = 1
 VerdictName = Literal["PASS", "WARN", "FAIL", "SKIP", "ERROR"]
 """What a job amounts to (see README 'Verdicts'); the one list of verdicts."""
-VERDICTS: tuple[str, ...] = get_args(VerdictName)
-TIERS = ("parse", "config", "start", "probe", "perf")
+VERDICTS: tuple[VerdictName, ...] = get_args(VerdictName)
+TierName = Literal["parse", "config", "start", "probe", "perf"]
+"""The tiers, in the order they run (a job asked for one runs the ones before it); the one list of tiers."""
+TIERS: tuple[TierName, ...] = get_args(TierName)
+StageName = TierName
+"""Where a verdict was reached: one of the tiers (the first failing one, or the last run)."""
 
 
 class JobKey(NamedTuple):
@@ -26,7 +34,7 @@ class JobKey(NamedTuple):
     version: str
     """The build's vLLM version (for a job not yet run: the version its target pins)."""
     commit: str | None
-    tier: str
+    tier: TierName
     """The last tier asked for."""
 
 
@@ -59,40 +67,66 @@ class TargetRef:
 class Evidence:
     """What the verdict rests on."""
 
-    exception: dict[str, Any] | None = None
-    """`{type, message, location: {file, line, function}}`: for exceptions from a server
-    log the location is the deepest vLLM frame of the root-cause traceback."""
-    signature: dict[str, str] | None = None
-    """A known failure signature matched by the exception or log: `{id, explanation}`."""
-    warnings: list[dict[str, Any]] = field(default_factory=list)
-    """vLLM WARNING lines: `{file, line, message}` (file:line of the logging call)."""
+    exception: RaisedException | None = None
+    """The exception the job failed with (its type, message and vLLM location)."""
+    signature: FailureSignature | None = None
+    """A known failure signature matched by the exception or log."""
+    warnings: list[LoggedWarning] = field(default_factory=list)
+    """vLLM WARNING lines (file:line of the logging call, feature or not)."""
     effective_config: dict[str, Any] = field(default_factory=dict)
     """Resolved engine settings (async_scheduling, speculative_method, chunked_prefill, ...)."""
-    probes: list[dict[str, Any]] = field(default_factory=list)
-    """One entry per probe request: `{name, ok, status, detail, duration_s}`."""
+    probes: list[ProbeResult] = field(default_factory=list)
+    """One entry per probe request."""
     spec_decode: dict[str, float] | None = None
     """Speculative-decoding counters from `/metrics` after the probes."""
-    perf: dict[str, Any] | None = None
-    """The perf tier: `{single, concurrent, spec_decode, device}` — per run `{streams, max_tokens,
-    completed, tokens, wall_s, throughput_tok_s, decode_tok_s_median, ttft_s_median}` and the
-    spec-decode counter deltas (with `acceptance_rate`) during these requests (runner/serve/throughput.py)."""
-    server: dict[str, Any] | None = None
-    """The start tier's server: `{port, state, ready_s, returncode, left_processes, stop_s}`
-    (+ GPU memory before/after teardown on GPU)."""
+    perf: PerfRun | None = None
+    """The perf tier: decode speed at 1 and 16 streams, the spec-decode counter deltas during these
+    requests (runner/serve/throughput.py)."""
+    server: ServerRun | None = None
+    """The start tier's server: its port, start, and teardown (+ GPU memory before/after on GPU)."""
     log_excerpt: str | None = None
     """The lines around the failure (or the log's tail), tokens redacted."""
     notes: list[str] = field(default_factory=list)
     """Plain-language remarks: substitutions made, image not used, ..."""
     env_dropped: list[str] = field(default_factory=list)
     """Names of the documented env assignments not passed to vLLM (runner/isolation/env_policy.py)."""
-    twins: list[dict[str, Any]] = field(default_factory=list)
-    """Stand-in twins used: `{model, family, published_architecture, config_source, resolved_architecture,
-    counts}`. `published_architecture` is the one the real model has (its config, or vLLM's supported-models
-    table); `resolved_architecture` what the target's vLLM resolved the twin to (from the config tier on);
-    `counts` is False when they differ: then the twin stands in for another model and the job SKIPs."""
-    placeholders: list[dict[str, Any]] = field(default_factory=list)
-    """Placeholders of the docs replaced by a stand-in for this run: `{placeholder, role (model, draft
-    model, path), value, flags, twin}` (runner/models/placeholders.py); the others stayed in the command."""
+    twins: list[TwinNote] = field(default_factory=list)
+    """Stand-in twins used; a twin whose `counts` is False stands in for another model (the job SKIPs)."""
+    placeholders: list[PlaceholderStandIn] = field(default_factory=list)
+    """Placeholders of the docs replaced by a stand-in for this run (runner/models/placeholders.py); the
+    others stayed in the command."""
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Evidence:
+        """As written by `to_json` (or by an earlier version: a field it lacks reads as its default, a
+        key this version does not know is dropped, as before these records)."""
+        ev = cls(**{k: v for k, v in data.items() if k in _EVIDENCE_FIELDS})
+        for name, record in _EVIDENCE_RECORDS.items():
+            value = getattr(ev, name)
+            if isinstance(value, list):
+                setattr(ev, name, [record.from_json(v) for v in value])
+            elif value is not None:
+                setattr(ev, name, record.from_json(value))
+        return ev
+
+    def to_json(self) -> dict[str, Any]:
+        """Every field, in order (its records as their JSON objects)."""
+        return {f.name: _json_of(getattr(self, f.name)) for f in fields(self)}
+
+
+_EVIDENCE_FIELDS = {f.name for f in fields(Evidence)}
+_EVIDENCE_RECORDS: dict[str, type[JsonRecord]] = {
+    "exception": RaisedException, "signature": FailureSignature, "warnings": LoggedWarning, "probes": ProbeResult,
+    "perf": PerfRun, "server": ServerRun, "twins": TwinNote, "placeholders": PlaceholderStandIn}
+"""The evidence fields that hold records (or lists of them); the others are plain JSON values."""
+
+
+def _json_of(value: Any) -> Any:
+    if isinstance(value, JsonRecord):
+        return value.to_json()
+    if isinstance(value, list):
+        return [_json_of(v) for v in value]
+    return copy.deepcopy(value)
 
 
 @dataclass
@@ -103,11 +137,11 @@ class Outcome:
     """The Snippet record's id."""
     target: TargetRef
     """The build it ran against."""
-    tier: str
-    """The last tier requested (`parse`, `config`, `start`, `probe`)."""
-    stage: str
+    tier: TierName
+    """The last tier requested (`parse`, `config`, `start`, `probe`, `perf`)."""
+    stage: StageName
     """The tier the verdict was reached at (the first failing one, or the last run)."""
-    verdict: str
+    verdict: VerdictName
     """PASS, WARN, FAIL, SKIP or ERROR (ours or the infrastructure's, never the docs')."""
     reason: str | None = None
     """One line: why SKIP/ERROR, or the FAIL's cause."""
@@ -135,13 +169,18 @@ class Outcome:
                       self.tier)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The JSON object of `outcomes.jsonl`: every field, in order."""
+        data = {f.name: copy.deepcopy(getattr(self, f.name)) for f in fields(self)}
+        data["target"], data["evidence"] = asdict(self.target), self.evidence.to_json()
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Outcome:
+        """Read tolerantly: keys this version does not know are dropped, and a verdict, tier or stage
+        outside the Literals is kept as read (a later version's; readers take an unknown stage as
+        no depth, counts.depth) rather than losing the line."""
         known = {f.name for f in fields(cls)}
         kw = {k: v for k, v in data.items() if k in known}
         kw["target"] = TargetRef(**data["target"])
-        ev = data.get("evidence") or {}
-        kw["evidence"] = Evidence(**{k: v for k, v in ev.items() if k in {f.name for f in fields(Evidence)}})
+        kw["evidence"] = Evidence.from_json(data.get("evidence") or {})
         return cls(**kw)

@@ -23,10 +23,9 @@ def write(outcomes: list[Outcome], path: Path) -> None:
             case = ET.SubElement(suite, "testcase", classname=o.target.name,
                                  name=f"{o.snippet_id}{'/' + o.variant if o.variant else ''}", time=str(o.duration_s))
             detail = o.reason or ""
-            exc = o.evidence.exception or {}
-            if exc.get("location"):
-                loc = exc["location"]
-                detail += f"\n  at {loc.get('file')}:{loc.get('line')}"
+            loc = o.evidence.exception and o.evidence.exception.location
+            if loc:
+                detail += f"\n  at {loc.file}:{loc.line}"
             if o.verdict == "FAIL":
                 ET.SubElement(case, "failure", message=(o.reason or "")[:500], type=o.stage).text = detail
             elif o.verdict == "ERROR":

@@ -70,7 +70,7 @@ def _fail(tmp: Path) -> Outcome:
                    "config", "config", "FAIL", reason=f"{exc['type']}: {exc['message']}", stand_in=True,
                    substitutions={"Qwen/Qwen3-8B": STANDIN, "tokenizer": f"{tmp}/tok"},
                    argv=[STANDIN, "--max-model-len", "4096", "--download-dir", "/tmp/pytest-of-x/pytest-1/dl"],
-                   evidence=Evidence(exception=exc, signature={"id": f"sig{IMG}", "explanation": MD_LINK},
+                   evidence=Evidence.from_json(dict(exception=exc, signature={"id": f"sig{IMG}", "explanation": MD_LINK},
                                      warnings=[{"file": "/root/site-0.20.1/vllm/config/speculative.py", "line": 3,
                                                 "message": f"careful {IMG}", "feature": False}],
                                      effective_config={"model": STANDIN, "tokenizer": f"/home/someone/checkout/tok{IMG}",
@@ -78,21 +78,21 @@ def _fail(tmp: Path) -> Outcome:
                                      log_excerpt=log,
                                      notes=[f"Qwen/Qwen3-8B: stand-in qwen3 twin at {STANDIN} {MD_LINK}",
                                             f"carried from /home/someone/checkout/runner/envs.py and {REPO}/runner/x.py",
-                                            f"scratch in /tmp/pytest-of-x/pytest-1/work and {tmp}"]),
+                                            f"scratch in /tmp/pytest-of-x/pytest-1/work and {tmp}"])),
                    started="2026-12-02T16:37:37+00:00", duration_s=12.5, host={"hostname": "vm", "cpus": 2})
 
 
 def _warn(tmp: Path) -> Outcome:
     return Outcome("s-0000000000a1", TargetRef(f"nightly{IMG}", "0.21.0", "abcdef123", "vllm"), "probe", "probe",
                    "WARN", stand_in=True, substitutions={"Qwen/Qwen3-8B": CACHED}, argv=[CACHED, "--max-model-len", "4096"],
-                   evidence=Evidence(warnings=[{"file": "/root/site-0.21.0/vllm/config/vllm.py", "line": 7,
+                   evidence=Evidence.from_json(dict(warnings=[{"file": "/root/site-0.21.0/vllm/config/vllm.py", "line": 7,
                                                 "message": f"deprecated {IMG} {MD_LINK}", "feature": True}],
                                      effective_config={"model": CACHED, "async_scheduling": True},
                                      probes=[{"name": "models", "ok": True, "status": 200,
                                               "detail": {"models": [CACHED]}, "duration_s": 0.1}],
                                      server={"port": 1, "state": "ready", "log": f"{tmp}/server.log",
                                              "cwd": "/home/someone/checkout"},
-                                     log_excerpt=f"loaded {CACHED}", notes=[f"env /root/.cache/driftmatrix/envs/vllm-0.21.0-ab/bin/python {IMG}"]),
+                                     log_excerpt=f"loaded {CACHED}", notes=[f"env /root/.cache/driftmatrix/envs/vllm-0.21.0-ab/bin/python {IMG}"])),
                    started="2026-12-02T17:00:00+00:00", duration_s=30.0, host={"hostname": "vm", "cpus": 2})
 
 

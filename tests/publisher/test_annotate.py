@@ -129,7 +129,7 @@ def test_warning_says_what_fails_where_and_how_deep_it_runs(docs_copy, site_inpu
         failing = [c.version for c in results.columns if o[c.name].verdict == "FAIL"]
         assert i.kind == "warning" and failing
         assert i.admonition.startswith(f'!!! warning "Is rejected by the argument parser of vLLM {failing[0]}')
-        assert o["stable" if o["stable"].verdict == "FAIL" else "nightly"].evidence.exception["type"] in i.admonition
+        assert o["stable" if o["stable"].verdict == "FAIL" else "nightly"].evidence.exception.type in i.admonition
         assert "The page is written for vLLM `>=0.20.1`: set on the command line" in i.admonition
         if o["nightly"].verdict == "PASS":  # parse-only evidence is worded as such, never "works"
             assert "vLLM 0.32.0 accepts its arguments (parser only, not started)." in i.admonition

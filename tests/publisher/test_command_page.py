@@ -128,15 +128,15 @@ def test_the_cause_is_said_once(gpu_site, tab):
     text = page.locator("article").inner_text()  # a folded <details> (the log excerpt) is not rendered text
     heading, fail = section(page, results, "0.20.1")
     exc = fail.evidence.exception
-    assert fail.verdict == "FAIL" and exc["message"] in fail.reason  # the record says it twice; the page once
-    assert text.count(exc["message"]) == 1
+    assert fail.verdict == "FAIL" and exc.message in fail.reason  # the record says it twice; the page once
+    assert text.count(exc.message) == 1
     facts = heading.locator("xpath=following::table[contains(@class,'dm-facts')][1]").inner_text()
-    assert exc["message"] in facts and exc["type"] in facts
+    assert exc.message in facts and exc.type in facts
     assert "raised at " + views.location(exc) in flat(facts)
     _, warn = section(page, results, "0.21.0")
-    feature = next(w for w in warn.evidence.warnings if w["feature"])
-    assert warn.verdict == "WARN" and feature["message"] in warn.reason
-    assert text.count(feature["message"]) == 1
+    feature = next(w for w in warn.evidence.warnings if w.feature)
+    assert warn.verdict == "WARN" and feature.message in warn.reason
+    assert text.count(feature.message) == 1
     assert not errors, errors
 
 
@@ -145,12 +145,12 @@ def test_the_commands_own_warnings_are_open_and_the_hosts_folded(gpu_site, tab, 
     page, errors, size, _ = tab
     page.goto(f"{base}/snippets/{SPEC}.html")
     heading, o = section(page, results, "0.21.0")
-    feature = [w for w in o.evidence.warnings if w["feature"]]
-    noise = [w for w in o.evidence.warnings if not w["feature"]]
+    feature = [w for w in o.evidence.warnings if w.feature]
+    noise = [w for w in o.evidence.warnings if not w.feature]
     assert len(feature) == 1 and len(noise) >= 10
     own = heading.locator("xpath=following::div[contains(@class,'dm-feature-warnings')][1]")
     assert own.is_visible() and own.locator("li").count() == 1
-    assert feature[0]["message"] in own.inner_text() and f"{feature[0]['file']}:{feature[0]['line']}" in own.inner_text()
+    assert feature[0].message in own.inner_text() and f"{feature[0].file}:{feature[0].line}" in own.inner_text()
     folded = heading.locator("xpath=following::details[contains(@class,'dm-noise')][1]")
     assert folded.get_attribute("open") is None
     assert folded.locator("summary").inner_text().startswith(f"{len(noise)} other warning")
@@ -201,7 +201,7 @@ def test_speed_beside_no_spec_with_the_ratio(gpu_site, tab, artifacts):
     page.goto(f"{base}/snippets/{SPEC}.html")
     col = next(c for c in results.columns if c.version == "0.21.0")
     documented, nospec = results.cell(SPEC, col), results.cell(SPEC, col, "no-spec")
-    ratio = documented.evidence.perf["single"]["decode_tok_s_median"] / nospec.evidence.perf["single"]["decode_tok_s_median"]
+    ratio = documented.evidence.perf.single.decode_tok_s_median / nospec.evidence.perf.single.decode_tok_s_median
     assert ratio < 0.5  # the documented command measured slower than without its draft
     table = page.locator("table.dm-speed")
     assert table.count() == 1
@@ -209,11 +209,11 @@ def test_speed_beside_no_spec_with_the_ratio(gpu_site, tab, artifacts):
     assert rows.count() == 3  # as documented, no-spec, self-spec
     first = flat(rows.nth(0).inner_text())
     assert "as documented" in first
-    assert f"{documented.evidence.perf['single']['decode_tok_s_median']:.0f} tok/s" in first
+    assert f"{documented.evidence.perf.single.decode_tok_s_median:.0f} tok/s" in first
     assert f"{ratio:.2f}×" in first
     second = flat(rows.nth(1).inner_text())
     assert "baseline" in second and "no-spec" in second
-    assert f"{nospec.evidence.perf['single']['decode_tok_s_median']:.0f} tok/s" in second
+    assert f"{nospec.evidence.perf.single.decode_tok_s_median:.0f} tok/s" in second
     assert "self-spec" in rows.nth(2).inner_text() and "not measured" in rows.nth(2).inner_text()
     note = flat(page.locator("p.dm-speed-note").inner_text())
     assert "random-weight" in note and "says nothing about real models" in note

@@ -236,7 +236,7 @@ def test_an_unknown_speculative_method_is_left_to_the_release(tmp_path):
     results = load(tmp_path / "snippets.json", [tmp_path / "outcomes.jsonl"], tmp_path / "fixes.json")
     original = {c.version: results.cell(fix.id, c) for c in results.columns}
     assert (original["0.20.1"].verdict, original["0.20.1"].stage) == ("FAIL", "config")
-    assert "Unsupported speculative method: 'mtp'" in original["0.20.1"].evidence.exception["message"]
+    assert "Unsupported speculative method: 'mtp'" in original["0.20.1"].evidence.exception.message
     fixed = {c.version: results.cell(fix.id, c, "fix") for c in results.columns}
     assert {v: (o.verdict, o.stage) for v, o in fixed.items()} == {"0.20.1": ("PASS", "config"),
                                                                    "0.32.0": ("PASS", "config")}  # its tier, not probe

@@ -49,7 +49,7 @@ def _day(tree_and_snippets, run: str):
 
 def test_two_runs_of_the_same_failure_give_the_same_bytes(tree_and_snippets):
     one, two = _day(tree_and_snippets, "run1"), _day(tree_and_snippets, "run2")
-    raw = [{c.name: r.cell(FAILING, c).evidence.exception["message"] for c in r.columns} for r, _, _ in (one, two)]
+    raw = [{c.name: r.cell(FAILING, c).evidence.exception.message for c in r.columns} for r, _, _ in (one, two)]
     assert raw[0] != raw[1] and all(re.search(r"at 0x[0-9a-f]{12}>", m) for r in raw for m in r.values())
     (p1,), (p2,) = one[1].patches, two[1].patches
     assert p1.after == p2.after and one[1].diff() == two[1].diff()  # the page `annotate` writes

@@ -18,6 +18,7 @@ from extractor.written_for import override
 from publisher import annotate as ann
 from publisher import pr_body, views
 from publisher.results import load
+from runner.outcomes.evidence_records import RaisedException
 from runner.outcomes.records import Evidence, Outcome, TargetRef
 
 SITE = "https://example.test/dm"
@@ -42,7 +43,7 @@ def _fail(sid, target, message, log=None):
     exc = {"type": f"ArgumentError{VALUE}", "message": message,
            "location": {"file": "vllm/engine/`arg_utils`@vllm-project.py", "line": 12, "function": "parse"}}
     return Outcome(sid, target, "parse", "parse", "FAIL", reason=f"ArgumentError: {message}",
-                   evidence=Evidence(exception=exc, log_excerpt=log), started="2026-12-02T16:00:00+00:00")
+                   evidence=Evidence(exception=RaisedException.from_json(exc), log_excerpt=log), started="2026-12-02T16:00:00+00:00")
 
 
 @pytest.fixture(scope="module")
@@ -106,7 +107,7 @@ def test_one_hostile_cause_in_a_row(inputs, message):
     results, annotation, drift, _ = copy.deepcopy(inputs)
     for o in results.cells.values():
         if o.snippet_id == drift.id:
-            o.evidence.exception["message"] = message
+            o.evidence.exception.message = message
     r = mdcheck.assert_inert(pr_body.body(results, annotation, SITE), allowed_links=(f"{SITE}/snippets/",),
                              allowed_html=OWN_HTML)
     assert any(mdcheck.one_line(message)[:150] in c for c in r.code)

@@ -136,7 +136,7 @@ def test_snippet_page_carries_the_evidence(published, site_inputs):
     section = doc.find(id=c.key)
     assert section is not None
     facts = section.find_next("table", class_="dm-facts").get_text(" ")
-    assert o.evidence.exception["type"] in facts and f":{o.evidence.exception['location']['line']}" in facts
+    assert o.evidence.exception.type in facts and f":{o.evidence.exception.location.line}" in facts
     assert s.sources[0].file in doc.select_one("ul.dm-sources").get_text()
     code = doc.select_one("div.highlight code, pre code")
     assert code is not None and "vllm" in code.get_text()

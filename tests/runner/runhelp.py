@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import fcntl
 import json
 import os
@@ -85,5 +86,5 @@ def rejudged(o: Outcome, device: str = "gpu") -> str:
 
     if o.verdict != "FAIL":
         return o.verdict
-    twins = [dict(t) for t in o.evidence.twins]  # reason() marks a twin as not counting: not the record's
-    return judge_failure(twins, o.stage, o.evidence.exception or {}, o.target.version, device)[0].verdict
+    twins = [copy.copy(t) for t in o.evidence.twins]  # reason() marks a twin as not counting: not the record's
+    return judge_failure(twins, o.stage, o.evidence.exception, o.target.version, device)[0].verdict

@@ -23,6 +23,7 @@ from runner.models import placeholders
 from runner.outcomes import subcommands
 
 from runner.isolation import trust
+from runner.outcomes.evidence_records import LoggedWarning, RaisedException
 from runner.serve.helper_client import HelperAnswer
 from runner.jobs.tiers import twin_artefacts
 from runner.jobs.tiers.state import JobState, Verdict, fail, literal_env, skip
@@ -37,7 +38,9 @@ def parse_config(state: JobState) -> Verdict | None:
         and "config" not in state.skip_at and sub is None
     state.report("config" if want_config else "parse")
     answer = _ask(state, "config" if want_config else "parse", sub)
-    out.evidence.warnings.extend({**w, "feature": _feature(state, w["message"])} for w in answer.warnings)
+    # the helper's warnings as it sent them (JSON from its process), each judged feature or not here
+    out.evidence.warnings.extend(LoggedWarning.from_json({**w, "feature": _feature(state, w["message"])})
+                                 for w in answer.warnings)
     out.evidence.effective_config.update(answer.effective_config)
     if answer.depth:
         out.evidence.notes.append(answer.depth)
@@ -136,5 +139,4 @@ def _failed(state: JobState, stage: str, err: dict) -> Verdict:
     if stood:
         return skip(f"placeholder {stood.placeholder} must be filled in: the {stage} tier failed with a stand-in in "
                     f"its place, which may be the cause ({message})", stage)
-    exc = {k: err.get(k) for k in ("type", "message", "location", "traceback")} if err else None
-    return fail(state, stage, exc)
+    return fail(state, stage, RaisedException.from_helper(err) if err else None)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import httpx
 
+from runner.outcomes.evidence_records import PerfRun
 from runner.serve import throughput as measure
 from runner.serve.server import gpu_memory_used
 from runner.jobs.tiers.state import JobState, Verdict, error
@@ -18,12 +19,14 @@ def perf(state: JobState) -> Verdict | None:
     state.report("perf")
     out.stage = "perf"
     try:
-        out.evidence.perf = measure.measure(f"http://127.0.0.1:{server.port}", api_key=state.api_key)
+        measured = PerfRun.from_json(measure.measure(f"http://127.0.0.1:{server.port}", api_key=state.api_key))
     except (httpx.HTTPError, ValueError, KeyError, IndexError) as err:
         return error(f"perf measurement failed: {type(err).__name__}: {err}"[:500], "perf")
-    out.evidence.perf["device"] = "gpu" if state.gpu_ids else "cpu"
+    out.evidence.perf = measured
+    measured.device = "gpu" if state.gpu_ids else "cpu"
     if state.gpu_ids:  # while the server still holds its weights, KV cache and graphs
-        out.evidence.perf["gpu_mib_used"] = gpu_memory_used(state.gpu_ids)
-    if not out.evidence.perf["concurrent"].get("completed"):
-        return Verdict("FAIL", f"perf: no request completed ({out.evidence.perf['concurrent']['errors']})", "perf")
+        measured.gpu_mib_used = gpu_memory_used(state.gpu_ids)
+        measured.keep_none("gpu_mib_used")  # written as null when nvidia-smi could not say
+    if not measured.concurrent.completed:
+        return Verdict("FAIL", f"perf: no request completed ({measured.concurrent.errors})", "perf")
     return None

@@ -23,6 +23,7 @@ from runner.isolation import env_policy
 from runner.builds import source_trees
 
 from runner.outcomes import subcommands
+from runner.outcomes.evidence_records import TwinNote
 from runner.outcomes.argv_edit import VARIANTS, devices_needed, tensor_parallel, variant_argv
 from runner.models.resolution import Resolution, has_weights, needed_models, substitute
 from runner.settings import weights_budget_bytes
@@ -214,9 +215,8 @@ def _stand_ins(state: JobState, models: list[str], subs: dict, missing: list[str
         subs[model] = twin.dir
         hub = f" (config from the hub; {no_weights[model]})" if model in no_weights else ""
         state.outcome.evidence.notes.append(f"{model}: {_describe(twin)}{hub}")
-        state.outcome.evidence.twins.append({"model": model, "family": twin.family, "served": i == 0,
-                                             "published_architecture": twin.published_architecture,
-                                             "config_source": twin.config_source})
+        state.outcome.evidence.twins.append(TwinNote(model, twin.family, i == 0, twin.published_architecture,
+                                                     twin.config_source))
     return still
 
 

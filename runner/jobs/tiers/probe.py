@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from extractor.shell_commands import SPEC_FLAGS
 from runner.evidence import classify, logscan
+from runner.outcomes.evidence_records import ProbeResult, RaisedException
 from runner.serve import probes
 from runner.jobs.tiers.state import JobState, Verdict, error, fail, sandbox_limit
 
@@ -23,8 +24,9 @@ def probe(state: JobState) -> Verdict | None:
     spec = any(t.split("=")[0].split(".")[0] in SPEC_FLAGS for t in state.argv)
     ctx = probes.ProbeContext(f"http://127.0.0.1:{server.port}", "", server.alive)
     results, metrics = probes.run(ctx, tools, multimodal, spec, api_key=state.api_key)
-    out.evidence.probes, out.evidence.spec_decode = results, metrics
-    failed = [p for p in results if not p["ok"]]
+    # the probes' answers as runner/serve/probes.py made them (their keys in its order)
+    out.evidence.probes, out.evidence.spec_decode = [ProbeResult.from_json(r) for r in results], metrics
+    failed = [p for p in out.evidence.probes if not p.ok]
     if not failed:
         return None
     first = failed[0]
@@ -35,8 +37,8 @@ def probe(state: JobState) -> Verdict | None:
             return error(sandbox_limit(hit), "probe")
     root = classify.root_cause(logscan.tracebacks(lines))
     if root is None:
-        return Verdict("FAIL", f"probe {first['name']} failed: status {first['status']} "
-                               f"{str(first.get('detail'))[:200]}", "probe")
-    verdict = fail(state, "probe", {"type": root.type, "message": root.message, "location": root.location()},
+        return Verdict("FAIL", f"probe {first.name} failed: status {first.status} "
+                               f"{str(first.detail)[:200]}", "probe")
+    verdict = fail(state, "probe", RaisedException(root.type, root.message, root.location()),
                    logscan.excerpt(lines, root.end))
-    return Verdict(verdict.verdict, f"probe {first['name']}: {verdict.reason}", verdict.stage)
+    return Verdict(verdict.verdict, f"probe {first.name}: {verdict.reason}", verdict.stage)

@@ -15,6 +15,7 @@ from runner.serve import compile_cache, docker_target
 from runner.isolation import env_policy, sandbox, trust, unix_relay
 from runner.outcomes.argv_edit import devices_needed, without_options
 from runner.models.resolution import estimated_bytes
+from runner.outcomes.evidence_records import RaisedException, ServerRun
 from runner.serve.server import Server, free_port, serve_args
 from runner.settings import SHARED_GPU_MEMORY
 from runner.jobs.tiers.state import JobState, Verdict, error, fail, literal_env, read_log, sandbox_limit, skip
@@ -42,7 +43,7 @@ def start(state: JobState) -> Verdict | None:
             return None
         if verdict != "port taken":
             return verdict
-        state.outcome.evidence.notes.append(f"port {state.outcome.evidence.server['port']} was taken; retried on "
+        state.outcome.evidence.notes.append(f"port {state.outcome.evidence.server.port} was taken; retried on "
                                             "another")
     raise AssertionError("unreachable: the second attempt decides")
 
@@ -146,18 +147,17 @@ def _one_start(state: JobState, env: dict[str, str], retry: bool) -> Verdict | s
     server.start()
     state.server = server
     ready = server.wait_ready(ctx.start_timeout)
-    out.evidence.server = {"port": port, "ready_s": round(server.ready_s, 1) if server.ready_s else None,
-                           "state": ready}
+    out.evidence.server = ServerRun(port, round(server.ready_s, 1) if server.ready_s else None, ready)
     if ready == "ready":
         return "ready"
     lines = server.log_lines()
     state.server = None
-    out.evidence.server.update(server.stop())
+    out.evidence.server = ServerRun.stopped(out.evidence.server, server.stop())
     read_log(out, lines)
     if hit := server.limit_hit():
         out.evidence.log_excerpt = logscan.excerpt(lines)
         return error(sandbox_limit(hit), "start")
-    return _not_ready(state, ready, lines, out.evidence.server.get("returncode"), retry)
+    return _not_ready(state, ready, lines, out.evidence.server.returncode, retry)
 
 
 def _not_ready(state: JobState, ready: str, lines: list[str], returncode, retry: bool) -> Verdict | str:
@@ -175,7 +175,8 @@ def _not_ready(state: JobState, ready: str, lines: list[str], returncode, retry:
     sig = classify.match_signature(f"{root.type}: {root.message}")
     if sig and sig.id == "port-in-use" and retry:
         return "port taken"
-    exc = {"type": root.type, "message": root.message, "location": root.location(),
-           "final": f"{tbs[-1].type}: {tbs[-1].message}"[:500] if tbs[-1] is not root else None}
+    exc = RaisedException(root.type, root.message, root.location(),
+                          final=f"{tbs[-1].type}: {tbs[-1].message}"[:500] if tbs[-1] is not root else None)
+    exc.keep_none("final")  # the start tier says "none" when the last traceback is the root cause
     frames = "\n".join(f'File "{f["path"]}", line {f["line"]}, in {f["function"]}' for f in root.frames)
     return fail(state, "start", exc, ev.log_excerpt, frames)

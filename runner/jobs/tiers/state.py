@@ -20,7 +20,8 @@ from runner.isolation import env_policy
 from runner.models import placeholders
 from runner.isolation.sandbox import limits
 from runner.jobs.job import Job, RunContext
-from runner.outcomes.records import TIERS, Outcome, VerdictName
+from runner.outcomes.evidence_records import FailureSignature, RaisedException, ServerRun, TwinNote
+from runner.outcomes.records import TIERS, Outcome, StageName, TierName, VerdictName
 from runner.serve.server import Server
 from runner.jobs.tiers import twin_artefacts
 
@@ -29,7 +30,7 @@ from runner.jobs.tiers import twin_artefacts
 class Verdict:
     verdict: VerdictName
     reason: str | None = None
-    stage: str | None = None
+    stage: StageName | None = None
     """The stage it was reached at (None: the stage the job got to)."""
 
 
@@ -48,7 +49,7 @@ class JobState:
     """Models that could not be had (no model-map entry, no hub, no stand-in)."""
     why_not: list[str] = field(default_factory=list)
     """Why a stand-in could not be built, per missing model."""
-    skip_at: dict[str, str] = field(default_factory=dict)
+    skip_at: dict[TierName, str] = field(default_factory=dict)
     """Tier -> why it cannot run here though the tiers before it can (prepare decides: a model the hub
     refused SKIPs config, weights left on the hub without a twin SKIP start)."""
     server: Server | None = None
@@ -62,7 +63,7 @@ class JobState:
     report: Callable[[str], None] = lambda stage: None
     """Progress: called with the stage the job is entering."""
 
-    def wants(self, tier: str) -> bool:
+    def wants(self, tier: TierName) -> bool:
         """The job asked for `tier` (the tiers up to the one requested run)."""
         return TIERS.index(self.job.tier) >= TIERS.index(tier)
 
@@ -76,7 +77,7 @@ class JobState:
         server, self.server = self.server, None  # one caller stops it (a worker, or an interrupted run)
         if server is not None:
             lines = server.log_lines()  # what it logged while serving (not its shutdown)
-            self.outcome.evidence.server = {**(self.outcome.evidence.server or {}), **server.stop()}
+            self.outcome.evidence.server = ServerRun.stopped(self.outcome.evidence.server, server.stop())
             read_log(self.outcome, lines)
         leases, self.leases = self.leases, []
         for held in leases:
@@ -99,16 +100,16 @@ def read_log(out: Outcome, lines: list[str]) -> None:
 
 # --- verdicts ---------------------------------------------------------------------------------
 
-def skip(reason: str, stage: str | None = None) -> Verdict:
+def skip(reason: str, stage: StageName | None = None) -> Verdict:
     return Verdict("SKIP", reason, stage)
 
 
-def error(reason: str, stage: str | None = None) -> Verdict:
+def error(reason: str, stage: StageName | None = None) -> Verdict:
     """Ours or the machine's fault, never the docs'."""
     return Verdict("ERROR", reason, stage)
 
 
-def judge_failure(twins: list[dict], stage: str, exc: dict | None, version: str, device: str,
+def judge_failure(twins: list[TwinNote], stage: StageName, exc: RaisedException | None, version: str, device: str,
                   excerpt: str | None = None, frames: str | None = None) -> tuple[Verdict, classify.Signature | None]:
     """The verdict on a failure and the signature it matched: raised where vLLM loads a stand-in
     twin's own parts it is the twin's (SKIP, runner/jobs/tiers/twin_artefacts.py); a known signature may
@@ -117,7 +118,7 @@ def judge_failure(twins: list[dict], stage: str, exc: dict | None, version: str,
     twin = twin_artefacts.reason(twins, stage, exc, version, frames)
     if twin:
         return skip(twin, stage), None
-    sig = classify.match_signature(exc and f"{exc.get('type')}: {exc.get('message')}", excerpt, device=device)
+    sig = classify.match_signature(exc.one_line() if exc else None, excerpt, device=device)
     line = one_line(exc) if exc else "see the log excerpt"
     if sig and sig.blame == "unavailable":
         return skip(f"{sig.explanation} ({line})", stage), sig
@@ -126,13 +127,13 @@ def judge_failure(twins: list[dict], stage: str, exc: dict | None, version: str,
     return Verdict("FAIL", line, stage), sig
 
 
-def fail(state: JobState, stage: str, exc: dict | None, excerpt: str | None = None,
+def fail(state: JobState, stage: StageName, exc: RaisedException | None, excerpt: str | None = None,
          frames: str | None = None) -> Verdict:
     """A failure with its exception, judged by judge_failure and recorded in the evidence."""
     ev = state.outcome.evidence
     verdict, sig = judge_failure(ev.twins, stage, exc, state.job.target.version, state.ctx.device, excerpt, frames)
     ev.exception = exc
-    ev.signature = {"id": sig.id, "explanation": sig.explanation} if sig else None
+    ev.signature = FailureSignature(sig.id, sig.explanation) if sig else None
     return verdict
 
 
@@ -153,8 +154,8 @@ def apply(out: Outcome, v: Verdict) -> None:
         out.stage = v.stage
 
 
-def one_line(exc: dict) -> str:
+def one_line(exc: RaisedException) -> str:
     """`Type: message` on one line; pydantic's first line only counts errors, so add the next."""
-    lines = [ln.strip() for ln in str(exc.get("message") or "").splitlines() if ln.strip()]
+    lines = [ln.strip() for ln in str(exc.message or "").splitlines() if ln.strip()]
     text = " ".join(lines[:2]) if lines and re.match(r"\d+ validation errors? for", lines[0]) else (lines or [""])[0]
-    return f"{exc.get('type')}: {text}"[:300]
+    return f"{exc.type}: {text}"[:300]

@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from runner.outcomes.evidence_records import RaisedException, TwinNote
+
 if TYPE_CHECKING:  # state.fail() asks `reason` first: no import cycle at run time
     from runner.jobs.tiers.state import JobState
 
@@ -62,21 +64,22 @@ def _frames(trace: str) -> list[str]:
     return [line.strip().replace("\\", "/") for line in trace.splitlines() if line.lstrip().startswith("File ")]
 
 
-def reason(twins: list[dict], stage: str, exc: dict | None, version: str, frames: str | None = None) -> str | None:
+def reason(twins: list[TwinNote], stage: str, exc: RaisedException | None, version: str,
+           frames: str | None = None) -> str | None:
     """The reason to SKIP when `exc` was raised while vLLM loaded a part of the served twin among an
     outcome's `evidence.twins` (then marked as not counting), else None. `frames`: the raising
     traceback's `File …` lines, when `exc` carries no traceback of its own (a server's log)."""
-    twin = next((t for t in twins if t.get("served")), None)
-    if not twin or not exc or stage not in ("config", "start", "probe") or exc.get("type") in NOT_THE_TWIN:
+    twin = next((t for t in twins if t.served), None)
+    if not twin or not exc or stage not in ("config", "start", "probe") or exc.type in NOT_THE_TWIN:
         return None
-    raised_in = (exc.get("location") or {}).get("file") or ""  # the innermost frame, when no traceback came
-    inner = _frames(frames or exc.get("traceback") or "")[-FRAMES:] + ([raised_in] if raised_in else [])
-    defaults = not (twin.get("config_source") or "").startswith("config.json")  # not the published one
+    raised_in = (exc.location.file if exc.location else None) or ""  # the innermost frame, when no traceback came
+    inner = _frames(frames or exc.traceback or "")[-FRAMES:] + ([raised_in] if raised_in else [])
+    defaults = not (twin.config_source or "").startswith("config.json")  # not the published one
     part = next((name for name, places, defaults_only in LOADERS if (defaults or not defaults_only)
                  and any(p in line for line in inner for p in places)), None)
-    message = exc.get("message") or ""
+    message = exc.message or ""
     if part is None and (TOKENIZER_CONTENT.search(message)
-                         or (exc.get("type") == "KeyError" and MISSING_TOKEN.match(message.strip()))):
+                         or (exc.type == "KeyError" and MISSING_TOKEN.match(message.strip()))):
         part = "tokenizer's special tokens"
     if part is None and defaults and DEFAULTS_CONFIG.search(message):
         part = "configuration (class defaults)"
@@ -86,13 +89,13 @@ def reason(twins: list[dict], stage: str, exc: dict | None, version: str, frames
         part = "quantization config (twins are bf16: the published one is not reproduced)"
     if part is None:
         return None
-    twin["counts"] = False
-    where = exc.get("location") or {}
-    first = (exc.get("message") or "").strip().splitlines()[0][:200] if exc.get("message") else ""
+    twin.counts = False
+    where = exc.location
+    first = exc.message.strip().splitlines()[0][:200] if exc.message else ""
     built = "built from its configuration class's defaults" if defaults else "a twin"
-    return (f"the stand-in for {twin['model']} ({built}) "
-            f"fails where vLLM {version} loads its {part}: {exc.get('type')}: {first} "
-            f"[{where.get('file')}:{where.get('line')}]; a twin artefact, not a finding about the docs")
+    return (f"the stand-in for {twin.model} ({built}) "
+            f"fails where vLLM {version} loads its {part}: {exc.type}: {first} "
+            f"[{where and where.file}:{where and where.line}]; a twin artefact, not a finding about the docs")
 
 
 def resolved_mismatch(state: JobState) -> str | None:
@@ -100,12 +103,13 @@ def resolved_mismatch(state: JobState) -> str | None:
     recorded for the served twin; the reason to SKIP when it does not (it would check another model)."""
     resolved = state.outcome.evidence.effective_config.get("resolved_architecture")
     for twin in state.outcome.evidence.twins:
-        if not twin.get("served"):
+        if not twin.served:
             continue  # a draft's architecture is resolved inside the speculative config
-        twin["resolved_architecture"] = resolved
-        published = twin.get("published_architecture")
-        twin["counts"] = None if not (published and resolved) else resolved == published
-        if twin["counts"] is False:
-            return (f"the stand-in for {twin['model']} resolves to {resolved} in vLLM {state.job.target.version}, "
+        published = twin.published_architecture
+        twin.resolved_architecture = resolved
+        twin.counts = None if not (published and resolved) else resolved == published
+        twin.keep_none("resolved_architecture", "counts")  # written even when unknown
+        if twin.counts is False:
+            return (f"the stand-in for {twin.model} resolves to {resolved} in vLLM {state.job.target.version}, "
                     f"the published model to {published}: it would check another model")
     return None

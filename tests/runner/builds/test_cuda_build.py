@@ -92,7 +92,7 @@ def test_config_tier_over_a_declared_device(cuda_env, tiny_models, tmp_path):
     rejected = pick(items, ids["rejected-anywhere"][0], "cuda")
     assert (rejected.verdict, rejected.stage) == ("FAIL", "config"), rejected.reason
     assert "async scheduling is only supported with EAGLE/MTP/Draft Model/NGram GPU" in \
-        rejected.evidence.exception["message"]
+        rejected.evidence.exception.message
     assert any(n.startswith("config built with a declared CUDA device 9.0") for n in rejected.evidence.notes)
 
     # the rejection rests on the declared device count: not the command's fault alone

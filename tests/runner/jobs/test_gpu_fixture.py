@@ -40,20 +40,19 @@ def test_verdicts_carry_their_evidence(recorded):
     for o in recorded:
         if o.verdict == "FAIL":
             exc = o.evidence.exception
-            loc = (exc or {}).get("location") or {}
-            assert exc["type"] and exc["message"], o.snippet_id
-            assert loc.get("file", "").endswith(".py") and loc.get("line", 0) > 0, o.snippet_id  # raising file:line
+            assert exc.type and exc.message, o.snippet_id
+            assert exc.location.file.endswith(".py") and exc.location.line > 0, o.snippet_id  # raising file:line
         if o.verdict == "WARN":
-            assert any(w["feature"] for w in o.evidence.warnings)
-        if o.stage in ("start", "probe", "perf") and o.evidence.server and o.evidence.server.get("state") == "ready":
+            assert any(w.feature for w in o.evidence.warnings)
+        if o.stage in ("start", "probe", "perf") and o.evidence.server and o.evidence.server.state == "ready":
             server = o.evidence.server
-            assert server["left_processes"] == 0 and server["gpu_memory_back"] is True, o.snippet_id
+            assert server.left_processes == 0 and server.gpu_memory_back is True, o.snippet_id
 
 
 def test_probes_on_the_gpu(recorded):
     probed = [o for o in recorded if o.tier in ("probe", "perf") and o.verdict in ("PASS", "WARN")]
     assert probed
-    seen = {p["name"] for o in probed for p in o.evidence.probes if p.get("ok")}
+    seen = {p.name for o in probed for p in o.evidence.probes if p.ok}
     assert {"models", "json_schema", "chat", "stream", "tool_call", "image"} <= seen, seen
     spec = [o for o in probed if o.evidence.spec_decode]
     assert spec and all(o.evidence.spec_decode.get("num_drafts", 0) > 0 for o in spec)
@@ -64,9 +63,9 @@ def test_perf_figures(recorded):
     assert runs, "no perf outcomes recorded"
     for o in runs:
         perf = o.evidence.perf
-        assert perf["device"] == "gpu" and perf["gpu_mib_used"][0] > 0
-        for key in ("single", "concurrent"):
-            assert perf[key]["completed"] == perf[key]["streams"] and perf[key]["decode_tok_s_median"] > 0
+        assert perf.device == "gpu" and perf.gpu_mib_used[0] > 0
+        for run in (perf.single, perf.concurrent):
+            assert run.completed == run.streams and run.decode_tok_s_median > 0
         assert o.evidence.effective_config.get("model_memory_gib")
 
 
@@ -78,5 +77,5 @@ def test_perf_pairs_the_command_with_and_without_its_draft(recorded):
     assert pairs
     for doc, base in pairs:
         assert doc.target == base.target
-        assert doc.evidence.perf["spec_decode"]["num_drafts"] > 0 and not base.evidence.perf.get("spec_decode")
+        assert doc.evidence.perf.spec_decode["num_drafts"] > 0 and not base.evidence.perf.spec_decode
         assert "--speculative-config" in doc.argv and "--speculative-config" not in base.argv

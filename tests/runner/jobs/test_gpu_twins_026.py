@@ -11,6 +11,7 @@ fault of our twins, of the carried build or of the shared GPU must be a SKIP or 
 
 from __future__ import annotations
 
+import copy
 import json
 
 import pytest
@@ -69,14 +70,14 @@ def test_each_kind_of_fault_gets_its_verdict(sample, snippet, verdict, words):
     o = sample[snippet]
     assert o.verdict == "FAIL" and rejudged(o) == verdict
     if words:
-        why = twin_artefacts.reason([dict(t) for t in o.evidence.twins], o.stage, o.evidence.exception or {}, "0.26.0")
+        why = twin_artefacts.reason([copy.copy(t) for t in o.evidence.twins], o.stage, o.evidence.exception, "0.26.0")
         assert words in why and "a twin artefact, not a finding about the docs" in why
 
 
 def test_a_defaults_config_context_length_and_a_missing_gpu_count_are_not_the_docs(extra):
     ctx = extra["s-e61baee53885"]  # --max-model-len 262144 vs the class default 32768
     assert "configuration (class defaults)" in twin_artefacts.reason(
-        [dict(t) for t in ctx.evidence.twins], ctx.stage, ctx.evidence.exception, "0.26.0")
+        [copy.copy(t) for t in ctx.evidence.twins], ctx.stage, ctx.evidence.exception, "0.26.0")
     assert rejudged(extra["s-cbdfd550e46c"]) == "SKIP"  # world size 8 on a one-GPU machine
     assert rejudged(extra["s-5e889272011b"]) == "SKIP"  # --load-format runai_streamer, package absent
 
@@ -86,8 +87,8 @@ def test_multimodal_twins_answer_images_with_their_processor_files(sample):
     twin starts and its image probe is answered on the H200, as on CPU."""
     passed = [o for o in sample.values() if o.verdict == "PASS"]
     assert len(passed) >= 8
-    vl = next(o for o in passed if o.evidence.twins[0]["published_architecture"] == "Qwen2_5_VLForConditionalGeneration")
-    assert {p["name"]: p["ok"] for p in vl.evidence.probes}.get("image") is True
+    vl = next(o for o in passed if o.evidence.twins[0].published_architecture == "Qwen2_5_VLForConditionalGeneration")
+    assert {p.name: p.ok for p in vl.evidence.probes}.get("image") is True
     for o in passed:
-        twin = next(t for t in o.evidence.twins if t.get("served"))
-        assert twin["resolved_architecture"] == twin["published_architecture"] and twin["counts"], o.snippet_id
+        twin = next(t for t in o.evidence.twins if t.served)
+        assert twin.resolved_architecture == twin.published_architecture and twin.counts, o.snippet_id

@@ -148,10 +148,10 @@ def test_misspelled_option_fails_at_parse_with_the_argparse_error(runs, target):
         o = found[("a-misspelled-bench-option", target, tier)]
         assert (o.verdict, o.stage) == ("FAIL", "parse"), o.reason
         exc = o.evidence.exception
-        assert exc["type"] == "ArgumentError"
-        assert "unrecognized arguments: --num-promts 10" in exc["message"]
-        assert exc["location"]["file"].startswith("vllm/") and isinstance(exc["location"]["line"], int)
-        assert o.evidence.signature["id"] == "unrecognized-arguments"
+        assert exc.type == "ArgumentError"
+        assert "unrecognized arguments: --num-promts 10" in exc.message
+        assert exc.location.file.startswith("vllm/") and isinstance(exc.location.line, int)
+        assert o.evidence.signature.id == "unrecognized-arguments"
         assert o.reason.startswith("ArgumentError: ") and "--num-promts" in o.reason
 
 
@@ -160,9 +160,9 @@ def test_invalid_value_fails_at_parse_in_the_nested_parser(runs, target):
     found, _ = runs
     o = found[("an-invalid-bench-value", target, "probe")]
     assert (o.verdict, o.stage) == ("FAIL", "parse"), o.reason
-    message = o.evidence.exception["message"]
+    message = o.evidence.exception.message
     assert "latency: error: argument --input-len: invalid int value: '32k'" in message
-    assert o.evidence.exception["location"]["file"].startswith("vllm/")
+    assert o.evidence.exception.location.file.startswith("vllm/")
 
 
 @pytest.mark.parametrize("target", ["stable", "nightly"])

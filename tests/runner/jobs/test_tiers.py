@@ -19,9 +19,9 @@ def test_removed_flag_fails_parse_on_both(config_run):
     for target in ("stable", "nightly"):
         o = pick(items, ids["a-removed-flag"][0], target)
         assert (o.verdict, o.stage) == ("FAIL", "parse")
-        assert "unrecognized arguments: --disable-log-requests" in o.evidence.exception["message"]
-        assert o.evidence.exception["location"]["file"].startswith("vllm/")
-        assert o.evidence.signature["id"] == "unrecognized-arguments"
+        assert "unrecognized arguments: --disable-log-requests" in o.evidence.exception.message
+        assert o.evidence.exception.location.file.startswith("vllm/")
+        assert o.evidence.signature.id == "unrecognized-arguments"
 
 
 def test_flag_added_in_between_differs_by_version(config_run):
@@ -29,7 +29,7 @@ def test_flag_added_in_between_differs_by_version(config_run):
     sid = ids["a-flag-added-after-0201"][0]
     old, new = pick(items, sid, "stable"), pick(items, sid, "nightly")
     assert (old.verdict, old.stage) == ("FAIL", "parse")
-    assert "--sleep-preserve-parameter-names" in old.evidence.exception["message"]
+    assert "--sleep-preserve-parameter-names" in old.evidence.exception.message
     assert new.verdict in ("PASS", "WARN") and new.stage == "config"
 
 
@@ -39,11 +39,11 @@ def test_invalid_speculative_method_fails_at_config_with_vllm_location(config_ru
         o = pick(items, ids["invalid-speculative-method"][0], target)
         assert (o.verdict, o.stage) == ("FAIL", "config")
         exc = o.evidence.exception
-        assert exc["type"] == "ValidationError" and "SpeculativeConfig" in exc["message"]
-        assert exc["location"]["file"] == "vllm/engine/arg_utils.py"
-        assert exc["location"]["function"] == "create_speculative_config"
-        assert isinstance(exc["location"]["line"], int)
-        assert o.evidence.signature["id"] == "spec-method-invalid"
+        assert exc.type == "ValidationError" and "SpeculativeConfig" in exc.message
+        assert exc.location.file == "vllm/engine/arg_utils.py"
+        assert exc.location.function == "create_speculative_config"
+        assert isinstance(exc.location.line, int)
+        assert o.evidence.signature.id == "spec-method-invalid"
 
 
 def test_a_literal_token_in_json_gets_the_parsers_verdict_not_a_placeholder_skip(config_run):
@@ -53,9 +53,9 @@ def test_a_literal_token_in_json_gets_the_parsers_verdict_not_a_placeholder_skip
     for target in ("stable", "nightly"):
         o = pick(items, ids["a-reasoning-config-with-a-literal-token"][0], target)
         assert (o.verdict, o.stage) == ("FAIL", "parse"), (o.verdict, o.reason)
-        assert "ReasoningConfig" in o.evidence.exception["message"] and "think_start_str" in \
-            o.evidence.exception["message"], o.evidence.exception["message"]
-        assert o.evidence.exception["location"]["file"].startswith("vllm/")
+        assert "ReasoningConfig" in o.evidence.exception.message and "think_start_str" in \
+            o.evidence.exception.message, o.evidence.exception.message
+        assert o.evidence.exception.location.file.startswith("vllm/")
 
 
 def test_a_wrapper_program_is_recorded_and_never_run(config_run):
@@ -71,7 +71,7 @@ def test_max_model_len_beyond_the_model_fails_at_config(config_run):
     o = pick(items, ids["longer-than-the-model"][0], "nightly")
     assert (o.verdict, o.stage) == ("FAIL", "config")
     assert "max_model_len" in o.reason and "100000" in o.reason
-    assert o.evidence.signature["id"] == "max-model-len-too-large"
+    assert o.evidence.signature.id == "max-model-len-too-large"
 
 
 def test_draft_config_resolves_method_and_is_a_stand_in(config_run, tiny_models):
@@ -98,7 +98,7 @@ def test_shell_metacharacters_stay_literal(config_run):
     o = pick(items, ids["shell-metacharacters"][0], "nightly")
     assert "x; touch PARSE_MARK" in o.argv and "`touch PARSE_MARK2`" in o.argv
     # vLLM itself read the backticks as a (missing) template path: proof they reached it verbatim.
-    assert "`touch PARSE_MARK2`" in o.evidence.exception["message"]
+    assert "`touch PARSE_MARK2`" in o.evidence.exception.message
     assert not list(work.rglob("PARSE_MARK*"))
 
 

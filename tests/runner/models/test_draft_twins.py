@@ -98,9 +98,8 @@ def test_mlp_speculator_page_is_judged_by_an_mlp_speculator(mlp_run):
     "Temporarily disabled ... once the MLP Speculator is supported in V1")."""
     assert set(mlp_run) == {"stable"}
     for name, o in mlp_run.items():
-        (draft,) = [t for t in o.evidence.twins if not t["served"]]
-        assert (draft["family"], draft["published_architecture"]) == ("mlp_speculator",
-                                                                       "MLPSpeculatorPreTrainedModel")
+        (draft,) = [t for t in o.evidence.twins if not t.served]
+        assert (draft.family, draft.published_architecture) == ("mlp_speculator", "MLPSpeculatorPreTrainedModel")
         subs = {m: json.loads((Path(d) / "config.json").read_text()) for m, d in o.substitutions.items()}
         cfg, served = subs["ibm-ai-platform/llama3-8b-accelerator"], subs["meta-llama/Meta-Llama-3.1-8B-Instruct"]
         assert cfg["model_type"] == "mlp_speculator" and cfg["emb_dim"] == served["hidden_size"]

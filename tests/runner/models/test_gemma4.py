@@ -157,7 +157,7 @@ def _recipe_id(recipes: list, file: str) -> str:
 
 
 def _feature_warnings(o) -> list[str]:
-    return [w["message"] for w in o.evidence.warnings if w["feature"]]
+    return [w.message for w in o.evidence.warnings if w.feature]
 
 
 def test_gemma4_twin_answers_text_and_image(gemma_run):
@@ -165,10 +165,10 @@ def test_gemma4_twin_answers_text_and_image(gemma_run):
     for target in ("stable", "nightly"):
         o = pick(items, ours["gemma-4-alone"], target)
         assert (o.verdict, o.stage) == ("PASS", "probe") and o.stand_in, o.reason
-        probes = {p["name"]: p for p in o.evidence.probes}
-        assert probes["chat"]["ok"] and probes["stream"]["ok"] and probes["json_schema"]["ok"]
+        probes = {p.name: p for p in o.evidence.probes}
+        assert probes["chat"].ok and probes["stream"].ok and probes["json_schema"].ok
         # 70 soft tokens + begin/end of image reach the model, not just the one placeholder
-        assert probes["image"]["ok"] and probes["image"]["detail"]["prompt_tokens"] > 70
+        assert probes["image"].ok and probes["image"].detail["prompt_tokens"] > 70
 
 
 def _recipe(recipes: dict, file: str):
@@ -183,9 +183,9 @@ def test_the_doc_issue_reproduced(gemma_run):
     old = pick(items, sid, "stable")
     assert (old.verdict, old.stage) == ("FAIL", "start") and old.stand_in
     exc = old.evidence.exception
-    assert exc["type"] == "NotImplementedError" and "does not support multimodal models yet" in exc["message"]
-    assert exc["location"]["file"] == "vllm/v1/spec_decode/llm_base_proposer.py" and exc["location"]["line"]
-    assert old.evidence.signature["id"] == "spec-decode-multimodal-unsupported"
+    assert exc.type == "NotImplementedError" and "does not support multimodal models yet" in exc.message
+    assert exc.location.file == "vllm/v1/spec_decode/llm_base_proposer.py" and exc.location.line
+    assert old.evidence.signature.id == "spec-decode-multimodal-unsupported"
     assert old.evidence.effective_config["speculative_method"] == "draft_model"
     # 0.32.0 maps the assistant (model_type gemma4_assistant) to its Gemma 4 MTP drafter and warns
     # that the drafter gets text-only inputs; the 4-layer sliding/full assistant serves (its
@@ -194,8 +194,8 @@ def test_the_doc_issue_reproduced(gemma_run):
     assert (new.verdict, new.stage) == ("WARN", "probe") and new.stand_in, new.reason
     assert new.evidence.effective_config["speculative_method"] == "mtp"
     assert any("does not support external multimodal embeddings" in m for m in _feature_warnings(new))
-    assert all(p["ok"] for p in new.evidence.probes)
-    assert {"image", "tool_call"} <= {p["name"] for p in new.evidence.probes}  # the recipe's tool flags too
+    assert all(p.ok for p in new.evidence.probes)
+    assert {"image", "tool_call"} <= {p.name for p in new.evidence.probes}  # the recipe's tool flags too
     assert new.evidence.spec_decode["num_drafts"] > 0
 
 
@@ -213,8 +213,8 @@ def test_a_plain_gemma4_draft_model(gemma_run):
     assert any("does not fully support multimodal models yet. Proceeding with text-only speculative decoding" in m
                for m in _feature_warnings(new))
     assert (new.verdict, new.stage) == ("FAIL", "start"), new.reason
-    assert new.evidence.signature["id"] == "drafting-kv-cache-group"
-    assert new.evidence.exception["type"] == "AssertionError"
+    assert new.evidence.signature.id == "drafting-kv-cache-group"
+    assert new.evidence.exception.type == "AssertionError"
     assert any("gemma4_text twin (config.json from" in n and "sliding/full" in n for n in new.evidence.notes)
 
 
@@ -223,7 +223,7 @@ def test_the_recipes_gemma4_spec_commands_end_to_end(gemma_run):
     files = {x.file for s in recipes.values() for x in s.sources}
     assert "Google/Gemma4.md" in files and {f"models/Google/gemma-4-{m}-it.yaml" for m in ("E2B", "31B")} <= files
     e2b = pick(items, _recipe(recipes, "models/Google/gemma-4-E2B-it.yaml").id, "nightly")
-    assert e2b.verdict == "SKIP" and e2b.evidence.signature["id"] == "cuda-only-code-on-cpu"  # centroid head
+    assert e2b.verdict == "SKIP" and e2b.evidence.signature.id == "cuda-only-code-on-cpu"  # centroid head
     for sid, snippet in recipes.items():
         assert "nightly" in {o.target.name for o in items if o.snippet_id == sid}
         for o in [o for o in items if o.snippet_id == sid]:
@@ -231,7 +231,7 @@ def test_the_recipes_gemma4_spec_commands_end_to_end(gemma_run):
             assert o.stand_in and o.verdict in {"PASS", "WARN", "FAIL", "SKIP"}, (sid, target, o.reason)
             assert o.evidence.notes and o.evidence.effective_config.get("num_speculative_tokens")
             if o.verdict == "FAIL":  # every FAIL carries the raising vLLM frame
-                assert o.evidence.exception["location"]["file"].startswith("vllm/")
+                assert o.evidence.exception.location.file.startswith("vllm/")
             if o.verdict == "SKIP":
                 assert o.reason
 
@@ -257,7 +257,7 @@ def test_the_seed_case_judged(gemma_run):
         assert (src.written_for.spec, src.written_for.basis) == (">=0.19.1", "recipe")
         j = judge.of_source(s, src)
         assert j.kind == "doc-drift" and [k.version for k in j.failing] == ["0.20.1"], j.summary
-        assert j.failing[0].outcome.evidence.signature["id"] == "spec-decode-multimodal-unsupported"
+        assert j.failing[0].outcome.evidence.signature.id == "spec-decode-multimodal-unsupported"
         assert j.works_from == "0.32.0" and "with a warning" in j.summary
         ok = later.of_source(s, src)
         assert ok.kind == "ok" and ok.checks[0].outcome.verdict == "WARN" and "with a warning" in ok.summary

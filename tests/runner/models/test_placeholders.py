@@ -102,9 +102,9 @@ def test_a_failure_behind_a_placeholder_model_is_the_commands(ran):
     got, found, _ = ran
     o = got[found[P2P].id]
     assert (o.verdict, o.stage) == ("FAIL", "parse"), o.reason
-    message = o.evidence.exception["message"]
+    message = o.evidence.exception.message
     assert "KVTransferConfig" in message and "kv_buffer_size" in message and "Unexpected keyword argument" in message
-    assert o.evidence.placeholders[0]["placeholder"] == "{your model directory}"
+    assert o.evidence.placeholders[0].placeholder == "{your model directory}"
     assert "model: placeholder `{your model directory}`, replaced by a stand-in" in " ".join(o.evidence.notes)
     assert "{your model directory}" not in o.argv
     assert views.placeholders_replaced(o)[0].startswith("model: placeholder `{your model directory}`, replaced by a "
@@ -115,7 +115,7 @@ def test_a_placeholder_model_has_its_config_built_on_a_twin(ran):
     got, found, _ = ran
     o = got[found[KV_CACHE].id]  # `vllm serve <model> --kv-cache-dtype fp8 --kv-cache-dtype-skip-layers sliding_window`
     assert (o.stage, o.verdict) == ("config", "PASS"), o.reason  # before: SKIP, placeholder <model>
-    assert o.stand_in and o.evidence.placeholders[0]["twin"] is True and not o.evidence.twins
+    assert o.stand_in and o.evidence.placeholders[0].twin is True and not o.evidence.twins
     assert o.evidence.effective_config  # vLLM built it
     assert not views.documented_twin(o) and model_summary(o) == "a placeholder's stand-in"
 
@@ -124,7 +124,7 @@ def test_other_placeholders_keep_todays_skip(ran):
     got, found, _ = ran
     o = got[found[CLUSTER].id]
     assert o.verdict == "SKIP" and "<HEAD_NODE_IP>" in o.reason and "must be filled in" in o.reason
-    assert o.evidence.placeholders[0]["role"] == "model"
+    assert o.evidence.placeholders[0].role == "model"
 
 
 def test_the_command_page_says_what_was_a_placeholder(ran):

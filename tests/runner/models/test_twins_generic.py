@@ -328,4 +328,4 @@ def test_twins_split_by_the_command_tensor_parallel_size(cpu_envs, tmp_path):
         assert any("num_attention_heads 4 -> 8: divisible by the command's tensor parallel size 8" in n
                    for n in o.evidence.notes), o.evidence.notes
         twin = o.evidence.twins[0]
-        assert twin["resolved_architecture"] == twin["published_architecture"] and twin["counts"] is True
+        assert twin.resolved_architecture == twin.published_architecture and twin.counts is True

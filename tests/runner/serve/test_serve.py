@@ -15,7 +15,7 @@ from runner.evidence import classify, logscan
 
 
 def names(o):
-    return [p["name"] for p in o.evidence.probes]
+    return [p.name for p in o.evidence.probes]
 
 
 def test_tiny_model_passes_chat_json_schema_and_tool_call(served):
@@ -25,8 +25,8 @@ def test_tiny_model_passes_chat_json_schema_and_tool_call(served):
         assert (o.verdict, o.stage) == ("PASS", "probe"), o.reason
         assert names(o)[:2] == ["models", "json_schema"]  # structured output right after start
         assert {"chat", "stream", "tool_call"} <= set(names(o))
-        assert all(p["ok"] and p["status"] == 200 for p in o.evidence.probes)
-        assert o.evidence.server["state"] == "ready" and o.evidence.server["left_processes"] == 0
+        assert all(p.ok and p.status == 200 for p in o.evidence.probes)
+        assert o.evidence.server.state == "ready" and o.evidence.server.left_processes == 0
         assert o.evidence.effective_config["structured_outputs_backend"] == "xgrammar"
     assert pick(items, ids["tools"][0], "stable").target.version == "0.20.1"
 
@@ -40,13 +40,13 @@ def test_ngram_spec_decoding_passes_with_counters(served):
     # depends on whether its output repeats itself, so only their presence is asserted
     assert set(o.evidence.spec_decode) >= {"num_drafts", "num_draft_tokens", "num_accepted_tokens"}
     # logged, not a verdict: a note that async scheduling is off with ngram
-    assert any("ngram" in w["message"] and not w["feature"] for w in o.evidence.warnings)
+    assert any("ngram" in w.message and not w.feature for w in o.evidence.warnings)
 
 
 def test_shell_metacharacters_reach_the_server_verbatim(served):
     items, ids, work, _ = served
     o = pick(items, ids["n-gram-speculative-decoding"][0], "nightly")
-    models = o.evidence.probes[0]["detail"]["models"]
+    models = o.evidence.probes[0].detail["models"]
     assert models == ["tiny;touch NGRAM_MARK && touch NGRAM_MARK2 `touch NGRAM_MARK3`"]
     assert not list(work.rglob("NGRAM_MARK*"))
 
@@ -59,14 +59,14 @@ def test_draft_model_spec_decoding_and_no_spec_variant(served):
     assert doc.verdict in ("PASS", "WARN") and doc.stage == "perf", doc.reason
     assert doc.evidence.effective_config["speculative_method"] == "draft_model"
     assert doc.evidence.spec_decode["num_drafts"] > 0  # counted while the probes ran
-    assert {p["name"] for p in doc.evidence.probes} >= {"models", "json_schema", "chat", "stream"}
+    assert {p.name for p in doc.evidence.probes} >= {"models", "json_schema", "chat", "stream"}
     variant = pick(items, sid, "nightly", "no-spec")
     assert variant.stage == "perf" and variant.verdict in ("PASS", "WARN")
     assert "--speculative-config" not in variant.argv
     assert "speculative_method" not in variant.evidence.effective_config
     assert variant.evidence.spec_decode is None
     assert "async_scheduling" in variant.evidence.effective_config  # side by side with doc's
-    assert [p for p in variant.evidence.probes if p["name"] == "json_schema"][0]["ok"]
+    assert [p for p in variant.evidence.probes if p.name == "json_schema"][0].ok
     events = [json.loads(ln) for ln in perf.stdout.splitlines() if ln.startswith("{")]
     assert {(e["snippet_id"], e["variant"]) for e in events} == {(sid, None), (sid, "no-spec"), (sid, "self-spec")}
 
@@ -76,7 +76,7 @@ def test_log_evidence_is_parsed_from_the_real_log(served):
     o = pick(items, ids["tools"][0], "nightly")
     assert o.evidence.effective_config["engine_version"] == "v0.32.0"
     assert all(set(w) >= {"file", "line", "message"} for w in o.evidence.warnings)
-    assert o.evidence.warnings and all(isinstance(w["line"], int) for w in o.evidence.warnings)
+    assert o.evidence.warnings and all(isinstance(w.line, int) for w in o.evidence.warnings)
 
 
 def test_start_failure_carries_the_root_cause_from_the_server_log(served):
@@ -86,11 +86,11 @@ def test_start_failure_carries_the_root_cause_from_the_server_log(served):
     exc = o.evidence.exception
     # the worker's chained traceback: vLLM's own exception, not the FileNotFoundError under
     # it nor the engine-core / API-server wrappers printed after it
-    assert exc["type"].endswith("LoRAAdapterNotFoundError")
-    assert "/nonexistent/adapter" in exc["message"]
-    assert exc["location"]["file"].startswith("vllm/lora/") and exc["location"]["line"] > 0
+    assert exc.type.endswith("LoRAAdapterNotFoundError")
+    assert "/nonexistent/adapter" in exc.message
+    assert exc.location.file.startswith("vllm/lora/") and exc.location.line > 0
     assert "LoRAAdapterNotFoundError" in o.evidence.log_excerpt
-    assert o.evidence.server["state"] == "exited" and o.evidence.server["left_processes"] == 0
+    assert o.evidence.server.state == "exited" and o.evidence.server.left_processes == 0
 
 
 def test_a_second_run_over_the_same_inputs_starts_no_server(served, docs, targets_toml, tiny_models,
@@ -164,7 +164,7 @@ def test_chained_traceback_from_logger_exception_lines(served):
     assert len(tbs) >= 3 and any(tb.chained for tb in tbs)
     assert all(tb.frames for tb in tbs)
     root = classify.root_cause(tbs)
-    assert root.type.endswith("LoRAAdapterNotFoundError") and root.location()["file"].startswith("vllm/")
+    assert root.type.endswith("LoRAAdapterNotFoundError") and root.location().file.startswith("vllm/")
 
 
 # --- the perf tier (CPU figures say nothing about GPU speed: what is checked is that the tier
@@ -178,12 +178,12 @@ def test_perf_tier_with_spec_no_spec_and_self_spec(served):
     for variant, o in runs.items():
         assert (o.verdict, o.stage) in {("PASS", "perf"), ("WARN", "perf")}, (variant, o.reason)
         p = o.evidence.perf
-        assert p["device"] == "cpu"
-        assert (p["single"]["completed"], p["single"]["tokens"]) == (1, 256)
-        assert (p["concurrent"]["completed"], p["concurrent"]["tokens"]) == (16, 16 * 256)
-        assert p["single"]["decode_tok_s_median"] > 0 and p["concurrent"]["throughput_tok_s"] > 0
-    assert runs["no-spec"].evidence.perf["spec_decode"] is None
-    assert runs[None].evidence.perf["spec_decode"]["num_draft_tokens"] > 0
+        assert p.device == "cpu"
+        assert (p.single.completed, p.single.tokens) == (1, 256)
+        assert (p.concurrent.completed, p.concurrent.tokens) == (16, 16 * 256)
+        assert p.single.decode_tok_s_median > 0 and p.concurrent.throughput_tok_s > 0
+    assert runs["no-spec"].evidence.perf.spec_decode is None
+    assert runs[None].evidence.perf.spec_decode["num_draft_tokens"] > 0
     own = runs["self-spec"]
     assert own.evidence.effective_config["speculative_method"] == "draft_model"
-    assert own.evidence.perf["spec_decode"]["acceptance_rate"] > 0.5  # greedy, the draft is the target
+    assert own.evidence.perf.spec_decode["acceptance_rate"] > 0.5  # greedy, the draft is the target
