@@ -12,9 +12,9 @@ write it (`keep_none`).
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field, fields
 from collections.abc import Callable
-from typing import Any, ClassVar
+from dataclasses import dataclass, field, fields
+from typing import Any, ClassVar, Self
 
 OPTIONAL = {"optional": True}
 """Field metadata: left out of the JSON when None (unless read so, or kept with `keep_none`)."""
@@ -36,11 +36,14 @@ class JsonRecord:
     """Fields holding a record of their own (a JSON object inside this one)."""
 
     _read_keys: tuple[str, ...] | None = field(default=None, init=False, repr=False, compare=False)
+    """The keys of the JSON object it was read from, in their order (None: built here)."""
     _unknown: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
+    """What that object held under keys that are no field here (another version's), written back as read."""
     _kept_none: frozenset[str] = field(default=frozenset(), init=False, repr=False, compare=False)
+    """OPTIONAL fields written even when None (`keep_none`)."""
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]):
+    def from_json(cls, data: dict[str, Any]) -> Self:
         """The record of a JSON object; a key it lacks reads as None (readers were tolerant of that
         before these records, and it stays absent when written back); a nested value that is not an
         object is kept as it is."""
@@ -57,17 +60,18 @@ class JsonRecord:
         record._unknown = {k: v for k, v in data.items() if k not in known}
         return record
 
-    def keep_none(self, *names: str):
+    def keep_none(self, *names: str) -> Self:
         """Write these fields even when None (the writer says "none" rather than leaving it out)."""
         self._kept_none = self._kept_none | set(names)
         return self
 
-    def rewritten(self, rewrite: Callable[[Any], Any]):
+    def rewritten(self, rewrite: Callable[[Any], Any]) -> Self:
         """The record read back from its JSON after `rewrite` (redaction, public paths: each maps
         every string in a JSON value)."""
         return type(self).from_json(rewrite(self.to_json()))
 
     def to_json(self) -> dict[str, Any]:
+        """The JSON object (see the module's docstring for which keys, in which order)."""
         values = {f.name: getattr(self, f.name) for f in fields(self) if f.init}
         if self._read_keys is not None:  # as read, then what was set since
             order = [*self._read_keys, *(k for k, v in values.items()
@@ -103,8 +107,9 @@ class RaisedException(JsonRecord):
     message: str | None
     """Its message, clipped (runner/evidence/logscan.py)."""
     location: CodeLocation | str | None
-    """For an exception from a server log the deepest vLLM frame of the root-cause traceback; None when
-    no frame was vLLM's (a string, shown as it is, in records of early versions)."""
+    """Where vLLM raised it (for an exception from a server log, the deepest vLLM frame of the root-cause
+    traceback); None when no frame was vLLM's. A string is read and shown as it is (publisher/views.py
+    `location` has always taken one)."""
     traceback: str | None = field(default=None, metadata=OPTIONAL)
     """The helper's traceback text (parse and config tiers; written as null when it sent none)."""
     final: str | None = field(default=None, metadata=OPTIONAL)

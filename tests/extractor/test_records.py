@@ -3,7 +3,7 @@ import json
 import pytest
 
 from extractor.catalog import extract
-from extractor.records import SCHEMA, Catalog
+from extractor.records import SCHEMA, SNIPPET_KINDS, Catalog, Snippet
 
 
 def test_catalog_round_trip_and_schema(tmp_path, corpus):
@@ -47,3 +47,12 @@ def test_identical_invocations_are_merged(corpus):
     assert len(ids) == len(set(ids))
     multi = [s for s in catalog.snippets if len(s.sources) > 1]
     assert multi and all(len({(x.version, x.file, x.line) for x in s.sources}) == len(s.sources) for s in multi)
+
+
+def test_every_kind_written_is_a_snippet_kind_and_an_unknown_one_is_read(corpus):
+    """`Snippet.kind` is a SnippetKind; a later extractor's kind is read as it is (never an error), as
+    before the Literal: readers compare kinds by value."""
+    catalog, _ = extract([corpus / "vllm-docs" / "0.20.1", corpus / "recipes" / "8959cf6"])
+    assert {s.kind for s in catalog.snippets} <= set(SNIPPET_KINDS)
+    data = catalog.snippets[0].to_dict() | {"kind": "notebook"}
+    assert Snippet.from_dict(data).kind == "notebook" and Snippet.from_dict(data).to_dict() == data
