@@ -104,7 +104,7 @@ def _hub_config(model_id: str, cache: Path) -> Path | None:
         return path
     if os.environ.get("HF_HUB_OFFLINE") == "1":
         return None
-    from runner import hub  # the same endpoint (HF_ENDPOINT) and id rules as every other fetch
+    from runner.models import hub  # the same endpoint (HF_ENDPOINT) and id rules as every other fetch
     try:
         r = httpx.get(f"{hub.endpoint()}/{hub.check_id(model_id)}/resolve/main/config.json",
                       headers=hub.auth_headers(), timeout=10, follow_redirects=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import httpx
 
-from runner.serve import throughput as measure
+from runner.serve import throughput
 from runner.serve.server import gpu_memory_used
 from runner.jobs.tiers.state import JobState, Verdict, error
 
@@ -18,7 +18,7 @@ def perf(state: JobState) -> Verdict | None:
     state.report("perf")
     out.stage = "perf"
     try:
-        out.evidence.perf = measure.measure(f"http://127.0.0.1:{server.port}", api_key=state.api_key)
+        out.evidence.perf = throughput.measure(f"http://127.0.0.1:{server.port}", api_key=state.api_key)
     except (httpx.HTTPError, ValueError, KeyError, IndexError) as err:
         return error(f"perf measurement failed: {type(err).__name__}: {err}"[:500], "perf")
     out.evidence.perf["device"] = "gpu" if state.gpu_ids else "cpu"
