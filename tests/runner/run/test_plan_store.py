@@ -22,13 +22,13 @@ def snip(i: int, model: str = "org/m-1B", runnable: bool = True) -> Snippet:
 def test_shards_partition_and_balance_cost():
     items = [(snip(i, "org/big-70B" if i % 10 == 0 else "org/m-1B"), None) for i in range(60)]
     cost = lambda p: shards.predicted_cost(p[0], "probe")  # noqa: E731
-    shards = [shards.shard(items, i, 4, cost) for i in range(4)]
-    ids = [p[0].id for s in shards for p in s]
+    parts = [shards.shard(items, i, 4, cost) for i in range(4)]
+    ids = [p[0].id for s in parts for p in s]
     assert sorted(ids) == sorted(p[0].id for p in items)  # a partition
-    loads = [sum(cost(p) for p in s) for s in shards]
+    loads = [sum(cost(p) for p in s) for s in parts]
     assert max(loads) - min(loads) <= max(cost(p) for p in items)  # LPT bound
-    assert shards == [shards.shard(list(reversed(items)), i, 4, cost) for i in range(4)]  # deterministic
-    counts = [len(s) for s in shards]
+    assert parts == [shards.shard(list(reversed(items)), i, 4, cost) for i in range(4)]  # deterministic
+    counts = [len(s) for s in parts]
     assert len(set(counts)) > 1  # balanced by cost, not by count
 
 
