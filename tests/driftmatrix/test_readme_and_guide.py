@@ -1,7 +1,8 @@
 """The README stays a front page and the guide stays whole: the README is short, keeps the test
-command CI runs, names every subcommand and exit code the code has; every relative link in the
-README and the guide reaches a file (and a heading) of this repository; every guide page is in
-the site's navigation; and nothing tracked points outside the repository."""
+command CI runs, names every subcommand and exit code the code has; every file the README and the
+guide name exists, and every relative link in them reaches a file (and a heading) of this
+repository; every guide page is in the site's navigation; and nothing tracked points outside the
+repository."""
 
 from __future__ import annotations
 
@@ -28,6 +29,11 @@ CORPUS_READERS = {
     "tests/fixtures/site/snippets.json": "recorded from the corpus: its sources' root",
 }
 """The tracked files that may name the corpus beside the checkout: each reads it at run time."""
+NAMED_PATH = re.compile(r"(?<![\w/.~<>-])(?:driftmatrix|extractor|runner|publisher|flaghistory|common|tests|benchmarks|docs"
+                        r"|workflow-templates|\.github|\.ci)/[\w./-]*")
+"""A file or folder of this repository named in prose (`runner/models/hub.py`, `runner/models/standins.ensure`)."""
+NOT_OURS = {"driftmatrix/doc-warnings": "the doc-fix PR's branch name",
+            "docs/models/supported_models.md": "a file of vLLM's own tree"}
 OUTSIDE = re.compile(r"\.\./shared\b|\b(?:DESIGN|GPU|VLLM-CPU)\.md\b")
 """A pointer out of the repository: the folder beside it, or the notes that used to live there."""
 
@@ -94,6 +100,20 @@ def test_every_relative_link_reaches_a_file_and_its_heading():
             elif anchor and dest.suffix == ".md" and anchor not in anchors(dest):
                 broken.append(f"{page.relative_to(REPO)}: {target} (no such heading)")
     assert not broken, "\n".join(broken)
+
+
+def test_every_file_the_readme_and_guide_name_exists():
+    """Module names in prose go stale when code moves: each must still be a file or folder here
+    (a `module.function` name counts when its module is)."""
+    stale = []
+    for page in markdown_files():
+        for match in NAMED_PATH.finditer(page.read_text(encoding="utf-8")):
+            name = match.group(0).rstrip(".,;:")
+            if name in NOT_OURS:
+                continue
+            if not ((REPO / name).exists() or (REPO / re.sub(r"\.\w+$", ".py", name)).exists()):
+                stale.append(f"{page.relative_to(REPO)}: {name}")
+    assert not stale, "\n".join(stale)
 
 
 def test_every_guide_page_is_in_the_site_navigation():
