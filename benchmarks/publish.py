@@ -1,6 +1,6 @@
 """Benchmark: generate + build the site for ~600 commands x 4 targets (up to 2,000 x 6).
 
-The commands are the first N the real extractor finds in ../shared/corpus (vLLM 0.33.0
+The commands are the first N the real extractor finds in the docs corpus (`--corpus`: vLLM 0.33.0
 docs + recipes, then the 0.20.1 docs). Their outcomes are the recorded real outcomes of tests/fixtures (CPU parse
 and config runs, the H200 runs), dealt round-robin to the 600 commands and 4 target builds:
 the scale of a full run, with records of the real shape and size (a benchmark input, not a

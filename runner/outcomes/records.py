@@ -11,7 +11,7 @@ from typing import Any, Literal, NamedTuple, get_args
 
 SCHEMA = 1
 VerdictName = Literal["PASS", "WARN", "FAIL", "SKIP", "ERROR"]
-"""What a job amounts to (see README 'Verdicts'); the one list of verdicts."""
+"""What a job amounts to (docs/guide/judgements.md, Verdicts); the one list of verdicts."""
 VERDICTS: tuple[str, ...] = get_args(VerdictName)
 TIERS = ("parse", "config", "start", "probe", "perf")
 
