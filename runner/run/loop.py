@@ -260,19 +260,20 @@ def _execute(jobs: list[Job], ctx: RunContext, out_store: store.Store, opts: Run
                 q.put(job)
 
             slots = [] if ctx.gpus else cpu_slots(workers)  # GPU jobs are placed by their GPUs
+            failed: list[BaseException] = []
 
             def worker(slot: int):
-                while due():
+                while due() and not failed:
                     try:
                         job = q.get_nowait()
                     except queue.Empty:
                         return
                     try:
                         do(job, slots[slot] if slots else None)
-                    except Exception:
-                        if stopping.is_set():  # its helper or server was killed under it: not a result
-                            return
-                        raise
+                    except Exception as err:  # noqa: BLE001 — raised again below, in the main thread
+                        if not stopping.is_set():  # else its helper or server was killed under it: not a result
+                            failed.append(err)  # a thread's exception would only be printed: the run went on, exit 0
+                        return
             threads = [threading.Thread(target=worker, args=(i,), daemon=True) for i in range(workers)]
             for t in threads:
                 t.start()
@@ -285,6 +286,8 @@ def _execute(jobs: list[Job], ctx: RunContext, out_store: store.Store, opts: Run
                     q.get_nowait()
                 runner.abort()
                 raise
+            if failed:
+                raise failed[0]
     return results
 
 
