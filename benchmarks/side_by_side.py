@@ -16,6 +16,8 @@ import time
 from pathlib import Path
 
 from extractor.catalog import extract
+
+from runner.builds.resolve import stable_pin
 from runner.settings import cache_dir
 
 PAGE = """# bench
@@ -45,7 +47,7 @@ def main() -> None:
         (root / "docs" / "docs").mkdir(parents=True)
         (root / "docs" / "mkdocs.yaml").write_text("site_name: bench\n")
         (root / "docs" / "docs" / "index.md").write_text(PAGE)
-        catalog, _ = extract([root / "docs"])
+        catalog, _ = extract(stable=stable_pin(), sources=[root / "docs"])
         catalog.write(root / "snippets.json")
         for i, (label, jobs, env) in enumerate(RUNS):
             out = root / f"o{i}.jsonl"

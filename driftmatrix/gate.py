@@ -15,7 +15,6 @@ on the base branch.
 from __future__ import annotations
 
 import json
-import subprocess
 import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -23,6 +22,7 @@ from pathlib import Path
 from common.inert import STEP_SUMMARY_CAP, cap, code_span
 from driftmatrix.sandbox_cli import add_unsandboxed
 from extractor.bounds import read_capped, walk
+from common.git import run_git
 
 DOC_SUFFIXES = (".md", ".markdown", ".yaml", ".yml", ".html", ".htm")
 
@@ -56,7 +56,7 @@ class GateResult:
 
 
 def _git(repo: Path, *args: str) -> str:
-    proc = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True)
+    proc = run_git(repo, *args)
     if proc.returncode:
         raise GateError(f"git {' '.join(args)}: {proc.stderr.strip()[-400:]}")
     return proc.stdout
@@ -89,8 +89,7 @@ def export_tree(repo: Path, rev: str, paths: list[str], dest: Path) -> Path:
         parts = Path(path).parts
         if kind == "blob" and mode in ("100644", "100755") and ".." not in parts and not Path(path).is_absolute():
             blobs.append((sha, path))
-    batch = subprocess.run(["git", "-C", str(repo), "cat-file", "--batch"], capture_output=True,
-                           input="".join(f"{sha}\n" for sha, _ in blobs).encode())
+    batch = run_git(repo, "cat-file", "--batch", input="".join(f"{sha}\n" for sha, _ in blobs).encode(), text=False)
     if batch.returncode:
         raise GateError(f"git cat-file {rev}: {batch.stderr.decode(errors='replace')[-400:]}")
     data, at = batch.stdout, 0
@@ -161,13 +160,15 @@ def judge_change(head_snippets: Path, base_snippets: Path, outcomes: Path, chang
 
 def run_gate(repo: Path, base: str, head: str, paths: list[str], targets: Path | None, tier: str, work: Path,
              written_for: str | None = None, stable: str | None = None, cache_dir: Path | None = None) -> GateResult:
-    from runner.run.loop import RunOptions, run
+    from runner.run.loop import run
+    from runner.run.selection import RunOptions
     from runner.settings import cache_dir as default_cache
     result = GateResult()
     changed = changed_files(repo, base, head, paths)
     work.mkdir(parents=True, exist_ok=True)
     if stable is None:  # pages without versions of their own: the stable of the builds checked
-        from runner.builds.targets import default_path, stable_pin
+        from runner.builds.targets import default_path
+        from runner.builds.resolve import stable_pin
         stable = stable_pin(targets or default_path())
     with tempfile.TemporaryDirectory() as tmp:
         head_tree = export_tree(repo, head, paths, Path(tmp) / "head")
@@ -225,7 +226,7 @@ def cmd_gate(args) -> int:
     import sys
 
     from runner.isolation import sandbox
-    from runner.run.step_summary import write
+    from common.step_summary import write
     # a docs pull request is code from anyone: its commands run contained or not at all
     if not args.unsandboxed:
         sandbox.set_mode("required", "driftmatrix gate")

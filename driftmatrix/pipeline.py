@@ -28,13 +28,15 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
 
     from extractor import SAMPLE_DOCS
     from extractor.catalog import extract
-    from extractor.sdist import SdistError, fetch_docs
+    from common.package_index import PackageIndexError
+    from extractor.sdist import fetch_docs
     from extractor.records import Catalog
     from publisher.fixes import candidates
     from publisher.results import load
     from publisher.site import PublishError, build_site
-    from runner.run.loop import RunOptions, run
-    from runner.builds.targets import stable_pin
+    from runner.run.loop import run
+    from runner.run.selection import RunOptions
+    from runner.builds.resolve import stable_pin
 
     console = Console(stderr=True)
     console.print(banner(), soft_wrap=True)  # said at the start and at the end: contained or not
@@ -46,9 +48,9 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
     console.rule(f"1/4 extract: vLLM {args.vllm_version} docs (sdist from PyPI) + the embedded sample docs")
     try:
         sources.insert(0, fetch_docs(args.vllm_version, cache / "sdists"))
-    except SdistError as err:
+    except PackageIndexError as err:
         console.print(f"[yellow]vllm=={args.vllm_version} docs not available ({err}); the sample docs only")
-    from driftmatrix.cli import release_trees
+    from driftmatrix.release_pins import release_trees
     catalog, _ = extract(sources, stable=args.vllm_version, release_trees=release_trees(cache, args.vllm_version))
     snippets = out / "snippets.json"
     catalog.write(snippets)

@@ -67,7 +67,7 @@ def cmd_publish(args: argparse.Namespace) -> int:
                   f"into {done.site_dir} (generate {done.timings['generate_s']} s, mkdocs {done.timings['mkdocs_s']} s); "
                   f"{len(done.changes)} verdict change(s) since the previous run; matrix.json beside it")
     console.print(f"judgements against the versions each page is written for: {done.judged()}")
-    from runner.run.step_summary import write
+    from common.step_summary import write
     write(publish_summary(done, args.site_url), full=PUBLISH_FULL)
     return 0
 
@@ -80,7 +80,7 @@ def publish_summary(done, site_url: str | None) -> str:
     """Markdown for the CI job page: the judgements, the doc-drift new since the previous run, changes."""
     from collections import Counter
 
-    from runner.run.step_summary import escape
+    from common.step_summary import escape
     now = done.matrix.get("snippets", {})
     before = (done.previous or {}).get("snippets", {}) if done.previous is not None else None
     new = [sid for sid, e in now.items() if e["judgement"] == "doc-drift"

@@ -89,7 +89,8 @@ def _from_plan(args: argparse.Namespace, parser: argparse.ArgumentParser) -> arg
 def cmd_run(args: argparse.Namespace) -> int:
     import signal
 
-    from runner.run.loop import RunOptions, listing, run
+    from runner.run.loop import listing, run
+    from runner.run.selection import RunOptions
 
     if args.plan:
         args = _from_plan(args, args.root_parser)
@@ -154,7 +155,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
                          previous, args.shards, args.variants, args.stand_ins, detail=args.detail, leg=leg))
     result["entries"] = [r["id"] for r in result["runs"]]
     text = json.dumps(result)
-    from runner.run.step_summary import plan_markdown, write
+    from common.step_summary import write
+    from runner.run.run_summary import plan_markdown
     write(plan_markdown(result, args.tier, args.daily_tier), full="`plan.json` (in the run's `inputs` artifact)")
     if args.output:
         Path(args.output).write_text(text + "\n", encoding="utf-8")
@@ -174,7 +176,7 @@ def cmd_resolve(args: argparse.Namespace) -> int:
         return 2
     dump(resolved, Path(args.output), source)
     from common.inert import table_cell
-    from runner.run.step_summary import escape, write
+    from common.step_summary import escape, write
     write("### Builds of this run\n\n| target | installs | how it was chosen |\n|---|---|---|\n" + "\n".join(
         f"| {escape(t.name)} | {table_cell(t.pip or t.docker or t.python)}"  # as code: no backslash shown
         f"{' from ' + table_cell(', '.join(t.index_urls)) if t.index_urls else ''} | {escape(t.resolved or '')} |"

@@ -1,4 +1,4 @@
-"""Stage 1 (see ../shared/DESIGN.md): docs trees, recipes and saved pages -> `snippets.json`.
+"""Stage 1 (docs/guide/extraction.md): docs trees, recipes and saved pages -> `snippets.json`.
 
 Entry point: `extractor.catalog.extract(paths) -> (Catalog, unusable)`; records in
 `extractor.records`; one reader module per source kind.

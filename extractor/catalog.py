@@ -18,7 +18,7 @@ from extractor.corpus import Result, SourceError, Tree, detect, extract_file, ex
 from extractor.markdown_sources import card_metadata, card_model_id
 from extractor.records import Catalog, CorpusInfo, Diagnostic, Snippet, Source, WrittenFor
 from extractor.release_files import ReleaseTrees
-from extractor.serve_args import add_placeholder_models
+from extractor.serve_args import placeholder_model_words
 
 
 def merge(snippets: list[Snippet]) -> list[Snippet]:
@@ -56,20 +56,17 @@ def default_workers() -> int:
     return int(os.environ.get("DRIFTMATRIX_WORKERS") or min(4, os.cpu_count() or 1))
 
 
-def extract(sources: list[Path], on_diagnostic=None, workers: int | None = None, *, stable: str | None = None,
+def extract(sources: list[Path], on_diagnostic=None, workers: int | None = None, *, stable: str,
             written_for: WrittenFor | None = None, url_base: str = "", model_id: str = "",
             placeholder_models: list[str] = (), release_trees: ReleaseTrees | None = None) -> tuple[Catalog, list[str]]:
     """Extract every SOURCE; returns the catalog and the SOURCEs that could not be read.
-    `stable`: the current stable release (default: the shipped targets' stable pin), for
-    pages without versions of their own; `written_for`: an override for every page;
+    `stable`: the current stable release, for pages without versions of their own (the caller reads
+    it from its targets: the stable pin lives with the runner's targets, a later stage); `written_for`: an override for every page;
     `url_base`: where pages of sources that are not the vLLM docs are published; `model_id`: the
     model of a model card; `placeholder_models`: more words that stand for the reader's model;
     `release_trees`: check the files commands name in vLLM's tree against the releases their pages are
     written for (extractor/release_files.py; None: not checked)."""
-    add_placeholder_models(list(placeholder_models))
-    if stable is None:
-        from runner.builds.targets import stable_pin  # the one place the stable release is pinned
-        stable = stable_pin()
+    placeholder_words = placeholder_model_words(list(placeholder_models))
     diagnostics: list[Diagnostic] = []
     unusable: list[str] = []
     results: list[Result] = []
@@ -79,12 +76,13 @@ def extract(sources: list[Path], on_diagnostic=None, workers: int | None = None,
     for path in sources:
         try:
             if path.is_file() and path.suffix.lower() in (".html", ".htm"):
-                results.append(extract_html(path, stable, written_for, url_base))
+                results.append(extract_html(path, stable, written_for, url_base, placeholder_words))
                 continue
             tree = detect(path)
             tree.stable = stable
             tree.written_for = written_for or tree.versions()
             tree.url_base = url_base
+            tree.placeholder_models = placeholder_words
             diagnostics += _card_model(tree, model_id)
         except SourceError as err:
             unusable.append(str(path))

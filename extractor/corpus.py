@@ -26,6 +26,7 @@ from extractor.recipes_yaml import Guide, from_recipe
 from extractor import markdown_sources, written_for
 from extractor.records import CorpusInfo, Diagnostic, Lint, Snippet, WrittenFor
 from extractor.snippet_builder import Place
+from common.git import run_git
 
 DOCS_SITE = "https://docs.vllm.ai/en"
 RECIPES_REPO = "https://github.com/vllm-project/recipes"
@@ -57,6 +58,8 @@ class Tree:
     or with a relative path serves."""
     stable: str = ""
     """The current stable vLLM release: unversioned pages are written for it and newer."""
+    placeholder_models: frozenset[str] | None = None
+    """The words that stand for the reader's model (shipped + `--placeholder-model`; None: shipped)."""
     written_for: WrittenFor | None = None
     """The versions every page of the tree is written for (an override, a docs tree's release
     line or nightly); None: decided per page (recipes, statements on the page, the default)."""
@@ -88,7 +91,7 @@ def _git(root: Path, *args: str) -> str | None:
     if not (root / ".git").exists():
         return None
     try:
-        out = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=10)
+        out = run_git(root, *args, timeout=10)
     except (OSError, subprocess.SubprocessError):
         return None
     return out.stdout.strip() if out.returncode == 0 and out.stdout.strip() else None
@@ -304,7 +307,7 @@ def extract_file(tree: Tree, path: Path) -> tuple[list[Snippet], list[Diagnostic
         return [], diagnostics
     url = page_url(tree, rel)
     place = Place(tree.kind, tree.version, rel, 1, None, url, line_links="github.com" in (url or ""),
-                  model_id=tree.model_id)
+                  model_id=tree.model_id, placeholder_models=tree.placeholder_models)
     facts = written_for.PageFacts(tree.stable, tree.written_for, text=text, file=rel)
     try:
         if path.suffix.lower() in markdown_sources.MARKDOWN_SUFFIXES:
@@ -362,7 +365,8 @@ def html_versions(version: str, override: WrittenFor | None, stable: str) -> Wri
     return written_for.of_docs(version, f"a rendered page of the vLLM {version} docs", stable) if version else None
 
 
-def extract_html(path: Path, stable: str = "", override: WrittenFor | None = None, url_base: str = "") -> Result:
+def extract_html(path: Path, stable: str = "", override: WrittenFor | None = None, url_base: str = "",
+                 placeholder_models: frozenset[str] | None = None) -> Result:
     info = CorpusInfo("html", "", str(path), "html-page", files=1)
     text, diags = read_text(path, "html", "", path.name, lines=False)
     result = Result(info, diagnostics=diags)
@@ -371,7 +375,8 @@ def extract_html(path: Path, stable: str = "", override: WrittenFor | None = Non
     from extractor.html_pages import from_html  # bs4 is only needed for saved pages
 
     try:
-        found, diags, version, _url = from_html(path, text, markdown_sources.page_link(url_base, path.name))
+        found, diags, version, _url = from_html(path, text, markdown_sources.page_link(url_base, path.name),
+                                              placeholder_models)
     except Exception as err:  # noqa: BLE001
         result.diagnostics.append(Diagnostic("error", "internal-error", f"{type(err).__name__}: {err}", "html", "", path.name))
         return result

@@ -93,8 +93,8 @@ def page_title(soup: BeautifulSoup, main: Tag | BeautifulSoup, name: str) -> str
     return text or title_from_file(name)
 
 
-def from_html(path: Path, text: str, fallback_url: str | None = None
-              ) -> tuple[list[Snippet], list[Diagnostic], str, str | None]:
+def from_html(path: Path, text: str, fallback_url: str | None = None,
+              placeholder_models: frozenset[str] | None = None) -> tuple[list[Snippet], list[Diagnostic], str, str | None]:
     """(snippets, diagnostics, version, url) of one saved page; `fallback_url`: its address when
     the page names none (`--url-base`)."""
     soup = BeautifulSoup(text, "html.parser")
@@ -117,7 +117,7 @@ def from_html(path: Path, text: str, fallback_url: str | None = None
         block = code.get_text()
         page = url.split("#")[0] if url else None
         place = Place("html", version, path.name, tag.sourceline or 1, anchor, page, "html:pre", title=title,
-                      heading=heading)
+                      heading=heading, placeholder_models=placeholder_models)
         found, diags = snippets_from_block(_lang(tag), block, place)
         snippets += found
         diagnostics += diags

@@ -9,53 +9,21 @@ from __future__ import annotations
 
 import ast
 import re
-import copy
 import json
 from typing import Any
 
 from extractor.python_strings import command_strings
+from extractor.python_values import UNRESOLVED, assignments_before, evaluate
 from extractor.records import Diagnostic, Snippet
 from extractor.snippet_builder import Place, build
 
 CALLS = {"LLM", "AsyncEngineArgs", "EngineArgs", "AsyncLLMEngine", "LLMEngine"}
-_UNRESOLVED = object()
 
 
 def _call_name(node: ast.Call) -> str | None:
     func = node.func
     name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
     return name if name in CALLS else None
-
-
-class _Names(ast.NodeTransformer):
-    def __init__(self, assigned: dict[str, ast.expr]):
-        self.assigned = assigned
-
-    def visit_Name(self, node: ast.Name) -> ast.AST:
-        return self.assigned.get(node.id, node)
-
-
-def _assignments_before(tree: ast.AST, line: int) -> dict[str, ast.expr]:
-    found: list[tuple[int, str, ast.expr]] = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Assign) and node.lineno < line:
-            for target in node.targets:
-                if isinstance(target, ast.Name):
-                    found.append((node.lineno, target.id, node.value))
-        elif isinstance(node, ast.AnnAssign) and node.value is not None and node.lineno < line:
-            if isinstance(node.target, ast.Name):
-                found.append((node.lineno, node.target.id, node.value))
-    return {name: value for _, name, value in sorted(found, key=lambda x: x[0])}
-
-
-def evaluate(node: ast.expr, assigned: dict[str, ast.expr]) -> Any:
-    """The literal value of `node`, or `_UNRESOLVED`."""
-    for candidate in (node, _Names(assigned).visit(copy.deepcopy(node))):
-        try:
-            return ast.literal_eval(candidate)
-        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-            continue
-    return _UNRESOLVED
 
 
 def kwargs_to_argv(model: Any, kwargs: dict[str, Any]) -> list[str]:
@@ -115,14 +83,14 @@ def _what_is_lost(text: str) -> str | None:
 
 
 def _snippet(text: str, tree: ast.AST, node: ast.Call, call: str, place: Place) -> Snippet:
-    assigned = _assignments_before(tree, node.lineno)
+    assigned = assignments_before(tree, node.lineno)
     kwargs: dict[str, Any] = {}
     record: dict[str, Any] = {}
     unresolved: list[str] = []
 
     def value_of(expr: ast.expr) -> Any:
         value = evaluate(expr, assigned)
-        if value is _UNRESOLVED:
+        if value is UNRESOLVED:
             src = ast.unparse(expr)
             unresolved.append(src)
             record_value = {"unresolved": src}
@@ -146,6 +114,7 @@ def _snippet(text: str, tree: ast.AST, node: ast.Call, call: str, place: Place) 
         place.source(node.lineno - 1, ast.get_source_segment(text, node) or ""),
         python={"call": call, "kwargs": record},
         extra_placeholders=[f"<{u}>" if not u.startswith("**") else u for u in unresolved],
+        placeholder_models=place.placeholder_models,
     )
     if unresolved:
         snippet.reason = "unresolved Python expression: " + ", ".join(unresolved)

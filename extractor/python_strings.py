@@ -15,6 +15,7 @@ import shlex
 
 from extractor.records import Snippet
 from extractor.shell_commands import scan
+from extractor.python_values import UNRESOLVED, assignments_before, evaluate
 from extractor.snippet_builder import Place, from_shell_text
 
 _UNQUOTED_PLACEHOLDER = re.compile(r"'(<[^'<>]*>)'")
@@ -70,13 +71,11 @@ def _from_string(value: str, lineno: int, place: Place) -> list[Snippet]:
 
 
 def _from_list(text: str, tree: ast.AST, node: ast.List | ast.Tuple, place: Place) -> list[Snippet]:
-    from extractor.python_calls import _UNRESOLVED, _assignments_before, evaluate  # noqa: PLC0415 — circular
-
-    assigned = _assignments_before(tree, node.lineno)
+    assigned = assignments_before(tree, node.lineno)
     words = []
     for element in node.elts:
         value = evaluate(element, assigned)
-        words.append(str(value) if value is not _UNRESOLVED else f"<{ast.unparse(element)}>")
+        words.append(str(value) if value is not UNRESOLVED else f"<{ast.unparse(element)}>")
     line = _UNQUOTED_PLACEHOLDER.sub(r"\1", shlex.join(words))  # an unknown element stays `<expr>`, a placeholder
     return from_shell_text(line, place.at(place.line + node.lineno - 1, context=_context(place, "an argument list")))
 

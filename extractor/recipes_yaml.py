@@ -209,7 +209,7 @@ def _commands(root: yaml.Node, data: dict[str, Any], place: Place) -> list[Snipp
         text = shell_text(argv, env)
         source = place.at(place.line, url=url, line_links=False, context="recipe:" + ".".join(node_path),
                           heading=heading).source(line, text)
-        return build("recipe", argv, env, source, recipe={"model_id": model_id, **what,
+        return build("recipe", argv, env, source, placeholder_models=place.placeholder_models, recipe={"model_id": model_id, **what,
                                                           **version_claim(model, variants.get(what["variant"]))})
 
     out = [snippet(("model", "model_id"), [model_id, *base_args, *default_args], base_env,

@@ -29,10 +29,11 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from extractor.records import Diagnostic, Lint, Snippet, Source
 from extractor.written_for import specifier
+from common.versions import parse_version
 
 CODE = "file-not-in-release"
 _KINDS = ("serve", "recipe", "subcommand", "python")
@@ -61,11 +62,8 @@ def option_values(argv: list[str]) -> list[str]:
 
 def release_of(version: str) -> Version | None:
     """A final release (`0.20.1`), None for anything else (a dev build, a git ref)."""
-    try:
-        v = Version(version)
-    except InvalidVersion:
-        return None
-    return None if v.is_prerelease or v.is_devrelease or v.local else v
+    v = parse_version(version)
+    return None if v is None or v.is_prerelease or v.is_devrelease or v.local else v
 
 
 @dataclass

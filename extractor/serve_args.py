@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import dataclass, field
@@ -40,8 +41,6 @@ _VAR_NAME = re.compile(r"^\$\{?([A-Za-z_][A-Za-z0-9_]*)")
 # A positional standing for "the rest of the arguments": `<args...>`, `[ARGS]`, `...`.
 _ARGS_WORD = re.compile(r"^(?:[<\[]?(?:args|arguments|options|flags|extra[-_ ]args|other[-_ ]args|vllm[-_ ]args)"
                         r"(?:\.\.\.|…)?[>\]]?|\.\.\.|…)$", re.I)
-PLACEHOLDER_MODELS: set[str] = set()
-"""Placeholder model words (extractor/data/placeholders.yaml, plus `--placeholder-model`), normalised."""
 # Keys of a JSON option whose string values name a model, file or place: `<…>` there is the
 # reader's to fill in; under any other key it is a literal token (`"<think>"`, `"<image>"`).
 _NAMING_KEY = re.compile(r"model|tokenizer|path|dir|file|url|name|repo|revision", re.I)
@@ -144,8 +143,10 @@ def json_error(value: str, err: json.JSONDecodeError) -> dict[str, Any]:
     return {"message": err.msg, "value": value, "pos": err.pos, "lineno": err.lineno, "colno": err.colno}
 
 
-def parse_serve_args(args: list[str], model_is_positional: bool = True) -> ServeArgs:
-    """Split `args` (after `vllm serve`) into model + options and resolve the spec config."""
+def parse_serve_args(args: list[str], model_is_positional: bool = True,
+                     placeholder_models: frozenset[str] | None = None) -> ServeArgs:
+    """Split `args` (after `vllm serve`) into model + options and resolve the spec config;
+    `placeholder_models`: the words that stand for the reader's model (default: the shipped ones)."""
     model: str | None = None
     options: list[Option] = []
     i = 0
@@ -174,7 +175,7 @@ def parse_serve_args(args: list[str], model_is_positional: bool = True) -> Serve
     for opt in options:
         if opt.name == "--model" and opt.values and result.model is None:
             result.model = opt.values[0]
-    if result.model is not None and (is_args_placeholder(result.model) or is_placeholder_model(result.model)):
+    if result.model is not None and (is_args_placeholder(result.model) or is_placeholder_model(result.model, placeholder_models)):
         result.placeholders.append(result.model)
         result.model = None
     _resolve_speculative_config(result)
@@ -256,22 +257,22 @@ def _norm_word(word: str) -> str:
     return word.strip().lower().replace("_", "-")
 
 
-def _load_placeholder_models() -> None:
+@functools.cache
+def shipped_placeholder_models() -> frozenset[str]:
+    """The placeholder model words that ship (extractor/data/placeholders.yaml), normalised."""
     import yaml  # noqa: PLC0415 — only to read the shipped list once
 
     path = Path(__file__).resolve().parent / "data" / "placeholders.yaml"
-    PLACEHOLDER_MODELS.update(_norm_word(w) for w in yaml.safe_load(path.read_text(encoding="utf-8"))["model_words"])
+    return frozenset(_norm_word(w) for w in yaml.safe_load(path.read_text(encoding="utf-8"))["model_words"])
 
 
-def add_placeholder_models(words: list[str]) -> None:
-    """Words this run treats as placeholder models too (`driftmatrix extract --placeholder-model`)."""
-    PLACEHOLDER_MODELS.update(_norm_word(w) for w in words)
+def placeholder_model_words(extra: list[str] = ()) -> frozenset[str]:
+    """The shipped words plus a run's own (`driftmatrix extract --placeholder-model`): added, never replacing."""
+    return shipped_placeholder_models() | {_norm_word(w) for w in extra}
 
 
-def is_placeholder_model(word: str) -> bool:
-    if not PLACEHOLDER_MODELS:
-        _load_placeholder_models()
-    return _norm_word(word) in PLACEHOLDER_MODELS
+def is_placeholder_model(word: str, words: frozenset[str] | None = None) -> bool:
+    return _norm_word(word) in (shipped_placeholder_models() if words is None else words)
 
 
 def is_args_placeholder(word: str) -> bool:

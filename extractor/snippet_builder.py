@@ -37,6 +37,8 @@ class Place:
     """The nearest heading's text (`Source.heading`)."""
     model_id: str = ""
     """A model card's own model: `vllm serve` without a model, or with a relative path, serves it."""
+    placeholder_models: frozenset[str] | None = None
+    """The words that stand for the reader's model on this page (None: the shipped ones)."""
 
     def source(self, offset: int, text: str) -> Source:
         line = self.line + offset
@@ -96,11 +98,12 @@ def build(
     fragment: bool = False,
     wrapper: list[str] | None = None,
     subcommand: list[str] | None = None,
+    placeholder_models: frozenset[str] | None = None,
 ) -> Snippet:
     """Assemble a snippet from final argv/env; `expansions[i]` belongs to `argv[i]`."""
     expansions = expansions or [[] for _ in argv]
     written_env, env = env, _without_ambient_placeholders(env, env_expansions or {})
-    parsed = parse_serve_args(argv)
+    parsed = parse_serve_args(argv, placeholder_models=placeholder_models)
     placeholders: list[str] = [*extra_placeholders, *parsed.placeholders]
     for word, exps in zip(argv, expansions):
         placeholders += placeholders_in(word, exps)
@@ -196,7 +199,7 @@ def from_shell_text(text: str, place: Place, extra_env: dict[str, str] | None = 
         lints += inv.lints
         lints = [replace(lint, line=place.line + lint.line) for lint in lints]
         raw = textwrap.dedent("\n".join(lines[inv.line:inv.end_line + 1])).strip("\n")
-        out.append(_from_invocation(inv, place.source(inv.line, raw), lints))
+        out.append(_from_invocation(inv, place.source(inv.line, raw), lints, place.placeholder_models))
     return out
 
 
@@ -234,7 +237,8 @@ def _card_model(inv: Invocation, model_id: str) -> None:
         inv.args = [Word(model_id, inv.line), *inv.args]
 
 
-def _from_invocation(inv: Invocation, source: Source, lints: list[Lint]) -> Snippet:
+def _from_invocation(inv: Invocation, source: Source, lints: list[Lint],
+                     placeholder_models: frozenset[str] | None) -> Snippet:
     if inv.within:  # a command nested in a string: say where, the line is already the string's
         source.context = f"{source.context} in {inv.within}" if source.context else inv.within
     return build(
@@ -251,4 +255,5 @@ def _from_invocation(inv: Invocation, source: Source, lints: list[Lint]) -> Snip
         fragment=inv.kind == "fragment",
         wrapper=inv.wrapper or None,
         subcommand=inv.subcommand,
+        placeholder_models=placeholder_models,
     )

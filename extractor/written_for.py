@@ -23,9 +23,10 @@ import re
 from dataclasses import dataclass
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from extractor.records import Snippet, WrittenFor
+from common.versions import parse_version
 
 
 class WrittenForError(ValueError):
@@ -48,10 +49,7 @@ def override(spec: str) -> WrittenFor:
 
 def release(version: str) -> Version | None:
     """`0.20.1`, `v0.20.1`, `vllm-0.20.1` as a version, or None when it is not one."""
-    try:
-        return Version(re.sub(r"^(?:vllm-)?v?", "", version.strip()))
-    except InvalidVersion:
-        return None
+    return parse_version(re.sub(r"^(?:vllm-)?v?", "", version.strip()))
 
 
 def nightly(stable: str, what: str) -> WrittenFor:

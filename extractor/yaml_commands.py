@@ -151,7 +151,8 @@ def _container(node: yaml.MappingNode, text: str, place: Place, env: Env, consum
     argv = texts[2:] if serve else texts
     return [build("serve" if serve else "docker", argv, _recorded(env), source,
                   expansions=[[m[0] for m in _K8S_VAR.finditer(a)] for a in argv],
-                  image=None if serve else image, docker_options=None if serve else [])]
+                  image=None if serve else image, docker_options=None if serve else [],
+                  placeholder_models=place.placeholder_models)]
 
 
 def _script(node: yaml.ScalarNode, text: str, place: Place, env: Env, k8s: bool = False) -> list[Snippet]:

@@ -19,7 +19,7 @@ from typing import Callable
 
 import httpx
 
-from extractor.sdist import SdistError, index_url
+from common.package_index import PackageIndexError, index_url
 from flaghistory.deprecations import deprecations
 from flaghistory.pyindex import Index
 from flaghistory.reader import Reader
@@ -75,7 +75,7 @@ def read_sources(version: str, sources: dict[str, str]) -> ReleaseRead:
 def read_release(release: Release, cache: Path, client: httpx.Client) -> ReleaseRead:
     try:
         tree = fetch_sources(release, cache, client)
-    except SdistError as err:
+    except PackageIndexError as err:
         return ReleaseRead(release.version, diagnostics=[str(err)])
     result = tree / f"options-{reader_key()}.json"
     if result.is_file():

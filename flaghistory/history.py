@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
+from common.versions import parse_version
 
 SHIPPED = Path(__file__).resolve().parent / "data" / "flag-history.json"
 READS = (1,)
@@ -58,12 +59,6 @@ def token(text: str) -> Token | None:
     return Token(base, "--option.key" if dot else None)
 
 
-def _v(text: str) -> Version | None:
-    try:
-        return Version(text)
-    except InvalidVersion:
-        return None
-
 
 class FlagHistory:
     def __init__(self, data: dict, path: Path | None = None):
@@ -104,7 +99,7 @@ class FlagHistory:
         release read (a nightly), the newest release. None: before the first, or not read."""
         if version in self._sets:
             return version
-        wanted = _v(version)
+        wanted = parse_version(version)
         if wanted is None or not self.releases:
             return None
         if wanted.public in self._sets:  # `0.20.1+cpu`: the release it was built from
@@ -149,7 +144,7 @@ class FlagHistory:
 
     def first_accepting(self, options: list[str], after: str) -> str | None:
         """The first release newer than `after` that accepts every one of the options."""
-        floor = _v(after)
+        floor = parse_version(after)
         return next((r for r, v in zip(self.releases, self._versions) if floor is not None and v > floor
                      and all(self.accepts(o, r) for o in options)), None)
 

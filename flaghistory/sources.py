@@ -17,10 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 import httpx
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from common.filelock import exclusive
-from extractor.sdist import MAX_SDIST_BYTES, SdistError, download, index_json, index_url
+from common.package_index import MAX_SDIST_BYTES, PackageIndexError, download, index_json, index_url
+from common.versions import parse_version
 KEEP_DIRS = ("vllm/config", "vllm/engine", "vllm/entrypoints", "vllm/utils")
 """Where the serve parser, the engine-args dataclasses and FlexibleArgumentParser live (across
 0.6 … 0.34: `vllm/scripts.py`, `vllm/config.py` and `vllm/utils.py` before they became packages)."""
@@ -40,12 +41,6 @@ class Release:
     size: int | None = None
 
 
-def _version(text: str) -> Version | None:
-    try:
-        return Version(text)
-    except InvalidVersion:
-        return None
-
 
 def list_releases(client: httpx.Client, index: str | None = None, since: str = "0.6.0") -> list[Release]:
     """Every final release ≥ `since`, oldest first (yanked ones left out; pre-releases are nightlies)."""
@@ -58,7 +53,7 @@ def list_releases(client: httpx.Client, index: str | None = None, since: str = "
         if name.startswith("vllm-") and name.endswith(".tar.gz") and not entry.get("yanked"):
             sdists[name[5:-7]] = entry
     floor = Version(since)
-    wanted = {v for v in set(versions) | set(sdists) if (p := _version(v)) and not p.is_prerelease and p >= floor}
+    wanted = {v for v in set(versions) | set(sdists) if (p := parse_version(v)) and not p.is_prerelease and p >= floor}
     releases = []
     for version in sorted(wanted, key=Version):
         entry = sdists.get(version)
@@ -100,7 +95,7 @@ def _unpack(data: bytes, version: str, keep=keep_for_options) -> dict[str, bytes
 
 def _download(client: httpx.Client, release: Release) -> bytes:
     if release.size and release.size > MAX_SDIST_BYTES:
-        raise SdistError(f"{release.url}: {release.size} bytes, over the {MAX_SDIST_BYTES >> 20} MiB cap")
+        raise PackageIndexError(f"{release.url}: {release.size} bytes, over the {MAX_SDIST_BYTES >> 20} MiB cap")
     return download(client, release.url)
 
 
@@ -122,19 +117,19 @@ def _fetch_sources(release: Release, tree: Path, client: httpx.Client, keep) -> 
     if (tree / ".complete").is_file():
         return tree
     if release.url is None:
-        raise SdistError(f"vllm {release.version} has no sdist on the index (wheels only)")
+        raise PackageIndexError(f"vllm {release.version} has no sdist on the index (wheels only)")
     if not release.sha256:
-        raise SdistError(f"{release.url}: the index gives no sha256, so the file cannot be trusted")
+        raise PackageIndexError(f"{release.url}: the index gives no sha256, so the file cannot be trusted")
     data = _download(client, release)
     digest = hashlib.sha256(data).hexdigest()
     if digest != release.sha256:
-        raise SdistError(f"{release.url}: sha256 {digest} does not match the index's {release.sha256}")
+        raise PackageIndexError(f"{release.url}: sha256 {digest} does not match the index's {release.sha256}")
     try:
         kept = _unpack(data, release.version, keep)
     except (tarfile.TarError, OSError, EOFError) as err:
-        raise SdistError(f"vllm-{release.version}.tar.gz: not a readable sdist ({err})") from None
+        raise PackageIndexError(f"vllm-{release.version}.tar.gz: not a readable sdist ({err})") from None
     if not kept:
-        raise SdistError(f"vllm-{release.version}.tar.gz holds no vllm/ Python sources")
+        raise PackageIndexError(f"vllm-{release.version}.tar.gz holds no vllm/ Python sources")
     partial = tree.with_name(tree.name + ".part")
     shutil.rmtree(partial, ignore_errors=True)
     for inner, body in kept.items():

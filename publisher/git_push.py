@@ -18,6 +18,7 @@ import os
 import re
 import subprocess
 from pathlib import Path
+from common.git import run_git
 
 DEFAULT_IDENTITY = "driftmatrix <driftmatrix@users.noreply.github.com>"
 PROTECTED = ("main", "master", "release/*", "releases/*", "gh-pages")
@@ -54,7 +55,7 @@ class Git:
                              "GIT_CONFIG_VALUE_0": f"AUTHORIZATION: basic {basic}"})
 
     def run(self, *args: str) -> subprocess.CompletedProcess:
-        return subprocess.run(["git", "-C", str(self.checkout), *args], capture_output=True, text=True, env=self.env)
+        return run_git(self.checkout, *args, env=self.env)
 
     def __call__(self, *args: str, check: bool = True) -> str:
         proc = self.run(*args)
@@ -72,8 +73,8 @@ def local_default(git: Git, remote: str) -> str | None:
 def refusal(branch: str, named: dict[str, str]) -> str | None:
     """Why the tool must not write `branch`, or None. `named`: branch name or pattern -> what it is.
     Compared case-blind: a `Main` beside `main` is a mistake, never the tool's branch."""
-    if not branch or branch.startswith(("refs/", "-")) or subprocess.run(
-            ["git", "check-ref-format", f"refs/heads/{branch}"], capture_output=True).returncode:
+    if not branch or branch.startswith(("refs/", "-")) or run_git(
+            None, "check-ref-format", f"refs/heads/{branch}").returncode:
         return f"--branch {branch!r} is not a plain branch name"
     for pattern, what in {**{p: "a protected name" for p in PROTECTED}, **named}.items():
         if pattern and fnmatch.fnmatchcase(branch.casefold(), pattern.casefold()):

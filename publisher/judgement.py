@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from packaging.specifiers import SpecifierSet
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from extractor.records import Lint, Snippet, Source, WrittenFor
 from extractor.written_for import WrittenForError, of_docs, specifier
@@ -40,8 +40,10 @@ from publisher import defects as reader_runs
 from publisher import option_verdict, views
 from publisher.results import Column, Results
 from runner.evidence import classify
-from runner.outcomes.counts import GOOD, REAL, depth, version_order
+from common.versions import version_order
+from runner.outcomes.counts import GOOD, REAL, depth
 from runner.outcomes.records import Outcome
+from common.versions import parse_version
 
 JUDGEMENTS = ("doc-drift", "vllm-regression", "needs-newer", "ok", "unknown")
 """Most severe first: a command on several pages is shown with its most severe judgement."""
@@ -144,17 +146,15 @@ def _lower_bound(spec: SpecifierSet) -> Version | None:
     bounds = []
     for s in spec:
         if s.operator in (">=", ">", "~=", "==", "==="):
-            try:
-                bounds.append(Version(s.version.replace(".*", ".dev0") if s.version.endswith(".*") else s.version))
-            except InvalidVersion:
-                continue
+            bound = parse_version(s.version.replace(".*", ".dev0") if s.version.endswith(".*") else s.version)
+            if bound is not None:
+                bounds.append(bound)
     return max(bounds, default=None)
 
 
 def scope(spec: SpecifierSet, version: str) -> Scope:
-    try:
-        v = Version(version)
-    except InvalidVersion:
+    v = parse_version(version)
+    if v is None:
         return "unknown"
     if spec.contains(v, prereleases=True):
         return "in"

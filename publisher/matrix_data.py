@@ -24,7 +24,8 @@ from flaghistory.history import FlagHistory
 from publisher import judgement, ranges, titles, views
 from publisher.judgement import Judge
 from publisher.results import BUILD_KINDS, Results, build_kind
-from runner.outcomes.counts import REAL, version_order
+from common.versions import version_order
+from runner.outcomes.counts import REAL
 from runner.outcomes.records import TIERS
 
 SCOPES = {"in": 0, "unknown": 0, "older": 1, "newer": 2}

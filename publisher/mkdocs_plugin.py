@@ -25,6 +25,7 @@ from mkdocs.plugins import BasePlugin
 
 from extractor.markdown_blocks import code_blocks
 from publisher.views import md_escape
+from common.inert import one_line  # matrix.json text: a newline would end the paragraph or the admonition
 
 log = logging.getLogger("mkdocs.plugins.driftmatrix")
 FETCH_TIMEOUT_S = 15.0
@@ -50,11 +51,6 @@ def read_matrix(where: str) -> dict:
     if not isinstance(doc, dict) or not isinstance(doc.get("snippets"), dict) or not isinstance(doc.get("targets"), dict):
         raise ValueError("not a driftmatrix matrix.json (no `snippets`/`targets`)")
     return doc
-
-
-def one_line(value) -> str:
-    """Any text from matrix.json on one line (a newline would end the paragraph, or the admonition)."""
-    return " ".join(str(value).split())
 
 
 def _first_line(command: str) -> str:

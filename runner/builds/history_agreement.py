@@ -12,7 +12,6 @@ import runner
 import json
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from flaghistory.history import FlagHistory
 

@@ -17,6 +17,7 @@ Every shard installs exactly that file; how each pin was chosen is recorded in i
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -27,9 +28,10 @@ from urllib.parse import unquote
 
 import httpx
 from packaging.utils import canonicalize_name
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
-from runner.builds.targets import STABLE, Target, TargetConfigError, TargetsFile
+from runner.builds.targets import STABLE, Target, TargetConfigError, TargetsFile, default_path, load
+from common.versions import parse_version
 
 _PROJECT = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*$")
 _COMMIT_DIR = re.compile(r"/([0-9a-f]{40})/")
@@ -60,19 +62,18 @@ def newest_release(project: str, client: httpx.Client, index: str | None = None)
 
 
 def _versions(project: str, client: httpx.Client, index: str | None) -> set[Version]:
-    from extractor.sdist import SdistError, index_json, index_url
+    from common.package_index import PackageIndexError, index_json, index_url
     try:
         files = index_json(client, (index or index_url()).rstrip("/"), project)["files"]
-    except (SdistError, httpx.HTTPError) as err:
+    except (PackageIndexError, httpx.HTTPError) as err:
         raise ResolveError(f"cannot list {project} releases: {err}") from None
     versions = set()
     for entry in files:
         name = entry.get("filename", "")
         if not name.endswith(".whl") or entry.get("yanked"):
             continue
-        try:
-            version = Version(name.split("-")[1])
-        except (IndexError, InvalidVersion):
+        version = parse_version(name.split("-")[1]) if "-" in name else None
+        if version is None:
             continue
         if not version.is_prerelease and not version.local:
             versions.add(version)
@@ -107,10 +108,9 @@ def nightly_build(project: str, index: str, client: httpx.Client) -> tuple[str, 
         name = href.rsplit("/", 1)[-1]
         if not commit or not name.endswith(".whl") or arch not in name.rsplit("-", 1)[-1]:
             continue
-        try:
-            builds.append((Version(name.split("-")[1]), commit.group(1)))
-        except (IndexError, InvalidVersion):
-            continue
+        version = parse_version(name.split("-")[1]) if "-" in name else None
+        if version is not None:
+            builds.append((version, commit.group(1)))
     if not builds:
         raise ResolveError(f"{url} lists no {arch} wheel under a commit directory")
     version, commit = max(builds)
@@ -195,3 +195,25 @@ def check_exact(tfile: TargetsFile) -> None:
     open_ = [t.name for t in tfile.targets if t.pip and (t.pinned_version() is None or t.pre)]
     if open_:
         raise TargetConfigError(f"{tfile.path}: targets {', '.join(open_)} are not pinned; run `driftmatrix resolve`")
+
+
+def stable_pin(path: Path | None = None) -> str:
+    """The stable release: the pin of the target named `stable` in the targets file (default: the
+    shipped one for this machine). The one place the stable version is written down."""
+    tfile = load(path or default_path())
+    target = next((t for t in tfile.targets if t.name == STABLE), None)
+    pin = target.pinned_version() if target else None
+    if pin is None and target is not None and target.pip and not target.pre:
+        pin = _newest(target.pip)  # open (`pip = "vllm"`): the newest release, asked once per process
+    if pin is None:
+        raise TargetConfigError(f"{tfile.path}: no [targets.{STABLE}] with a pinned version (pip = \"vllm==X\")")
+    return pin
+
+
+@functools.lru_cache(maxsize=4)
+def _newest(pip: str) -> str | None:
+    try:
+        with httpx.Client(timeout=60, follow_redirects=True) as client:
+            return resolve_target(Target(STABLE, pip=pip), client, None, "now").pinned_version()
+    except ResolveError:
+        return None

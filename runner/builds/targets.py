@@ -9,7 +9,6 @@ server the runner starts.
 from __future__ import annotations
 
 import runner
-import functools
 import hashlib
 import json
 import os
@@ -217,31 +216,6 @@ def gpu_devices() -> list[int]:
 def gpu_count() -> int:
     """GPUs this process may use (CUDA_VISIBLE_DEVICES honoured)."""
     return len(gpu_devices())
-
-
-def stable_pin(path: Path | None = None) -> str:
-    """The stable release: the pin of the target named `stable` in the targets file (default: the
-    shipped one for this machine). The one place the stable version is written down."""
-    tfile = load(path or default_path())
-    target = next((t for t in tfile.targets if t.name == STABLE), None)
-    pin = target.pinned_version() if target else None
-    if pin is None and target is not None and target.pip and not target.pre:
-        pin = _newest(target.pip)  # open (`pip = "vllm"`): the newest release, asked once per process
-    if pin is None:
-        raise TargetConfigError(f"{tfile.path}: no [targets.{STABLE}] with a pinned version (pip = \"vllm==X\")")
-    return pin
-
-
-@functools.lru_cache(maxsize=4)
-def _newest(pip: str) -> str | None:
-    import httpx
-
-    from runner.builds.resolve import ResolveError, resolve_target
-    try:
-        with httpx.Client(timeout=60, follow_redirects=True) as client:
-            return resolve_target(Target(STABLE, pip=pip), client, None, "now").pinned_version()
-    except ResolveError:
-        return None
 
 
 def default_path() -> Path:

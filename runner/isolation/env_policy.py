@@ -19,7 +19,6 @@ environment query, a pip install):
 from __future__ import annotations
 
 import os
-import re
 from typing import Literal
 
 from common.redact import SECRET_NAME

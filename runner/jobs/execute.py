@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import threading
 import time
+import traceback
 from datetime import datetime, timezone
+from pathlib import Path
 
 from runner.serve.helper_client import HelperError
 from runner.jobs.job import Job, RunContext, host_facts
@@ -51,6 +53,8 @@ class JobRunner:
                     break
         except HelperError as err:
             verdict = error(f"the parse/config helper failed (ours, not the docs'): {err}")
+        except Exception as err:  # noqa: BLE001 — a bug of ours must end in an outcome, never a lost job
+            verdict = error(f"driftmatrix failed on this job (ours, not the docs'): {_raised_at(err)}")
         finally:
             state.close()
             with self._lock:
@@ -68,6 +72,13 @@ class JobRunner:
         ev.exception = ev.exception and ev.exception.rewritten(r)
         ev.warnings, ev.probes = [w.rewritten(r) for w in ev.warnings], [p.rewritten(r) for p in ev.probes]
         ev.log_excerpt, ev.notes, ev.effective_config = r(ev.log_excerpt), r(ev.notes), r(ev.effective_config)
+
+
+def _raised_at(err: BaseException) -> str:
+    """`Type: message (file:line)` of where our code raised, for the ERROR's reason."""
+    frames = traceback.extract_tb(err.__traceback__)
+    where = f" ({Path(frames[-1].filename).name}:{frames[-1].lineno})" if frames else ""
+    return f"{type(err).__name__}: {str(err)[:500]}{where}"
 
 
 def _new_outcome(job: Job) -> Outcome:

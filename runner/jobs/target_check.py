@@ -2,50 +2,16 @@
 cannot start (vLLM's parser cannot be built: a moved name, a broken build) — is one diagnostic for
 that target, not one ERROR per job: its jobs are not run, the run's summary and exit status
 (EXIT_TARGET) say so, and the diagnostic is written into the outcomes file as a record of its own
-kind (`"record": "target-diagnostic"`; runner/outcomes/store.py keeps it apart from outcomes), which the site
-shows."""
+kind (runner/outcomes/target_diagnostic.py), which the site shows."""
 
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
 
 from runner.builds.envs import TargetEnv
 from runner.serve.helper_client import HelperError
-from runner.jobs.job import RunContext, host_facts
+from runner.jobs.job import RunContext
 from runner.builds.targets import Target
-
-RECORD = "target-diagnostic"
-
-
-@dataclass
-class TargetDiagnostic:
-    target: str
-    """The targets file's name for it."""
-    build: str
-    """What it installs: the pip spec, the Python, or the image."""
-    stage: str
-    """`install` (the environment could not be made or vLLM not imported) or `helper` (vLLM's
-    parser could not be built in it)."""
-    message: str
-    jobs_not_run: int = 0
-    when: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
-    host: dict = field(default_factory=host_facts)
-
-    def to_dict(self) -> dict:
-        return {"schema": 1, "record": RECORD, **asdict(self)}
-
-    @classmethod
-    def from_dict(cls, data: dict) -> TargetDiagnostic:
-        return cls(str(data["target"]), str(data.get("build") or ""), str(data.get("stage") or "install"),
-                   str(data.get("message") or ""), int(data.get("jobs_not_run") or 0), str(data.get("when") or ""),
-                   dict(data.get("host") or {}))
-
-    def line(self) -> str:
-        what = "could not be installed" if self.stage == "install" else "its parse/config helper could not start"
-        return (f"target {self.target} ({self.build}): {what}; its {self.jobs_not_run} job(s) not run: "
-                f"{self.message}")
 
 
 def build_of(target: Target) -> str:

@@ -21,10 +21,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 
-from packaging.version import InvalidVersion, Version
 
 from runner.outcomes.evidence_records import LoggedWarning
 from runner.outcomes.records import TIERS, Outcome, TargetRef, VerdictName
+from common.versions import version_order
 
 REAL = ("PASS", "WARN", "FAIL")
 """Verdicts about the command (SKIP: not checked; ERROR: the check broke)."""
@@ -82,15 +82,6 @@ def best(outcomes: Iterable[Outcome]) -> Outcome | None:
 
 def build_key(target: TargetRef) -> tuple[str, str, str | None]:
     return (target.name, target.version, target.commit)
-
-
-def version_order(version: str) -> tuple:
-    """PEP 440 order where the version parses (0.9 < 0.10, 0.21.0.dev3 < 0.21.0), after every
-    unparsable one."""
-    try:
-        return (1, Version(version))
-    except InvalidVersion:
-        return (0, version)
 
 
 def retired(outcomes: Iterable[Outcome]) -> set[tuple[str, str, str | None]]:

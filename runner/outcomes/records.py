@@ -15,7 +15,7 @@ from runner.outcomes.evidence_records import (FailureSignature, JsonRecord, Logg
 
 SCHEMA = 1
 VerdictName = Literal["PASS", "WARN", "FAIL", "SKIP", "ERROR"]
-"""What a job amounts to (see README 'Verdicts'); the one list of verdicts."""
+"""What a job amounts to (docs/guide/judgements.md, Verdicts); the one list of verdicts."""
 VERDICTS: tuple[VerdictName, ...] = get_args(VerdictName)
 TierName = Literal["parse", "config", "start", "probe", "perf"]
 """The tiers, in the order they run (a job asked for one runs the ones before it); the one list of tiers."""

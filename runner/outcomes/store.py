@@ -36,7 +36,7 @@ def read(path: Path) -> tuple[list[Outcome], list[str]]:
 
 
 def read_records(path: Path, kind: str) -> list[dict]:
-    """The records of one kind other than outcomes (`target-diagnostic`: runner/jobs/target_check.py)."""
+    """The records of one kind other than outcomes (`target-diagnostic`: runner/outcomes/target_diagnostic.py)."""
     found = []
     if not path.exists():
         return found

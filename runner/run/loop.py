@@ -16,22 +16,23 @@ import queue
 import signal
 import threading
 import time
-from dataclasses import dataclass, field
-from pathlib import Path
 
 from extractor.records import Catalog
-from runner.run import junit, shards as plan, step_summary, planning as todo
+from common import step_summary
+from runner.run import junit, planning, run_summary
+from runner.run.selection import RunOptions, select
 from runner.isolation import sandbox
 from runner.outcomes import store
-from runner.outcomes.argv_edit import FIX, devices_needed, job_tier
+from runner.outcomes.argv_edit import devices_needed, job_tier
 from runner.builds.envs import EnvError, TargetEnv, ensure
 from runner.jobs.execute import JobRunner
-from runner.jobs.job import Job, RunContext
+from runner.jobs.job import Job, RunContext, host_facts
 from runner.models.resolution import ModelResolver
 from runner.outcomes.records import TIERS, VERDICTS, JobKey, Outcome
 from common.redact import Redactor
-from runner.settings import DECLARED_DEVICE, START_TIMEOUT_S, cache_dir, cpu_slots, default_jobs
-from runner.jobs.target_check import TargetDiagnostic, build_of, helpers_start
+from runner.settings import cpu_slots, default_jobs
+from runner.jobs.target_check import build_of, helpers_start
+from runner.outcomes.target_diagnostic import TargetDiagnostic
 from runner.builds.targets import TargetConfigError, TargetsFile, default_path, gpu_devices, load
 
 EXIT_ERRORS = 3
@@ -40,41 +41,6 @@ EXIT_TARGET = 4
 """A target could not be installed or its helper could not start: its jobs were not run."""
 EXIT_INTERRUPTED = 130
 """Interrupted (the shell's code for SIGINT): what finished is in the outcomes file."""
-
-
-@dataclass
-class RunOptions:
-    snippets: Path
-    output: Path
-    targets: Path | None = None
-    tier: str = "probe"
-    only: list[str] | None = None
-    shard: str | None = None
-    variants: list[str] | None = None
-    """Extra runs per snippet: `no-spec` (speculative config removed), `self-spec` (own draft)."""
-    gpus: int | None = None
-    gpu_mem: float | None = None
-    start_timeout: float = START_TIMEOUT_S
-    cache_dir: Path = field(default_factory=cache_dir)
-    workdir: Path | None = None
-    fmt: str = "rich"
-    junit: Path | None = None
-    target_names: list[str] | None = None
-    stand_ins: str | None = None
-    """`tiny` or `full` twins for models that cannot be had; None: such snippets SKIP."""
-    share_gpu: int = 1
-    """Servers per GPU at once (RunContext.share_gpu)."""
-    declared_device: dict | None = field(default_factory=lambda: dict(DECLARED_DEVICE))
-    """RunContext.declared_device: the CUDA device a CUDA build's config tier declares without a GPU."""
-    jobs: int | None = None
-    """Jobs at once (None: one per GPU, or side by side on a CPU where memory allows; settings.py)."""
-    summary: str | None = None
-    """Append a Markdown summary here (None: `$GITHUB_STEP_SUMMARY` when set)."""
-    pick: dict[tuple[str, str | None], str] | None = None
-    """A plan leg's jobs: (snippet id, variant) -> its tier (`--pick`); None: all that are selected."""
-    stop_after: float | None = None
-    """Seconds after which no job starts (a leg's deadline before the CI job's limit); the jobs in
-    flight finish, the rest are left for the next run."""
 
 
 class GpuPool:
@@ -112,34 +78,14 @@ class GpuPool:
             self.cv.notify_all()
 
 
-def select(catalog: Catalog, opts: RunOptions) -> list[tuple]:
-    snippets = catalog.snippets
-    if opts.only:
-        wanted = set(opts.only)
-        unknown = wanted - {s.id for s in snippets}
-        if unknown:
-            raise SystemExit(f"driftmatrix run: unknown snippet id(s): {', '.join(sorted(unknown))}")
-        snippets = [s for s in snippets if s.id in wanted]
-    pairs = [(s, FIX if s.fix else None) for s in snippets]
-    for variant in opts.variants or ():  # variants change a server's speed: not for another subcommand's parser
-        pairs += [(s, variant) for s in snippets if not s.fix and s.kind != "subcommand"
-                  and (s.speculative_config or variant == "self-spec")]
-    if opts.pick is not None:
-        pairs = [(s, v) for s, v in pairs if (s.id, v) in opts.pick]
-    if opts.shard:
-        index, count = plan.parse_shard(opts.shard)
-        pairs = plan.shard(pairs, index, count, lambda p: plan.predicted_cost(p[0], opts.tier))
-    return pairs
-
-
 def listing(opts: RunOptions) -> list[JobKey]:
     """The jobs `run` would still do with these options, decided as `plan` decides them (by the
     versions the targets pin; the outcomes file given as output counts as done)."""
     tfile = load(opts.targets or default_path())
     pairs = select(Catalog.read(opts.snippets), opts)
-    done = todo.done_by_version(store.read(opts.output)[0]) if opts.output.exists() else set()
+    done = planning.done_by_version(store.read(opts.output)[0]) if opts.output.exists() else set()
     targets = [t for t in tfile.targets if not opts.target_names or t.name in opts.target_names]
-    return [key for t in targets for key in todo.pending(pairs, t, opts.tier, done, opts.pick)[0]]
+    return [key for t in targets for key in planning.pending(pairs, t, opts.tier, done, opts.pick)[0]]
 
 
 def run(opts: RunOptions, console=None) -> int:
@@ -201,7 +147,7 @@ def run(opts: RunOptions, console=None) -> int:
         junit.write(finished, opts.junit)
     if opts.fmt != "json":
         _summary(finished, console, opts.tier)
-    step_summary.write(step_summary.run_markdown(finished, opts.tier, skipped_done, opts.shard)
+    step_summary.write(run_summary.run_markdown(finished, opts.tier, skipped_done, opts.shard)
                        + "".join(f"\n\n**{step_summary.escape(d.line(), 600)}**" for d in diagnostics), opts.summary)
     if deadline and (left := _not_started(jobs, finished)):
         text = (f"stopped by its deadline (--stop-after {opts.stop_after:.0f} s): {left} job(s) not started, "
@@ -229,7 +175,7 @@ def _jobs(targets, pairs, ctx: RunContext, out_store: store.Store, opts: RunOpti
     skipped_done = 0
 
     def unusable(target, stage: str, why: str, jobs: int) -> None:
-        d = TargetDiagnostic(target.name, build_of(target), stage, why[:4000], jobs)
+        d = TargetDiagnostic(target.name, build_of(target), stage, why[:4000], jobs, host=host_facts())
         diagnostics.append(d)
         out_store.append_record(d.to_dict())
         console.print(f"[red]target {target.name}: {why}", soft_wrap=True, markup=False)
@@ -314,19 +260,20 @@ def _execute(jobs: list[Job], ctx: RunContext, out_store: store.Store, opts: Run
                 q.put(job)
 
             slots = [] if ctx.gpus else cpu_slots(workers)  # GPU jobs are placed by their GPUs
+            failed: list[BaseException] = []
 
             def worker(slot: int):
-                while due():
+                while due() and not failed:
                     try:
                         job = q.get_nowait()
                     except queue.Empty:
                         return
                     try:
                         do(job, slots[slot] if slots else None)
-                    except Exception:
-                        if stopping.is_set():  # its helper or server was killed under it: not a result
-                            return
-                        raise
+                    except Exception as err:  # noqa: BLE001 — raised again below, in the main thread
+                        if not stopping.is_set():  # else its helper or server was killed under it: not a result
+                            failed.append(err)  # a thread's exception would only be printed: the run went on, exit 0
+                        return
             threads = [threading.Thread(target=worker, args=(i,), daemon=True) for i in range(workers)]
             for t in threads:
                 t.start()
@@ -339,6 +286,8 @@ def _execute(jobs: list[Job], ctx: RunContext, out_store: store.Store, opts: Run
                     q.get_nowait()
                 runner.abort()
                 raise
+            if failed:
+                raise failed[0]
     return results
 
 

@@ -8,7 +8,7 @@ exact pin — the nightly too — and "done" is known for all of them before ins
 `plan` and `run` agree by construction: the plan emits, per (target, shard) with work, the
 exact `driftmatrix run` arguments that shard runs with (`run_args`), and the workflow runs
 those arguments (`driftmatrix run --plan plan.json --entry ID`); both sides pick a shard's
-jobs with the same function (`pending` over `runner.run.loop.select`).
+jobs with the same function (`pending` over `runner.run.selection.select`).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from runner.run import budget
 from runner.outcomes import counts
 from runner.outcomes.argv_edit import job_tier
 from runner.run.shards import predicted_cost
+from runner.run.selection import RunOptions, select
 from runner.outcomes.records import JobKey, Outcome
 from runner.builds.targets import Target
 
@@ -120,7 +121,6 @@ def run_args(snippets: Path, targets: Path, target: str, tier: str, shard: str |
 def todo(snippets: Path, targets_path: Path, targets: list[Target], tier: str, previous: list[Outcome],
          shards: int, variants: list[str] | None = None, stand_ins: str | None = None,
          detail: bool = False, leg: LegBudget | None = None) -> Todo:
-    from runner.run.loop import RunOptions, select
     catalog = Catalog.read(snippets)
     if leg:
         return packed(catalog, snippets, targets_path, targets, tier, previous, variants, stand_ins, leg, detail)
@@ -182,7 +182,6 @@ def packed(catalog: Catalog, snippets: Path, targets_path: Path, targets: list[T
            previous: list[Outcome], variants: list[str] | None, stand_ins: str | None, leg: LegBudget,
            detail: bool = False) -> Todo:
     """The day's legs, each predicted under `leg.leg_s` from recorded durations; the rest deferred."""
-    from runner.run.loop import RunOptions, select
     done, durations = done_by_version(previous), budget.Durations.from_outcomes(previous)
     pairs = select(catalog, RunOptions(snippets=snippets, output=Path("-"), tier=tier, variants=variants))
     out = Todo(by_target={t.name: 0 for t in targets}, leg_hours=leg.leg_s / 3600)

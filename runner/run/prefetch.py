@@ -20,7 +20,7 @@ from runner.builds.targets import gpu_count, load
 def prefetch(opts, say=print) -> int:
     """Fetch configs (and weights within the budget, for jobs that start a server); 0 always: what
     cannot be fetched is the run step's to report, per job."""
-    from runner.run.loop import select
+    from runner.run.selection import select
     from runner.builds.targets import default_path
     tfile = load(opts.targets or default_path())
     resolver = ModelResolver(tfile.models)

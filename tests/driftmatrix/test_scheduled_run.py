@@ -174,7 +174,7 @@ def test_gpus_are_counted_as_cuda_counts_them():
 
 
 def test_summaries_escape_what_the_docs_wrote():
-    from runner.run.step_summary import escape
+    from common.step_summary import escape
     text = escape("<script>alert(1)</script> [x](javascript:1) | `code`\nnext")
     assert "<" not in text and "\\[x\\](javascript" in text and "\\|" in text and "\n" not in text
     assert escape("unrecognized arguments: '--foo' \"x\"") == "unrecognized arguments: '--foo' \"x\""
@@ -184,7 +184,7 @@ def test_the_cpu_fallback_checks_todays_vllm(tmp_path, nightly_index):
     """No GPU runner: the exact newest vLLM release and a nightly commit's wheel (parse and config),
     and the newest CPU build (all tiers, twins); each column says what it is, and the stable docs
     the extract job reads are the stable release's."""
-    from runner.builds.targets import stable_pin
+    from runner.builds.resolve import stable_pin
     source = tmp_path / "targets.toml"
     source.write_text((REPO / "runner/data/targets-ci-cpu.toml").read_text().replace("https://wheels.vllm.ai",
                                                                                        nightly_index))

@@ -1,6 +1,6 @@
 """The installable package: `pip wheel .` builds a wheel that, installed into a fresh virtual
 environment, works from any directory — package data (runner/data, templates, the sample docs)
-and the site skeleton included."""
+and the site skeleton, the guide (docs/guide/) with it, included."""
 
 from __future__ import annotations
 
@@ -43,4 +43,6 @@ def test_wheel_installs_and_runs_from_anywhere(tmp_path):
        "--site-dir", "site", cwd=elsewhere)
     site = elsewhere / "site"
     assert (site / "matrix.html").is_file() and (site / "javascripts" / "matrix.js").is_file()
+    guide = {p.stem for p in (REPO / "docs" / "guide").glob("*.md")}
+    assert guide and {p.stem for p in (site / "guide").glob("*.html")} == guide  # the guide ships in the wheel
     assert len(list((site / "snippets").glob("*.html"))) == len(snippets)

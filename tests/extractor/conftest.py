@@ -5,13 +5,15 @@ from pathlib import Path
 import pytest
 
 from extractor.catalog import extract
+
+from runner.builds.resolve import stable_pin
 from extractor.records import Catalog
 
 
 @pytest.fixture(scope="session")
 def real_catalog(corpus: Path) -> Catalog:
     """The three real corpora extracted once for the whole session."""
-    catalog, unusable = extract([
+    catalog, unusable = extract(stable=stable_pin(), sources=[
         corpus / "vllm-docs" / "0.20.1",
         corpus / "vllm-docs" / "0.33.0",
         corpus / "recipes" / "8959cf6",
@@ -33,12 +35,13 @@ def snippets_from(real_catalog: Catalog):
 def sdist_0340() -> tuple[Path, Catalog]:
     """The vllm 0.34.0 sdist's docs, examples and recipes tree (newer than the corpora's recipes
     snapshot: presets with `runbook:` text), fetched once into the driftmatrix cache, and its catalog."""
-    from extractor.sdist import SdistError, fetch_docs
+    from common.package_index import PackageIndexError
+    from extractor.sdist import fetch_docs
     from runner.settings import cache_dir
     try:
         tree = fetch_docs("0.34.0", cache_dir() / "sdists")
-    except SdistError as err:
+    except PackageIndexError as err:
         pytest.skip(f"the vllm 0.34.0 sdist could not be had: {err}")
-    catalog, unusable = extract([tree])
+    catalog, unusable = extract(stable=stable_pin(), sources=[tree])
     assert unusable == []
     return tree, catalog

@@ -9,6 +9,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from extractor.catalog import extract
+
+from runner.builds.resolve import stable_pin
 from extractor.corpus import _markdown
 from extractor.snippet_builder import Place
 
@@ -38,7 +40,7 @@ def make_tree(root: Path) -> Path:
 
 
 def test_every_bad_file_is_diagnosed_and_nothing_else_is_lost(tmp_path):
-    catalog, unusable = extract([make_tree(tmp_path / "tree")])
+    catalog, unusable = extract(stable=stable_pin(), sources=[make_tree(tmp_path / "tree")])
     assert unusable == []
     by_model = {s.model: s for s in catalog.snippets}
     assert by_model["good/model"].runnable

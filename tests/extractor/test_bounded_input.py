@@ -15,6 +15,7 @@ import yaml
 
 from extractor import bounds, yaml_nodes
 from extractor.catalog import extract
+from runner.builds.resolve import stable_pin
 
 GOOD_RECIPE = "model:\n  model_id: org/good\n  base_args: [--max-model-len, '4096']\n"
 GOOD_PAGE = "# Good\n\n```bash\nvllm serve good/model --port 8001\n```\n"
@@ -79,7 +80,7 @@ def test_alias_bombs_in_markdown_are_refused_per_block(tmp_path):
     front = "---\n" + alias_bomb(6, "title: *top\n") + "---\n"
     block = "```yaml\n" + alias_bomb(6, "args: [vllm serve bomb/model, *top]\n") + "```\n"
     page.write_text(front + "\n" + GOOD_PAGE + "\n" + block)
-    catalog, _ = extract([tmp_path])
+    catalog, _ = extract(stable=stable_pin(), sources=[tmp_path])
     assert [s.model for s in catalog.snippets] == ["good/model"]
     assert len(catalog.snippets[0].sources[0].title) < 100  # the front matter's bomb is no title
     diag = next(d for d in catalog.diagnostics if d.code == "yaml-alias-expansion")
@@ -105,7 +106,7 @@ def test_an_oversized_page_and_a_long_line_are_diagnosed_and_the_rest_is_read(tm
         "# Long\n\n```bash\nvllm serve kept/model\n```\n\n"  # lines 1-5
         f"```bash\nvllm serve long/model --x {long_word}\n```\n\n"  # the long line is line 8
         f"```bash\nvllm serve cut/model \\\n  --x {long_word} \\\n  --port 1\n```\n")  # no command cut short
-    catalog, _ = extract([tmp_path])
+    catalog, _ = extract(stable=stable_pin(), sources=[tmp_path])
     assert {s.model for s in catalog.snippets} == {"good/model", "kept/model"}
     diags = {(d.file, d.code, d.line) for d in catalog.diagnostics}
     assert ("docs/big.md", "too-large", None) in diags

@@ -5,6 +5,8 @@ from pathlib import Path
 
 from extractor.catalog import extract
 
+from runner.builds.resolve import stable_pin
+
 
 def test_included_example_is_extracted_and_missing_one_is_reported(tmp_path: Path, corpus: Path):
     tree = tmp_path / "vllm-docs-tree"
@@ -18,7 +20,7 @@ def test_included_example_is_extracted_and_missing_one_is_reported(tmp_path: Pat
     (tree / "docs" / "features" / "spec.md").write_text(
         '# Spec\n\n??? code\n\n    ```python\n    --8<-- "examples/offline_inference/spec_decode.py"\n    ```\n\n'
         '--8<-- "examples/offline_inference/missing.py"\n')
-    result, _ = extract([tree])
+    result, _ = extract(stable=stable_pin(), sources=[tree])
     (snippet,) = result.snippets
     assert snippet.kind == "python" and snippet.speculative_config["method"] == "eagle3"
     assert snippet.model == "meta-llama/Llama-3.1-8B-Instruct"

@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 
 from extractor.catalog import extract
+
+from runner.builds.resolve import stable_pin
 from extractor.python_calls import from_python
 from extractor.records import Catalog
 from extractor.snippet_builder import Place, from_shell_text
@@ -85,7 +87,7 @@ def test_a_closing_fence_on_the_command_line(real_catalog):
 def test_only_the_command_on_the_fence_line_is_linted_and_the_rest_is_markdown_again(tmp_path):
     page = tmp_path / "page.md"
     page.write_text("# T\n\n```bash\nvllm serve a\nvllm serve b ```\n\n## After\n\n```bash\nvllm serve c\n```\n")
-    catalog, _ = extract([page])
+    catalog, _ = extract(stable=stable_pin(), sources=[page])
     lints = {s.argv[0]: [(x.code, x.line) for x in s.lints] for s in catalog.snippets}
     assert lints == {"a": [], "b": [("fence-on-command-line", 5)], "c": []}
     [c] = [s for s in catalog.snippets if s.argv == ["c"]]

@@ -17,7 +17,10 @@ import httpx
 import pytest
 
 from extractor.catalog import extract
-from extractor.sdist import SdistError, fetch_docs
+
+from runner.builds.resolve import stable_pin
+from common.package_index import PackageIndexError
+from extractor.sdist import fetch_docs
 
 
 def _sdist(corpus: Path, out: Path, version: str = "0.20.1") -> bytes:
@@ -64,8 +67,8 @@ def test_fetched_docs_extract_like_the_tree(index, tmp_path, corpus):
     tree = fetch_docs("0.20.1", tmp_path / "cache", index=url)
     assert (tree / "PKG-INFO").is_file() and not (tree / "vllm").exists()
     assert not (tree / "docs" / "link.md").exists() and not (tmp_path / "evil.md").exists()
-    fetched, _ = extract([tree])
-    direct, _ = extract([corpus / "vllm-docs" / "0.20.1"])
+    fetched, _ = extract(stable=stable_pin(), sources=[tree])
+    direct, _ = extract(stable=stable_pin(), sources=[corpus / "vllm-docs" / "0.20.1"])
     assert (fetched.corpora[0].version, fetched.corpora[0].layout) == ("0.20.1", "sdist")
     assert direct.corpora[0].layout == "docs-tree"
     def key(c):
@@ -76,14 +79,14 @@ def test_fetched_docs_extract_like_the_tree(index, tmp_path, corpus):
 
 def test_checksum_mismatch_and_unknown_version(index, tmp_path):
     url, root = index
-    with pytest.raises(SdistError, match="vllm-0.99.0.tar.gz is not on .* include: 0.19.0, 0.20.1"):
+    with pytest.raises(PackageIndexError, match="vllm-0.99.0.tar.gz is not on .* include: 0.19.0, 0.20.1"):
         fetch_docs("0.99.0", tmp_path / "c1", index=url)
     archive = root / "files" / "vllm-0.20.1.tar.gz"
     archive.write_bytes(archive.read_bytes() + b"tampered")
-    with pytest.raises(SdistError, match="sha256 .* does not match"):
+    with pytest.raises(PackageIndexError, match="sha256 .* does not match"):
         fetch_docs("0.20.1", tmp_path / "c2", index=url)
     assert not list((tmp_path / "c2").glob("vllm-0.20.1*"))
-    with pytest.raises(SdistError, match="no sha256"):  # the index lists 0.19.0 without a hash: not fetched
+    with pytest.raises(PackageIndexError, match="no sha256"):  # the index lists 0.19.0 without a hash: not fetched
         fetch_docs("0.19.0", tmp_path / "c3", index=url)
 
 
@@ -111,8 +114,8 @@ def test_real_pypi_sdist_matches_the_corpus(tmp_path, corpus):
     except httpx.HTTPError as err:
         pytest.skip(f"PyPI not reachable: {err}")
     tree = fetch_docs("0.20.1", tmp_path / "cache")
-    fetched, _ = extract([tree])
-    direct, _ = extract([corpus / "vllm-docs" / "0.20.1"])
+    fetched, _ = extract(stable=stable_pin(), sources=[tree])
+    direct, _ = extract(stable=stable_pin(), sources=[corpus / "vllm-docs" / "0.20.1"])
     assert {s.id for s in direct.snippets} <= {s.id for s in fetched.snippets}
     assert (tree / "examples").is_dir()
 

@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 
 from extractor.catalog import extract
+
+from runner.builds.resolve import stable_pin
 from extractor.markdown_blocks import code_blocks, plain_text, title_from_file
 from extractor.records import Catalog, Source
 from test_html_pages import MKDOCS  # the same mkdocs config the HTML-page tests build with
@@ -65,7 +67,7 @@ def extract_page(text: str, name: str = "page.md") -> Catalog:
         (tree / "mkdocs.yaml").write_text("site_name: x\n")
         (tree / "docs" / name).parent.mkdir(parents=True, exist_ok=True)
         (tree / "docs" / name).write_text(text)
-        catalog, _ = extract([tree])
+        catalog, _ = extract(stable=stable_pin(), sources=[tree])
     return catalog
 
 
@@ -178,10 +180,10 @@ def test_saved_html_pages_give_the_titles_and_headings_mkdocs_renders(tmp_path, 
     (tree / "mkdocs.yaml").write_text(MKDOCS)
     subprocess.run([sys.executable, "-m", "mkdocs", "build", "-q", "-f", str(tree / "mkdocs.yaml"),
                     "-d", str(tmp_path / "site")], check=True, capture_output=True)
-    markdown, _ = extract([tree])
+    markdown, _ = extract(stable=stable_pin(), sources=[tree])
     for page in [*PAGES, "tricky.md"]:
         html_path = tmp_path / "site" / page.removesuffix(".md").removesuffix("README") / "index.html"
-        html, _ = extract([html_path])
+        html, _ = extract(stable=stable_pin(), sources=[html_path])
         want = {(s.id, src.title, src.heading) for s in markdown.snippets for src in s.sources
                 if src.file == f"docs/{page}" and not any(x.code == "fence-not-rendered" for x in s.lints)}
         got = {(s.id, src.title, src.heading) for s in html.snippets for src in s.sources}

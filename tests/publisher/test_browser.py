@@ -139,7 +139,8 @@ def test_hostile_log_text_stays_text(site, tab):
 def test_overview_and_doc_pages_render(site, tab, artifacts):
     base, _ = site
     page, errors = tab
-    for path in ("index.html", "pages/index.html", "annotated/index.html", "matrix-json.html"):
+    for path in ("index.html", "pages/index.html", "annotated/index.html", "matrix-json.html", "guide/index.html",
+                 "guide/reading-the-matrix.html"):
         page.goto(f"{base}/{path}")
         assert page.locator("h1").count() >= 1
     page.goto(f"{base}/index.html")

@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 
 from extractor.catalog import extract
+
+from runner.builds.resolve import stable_pin
 from extractor.records import Catalog
 from extractor.sdist import fetch_docs
 from publisher import annotate as ann
@@ -192,7 +194,7 @@ def test_a_fixed_command_page_shows_its_fix(work, annotated):
 
 
 def test_the_patched_pages_extract_to_commands_that_parse(work, annotated):
-    catalog, _ = extract([work / "patched-docs-0.20.1", work / "patched-recipes"])
+    catalog, _ = extract(stable=stable_pin(), sources=[work / "patched-docs-0.20.1", work / "patched-recipes"])
     wanted = {("recipes", "Ernie/Ernie4.5-VL.md", 60), ("vllm-docs", "docs/benchmarking/cli.md", 969),
               ("vllm-docs", "docs/serving/expert_parallel_deployment.md", 76),  # two comment lines moved above
               ("recipes", "GLM/GLM-V.md", 25)}

@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 
 from extractor.catalog import extract
+
+from runner.builds.resolve import stable_pin
 from extractor.written_for import override
 from publisher import annotate as ann
 from publisher import pr_body, views
@@ -34,7 +36,7 @@ def tree_and_snippets(corpus, tmp_path_factory):
     (tree / PAGE).parent.mkdir(parents=True)
     shutil.copy(corpus / "vllm-docs" / "0.33.0" / "mkdocs.yaml", tree / "mkdocs.yaml")
     shutil.copy(corpus / "vllm-docs" / "0.33.0" / PAGE, tree / PAGE)
-    catalog, _ = extract([tree], written_for=override(">=0.32.0"))
+    catalog, _ = extract(stable=stable_pin(), sources=[tree], written_for=override(">=0.32.0"))
     catalog.write(root / "snippets.json")
     assert FAILING in {s.id for s in catalog.snippets}
     return tree, root / "snippets.json"

@@ -14,6 +14,7 @@ import pytest
 
 import mdcheck
 from extractor.catalog import extract
+from runner.builds.resolve import stable_pin
 from extractor.written_for import override
 from publisher import annotate as ann
 from publisher import pr_body, views
@@ -50,7 +51,7 @@ def _fail(sid, target, message, log=None):
 def inputs(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("pr-inert")
     tree = _docs(tmp)
-    catalog, unusable = extract([tree], written_for=override(">=0.19"))
+    catalog, unusable = extract(stable=stable_pin(), sources=[tree], written_for=override(">=0.19"))
     assert not unusable and len(catalog.snippets) == 2
     catalog.write(tmp / "snippets.json")
     drift, regression = sorted(catalog.snippets, key=lambda s: s.sources[0].line)

@@ -9,13 +9,12 @@ import re
 import subprocess
 import sys
 import types
-from pathlib import Path
 
 import mdcheck
 
 from common.inert import STEP_SUMMARY_CAP
 from driftmatrix.publish_cli import PUBLISH_FULL, publish_summary
-from runner.run.step_summary import write
+from common.step_summary import write
 
 SITE_URL = "https://example.test/dm"
 

@@ -52,6 +52,25 @@ def test_builds_strict_with_every_page(published, site_inputs):
     assert (site / "matrix.html").stat().st_size < 3_000_000
 
 
+def test_the_guide_is_published_and_linked_from_the_pages_that_explain(published, site_inputs):
+    """docs/guide/ is built into every site, in its navigation, and the generated pages link into it
+    where they explain a judgement, a depth or the matrix (the links resolve: the build is strict)."""
+    site = published[0] / "site2"
+    guide = sorted((HERE_REPO / "docs" / "guide").glob("*.md"))
+    for md in guide:
+        assert (site / "guide" / f"{md.stem}.html").is_file(), md.name
+    nav = {a["href"] for a in page(site / "index.html").select("nav a[href]")}
+    assert {f"guide/{md.stem}.html" for md in guide} <= nav
+    results = load(site_inputs["snippets"], [site_inputs["parse"], site_inputs["config"]])
+    into_guide = {name: {a["href"] for a in page(site / name).select("article a[href*='guide/']")}
+                  for name in ("index.html", "matrix.html", "pages/index.html", "annotated/index.html",
+                               "matrix-json.html", f"snippets/{results.snippets[0].id}.html")}
+    assert "guide/judgements.html#judgements" in into_guide["index.html"]
+    assert "guide/reading-the-matrix.html#the-matrix" in into_guide["matrix.html"]
+    assert "../guide/judgements.html#judgements" in into_guide[f"snippets/{results.snippets[0].id}.html"]
+    assert all(into_guide.values()), into_guide
+
+
 def test_matrix_json_says_what_the_records_say(published, site_inputs):
     root, _, _ = published
     doc = json.loads((root / "site2" / "matrix.json").read_text())

@@ -14,6 +14,8 @@ import pytest
 from bs4 import BeautifulSoup
 
 from extractor.catalog import extract
+
+from runner.builds.resolve import stable_pin
 from publisher.results import load
 from publisher.site import build_site
 from publisher.titles import snippet_title
@@ -66,7 +68,7 @@ def site(tmp_path_factory):
     (tree / "mkdocs.yaml").write_text("site_name: vLLM\n")
     (tree / "docs" / "features" / "spec.md").write_text(PAGE)
     (tree / "docs" / "features" / "hostile.md").write_text(HOSTILE_PAGE)
-    catalog, _ = extract([tree])
+    catalog, _ = extract(stable=stable_pin(), sources=[tree])
     catalog.write(root / "snippets.json")
     results = load(root / "snippets.json", [])
     assert {snippet_title(s) for s in results.snippets} == WANT

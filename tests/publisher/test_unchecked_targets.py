@@ -1,4 +1,4 @@
-"""A target a run could not check (runner/jobs/target_check.py's record in the outcomes file) is said on
+"""A target a run could not check (runner/outcomes/target_diagnostic.py's record in the outcomes file) is said on
 the site's overview, once, escaped; a later run of that target that produced outcomes retires it."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import shutil
 
 from publisher import matrix_json, pages
 from publisher.results import load
-from runner.jobs.target_check import TargetDiagnostic
+from runner.outcomes.target_diagnostic import TargetDiagnostic
 
 
 def _index(results) -> str:

@@ -13,6 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from extractor.catalog import extract
+
+from runner.builds.resolve import stable_pin
 from runner.outcomes.records import Outcome
 from runner.settings import cache_dir
 
@@ -29,7 +31,7 @@ def docs_tree(root: Path, markdown: str) -> Path:
 
 def catalog_of(root: Path) -> tuple[Path, dict[str, list[str]]]:
     """Extract with the real extractor; return snippets.json and {heading anchor: [ids]}."""
-    catalog, unusable = extract([root])
+    catalog, unusable = extract(stable=stable_pin(), sources=[root])
     assert not unusable
     path = root / "snippets.json"
     catalog.write(path)

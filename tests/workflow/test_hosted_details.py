@@ -238,7 +238,7 @@ def test_the_pr_summary_is_capped(tmp_path):
     log.write_text("\n".join(["x" * 3_000_000, *[f"line {i} " + "y" * 60 for i in range(30_000)], "the last line"]))
     summary = tmp_path / "summary.md"
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    base = [sys.executable, "-m", "runner.run.step_summary", "--title", "PR", "--log", str(log), "--summary", str(summary)]
+    base = [sys.executable, "-m", "common.step_summary", "--title", "PR", "--log", str(log), "--summary", str(summary)]
     subprocess.run([*base, "--lines", "25"], check=True, env=env, cwd=tmp_path)
     first = summary.read_text()
     assert "the last line" in first and len(first.encode()) < 60_000  # long lines cut, the end kept

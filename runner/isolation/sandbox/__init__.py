@@ -114,13 +114,13 @@ def required_missing() -> str | None:
     chosen, why = mode()
     if not usable and chosen == "required":
         return f"a sandbox is required ({why}) but {how}; install bubblewrap (`apt-get install bubblewrap`) and allow " \
-               "it user namespaces (README: Security)"
+               "it user namespaces (the guide: docs/guide/security.md)"
     return None
 
 
 def how_to_get() -> str:
     return ("install bubblewrap (Debian/Ubuntu: `sudo apt-get install bubblewrap`; Ubuntu 24.04 also needs "
-            "an AppArmor profile allowing it user namespaces: README, Security)")
+            "an AppArmor profile allowing it user namespaces: the guide, docs/guide/security.md)")
 
 
 def _namespaces() -> list[str]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import httpx
 
 from runner.outcomes.evidence_records import PerfRun
-from runner.serve import throughput as measure
+from runner.serve import throughput
 from runner.serve.server import gpu_memory_used
 from runner.jobs.tiers.state import JobState, Verdict, error
 
@@ -19,7 +19,7 @@ def perf(state: JobState) -> Verdict | None:
     state.report("perf")
     out.stage = "perf"
     try:
-        measured = PerfRun.from_json(measure.measure(f"http://127.0.0.1:{server.port}", api_key=state.api_key))
+        measured = PerfRun.from_json(throughput.measure(f"http://127.0.0.1:{server.port}", api_key=state.api_key))
     except (httpx.HTTPError, ValueError, KeyError, IndexError) as err:
         return error(f"perf measurement failed: {type(err).__name__}: {err}"[:500], "perf")
     out.evidence.perf = measured

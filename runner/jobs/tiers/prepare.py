@@ -14,7 +14,6 @@ resolved, fetched or stood in for (runner/outcomes/subcommands.py)."""
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 
 from runner.models import draft_kinds, placeholders, standins
 

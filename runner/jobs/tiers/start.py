@@ -7,7 +7,6 @@ port or a death without a traceback is an ERROR, never the docs'."""
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 from extractor.shell_commands import option_value
 from runner.evidence import classify, logscan

@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 
 from extractor.catalog import extract
+
+from runner.builds.resolve import stable_pin
 from runner.builds.history_agreement import ask_parser, compare, docs_tokens
 from flaghistory.history import SHIPPED, FlagHistory
 from runner.builds.envs import ensure
@@ -17,7 +19,7 @@ from runner.builds.targets import DEFAULT_CPU, load
 
 @pytest.fixture(scope="module")
 def tokens(corpus: Path) -> list[str]:
-    catalog, _ = extract([corpus / "vllm-docs" / "0.20.1", corpus / "vllm-docs" / "0.33.0",
+    catalog, _ = extract(stable=stable_pin(), sources=[corpus / "vllm-docs" / "0.20.1", corpus / "vllm-docs" / "0.33.0",
                           corpus / "recipes" / "8959cf6"])
     found = docs_tokens(catalog)
     assert len(found) > 200 and "--speculative-config" in found

@@ -34,3 +34,49 @@ def test_jobs_side_by_side_share_one_helper_per_target(tmp_path, monkeypatch):
     for t in threads:
         t.join()
     assert len({id(h) for h in got}) == 1 and list(ctx.helpers) == ["nightly"]
+
+
+def _job(tmp_path, i: int = 1):
+    from extractor.records import Snippet
+    from runner.jobs.job import Job
+
+    snippet = Snippet(id=f"s-{i:012d}", kind="serve", argv=["org/m-1B"], env={}, model="org/m-1B",
+                      speculative_config=None, runnable=True)
+    return Job(snippet, TargetEnv(Target("nightly"), "/no/python", ["vllm"]), "parse")
+
+
+def _a_bug_of_ours(state):
+    raise KeyError("a bug of ours")
+
+
+def test_a_job_our_code_fails_on_ends_in_error_with_where_it_raised(tmp_path, monkeypatch):
+    """A job whose step raised was lost: with `--jobs 2` its worker thread died, the run went on and
+    exited 0 without an outcome for it (seen: the over-budget twin of test_hub, once). Now it is an
+    ERROR (ours, not the docs'), naming the exception and the line of ours that raised it."""
+    from runner.jobs import execute
+
+    monkeypatch.setattr(execute, "STEPS", (("parse", _a_bug_of_ours),))
+    out = execute.JobRunner(RunContext(ModelResolver({}, hub=False), tmp_path)).run(_job(tmp_path))
+    assert out.verdict == "ERROR" and "ours, not the docs'" in out.reason
+    assert "KeyError: 'a bug of ours'" in out.reason and "test_job.py:" in out.reason, out.reason
+
+
+def test_side_by_side_a_failure_outside_a_job_stops_the_run_instead_of_vanishing(tmp_path, monkeypatch):
+    """What fails around a job (its outcome cannot be stored) raises in the run's own thread,
+    side by side as alone: a worker thread's exception is otherwise only printed."""
+    import pytest
+
+    from runner.jobs import execute
+    from runner.outcomes import store
+    from runner.run import loop
+    from runner.run.selection import RunOptions
+
+    def unwritable(self, outcome):
+        raise OSError("no space left on device")
+    monkeypatch.setattr(execute, "STEPS", ())
+    monkeypatch.setattr(store.Store, "append", unwritable)
+    ctx = RunContext(ModelResolver({}, hub=False), tmp_path)
+    opts = RunOptions(snippets=tmp_path / "s.json", output=tmp_path / "o.jsonl", jobs=2, fmt="json")
+    for jobs in ([_job(tmp_path)], [_job(tmp_path, i) for i in range(4)]):
+        with pytest.raises(OSError, match="no space left"):
+            loop._execute(jobs, ctx, store.Store(tmp_path / "o.jsonl"), opts, None, [], threading.Event())

@@ -16,11 +16,11 @@ import pytest
 from runhelp import CACHE, catalog_of, docs_tree
 
 from extractor.records import Catalog
-from runner.run import shards as plan
+from runner.run import shards
 from runner.outcomes import subcommands
 from runner.jobs.execute import JobRunner
 from runner.jobs.job import Job, RunContext
-from runner.run.loop import RunOptions, select
+from runner.run.selection import RunOptions, select
 from runner.models.resolution import ModelResolver
 from runner.builds.targets import DEFAULT_CPU, load
 
@@ -196,7 +196,7 @@ def test_jobs_plan_and_variants(subcommand_docs, tmp_path):
     speculative config, or with its own draft) is not for them."""
     catalog, s = subcommand_docs
     bench = s["bench-throughput-with-n-gram"]
-    assert plan.predicted_cost(bench, "perf") == plan.predicted_cost(bench, "parse")
+    assert shards.predicted_cost(bench, "perf") == shards.predicted_cost(bench, "parse")
     pairs = select(catalog, RunOptions(snippets=tmp_path / "s.json", output=tmp_path / "o.jsonl",
                                        variants=["no-spec", "self-spec"]))
     assert pairs == [(snippet, None) for snippet in catalog.snippets]

@@ -15,7 +15,7 @@ from runhelp import CACHE
 
 from runner.run.loop import EXIT_TARGET
 from runner.outcomes.store import read, read_records
-from runner.jobs.target_check import RECORD
+from runner.outcomes.target_diagnostic import RECORD
 from runner.builds.targets import DEFAULT_CPU, load
 
 DOCS = """# Commands

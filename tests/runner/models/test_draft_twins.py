@@ -12,6 +12,8 @@ import pytest
 from runhelp import CACHE, outcomes, run_cli
 
 from extractor.catalog import extract
+
+from runner.builds.resolve import stable_pin
 from extractor.records import Catalog
 from runner.models import draft_kinds, standins
 from runner.builds import source_trees
@@ -21,7 +23,7 @@ from runner.models.resolution import needed_models
 @pytest.fixture(scope="module")
 def pages(corpus):
     """{(page, line): snippet} of the 0.33.0 docs + recipes and the 0.20.1 MLP speculator page."""
-    catalog, _ = extract([corpus / "vllm-docs" / "0.33.0", corpus / "vllm-docs" / "0.20.1" / "docs" / "features"
+    catalog, _ = extract(stable=stable_pin(), sources=[corpus / "vllm-docs" / "0.33.0", corpus / "vllm-docs" / "0.20.1" / "docs" / "features"
                           / "speculative_decoding"])
     return {(s.sources[0].file, s.sources[0].line): s for s in catalog.snippets}
 

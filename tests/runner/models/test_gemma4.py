@@ -17,6 +17,8 @@ import pytest
 from runhelp import CACHE, outcomes, pick, run_argv, run_cli
 
 from extractor.catalog import extract
+
+from runner.builds.resolve import stable_pin
 from runner.models import standins
 from runner.builds.targets import DEFAULT_CPU
 
@@ -119,7 +121,7 @@ def gemma_run(corpus, tmp_path_factory):
     (work / "text-draft" / "config.json").write_text(json.dumps(TEXT_DRAFT))
     targets = work / "targets.toml"
     targets.write_text(DEFAULT_CPU.read_text() + f'"example/gemma-4-text-draft" = "{work / "text-draft"}"\n')
-    catalog, unusable = extract([corpus / "recipes" / "8959cf6", work / "docs"])
+    catalog, unusable = extract(stable=stable_pin(), sources=[corpus / "recipes" / "8959cf6", work / "docs"])
     assert not unusable
     catalog.write(work / "snippets.json")
     # One command per distinct path: the recipe page's own 31B command (two devices: SKIP before

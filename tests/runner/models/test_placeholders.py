@@ -18,6 +18,8 @@ import pytest
 from runhelp import CACHE, outcomes, pick, run_cli
 
 from extractor.catalog import extract
+
+from runner.builds.resolve import stable_pin
 from extractor.records import Catalog
 from publisher import views
 from publisher.snippet_page import model_summary
@@ -37,7 +39,7 @@ def pages(corpus, tmp_path_factory):
     """{(version, page, line): snippet} for the pages above, extracted by the real extractor."""
     found = {}
     for version, page, line in (P2P, SPEC, MEDIA, CLUSTER, KV_CACHE):
-        catalog, _ = extract([corpus / "vllm-docs" / version / page])
+        catalog, _ = extract(stable=stable_pin(), sources=[corpus / "vllm-docs" / version / page])
         for s in catalog.snippets:
             found[(version, page, s.sources[0].line)] = s
     out = tmp_path_factory.mktemp("placeholders")

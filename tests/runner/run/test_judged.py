@@ -13,6 +13,8 @@ import pytest
 from runhelp import HERE, docs_tree, run_cli
 
 from extractor.catalog import extract
+
+from runner.builds.resolve import stable_pin
 from extractor.written_for import override
 from publisher import annotate as ann
 from publisher.judgement import Judge
@@ -24,7 +26,7 @@ ADDED, REMOVED = "a-flag-added-after-0201", "a-removed-flag"
 
 def _judged(root: Path, config_run, **extract_kw):
     """Extract the docs under test at `root`, judge the config run's outcomes against them."""
-    catalog, _ = extract([root], **extract_kw)
+    catalog, _ = extract(stable=stable_pin(), sources=[root], **extract_kw)
     snippets = root / "snippets.json"
     catalog.write(snippets)
     outcomes, ids, work, _ = config_run

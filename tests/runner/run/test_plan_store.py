@@ -7,7 +7,7 @@ import json
 import pytest
 
 from extractor.records import Snippet
-from runner.run import shards as plan
+from runner.run import shards
 from runner.outcomes import store
 from runner.outcomes.records import Evidence, Outcome, TargetRef
 from common.redact import Redactor
@@ -21,22 +21,22 @@ def snip(i: int, model: str = "org/m-1B", runnable: bool = True) -> Snippet:
 
 def test_shards_partition_and_balance_cost():
     items = [(snip(i, "org/big-70B" if i % 10 == 0 else "org/m-1B"), None) for i in range(60)]
-    cost = lambda p: plan.predicted_cost(p[0], "probe")  # noqa: E731
-    shards = [plan.shard(items, i, 4, cost) for i in range(4)]
-    ids = [p[0].id for s in shards for p in s]
+    cost = lambda p: shards.predicted_cost(p[0], "probe")  # noqa: E731
+    parts = [shards.shard(items, i, 4, cost) for i in range(4)]
+    ids = [p[0].id for s in parts for p in s]
     assert sorted(ids) == sorted(p[0].id for p in items)  # a partition
-    loads = [sum(cost(p) for p in s) for s in shards]
+    loads = [sum(cost(p) for p in s) for s in parts]
     assert max(loads) - min(loads) <= max(cost(p) for p in items)  # LPT bound
-    assert shards == [plan.shard(list(reversed(items)), i, 4, cost) for i in range(4)]  # deterministic
-    counts = [len(s) for s in shards]
+    assert parts == [shards.shard(list(reversed(items)), i, 4, cost) for i in range(4)]  # deterministic
+    counts = [len(s) for s in parts]
     assert len(set(counts)) > 1  # balanced by cost, not by count
 
 
 def test_parse_shard():
-    assert plan.parse_shard("2/3") == (1, 3)
+    assert shards.parse_shard("2/3") == (1, 3)
     for bad in ("0/3", "4/3", "x", "1-2"):
         with pytest.raises(ValueError):
-            plan.parse_shard(bad)
+            shards.parse_shard(bad)
 
 
 def outcome(sid: str, verdict: str = "PASS") -> Outcome:
@@ -88,7 +88,7 @@ def test_shipped_configs_load():
     import httpx
 
     from runner.builds.resolve import newest_release
-    from runner.builds.targets import stable_pin
+    from runner.builds.resolve import stable_pin
     assert stable_pin(DEFAULT_CPU) == "0.20.1"
     with httpx.Client(timeout=60) as client:
         assert stable_pin(DEFAULT_GPU) == newest_release("vllm", client)

@@ -1,11 +1,12 @@
-"""Issue 30, item 8: a run's step summary (runner/run/step_summary.py) shows the docs' and vLLM's text
+"""Issue 30, item 8: a run's step summary (runner/run/run_summary.py, written through common/step_summary.py) shows the docs' and vLLM's text
 only as code, and no step writes more than GitHub takes (1 MiB: the summary is refused whole)."""
 
 from __future__ import annotations
 
 import mdcheck
 from common.inert import STEP_SUMMARY_CAP, table_cell
-from runner.run import step_summary
+from common import step_summary
+from runner.run import run_summary
 from runner.outcomes.records import Evidence, Outcome, TargetRef
 
 def _outcome(verdict: str, reason: str, n: int = 0, name: str = "stable") -> Outcome:
@@ -16,7 +17,7 @@ def _outcome(verdict: str, reason: str, n: int = 0, name: str = "stable") -> Out
 def test_run_summary_shows_messages_only_as_code():
     messages = [mdcheck.HOSTILE, mdcheck.MULTILINE, "`" * 30, "|" * 8, "@vllm-project/x " * 20]
     outcomes = [_outcome(v, m, i) for i, m in enumerate(messages) for v in ("FAIL", "ERROR")]
-    text = step_summary.run_markdown(outcomes, "config", reused=3, shard="2/4")
+    text = run_summary.run_markdown(outcomes, "config", reused=3, shard="2/4")
     r = mdcheck.assert_inert(text)
     assert any("@vllm-project/some-team ![](https://evil.example/p.png)" in c for c in r.code)  # shown, as code
     assert sum(c.startswith("@vllm-project/x") for c in r.code) == 2
@@ -26,7 +27,7 @@ def test_run_summary_shows_messages_only_as_code():
 def test_a_target_name_in_prose_is_escaped_and_defused():
     """Target names are the config's, shown as prose: escaped anyway, and no mention or URL links."""
     name = "stable @vllm-project/team https://evil.example/x [a](https://evil.example) <b>|"
-    text = step_summary.run_markdown([_outcome("FAIL", "bad", name=name)], "parse", 0, None)
+    text = run_summary.run_markdown([_outcome("FAIL", "bad", name=name)], "parse", 0, None)
     r = mdcheck.assert_inert(text, markers=mdcheck.LINKABLE)
     assert any("stable @\u2060vllm-project/team https:\u2060//evil.example/x [a]" in p for p in r.prose)  # as typed
     assert mdcheck.table_cells(text) == [6, 6]

@@ -1,0 +1,90 @@
+"""The folder tree is the architecture, and it is kept: the stage lines and the runner's concerns by
+import-linter's contracts (pyproject.toml, [tool.importlinter]), no import cycle between modules (a
+function-level import included: it only hides one), and tests that mirror the packages."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import grimp
+
+REPO = Path(__file__).resolve().parents[1]
+PACKAGES = ("driftmatrix", "publisher", "runner", "extractor", "flaghistory", "common")
+
+
+def test_the_import_contracts_are_kept():
+    lint = Path(sys.executable).with_name("lint-imports")
+    proc = subprocess.run([str(lint), "--no-cache"], cwd=REPO, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    assert "0 broken" in proc.stdout and "4 kept" in proc.stdout, proc.stdout[-2000:]
+
+
+def _cycles(graph: grimp.ImportGraph) -> list[list[str]]:
+    """Strongly connected groups of more than one module (Tarjan's algorithm, iteratively)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in sorted(graph.modules):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph.find_modules_directly_imported_by(root))))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.find_modules_directly_imported_by(child)))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                group = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    group.append(member)
+                    if member == node:
+                        break
+                if len(group) > 1:
+                    found.append(sorted(group))
+    return found
+
+
+def test_no_module_imports_itself_through_others():
+    graph = grimp.build_graph(*PACKAGES, cache_dir=None, exclude_type_checking_imports=True)
+    assert _cycles(graph) == []
+
+
+def test_the_cycle_finder_finds_one(tmp_path, monkeypatch):
+    """The check above could pass by finding nothing ever: here it must find a hidden cycle."""
+    pkg = tmp_path / "cyclic"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("from cyclic import b\n")
+    (pkg / "b.py").write_text("def f():\n    from cyclic import a  # hidden in a function\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    graph = grimp.build_graph("cyclic", cache_dir=None)
+    assert _cycles(graph) == [["cyclic.a", "cyclic.b"]]
+
+
+def test_tests_mirror_the_packages():
+    """Every folder of tests/ that holds tests is named after a package folder of the code."""
+    unmatched = []
+    for folder in sorted(p.parent for p in (REPO / "tests").rglob("test_*.py")):
+        relative = folder.relative_to(REPO / "tests")
+        if relative.parts and relative.parts[0] not in ("workflow",) and not (REPO / relative).is_dir():
+            unmatched.append(str(relative))
+    assert unmatched == []
