@@ -75,7 +75,7 @@ def test_log_evidence_is_parsed_from_the_real_log(served):
     items, ids, *_ = served
     o = pick(items, ids["tools"][0], "nightly")
     assert o.evidence.effective_config["engine_version"] == "v0.32.0"
-    assert all(set(w) >= {"file", "line", "message"} for w in o.evidence.warnings)
+    assert all(set(w.to_json()) >= {"file", "line", "message"} for w in o.evidence.warnings)
     assert o.evidence.warnings and all(isinstance(w.line, int) for w in o.evidence.warnings)
 
 
