@@ -45,7 +45,6 @@ def cmd_fixes(args: argparse.Namespace) -> int:
 def cmd_publish(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from publisher import annotate as ann
     from publisher.site import PublishError, build_site
 
     console = Console(stderr=True)
@@ -54,10 +53,9 @@ def cmd_publish(args: argparse.Namespace) -> int:
     except ValueError as err:
         console.print(f"[red]driftmatrix publish: {err}", soft_wrap=True)
         return 2
-    annotations = [ann.annotate(results, Path(d)) for d in args.docs or []]
     try:
         done = build_site(results, Path(args.site_dir), history_dir=Path(args.history) if args.history else None,
-                          annotated=ann.for_site(annotations) if args.docs else None)
+                          docs=[Path(d) for d in args.docs or []])
     except PublishError as err:
         console.print(f"[red]driftmatrix publish: {err}", soft_wrap=True)
         return 1
