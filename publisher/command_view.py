@@ -16,6 +16,7 @@ from typing import Iterator
 from extractor.records import Snippet, Source
 from flaghistory.commands import command_options, shipped
 from publisher import fixes, ranges, titles, views
+from publisher import run_history as hist
 from publisher.fixes import Verified
 from publisher.judgement import Judge, Judgement
 from publisher.results import Results
@@ -49,6 +50,9 @@ class CommandView:
     flags: dict | None
     """The releases on which every one of its options exists (flaghistory); None: no options, no
     history, or a subcommand (the history is `vllm serve`'s)."""
+    seen: hist.Seen = field(default_factory=hist.Seen)
+    """The first and last vLLM version it was seen passing over every run kept (`--history`) and
+    this one, and the version it failed from after that."""
     fix_candidate: Snippet | None = None
     """Its fix candidate (`driftmatrix fixes`), whether or not it was verified."""
     fix: Verified | None = None
@@ -117,11 +121,23 @@ def _view(results: Results, judge: Judge, known: ranges.Runs, s: Snippet) -> Com
         fix_candidate=results.fixes.get(s.id), fix=fixes.verified(results, judge, s))
 
 
+def _seen(results: Results, by_id: dict[str, CommandView], snapshots: list[dict]) -> None:
+    """Each view's `seen`, over the earlier publishes and this one's cells (retired builds' too)."""
+    columns = {c.key: c for c in [*results.columns, *results.retired]}
+    current = [(v.id, columns[key].version, results.dates.get(key, ""), o.verdict)
+               for v in by_id.values() for key, o in v.outcomes.items()]
+    for sid, seen in hist.seen(snapshots, current).items():
+        if sid in by_id:
+            by_id[sid].seen = seen
+
+
 def views_of(results: Results, snapshots: list[dict] | None = None) -> CommandViews:
     """Every command's view, computed once. `results` as they are to be shown (the site, annotate
     and the PR body pass `views.public_results(...)`); `snapshots`: the earlier publishes'
-    matrix.json, for the version ranges."""
+    matrix.json, for the version ranges and the versions seen passing."""
+    snapshots = list(snapshots or [])
     judge = Judge(results)
-    known = ranges.runs(snapshots or [], results)
-    return CommandViews(results, {s.id: _view(results, judge, known, s) for s in results.snippets}, known,
-                        list(snapshots or []))
+    known = ranges.runs(snapshots, results)
+    by_id = {s.id: _view(results, judge, known, s) for s in results.snippets}
+    _seen(results, by_id, snapshots)
+    return CommandViews(results, by_id, known, snapshots)

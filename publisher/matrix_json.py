@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from publisher import run_history as hist
 from publisher import views
 from publisher.command_view import CommandView, CommandViews
 from publisher.judgement import UNRECORDED, Judgement
@@ -50,8 +49,7 @@ def _judgement(j: Judgement) -> dict:
 
 
 def build(commands: CommandViews, generated: str | None = None) -> dict:
-    """matrix.json from the commands' views (`commands.snapshots`: the earlier publishes, for
-    `first_passing`, `last_passing`, `version_added` and `version_removed`)."""
+    """matrix.json from the commands' views."""
     results = commands.results
     generated = generated or datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     builds = [*((c, False) for c in results.columns), *((c, True) for c in results.retired)]
@@ -61,12 +59,6 @@ def build(commands: CommandViews, generated: str | None = None) -> dict:
         "targets": {c.key: _target(results, c, retired) for c, retired in builds},
         "snippets": {v.id: _entry(v, builds) for v in commands},
     }
-    seen = hist.seen(commands.snapshots, doc)
-    for sid, entry in doc["snippets"].items():
-        s = seen.get(sid) or hist.Seen()
-        entry["version_added"] = s.first_passing["version"] if s.first_passing else None
-        entry["version_removed"] = s.version_removed
-        entry["first_passing"], entry["last_passing"] = s.first_passing, s.last_passing
     return doc
 
 
@@ -84,4 +76,7 @@ def _entry(v: CommandView, builds: list) -> dict:
                      "judgement": j.kind} for src, j in zip(s.sources, v.at_sources)],
         "support": {c.key: _support(v, c, retired) for c, retired in builds if c.key in v.outcomes},
         "flags_valid": v.flags,
+        "version_added": v.seen.first_passing["version"] if v.seen.first_passing else None,
+        "version_removed": v.seen.version_removed,
+        "first_passing": v.seen.first_passing, "last_passing": v.seen.last_passing,
     }

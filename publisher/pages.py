@@ -20,7 +20,7 @@ from extractor.records import Snippet
 from publisher import judgement, matrix_data, snippet_page, titles, views
 from publisher.command_view import CommandView, CommandViews
 from publisher.judgement import Judgement
-from publisher.run_history import CHANGE_KINDS, Change, Seen
+from publisher.run_history import CHANGE_KINDS, Change
 from publisher.views import evidence_href
 from runner.outcomes.counts import GOOD
 
@@ -137,7 +137,7 @@ def _uncontained(commands: CommandViews) -> dict[str, int]:
     return counts
 
 
-def render(commands: CommandViews, doc: dict, changes: list[Change], seen: dict[str, Seen], *,
+def render(commands: CommandViews, doc: dict, changes: list[Change], *,
            had_history: bool, annotated: dict | None = None) -> dict[str, str]:
     env = environment()
     results = commands.results
@@ -164,7 +164,7 @@ def render(commands: CommandViews, doc: dict, changes: list[Change], seen: dict[
             file=p["file"], url=p["url"],
             written_for=p["written_for"], rows=p["rows"], **common)
     for v in commands:
-        out[f"snippets/{v.id}.md"] = snippet_page.render(env, commands, v, seen.get(v.id) or Seen())
+        out[f"snippets/{v.id}.md"] = snippet_page.render(env, commands, v)
     annotated = annotated or {}
     out["annotated/index.md"] = env.get_template("annotated_index.md.j2").render(
         pages=annotated.get("pages", []), had_docs=annotated.get("had_docs", False),

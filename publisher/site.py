@@ -75,9 +75,7 @@ def build_site(results: Results, site_dir: Path, *, history_dir: Path | None = N
     if past.previous:
         doc["previous"] = past.previous.get("generated")
     changes = hist.changes(past.previous, doc)
-    # matrix.json already holds each command's passing range over the runs: the pages read it from there
-    seen = {sid: hist.Seen(e["first_passing"], e["last_passing"], e["version_removed"]) for sid, e in doc["snippets"].items()}
-    generated = pages.render(commands, doc, changes, seen, had_history=history_dir is not None, annotated=annotated)
+    generated = pages.render(commands, doc, changes, had_history=history_dir is not None, annotated=annotated)
     t1 = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="driftmatrix-site-") as tmp:
         stage = Path(tmp)

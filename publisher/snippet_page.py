@@ -17,7 +17,6 @@ from markupsafe import Markup
 from extractor.records import Snippet
 from publisher import perf_view, views
 from publisher.command_view import CommandView, CommandViews
-from publisher.run_history import Seen
 from runner.outcomes import subcommands
 from runner.outcomes.counts import GOOD
 from runner.outcomes.records import Outcome
@@ -285,7 +284,7 @@ def section(s: Snippet, o: Outcome) -> dict:
 
 # --- the page ---------------------------------------------------------------------------------
 
-def render(env: Environment, commands: CommandViews, view: CommandView, seen: Seen) -> str:
+def render(env: Environment, commands: CommandViews, view: CommandView) -> str:
     results, s = commands.results, view.snippet
     rows = [(c, o) for c in results.columns if (o := view.outcomes.get(c.key))]
     diffs = views.config_differences({c.key: o for c, o in rows})
@@ -304,5 +303,5 @@ def render(env: Environment, commands: CommandViews, view: CommandView, seen: Se
         short_causes={c.key: short_cause(o) for c, o in rows}, models={c.key: model_summary(o) for c, o in rows},
         sections={c.key: section(s, o) for c, o in rows}, speed=perf_view.tables(results, s.id, bool(s.speculative_config)),
         diffs=diffs, flipped=[k for k, vals in diffs.items() if all(isinstance(v, bool) for v in vals.values())],
-        icons=views.ICONS, variants=variants, seen=seen, retired=retired, lines=lines_html,
+        icons=views.ICONS, variants=variants, seen=view.seen, retired=retired, lines=lines_html,
         fix=fix, fix_command=wrapped_command(fix.fix["text"]) if fix else "", fix_verified=view.fix)

@@ -34,6 +34,7 @@ def test_matrix_json_and_matrix_data_say_what_the_view_says(commands):
         entry = doc["snippets"][v.id]
         assert (entry["judgement"], entry["command"], entry["flags_valid"]) == (v.worst.kind, v.command, v.flags)
         assert [src["judgement"] for src in entry["sources"]] == [j.kind for j in v.at_sources]
+        assert (entry["first_passing"], entry["last_passing"]) == (v.seen.first_passing, v.seen.last_passing)
         for key, cell in entry["support"].items():
             found = v.ranges[key]
             assert cell["notes"] == v.notes[key] and cell["range"] == (found.as_json() if found else None)
@@ -51,7 +52,7 @@ def test_the_outputs_judge_nothing_themselves(commands, corpus, monkeypatch):
     assert made  # building the views judges
     made.clear()
     doc = matrix_json.build(again)
-    pages.render(again, doc, [], {}, had_history=False)
+    pages.render(again, doc, [], had_history=False)
     annotation = ann.annotate_tree(again, corpus / "vllm-docs" / "0.33.0")
     assert annotation.patches  # doc-drift on these pages: warnings were written from the views
     pr_body.body(again, annotation, "https://example.test/site")

@@ -184,12 +184,11 @@ def test_a_fixed_command_page_shows_its_fix(work, annotated):
     """The command page of a command with a fix: the fixed command and why (`driftmatrix pipeline`
     builds such pages; the fix record is a dict, which the page once read as an object)."""
     from publisher import pages, snippet_page
-    from publisher.run_history import Seen
 
     results = annotated[0]
     ernie = _ids(work)[("recipes", "Ernie/Ernie4.5-VL.md", 60)]
     commands = views_of(results)
-    page = snippet_page.render(pages.environment(), commands, commands[ernie], Seen())
+    page = snippet_page.render(pages.environment(), commands, commands[ernie])
     assert "--no-enable-log-requests" in page and "dm-fix" in page
 
 

@@ -14,7 +14,7 @@ from runner.outcomes.target_diagnostic import TargetDiagnostic
 
 def _index(results) -> str:
     commands = views_of(results)
-    return pages.render(commands, matrix_json.build(commands), [], {}, had_history=False)["index.md"]
+    return pages.render(commands, matrix_json.build(commands), [], had_history=False)["index.md"]
 
 
 def test_the_overview_names_a_target_that_could_not_be_checked(site_inputs, tmp_path):

@@ -251,16 +251,15 @@ def test_matrix_json_says_how_deep(published, subcommand_docs):
 
 def test_command_page(published, subcommand_docs):
     from publisher import pages, snippet_page
-    from publisher.run_history import Seen
     results, commands = published
     _, s = subcommand_docs
-    page = snippet_page.render(pages.environment(), commands, commands[s["bench-throughput-with-n-gram"].id], Seen())
+    page = snippet_page.render(pages.environment(), commands, commands[s["bench-throughput-with-n-gram"].id])
     assert "Checked to the argument parser only: <code>vllm bench throughput</code> is not a server" in page
     assert "the argument parser of vllm bench throughput, which accepted it; not run further" in page
     assert "vllm bench throughput --dataset-name=hf" in page  # Run as
     assert "vllm serve" not in page
     assert "Option history" not in page
-    typo = snippet_page.render(pages.environment(), commands, commands[s["a-misspelled-bench-option"].id], Seen())
+    typo = snippet_page.render(pages.environment(), commands, commands[s["a-misspelled-bench-option"].id])
     assert "the argument parser of vllm bench throughput, where it stopped" in typo
     assert "unrecognized arguments: --num-promts 10" in typo and "vllm serve" not in typo
 
