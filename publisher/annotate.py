@@ -28,7 +28,7 @@ from extractor import bounds
 from extractor.corpus import SourceError, detect
 from extractor.markdown_blocks import code_blocks
 from extractor.records import Source
-from publisher import defects as reader_runs
+from publisher import defects
 from publisher import fix_edits, views
 from publisher.command_view import CommandView, CommandViews, views_of
 from publisher.results import Results
@@ -124,7 +124,7 @@ def decision(view: CommandView, source: Source) -> tuple[str, str, str] | None:
     if j.kind != "doc-drift":
         return None
     if j.defects:  # the shell does not run it as written: the lines where it ends it, first
-        title = reader_runs.title(j.defects)
+        title = defects.title(j.defects)
         body = [views.md_escape(f"Line {d.line}: {d.message.rstrip('.')}.") for d in j.defects]
     elif j.failing:
         first = j.failing[0].outcome

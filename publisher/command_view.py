@@ -16,7 +16,7 @@ from typing import Iterator
 from extractor.records import Snippet, Source
 from flaghistory.commands import command_options, shipped
 from publisher import fixes, ranges, titles, views
-from publisher import run_history as hist
+from publisher import run_history
 from publisher.fixes import Verified
 from publisher.judgement import Judge, Judgement
 from publisher.results import Results
@@ -50,8 +50,8 @@ class CommandView:
     flags: dict | None
     """The releases on which every one of its options exists (flaghistory); None: no options, no
     history, or a subcommand (the history is `vllm serve`'s)."""
-    seen: hist.Seen = field(default_factory=hist.Seen)
-    """The first and last vLLM version it was seen passing over every run kept (`--history`) and
+    seen: run_history.Seen = field(default_factory=run_history.Seen)
+    """The first and last vLLM version it was seen passing over every run kept (`--run-history`) and
     this one, and the version it failed from after that."""
     fix_candidate: Snippet | None = None
     """Its fix candidate (`driftmatrix fixes`), whether or not it was verified."""
@@ -78,7 +78,7 @@ class CommandViews:
     runs: ranges.Runs
     """Every real verdict seen per (command, kind of build) and version, earlier publishes' included."""
     snapshots: list[dict] = field(default_factory=list)
-    """The earlier publishes' matrix.json, oldest first (`--history`)."""
+    """The earlier publishes' matrix.json, oldest first (`--run-history`)."""
 
     def __iter__(self) -> Iterator[CommandView]:
         return iter(self.by_id.values())
@@ -126,7 +126,7 @@ def _seen(results: Results, by_id: dict[str, CommandView], snapshots: list[dict]
     columns = {c.key: c for c in [*results.columns, *results.retired]}
     current = [(v.id, columns[key].version, results.dates.get(key, ""), o.verdict)
                for v in by_id.values() for key, o in v.outcomes.items()]
-    for sid, seen in hist.seen(snapshots, current).items():
+    for sid, seen in run_history.seen(snapshots, current).items():
         if sid in by_id:
             by_id[sid].seen = seen
 

@@ -75,7 +75,7 @@ class _Options:
         return out
 
 
-def one_line(command: str) -> str:
+def joined_command(command: str) -> str:
     """The command on one line, its `\\` line continuations dropped (the browser wraps it at spaces)."""
     return " ".join(re.sub(r"\\\s*\n", " ", command).split())
 
@@ -130,7 +130,7 @@ def build(commands: CommandViews) -> dict:
         # this publish's runs are in the cells already: the "my version" runs add the history's
         # and, for a version with no run, the option history answers in the page's script
         bits = (1 if s.speculative_config else 0) | (2 if any(c and c[5] for c in cells) else 0)
-        group[3].append([s.id, one_line(v.command), s.model or "", kinds.index(s.kind), bits,
+        group[3].append([s.id, joined_command(v.command), s.model or "", kinds.index(s.kind), bits,
                          judgement.JUDGEMENTS.index(j.kind), strings(j.summary), cells,
                          options.of(s.argv or []) if s.kind != "subcommand" else [],  # `vllm serve`'s history
                          _runs(known, s.id, index)])

@@ -13,7 +13,7 @@ from urllib.parse import quote
 
 from common.inert import code_block, code_span, plain, table_cell, unclosed
 from publisher import annotate as ann
-from publisher import defects as reader_runs
+from publisher import defects
 from publisher import views
 from publisher.command_view import CommandViews
 from publisher.results import Results
@@ -74,14 +74,14 @@ def body(commands: CommandViews, annotation: ann.Annotation, site_url: str | Non
 def _evidence_rows(j, command: str, where: str) -> list[str]:
     """The rows of a doc-drift that no build decided: the shell's reading, or the option history."""
     if j.defects:  # one row per kind of defect: where the shell first ends it (the lines after are its own commands)
-        shell = [d for d in j.defects if reader_runs.depth([d]) == "shell"]
-        tree = [d for d in j.defects if reader_runs.depth([d]) == "tree"]
+        shell = [d for d in j.defects if defects.depth([d]) == "shell"]
+        tree = [d for d in j.defects if defects.depth([d]) == "tree"]
         rows = []
         if shell:
             more = [str(d.line) for d in shell[1:]]
             also = f" (likewise line{'s' if len(more) > 1 else ''} {', '.join(more)})" if more else ""
             rows.append(f"| {command} | {table_cell(where)} | {table_cell(j.written_for.spec)} | the shell (bash) | "
-                        f"ends the command on line {reader_runs.ends_on(shell[0])} | "
+                        f"ends the command on line {defects.ends_on(shell[0])} | "
                         f"{table_cell(shell[0].message[:200] + also)} |")
         rows += [f"| {command} | {table_cell(where)} | {table_cell(j.written_for.spec)} | the release's tree | "
                  f"a file it names is missing (line {d.line}) | {table_cell(d.message[:200])} |" for d in tree]

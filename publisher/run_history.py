@@ -1,4 +1,4 @@
-"""Earlier publishes: `--history DIR` holds the `matrix.json` of every previous run
+"""Earlier publishes: `--run-history DIR` holds the `matrix.json` of every previous run
 (`matrix-<UTC stamp>.json`, written there by each publish). From them: what changed since
 the previous run, and per snippet the first and last vLLM version (and date) it was seen
 passing — the `version_added` / `version_removed` of matrix.json.

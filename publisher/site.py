@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from publisher import annotate as ann
-from publisher import run_history as hist
+from publisher import run_history
 from publisher import matrix_json, pages, search_index, views
 from publisher.command_view import views_of
 from publisher.judgement import JUDGEMENTS
@@ -65,7 +65,7 @@ def build_site(results: Results, site_dir: Path, *, history_dir: Path | None = N
     `annotated`: what `annotate.for_site` made of annotations done elsewhere (instead of `docs`)."""
     t0 = time.monotonic()
     project = project or skeleton()
-    past = hist.load(history_dir)
+    past = run_history.load(history_dir)
     commands = views_of(views.public_results(results), past.snapshots)  # the one place host paths are taken out
     if docs:
         annotated = ann.for_site([ann.annotate_tree(commands, tree) for tree in docs])
@@ -74,7 +74,7 @@ def build_site(results: Results, site_dir: Path, *, history_dir: Path | None = N
     doc = matrix_json.build(commands)
     if past.previous:
         doc["previous"] = past.previous.get("generated")
-    changes = hist.changes(past.previous, doc)
+    changes = run_history.changes(past.previous, doc)
     generated = pages.render(commands, doc, changes, had_history=history_dir is not None, annotated=annotated)
     t1 = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="driftmatrix-site-") as tmp:
