@@ -30,6 +30,7 @@ from publish import synthetic_results  # noqa: E402
 from sitehttp import serve_dir  # noqa: E402
 
 from publisher import matrix_json  # noqa: E402
+from publisher.command_view import views_of  # noqa: E402
 from publisher.site import build_site  # noqa: E402
 
 OLDER = {"0.20.1": "0.19.1", "0.21.0": "0.20.0", "0.32.0": "0.31.0", "0.33.0": "0.32.0"}
@@ -62,7 +63,7 @@ def earlier_snapshot(results, history: Path) -> None:
     for o, sid in zip(outcomes, ids):
         o.snippet_id = sid
     old = merge(results.catalog, outcomes)
-    doc = matrix_json.build(old, [], generated="2026-11-01T00:00:00Z")
+    doc = matrix_json.build(views_of(old), generated="2026-11-01T00:00:00Z")
     history.mkdir(parents=True, exist_ok=True)
     (history / "matrix-20261101T000000Z.json").write_text(json.dumps(doc))
 

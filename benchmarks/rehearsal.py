@@ -135,7 +135,7 @@ def publish_job(out: Path, inputs: Path, legs: list[Path], fixes: Path) -> dict:
     script = f"""export DRIFTMATRIX_FLAG_HISTORY={inputs}/flag-history.json
 {dm} merge {inputs}/state/outcomes.jsonl {outcomes} {fixes}/fixes-outcomes.jsonl -o merged.jsonl
 {dm} publish --snippets {inputs}/snippets.json --outcomes merged.jsonl --fixes {fixes}/fixes.json \\
-  --history history --site-dir site
+  --run-history history --site-dir site
 """
     return measured(out, "publish", job, bash(f"export GITHUB_STEP_SUMMARY={job}/summary.md\n" + script), [])
 

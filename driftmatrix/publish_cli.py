@@ -45,7 +45,6 @@ def cmd_fixes(args: argparse.Namespace) -> int:
 def cmd_publish(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from publisher import annotate as ann
     from publisher.site import PublishError, build_site
 
     console = Console(stderr=True)
@@ -54,10 +53,9 @@ def cmd_publish(args: argparse.Namespace) -> int:
     except ValueError as err:
         console.print(f"[red]driftmatrix publish: {err}", soft_wrap=True)
         return 2
-    annotations = [ann.annotate(results, Path(d)) for d in args.docs or []]
     try:
-        done = build_site(results, Path(args.site_dir), history_dir=Path(args.history) if args.history else None,
-                          annotated=ann.for_site(annotations) if args.docs else None)
+        done = build_site(results, Path(args.site_dir), history_dir=Path(args.run_history) if args.run_history else None,
+                          docs=[Path(d) for d in args.docs or []])
     except PublishError as err:
         console.print(f"[red]driftmatrix publish: {err}", soft_wrap=True)
         return 1
@@ -180,7 +178,9 @@ def add_parsers(sub) -> None:
     p.add_argument("--snippets", required=True, help="snippets.json from `driftmatrix extract`")
     p.add_argument("--outcomes", nargs="+", required=True, metavar="OUT",
                    help="outcomes.jsonl files (targets, shards, reruns: merged)")
-    p.add_argument("--history", metavar="DIR", help="earlier runs' matrix.json (read; this run's is added)")
+    p.add_argument("--run-history", "--history", dest="run_history", metavar="DIR",
+                   help="earlier runs' matrix.json (read; this run's is added). The option history of vLLM's releases "
+                        "is another thing: `driftmatrix history`. (--history: the old spelling, still read)")
     p.add_argument("--fixes", metavar="FIXES", help="fix candidates (`driftmatrix fixes`); their outcomes in --outcomes")
     p.add_argument("--site-dir", default="site", help="where the built site goes (default: %(default)s)")
     p.add_argument("--site-url", help="where the site will be served, for links in the CI summary")

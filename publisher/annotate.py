@@ -27,11 +27,10 @@ from common.inert import code_span
 from extractor import bounds
 from extractor.corpus import SourceError, detect
 from extractor.markdown_blocks import code_blocks
-from extractor.records import Snippet, Source
-from publisher import defects as reader_runs
+from extractor.records import Source
+from publisher import defects
 from publisher import fix_edits, views
-from publisher.fixes import verified
-from publisher.judgement import Judge
+from publisher.command_view import CommandView, CommandViews, views_of
 from publisher.results import Results
 
 BEGIN = "<!-- driftmatrix:begin {} -->"
@@ -117,15 +116,15 @@ def strip(text: str) -> str:
     return "\n".join(out)
 
 
-def decision(judge: Judge, snippet: Snippet, source: Source) -> tuple[str, str, str] | None:
+def decision(view: CommandView, source: Source) -> tuple[str, str, str] | None:
     """(kind, title, body) for a command at one place, or None when the docs need no warning
     there: only `doc-drift` gets one (it fails on a build the page is written for, the shell does not
     run it as written, or the option history says the page's versions lack an option of it)."""
-    j = judge.of_source(snippet, source)
+    j = view.at(source)
     if j.kind != "doc-drift":
         return None
     if j.defects:  # the shell does not run it as written: the lines where it ends it, first
-        title = reader_runs.title(j.defects)
+        title = defects.title(j.defects)
         body = [views.md_escape(f"Line {d.line}: {d.message.rstrip('.')}.") for d in j.defects]
     elif j.failing:
         first = j.failing[0].outcome
@@ -182,28 +181,26 @@ def _place(lines: list[str], blocks: list, line: int) -> tuple[int, str, str] | 
     return None
 
 
-def annotate_page(judge: Judge, rel: str, text: str, wanted: list[tuple[Snippet, Source]],
-                  problems: list[str]) -> PagePatch:
+def annotate_page(rel: str, text: str, wanted: list[tuple[CommandView, Source]], problems: list[str]) -> PagePatch:
     base = strip(text)
     lines = base.split("\n")
     blocks = list(code_blocks(base))
     inserts: dict[int, list[tuple[str, list[str], Insert]]] = {}
     replaced: dict[int, tuple[list[str], int, FixApplied]] = {}
     done: set[tuple[str, int]] = set()
-    for snippet, source in wanted:
+    for view, source in wanted:
         first = _first_line(source)
         line = _located(lines, source.line, first)
-        if line is None or (snippet.id, line) in done:
+        if line is None or (view.id, line) in done:
             continue  # another version of the page: the snippet is not at this line here
-        done.add((snippet.id, line))
-        snippet_id = snippet.id
-        fix = verified(judge.results, judge, snippet)
-        state, found = _fix_lines(lines, line, source, fix) if fix is not None else ("none", None)
+        done.add((view.id, line))
+        snippet_id = view.id
+        state, found = _fix_lines(lines, line, source, view.fix) if view.fix is not None else ("none", None)
         if state == "apply":
             replaced[line] = found
         if state in ("apply", "applied"):
             continue  # a verified fix replaces the warning
-        d = decision(judge, snippet, source)  # no fix, or the page is not what was checked: warn
+        d = decision(view, source)  # no fix, or the page is not what was checked: warn
         if d is None:
             continue
         place = _place(lines, blocks, line)
@@ -267,7 +264,11 @@ def _fix_lines(lines: list[str], line: int, source: Source, fix) -> tuple[str, t
 
 def annotate(results: Results, tree: Path) -> Annotation:
     """Patch (in memory) every Markdown page of `tree` that the snippets came from."""
-    results = views.public_results(results)  # no host path, no text that changes from run to run
+    return annotate_tree(views_of(views.public_results(results)), tree)  # no host path, no text that changes
+
+
+def annotate_tree(commands: CommandViews, tree: Path) -> Annotation:
+    """`annotate` from the commands' views (built from public results: the site's, the PR's)."""
     ann = Annotation(tree)
     try:
         info = detect(tree)
@@ -278,19 +279,18 @@ def annotate(results: Results, tree: Path) -> Annotation:
     # counts when the page still has the snippet's first line there (checked per page). When
     # the snippets came from several versions of these docs, the places of this tree's version
     # are taken first: each carries the versions its page is written for.
-    wanted: dict[str, list[tuple[Snippet, Source]]] = {}
-    for s in results.snippets:
-        for src in s.sources:
+    wanted: dict[str, list[tuple[CommandView, Source]]] = {}
+    for view in commands:
+        for src in view.snippet.sources:
             if src.corpus == info.kind and src.file.endswith(".md") and _page(tree, src.file, ann.problems):
-                wanted.setdefault(src.file, []).append((s, src))
+                wanted.setdefault(src.file, []).append((view, src))
     for rel, places in wanted.items():
         places.sort(key=lambda p: (p[1].version != info.version, p[1].line))
-    judge = Judge(results)
     for rel in sorted(set(wanted) | _annotated_earlier(tree, set(wanted), ann.problems)):
         text = _read(tree / rel, rel, ann.problems)
         if text is None:
             continue
-        patch = annotate_page(judge, rel, text, wanted.get(rel, []), ann.problems)
+        patch = annotate_page(rel, text, wanted.get(rel, []), ann.problems)
         if patch.after != patch.before:
             ann.patches.append(patch)
     return ann

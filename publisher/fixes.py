@@ -32,7 +32,7 @@ from extractor.records import Snippet
 from extractor.snippet_builder import Place, from_shell_text
 from flaghistory.commands import rejected_options, rejected_tokens, shipped
 from flaghistory.history import FlagHistory
-from publisher import defects as reader_runs
+from publisher import defects
 from publisher import fix_edits, views
 from publisher.judgement import Judge, Judgement
 from publisher.results import Results
@@ -227,10 +227,10 @@ def candidates(results: Results, history: FlagHistory | None = None) -> Candidat
 
 def _candidate(s: Snippet, j: Judgement, history: FlagHistory | None) -> Snippet | None:
     # the place the shell reads otherwise, if any (a command shared by pages may be broken on one only)
-    src = next((x for x in s.sources if any(d.code == "backslash-not-continuation" for d in reader_runs.of_source(s, x))),
+    src = next((x for x in s.sources if any(d.code == "backslash-not-continuation" for d in defects.of_source(s, x))),
                s.sources[0])
     text = src.text
-    lint_lines = {lint.line - src.line for lint in reader_runs.of_source(s, src) if lint.code == "backslash-not-continuation"} \
+    lint_lines = {lint.line - src.line for lint in defects.of_source(s, src) if lint.code == "backslash-not-continuation"} \
         or {lint.line - src.line for lint in s.lints if lint.code == "backslash-not-continuation"
             and lint.line is not None and lint.file is None}
     edits, why = fix_edits.backslash_edits(text, lint_lines)

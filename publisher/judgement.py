@@ -36,7 +36,7 @@ from packaging.version import Version
 from extractor.records import Lint, Snippet, Source, WrittenFor
 from extractor.written_for import WrittenForError, of_docs, specifier
 from flaghistory.commands import options_of, shipped
-from publisher import defects as reader_runs
+from publisher import defects
 from publisher import option_verdict, views
 from publisher.results import Column, Results
 from runner.evidence import classify
@@ -169,12 +169,12 @@ def _versions(checks: list[Check]) -> str:
 def judge(results: Results, snippet: Snippet, wf: WrittenFor, source: Source | None = None) -> Judgement:
     """The judgement of one command at one place (`source`: its breaking lints count) for one set of
     versions (variants are not the docs')."""
-    found = reader_runs.of_source(snippet, source) if source is not None else []
+    found = defects.of_source(snippet, source) if source is not None else []
     try:
         spec = specifier(wf.spec)
     except WrittenForError as err:
         j = Judgement("unknown", wf, summary=f"The page's versions cannot be read: {err}.")
-        return _reader_runs(j, found, source) if found else j
+        return _with_defects(j, found, source) if found else j
     checks = [Check(c, o, scope(spec, c.version)) for c in results.columns if (o := results.cell(snippet.id, c))]
     real = [k for k in checks if k.outcome.verdict in REAL]
     inside = [k for k in real if k.scope == "in"]
@@ -206,15 +206,15 @@ def judge(results: Results, snippet: Snippet, wf: WrittenFor, source: Source | N
     if not inside:
         _history_verdict(j, snippet, spec, checks)
     j.summary = j.summary or _summary(j, spec, older)
-    return _reader_runs(j, found, source) if found else j
+    return _with_defects(j, found, source) if found else j
 
 
-def _reader_runs(j: Judgement, found: list[Lint], source: Source) -> Judgement:
+def _with_defects(j: Judgement, found: list[Lint], source: Source) -> Judgement:
     """A page whose command the shell does not run as written: doc-drift on every build; the
     builds' own reading (of the command the author meant) follows in the summary."""
     builds = j.summary
-    j.kind, j.decided_by, j.defects = "doc-drift", reader_runs.depth(found), found
-    j.summary = reader_runs.sentence(found, source.file) + (
+    j.kind, j.decided_by, j.defects = "doc-drift", defects.depth(found), found
+    j.summary = defects.sentence(found, source.file) + (
         f" The command as meant, on the builds: {builds[:1].lower()}{builds[1:]}" if builds else "")
     return j
 
@@ -297,7 +297,7 @@ class Judge:
 
     def of_source(self, snippet: Snippet, source: Source) -> Judgement:
         wf = written_for(source)
-        key = (snippet.id, wf.spec, wf.origin, reader_runs.key(reader_runs.of_source(snippet, source)))
+        key = (snippet.id, wf.spec, wf.origin, defects.key(defects.of_source(snippet, source)))
         if key not in self._cache:
             self._cache[key] = judge(self.results, snippet, wf, source)
         return self._cache[key]
@@ -308,7 +308,7 @@ class Judge:
         seen: dict[tuple, Judgement] = {}
         for src in snippet.sources or [None]:
             j = self.of_source(snippet, src) if src else judge(self.results, snippet, UNRECORDED)
-            seen.setdefault((j.written_for.spec, j.written_for.origin, reader_runs.key(j.defects)), j)
+            seen.setdefault((j.written_for.spec, j.written_for.origin, defects.key(j.defects)), j)
         return list(seen.values())
 
     def of(self, snippet: Snippet) -> Judgement:

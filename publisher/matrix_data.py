@@ -22,7 +22,7 @@ import re
 from flaghistory.commands import options_of, shipped
 from flaghistory.history import FlagHistory
 from publisher import judgement, ranges, titles, views
-from publisher.judgement import Judge
+from publisher.command_view import CommandView, CommandViews
 from publisher.results import BUILD_KINDS, Results, build_kind
 from common.versions import version_order
 from runner.outcomes.counts import REAL
@@ -75,19 +75,18 @@ class _Options:
         return out
 
 
-def one_line(command: str) -> str:
+def joined_command(command: str) -> str:
     """The command on one line, its `\\` line continuations dropped (the browser wraps it at spaces)."""
     return " ".join(re.sub(r"\\\s*\n", " ", command).split())
 
 
-def _cell(results: Results, support: dict, strings: _Strings, s, col, j):
-    o = results.cell(s.id, col)
+def _cell(v: CommandView, strings: _Strings, col, j):
+    o = v.outcomes.get(col.key)
     if o is None:
         return 0
     check = next((k for k in j.checks if k.column.key == col.key), None)
-    given = (support.get(col.key) or {}).get("range")  # matrix.json's: computed once, in publisher/ranges.py
-    found = ranges.Range(given["first"], given["last"], given["basis"]) if given else None
-    detail = " ".join([views.cause(o, limit=400), *views.option_notes(o, s)]).strip()
+    found = v.ranges[col.key]  # the view's: the same as matrix.json's
+    detail = " ".join([views.cause(o, limit=400), *views.option_notes(o, v.snippet)]).strip()
     return [views.VERDICTS.index(o.verdict), TIERS.index(o.stage) if o.stage in TIERS else 0,
             found.text() if found else "", strings(detail), SCOPES[check.scope] if check else 0,
             1 if o.stand_in else 0, strings(found.words(col.kind)) if found else -1]
@@ -110,9 +109,9 @@ def _versions(history: FlagHistory | None, results: Results, known: ranges.Runs)
     return sorted(seen, key=version_order, reverse=True)
 
 
-def build(results: Results, doc: dict, judge: Judge, snapshots: list[dict]) -> dict:
+def build(commands: CommandViews) -> dict:
+    results, known = commands.results, commands.runs
     history = shipped()
-    known = ranges.runs(snapshots, results)
     strings, options = _Strings(), _Options(history)
     versions = _versions(history, results, known)
     index = {v: i for i, v in enumerate(versions)}
@@ -120,17 +119,18 @@ def build(results: Results, doc: dict, judge: Judge, snapshots: list[dict]) -> d
     # grouped by kind of build (CPU, CUDA, image), oldest version first within a kind
     columns = sorted(results.columns, key=lambda c: BUILD_KINDS.index(c.kind))
     groups: dict[str, list] = {}
-    for s in results.snippets:
+    for v in commands:
+        s = v.snippet
         src = s.sources[0] if s.sources else None
         key = views.page_key(src) if src else "(no source)"
         group = groups.setdefault(key, [views.page_slug(key), titles.page_title(src) if src else key,
                                         f"{src.file} ({src.corpus} {src.version})" if src else "", []])
-        j = judge.of_source(s, src) if src else judge.of(s)
-        cells = [_cell(results, doc["snippets"][s.id]["support"], strings, s, c, j) for c in columns]
+        j = v.at_sources[0] if src else v.worst
+        cells = [_cell(v, strings, c, j) for c in columns]
         # this publish's runs are in the cells already: the "my version" runs add the history's
         # and, for a version with no run, the option history answers in the page's script
         bits = (1 if s.speculative_config else 0) | (2 if any(c and c[5] for c in cells) else 0)
-        group[3].append([s.id, one_line(views.command(s)), s.model or "", kinds.index(s.kind), bits,
+        group[3].append([s.id, joined_command(v.command), s.model or "", kinds.index(s.kind), bits,
                          judgement.JUDGEMENTS.index(j.kind), strings(j.summary), cells,
                          options.of(s.argv or []) if s.kind != "subcommand" else [],  # `vllm serve`'s history
                          _runs(known, s.id, index)])

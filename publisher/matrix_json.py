@@ -9,20 +9,14 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from flaghistory.commands import command_options, shipped
-from publisher import run_history as hist
-from publisher import ranges, views
-from publisher.judgement import UNRECORDED, Judge, Judgement
+from publisher import views
+from publisher.command_view import CommandView, CommandViews
+from publisher.judgement import UNRECORDED, Judgement
 from publisher.results import Results
-from publisher.views import cause
+from publisher.views import evidence_href, http_url
 from runner.outcomes import subcommands
 
 SCHEMA = 1
-
-
-def evidence_href(snippet_id: str, column_key: str) -> str:
-    """Site-relative link to a cell's evidence (the snippet page, the target's section)."""
-    return f"snippets/{snippet_id}.html#{column_key}"
 
 
 def _target(results: Results, c, retired: bool) -> dict:
@@ -34,13 +28,11 @@ def _target(results: Results, c, retired: bool) -> dict:
     return entry
 
 
-def _support(o, c, s, retired: bool, found: ranges.Range | None) -> dict:
-    notes = [n for n in [cause(o)] if n] + views.option_notes(o, s) + views.placeholders_replaced(o)
-    if views.documented_twin(o):
-        notes.append("run with a random-weight stand-in of the model (same architecture)")
-    cell = {"status": o.verdict, "stage": o.stage, "depth": views.depth_text(o, s), "tier": o.tier,
-            "stand_in": o.stand_in, "range": found.as_json() if found else None, "notes": notes,
-            "evidence": evidence_href(s.id, c.key)}
+def _support(v: CommandView, c, retired: bool) -> dict:
+    o, found = v.outcomes[c.key], v.ranges[c.key]
+    cell = {"status": o.verdict, "stage": o.stage, "depth": views.depth_text(o, v.snippet), "tier": o.tier,
+            "stand_in": o.stand_in, "range": found.as_json() if found else None, "notes": v.notes[c.key],
+            "evidence": evidence_href(v.id, c.key)}
     if retired:
         cell["retired"] = True
     return cell
@@ -56,51 +48,35 @@ def _judgement(j: Judgement) -> dict:
             "history_release": j.history_release}
 
 
-def flags_valid(s) -> dict | None:
-    """The releases on which every option of the command exists (flaghistory); None: no options
-    or no history, or a subcommand snippet (`vllm bench throughput …`: the history is `vllm serve`'s)."""
-    if s.kind == "subcommand":
-        return None
-    history = shipped()
-    found = command_options(history, s.argv or []) if history else None
-    return found.as_json() if found else None
-
-
-def build(results: Results, snapshots: list[dict] | None = None, generated: str | None = None,
-          judge: Judge | None = None) -> dict:
+def build(commands: CommandViews, generated: str | None = None) -> dict:
+    """matrix.json from the commands' views."""
+    results = commands.results
     generated = generated or datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    judge = judge or Judge(results)
-    old = [(c, True) for c in results.retired]
+    builds = [*((c, False) for c in results.columns), *((c, True) for c in results.retired)]
     doc: dict = {
         "schema": SCHEMA,
         "generated": generated,
-        "targets": {c.key: _target(results, c, retired) for c, retired in [*((c, False) for c in results.columns), *old]},
-        "snippets": {},
+        "targets": {c.key: _target(results, c, retired) for c, retired in builds},
+        "snippets": {v.id: _entry(v, builds) for v in commands},
     }
-    known = ranges.runs(snapshots or [], results)
-    for s in results.snippets:
-        flags = flags_valid(s)
-        support = {c.key: _support(o, c, s, retired, ranges.of_cell(known, s.id, o, flags))
-                   for c, retired in [*((c, False) for c in results.columns), *old]
-                   if (o := results.cell(s.id, c)) is not None}
-        worst = judge.of(s)
-        doc["snippets"][s.id] = {
-            "kind": s.kind, "subcommand": subcommands.words(s), "command": views.command(s), "model": s.model,
-            "speculative": bool(s.speculative_config),
-            "runnable": s.runnable, "reason": s.reason,
-            "judgement": worst.kind, "depth": worst.depth,
-            "judgements": [_judgement(j) for j in judge.all(s)],
-            "sources": [{"corpus": src.corpus, "version": src.version, "file": src.file, "line": src.line,
-                         "first_line": next((ln.strip() for ln in src.text.split("\n") if ln.strip()), ""),
-                         "url": views.http_url(src.url), "written_for": (src.written_for or UNRECORDED).spec,
-                         "judgement": judge.of_source(s, src).kind} for src in s.sources],
-            "support": support,
-            "flags_valid": flags,
-        }
-    seen = hist.seen(snapshots or [], doc)
-    for sid, entry in doc["snippets"].items():
-        s = seen.get(sid) or hist.Seen()
-        entry["version_added"] = s.first_passing["version"] if s.first_passing else None
-        entry["version_removed"] = s.version_removed
-        entry["first_passing"], entry["last_passing"] = s.first_passing, s.last_passing
     return doc
+
+
+def _entry(v: CommandView, builds: list) -> dict:
+    s = v.snippet
+    return {
+        "kind": s.kind, "subcommand": subcommands.words(s), "command": v.command, "model": s.model,
+        "speculative": bool(s.speculative_config),
+        "runnable": s.runnable, "reason": s.reason,
+        "judgement": v.worst.kind, "depth": v.worst.depth,
+        "judgements": [_judgement(j) for j in v.judgements],
+        "sources": [{"corpus": src.corpus, "version": src.version, "file": src.file, "line": src.line,
+                     "first_line": next((ln.strip() for ln in src.text.split("\n") if ln.strip()), ""),
+                     "url": http_url(src.url), "written_for": (src.written_for or UNRECORDED).spec,
+                     "judgement": j.kind} for src, j in zip(s.sources, v.at_sources)],
+        "support": {c.key: _support(v, c, retired) for c, retired in builds if c.key in v.outcomes},
+        "flags_valid": v.flags,
+        "version_added": v.seen.first_passing["version"] if v.seen.first_passing else None,
+        "version_removed": v.seen.version_removed,
+        "first_passing": v.seen.first_passing, "last_passing": v.seen.last_passing,
+    }

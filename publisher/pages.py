@@ -18,10 +18,10 @@ from markupsafe import Markup
 
 from extractor.records import Snippet
 from publisher import judgement, matrix_data, snippet_page, titles, views
-from publisher.run_history import CHANGE_KINDS, Change, Seen
-from publisher.judgement import Judge, Judgement
-from publisher.matrix_json import evidence_href
-from publisher.results import Results
+from publisher.command_view import CommandView, CommandViews
+from publisher.judgement import Judgement
+from publisher.run_history import CHANGE_KINDS, Change
+from publisher.views import evidence_href
 from runner.outcomes.counts import GOOD
 
 
@@ -72,8 +72,8 @@ def short_command(s: Snippet, limit: int = 110) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
-def _cell(results: Results, s: Snippet, col, j: Judgement | None = None) -> dict | None:
-    o = results.cell(s.id, col)
+def _cell(v: CommandView, col, j: Judgement | None = None) -> dict | None:
+    o, s = v.outcomes.get(col.key), v.snippet
     if o is None:
         return None
     check = next((k for k in j.checks if k.column.key == col.key), None) if j else None
@@ -86,20 +86,21 @@ def _cell(results: Results, s: Snippet, col, j: Judgement | None = None) -> dict
             "tip": tip, "cause": views.cause(o, limit=100), "depth": views.depth_word(o, s), "outside": outside}
 
 
-def _page_rows(results: Results, judge: Judge) -> dict[str, dict]:
+def _page_rows(commands: CommandViews) -> dict[str, dict]:
     """Every source page (all places, not only the first) with its snippets in line order."""
     pages: dict[str, dict] = {}
-    for s in results.snippets:
-        for src in s.sources:
+    columns = commands.results.columns
+    for v in commands:
+        s = v.snippet
+        for src, j in zip(s.sources, v.at_sources):
             key = views.page_key(src)
             wf = judgement.written_for(src)
             p = pages.setdefault(key, {"key": key, "slug": views.page_slug(key), "file": src.file, "corpus": src.corpus,
                                        "version": src.version, "url": (src.url or "").split("#")[0] or None,
                                        "written_for": wf, "rows": [], "name": titles.page_title(src)})
-            j = judge.of_source(s, src)
             p["rows"].append({"id": s.id, "line": src.line, "url": src.url, "short": short_command(s),
                               "judgement": j.kind, "summary": j.summary,
-                              "cells": [_cell(results, s, c, j) for c in results.columns]})
+                              "cells": [_cell(v, c, j) for c in columns]})
     for p in pages.values():
         p["rows"].sort(key=lambda r: r["line"])
         kinds = list({r["id"]: r["judgement"] for r in p["rows"]}.values())  # a command shown twice counts once
@@ -108,49 +109,53 @@ def _page_rows(results: Results, judge: Judge) -> dict[str, dict]:
     return pages
 
 
-def _verdict_counts(results: Results) -> dict[str, dict[str, int]]:
+def _current(commands: CommandViews):
+    """(build, command's view, its outcome there) for every cell of the current builds, build by build."""
+    for c in commands.results.columns:
+        for v in commands:
+            if (o := v.outcomes.get(c.key)) is not None:
+                yield c, v, o
+
+
+def _verdict_counts(commands: CommandViews) -> dict[str, dict[str, int]]:
     """Per column: verdict -> commands, and `PASS parser` etc. for how deep the runs went."""
-    counts = {c.key: {} for c in results.columns}
-    for (sid, variant, key), o in results.cells.items():
-        if variant is None and key in counts:
-            counts[key][o.verdict] = counts[key].get(o.verdict, 0) + 1
-            if o.verdict in GOOD:
-                word = f"{o.verdict} {views.depth_word(o)}"
-                counts[key][word] = counts[key].get(word, 0) + 1
+    counts = {c.key: {} for c in commands.results.columns}
+    for c, _, o in _current(commands):
+        counts[c.key][o.verdict] = counts[c.key].get(o.verdict, 0) + 1
+        if o.verdict in GOOD:
+            word = f"{o.verdict} {views.depth_word(o)}"
+            counts[c.key][word] = counts[c.key].get(word, 0) + 1
     return counts
 
 
-def _uncontained(results: Results) -> dict[str, int]:
+def _uncontained(commands: CommandViews) -> dict[str, int]:
     """Per build: how many of its outcomes ran the docs' code outside a sandbox (said on the overview)."""
     counts: dict[str, int] = {}
-    for c in results.columns:
-        for s in results.snippets:
-            o = results.cell(s.id, c)
-            if o is not None and snippet_page.contained(o).startswith("NOT"):
-                counts[c.label] = counts.get(c.label, 0) + 1
+    for c, _, o in _current(commands):
+        if snippet_page.contained(o).startswith("NOT"):
+            counts[c.label] = counts.get(c.label, 0) + 1
     return counts
 
 
-def render(results: Results, doc: dict, changes: list[Change], seen: dict[str, Seen], *,
-           had_history: bool, annotated: dict | None = None, judge: Judge | None = None,
-           snapshots: list[dict] | None = None) -> dict[str, str]:
+def render(commands: CommandViews, doc: dict, changes: list[Change], *,
+           had_history: bool, annotated: dict | None = None) -> dict[str, str]:
     env = environment()
-    judge = judge or Judge(results)
-    pages = _page_rows(results, judge)
+    results = commands.results
+    pages = _page_rows(commands)
     ranked = sorted(pages.values(), key=lambda p: (-p["doc-drift"], -p["vllm-regression"], -p["needs-newer"], p["key"]))
     shorts = {s.id: short_command(s, 80) for s in results.snippets}
-    judged = {k: sum(1 for s in results.snippets if doc["snippets"][s.id]["judgement"] == k) for k in judgement.JUDGEMENTS}
+    judged = {k: sum(1 for v in commands if v.worst.kind == k) for k in judgement.JUDGEMENTS}
     common = {"columns": results.columns, "dates": results.dates, "verdicts": views.VERDICTS, "icons": views.ICONS,
               "judgements": judgement.JUDGEMENTS, "depth_words": [w for w, _, _ in views.DEPTH.values()]}
     out = {
         "index.md": env.get_template("index.md.j2").render(
-            total=len(results.snippets), generated=doc["generated"], counts=_verdict_counts(results), changes=changes,
+            total=len(results.snippets), generated=doc["generated"], counts=_verdict_counts(commands), changes=changes,
             had_history=had_history, previous=(doc.get("previous") or ""), shorts=shorts, judged=judged,
             change_kinds=CHANGE_KINDS, retired=results.retired,
             offenders=[p for p in ranked if p["doc-drift"] or p["vllm-regression"]][:15], problems=results.problems,
-            uncontained=_uncontained(results), unchecked=results.unchecked, **common),
+            uncontained=_uncontained(commands), unchecked=results.unchecked, **common),
         "matrix.md": env.get_template("matrix.md.j2").render(total=len(results.snippets), **common),
-        "matrix-data.js": matrix_data.script(matrix_data.build(results, doc, judge, snapshots or [])),
+        "matrix-data.js": matrix_data.script(matrix_data.build(commands)),
         "pages/index.md": env.get_template("pages_index.md.j2").render(pages=ranked, **common),
     }
     for p in pages.values():
@@ -158,8 +163,8 @@ def render(results: Results, doc: dict, changes: list[Change], seen: dict[str, S
             title=p["name"], corpus=p["corpus"], version=p["version"],
             file=p["file"], url=p["url"],
             written_for=p["written_for"], rows=p["rows"], **common)
-    for s in results.snippets:
-        out[f"snippets/{s.id}.md"] = snippet_page.render(env, results, judge, s, seen.get(s.id) or Seen())
+    for v in commands:
+        out[f"snippets/{v.id}.md"] = snippet_page.render(env, commands, v)
     annotated = annotated or {}
     out["annotated/index.md"] = env.get_template("annotated_index.md.j2").render(
         pages=annotated.get("pages", []), had_docs=annotated.get("had_docs", False),

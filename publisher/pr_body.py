@@ -13,9 +13,9 @@ from urllib.parse import quote
 
 from common.inert import code_block, code_span, plain, table_cell, unclosed
 from publisher import annotate as ann
-from publisher import defects as reader_runs
+from publisher import defects
 from publisher import views
-from publisher.judgement import Judge
+from publisher.command_view import CommandViews
 from publisher.results import Results
 from publisher.views import cause
 from runner.outcomes import subcommands
@@ -34,17 +34,17 @@ def _linker(site_url: str | None):
     return lambda sid: f"[{code_span(sid)}]({site_url.rstrip('/')}/snippets/{quote(str(sid), safe='')}.html)"
 
 
-def body(results: Results, annotation: ann.Annotation, site_url: str | None) -> str:
+def body(commands: CommandViews, annotation: ann.Annotation, site_url: str | None) -> str:
     """The PR description: what was checked and, per inserted warning, the evidence on the builds
     the page is written for; then the vLLM regressions found on the same pages (not doc bugs)."""
-    judge = Judge(results)
     link = _linker(site_url)
     rows = []
     for patch in annotation.patches:
         for ins in patch.inserts:
-            s = next(x for x in results.snippets if x.id == ins.snippet_id)
+            view = commands[ins.snippet_id]
+            s = view.snippet
             src = next((x for x in s.sources if x.file == patch.file), s.sources[0])
-            j = judge.of_source(s, src)
+            j = view.at(src)
             where = f"| {link(s.id)} | {table_cell(f'{patch.file}:{src.line}')} | {table_cell(j.written_for.spec)} |"
             rows += _evidence_rows(j, link(s.id), f"{patch.file}:{src.line}")
             for k in j.failing:
@@ -55,7 +55,7 @@ def body(results: Results, annotation: ann.Annotation, site_url: str | None) -> 
             if not j.failing and not j.defects and j.decided_by != "history":  # no row says why otherwise
                 rows.append(f"{where} — | {plain(j.kind)} | {table_cell(j.summary, 200)} |")
     lines = ["driftmatrix ran the commands these pages show against these vLLM builds:", "",
-             *builds(results), ""]
+             *builds(commands.results), ""]
     if rows:  # a table with a header and no rows says nothing: left out
         lines += [
             "The commands below do not run as written on a vLLM version their page is written for (a release's "
@@ -65,7 +65,7 @@ def body(results: Results, annotation: ann.Annotation, site_url: str | None) -> 
             "| Command | Page | Written for | Build | Verdict | Cause |", "|---|---|---|---|---|---|", *rows, ""]
     lines += fixed_commands(annotation, link)
     lines += ["The next run updates this PR: a warning goes once its command runs.", ""]
-    lines += regressions(results, judge, annotation.tree, link)
+    lines += regressions(commands, annotation.tree, link)
     if site_url:
         lines.append(f"Evidence for every command (exception with the raising file:line, logs): {site_url}")
     return "\n".join(lines)
@@ -74,14 +74,14 @@ def body(results: Results, annotation: ann.Annotation, site_url: str | None) -> 
 def _evidence_rows(j, command: str, where: str) -> list[str]:
     """The rows of a doc-drift that no build decided: the shell's reading, or the option history."""
     if j.defects:  # one row per kind of defect: where the shell first ends it (the lines after are its own commands)
-        shell = [d for d in j.defects if reader_runs.depth([d]) == "shell"]
-        tree = [d for d in j.defects if reader_runs.depth([d]) == "tree"]
+        shell = [d for d in j.defects if defects.depth([d]) == "shell"]
+        tree = [d for d in j.defects if defects.depth([d]) == "tree"]
         rows = []
         if shell:
             more = [str(d.line) for d in shell[1:]]
             also = f" (likewise line{'s' if len(more) > 1 else ''} {', '.join(more)})" if more else ""
             rows.append(f"| {command} | {table_cell(where)} | {table_cell(j.written_for.spec)} | the shell (bash) | "
-                        f"ends the command on line {reader_runs.ends_on(shell[0])} | "
+                        f"ends the command on line {defects.ends_on(shell[0])} | "
                         f"{table_cell(shell[0].message[:200] + also)} |")
         rows += [f"| {command} | {table_cell(where)} | {table_cell(j.written_for.spec)} | the release's tree | "
                  f"a file it names is missing (line {d.line}) | {table_cell(d.message[:200])} |" for d in tree]
@@ -115,12 +115,12 @@ def builds(results: Results) -> list[str]:
             for c in results.columns]
 
 
-def regressions(results: Results, judge: Judge, tree: Path, link) -> list[str]:
+def regressions(commands: CommandViews, tree: Path, link) -> list[str]:
     """A section per vLLM regression on the pages of this docs tree: text to paste into a vLLM issue."""
     out = []
-    for s in results.snippets:
-        for src in s.sources:
-            j = judge.of_source(s, src)
+    for view in commands:
+        s = view.snippet
+        for src, j in zip(s.sources, view.at_sources):
             if j.kind != "vllm-regression" or not (tree / src.file).is_file():
                 continue
             good, bad = j.regression
@@ -129,7 +129,7 @@ def regressions(results: Results, judge: Judge, tree: Path, link) -> list[str]:
             out += [f"### {code_span(subcommands.program(s))} regression: runs on vLLM {plain(good.version)}, fails "
                     f"on vLLM {plain(bad.version)}", "",
                     f"Command ({link(s.id)}, documented at {code_span(f'{src.file}:{src.line}')}):", "",
-                    code_block(views.command(s), "bash"), "",
+                    code_block(view.command, "bash"), "",
                     f"- vLLM {plain(good.version)} (commit {code_span(good.column.commit or 'unknown')}): "
                     f"{views.depth_text(good.outcome, s)}",
                     f"- vLLM {plain(bad.version)} (commit {code_span(bad.column.commit or 'unknown')}): fails at "

@@ -23,11 +23,12 @@ from pathlib import Path
 
 from publisher import annotate as ann
 from publisher import views
+from publisher.command_view import CommandViews, views_of
 from publisher.git_push import (DEFAULT_IDENTITY, Git, LeaseRefused, PrError, fetch, local_default, push,
                                 refusal, same_tree)
 from publisher.github_api import API, GitHub, GitHubError, check_fork
 from publisher.pr_body import body, fit
-from publisher.results import Results, load
+from publisher.results import load
 from common.redact import Redactor
 
 __all__ = ["Git", "PrError", "PrOptions", "body", "run_pr"]  # state.py and the tests import from here
@@ -112,14 +113,15 @@ def run_pr(opts: PrOptions, say=print) -> int:
     results = views.public_results(load(opts.snippets, opts.outcomes, opts.fixes))  # no host path in a PR
     for problem in results.problems:
         out(f"warning: {problem}")
+    commands = views_of(results)  # what the patches and the body both say
     if not opts.apply:
-        return _dry_run(opts, results, out)
+        return _dry_run(opts, commands, out)
     if not token:
         out("driftmatrix pr: --apply needs GITHUB_TOKEN in the environment")
         return 2
     gh = GitHub(opts.repo, token, opts.api)
     try:
-        return _apply(opts, results, git, gh, redact, out)
+        return _apply(opts, commands, git, gh, redact, out)
     except Refused as err:
         out(f"driftmatrix pr: refused: {err}; nothing was pushed")
         return 2
@@ -130,8 +132,8 @@ def run_pr(opts: PrOptions, say=print) -> int:
         gh.close()
 
 
-def _dry_run(opts: PrOptions, results: Results, out) -> int:
-    annotation = ann.annotate(results, opts.checkout)
+def _dry_run(opts: PrOptions, commands: CommandViews, out) -> int:
+    annotation = ann.annotate_tree(commands, opts.checkout)
     inserted = sum(len(p.inserts) for p in annotation.patches)
     where = (f"the fork {opts.push_to_fork}" if opts.push_to_fork
              else f"{opts.repo} (or its fork, if the token may not push)")
@@ -140,21 +142,21 @@ def _dry_run(opts: PrOptions, results: Results, out) -> int:
     for p in annotation.patches:
         out(f"  {p.file}: +{sum(1 for _ in p.inserts)} admonition(s)")
     out(f"PR title: {TITLE}")
-    out("PR body:\n" + fit(body(results, annotation, opts.site_url), opts.site_url))
+    out("PR body:\n" + fit(body(commands, annotation, opts.site_url), opts.site_url))
     return 0
 
 
-def _apply(opts: PrOptions, results: Results, git: Git, gh: GitHub, redact, out) -> int:
+def _apply(opts: PrOptions, commands: CommandViews, git: Git, gh: GitHub, redact, out) -> int:
     base, target = _prepare(opts, git, gh, out)
     git("checkout", "-q", "-f", "-B", opts.branch, f"refs/remotes/{opts.remote}/{base}")
-    annotation = ann.annotate(results, opts.checkout)
+    annotation = ann.annotate_tree(commands, opts.checkout)
     ann.write_tree(annotation, opts.checkout)
     pull = gh.open_pull(target.owner, opts.branch)
     if not annotation.patches:
         return _close(opts, gh, pull, base, redact, out)
     sha = _commit(git, annotation, redact)
     pushed = _push(git, opts, target, sha, out)
-    text = redact(fit(body(results, annotation, opts.site_url), opts.site_url))
+    text = redact(fit(body(commands, annotation, opts.site_url), opts.site_url))
     try:
         pull = _open_or_update(opts, gh, pull, target, base, text, out)
     except GitHubError as err:

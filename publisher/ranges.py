@@ -3,7 +3,7 @@ container image): what a matrix cell shows after its verdict (`✔ started · 0.
 matrix.json's `range` says.
 
 Two sources, never mixed in one range: the runs (this publish and every earlier one kept with
-`--history`), compared within one kind of build; and, for a verdict reached by the argument
+`--run-history`), compared within one kind of build; and, for a verdict reached by the argument
 parser alone, the option history (the releases whose `vllm serve` has every option of the
 command: `flaghistory`), which says exactly as much as a parser check does."""
 

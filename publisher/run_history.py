@@ -1,4 +1,4 @@
-"""Earlier publishes: `--history DIR` holds the `matrix.json` of every previous run
+"""Earlier publishes: `--run-history DIR` holds the `matrix.json` of every previous run
 (`matrix-<UTC stamp>.json`, written there by each publish). From them: what changed since
 the previous run, and per snippet the first and last vLLM version (and date) it was seen
 passing — the `version_added` / `version_removed` of matrix.json.
@@ -142,12 +142,15 @@ def changes(previous: dict | None, current: dict) -> list[Change]:
     return out
 
 
-def seen(snapshots: list[dict], current: dict) -> dict[str, Seen]:
-    """Per snippet id: first/last version seen passing over all runs (the current included)."""
+def seen(snapshots: list[dict], current: list[tuple[str, str, str, str]]) -> dict[str, Seen]:
+    """Per snippet id: first/last version seen passing over all runs, `current` included: this
+    publish's cells as (snippet id, vLLM version, date, verdict), retired builds' too."""
     obs: dict[str, list[tuple[str, str, str]]] = {}
-    for doc in [*snapshots, current]:
+    for doc in snapshots:
         for (sid, _), cell in _statuses(doc, retired_too=True).items():
             obs.setdefault(sid, []).append((cell.version, cell.date, cell.status))
+    for sid, version, date, verdict in current:
+        obs.setdefault(sid, []).append((version, date, verdict))
     out = {}
     for sid, rows in obs.items():
         rows.sort(key=lambda r: (version_order(r[0]), r[1]))

@@ -1,7 +1,8 @@
 """`driftmatrix publish`: merge the records, generate the pages into a copy of the mkdocs
 project at the repository root (mkdocs.yml + docs/), build it with `mkdocs build --strict`,
-and put matrix.json next to it (and into the history folder). Every page and matrix.json are
-built from `views.public_results(results)`: no host path reaches the site."""
+and put matrix.json next to it (and into the history folder). Every page, matrix.json and the
+annotated docs are rendered from one set of command views (publisher/command_view.py), built
+from `views.public_results(results)`: no host path reaches the site."""
 
 from __future__ import annotations
 
@@ -14,9 +15,11 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from publisher import run_history as hist
+from publisher import annotate as ann
+from publisher import run_history
 from publisher import matrix_json, pages, search_index, views
-from publisher.judgement import JUDGEMENTS, Judge
+from publisher.command_view import views_of
+from publisher.judgement import JUDGEMENTS
 from publisher.results import Results
 
 PACKAGED = Path(__file__).resolve().parent / "site_skeleton"
@@ -56,23 +59,23 @@ class Published:
 
 
 def build_site(results: Results, site_dir: Path, *, history_dir: Path | None = None,
-               annotated: dict | None = None, project: Path | None = None) -> Published:
+               docs: list[Path] | None = None, annotated: dict | None = None,
+               project: Path | None = None) -> Published:
+    """The site from `results`; `docs`: docs trees to annotate too (their patched pages are shown);
+    `annotated`: what `annotate.for_site` made of annotations done elsewhere (instead of `docs`)."""
     t0 = time.monotonic()
     project = project or skeleton()
-    inputs = results
-    results = views.public_results(results)  # the one place host paths are taken out
+    past = run_history.load(history_dir)
+    commands = views_of(views.public_results(results), past.snapshots)  # the one place host paths are taken out
+    if docs:
+        annotated = ann.for_site([ann.annotate_tree(commands, tree) for tree in docs])
     if annotated:
         annotated = {**annotated, "problems": [views.public_text(p) for p in annotated.get("problems", [])]}
-    past = hist.load(history_dir)
-    judge = Judge(results)
-    doc = matrix_json.build(results, past.snapshots, judge=judge)
+    doc = matrix_json.build(commands)
     if past.previous:
         doc["previous"] = past.previous.get("generated")
-    changes = hist.changes(past.previous, doc)
-    # matrix.json already holds each command's passing range: the pages read it from there
-    seen = {sid: hist.Seen(e["first_passing"], e["last_passing"], e["version_removed"]) for sid, e in doc["snippets"].items()}
-    generated = pages.render(results, doc, changes, seen, had_history=history_dir is not None,
-                             annotated=annotated, judge=judge, snapshots=past.snapshots)
+    changes = run_history.changes(past.previous, doc)
+    generated = pages.render(commands, doc, changes, had_history=history_dir is not None, annotated=annotated)
     t1 = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="driftmatrix-site-") as tmp:
         stage = Path(tmp)
@@ -97,5 +100,5 @@ def build_site(results: Results, site_dir: Path, *, history_dir: Path | None = N
         history_dir.mkdir(parents=True, exist_ok=True)
         stamp = doc["generated"].replace(":", "").replace("-", "")
         (history_dir / f"matrix-{stamp}.json").write_text(text, encoding="utf-8")
-    return Published(site_dir, len(generated), doc, changes, inputs.problems + past.problems,
+    return Published(site_dir, len(generated), doc, changes, results.problems + past.problems,
                      {"generate_s": round(t1 - t0, 2), "mkdocs_s": round(t2 - t1, 2)}, past.previous)

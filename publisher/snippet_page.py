@@ -15,11 +15,8 @@ from jinja2 import Environment
 from markupsafe import Markup
 
 from extractor.records import Snippet
-from publisher import fixes, perf_view, titles, views
-from publisher.run_history import Seen
-from publisher.judgement import Judge
-from publisher.matrix_json import flags_valid
-from publisher.results import Results
+from publisher import perf_view, views
+from publisher.command_view import CommandView, CommandViews
 from runner.outcomes import subcommands
 from runner.outcomes.counts import GOOD
 from runner.outcomes.records import Outcome
@@ -287,23 +284,24 @@ def section(s: Snippet, o: Outcome) -> dict:
 
 # --- the page ---------------------------------------------------------------------------------
 
-def render(env: Environment, results: Results, judge: Judge, s: Snippet, seen: Seen) -> str:
-    rows = [(c, results.cell(s.id, c)) for c in results.columns if results.cell(s.id, c)]
+def render(env: Environment, commands: CommandViews, view: CommandView) -> str:
+    results, s = commands.results, view.snippet
+    rows = [(c, o) for c in results.columns if (o := view.outcomes.get(c.key))]
     diffs = views.config_differences({c.key: o for c, o in rows})
-    variants = [{"variant": v, "what": perf_view.VARIANTS.get(v, v), "label": c.label, "key": c.key, "o": o,
+    variants = [{"variant": name, "what": perf_view.VARIANTS.get(name, name), "label": c.label, "key": c.key, "o": o,
                  "depth": views.depth_text(o, s), "cause": views.cause(o)}
-                for v in results.variants(s.id) for c in results.columns if (o := results.cell(s.id, c, v))]
-    retired = [(c, o) for c in results.retired if (o := results.cell(s.id, c))]
-    fix = results.fixes.get(s.id)
+                for name in results.variants(s.id) for c in results.columns if (o := results.cell(s.id, c, name))]
+    retired = [(c, o) for c in results.retired if (o := view.outcomes.get(c.key))]
+    fix = view.fix_candidate
     return env.get_template("snippet.md.j2").render(
-        s=s, title=titles.snippet_title(s), command=wrapped_command(views.command(s)), flags=flags_valid(s),
+        s=s, title=view.title, command=wrapped_command(view.command), flags=view.flags,
         spec_json=json.dumps(s.speculative_config) if s.speculative_config else "",
         page_slugs=[views.page_slug(views.page_key(src)) for src in s.sources],
-        judgements=judge.all(s), source_judgements=[judge.of_source(s, src).kind for src in s.sources],
+        judgements=view.judgements, source_judgements=[j.kind for j in view.at_sources],
         rows=rows, depths={c.key: views.depth_text(o, s) for c, o in rows},
         subcommand=subcommands.program(s) if subcommands.words(s) else "",
         short_causes={c.key: short_cause(o) for c, o in rows}, models={c.key: model_summary(o) for c, o in rows},
         sections={c.key: section(s, o) for c, o in rows}, speed=perf_view.tables(results, s.id, bool(s.speculative_config)),
         diffs=diffs, flipped=[k for k, vals in diffs.items() if all(isinstance(v, bool) for v in vals.values())],
-        icons=views.ICONS, variants=variants, seen=seen, retired=retired, lines=lines_html,
-        fix=fix, fix_command=wrapped_command(fix.fix["text"]) if fix else "", fix_verified=fixes.verified(results, judge, s))
+        icons=views.ICONS, variants=variants, seen=view.seen, retired=retired, lines=lines_html,
+        fix=fix, fix_command=wrapped_command(fix.fix["text"]) if fix else "", fix_verified=view.fix)

@@ -10,20 +10,17 @@ has neither, and then a command's page is called by its model, as before.
 
 from __future__ import annotations
 
+from common.inert import one_line  # a title on one line: a newline would end the table row or heading
 from extractor.records import Snippet, Source
 
 SEPARATOR = " › "
 """Between a page's title and the heading a command sits under."""
 
 
-def _one_line(text: str | None) -> str:
-    return " ".join(str(text or "").split())
-
-
 def place_title(source: Source) -> str:
     """`Page title › Heading` of one place (the heading left out where it is the page's title
     itself, e.g. a command right under the page's `# ` heading); empty where neither is recorded."""
-    title, heading = _one_line(source.title), _one_line(source.heading)
+    title, heading = one_line(source.title or ""), one_line(source.heading or "")
     if heading and heading != title:
         return f"{title}{SEPARATOR}{heading}" if title else heading
     return title
@@ -37,10 +34,10 @@ def snippet_title(s: Snippet) -> str:
         title = place_title(source)
         if title:
             return title
-    return _one_line(s.model) or s.id
+    return one_line(s.model or "") or s.id
 
 
 def page_title(source: Source) -> str:
     """A doc page's title (the generated page listing that page's commands): the page's own title,
     else its file (an older snippets.json)."""
-    return _one_line(source.title) or source.file
+    return one_line(source.title or "") or source.file

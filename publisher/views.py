@@ -160,6 +160,11 @@ def title(verdict: str, stage: str, versions: list[str]) -> str:
     return f"{_STAGE_TITLE.get(stage, 'Fails on')} {where}"
 
 
+def evidence_href(snippet_id: str, column_key: str) -> str:
+    """Site-relative link to a cell's evidence (the snippet page, the target's section)."""
+    return f"snippets/{snippet_id}.html#{column_key}"
+
+
 def page_key(source: Source) -> str:
     """One generated page per source doc page (corpus, version, file)."""
     return f"{source.corpus}/{source.version}/{source.file}"

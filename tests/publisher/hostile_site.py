@@ -118,12 +118,12 @@ def annotated(tmp: Path) -> dict:
     admonition `annotate` writes for it (`decision`: its causes, option notes and where it runs) and
     a verified fix whose command, reasons and checks carry the hostile texts."""
     from publisher import annotate as ann
-    from publisher.judgement import Judge
+    from publisher.command_view import views_of
     from publisher.results import load
 
     results = load(tmp / "snippets.json", [tmp / "outcomes.jsonl"])
     s = next(x for x in results.snippets if x.id == "s-0000000000a1")
-    kind, title, body = ann.decision(Judge(results), s, s.sources[0])
+    kind, title, body = ann.decision(views_of(results)[s.id], s.sources[0])
     block = s.sources[0].text
     adm = "\n".join(ann.admonition(kind, title, body))
     fix = ann.FixApplied(s.id, 3, f"{block}\n```\n{MD_LINK}", f"vllm serve {WEB}", [f"why {MD_LINK}"],

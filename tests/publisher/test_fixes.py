@@ -20,6 +20,7 @@ from runner.builds.resolve import stable_pin
 from extractor.records import Catalog
 from extractor.sdist import fetch_docs
 from publisher import annotate as ann
+from publisher.command_view import views_of
 from publisher.pull_request import body
 from publisher.results import load
 from runner.outcomes import store
@@ -149,7 +150,7 @@ def test_annotate_applies_verified_fixes_minimally_and_idempotently(work, annota
     for a in (docs, recipes):  # the patched tree, annotated again: nothing changes
         again = ann.annotate(results, work / f"patched-{a.tree.name}")
         assert again.patches == [], [p.file for p in again.patches]
-    pr = body(results, recipes, "https://example.org/site")
+    pr = body(views_of(results), recipes, "https://example.org/site")
     assert "## Commands fixed" in pr and "    --disable-log-requests \\" in pr and "    --no-enable-log-requests \\" in pr
     assert "checked on stable (vLLM 0.20.1, CPU build): accepted by the argument parser (not started)" in pr
     assert "The original fails on stable (vLLM 0.20.1, CPU build) at parse" in pr
@@ -168,7 +169,7 @@ def test_a_bash_only_fix_says_what_was_checked(work, annotated):
     assert ep.checked.endswith("The fixed command was checked on stable (vLLM 0.20.1, CPU build): accepted by "
                                "the argument parser (not started); nightly (vLLM 0.32.0, CPU build): accepted by "
                                "the argument parser (not started).")
-    pr = body(results, docs, None)
+    pr = body(views_of(results), docs, None)
     assert "failing original" not in pr and "the original failed on no build" in pr
     warned = {i.snippet_id for p in docs.patches for i in p.inserts}
     assert ep.snippet_id not in warned and warned
@@ -183,13 +184,11 @@ def test_a_fixed_command_page_shows_its_fix(work, annotated):
     """The command page of a command with a fix: the fixed command and why (`driftmatrix pipeline`
     builds such pages; the fix record is a dict, which the page once read as an object)."""
     from publisher import pages, snippet_page
-    from publisher.run_history import Seen
-    from publisher.judgement import Judge
 
     results = annotated[0]
     ernie = _ids(work)[("recipes", "Ernie/Ernie4.5-VL.md", 60)]
-    s = next(x for x in results.snippets if x.id == ernie)
-    page = snippet_page.render(pages.environment(), results, Judge(results), s, Seen())
+    commands = views_of(results)
+    page = snippet_page.render(pages.environment(), commands, commands[ernie])
     assert "--no-enable-log-requests" in page and "dm-fix" in page
 
 

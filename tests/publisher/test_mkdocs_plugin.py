@@ -16,6 +16,7 @@ from sitehttp import serve_dir
 from test_annotate import vllm_markdown_extensions
 
 from publisher import matrix_json
+from publisher.command_view import views_of
 from publisher.results import load
 
 PAGES = ["docs/serving/data_parallel_deployment.md", "docs/features/lora.md"]
@@ -35,7 +36,7 @@ def served(site_inputs, corpus, tmp_path_factory):
     work = tmp_path_factory.mktemp("plugin")
     results = load(site_inputs["snippets"], [site_inputs["parse"], site_inputs["config"]])
     (work / "www").mkdir()
-    (work / "www" / "matrix.json").write_text(json.dumps(matrix_json.build(results)))
+    (work / "www" / "matrix.json").write_text(json.dumps(matrix_json.build(views_of(results))))
     for page in PAGES:
         target = work / "pages" / "docs" / page.removeprefix("docs/")
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -92,7 +93,7 @@ def test_matrix_text_is_inert_and_malformed_entries_are_skipped(served, corpus, 
     """Text in matrix.json is untrusted: a page spec with a blank line and HTML, a newline in a
     cause, an id with markup stay text on one line; entries of the wrong shape are warnings."""
     work, _, _, results = served
-    doc = matrix_json.build(results)
+    doc = matrix_json.build(views_of(results))
     sid, entry = next((k, v) for k, v in doc["snippets"].items()
                       if any(src["file"] == PAGES[0] for src in v["sources"]))
     for src in entry["sources"]:

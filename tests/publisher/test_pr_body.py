@@ -20,6 +20,7 @@ from runner.builds.resolve import stable_pin
 from extractor.written_for import override
 from publisher import annotate as ann
 from publisher import pr_body, views
+from publisher.command_view import views_of
 from publisher.results import load
 
 RUNS = Path(__file__).resolve().parents[1] / "fixtures" / "stable-text"
@@ -46,7 +47,7 @@ def _day(tree_and_snippets, run: str):
     tree, snippets = tree_and_snippets
     results = load(snippets, [RUNS / f"outcomes-{run}.jsonl"])
     annotation = ann.annotate(results, tree)
-    return results, annotation, pr_body.fit(pr_body.body(views.public_results(results), annotation, SITE), SITE)
+    return results, annotation, pr_body.fit(pr_body.body(views_of(views.public_results(results)), annotation, SITE), SITE)
 
 
 def test_two_runs_of_the_same_failure_give_the_same_bytes(tree_and_snippets):
@@ -80,7 +81,7 @@ def test_an_empty_section_is_left_out(tree_and_snippets):
     tree, snippets = tree_and_snippets
     results = load(snippets, [RUNS / "outcomes-run1.jsonl"])
     empty = ann.Annotation(tree)
-    text = pr_body.body(results, empty, SITE)
+    text = pr_body.body(views_of(results), empty, SITE)
     assert "| Command |" not in text and "|---|" not in text and "##" not in text
     assert "these vLLM builds:\n\n- " in text
 

@@ -18,6 +18,7 @@ from runner.builds.resolve import stable_pin
 from extractor.written_for import override
 from publisher import annotate as ann
 from publisher import pr_body, views
+from publisher.command_view import views_of
 from publisher.results import load
 from runner.outcomes.evidence_records import RaisedException
 from runner.outcomes.records import Evidence, Outcome, TargetRef
@@ -73,7 +74,7 @@ def inputs(tmp_path_factory):
 
 def test_the_body_shows_docs_and_vllm_text_only_as_code(inputs):
     results, annotation, drift, regression = inputs
-    text = pr_body.body(results, annotation, SITE)
+    text = pr_body.body(views_of(results), annotation, SITE)
     assert len(text) > pr_body.BODY_BUDGET  # the log excerpt: the body is cut below
     r = mdcheck.assert_inert(text, allowed_links=(f"{SITE}/snippets/",), allowed_html=OWN_HTML)
     assert any(f"invalid choice: '{VALUE}'" in c for c in r.code)  # shown, as typed
@@ -84,7 +85,7 @@ def test_the_body_shows_docs_and_vllm_text_only_as_code(inputs):
 
 def test_a_cut_body_stays_inert(inputs):
     results, annotation, _, _ = inputs
-    text = pr_body.fit(pr_body.body(results, annotation, SITE), SITE)
+    text = pr_body.fit(pr_body.body(views_of(results), annotation, SITE), SITE)
     assert len(text) <= pr_body.BODY_BUDGET and "cut at GitHub's 65,536-character limit" in text
     r = mdcheck.assert_inert(text, allowed_links=(f"{SITE}/snippets/",), allowed_html=OWN_HTML)
     assert r.html.count("</details>\n") == 1  # the cut inside the log excerpt closed its fence, then <details>
@@ -93,7 +94,7 @@ def test_a_cut_body_stays_inert(inputs):
 
 def test_every_table_row_keeps_its_cells(inputs):
     results, annotation, drift, _ = inputs
-    text = pr_body.body(results, annotation, SITE)
+    text = pr_body.body(views_of(results), annotation, SITE)
     rows = [ln for ln in text.splitlines() if ln.startswith("| [")]
     assert len(rows) == 2  # the command fails on both builds
     for row in rows:
@@ -109,6 +110,6 @@ def test_one_hostile_cause_in_a_row(inputs, message):
     for o in results.cells.values():
         if o.snippet_id == drift.id:
             o.evidence.exception.message = message
-    r = mdcheck.assert_inert(pr_body.body(results, annotation, SITE), allowed_links=(f"{SITE}/snippets/",),
+    r = mdcheck.assert_inert(pr_body.body(views_of(results), annotation, SITE), allowed_links=(f"{SITE}/snippets/",),
                              allowed_html=OWN_HTML)
     assert any(mdcheck.one_line(message)[:150] in c for c in r.code)

@@ -17,6 +17,7 @@ from flaghistory.commands import shipped
 from flaghistory.history import FlagHistory
 from publisher import annotate as ann
 from publisher import fixes, matrix_json, option_verdict
+from publisher.command_view import views_of
 from publisher.judgement import Judge, _lower_bound, judge
 from publisher.results import load
 from runner.settings import cache_dir
@@ -54,10 +55,10 @@ def test_a_backslash_followed_by_a_comment_is_doc_drift_on_every_build(ep_site):
     assert [(d.code, d.line) for d in j.defects] == [("backslash-not-continuation", 78), ("backslash-not-continuation", 79)]
     assert j.summary.startswith(f"The shell ends this command on line 78 ({EP}:78: `\\` is followed by a comment")
     assert "vLLM 0.32.0" in j.summary  # what the builds said of the command as meant follows
-    kind, title, body = ann.decision(Judge(results), s, src)
+    kind, title, body = ann.decision(views_of(results)[s.id], src)
     assert title == "Does not run as written: the shell ends the command on line 78"
     assert "Line 79:" in body and "As meant (on one command line):" in body
-    entry = matrix_json.build(results)["snippets"][s.id]  # what matrix.json says
+    entry = matrix_json.build(views_of(results))["snippets"][s.id]  # what matrix.json says
     [shown] = entry["judgements"]
     assert (shown["judgement"], shown["depth"], shown["decided_by"]) == ("doc-drift", "shell", "shell")
     assert [d["line"] for d in shown["defects"]] == [78, 79] and shown["failing"] == []
@@ -107,7 +108,7 @@ def test_the_option_history_judges_a_0340_page_no_build_of_it_checked(sdist_0340
     assert (j.kind, j.decided_by, j.depth, j.history_release, j.failing) == ("doc-drift", "history", "history", removed, [])
     assert j.option_notes[0].startswith(f"{option} was removed in vLLM {removed}")
     assert f"do not have {option} (removed by vLLM {removed})" in j.summary and "No build the page is written for" in j.summary
-    kind, title, body = ann.decision(Judge(results), s, src)
+    kind, title, body = ann.decision(views_of(results)[s.id], src)
     assert title.endswith(f"(removed by vLLM {removed})") and f"was removed in vLLM {removed}" in body
 
 

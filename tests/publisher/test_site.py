@@ -29,9 +29,9 @@ def published(site_inputs, tmp_path_factory):
     root = tmp_path_factory.mktemp("publish")
     hist = root / "history"
     first = publish("--snippets", site_inputs["snippets"], "--outcomes", site_inputs["parse"],
-                    "--history", hist, "--site-dir", root / "site1")
+                    "--run-history", hist, "--site-dir", root / "site1")
     second = publish("--snippets", site_inputs["snippets"], "--outcomes", site_inputs["parse"], site_inputs["config"],
-                     "--history", hist, "--site-dir", root / "site2")
+                     "--run-history", hist, "--site-dir", root / "site2")
     return root, first, second
 
 

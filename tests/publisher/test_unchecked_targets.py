@@ -7,13 +7,14 @@ import json
 import shutil
 
 from publisher import matrix_json, pages
+from publisher.command_view import views_of
 from publisher.results import load
 from runner.outcomes.target_diagnostic import TargetDiagnostic
 
 
 def _index(results) -> str:
-    doc = matrix_json.build(results, [])
-    return pages.render(results, doc, [], {}, had_history=False)["index.md"]
+    commands = views_of(results)
+    return pages.render(commands, matrix_json.build(commands), [], had_history=False)["index.md"]
 
 
 def test_the_overview_names_a_target_that_could_not_be_checked(site_inputs, tmp_path):

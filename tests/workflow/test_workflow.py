@@ -69,7 +69,7 @@ def test_pipeline_jobs(wf):
     uploads = [s for s in run["steps"] if str(s.get("uses", "")).startswith("actions/upload-artifact")]
     assert uploads and uploads[0]["if"] == "always()"  # a failed shard still hands in its outcomes
     publish = "\n".join(s.get("run", "") for s in jobs["publish"]["steps"])
-    assert "driftmatrix publish" in publish and "--history state/history" in publish
+    assert "driftmatrix publish" in publish and "--run-history state/history" in publish
     save = next(s for s in jobs["publish"]["steps"] if "driftmatrix state save" in s.get("run", ""))
     assert save["if"] == "needs.extract.outputs.publish == 'true'"  # only the default branch writes the state
     assert save["continue-on-error"] is True and jobs["publish"]["steps"][-1] is save  # never blocks Pages/PRs

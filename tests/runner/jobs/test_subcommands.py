@@ -206,17 +206,17 @@ def test_jobs_plan_and_variants(subcommand_docs, tmp_path):
 
 @pytest.fixture(scope="module")
 def published(runs, subcommand_docs):
-    from publisher.judgement import Judge
+    from publisher.command_view import views_of
     from publisher.results import merge
     found, _ = runs
     catalog, _ = subcommand_docs
     results = merge(catalog, [o for (_, _, tier), o in found.items() if tier == "probe"])
-    return results, Judge(results)
+    return results, views_of(results)
 
 
 def test_command_text_is_the_subcommand(published, subcommand_docs):
-    from publisher import matrix_data, matrix_json, pages, views
-    results, judge = published
+    from publisher import matrix_data, pages, views
+    results, commands = published
     _, s = subcommand_docs
     bench = s["bench-throughput-with-n-gram"]
     assert "vllm bench throughput" in views.command(bench) and "vllm serve" not in views.command(bench)
@@ -225,17 +225,16 @@ def test_command_text_is_the_subcommand(published, subcommand_docs):
     assert views.command(dataclasses.replace(s["batch-with-a-speculative-config"], sources=[])).startswith(
         "vllm run-batch -i ")
     assert pages.short_command(bench).startswith("VLLM_WORKER_MULTIPROC_METHOD=spawn \\ vllm bench throughput")
-    doc = matrix_json.build(results, judge=judge)
-    rows = [row for g in matrix_data.build(results, doc, judge, [])["groups"] for row in g[3]]
+    rows = [row for g in matrix_data.build(commands)["groups"] for row in g[3]]
     row = next(r for r in rows if r[0] == bench.id)
     assert "vllm bench throughput --dataset-name=hf" in row[1] and row[8] == []  # no `vllm serve` option history
 
 
 def test_matrix_json_says_how_deep(published, subcommand_docs):
     from publisher import matrix_json
-    results, judge = published
+    results, commands = published
     _, s = subcommand_docs
-    doc = matrix_json.build(results, judge=judge)
+    doc = matrix_json.build(commands)
     bench = doc["snippets"][s["bench-throughput-with-n-gram"].id]
     assert bench["kind"] == "subcommand" and bench["subcommand"] == ["bench", "throughput"]
     assert "vllm bench throughput" in bench["command"] and bench["flags_valid"] is None
@@ -252,29 +251,28 @@ def test_matrix_json_says_how_deep(published, subcommand_docs):
 
 def test_command_page(published, subcommand_docs):
     from publisher import pages, snippet_page
-    from publisher.run_history import Seen
-    results, judge = published
+    results, commands = published
     _, s = subcommand_docs
-    page = snippet_page.render(pages.environment(), results, judge, s["bench-throughput-with-n-gram"], Seen())
+    page = snippet_page.render(pages.environment(), commands, commands[s["bench-throughput-with-n-gram"].id])
     assert "Checked to the argument parser only: <code>vllm bench throughput</code> is not a server" in page
     assert "the argument parser of vllm bench throughput, which accepted it; not run further" in page
     assert "vllm bench throughput --dataset-name=hf" in page  # Run as
     assert "vllm serve" not in page
     assert "Option history" not in page
-    typo = snippet_page.render(pages.environment(), results, judge, s["a-misspelled-bench-option"], Seen())
+    typo = snippet_page.render(pages.environment(), commands, commands[s["a-misspelled-bench-option"].id])
     assert "the argument parser of vllm bench throughput, where it stopped" in typo
     assert "unrecognized arguments: --num-promts 10" in typo and "vllm serve" not in typo
 
 
 def test_doc_warning_for_a_failing_subcommand(published, subcommand_docs):
     from publisher import annotate
-    results, judge = published
+    results, commands = published
     _, s = subcommand_docs
     typo = s["a-misspelled-bench-option"]
-    kind, title, body = annotate.decision(judge, typo, typo.sources[0])
+    kind, title, body = annotate.decision(commands[typo.id], typo.sources[0])
     assert kind == "warning" and title == "Is rejected by the argument parser of vLLM 0.20.1 and vLLM 0.32.0"
     assert "num-promts" in body and "vllm serve" not in body
-    assert annotate.decision(judge, s["bench-throughput-with-n-gram"],
+    assert annotate.decision(commands[s["bench-throughput-with-n-gram"].id],
                              s["bench-throughput-with-n-gram"].sources[0]) is None
 
 

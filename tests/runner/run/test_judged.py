@@ -91,7 +91,7 @@ def nightly_moved(docs, cpu_envs, tmp_path_factory):
         run_cli(str(snippets), "--targets", str(targets), "--tier", "parse", "--only", *only, "-o", str(out), cwd=work)
         runs.append(out)
         r = subprocess.run([sys.executable, "-m", "driftmatrix.cli", "publish", "--snippets", str(snippets),
-                            "--outcomes", *map(str, runs), "--history", str(work / "history"),
+                            "--outcomes", *map(str, runs), "--run-history", str(work / "history"),
                             "--site-dir", str(work / f"site{n}")], capture_output=True, text=True)
         assert r.returncode == 0, r.stderr
     return snippets, ids, work, runs

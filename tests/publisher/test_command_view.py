@@ -1,0 +1,59 @@
+"""Each command's view is computed once and every output says what it says (publisher/command_view.py):
+the site fixture's real records, read as written for vLLM 0.20.1 and newer (judgeable), rendered into
+matrix.json, matrix-data.js, the pages, annotate's patch and the PR body."""
+
+from __future__ import annotations
+
+import pytest
+
+from publisher import annotate as ann
+from publisher import judgement, matrix_data, matrix_json, pages, pr_body, views
+from publisher.command_view import views_of
+from publisher.results import load
+
+
+@pytest.fixture(scope="module")
+def commands(stable_plus, site_inputs):
+    return views_of(views.public_results(load(stable_plus, [site_inputs["parse"], site_inputs["config"]])))
+
+
+def test_one_view_per_command_in_the_snippets_order(commands):
+    assert [v.id for v in commands] == [s.id for s in commands.results.snippets]
+    kinds = {v.worst.kind for v in commands}
+    assert {"doc-drift", "ok"} <= kinds  # the fixture judges both ways: the test below compares something
+    for v in commands:
+        assert [v.at(src) for src in v.snippet.sources] == v.at_sources
+        assert v.worst.kind == min((j.kind for j in v.judgements), key=judgement.JUDGEMENTS.index)
+        assert set(v.ranges) == set(v.notes) == set(v.outcomes)
+
+
+def test_matrix_json_and_matrix_data_say_what_the_view_says(commands):
+    doc = matrix_json.build(commands)
+    rows = {row[0]: row for g in matrix_data.build(commands)["groups"] for row in g[3]}
+    for v in commands:
+        entry = doc["snippets"][v.id]
+        assert (entry["judgement"], entry["command"], entry["flags_valid"]) == (v.worst.kind, v.command, v.flags)
+        assert [src["judgement"] for src in entry["sources"]] == [j.kind for j in v.at_sources]
+        assert (entry["first_passing"], entry["last_passing"]) == (v.seen.first_passing, v.seen.last_passing)
+        for key, cell in entry["support"].items():
+            found = v.ranges[key]
+            assert cell["notes"] == v.notes[key] and cell["range"] == (found.as_json() if found else None)
+        row = rows[v.id]
+        assert judgement.JUDGEMENTS[row[5]] == v.at_sources[0].kind
+
+
+def test_the_outputs_judge_nothing_themselves(commands, corpus, monkeypatch):
+    """Every judgement is made while the views are built: rendering the pages, matrix.json,
+    matrix-data.js, annotate's warnings and the PR body judges no command again."""
+    made = []
+    real = judgement.judge
+    monkeypatch.setattr(judgement, "judge", lambda *a, **k: made.append(a[1].id) or real(*a, **k))
+    again = views_of(commands.results)
+    assert made  # building the views judges
+    made.clear()
+    doc = matrix_json.build(again)
+    pages.render(again, doc, [], had_history=False)
+    annotation = ann.annotate_tree(again, corpus / "vllm-docs" / "0.33.0")
+    assert annotation.patches  # doc-drift on these pages: warnings were written from the views
+    pr_body.body(again, annotation, "https://example.test/site")
+    assert made == []
