@@ -23,21 +23,20 @@ def names_source_files(argv: list[str]) -> bool:
     return any(v.startswith(DIRS) for v in option_values(argv))
 
 
-UNAVAILABLE: dict[str, str] = {}
-"""version -> why its sdist could not be had in this process (said in the outcome that needed it)."""
-
-
 @functools.lru_cache(maxsize=None)
-def source_tree(version: str | None, cache_dir: Path) -> Path | None:
+def release_source(version: str | None, cache_dir: Path) -> tuple[Path | None, str | None]:
+    """(the build's release tree, None) or (None, why it could not be had: said in the outcome that
+    needed it); asked once per version and cache in a process."""
     from extractor.sdist import release_tree
 
     release = (version or "").split("+")[0]
     if not release:
-        return None
-    tree, why = release_tree(release, cache_dir / "sdists")
-    if why:
-        UNAVAILABLE[version] = why
-    return tree
+        return None, None
+    return release_tree(release, cache_dir / "sdists")
+
+
+def source_tree(version: str | None, cache_dir: Path) -> Path | None:
+    return release_source(version, cache_dir)[0]
 
 
 def files_named(argv: list[str], tree: Path | None) -> dict[str, str]:

@@ -172,9 +172,9 @@ def _source_files(state: JobState, argv: list[str]) -> dict[str, str]:
     target = state.job.target
     if not source_trees.names_source_files(argv) or target.target.docker:
         return {}
-    tree = source_trees.source_tree(target.version, state.ctx.cache_dir)
+    tree, why = source_trees.release_source(target.version, state.ctx.cache_dir)
     if tree is None:
-        why = source_trees.UNAVAILABLE.get(target.version, "no release sdist for this build")
+        why = why or "no release sdist for this build"
         state.outcome.evidence.notes.append(f"the vllm {target.version} sdist (for the files the command names) "
                                             f"could not be had: {why}")
     files = source_trees.files_named(argv, tree)

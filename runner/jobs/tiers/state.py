@@ -119,7 +119,7 @@ def judge_failure(twins: list[TwinNote], stage: StageName, exc: RaisedException 
     if twin:
         return skip(twin, stage), None
     sig = classify.match_signature(exc.one_line() if exc else None, excerpt, device=device)
-    line = one_line(exc) if exc else "see the log excerpt"
+    line = exception_line(exc) if exc else "see the log excerpt"
     if sig and sig.blame == "unavailable":
         return skip(f"{sig.explanation} ({line})", stage), sig
     if sig and sig.blame == "infra":
@@ -154,7 +154,7 @@ def apply(out: Outcome, v: Verdict) -> None:
         out.stage = v.stage
 
 
-def one_line(exc: RaisedException) -> str:
+def exception_line(exc: RaisedException) -> str:
     """`Type: message` on one line; pydantic's first line only counts errors, so add the next."""
     lines = [ln.strip() for ln in str(exc.message or "").splitlines() if ln.strip()]
     text = " ".join(lines[:2]) if lines and re.match(r"\d+ validation errors? for", lines[0]) else (lines or [""])[0]
