@@ -9,6 +9,7 @@ import pytest
 from extractor.records import Snippet
 from runner.run import shards
 from runner.outcomes import store
+from runner.outcomes.evidence_records import LoggedWarning
 from runner.outcomes.records import Evidence, Outcome, TargetRef
 from common.redact import Redactor
 from runner.builds.targets import DEFAULT_CPU, DEFAULT_GPU, TargetConfigError, load
@@ -110,7 +111,7 @@ def test_bad_targets_file(tmp_path, text, needle):
 
 def test_outcome_roundtrip():
     o = outcome("s-9")
-    o.evidence.warnings.append({"file": "x.py", "line": 1, "message": "m"})
+    o.evidence.warnings.append(LoggedWarning.from_json({"file": "x.py", "line": 1, "message": "m"}))
     again = Outcome.from_dict(json.loads(json.dumps(o.to_dict())))
     assert again == o and again.key() == o.key()
 
