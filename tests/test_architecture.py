@@ -88,3 +88,12 @@ def test_tests_mirror_the_packages():
         if relative.parts and relative.parts[0] not in ("workflow",) and not (REPO / relative).is_dir():
             unmatched.append(str(relative))
     assert unmatched == []
+
+
+def test_the_slowest_first_order_names_test_files_that_exist():
+    """The suite's order (tests/conftest.py SLOWEST_FIRST) is by file name: a file moved or renamed
+    without it silently loses its place (test_agreement.py became test_history_agreement.py)."""
+    from conftest import SLOWEST_FIRST
+
+    present = {p.name for p in (REPO / "tests").rglob("test_*.py")}
+    assert [name for name in SLOWEST_FIRST if name not in present] == []
