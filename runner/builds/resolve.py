@@ -24,14 +24,17 @@ import re
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
-import httpx
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from runner.builds.targets import STABLE, Target, TargetConfigError, TargetsFile, default_path, load
 from common.versions import parse_version
+
+if TYPE_CHECKING:  # httpx is imported where a client is made: `stable_pin` (every extract) stays light
+    import httpx
 
 _PROJECT = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*$")
 _COMMIT_DIR = re.compile(r"/([0-9a-f]{40})/")
@@ -62,6 +65,8 @@ def newest_release(project: str, client: httpx.Client, index: str | None = None)
 
 
 def _versions(project: str, client: httpx.Client, index: str | None) -> set[Version]:
+    import httpx
+
     from common.package_index import PackageIndexError, index_json, index_url
     try:
         files = index_json(client, (index or index_url()).rstrip("/"), project)["files"]
@@ -89,6 +94,8 @@ rewritten after each upload, so for a while it may list one architecture only).
 def nightly_build(project: str, index: str, client: httpx.Client) -> tuple[str, str, str]:
     """(version, commit, per-commit index URL) of the newest wheel for the runners' architecture
     a nightly index lists."""
+    import httpx
+
     from bs4 import BeautifulSoup
     base = index.rstrip("/")
     if not _NIGHTLY.search(base):
@@ -144,6 +151,8 @@ def resolve_target(target: Target, client: httpx.Client, stable: str | None, whe
 
 def resolve(tfile: TargetsFile, stable: str | None = None, client: httpx.Client | None = None) -> TargetsFile:
     """Every target pinned, once. `stable`: the repository's pin for the `stable` target."""
+    import httpx
+
     when = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%MZ")
     own = client is None
     client = client or httpx.Client(timeout=60, follow_redirects=True)
@@ -212,6 +221,8 @@ def stable_pin(path: Path | None = None) -> str:
 
 @functools.lru_cache(maxsize=4)
 def _newest(pip: str) -> str | None:
+    import httpx
+
     try:
         with httpx.Client(timeout=60, follow_redirects=True) as client:
             return resolve_target(Target(STABLE, pip=pip), client, None, "now").pinned_version()

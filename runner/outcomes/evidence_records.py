@@ -20,11 +20,12 @@ OPTIONAL = {"optional": True}
 """Field metadata: left out of the JSON when None (unless read so, or kept with `keep_none`)."""
 
 
-def _to_json(value: Any) -> Any:
+def json_of(value: Any) -> Any:
+    """A field's JSON: a record's object, a list's items each so, any other value copied."""
     if isinstance(value, JsonRecord):
         return value.to_json()
     if isinstance(value, list):
-        return [_to_json(v) for v in value]
+        return [json_of(v) for v in value]
     return copy.deepcopy(value)
 
 
@@ -80,7 +81,7 @@ class JsonRecord:
             optional = {f.name for f in fields(self) if f.metadata.get("optional")}
             order = [k for k, v in values.items() if v is not None or k not in optional or k in self._kept_none]
             order += list(self._unknown)
-        return {k: _to_json(values[k]) if k in values else copy.deepcopy(self._unknown[k]) for k in order}
+        return {k: json_of(values[k]) if k in values else copy.deepcopy(self._unknown[k]) for k in order}
 
 
 @dataclass

@@ -10,7 +10,7 @@ import copy
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal, NamedTuple, get_args
 
-from runner.outcomes.evidence_records import (FailureSignature, JsonRecord, LoggedWarning, PerfRun,
+from runner.outcomes.evidence_records import (json_of, FailureSignature, JsonRecord, LoggedWarning, PerfRun,
                                               PlaceholderStandIn, ProbeResult, RaisedException, ServerRun, TwinNote)
 
 SCHEMA = 1
@@ -111,7 +111,7 @@ class Evidence:
 
     def to_json(self) -> dict[str, Any]:
         """Every field, in order (its records as their JSON objects)."""
-        return {f.name: _json_of(getattr(self, f.name)) for f in fields(self)}
+        return {f.name: json_of(getattr(self, f.name)) for f in fields(self)}
 
 
 _EVIDENCE_FIELDS = {f.name for f in fields(Evidence)}
@@ -119,14 +119,6 @@ _EVIDENCE_RECORDS: dict[str, type[JsonRecord]] = {
     "exception": RaisedException, "signature": FailureSignature, "warnings": LoggedWarning, "probes": ProbeResult,
     "perf": PerfRun, "server": ServerRun, "twins": TwinNote, "placeholders": PlaceholderStandIn}
 """The evidence fields that hold records (or lists of them); the others are plain JSON values."""
-
-
-def _json_of(value: Any) -> Any:
-    if isinstance(value, JsonRecord):
-        return value.to_json()
-    if isinstance(value, list):
-        return [_json_of(v) for v in value]
-    return copy.deepcopy(value)
 
 
 @dataclass
