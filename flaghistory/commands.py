@@ -11,6 +11,7 @@ from functools import lru_cache
 from packaging.version import Version
 
 from flaghistory.history import FlagHistory, HistoryError, token
+from flaghistory.uses import uses_of
 
 UNRECOGNIZED = re.compile(r"unrecognized arguments?: (.+)")
 
@@ -58,12 +59,14 @@ def options_of(argv: list[str]) -> list[str]:
 
 
 def command_options(history: FlagHistory, argv: list[str]) -> CommandOptions | None:
-    options = options_of(argv)
-    if not options or not history.releases:
+    """The releases on which every option, value and key of the command exists (flaghistory/uses.py)."""
+    uses = uses_of(history, argv)
+    if not uses or not history.releases:
         return None
-    valid = history.valid_range(options)
-    unknown = [o for o in options if not any(history.accepts(o, r) for r in history.releases)]
-    return CommandOptions(options, valid[0] if valid else None, valid[1] if valid else None,
+    given = frozenset(u.option for u in uses)
+    valid = history.valid_range(uses, given)
+    unknown = [u.text() for u in uses if all(history.accepts_use(u, r, given) is False for r in history.releases)]
+    return CommandOptions(options_of(argv), valid[0] if valid else None, valid[1] if valid else None,
                           history.releases[-1], history.releases[0], unknown)
 
 
@@ -118,3 +121,44 @@ def explain_failure(history: FlagHistory | None, message: str | None, version: s
     if history is None:
         return []
     return [e for o in rejected_options(message) if (e := explain(history, o, version))]
+
+
+def _use_name(history: FlagHistory, use) -> tuple[str, str]:
+    """(how the use is shown, what kind of name it is) for the explanations."""
+    if use.kind == "key":
+        cls = history.keys.get(use.option, {}).get("class") or "its config"
+        return f"`{use.key}`", f"a key of {use.option} ({cls})"
+    domain = history.values.get(use.domain, {}).get("domain") or f"a value of {use.domain}"
+    return f"`{use.text()}`", domain
+
+
+def explain_use(history: FlagHistory, use, version: str) -> str | None:
+    """Why `version` rejects an option, a value or a key, from the history and in vLLM's words;
+    None when the history says it accepts it or cannot say."""
+    if use.kind == "option":
+        return explain(history, use.written, version)
+    if history.accepts_use(use, version) is not False:
+        return None
+    shown, kind = _use_name(history, use)
+    record = history.value_record(use)
+    if record is None:
+        return f"{shown}: not {kind} in any vLLM release from {history.releases[0]} to {history.releases[-1]}"
+    if record.get("removed") and Version(version) >= Version(record["removed"]):
+        text = f"{shown} was removed in vLLM {record['removed']} ({kind})"
+        if record.get("deprecated"):
+            text += f"; vLLM {record['deprecated']} deprecated it: “{record['deprecation']}”"
+        if record.get("replacement"):
+            text += f" (vLLM's text names {record['replacement']} instead)"
+        return text
+    if Version(version) < Version(record["added"]):
+        return f"{shown} is known from vLLM {record['added']} ({kind})"
+    return f"{shown} is not {kind} in vLLM {version}"
+
+
+def deprecation_of(history: FlagHistory, use, version: str) -> dict | None:
+    """{since, text, replacement} when vLLM had deprecated the option, value or key by `version`."""
+    record = history.flags.get(use.option) if use.kind == "option" else history.value_record(use)
+    since = (record or {}).get("deprecated")
+    if not since or Version(version) < Version(since):
+        return None
+    return {"since": since, "text": record.get("deprecation"), "replacement": record.get("replacement")}

@@ -31,7 +31,6 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from packaging.specifiers import SpecifierSet
-from packaging.version import Version
 
 from extractor.records import Lint, Snippet, Source, WrittenFor
 from extractor.written_for import WrittenForError, of_docs, specifier
@@ -142,23 +141,13 @@ def written_for(source: Source) -> WrittenFor:
     return UNRECORDED
 
 
-def _lower_bound(spec: SpecifierSet) -> Version | None:
-    bounds = []
-    for s in spec:
-        if s.operator in (">=", ">", "~=", "==", "==="):
-            bound = parse_version(s.version.replace(".*", ".dev0") if s.version.endswith(".*") else s.version)
-            if bound is not None:
-                bounds.append(bound)
-    return max(bounds, default=None)
-
-
 def scope(spec: SpecifierSet, version: str) -> Scope:
     v = parse_version(version)
     if v is None:
         return "unknown"
     if spec.contains(v, prereleases=True):
         return "in"
-    low = _lower_bound(spec)
+    low = option_verdict.lower_bound(spec)
     return "older" if low is not None and v <= low else "newer"
 
 
@@ -221,7 +210,7 @@ def _with_defects(j: Judgement, found: list[Lint], source: Source) -> Judgement:
 
 def _history_verdict(j: Judgement, snippet: Snippet, spec: SpecifierSet, checks: list[Check]) -> None:
     """No build of the page's versions was checked: what the option history says, if anything."""
-    said = option_verdict.verdict(shipped(), snippet, spec, _lower_bound(spec), checks)
+    said = option_verdict.verdict(shipped(), snippet, spec, option_verdict.lower_bound(spec), checks)
     if said is None or (said.kind == "needs-newer" and j.kind == "needs-newer"):
         return  # an older build's real failure already says it (and the history's "needs vLLM ≥ X")
     j.kind, j.decided_by, j.history_release = said.kind, "history", said.release

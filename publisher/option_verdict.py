@@ -22,6 +22,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from extractor.records import Snippet
+from extractor.written_for import specifier
 from flaghistory.commands import explain, options_of
 from flaghistory.history import FlagHistory
 from runner.outcomes.counts import GOOD, REAL, depth
@@ -41,6 +42,23 @@ class HistoryVerdict:
     notes: list[str] = field(default_factory=list)
     """doc-drift: vLLM's own words per option (removed when, deprecated with which text)."""
 
+
+
+def lower_bound(spec: SpecifierSet) -> Version | None:
+    """The lowest version the specifier lets in, where it names one (`>=0.20`, `==0.20.*`)."""
+    bounds = []
+    for s in spec:
+        if s.operator in (">=", ">", "~=", "==", "==="):
+            bound = parse_version(s.version.replace(".*", ".dev0") if s.version.endswith(".*") else s.version)
+            if bound is not None:
+                bounds.append(bound)
+    return max(bounds, default=None)
+
+
+def releases_written_for(history: FlagHistory, spec: str) -> list[str]:
+    """The history's releases a page written for `spec` (a PEP 440 specifier; "": every one) covers."""
+    wanted = specifier(spec)
+    return page_releases(history, wanted, lower_bound(wanted))
 
 
 def page_releases(history: FlagHistory, spec: SpecifierSet, low: Version | None) -> list[str]:

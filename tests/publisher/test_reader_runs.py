@@ -18,7 +18,8 @@ from flaghistory.history import FlagHistory
 from publisher import annotate as ann
 from publisher import fixes, matrix_json, option_verdict
 from publisher.command_view import views_of
-from publisher.judgement import Judge, _lower_bound, judge
+from publisher.judgement import Judge, judge
+from publisher.option_verdict import lower_bound
 from publisher.results import load
 from runner.settings import cache_dir
 
@@ -128,7 +129,7 @@ def test_a_history_contradicted_by_a_build_judges_nothing(corpus, tmp_path):
     history = shipped()
     unpaired = FlagHistory({**history.data, "flags": {k: v for k, v in history.flags.items() if k != "--enable-log-requests"}})
     spec = specifier(j.written_for.spec)
-    args = (unpaired, s, spec, _lower_bound(spec))
+    args = (unpaired, s, spec, lower_bound(spec))
     said = option_verdict.verdict(*args, j.checks)
     assert said is not None and said.kind == "doc-drift" and said.options == ["--disable-log-requests"]
     both = load(out, [RECORDED])
