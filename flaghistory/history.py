@@ -198,7 +198,8 @@ class FlagHistory:
         if use.kind == "key":
             return self.keys.get(use.option, {}).get("keys", {}).get(use.key)
         domain = self.values.get(use.domain) or {}
-        value = use.value.lower() if domain.get("fold") == "lower" and use.value else use.value
+        fold = {"lower": str.lower, "upper": str.upper}.get(domain.get("fold") or "")
+        value = fold(use.value) if fold and use.value else use.value  # the release folds case itself
         return domain.get("values", {}).get(value)
 
     def valid_range(self, options: list, command_options: frozenset[str] = frozenset()) -> tuple[str, str] | None:
