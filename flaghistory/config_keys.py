@@ -19,14 +19,24 @@ import re
 from dataclasses import dataclass, field
 
 from flaghistory.dataclass_fields import FieldInfo, _decorated_dataclass, fields_of
-from flaghistory.literals import memo, nodes, strings
+from flaghistory.literals import memo, nodes, origin, strings
 from flaghistory.pyindex import Index, Module
 from flaghistory.reader import ReleaseOptions
 from flaghistory.wording import REPLACING, help_says_deprecated
 
 MAX_NESTING = 3
 SCALARS = {"bool", "str", "int", "float", "None", "dict", "list", "Any"}
-PATHS = {"str", "None", "Path"}
+JSONISH = {"dict", "Dict"}
+
+
+def _json_type(text: str) -> bool:
+    """`type=json.loads`, `type=CompilationConfig.from_cli`, `type=PoolerConfig.from_json`: a JSON value."""
+    return "json" in text or _type_class(text) is not None
+
+
+def _type_class(text: str) -> str | None:
+    head = text.split(".")[0]
+    return head if head[:1].isupper() and head.endswith("Config") else None
 
 
 @dataclass
@@ -50,8 +60,8 @@ def json_options(found: ReleaseOptions) -> list[str]:
         info = option.source_field
         if info is not None and info.json_config:
             names.append(name)
-        elif name.endswith("-config") and name != "--config" and not (info is not None and info.types <= PATHS):  # not a file/folder name
-            names.append(name)
+        elif name.endswith("-config") and (info.types & JSONISH if info is not None else _json_type(option.type_text)):
+            names.append(name)  # not `--generation-config` (a folder) nor `--config` (a YAML file)
     return sorted(names)
 
 
@@ -71,7 +81,8 @@ def find_class(index: Index, option: str, found: ReleaseOptions) -> tuple[Module
             hit = index.lookup_class(info.module, name)
             if hit and _config_class(hit[1]):
                 return hit
-    wanted = _squash(option[2:])  # --kv-transfer-config ↔ KVTransferConfig
+    named = _type_class(found.options[option].type_text)  # type=PoolerConfig.from_json
+    wanted = _squash(named or option[2:])  # --kv-transfer-config ↔ KVTransferConfig
     hits = [(m, n) for m in index.modules.values() for n in m.defs.values()
             if isinstance(n, ast.ClassDef) and _squash(n.name) == wanted and _config_class(n)]
     hits.sort(key=lambda h: (not h[0].name.startswith("vllm.config"), h[0].path))
@@ -219,7 +230,7 @@ def read_keys(index: Index, option: str, found: ReleaseOptions) -> ConfigKeys | 
         if said:
             keys.deprecated[key] = said
         got = strings(index, info.module, info.annotation, {}) if info.module is not None else None
-        where = info.module.path if info.module is not None else module.path
+        where = origin(index, info.module, info.annotation) if info.module is not None else module.path
         if got and got[0] == "literal":  # enums: pydantic and vLLM validators differ (value vs name): not guessed
             keys.values[key] = (*got, where)
     return keys

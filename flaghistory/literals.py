@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ast
 
-from flaghistory.pyindex import UNKNOWN, Index, Module, evaluate
+from flaghistory.pyindex import Index, Module, _absolute, evaluate
 
 MAX_DEPTH = 8
 WRAPPERS = ("Optional", "Union", "Annotated", "SkipValidation")
@@ -70,19 +70,33 @@ def looked_up_by_name(index: Index, enum: str) -> bool:
     return enum in memo(index, "by-name", names)
 
 
-def resolve(index: Index, module: Module, name: str) -> tuple[Module, ast.AST] | None:
+def resolve(index: Index, module: Module, name: str, depth: int = 0) -> tuple[Module, ast.AST] | None:
     """A module-level name, including ones bound only under `if TYPE_CHECKING:` / `try:` (vLLM's lazy
-    imports), looked up where they were imported from."""
+    imports) and ones a package re-exports with `from .types import *`, looked up where they come from."""
     found = index.lookup(module, name)
-    if found:
+    if found or depth > MAX_DEPTH:
         return found
     for where, node in nodes(index, (ast.ImportFrom,)):
-        if where is module and any((a.asname or a.name) == name for a in node.names):
-            origin = index.modules.get(node.module or "")
-            alias = next(a.name for a in node.names if (a.asname or a.name) == name)
-            if origin is not None and origin is not module:
-                return index.lookup(origin, alias)
+        if where is not module:
+            continue
+        for alias in node.names:
+            if (alias.asname or alias.name) == name or alias.name == "*":
+                origin = index.modules.get(_absolute(module, node))
+                hit = resolve(index, origin, name if alias.name == "*" else alias.name, depth + 1) \
+                    if origin is not None and origin is not module else None
+                if hit:
+                    return hit
     return None
+
+
+def origin(index: Index, module: Module, annotation: ast.AST | None) -> str:
+    """The file that defines the Literal / Enum an annotation names (`where` in the history)."""
+    for node in ast.walk(annotation) if annotation is not None else []:
+        if isinstance(node, ast.Name):
+            hit = resolve(index, module, node.id)
+            if hit and (is_enum(hit[1]) or isinstance(hit[1], ast.Subscript)):
+                return hit[0].path
+    return module.path
 
 
 def strings(index: Index, module: Module, node: ast.AST | None, env: dict | None = None, depth: int = 0):
@@ -155,10 +169,13 @@ def _subscript(index: Index, module: Module, node: ast.Subscript, env: dict, dep
 
 
 def _union(parts: list[ast.expr], index: Index, module: Module, env: dict, depth: int):
-    """The Literal / Enum member of a union (`QuantizationMethods | str | None`): its values."""
+    """The Literal / Enum members of a union (`QuantizationMethods | str | None`; `Union[BackendV0,
+    BackendV1]` merges both lists); None when the members are of different kinds."""
     found = [s for p in parts if not (isinstance(p, ast.Constant) and p.value is None)
              if (s := strings(index, module, p, env, depth + 1))]
-    return found[0] if len(found) == 1 else None
+    if not found or len({kind for kind, _ in found}) > 1:
+        return None
+    return found[0][0], [v for _, values in found for v in values]
 
 
 def _sequence(index: Index, module: Module, node, env: dict, depth: int):

@@ -36,6 +36,9 @@ class OptionFound:
     choices: tuple | None = field(default=None, repr=False)
     """(module, `choices=` expression, the frame's names) of the add_argument call: values.py evaluates it."""
     source_field: FieldInfo | None = field(default=None, repr=False)
+    type_text: str = ""
+    """The `type=` of a literal add_argument call as written (`json.loads`, `CompilationConfig.from_cli`):
+    config_keys.py tells a JSON option and its class from it where no dataclass field made the option."""
     """The dataclass field get_kwargs made the option from (its annotation gives Literal / Enum values)."""
 
 
@@ -325,12 +328,14 @@ class Reader:
         if choices is None and isinstance(keywords.get("choices"), list):  # set as kwargs["f"]["choices"] = [...]
             choices = (frame.module, None, keywords["choices"])
         spread = keywords.get("__field__")
+        type_text = next((ast.unparse(kw.value) for kw in call.keywords if kw.arg == "type"), "")
         for name in names:
             found = self.result.options.setdefault(name, OptionFound(where))
             found.deprecated = found.deprecated or deprecated
             found.help = found.help or helptext
             found.choices = found.choices or choices
             found.source_field = found.source_field or spread
+            found.type_text = found.type_text or type_text
 
     def _keywords(self, call: ast.Call, frame: Frame, where: str) -> dict:
         """The call's argparse keywords, `**kwargs["field"]` spread in as get_kwargs makes them."""

@@ -119,7 +119,7 @@ def quantization(index: Index) -> Found | None:
 
 def _deprecated_methods(index: Index, module: Module) -> dict[str, dict]:
     """`DEPRECATED_QUANTIZATION_METHODS`, each with the warning printed in the branch that tests it."""
-    listed = _names(module.defs.get("DEPRECATED_QUANTIZATION_METHODS"), module, index)
+    listed = _names(module.defs.get("DEPRECATED_QUANTIZATION_METHODS"), module, index)  # may name removed ones
     text = _branch_warning(index, "DEPRECATED_QUANTIZATION_METHODS") or "listed in DEPRECATED_QUANTIZATION_METHODS"
     return {name: {"text": text, "replacement": None} for name in listed}
 

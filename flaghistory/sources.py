@@ -35,10 +35,11 @@ KEEP_REGISTRY_MARKERS = (b"register_module", b"_TO_REGISTER", b"register_lazy_mo
 KEEP_VALUE_FILES = ("vllm/model_executor/layers/quantization/__init__.py", "vllm/model_executor/model_loader/__init__.py",
                     "vllm/attention/backends/registry.py", "vllm/v1/attention/backends/registry.py",
                     "vllm/platforms/interface.py", "vllm/attention/selector.py", "vllm/entrypoints/chat_utils.py",
-                    "vllm/transformers_utils/config.py")
+                    "vllm/transformers_utils/config.py", "vllm/renderers/chat_utils.py",
+                    "vllm/renderers/chat_utils/__init__.py", "vllm/renderers/chat_utils/types.py")
 """The tables behind --quantization, --load-format, --attention-backend, --chat-template-content-format and
 --config-format (values.py, registries.py)."""
-KEEP_RULES = "v2"
+KEEP_RULES = "v3"
 """Named in the cache folder: a tree kept by older rules lacks the registry files, so it is not reused."""
 
 

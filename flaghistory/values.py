@@ -15,7 +15,7 @@ import re
 
 from flaghistory.config_keys import json_options, read_keys
 from flaghistory.deprecations import _strings
-from flaghistory.literals import memo, nodes, strings
+from flaghistory.literals import memo, nodes, origin, strings
 from flaghistory.pyindex import Index
 from flaghistory.reader import OptionFound, ReleaseOptions
 from flaghistory.registries import RULES, Found
@@ -27,12 +27,15 @@ DOMAINS = {
     "--quantization": "quantization methods",
     "--load-format": "load formats",
     "--speculative-config.method": "speculative decoding methods",
+    "--spec-method": "speculative decoding methods",
     "--attention-backend": "attention backends",
     "--distributed-executor-backend": "distributed executors",
 }
+SPECULATIVE = "Whether a method works depends on the draft model or on the target model having the matching " \
+              "MTP/EAGLE layers."
 MODEL_DEPENDENT = {
-    "--speculative-config.method": "Whether a method works depends on the draft model or on the target model "
-                                   "having the matching MTP/EAGLE layers.",
+    "--speculative-config.method": SPECULATIVE,
+    "--spec-method": SPECULATIVE,
     "--quantization": "Whether a method works depends on the checkpoint's quantization config and on the GPU.",
     "--tool-call-parser": "Whether a parser works depends on the model's chat template and tool-call format.",
     "--reasoning-parser": "Whether a parser works depends on the model emitting that parser's reasoning tokens.",
@@ -52,10 +55,11 @@ def _from_option(index: Index, option: OptionFound) -> Found | None:
     info = option.source_field
     if info is not None and info.module is not None:
         got = strings(index, info.module, info.annotation, {})
+        where = origin(index, info.module, info.annotation)
         if got and got[0] == "enum-upper":
-            return Found(sorted(set(got[1])), info.module.path, "enum", "upper")
+            return Found(sorted(set(got[1])), where, "enum", "upper")
         if got and got[0] in ("literal", "enum"):
-            return Found(sorted(set(got[1])), info.module.path, got[0])
+            return Found(sorted(set(got[1])), where, got[0])
     return None
 
 
@@ -164,8 +168,9 @@ def option_keys(index: Index, found: ReleaseOptions) -> tuple[dict[str, dict], d
     keys, values, diagnostics = {}, {}, []
     for name in json_options(found):
         read = read_keys(index, name, found)
-        info = found.options[name].source_field
-        if read is None and info is not None and info.types & {"dict", "Dict"}:
+        option = found.options[name]
+        free = option.source_field.types & {"dict", "Dict"} if option.source_field else "json.loads" in option.type_text
+        if read is None and free:
             continue  # a free-form JSON object (`--override-generation-config`): no keys to read
         if read is None:
             diagnostics.append(f"keys of {name}: no config class found (by its field's type or by the name "
