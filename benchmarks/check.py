@@ -3,7 +3,7 @@ read from source as on the first run after an install; warm: again) and the pre-
 git repository holding a copy of them; `driftmatrix check --changed`, and the real `pre-commit run`
 with its hook environment already installed).
 
-    .venv/bin/python benchmarks/check.py [CORPUS]   (default: ../shared/corpus)
+    .venv/bin/python benchmarks/check.py [CORPUS]   (default: the shared docs corpus beside the checkout)
 """
 
 from __future__ import annotations

@@ -15,163 +15,9 @@ from __future__ import annotations
 
 import argparse
 import re
-import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 
-PAGE_LINE = re.compile(r"^(?P<page>.+\.(?:md|markdown|ya?ml)):(?P<line>\d+)$", re.I)
-PAGE_SUFFIXES = (".md", ".markdown", ".yaml", ".yml")
-
-
-GIVEN = "the command given"
-
-
-class CheckInputError(ValueError):
-    """An input that is neither a command nor a readable page."""
-
-
-@dataclass
-class Checked:
-    """One command to check and the releases it is asked about."""
-
-    snippet: object
-    """The extractor's Snippet (the same reading as a pipeline run: its id is the matrix's)."""
-    where: str
-    """`docs/serve.md:42`, or `the command given`."""
-    asked: list[str]
-    basis: str
-    """Why these releases: `--version 0.20.1`, `docs/x.md is written for >=0.20,<0.21`, `today's stable`."""
-    page: bool = False
-    """From a page, asked about the page's own releases (the hook's rule: fail only what none of
-    them takes); False for a command given alone or any command asked with --version."""
-    check: object = None
-    recorded: list[dict] = field(default_factory=list)
-
-
-def _history():
-    from flaghistory.commands import shipped
-
-    history = shipped()
-    if history is None:
-        raise CheckInputError("no usable flag history (the shipped copy or DRIFTMATRIX_FLAG_HISTORY)")
-    return history
-
-
-def _command_snippets(text: str, stable: str) -> list:
-    from extractor.snippet_builder import Place, from_shell_text
-
-    place = Place("check", stable, "<command>", 1)
-    # options alone (`--max-model-len 4096 …`) are read as `vllm serve`'s
-    for candidate in (text, *([f"vllm serve {text}"] if text.lstrip().startswith("-") else [])):
-        found = from_shell_text(candidate, place)
-        if found:
-            return found
-    raise CheckInputError(f"no vllm command in {text[:120]!r}")
-
-
-def _page_root(page: Path, docs: str | None) -> Path:
-    """The tree the page belongs to: --docs, else its git checkout, else its own folder."""
-    if docs:
-        return Path(docs).resolve()
-    from common.git import run_git
-
-    try:
-        top = run_git(page.parent, "rev-parse", "--show-toplevel", timeout=10)
-        if top.returncode == 0 and top.stdout.strip():
-            return Path(top.stdout.strip()).resolve()
-    except OSError:
-        pass
-    return page.parent.resolve()
-
-
-def _page_snippets(pages: list[Path], docs: str | None, stable: str) -> tuple[list, list[str]]:
-    from extractor.catalog import extract_pages
-    from extractor.corpus import SourceError
-
-    snippets, problems = [], []
-    by_root: dict[Path, list[Path]] = {}
-    for page in pages:
-        by_root.setdefault(_page_root(page, docs), []).append(page.resolve())
-    for root, group in by_root.items():
-        try:
-            found, diagnostics = extract_pages(root, group, stable=stable)
-        except SourceError as err:
-            problems.append(str(err))
-            continue
-        snippets += found
-        problems += [f"{d.file}:{d.line or 1}: {d.message}" for d in diagnostics if d.severity == "error"]
-    return snippets, problems
-
-
-def _page_releases(history, source) -> tuple[list[str], str]:
-    from publisher.judgement import written_for
-    from publisher.option_verdict import releases_written_for
-
-    claim = written_for(source)
-    releases = releases_written_for(history, claim.spec)
-    return releases, f"{source.file} is written for {claim.spec or 'every release'} ({claim.origin})"
-
-
-def _at_line(snippets: list, page: Path, line: int) -> list:
-    """The command whose text holds the page's line (the nearest one starting at or before it)."""
-    here = [(src.line, s) for s in snippets for src in s.sources
-            if Path(src.file).name == page.name and src.line <= line < src.line + max(1, src.text.count("\n") + 1)]
-    if not here:
-        raise CheckInputError(f"{page}:{line}: no vllm command at that line")
-    return [max(here, key=lambda pair: pair[0])[1]]
-
-
-def gather(args: argparse.Namespace, history, stable: str) -> tuple[list[Checked], list[str]]:
-    """What to check, and the inputs that could not be read (each said, the others still checked)."""
-    inputs = list(args.input) + changed_pages(args.changed) if args.changed else list(args.input) or ["-"]
-    checked, problems = [], []
-    for text in inputs:
-        try:
-            checked += _gather_one(text, args, history, stable)
-        except CheckInputError as err:
-            problems.append(str(err))
-    if args.version:
-        for c in checked:
-            c.asked, c.basis, c.page = list(args.version), "--version " + ", ".join(args.version), False
-    return checked, problems
-
-
-def changed_pages(rev: str) -> list[str]:
-    """The doc writer's mode: the pages changed against REV (the working tree, staged or not)."""
-    from common.git import run_git
-
-    done = run_git(Path.cwd(), "diff", "--name-only", "--diff-filter=ACMR", "-z", rev, "--", ".", timeout=30)
-    if done.returncode != 0:
-        raise CheckInputError(f"git diff {rev}: {done.stderr.strip()[:300]}")
-    top = run_git(Path.cwd(), "rev-parse", "--show-toplevel", timeout=10).stdout.strip()
-    names = [n for n in done.stdout.split("\0") if n]
-    return [str(Path(top) / n) for n in names if Path(n).suffix.lower() in PAGE_SUFFIXES]
-
-
-def _gather_one(text: str, args: argparse.Namespace, history, stable: str) -> list[Checked]:
-    if text == "-":
-        text = sys.stdin.read()
-        if not text.strip():
-            raise CheckInputError("nothing on stdin")
-    found = PAGE_LINE.match(text)
-    page = Path(found["page"] if found else text)
-    if not (found or (page.suffix.lower() in PAGE_SUFFIXES and page.is_file())):
-        return [Checked(s, GIVEN, [stable], f"today's stable release ({stable})")
-                for s in _command_snippets(text, stable)]
-    if not page.is_file():
-        raise CheckInputError(f"{page}: no such page")
-    snippets, problems = _page_snippets([page], args.docs, stable)
-    if problems and not snippets:
-        raise CheckInputError("; ".join(problems))
-    if found:
-        snippets = _at_line(snippets, page, int(found["line"]))
-    result = []
-    for s in snippets:
-        source = next((src for src in s.sources if Path(src.file).name == page.name), s.sources[0])
-        releases, basis = _page_releases(history, source)
-        result.append(Checked(s, f"{page}:{source.line}", releases, basis, page=True))
-    return result
-
+from driftmatrix.check_inputs import GIVEN, Checked, CheckInputError, gather, shipped_history
 
 # -- judging ------------------------------------------------------------------------------------
 def rejected_everywhere(c: Checked) -> list:
@@ -336,7 +182,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     console = Console(stderr=False, highlight=False)
     errors = Console(stderr=True, highlight=False)
     try:
-        history = _history()
+        history = shipped_history()
         checked, problems = gather(args, history, stable_pin())
         matrix = load_matrix(args.matrix) if args.matrix else None
     except (CheckInputError, OSError, ValueError) as err:

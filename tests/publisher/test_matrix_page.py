@@ -12,7 +12,8 @@ import sys
 
 import pytest
 
-from flaghistory.commands import options_of, shipped
+from flaghistory.commands import shipped
+from flaghistory.uses import uses_of
 from publisher.results import load
 from sitehttp import serve_dir
 
@@ -234,11 +235,12 @@ def test_my_version_answers_from_runs_and_the_option_history(site, browser, resu
     show_all(page)
     answered = 0
     for s in results.snippets:
-        options = options_of(s.argv or [])
+        uses = uses_of(history, s.argv or [])  # options, and the values and keys the history reads
         mine = page.locator(f"tr.dm-row[data-id='{s.id}'] td.dm-mine button")
-        if not options or not mine.count():
+        if not uses or not mine.count():
             continue
-        missing = [o for o in options if not history.accepts(o, old)]
+        given = frozenset(u.option for u in uses)
+        missing = [u.text() for u in uses if history.accepts_use(u, old, given) is False]
         text = mine.inner_text()
         if missing:
             assert f"no {missing[0]}" in text, (s.id, missing, text)
