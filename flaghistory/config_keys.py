@@ -60,7 +60,8 @@ def json_options(found: ReleaseOptions) -> list[str]:
         info = option.source_field
         if info is not None and info.json_config:
             names.append(name)
-        elif name.endswith("-config") and (info.types & JSONISH if info is not None else _json_type(option.type_text)):
+        elif name.endswith("-config") and (info.types & JSONISH if info is not None else
+                                           _json_type(option.type_text) or "json" in option.help.lower()):
             names.append(name)  # not `--generation-config` (a folder) nor `--config` (a YAML file)
     return sorted(names)
 
@@ -87,6 +88,16 @@ def find_class(index: Index, option: str, found: ReleaseOptions) -> tuple[Module
             if isinstance(n, ast.ClassDef) and _squash(n.name) == wanted and _config_class(n)]
     hits.sort(key=lambda h: (not h[0].name.startswith("vllm.config"), h[0].path))
     return hits[0] if hits else None
+
+
+def no_class(index: Index, option: str) -> str:
+    """Why an option's keys were not read, for its diagnostic."""
+    wanted = _squash(option[2:])
+    plain = [n.name for m in index.modules.values() for n in m.defs.values()
+             if isinstance(n, ast.ClassDef) and _squash(n.name) == wanted]
+    if plain:  # e.g. SpeculativeConfig before 0.8.3: a plain class with an __init__
+        return f"class {plain[0]} is not a dataclass or pydantic model: its keys are not read"
+    return f"no config class found (by its field's type, its type= or the name {wanted})"
 
 
 def _init_false(cls: ast.ClassDef) -> set[str]:

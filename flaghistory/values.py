@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 import re
 
-from flaghistory.config_keys import json_options, read_keys
+from flaghistory.config_keys import json_options, no_class, read_keys
 from flaghistory.deprecations import _strings
 from flaghistory.literals import memo, nodes, origin, strings
 from flaghistory.pyindex import Index
@@ -73,6 +73,8 @@ def option_values(index: Index, found: ReleaseOptions) -> tuple[dict[str, dict],
         if got is None:
             if rule is not None:
                 diagnostics.append(f"values of {name}: its registry rule found no names in this release")
+            elif name in DOMAINS:
+                diagnostics.append(f"values of {name}: neither choices nor a Literal/Enum type in this release")
             elif option.choices is not None and option.choices[1] is not None and not _numbers(option.choices[1]):
                 diagnostics.append(f"values of {name}: choices not readable: {ast.unparse(option.choices[1])[:120]}")
             continue
@@ -169,16 +171,21 @@ def option_keys(index: Index, found: ReleaseOptions) -> tuple[dict[str, dict], d
     for name in json_options(found):
         read = read_keys(index, name, found)
         option = found.options[name]
-        free = option.source_field.types & {"dict", "Dict"} if option.source_field else "json.loads" in option.type_text
-        if read is None and free:
+        free = option.source_field.types & {"dict", "Dict"} if option.source_field else \
+            "json.loads" in option.type_text or name.endswith("-extra-config")  # passed on as a dict by design
+        if read is None and free and no_class(index, name).startswith("no config class"):
             continue  # a free-form JSON object (`--override-generation-config`): no keys to read
         if read is None:
-            diagnostics.append(f"keys of {name}: no config class found (by its field's type or by the name "
-                               f"{''.join(p.capitalize() for p in name[2:].split('-'))})")
+            diagnostics.append(f"keys of {name}: {no_class(index, name)}")
             continue
         keys[name] = {"class": read.cls, "where": read.where, "closed": read.closed, "keys": read.keys,
                       "deprecated": read.deprecated}
         for key, (kind, names, where) in read.values.items():
             option = f"{name}.{key}"
             values[option] = _domain(option, Found(sorted(set(names)), where, kind), found)
+        for option in DOMAINS:  # a named domain whose key exists but is not typed with its names
+            base, _, key = option.partition(".")
+            if base == name and key in read.keys and option not in values:
+                diagnostics.append(f"values of {option}: {read.cls}.{key} is not typed with a Literal of its "
+                                   "names in this release: not read")
     return keys, values, diagnostics
