@@ -206,14 +206,17 @@ def _built_with_kwargs(index: Index, cls: ast.ClassDef) -> bool:
 # -- deprecated keys ------------------------------------------------------------------------
 def key_deprecation(key: str, info: FieldInfo, siblings: set[str]) -> dict | None:
     """The field's own docstring says it is deprecated (`Level is deprecated … Please use mode.`);
-    the replacement is a sibling key a "use …" sentence names."""
+    the replacement is a sibling key (same class) a "use …" sentence names, as its full dotted key."""
     doc = " ".join(info.doc.split())
     leaf = key.rsplit(".", 1)[-1]
     opening = doc.lower().lstrip("`'\"[ ")
     if not (help_says_deprecated(doc) or opening.startswith(tuple(f"{w} is deprecated" for w in
                                                                    (leaf, leaf.replace("_", " "))))):
         return None
-    return {"text": doc[:400], "replacement": _sibling(doc, leaf, siblings)}
+    prefix = key[: len(key) - len(leaf)]  # "pass_config." for pass_config.enable_fusion
+    named = _sibling(doc, leaf, {k[len(prefix):] for k in siblings if k.startswith(prefix)
+                                 and "." not in k[len(prefix):]})
+    return {"text": doc[:400], "replacement": prefix + named if named else None}
 
 
 def _sibling(doc: str, leaf: str, siblings: set[str]) -> str | None:
@@ -234,7 +237,7 @@ def read_keys(index: Index, option: str, found: ReleaseOptions) -> ConfigKeys | 
     module, cls = hit
     keys = ConfigKeys(cls.name, module.path, [], closed(index, module, cls))
     pairs = list(walk_keys(index, module, cls))
-    siblings = {k.rsplit(".", 1)[-1] for k, _ in pairs}
+    siblings = {k for k, _ in pairs}
     for key, info in pairs:
         keys.keys.append(key)
         said = key_deprecation(key, info, siblings)

@@ -13,7 +13,7 @@ from flaghistory.literals import strings
 from flaghistory.pyindex import Index
 from runner.settings import cache_dir
 
-RELEASES = ["0.10.2", "0.11.0", "0.13.0", "0.20.1", "0.32.0", "0.34.0"]
+RELEASES = ["0.10.2", "0.11.0", "0.12.0", "0.13.0", "0.20.1", "0.32.0", "0.34.0"]
 SPEC_0_20_1 = {
     "deepseek_mtp", "mimo_mtp", "glm4_moe_mtp", "glm4_moe_lite_mtp", "glm_ocr_mtp", "ernie_mtp", "nemotron_h_mtp",
     "exaone_moe_mtp", "exaone4_5_mtp", "qwen3_next_mtp", "qwen3_5_mtp", "longcat_flash_mtp", "mtp",
@@ -82,9 +82,13 @@ def test_a_moved_compilation_key_and_when_keys_are_rejected(history):
     keys = history["keys"]["--compilation-config"]
     level = keys["keys"]["level"]
     assert (level["added"], level["removed"], level["deprecated"], level["replacement"]) == (
-        "0.10.2", "0.20.1", "0.13.0", "mode")
+        "0.10.2", "0.20.1", "0.12.0", "mode")
     assert level["deprecation"].startswith("Level is deprecated")
-    assert keys["keys"]["mode"]["added"] == "0.13.0"  # 0.11.0's CompilationConfig has `level` only
+    assert keys["keys"]["mode"]["added"] == "0.12.0"  # 0.11.0's CompilationConfig has `level` only
+    # PassConfig's renamed flags (0.12.0: "Deprecated in: v0.12.0. Use fuse_norm_quant and fuse_act_quant instead.")
+    fusion = keys["keys"]["pass_config.enable_fusion"]
+    assert (fusion["deprecated"], fusion["replacement"], fusion["removed"]) == (
+        "0.12.0", "pass_config.fuse_norm_quant", "0.13.0")
     assert any(k.startswith("pass_config.") for k in keys["keys"])  # nested PassConfig as dotted keys
     # 0.10.2: pydantic dataclass, extra ignored; 0.13.0: @dataclass(config=ConfigDict(extra="forbid"))
     assert keys["closed"] == {"added": "0.13.0", "removed": None}
