@@ -18,7 +18,7 @@ import ast
 import re
 from dataclasses import dataclass, field
 
-from flaghistory.dataclass_fields import FieldInfo, _decorated_dataclass, fields_of
+from flaghistory.dataclass_fields import FieldInfo, decorated_dataclass, fields_of
 from flaghistory.literals import memo, nodes, origin, strings
 from flaghistory.pyindex import Index, Module
 from flaghistory.reader import ReleaseOptions
@@ -68,7 +68,7 @@ def json_options(found: ReleaseOptions) -> list[str]:
 
 def _config_class(cls: ast.ClassDef) -> bool:
     """A dataclass (stdlib, pydantic, vLLM's `@config`) or a pydantic BaseModel: not `SupportsHash`."""
-    return _decorated_dataclass(cls) or any(ast.unparse(b).endswith("BaseModel") for b in cls.bases)
+    return decorated_dataclass(cls) or any(ast.unparse(b).endswith("BaseModel") for b in cls.bases)
 
 
 def _squash(text: str) -> str:

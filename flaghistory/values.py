@@ -14,7 +14,7 @@ import ast
 import re
 
 from flaghistory.config_keys import json_options, no_class, read_keys
-from flaghistory.deprecations import _strings
+from flaghistory.deprecations import deprecation_texts
 from flaghistory.literals import memo, nodes, origin, strings
 from flaghistory.pyindex import Index
 from flaghistory.reader import OptionFound, ReleaseOptions
@@ -93,7 +93,8 @@ def _numbers(node: ast.expr) -> bool:
 
 def _domain(name: str, got: Found, found: ReleaseOptions) -> dict:
     return {"domain": DOMAINS.get(name, f"values of {name}"), "from": got.kind, "where": got.where,
-            "values": got.values, "fold": got.fold, "deprecated": got.deprecated,
+            "values": got.values, "fold": got.fold,
+            "deprecated": {k: v for k, v in got.deprecated.items() if k in got.values},  # a table may name removed ones
             "open_with": [o for o in OPEN_WITH.get(name, ()) if o in found.options],
             "model_dependent": MODEL_DEPENDENT.get(name)}
 
@@ -112,7 +113,7 @@ def _said_deprecated(index: Index, option: str, values: list[str]) -> dict[str, 
 
 
 def _messages(index: Index, option: str, known: set[str]):
-    for text in memo(index, "deprecated-strings", lambda: [t for t in _strings(index) if "--" in t]):
+    for text in memo(index, "deprecated-strings", lambda: [t for t in deprecation_texts(index) if "--" in t]):
         if option not in text:
             continue
         for value in known:

@@ -5,10 +5,12 @@ the ast rules on small sources. Every expected fact was checked by hand in the s
 from __future__ import annotations
 
 import ast
+import json
 
 import pytest
 
 from flaghistory.build import build
+from flaghistory.history import SHIPPED
 from flaghistory.literals import strings
 from flaghistory.pyindex import Index
 from runner.settings import cache_dir
@@ -106,6 +108,27 @@ def test_value_deprecations_in_vllm_words(history):
     assert history["values"]["--load-format"]["fold"] == "lower"
 
 
+def test_the_shipped_values_and_keys_follow_the_schema():
+    data = json.loads(SHIPPED.read_text())
+    releases = data["releases"]
+    spans = []
+    for option, domain in data["values"].items():
+        assert option.startswith("--") and domain["from"] in ("choices", "literal", "enum", "registry"), option
+        assert {"domain", "where", "read", "open_with", "model_dependent", "values"} <= set(domain) and domain["values"]
+        assert all(o in data["flags"] for o in domain["open_with"]) and domain.get("fold") in (None, "lower", "upper")
+        spans += [domain["read"], *domain["values"].values()]
+    for option, keys in data["keys"].items():
+        assert option in data["flags"] and keys["keys"] and keys["class"][0].isupper(), option
+        spans += [keys["read"], *keys["keys"].values(), *([keys["closed"]] if keys["closed"] else [])]
+    for span in spans:
+        assert span["added"] in releases and span["removed"] in (None, *releases)
+        assert ("deprecated" in span) == ("deprecation" in span) == ("replacement" in span)
+    # the domains issue 34 names, each read up to the newest release
+    for option in ("--tool-call-parser", "--reasoning-parser", "--quantization", "--load-format",
+                   "--speculative-config.method", "--attention-backend", "--distributed-executor-backend"):
+        assert data["values"][option]["read"]["removed"] is None, option
+
+
 # -- the ast rules on small sources ---------------------------------------------------------
 SOURCES = {
     "vllm/config/a.py": '''
@@ -123,16 +146,16 @@ class Fmt(str, Enum):
 }
 
 
-def _strings(expression: str):
+def value_of(expression: str):
     index = Index(SOURCES)
     module = index.modules["vllm.config.a"]
     return strings(index, module, ast.parse(expression, mode="eval").body, {})
 
 
 def test_the_value_rules():
-    assert _strings("Outer | None") == ("literal", ["a", "b", "c"])  # nested aliases, typing's flattening
-    assert _strings("Union[V0, V1]") == ("literal", ["x", "y"])
-    assert _strings("[*TABLE, None]") == ("choices", ["p", "q"])  # a dict's keys; argparse's None left out
-    assert _strings("[f.value for f in Fmt]") == ("enum", ["auto", "hf"])
-    assert _strings("list(get_args(Outer))") == ("literal", ["a", "b", "c"])
-    assert _strings("[8, 16, 32]") is None and _strings("Outer | Fmt") is None  # numbers; two kinds
+    assert value_of("Outer | None") == ("literal", ["a", "b", "c"])  # nested aliases, typing's flattening
+    assert value_of("Union[V0, V1]") == ("literal", ["x", "y"])
+    assert value_of("[*TABLE, None]") == ("choices", ["p", "q"])  # a dict's keys; argparse's None left out
+    assert value_of("[f.value for f in Fmt]") == ("enum", ["auto", "hf"])
+    assert value_of("list(get_args(Outer))") == ("literal", ["a", "b", "c"])
+    assert value_of("[8, 16, 32]") is None and value_of("Outer | Fmt") is None  # numbers; two kinds
