@@ -46,8 +46,9 @@ def fold_values(reads: list, spans: Spans) -> dict[str, dict]:
         record = {"domain": newest["domain"], "from": newest["from"], "where": newest["where"],
                   "read": spans(present, releases), "open_with": newest["open_with"],
                   "model_dependent": newest["model_dependent"]}
-        if newest.get("fold"):
-            record["fold"] = newest["fold"]
+        for extra in ("fold", "open"):  # only where the newest release says so
+            if newest.get(extra):
+                record[extra] = newest[extra]
         sets = [(r.version, r.values[option]["values"], r.values[option]["deprecated"]) for r in usable
                 if option in r.values]
         record["values"] = _members(sets, spans)

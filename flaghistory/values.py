@@ -56,10 +56,11 @@ def _from_option(index: Index, option: OptionFound) -> Found | None:
     if info is not None and info.module is not None:
         got = strings(index, info.module, info.annotation, {})
         where = origin(index, info.module, info.annotation)
+        free = ast.unparse(info.annotation) if "str" in info.types else None  # `Literal | str`: metavar, not choices
         if got and got[0] == "enum-upper":
-            return Found(sorted(set(got[1])), where, "enum", "upper")
+            return Found(sorted(set(got[1])), where, "enum", "upper", free)
         if got and got[0] in ("literal", "enum"):
-            return Found(sorted(set(got[1])), where, got[0])
+            return Found(sorted(set(got[1])), where, got[0], None, free)
     return None
 
 
@@ -93,7 +94,7 @@ def _numbers(node: ast.expr) -> bool:
 
 def _domain(name: str, got: Found, found: ReleaseOptions) -> dict:
     return {"domain": DOMAINS.get(name, f"values of {name}"), "from": got.kind, "where": got.where,
-            "values": got.values, "fold": got.fold,
+            "values": got.values, "fold": got.fold, "open": got.open,
             "deprecated": {k: v for k, v in got.deprecated.items() if k in got.values},  # a table may name removed ones
             "open_with": [o for o in OPEN_WITH.get(name, ()) if o in found.options],
             "model_dependent": MODEL_DEPENDENT.get(name)}

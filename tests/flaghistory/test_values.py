@@ -104,6 +104,10 @@ def test_value_deprecations_in_vllm_words(history):
     assert (reward["deprecated"], reward["replacement"], reward["removed"]) == ("0.13.0", "embed", "0.20.1")
     backends = history["values"]["--attention-backend"]
     assert backends["fold"] == "upper" and "FLASH_ATTN" in _names(history, "--attention-backend", "0.34.0")
+    executors = history["values"]["--distributed-executor-backend"]  # also a class path: open
+    assert _names(history, "--distributed-executor-backend", "0.34.0") == {"ray", "mp", "uni", "external_launcher"}
+    assert executors["open"] == "str | DistributedExecutorBackend | type[Executor] | None"
+    assert "open" not in history["values"]["--quantization"]  # checked against its list at start
     assert backends["read"]["added"] == "0.13.0"  # the option exists since 0.13.0
     assert history["values"]["--load-format"]["fold"] == "lower"
 
@@ -116,6 +120,7 @@ def test_the_shipped_values_and_keys_follow_the_schema():
         assert option.startswith("--") and domain["from"] in ("choices", "literal", "enum", "registry"), option
         assert {"domain", "where", "read", "open_with", "model_dependent", "values"} <= set(domain) and domain["values"]
         assert all(o in data["flags"] for o in domain["open_with"]) and domain.get("fold") in (None, "lower", "upper")
+        assert domain.get("open") is None or "str" in domain["open"]  # `Literal | str`: other names accepted
         spans += [domain["read"], *domain["values"].values()]
     for option, keys in data["keys"].items():
         assert option in data["flags"] and keys["keys"] and keys["class"][0].isupper(), option
