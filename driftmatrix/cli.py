@@ -141,6 +141,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="keep the real sizes (layers, hidden sizes, vocabulary): for speed on a GPU")
     st.add_argument("--cache-dir", default=str(_cache_dir()), help="environments and configs (default: %(default)s)")
     st.set_defaults(func=cmd_standin)
+    from driftmatrix.check_cli import add_parser as add_check
     from driftmatrix.flaghistory_cli import add_parser as add_history
     from driftmatrix.pipeline import add_parser as add_pipeline
     from driftmatrix.publish_cli import add_parsers
@@ -157,6 +158,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_parsers(sub)
     add_pipeline(sub, str(_cache_dir()))
     add_history(sub, str(_cache_dir()))
+    add_check(sub)
     return parser
 
 

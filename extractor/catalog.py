@@ -14,7 +14,7 @@ from pathlib import Path
 
 from extractor.bounds import read_head
 from extractor import release_files
-from extractor.corpus import Result, SourceError, Tree, detect, extract_file, extract_html, files_of, read_text
+from extractor.corpus import Result, SourceError, Tree, detect, extract_file, extract_html, files_of, is_page, read_text
 from extractor.markdown_sources import card_metadata, card_model_id
 from extractor.records import Catalog, CorpusInfo, Diagnostic, Snippet, Source, WrittenFor
 from extractor.release_files import ReleaseTrees
@@ -78,11 +78,7 @@ def extract(sources: list[Path], on_diagnostic=None, workers: int | None = None,
             if path.is_file() and path.suffix.lower() in (".html", ".htm"):
                 results.append(extract_html(path, stable, written_for, url_base, placeholder_words))
                 continue
-            tree = detect(path)
-            tree.stable = stable
-            tree.written_for = written_for or tree.versions()
-            tree.url_base = url_base
-            tree.placeholder_models = placeholder_words
+            tree = _prepared(detect(path), stable, written_for, url_base, placeholder_words)
             diagnostics += _card_model(tree, model_id)
         except SourceError as err:
             unusable.append(str(path))
@@ -114,6 +110,34 @@ def extract(sources: list[Path], on_diagnostic=None, workers: int | None = None,
         generated_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
     )
     return catalog, unusable
+
+
+def _prepared(tree: Tree, stable: str, written_for: WrittenFor | None, url_base: str,
+              placeholder_words: frozenset[str]) -> Tree:
+    tree.stable = stable
+    tree.written_for = written_for or tree.versions()
+    tree.url_base = url_base
+    tree.placeholder_models = placeholder_words
+    return tree
+
+
+def extract_pages(root: Path, pages: list[Path], *, stable: str) -> tuple[list[Snippet], list[Diagnostic]]:
+    """Only these pages of the tree at `root` (a docs tree, a recipes repository, a Markdown folder),
+    read as `extract` reads them there: what `driftmatrix check` reads of a change. A page that
+    cannot be read is a diagnostic; the others are still read."""
+    tree = _prepared(detect(root), stable, None, "", placeholder_model_words([]))
+    snippets: list[Snippet] = []
+    diagnostics: list[Diagnostic] = []
+    for page in pages:
+        try:
+            if not is_page(tree, page):
+                continue  # not a page of this tree (a workflow's YAML, mkdocs.yaml): nothing to read
+            found, diags = extract_file(tree, page)
+        except (OSError, ValueError) as err:
+            diags, found = [Diagnostic("error", "unreadable", str(err), file=str(page))], []
+        snippets += found
+        diagnostics += diags
+    return merge(snippets), diagnostics
 
 
 def _release_files(snippets: list[Snippet], trees: list[Tree], release_trees: ReleaseTrees) -> list[Diagnostic]:

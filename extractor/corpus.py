@@ -153,10 +153,16 @@ def files_of(tree: Tree) -> Iterator[Path]:
             continue
         files, escapes = bounds.walk(tree.root, top, _SKIP_DIRS)
         for path in sorted(files + escapes):
-            rel = path.relative_to(tree.root)
-            if path.suffix == ".md" or (path.suffix in (".yaml", ".yml") and "models" in rel.parts[:-1]) or (
-                    path.is_dir() and path in escapes):
+            if is_page(tree, path) or (path.is_dir() and path in escapes):
                 yield path
+
+
+def is_page(tree: Tree, path: Path) -> bool:
+    """A file of the tree the extractor reads: Markdown, and a recipes tree's model YAML."""
+    if tree.kind in ("markdown", "model-card"):
+        return path.suffix.lower() in markdown_sources.MARKDOWN_SUFFIXES
+    rel = path.relative_to(tree.root)
+    return path.suffix == ".md" or (path.suffix in (".yaml", ".yml") and "models" in rel.parts[:-1])
 
 
 def page_url(tree: Tree, rel: str) -> str | None:

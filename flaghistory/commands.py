@@ -11,6 +11,7 @@ from functools import lru_cache
 from packaging.version import Version
 
 from flaghistory.history import FlagHistory, HistoryError, token
+from flaghistory.uses import Use, uses_of
 
 UNRECOGNIZED = re.compile(r"unrecognized arguments?: (.+)")
 
@@ -58,12 +59,14 @@ def options_of(argv: list[str]) -> list[str]:
 
 
 def command_options(history: FlagHistory, argv: list[str]) -> CommandOptions | None:
-    options = options_of(argv)
-    if not options or not history.releases:
+    """The releases on which every option, value and key of the command exists (flaghistory/uses.py)."""
+    uses = uses_of(history, argv)
+    if not uses or not history.releases:
         return None
-    valid = history.valid_range(options)
-    unknown = [o for o in options if not any(history.accepts(o, r) for r in history.releases)]
-    return CommandOptions(options, valid[0] if valid else None, valid[1] if valid else None,
+    given = frozenset(u.option for u in uses)
+    valid = history.valid_range(uses, given)
+    unknown = [u.text() for u in uses if all(history.accepts_use(u, r, given) is False for r in history.releases)]
+    return CommandOptions(options_of(argv), valid[0] if valid else None, valid[1] if valid else None,
                           history.releases[-1], history.releases[0], unknown)
 
 
@@ -114,7 +117,79 @@ def rejected_options(message: str | None) -> list[str]:
     return [t for t in rejected_tokens(message) if token(t) is not None]
 
 
+INVALID_CHOICE = re.compile(r"argument (-[\w-]+)(?:/-[\w-]+)*: invalid choice: '([^']*)'")
+"""argparse's own words for a value its `choices` lack."""
+INVALID_NAME = re.compile(r"invalid (tool call|reasoning) parser: ([^\s'\"(]+)")
+"""vLLM's words when a tool-call or reasoning parser name is not registered (at the server's start)."""
+NAMED = {"tool call": "--tool-call-parser", "reasoning": "--reasoning-parser"}
+
+
+UNKNOWN_KEY = re.compile(r"argument (-[\w-]+)(?:/-[\w-]+)*: \d+ validation errors? for \w+\n((?:\S+\n\s+.*\n?)+)")
+"""pydantic's words, through argparse, for a JSON option's config given keys it lacks."""
+KEY_ERROR = re.compile(r"^(\S+)\n\s+(?:Unexpected keyword argument|Extra inputs are not permitted)", re.M)
+
+
+def refused_uses(history: FlagHistory, message: str | None) -> list:
+    """The option values and config keys a build's error names as unknown, as flaghistory.uses.Use."""
+    text = message or ""
+    found = [Use("value", history.canonical(o), o, value=v) for o, v in INVALID_CHOICE.findall(text)]
+    found += [Use("value", NAMED[kind], NAMED[kind], value=v) for kind, v in INVALID_NAME.findall(text)]
+    for option, errors in UNKNOWN_KEY.findall(text):
+        found += [Use("key", history.canonical(option), option, key=key) for key in KEY_ERROR.findall(errors)]
+    return list(dict.fromkeys(found))
+
+
 def explain_failure(history: FlagHistory | None, message: str | None, version: str) -> list[str]:
+    """Why the build rejected what its error names (options argparse left over, values it refused),
+    from the history and in vLLM's words."""
     if history is None:
         return []
-    return [e for o in rejected_options(message) if (e := explain(history, o, version))]
+    said = [e for o in rejected_options(message) if (e := explain(history, o, version))]
+    return said + [e for u in refused_uses(history, message) if (e := explain_use(history, u, version))]
+
+
+def _use_name(history: FlagHistory, use) -> tuple[str, str]:
+    """(how the use is shown, the names it is one of) for the explanations."""
+    if use.kind == "key":
+        cls = history.keys.get(use.option, {}).get("class") or "its config"
+        return f"`{use.key}`", f"the keys of {use.option} ({cls})"
+    domain = history.values.get(use.domain, {}).get("domain")
+    return f"`{use.text()}`", f"the {domain}" if domain else f"the values of {use.domain}"
+
+
+def explain_use(history: FlagHistory, use, version: str) -> str | None:
+    """Why `version` rejects an option, a value or a key, from the history and in vLLM's words;
+    None when the history says it accepts it or cannot say."""
+    if use.kind == "option":
+        return explain(history, use.written, version)
+    if history.accepts_use(use, version) is not False:
+        return None
+    shown, names = _use_name(history, use)
+    record = history.value_record(use)
+    if record is None:
+        return f"{shown} is in none of {names} of vLLM {history.releases[0]} to {history.releases[-1]}"
+    if record.get("removed") and Version(version) >= Version(record["removed"]):
+        text = f"{shown} was removed from {names} in vLLM {record['removed']}"
+        if record.get("deprecated"):
+            text += f"; vLLM {record['deprecated']} deprecated it: “{record['deprecation']}”"
+        if record.get("replacement"):
+            text += f" (vLLM's text names {record['replacement']} instead)"
+        return text
+    if Version(version) < Version(record["added"]):
+        return f"{shown} is known from vLLM {record['added']} ({names})"
+    return f"{shown} is not in {names} of vLLM {version}"
+
+
+def record_of(history: FlagHistory, use) -> dict | None:
+    """The history's record of an option, a value or a key (its span and vLLM's words); None: no
+    release read has it."""
+    return history.flags.get(use.option) if use.kind == "option" else history.value_record(use)
+
+
+def deprecation_of(history: FlagHistory, use, version: str) -> dict | None:
+    """{since, text, replacement} when vLLM had deprecated the option, value or key by `version`."""
+    record = record_of(history, use)
+    since = (record or {}).get("deprecated")
+    if not since or Version(version) < Version(since):
+        return None
+    return {"since": since, "text": record.get("deprecation"), "replacement": record.get("replacement")}

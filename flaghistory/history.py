@@ -67,6 +67,7 @@ class FlagHistory:
         self.data, self.path = data, path
         self.releases: list[str] = list(data["releases"])
         self.flags: dict[str, dict] = data["flags"]
+        self._spans: dict[int, set[int]] = {}
 
     @classmethod
     def load(cls, path: Path | None = None) -> FlagHistory:
@@ -131,9 +132,82 @@ class FlagHistory:
         parsed = token(text)
         return self.flags.get(parsed.name) if parsed else None
 
-    def valid_range(self, options: list[str]) -> tuple[str, str] | None:
-        """First and last release of the newest unbroken run of releases accepting every option."""
-        good = [all(self.accepts(o, r) for o in options) for r in self.releases]
+    # -- values and keys (flag-history.json's `values` and `keys`; absent in older files) ---------
+    @property
+    def values(self) -> dict[str, dict]:
+        return self.data.get("values") or {}
+
+    @property
+    def keys(self) -> dict[str, dict]:
+        return self.data.get("keys") or {}
+
+    def canonical(self, name: str) -> str:
+        """The option's own name: itself, or the one option a unique `--` prefix abbreviates."""
+        if name in self.flags or not name.startswith("--"):
+            return name
+        longer = [f for f in self.flags if f.startswith(name)]
+        return longer[0] if len(longer) == 1 else name
+
+    def has_values(self, domain: str) -> bool:
+        return domain in self.values
+
+    def has_keys(self, option: str) -> bool:
+        return option in self.keys
+
+    def has_nested_keys(self, option: str, path: str) -> bool:
+        return any(k.startswith(path + ".") for k in self.keys.get(option, {}).get("keys", {}))
+
+    def _within(self, record: dict | None, release: str) -> bool:
+        if not record:
+            return False
+        spans = self._spans.get(id(record))
+        if spans is None:  # records live as long as self.data: their ids stay theirs
+            spans = self._spans[id(record)] = _indexes(record, self._versions)
+        return self._positions[release] in spans
+
+    @cached_property
+    def _positions(self) -> dict[str, int]:
+        return {r: i for i, r in enumerate(self.releases)}
+
+    def accepts_use(self, use, version: str, command_options: frozenset[str] = frozenset()) -> bool | None:
+        """Does that release take this option, value or key (flaghistory/uses.py)? None: the history
+        cannot say — no release read for the version, the names were not read for that release, the
+        value is a placeholder, a plugin option in the command can add names, the option's type admits
+        any string (`open`), or vLLM ignores a key it lacks. Whether a known value *works* with the command's model is never answered here."""
+        if use.kind == "option":
+            return self.accepts(use.written, version)
+        release = self.release_for(version)
+        if release is None:
+            return None
+        if use.kind == "key":
+            domain = self.keys.get(use.option)
+            if not self._within((domain or {}).get("read"), release):
+                return None
+            if self._within(domain["keys"].get(use.key), release):
+                return True
+            return False if self._within(domain.get("closed"), release) else None
+        domain = self.values.get(use.domain)
+        if not self._within((domain or {}).get("read"), release) or PLACEHOLDER.search(use.value or ""):
+            return None
+        if self._within(self.value_record(use), release):
+            return True
+        if domain.get("open"):  # typed `Literal | str`: vLLM takes names beyond the set (plugins, class paths)
+            return None
+        return None if command_options & set(domain.get("open_with") or ()) else False
+
+    def value_record(self, use) -> dict | None:
+        """The span (and vLLM's words) of a value or a key; None: no release read has it."""
+        if use.kind == "key":
+            return self.keys.get(use.option, {}).get("keys", {}).get(use.key)
+        domain = self.values.get(use.domain) or {}
+        fold = {"lower": str.lower, "upper": str.upper}.get(domain.get("fold") or "")
+        value = fold(use.value) if fold and use.value else use.value  # the release folds case itself
+        return domain.get("values", {}).get(value)
+
+    def valid_range(self, options: list, command_options: frozenset[str] = frozenset()) -> tuple[str, str] | None:
+        """First and last release of the newest unbroken run of releases accepting every option (an
+        option string, or a flaghistory.uses.Use: then an unanswered value counts as accepted)."""
+        good = [all(self._takes(o, r, command_options) for o in options) for r in self.releases]
         if not any(good):
             return None
         last = len(good) - 1 - good[::-1].index(True)
@@ -142,11 +216,20 @@ class FlagHistory:
             first -= 1
         return self.releases[first], self.releases[last]
 
-    def first_accepting(self, options: list[str], after: str) -> str | None:
+    def first_accepting(self, options: list, after: str, command_options: frozenset[str] = frozenset()) -> str | None:
         """The first release newer than `after` that accepts every one of the options."""
         floor = parse_version(after)
         return next((r for r, v in zip(self.releases, self._versions) if floor is not None and v > floor
-                     and all(self.accepts(o, r) for o in options)), None)
+                     and all(self._takes(o, r, command_options) for o in options)), None)
+
+    def _takes(self, item, release: str, command_options: frozenset[str]) -> bool:
+        if isinstance(item, str):
+            return bool(self.accepts(item, release))
+        return self.accepts_use(item, release, command_options) is not False
+
+
+PLACEHOLDER = re.compile(r"[<>${}]|^\.\.\.$|^(your|my)[-_]", re.I)
+"""A value that stands for the reader's own (`<parser>`, `$PARSER`, `your_parser`): not judged."""
 
 
 def _indexes(record: dict, versions: list[Version]) -> set[int]:

@@ -31,11 +31,11 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from packaging.specifiers import SpecifierSet
-from packaging.version import Version
 
 from extractor.records import Lint, Snippet, Source, WrittenFor
 from extractor.written_for import WrittenForError, of_docs, specifier
-from flaghistory.commands import options_of, shipped
+from flaghistory.commands import shipped
+from flaghistory.uses import uses_of
 from publisher import defects
 from publisher import option_verdict, views
 from publisher.results import Column, Results
@@ -142,23 +142,13 @@ def written_for(source: Source) -> WrittenFor:
     return UNRECORDED
 
 
-def _lower_bound(spec: SpecifierSet) -> Version | None:
-    bounds = []
-    for s in spec:
-        if s.operator in (">=", ">", "~=", "==", "==="):
-            bound = parse_version(s.version.replace(".*", ".dev0") if s.version.endswith(".*") else s.version)
-            if bound is not None:
-                bounds.append(bound)
-    return max(bounds, default=None)
-
-
 def scope(spec: SpecifierSet, version: str) -> Scope:
     v = parse_version(version)
     if v is None:
         return "unknown"
     if spec.contains(v, prereleases=True):
         return "in"
-    low = _lower_bound(spec)
+    low = option_verdict.lower_bound(spec)
     return "older" if low is not None and v <= low else "newer"
 
 
@@ -221,7 +211,7 @@ def _with_defects(j: Judgement, found: list[Lint], source: Source) -> Judgement:
 
 def _history_verdict(j: Judgement, snippet: Snippet, spec: SpecifierSet, checks: list[Check]) -> None:
     """No build of the page's versions was checked: what the option history says, if anything."""
-    said = option_verdict.verdict(shipped(), snippet, spec, _lower_bound(spec), checks)
+    said = option_verdict.verdict(shipped(), snippet, spec, option_verdict.lower_bound(spec), checks)
     if said is None or (said.kind == "needs-newer" and j.kind == "needs-newer"):
         return  # an older build's real failure already says it (and the history's "needs vLLM ≥ X")
     j.kind, j.decided_by, j.history_release = said.kind, "history", said.release
@@ -245,10 +235,11 @@ def _option_history(j: Judgement, snippet: Snippet, newest_fail: Check | None) -
     if history is None or newest_fail is None or snippet.kind == "subcommand":
         return  # the history is of `vllm serve`'s options, not of `vllm bench …`'s
     j.option_notes = list(dict.fromkeys(note for k in j.failing for note in views.option_notes(k.outcome)))
-    options = options_of(snippet.argv or [])
-    explains = any(history.accepts(o, newest_fail.version) is False for o in options)
-    if explains and j.works_from is None:  # only when the failing build lacks one of its options
-        j.options_from = history.first_accepting(options, newest_fail.version)
+    uses = uses_of(history, snippet.argv or [])
+    given = frozenset(u.option for u in uses)
+    explains = any(history.accepts_use(u, newest_fail.version, given) is False for u in uses)
+    if explains and j.works_from is None:  # only when the failing build lacks one of its options or values
+        j.options_from = history.first_accepting(uses, newest_fail.version, given)
 
 
 def _removed(o: Outcome) -> bool:

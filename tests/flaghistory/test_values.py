@@ -10,9 +10,10 @@ import json
 import pytest
 
 from flaghistory.build import build
-from flaghistory.history import SHIPPED
+from flaghistory.history import SHIPPED, FlagHistory
 from flaghistory.literals import strings
 from flaghistory.pyindex import Index
+from flaghistory.uses import Use
 from runner.settings import cache_dir
 
 RELEASES = ["0.10.2", "0.11.0", "0.12.0", "0.13.0", "0.20.1", "0.32.0", "0.34.0"]
@@ -132,6 +133,15 @@ def test_the_shipped_values_and_keys_follow_the_schema():
     for option in ("--tool-call-parser", "--reasoning-parser", "--quantization", "--load-format",
                    "--speculative-config.method", "--attention-backend", "--distributed-executor-backend"):
         assert data["values"][option]["read"]["removed"] is None, option
+
+
+def test_an_open_domain_never_rejects_an_unknown_name():
+    history = FlagHistory.load(SHIPPED)
+    executor = Use("value", "--distributed-executor-backend", "--distributed-executor-backend", "my_pkg.MyExecutor")
+    assert history.accepts_use(executor, "0.34.0") is None  # `str | DistributedExecutorBackend | type[Executor]`
+    assert history.accepts_use(Use("value", "--distributed-executor-backend", "--distributed-executor-backend", "mp"),
+                               "0.34.0") is True
+    assert history.accepts_use(Use("value", "--quantization", "--quantization", "fp9"), "0.34.0") is False
 
 
 # -- the ast rules on small sources ---------------------------------------------------------

@@ -1,0 +1,392 @@
+"""`driftmatrix check`: one command (or every command of some pages) against the option history,
+in well under a second and with no vLLM installed — on which releases each option, value and key
+exists, where the whole command parses, what vLLM deprecated in its own words; with `--matrix`,
+the verdicts the published matrix recorded for this exact command; with `--run`, a real build
+through the tiers.
+
+Inputs: a command (`vllm serve …`, a `docker run …`, or just its options), `-` for stdin,
+`PAGE:LINE` (the command at that line of a docs page), or PAGE (every command on it: what the
+pre-commit hook passes). The releases asked: `--version X`, else the versions a page is written
+for, else today's stable release. Exit status: 0 parses on every release asked, 1 does not (or a
+--run failed), 2 an input could not be read or a release asked is not in the history.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+PAGE_LINE = re.compile(r"^(?P<page>.+\.(?:md|markdown|ya?ml)):(?P<line>\d+)$", re.I)
+PAGE_SUFFIXES = (".md", ".markdown", ".yaml", ".yml")
+
+
+GIVEN = "the command given"
+
+
+class CheckInputError(ValueError):
+    """An input that is neither a command nor a readable page."""
+
+
+@dataclass
+class Checked:
+    """One command to check and the releases it is asked about."""
+
+    snippet: object
+    """The extractor's Snippet (the same reading as a pipeline run: its id is the matrix's)."""
+    where: str
+    """`docs/serve.md:42`, or `the command given`."""
+    asked: list[str]
+    basis: str
+    """Why these releases: `--version 0.20.1`, `docs/x.md is written for >=0.20,<0.21`, `today's stable`."""
+    page: bool = False
+    """From a page, asked about the page's own releases (the hook's rule: fail only what none of
+    them takes); False for a command given alone or any command asked with --version."""
+    check: object = None
+    recorded: list[dict] = field(default_factory=list)
+
+
+def _history():
+    from flaghistory.commands import shipped
+
+    history = shipped()
+    if history is None:
+        raise CheckInputError("no usable flag history (the shipped copy or DRIFTMATRIX_FLAG_HISTORY)")
+    return history
+
+
+def _command_snippets(text: str, stable: str) -> list:
+    from extractor.snippet_builder import Place, from_shell_text
+
+    place = Place("check", stable, "<command>", 1)
+    # options alone (`--max-model-len 4096 …`) are read as `vllm serve`'s
+    for candidate in (text, *([f"vllm serve {text}"] if text.lstrip().startswith("-") else [])):
+        found = from_shell_text(candidate, place)
+        if found:
+            return found
+    raise CheckInputError(f"no vllm command in {text[:120]!r}")
+
+
+def _page_root(page: Path, docs: str | None) -> Path:
+    """The tree the page belongs to: --docs, else its git checkout, else its own folder."""
+    if docs:
+        return Path(docs).resolve()
+    from common.git import run_git
+
+    try:
+        top = run_git(page.parent, "rev-parse", "--show-toplevel", timeout=10)
+        if top.returncode == 0 and top.stdout.strip():
+            return Path(top.stdout.strip()).resolve()
+    except OSError:
+        pass
+    return page.parent.resolve()
+
+
+def _page_snippets(pages: list[Path], docs: str | None, stable: str) -> tuple[list, list[str]]:
+    from extractor.catalog import extract_pages
+    from extractor.corpus import SourceError
+
+    snippets, problems = [], []
+    by_root: dict[Path, list[Path]] = {}
+    for page in pages:
+        by_root.setdefault(_page_root(page, docs), []).append(page.resolve())
+    for root, group in by_root.items():
+        try:
+            found, diagnostics = extract_pages(root, group, stable=stable)
+        except SourceError as err:
+            problems.append(str(err))
+            continue
+        snippets += found
+        problems += [f"{d.file}:{d.line or 1}: {d.message}" for d in diagnostics if d.severity == "error"]
+    return snippets, problems
+
+
+def _page_releases(history, source) -> tuple[list[str], str]:
+    from publisher.judgement import written_for
+    from publisher.option_verdict import releases_written_for
+
+    claim = written_for(source)
+    releases = releases_written_for(history, claim.spec)
+    return releases, f"{source.file} is written for {claim.spec or 'every release'} ({claim.origin})"
+
+
+def _at_line(snippets: list, page: Path, line: int) -> list:
+    """The command whose text holds the page's line (the nearest one starting at or before it)."""
+    here = [(src.line, s) for s in snippets for src in s.sources
+            if Path(src.file).name == page.name and src.line <= line < src.line + max(1, src.text.count("\n") + 1)]
+    if not here:
+        raise CheckInputError(f"{page}:{line}: no vllm command at that line")
+    return [max(here, key=lambda pair: pair[0])[1]]
+
+
+def gather(args: argparse.Namespace, history, stable: str) -> tuple[list[Checked], list[str]]:
+    """What to check, and the inputs that could not be read (each said, the others still checked)."""
+    inputs = list(args.input) + changed_pages(args.changed) if args.changed else list(args.input) or ["-"]
+    checked, problems = [], []
+    for text in inputs:
+        try:
+            checked += _gather_one(text, args, history, stable)
+        except CheckInputError as err:
+            problems.append(str(err))
+    if args.version:
+        for c in checked:
+            c.asked, c.basis, c.page = list(args.version), "--version " + ", ".join(args.version), False
+    return checked, problems
+
+
+def changed_pages(rev: str) -> list[str]:
+    """The doc writer's mode: the pages changed against REV (the working tree, staged or not)."""
+    from common.git import run_git
+
+    done = run_git(Path.cwd(), "diff", "--name-only", "--diff-filter=ACMR", "-z", rev, "--", ".", timeout=30)
+    if done.returncode != 0:
+        raise CheckInputError(f"git diff {rev}: {done.stderr.strip()[:300]}")
+    top = run_git(Path.cwd(), "rev-parse", "--show-toplevel", timeout=10).stdout.strip()
+    names = [n for n in done.stdout.split("\0") if n]
+    return [str(Path(top) / n) for n in names if Path(n).suffix.lower() in PAGE_SUFFIXES]
+
+
+def _gather_one(text: str, args: argparse.Namespace, history, stable: str) -> list[Checked]:
+    if text == "-":
+        text = sys.stdin.read()
+        if not text.strip():
+            raise CheckInputError("nothing on stdin")
+    found = PAGE_LINE.match(text)
+    page = Path(found["page"] if found else text)
+    if not (found or (page.suffix.lower() in PAGE_SUFFIXES and page.is_file())):
+        return [Checked(s, GIVEN, [stable], f"today's stable release ({stable})")
+                for s in _command_snippets(text, stable)]
+    if not page.is_file():
+        raise CheckInputError(f"{page}: no such page")
+    snippets, problems = _page_snippets([page], args.docs, stable)
+    if problems and not snippets:
+        raise CheckInputError("; ".join(problems))
+    if found:
+        snippets = _at_line(snippets, page, int(found["line"]))
+    result = []
+    for s in snippets:
+        source = next((src for src in s.sources if Path(src.file).name == page.name), s.sources[0])
+        releases, basis = _page_releases(history, source)
+        result.append(Checked(s, f"{page}:{source.line}", releases, basis, page=True))
+    return result
+
+
+# -- judging ------------------------------------------------------------------------------------
+def rejected_everywhere(c: Checked) -> list:
+    """The uses none of the asked releases takes (the hook fails on these: the page's versions all lack them)."""
+    return [a for a in c.check.uses if c.asked and all(a.on.get(r) is False for r in c.asked)]
+
+
+def failed(c: Checked) -> bool:
+    """A page's command fails when something in it exists in none of the page's releases; a command
+    given alone, when it does not parse on every release asked."""
+    return bool(rejected_everywhere(c)) if c.page else not c.check.ok
+
+
+def rejected(c: Checked) -> bool:
+    """A release asked rejects part of it (not merely: the history read no such release)."""
+    return bool(rejected_everywhere(c)) if c.page else any(c.check.parses_on(r) is False for r in c.asked)
+
+
+def finding(c: Checked) -> bool:
+    """Something to look at: a release asked rejects part of it, or vLLM deprecated part of it."""
+    return any(False in a.on.values() or a.deprecated for a in c.check.uses)
+
+
+def fix_for(history, answer) -> str | None:
+    """vLLM's own replacement for what the release rejects, where its text names one."""
+    from flaghistory.commands import record_of
+
+    replacement = (record_of(history, answer.use) or {}).get("replacement")
+    return f"vLLM's text names {replacement} instead" if replacement else None
+
+
+# -- what the matrix recorded -------------------------------------------------------------------
+def load_matrix(where: str) -> dict:
+    if re.match(r"^https?://", where):
+        import httpx
+
+        response = httpx.get(where, timeout=30, follow_redirects=True)
+        response.raise_for_status()
+        return response.json()
+    import json
+
+    return json.loads(Path(where).read_text())
+
+
+def recorded(matrix: dict, snippet) -> list[dict]:
+    """The matrix's verdicts for this exact command (its id: the same command reads the same)."""
+    entry = (matrix.get("snippets") or {}).get(snippet.id)
+    if entry is None:
+        return []
+    targets = matrix.get("targets") or {}
+    rows = [{"target": key, "label": (targets.get(key) or {}).get("label") or key,
+             "version": (targets.get(key) or {}).get("version"), "status": cell.get("status"),
+             "depth": cell.get("depth"), "retired": bool(cell.get("retired"))}
+            for key, cell in (entry.get("support") or {}).items()]
+    return [{"judgement": entry.get("judgement"), "summary": next(
+        (j.get("summary") for j in entry.get("judgements") or []), None), "cells": rows}]
+
+
+# -- a real build -------------------------------------------------------------------------------
+def run_on_target(c: Checked, args: argparse.Namespace) -> list[dict]:
+    """The command through the tiers on a real build (`driftmatrix run` on a one-command catalog)."""
+    import tempfile
+
+    from extractor.records import Catalog
+    from runner.outcomes import store
+    from runner.run.loop import run
+    from runner.run.selection import RunOptions
+
+    with tempfile.TemporaryDirectory(prefix="driftmatrix-check-") as tmp:
+        snippets, outcomes = Path(tmp) / "snippets.json", Path(tmp) / "outcomes.jsonl"
+        Catalog(snippets=[c.snippet]).write(snippets)
+        run(RunOptions(snippets=snippets, output=outcomes, targets=Path(args.targets) if args.targets else None,
+                       tier=args.tier, target_names=[args.run], stand_ins=args.stand_ins,
+                       summary=str(Path(tmp) / "summary.md")))
+        found, _ = store.read(outcomes) if outcomes.is_file() else ([], [])
+    return [{"target": o.target.name, "version": o.target.version, "verdict": o.verdict, "stage": o.stage,
+             "tier": o.tier, "reason": o.reason} for o in found]
+
+
+# -- output -------------------------------------------------------------------------------------
+def _runs(runs: list[list[str]]) -> str:
+    return ", ".join(a if a == b else f"{a}–{b}" for a, b in runs) or "none"
+
+
+def _listed(releases: list[str], every: list[str]) -> str:
+    """The releases as runs of the history's releases (`0.20.1–0.34.0`); others named as given."""
+    from flaghistory.command_check import runs_of
+
+    known = set(releases)
+    runs = _runs(runs_of(every, [r in known for r in every]))
+    other = [r for r in releases if r not in set(every)]
+    return ", ".join(x for x in [runs if known & set(every) else "", *other] if x)
+
+
+def _grouped(why: dict[str, str], every: list[str]) -> list[tuple[str, str]]:
+    """The same reason for consecutive releases said once: (`0.20.1–0.34.0`, reason)."""
+    groups: list[tuple[list[str], str]] = []
+    for release, text in why.items():
+        if groups and groups[-1][1] == text:
+            groups[-1][0].append(release)
+        else:
+            groups.append(([release], text))
+    return [(_listed(rs, every), text) for rs, text in groups]
+
+
+def as_json(c: Checked, history) -> dict:
+    from extractor.snippet_builder import shell_text
+
+    body = c.check.as_json()
+    body.update(where=c.where, basis=c.basis, command=shell_text(c.snippet.argv, c.snippet.env),
+                snippet_id=c.snippet.id, failed=failed(c),
+                fixes={a.use.text(): f for a in c.check.uses if (f := fix_for(history, a))})
+    if c.recorded:
+        body["recorded"] = c.recorded
+    return body
+
+
+def render(console, c: Checked, history) -> None:
+    from rich.markup import escape
+    from extractor.snippet_builder import shell_text
+
+    check = c.check
+    some = any(c.check.parses_on(r) is False for r in c.asked)
+    mark = "[red]✗ does not parse on" if rejected(c) else "[yellow]? cannot say whether it parses on" if failed(c) \
+        else "[yellow]⚠ parses on some, not all, of" if some else "[green]✓ parses on"
+    console.print(f"[bold]{escape(c.where)}[/]: {escape(shell_text(c.snippet.argv, c.snippet.env))}", soft_wrap=True)
+    console.print(f"  {mark}[/] {escape(_listed(c.asked, check.releases) or 'no release the history read')} "
+                  f"[dim]({escape(c.basis)})", soft_wrap=True)
+    if check.unread:
+        console.print(f"  [red]cannot say for {escape(', '.join(check.unread))}: the history read releases "
+                      f"{escape(check.releases[0])} to {escape(check.releases[-1])}", soft_wrap=True)
+    whole = f"{check.oldest} (oldest) … {check.newest} (newest): {_runs(check.parses)}" if check.parses else "none"
+    console.print(f"  whole command parses on: {escape(whole)}", soft_wrap=True)
+    for a in check.uses:
+        unknown = f" [dim](cannot say for {_runs(a.unanswered)})[/]" if a.unanswered else ""
+        console.print(f"    {escape(a.use.text())}: {escape(_runs(a.accepted))}{unknown}", soft_wrap=True)
+        for releases, why in _grouped(a.why, check.releases):
+            console.print(f"      [red]{escape(releases)}: {escape(why)}", soft_wrap=True)
+        if (fix := fix_for(history, a)) and a.why:
+            console.print(f"      [cyan]fix: {escape(fix)}", soft_wrap=True)
+        if a.deprecated and not a.why:  # a rejection already quotes vLLM's deprecation
+            d = a.deprecated
+            console.print(f"      [yellow]deprecated since vLLM {escape(d['since'])}: “{escape(d['text'] or '')}”"
+                          + (f" → {escape(d['replacement'])}" if d.get("replacement") else ""), soft_wrap=True)
+        if a.model_dependent and any(a.on.values()):
+            console.print(f"      [dim]depends on the model: {escape(a.model_dependent)} (runs decide)", soft_wrap=True)
+    for r in c.recorded:
+        console.print(f"  recorded in the matrix: {escape(str(r.get('judgement')))}"
+                      + (f" — {escape(r['summary'])}" if r.get("summary") else ""), soft_wrap=True)
+        for cell in r["cells"]:
+            console.print(f"    {escape(cell['label'])}: {escape(str(cell['status']))} ({escape(str(cell['depth']))})"
+                          + (" [dim]retired" if cell["retired"] else ""), soft_wrap=True)
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    import json
+
+    from flaghistory.command_check import check_argv
+    from runner.builds.resolve import stable_pin
+    from rich.console import Console
+
+    console = Console(stderr=False, highlight=False)
+    errors = Console(stderr=True, highlight=False)
+    try:
+        history = _history()
+        checked, problems = gather(args, history, stable_pin())
+        matrix = load_matrix(args.matrix) if args.matrix else None
+    except (CheckInputError, OSError, ValueError) as err:
+        errors.print(f"[red]driftmatrix check: {err}", soft_wrap=True)
+        return 2
+    for problem in problems:
+        errors.print(f"[red]driftmatrix check: {problem}", soft_wrap=True)
+    for c in checked:
+        c.check = check_argv(history, list(c.snippet.argv or []), c.asked)
+        c.recorded = recorded(matrix, c.snippet) if matrix else []
+    runs = {c.where: run_on_target(c, args) for c in checked} if args.run else {}
+    if args.json:
+        print(json.dumps([{**as_json(c, history), **({"ran": runs[c.where]} if args.run else {})} for c in checked],
+                         indent=1))
+    else:
+        for c in checked:
+            if c.where != GIVEN and not args.verbose and not finding(c):
+                continue  # the hook's output: only what a writer has to look at
+            render(console, c, history)
+            for o in runs.get(c.where, []):
+                console.print(f"  ran on {o['target']} ({o['version']}): {o['verdict']} at {o['stage']}"
+                              + (f" — {o['reason']}" if o["reason"] else ""), soft_wrap=True, markup=False)
+        if any(c.where != GIVEN for c in checked):
+            pages = {c.where.rsplit(":", 1)[0] for c in checked}
+            console.print(f"{len(checked)} commands on {len(pages)} pages checked against the versions each page is "
+                          f"written for: {sum(failed(c) for c in checked)} fail, "
+                          f"{sum(finding(c) and not failed(c) for c in checked)} with a warning", soft_wrap=True)
+    if problems and not checked:
+        return 2
+    bad_run = any(o["verdict"] == "FAIL" for ran in runs.values() for o in ran)
+    if any(rejected(c) for c in checked) or bad_run:
+        return 1
+    return 2 if problems or any(failed(c) for c in checked) else 0  # failed, not rejected: a release not read
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    c = sub.add_parser("check", help="one command against every vLLM release's options and values (no vLLM needed)",
+                       description=__doc__.split("\n\n")[0].replace("`", ""))
+    c.add_argument("input", nargs="*", metavar="COMMAND|PAGE[:LINE]|-",
+                   help="a command (`vllm serve …` or its options), a docs page, PAGE:LINE, or - for stdin")
+    c.add_argument("--version", action="append", metavar="X", help="ask about this release (repeatable)")
+    c.add_argument("--docs", metavar="ROOT", help="the docs tree pages belong to (default: their git checkout)")
+    c.add_argument("--matrix", metavar="FILE|URL", help="the published matrix.json: the verdicts it recorded")
+    c.add_argument("--run", metavar="TARGET", help="also run it on this target (a real build) through the tiers")
+    c.add_argument("--tier", default="parse", help="with --run: the last tier (default: %(default)s)")
+    c.add_argument("--stand-ins", nargs="?", const="tiny", choices=["tiny", "full"], metavar="SIZE",
+                   help="with --run: twins for models that cannot be had")
+    c.add_argument("--targets", help="with --run: targets TOML (default: the shipped config)")
+    c.add_argument("--changed", nargs="?", const="HEAD", metavar="REV",
+                   help="every page changed against REV (default HEAD: your uncommitted changes)")
+    c.add_argument("-v", "--verbose", action="store_true", help="pages: every command, not only those with a finding")
+    c.add_argument("--json", action="store_true", help="JSON on stdout")
+    c.set_defaults(func=cmd_check)
