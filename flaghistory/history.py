@@ -191,7 +191,7 @@ class FlagHistory:
             return None
         if self._within(self.value_record(use), release):
             return True
-        if domain.get("open"):  # typed `Literal | str`: vLLM takes names beyond the set (plugins, class paths)
+        if self._within(domain.get("open"), release):  # typed `Literal | str` there: names beyond the set
             return None
         return None if command_options & set(domain.get("open_with") or ()) else False
 

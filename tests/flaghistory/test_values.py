@@ -107,7 +107,7 @@ def test_value_deprecations_in_vllm_words(history):
     assert backends["fold"] == "upper" and "FLASH_ATTN" in _names(history, "--attention-backend", "0.34.0")
     executors = history["values"]["--distributed-executor-backend"]  # also a class path: open
     assert _names(history, "--distributed-executor-backend", "0.34.0") == {"ray", "mp", "uni", "external_launcher"}
-    assert executors["open"] == "str | DistributedExecutorBackend | type[Executor] | None"
+    assert executors["open"]["type"] == "str | DistributedExecutorBackend | type[Executor] | None"
     assert "open" not in history["values"]["--quantization"]  # checked against its list at start
     assert backends["read"]["added"] == "0.13.0"  # the option exists since 0.13.0
     assert history["values"]["--load-format"]["fold"] == "lower"
@@ -121,7 +121,8 @@ def test_the_shipped_values_and_keys_follow_the_schema():
         assert option.startswith("--") and domain["from"] in ("choices", "literal", "enum", "registry"), option
         assert {"domain", "where", "read", "open_with", "model_dependent", "values"} <= set(domain) and domain["values"]
         assert all(o in data["flags"] for o in domain["open_with"]) and domain.get("fold") in (None, "lower", "upper")
-        assert domain.get("open") is None or "str" in domain["open"]  # `Literal | str`: other names accepted
+        assert domain.get("open") is None or "str" in domain["open"]["type"]  # `Literal | str`: other names accepted
+        spans += [domain["open"]] if domain.get("open") else []
         spans += [domain["read"], *domain["values"].values()]
     for option, keys in data["keys"].items():
         assert option in data["flags"] and keys["keys"] and keys["class"][0].isupper(), option
@@ -142,6 +143,10 @@ def test_an_open_domain_never_rejects_an_unknown_name():
     assert history.accepts_use(Use("value", "--distributed-executor-backend", "--distributed-executor-backend", "mp"),
                                "0.34.0") is True
     assert history.accepts_use(Use("value", "--quantization", "--quantization", "fp9"), "0.34.0") is False
+    # --kv-cache-dtype: `CacheDType` in 0.32.0 (argparse's choices), `CacheDType | str` from 0.33.0
+    assert history.values["--kv-cache-dtype"]["open"] == {"added": "0.33.0", "removed": None, "type": "CacheDType | str"}
+    dtype = Use("value", "--kv-cache-dtype", "--kv-cache-dtype", "octave_k9")
+    assert history.accepts_use(dtype, "0.32.0") is False and history.accepts_use(dtype, "0.34.0") is None
 
 
 # -- the ast rules on small sources ---------------------------------------------------------
