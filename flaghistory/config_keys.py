@@ -18,7 +18,7 @@ import ast
 import re
 from dataclasses import dataclass, field
 
-from flaghistory.dataclass_fields import FieldInfo, _decorated_dataclass, fields_of
+from flaghistory.dataclass_fields import FieldInfo, decorated_dataclass, fields_of
 from flaghistory.literals import memo, nodes, origin, strings
 from flaghistory.pyindex import Index, Module
 from flaghistory.reader import ReleaseOptions
@@ -60,14 +60,15 @@ def json_options(found: ReleaseOptions) -> list[str]:
         info = option.source_field
         if info is not None and info.json_config:
             names.append(name)
-        elif name.endswith("-config") and (info.types & JSONISH if info is not None else _json_type(option.type_text)):
+        elif name.endswith("-config") and (info.types & JSONISH if info is not None else
+                                           _json_type(option.type_text) or "json" in option.help.lower()):
             names.append(name)  # not `--generation-config` (a folder) nor `--config` (a YAML file)
     return sorted(names)
 
 
 def _config_class(cls: ast.ClassDef) -> bool:
     """A dataclass (stdlib, pydantic, vLLM's `@config`) or a pydantic BaseModel: not `SupportsHash`."""
-    return _decorated_dataclass(cls) or any(ast.unparse(b).endswith("BaseModel") for b in cls.bases)
+    return decorated_dataclass(cls) or any(ast.unparse(b).endswith("BaseModel") for b in cls.bases)
 
 
 def _squash(text: str) -> str:
@@ -87,6 +88,16 @@ def find_class(index: Index, option: str, found: ReleaseOptions) -> tuple[Module
             if isinstance(n, ast.ClassDef) and _squash(n.name) == wanted and _config_class(n)]
     hits.sort(key=lambda h: (not h[0].name.startswith("vllm.config"), h[0].path))
     return hits[0] if hits else None
+
+
+def no_class(index: Index, option: str) -> str:
+    """Why an option's keys were not read, for its diagnostic."""
+    wanted = _squash(option[2:])
+    plain = [n.name for m in index.modules.values() for n in m.defs.values()
+             if isinstance(n, ast.ClassDef) and _squash(n.name) == wanted]
+    if plain:  # e.g. SpeculativeConfig before 0.8.3: a plain class with an __init__
+        return f"class {plain[0]} is not a dataclass or pydantic model: its keys are not read"
+    return f"no config class found (by its field's type, its type= or the name {wanted})"
 
 
 def _init_false(cls: ast.ClassDef) -> set[str]:
@@ -195,14 +206,17 @@ def _built_with_kwargs(index: Index, cls: ast.ClassDef) -> bool:
 # -- deprecated keys ------------------------------------------------------------------------
 def key_deprecation(key: str, info: FieldInfo, siblings: set[str]) -> dict | None:
     """The field's own docstring says it is deprecated (`Level is deprecated … Please use mode.`);
-    the replacement is a sibling key a "use …" sentence names."""
+    the replacement is a sibling key (same class) a "use …" sentence names, as its full dotted key."""
     doc = " ".join(info.doc.split())
     leaf = key.rsplit(".", 1)[-1]
     opening = doc.lower().lstrip("`'\"[ ")
     if not (help_says_deprecated(doc) or opening.startswith(tuple(f"{w} is deprecated" for w in
                                                                    (leaf, leaf.replace("_", " "))))):
         return None
-    return {"text": doc[:400], "replacement": _sibling(doc, leaf, siblings)}
+    prefix = key[: len(key) - len(leaf)]  # "pass_config." for pass_config.enable_fusion
+    named = _sibling(doc, leaf, {k[len(prefix):] for k in siblings if k.startswith(prefix)
+                                 and "." not in k[len(prefix):]})
+    return {"text": doc[:400], "replacement": prefix + named if named else None}
 
 
 def _sibling(doc: str, leaf: str, siblings: set[str]) -> str | None:
@@ -223,7 +237,7 @@ def read_keys(index: Index, option: str, found: ReleaseOptions) -> ConfigKeys | 
     module, cls = hit
     keys = ConfigKeys(cls.name, module.path, [], closed(index, module, cls))
     pairs = list(walk_keys(index, module, cls))
-    siblings = {k.rsplit(".", 1)[-1] for k, _ in pairs}
+    siblings = {k for k, _ in pairs}
     for key, info in pairs:
         keys.keys.append(key)
         said = key_deprecation(key, info, siblings)

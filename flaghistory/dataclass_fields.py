@@ -63,7 +63,7 @@ class FieldKw:
     name: str
 
 
-def _decorated_dataclass(cls: ast.ClassDef) -> bool:
+def decorated_dataclass(cls: ast.ClassDef) -> bool:
     for deco in cls.decorator_list:
         target = deco.func if isinstance(deco, ast.Call) else deco
         name = ast.unparse(target)
@@ -121,7 +121,7 @@ def fields_of(index: Index, module: Module, cls: ast.ClassDef, depth: int = 0) -
         if i + 1 < len(body) and isinstance(body[i + 1], ast.Expr) and isinstance(body[i + 1].value, ast.Constant):
             doc = str(body[i + 1].value.value)
         types = _type_names(node.annotation)
-        json_config = any((hit := index.lookup_class(module, t)) and _decorated_dataclass(hit[1]) for t in types
+        json_config = any((hit := index.lookup_class(module, t)) and decorated_dataclass(hit[1]) for t in types
                           if t not in ("bool", "str", "int", "float", "None", "dict", "list"))
         found[node.target.id] = FieldInfo(node.target.id, frozenset(types), doc.strip(), json_config,
                                           node.annotation, module)

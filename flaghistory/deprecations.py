@@ -27,7 +27,7 @@ class Deprecation:
     """The option the text tells people to use instead, when it names one that exists."""
 
 
-def _strings(index: Index):
+def deprecation_texts(index: Index):
     """Every string constant (f-strings with their holes shown as `{…}`) in the release."""
     for module in index.modules.values():
         for node in ast.walk(module.tree):
@@ -50,7 +50,7 @@ def deprecations(index: Index, found: ReleaseOptions) -> dict[str, Deprecation]:
     twin shares the deprecation of `--x` (one BooleanOptionalAction)."""
     present = set(found.options)
     result: dict[str, Deprecation] = {}
-    for text in _strings(index):
+    for text in deprecation_texts(index):
         for subject in subjects(text):
             if subject in present and (subject not in result or result[subject].replacement is None):
                 result[subject] = Deprecation(_clean(text), replacement(text, subject, present))

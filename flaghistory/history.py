@@ -172,8 +172,8 @@ class FlagHistory:
     def accepts_use(self, use, version: str, command_options: frozenset[str] = frozenset()) -> bool | None:
         """Does that release take this option, value or key (flaghistory/uses.py)? None: the history
         cannot say — no release read for the version, the names were not read for that release, the
-        value is a placeholder, a plugin option in the command can add names, or vLLM ignores a key
-        it lacks. Whether a known value *works* with the command's model is never answered here."""
+        value is a placeholder, a plugin option in the command can add names, the option's type admits
+        any string (`open`), or vLLM ignores a key it lacks. Whether a known value *works* with the command's model is never answered here."""
         if use.kind == "option":
             return self.accepts(use.written, version)
         release = self.release_for(version)
@@ -191,6 +191,8 @@ class FlagHistory:
             return None
         if self._within(self.value_record(use), release):
             return True
+        if self._within(domain.get("open"), release):  # typed `Literal | str` there: names beyond the set
+            return None
         return None if command_options & set(domain.get("open_with") or ()) else False
 
     def value_record(self, use) -> dict | None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ast
 
-from flaghistory.pyindex import Index, Module, _absolute, evaluate
+from flaghistory.pyindex import Index, Module, absolute_module, evaluate
 
 MAX_DEPTH = 8
 WRAPPERS = ("Optional", "Union", "Annotated", "SkipValidation")
@@ -81,7 +81,7 @@ def resolve(index: Index, module: Module, name: str, depth: int = 0) -> tuple[Mo
             continue
         for alias in node.names:
             if (alias.asname or alias.name) == name or alias.name == "*":
-                origin = index.modules.get(_absolute(module, node))
+                origin = index.modules.get(absolute_module(module, node))
                 hit = resolve(index, origin, name if alias.name == "*" else alias.name, depth + 1) \
                     if origin is not None and origin is not module else None
                 if hit:

@@ -43,7 +43,7 @@ def module_name(path: str) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _absolute(module: Module, node: ast.ImportFrom) -> str:
+def absolute_module(module: Module, node: ast.ImportFrom) -> str:
     if not node.level:
         return node.module or ""
     package = module.name.split(".")
@@ -64,7 +64,7 @@ def _index(module: Module) -> None:
         elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
             module.defs[node.target.id] = node.value
         elif isinstance(node, ast.ImportFrom):
-            origin = _absolute(module, node)
+            origin = absolute_module(module, node)
             for alias in node.names:
                 module.imports[alias.asname or alias.name] = (origin, alias.name)
         elif isinstance(node, ast.Import):

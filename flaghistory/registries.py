@@ -37,6 +37,9 @@ class Found:
     kind: str
     """"choices" | "literal" | "enum" | "registry"."""
     fold: str | None = None
+    open: str | None = None
+    """The field's type when it admits any string beside the names (`str | DistributedExecutorBackend`):
+    plugins, registries or class paths add names, so an unknown name is unknown, not rejected."""
     deprecated: dict[str, dict] = field(default_factory=dict)
     """value → {"text": vLLM's words, "replacement": value or None}."""
 

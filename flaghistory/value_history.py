@@ -48,11 +48,21 @@ def fold_values(reads: list, spans: Spans) -> dict[str, dict]:
                   "model_dependent": newest["model_dependent"]}
         if newest.get("fold"):
             record["fold"] = newest["fold"]
+        record.update(_open(option, usable, releases, spans))
         sets = [(r.version, r.values[option]["values"], r.values[option]["deprecated"]) for r in usable
                 if option in r.values]
         record["values"] = _members(sets, spans)
         result[option] = record
     return result
+
+
+def _open(option: str, usable: list, releases: list[str], spans: Spans) -> dict:
+    """{"open": span + "type"} over the releases whose field type admits any string beside the names
+    (0.33.0's `CacheDType | str`, not 0.32.0's `CacheDType`); nothing when none does."""
+    typed = [r.values[option].get("open") if option in r.values else None for r in usable]
+    if not any(typed):
+        return {}
+    return {"open": {**spans([bool(t) for t in typed], releases), "type": next(t for t in reversed(typed) if t)}}
 
 
 def fold_keys(reads: list, spans: Spans) -> dict[str, dict]:

@@ -13,8 +13,8 @@ from __future__ import annotations
 import ast
 import re
 
-from flaghistory.config_keys import json_options, read_keys
-from flaghistory.deprecations import _strings
+from flaghistory.config_keys import json_options, no_class, read_keys
+from flaghistory.deprecations import deprecation_texts
 from flaghistory.literals import memo, nodes, origin, strings
 from flaghistory.pyindex import Index
 from flaghistory.reader import OptionFound, ReleaseOptions
@@ -56,10 +56,11 @@ def _from_option(index: Index, option: OptionFound) -> Found | None:
     if info is not None and info.module is not None:
         got = strings(index, info.module, info.annotation, {})
         where = origin(index, info.module, info.annotation)
+        free = ast.unparse(info.annotation) if "str" in info.types else None  # `Literal | str`: metavar, not choices
         if got and got[0] == "enum-upper":
-            return Found(sorted(set(got[1])), where, "enum", "upper")
+            return Found(sorted(set(got[1])), where, "enum", "upper", free)
         if got and got[0] in ("literal", "enum"):
-            return Found(sorted(set(got[1])), where, got[0])
+            return Found(sorted(set(got[1])), where, got[0], None, free)
     return None
 
 
@@ -73,6 +74,8 @@ def option_values(index: Index, found: ReleaseOptions) -> tuple[dict[str, dict],
         if got is None:
             if rule is not None:
                 diagnostics.append(f"values of {name}: its registry rule found no names in this release")
+            elif name in DOMAINS:
+                diagnostics.append(f"values of {name}: neither choices nor a Literal/Enum type in this release")
             elif option.choices is not None and option.choices[1] is not None and not _numbers(option.choices[1]):
                 diagnostics.append(f"values of {name}: choices not readable: {ast.unparse(option.choices[1])[:120]}")
             continue
@@ -91,7 +94,8 @@ def _numbers(node: ast.expr) -> bool:
 
 def _domain(name: str, got: Found, found: ReleaseOptions) -> dict:
     return {"domain": DOMAINS.get(name, f"values of {name}"), "from": got.kind, "where": got.where,
-            "values": got.values, "fold": got.fold, "deprecated": got.deprecated,
+            "values": got.values, "fold": got.fold, "open": got.open,
+            "deprecated": {k: v for k, v in got.deprecated.items() if k in got.values},  # a table may name removed ones
             "open_with": [o for o in OPEN_WITH.get(name, ()) if o in found.options],
             "model_dependent": MODEL_DEPENDENT.get(name)}
 
@@ -110,7 +114,7 @@ def _said_deprecated(index: Index, option: str, values: list[str]) -> dict[str, 
 
 
 def _messages(index: Index, option: str, known: set[str]):
-    for text in memo(index, "deprecated-strings", lambda: [t for t in _strings(index) if "--" in t]):
+    for text in memo(index, "deprecated-strings", lambda: [t for t in deprecation_texts(index) if "--" in t]):
         if option not in text:
             continue
         for value in known:
@@ -169,16 +173,21 @@ def option_keys(index: Index, found: ReleaseOptions) -> tuple[dict[str, dict], d
     for name in json_options(found):
         read = read_keys(index, name, found)
         option = found.options[name]
-        free = option.source_field.types & {"dict", "Dict"} if option.source_field else "json.loads" in option.type_text
-        if read is None and free:
+        free = option.source_field.types & {"dict", "Dict"} if option.source_field else \
+            "json.loads" in option.type_text or name.endswith("-extra-config")  # passed on as a dict by design
+        if read is None and free and no_class(index, name).startswith("no config class"):
             continue  # a free-form JSON object (`--override-generation-config`): no keys to read
         if read is None:
-            diagnostics.append(f"keys of {name}: no config class found (by its field's type or by the name "
-                               f"{''.join(p.capitalize() for p in name[2:].split('-'))})")
+            diagnostics.append(f"keys of {name}: {no_class(index, name)}")
             continue
         keys[name] = {"class": read.cls, "where": read.where, "closed": read.closed, "keys": read.keys,
                       "deprecated": read.deprecated}
         for key, (kind, names, where) in read.values.items():
             option = f"{name}.{key}"
             values[option] = _domain(option, Found(sorted(set(names)), where, kind), found)
+        for option in DOMAINS:  # a named domain whose key exists but is not typed with its names
+            base, _, key = option.partition(".")
+            if base == name and key in read.keys and option not in values:
+                diagnostics.append(f"values of {option}: {read.cls}.{key} is not typed with a Literal of its "
+                                   "names in this release: not read")
     return keys, values, diagnostics

@@ -5,15 +5,18 @@ the ast rules on small sources. Every expected fact was checked by hand in the s
 from __future__ import annotations
 
 import ast
+import json
 
 import pytest
 
 from flaghistory.build import build
+from flaghistory.history import SHIPPED, FlagHistory
 from flaghistory.literals import strings
 from flaghistory.pyindex import Index
+from flaghistory.uses import Use
 from runner.settings import cache_dir
 
-RELEASES = ["0.10.2", "0.11.0", "0.13.0", "0.20.1", "0.32.0", "0.34.0"]
+RELEASES = ["0.10.2", "0.11.0", "0.12.0", "0.13.0", "0.20.1", "0.32.0", "0.34.0"]
 SPEC_0_20_1 = {
     "deepseek_mtp", "mimo_mtp", "glm4_moe_mtp", "glm4_moe_lite_mtp", "glm_ocr_mtp", "ernie_mtp", "nemotron_h_mtp",
     "exaone_moe_mtp", "exaone4_5_mtp", "qwen3_next_mtp", "qwen3_5_mtp", "longcat_flash_mtp", "mtp",
@@ -82,9 +85,13 @@ def test_a_moved_compilation_key_and_when_keys_are_rejected(history):
     keys = history["keys"]["--compilation-config"]
     level = keys["keys"]["level"]
     assert (level["added"], level["removed"], level["deprecated"], level["replacement"]) == (
-        "0.10.2", "0.20.1", "0.13.0", "mode")
+        "0.10.2", "0.20.1", "0.12.0", "mode")
     assert level["deprecation"].startswith("Level is deprecated")
-    assert keys["keys"]["mode"]["added"] == "0.13.0"  # 0.11.0's CompilationConfig has `level` only
+    assert keys["keys"]["mode"]["added"] == "0.12.0"  # 0.11.0's CompilationConfig has `level` only
+    # PassConfig's renamed flags (0.12.0: "Deprecated in: v0.12.0. Use fuse_norm_quant and fuse_act_quant instead.")
+    fusion = keys["keys"]["pass_config.enable_fusion"]
+    assert (fusion["deprecated"], fusion["replacement"], fusion["removed"]) == (
+        "0.12.0", "pass_config.fuse_norm_quant", "0.13.0")
     assert any(k.startswith("pass_config.") for k in keys["keys"])  # nested PassConfig as dotted keys
     # 0.10.2: pydantic dataclass, extra ignored; 0.13.0: @dataclass(config=ConfigDict(extra="forbid"))
     assert keys["closed"] == {"added": "0.13.0", "removed": None}
@@ -98,8 +105,48 @@ def test_value_deprecations_in_vllm_words(history):
     assert (reward["deprecated"], reward["replacement"], reward["removed"]) == ("0.13.0", "embed", "0.20.1")
     backends = history["values"]["--attention-backend"]
     assert backends["fold"] == "upper" and "FLASH_ATTN" in _names(history, "--attention-backend", "0.34.0")
+    executors = history["values"]["--distributed-executor-backend"]  # also a class path: open
+    assert _names(history, "--distributed-executor-backend", "0.34.0") == {"ray", "mp", "uni", "external_launcher"}
+    assert executors["open"]["type"] == "str | DistributedExecutorBackend | type[Executor] | None"
+    assert "open" not in history["values"]["--quantization"]  # checked against its list at start
     assert backends["read"]["added"] == "0.13.0"  # the option exists since 0.13.0
     assert history["values"]["--load-format"]["fold"] == "lower"
+
+
+def test_the_shipped_values_and_keys_follow_the_schema():
+    data = json.loads(SHIPPED.read_text())
+    releases = data["releases"]
+    spans = []
+    for option, domain in data["values"].items():
+        assert option.startswith("--") and domain["from"] in ("choices", "literal", "enum", "registry"), option
+        assert {"domain", "where", "read", "open_with", "model_dependent", "values"} <= set(domain) and domain["values"]
+        assert all(o in data["flags"] for o in domain["open_with"]) and domain.get("fold") in (None, "lower", "upper")
+        assert domain.get("open") is None or "str" in domain["open"]["type"]  # `Literal | str`: other names accepted
+        spans += [domain["open"]] if domain.get("open") else []
+        spans += [domain["read"], *domain["values"].values()]
+    for option, keys in data["keys"].items():
+        assert option in data["flags"] and keys["keys"] and keys["class"][0].isupper(), option
+        spans += [keys["read"], *keys["keys"].values(), *([keys["closed"]] if keys["closed"] else [])]
+    for span in spans:
+        assert span["added"] in releases and span["removed"] in (None, *releases)
+        assert ("deprecated" in span) == ("deprecation" in span) == ("replacement" in span)
+    # the domains issue 34 names, each read up to the newest release
+    for option in ("--tool-call-parser", "--reasoning-parser", "--quantization", "--load-format",
+                   "--speculative-config.method", "--attention-backend", "--distributed-executor-backend"):
+        assert data["values"][option]["read"]["removed"] is None, option
+
+
+def test_an_open_domain_never_rejects_an_unknown_name():
+    history = FlagHistory.load(SHIPPED)
+    executor = Use("value", "--distributed-executor-backend", "--distributed-executor-backend", "my_pkg.MyExecutor")
+    assert history.accepts_use(executor, "0.34.0") is None  # `str | DistributedExecutorBackend | type[Executor]`
+    assert history.accepts_use(Use("value", "--distributed-executor-backend", "--distributed-executor-backend", "mp"),
+                               "0.34.0") is True
+    assert history.accepts_use(Use("value", "--quantization", "--quantization", "fp9"), "0.34.0") is False
+    # --kv-cache-dtype: `CacheDType` in 0.32.0 (argparse's choices), `CacheDType | str` from 0.33.0
+    assert history.values["--kv-cache-dtype"]["open"] == {"added": "0.33.0", "removed": None, "type": "CacheDType | str"}
+    dtype = Use("value", "--kv-cache-dtype", "--kv-cache-dtype", "octave_k9")
+    assert history.accepts_use(dtype, "0.32.0") is False and history.accepts_use(dtype, "0.34.0") is None
 
 
 # -- the ast rules on small sources ---------------------------------------------------------
@@ -119,16 +166,16 @@ class Fmt(str, Enum):
 }
 
 
-def _strings(expression: str):
+def value_of(expression: str):
     index = Index(SOURCES)
     module = index.modules["vllm.config.a"]
     return strings(index, module, ast.parse(expression, mode="eval").body, {})
 
 
 def test_the_value_rules():
-    assert _strings("Outer | None") == ("literal", ["a", "b", "c"])  # nested aliases, typing's flattening
-    assert _strings("Union[V0, V1]") == ("literal", ["x", "y"])
-    assert _strings("[*TABLE, None]") == ("choices", ["p", "q"])  # a dict's keys; argparse's None left out
-    assert _strings("[f.value for f in Fmt]") == ("enum", ["auto", "hf"])
-    assert _strings("list(get_args(Outer))") == ("literal", ["a", "b", "c"])
-    assert _strings("[8, 16, 32]") is None and _strings("Outer | Fmt") is None  # numbers; two kinds
+    assert value_of("Outer | None") == ("literal", ["a", "b", "c"])  # nested aliases, typing's flattening
+    assert value_of("Union[V0, V1]") == ("literal", ["x", "y"])
+    assert value_of("[*TABLE, None]") == ("choices", ["p", "q"])  # a dict's keys; argparse's None left out
+    assert value_of("[f.value for f in Fmt]") == ("enum", ["auto", "hf"])
+    assert value_of("list(get_args(Outer))") == ("literal", ["a", "b", "c"])
+    assert value_of("[8, 16, 32]") is None and value_of("Outer | Fmt") is None  # numbers; two kinds
