@@ -30,9 +30,13 @@ import typing
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 BOGUS = "driftmatrix_no_such_key"
-REJECTS = ("unexpected keyword argument", "extra_forbidden", "Extra inputs are not permitted",
-           "got an unexpected keyword")
+REJECTS = ("unexpected keyword argument", "Unexpected keyword argument", "unexpected_keyword_argument",
+           "extra_forbidden", "Extra inputs are not permitted")
+"""How a stdlib dataclass (TypeError) and pydantic (`extra="forbid"`, or a pydantic dataclass's
+`unexpected_keyword_argument`) refuse a key the class lacks."""
 TOOL, REASONING = "--tool-call-parser", "--reasoning-parser"
+CLASSES = {}
+"""JSON option -> (its config class, how the build builds it: "parser" or "class")."""
 
 
 def _long(action):
@@ -126,6 +130,59 @@ def registry_domains(domains, unknown):
     _quantization(domains, unknown, find)
     _load_formats(domains, unknown, find)
     _attention_backends(domains, unknown, find)
+    _tokenizer_modes(domains, unknown, find)
+
+
+def _tokenizer_modes(domains, unknown, find):
+    """`--tokenizer-mode` takes any string at parse (`TokenizerMode | str`); the tokenizer registry
+    decides later (`auto` is resolved before it is asked)."""
+    try:
+        registry = find("TokenizerRegistry")
+    except ImportError as exc:
+        unknown.append({"domain": "--tokenizer-mode", "why": f"TokenizerRegistry: {exc}"})
+        return
+    table = getattr(registry, "tokenizers", None) if registry is not None else None
+    if not isinstance(table, dict):
+        unknown.append({"domain": "--tokenizer-mode", "why": "no tokenizer registry table in this build"})
+        return
+    model_config = find("ModelConfig")  # its TokenizerMode Literal: modes get_tokenizer resolves itself (`slow`)
+    literal = _literal_names(_members(_hints(model_config).get("tokenizer_mode"))) if model_config is not None else []
+    domains["--tokenizer-mode"] = {"names": sorted({*table, *literal, "auto"}), "from": "registry", "open_with": [],
+                                   "where": _where(type(registry)), "fold": _tokenizer_fold(find)}
+
+
+def _tokenizer_fold(find):
+    """ModelConfig lower-cases tokenizer_mode (a validator) in the releases read: asked of its code."""
+    model_config = find("ModelConfig")
+    validator = getattr(model_config, "_lowercase_tokenizer_mode", None) if model_config is not None else None
+    return "lower" if validator is not None else None
+
+
+def field_domains(serve, domains, actions, unknown):
+    """Options without choices whose EngineArgs field is a Literal or an Enum (`str | ConfigFormat`
+    is shown as a metavar, not choices; an enum is parsed by its config's validator)."""
+    from vllm_symbols import find
+    engine_args = find("AsyncEngineArgs")
+    hints = _hints(engine_args) if engine_args is not None and dataclasses.is_dataclass(engine_args) else {}
+    for action in serve._actions:
+        name = _long(action)
+        if name is None or name in domains or (action.dest not in hints and not isinstance(action.metavar, (list, tuple))):
+            continue
+        members = _members(hints[action.dest]) if action.dest in hints else []
+        names = _literal_names(members)
+        enums = [m for m in members if isinstance(m, type) and issubclass(m, enum.Enum)]
+        if names:
+            domains[name] = {"names": sorted(set(names)), "from": "literal", "where": _where(engine_args),
+                             "fold": None, "open_with": [], "any_str": str in members}
+        elif enums:  # the enum validators read (attention, mamba, mm encoder) all do `Enum[value.upper()]`
+            domains[name] = {"names": sorted(m.name for e in enums for m in e), "from": "enum",
+                             "where": _where(enums[0]), "fold": "upper", "open_with": []}
+        elif isinstance(action.metavar, (list, tuple)) and action.metavar:  # names shown, any str taken
+            domains[name] = {"names": sorted(map(str, action.metavar)), "from": "metavar", "fold": None,
+                             "where": "the serve parser's metavar", "open_with": [], "any_str": True}
+        else:
+            continue
+        actions.setdefault(name, action)
 
 
 def _quantization(domains, unknown, find):
@@ -203,8 +260,8 @@ def key_paths(cls, prefix="", seen=()):
     """Every field as a dotted path; a field holding a config dataclass adds its fields below it."""
     paths, literals = [], {}
     for f in dataclasses.fields(cls):
-        if f.name.startswith("_") or f._field_type is not dataclasses._FIELD:  # InitVar/ClassVar: not keys
-            continue
+        if f.name.startswith("_") or not f.init or f._field_type is not dataclasses._FIELD:
+            continue  # InitVar/ClassVar/init=False fields: not keys a config can be given
         path = prefix + f.name
         paths.append(path)
         members = _members(_hints(cls).get(f.name, f.type))
@@ -231,6 +288,14 @@ def build_with(action, cls, how, config):
     return None
 
 
+def _nested(path):
+    """`{"a": {"b": null}}` for `a.b`."""
+    config = None
+    for part in reversed(path.split(".")):
+        config = {part: config}
+    return config
+
+
 def rejected(error, key):
     return error is not None and any(r in error for r in REJECTS) and key.split(".")[-1] in error
 
@@ -254,6 +319,7 @@ def json_keys(serve, keys, domains, actions, unknown):
         error = build_with(action, cls, how, {BOGUS: 1})
         closed = True if rejected(error, BOGUS) else False if error is None else None
         asked = "the parser's own type function" if how == "parser" else f"{cls.__name__}(**dict), as EngineArgs builds it"
+        CLASSES[name] = (cls, how)
         keys[name] = {"class": cls.__name__, "where": _where(cls), "keys": sorted(paths), "closed": closed,
                       "built": how, "how": f"a bogus key handed to {asked}: " +
                       ("taken" if error is None else error[:300])}
@@ -274,7 +340,11 @@ def answer(use, domains, keys, actions):
             return None, "no config class for this option in this build"
         if use["key"] in record["keys"]:
             return True, f"a field of {record['class']}"
-        if record["closed"] is True:
+        if record["closed"] is True:  # some keys are taken without being fields (renamed old keys)
+            cls, how = CLASSES[use["option"]]
+            error = build_with(actions.get(use["option"]), cls, how, _nested(use["key"]))
+            if error is None:
+                return True, f"not a field of {record['class']}, yet the parser takes it"
             return False, f"not a field of {record['class']}, which rejects unknown keys"
         if record["closed"] is False:
             return True, f"not a field of {record['class']}, which takes (ignores) unknown keys"
@@ -292,11 +362,12 @@ def answer(use, domains, keys, actions):
         return converted in action.choices, "the serve parser's choices"
     if domain == "--attention-backend":
         return _attention_backend(value, record)
-    folded = value.lower() if record.get("fold") == "lower" else value
+    fold = record.get("fold")
+    folded = value.lower() if fold == "lower" else value.upper() if fold == "upper" else value
     if folded in record["names"]:
         return True, f"one of the build's {record['from']} names"
     if record.get("any_str"):
-        return True, "the field also takes any string"
+        return None, "not a listed name, and the field also takes any string: a later check decides"
     return False, f"not one of the build's {len(record['names'])} {record['from']} names"
 
 
@@ -327,6 +398,7 @@ def main():
     domains, keys, actions, unknown = {}, {}, {}, []
     choices_domains(serve, domains, actions)
     registry_domains(domains, unknown)
+    field_domains(serve, domains, actions, unknown)
     json_keys(serve, keys, domains, actions, unknown)
     answers = []
     for use in query.get("uses", []):

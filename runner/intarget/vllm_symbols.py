@@ -65,6 +65,9 @@ TABLE: dict[str, Where] = {
     "AttentionBackendEnum": Where(("vllm.v1.attention.backends.registry", "vllm.attention.backends.registry"),
                                   absent="no attention backend enum: --attention-backend names unknown"),
     "AttentionConfig": Where(("vllm.config",), absent="no AttentionConfig: backend names matched upper-cased"),
+    "ModelConfig": Where(("vllm.config",), absent="no ModelConfig: --tokenizer-mode read without folding"),
+    "TokenizerRegistry": Where(("vllm.tokenizers.registry", "vllm.transformers_utils.tokenizer_base"),
+                               absent="no tokenizer registry: --tokenizer-mode names unknown"),
     "VllmConfig": Where(("vllm.config",), absent="no VllmConfig: JSON options without a parser-built class unknown"),
 }
 
