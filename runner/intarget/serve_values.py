@@ -332,8 +332,11 @@ def json_keys(serve, keys, domains, actions, unknown):
 
 # --- the uses -----------------------------------------------------------------------------------
 
-def answer(use, domains, keys, actions):
+def answer(use, domains, keys, actions, serve):
     """The build's answer for one use: its own check where one exists, else the names it knows."""
+    action = serve._option_string_actions.get(use["option"])  # `-cc` is `--compilation-config`
+    if action is not None and _long(action):
+        use = {**use, "option": _long(action)}
     if use["kind"] == "key":
         record = keys.get(use["option"])
         if record is None:
@@ -403,7 +406,7 @@ def main():
     answers = []
     for use in query.get("uses", []):
         try:
-            build, why = answer(use, domains, keys, actions)
+            build, why = answer(use, domains, keys, actions, serve)
         except Exception as exc:
             build, why = None, f"asking failed: {type(exc).__name__}: {exc}"[:300]
         answers.append({**use, "build": build, "why": why})
