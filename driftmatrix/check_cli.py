@@ -7,8 +7,8 @@ through the tiers.
 Inputs: a command (`vllm serve …`, a `docker run …`, or just its options), `-` for stdin,
 `PAGE:LINE` (the command at that line of a docs page), or PAGE (every command on it: what the
 pre-commit hook passes). The releases asked: `--version X`, else the versions a page is written
-for, else today's stable release. Exit status: 0 parses on every release asked, 1 does not,
-2 the input could not be read.
+for, else today's stable release. Exit status: 0 parses on every release asked, 1 does not (or a
+--run failed), 2 an input could not be read or a release asked is not in the history.
 """
 
 from __future__ import annotations
@@ -61,7 +61,8 @@ def _command_snippets(text: str, stable: str) -> list:
     from extractor.snippet_builder import Place, from_shell_text
 
     place = Place("check", stable, "<command>", 1)
-    for candidate in (text, f"vllm serve {text}"):
+    # options alone (`--max-model-len 4096 …`) are read as `vllm serve`'s
+    for candidate in (text, *([f"vllm serve {text}"] if text.lstrip().startswith("-") else [])):
         found = from_shell_text(candidate, place)
         if found:
             return found
@@ -184,6 +185,11 @@ def failed(c: Checked) -> bool:
     return bool(rejected_everywhere(c)) if c.page else not c.check.ok
 
 
+def rejected(c: Checked) -> bool:
+    """A release asked rejects part of it (not merely: the history read no such release)."""
+    return bool(rejected_everywhere(c)) if c.page else any(c.check.parses_on(r) is False for r in c.asked)
+
+
 def finding(c: Checked) -> bool:
     """Something to look at: a release asked rejects part of it, or vLLM deprecated part of it."""
     return any(False in a.on.values() or a.deprecated for a in c.check.uses)
@@ -191,9 +197,9 @@ def finding(c: Checked) -> bool:
 
 def fix_for(history, answer) -> str | None:
     """vLLM's own replacement for what the release rejects, where its text names one."""
-    use = answer.use
-    record = history.flags.get(use.option) if use.kind == "option" else history.value_record(use)
-    replacement = (record or {}).get("replacement")
+    from flaghistory.commands import record_of
+
+    replacement = (record_of(history, answer.use) or {}).get("replacement")
     return f"vLLM's text names {replacement} instead" if replacement else None
 
 
@@ -229,18 +235,17 @@ def run_on_target(c: Checked, args: argparse.Namespace) -> list[dict]:
     """The command through the tiers on a real build (`driftmatrix run` on a one-command catalog)."""
     import tempfile
 
-    from driftmatrix.cli import main as cli_main
     from extractor.records import Catalog
     from runner.outcomes import store
+    from runner.run.loop import run
+    from runner.run.selection import RunOptions
 
     with tempfile.TemporaryDirectory(prefix="driftmatrix-check-") as tmp:
         snippets, outcomes = Path(tmp) / "snippets.json", Path(tmp) / "outcomes.jsonl"
         Catalog(snippets=[c.snippet]).write(snippets)
-        argv = ["run", str(snippets), "-o", str(outcomes), "--tier", args.tier, "--target", args.run,
-                "--format", "json", "--summary", str(Path(tmp) / "summary.md")]
-        argv += ["--targets", args.targets] if args.targets else []
-        argv += ["--stand-ins", args.stand_ins] if args.stand_ins else []
-        cli_main(argv)
+        run(RunOptions(snippets=snippets, output=outcomes, targets=Path(args.targets) if args.targets else None,
+                       tier=args.tier, target_names=[args.run], stand_ins=args.stand_ins,
+                       summary=str(Path(tmp) / "summary.md")))
         found, _ = store.read(outcomes) if outcomes.is_file() else ([], [])
     return [{"target": o.target.name, "version": o.target.version, "verdict": o.verdict, "stage": o.stage,
              "tier": o.tier, "reason": o.reason} for o in found]
@@ -288,10 +293,15 @@ def render(console, c: Checked, history) -> None:
     from rich.markup import escape
     from extractor.snippet_builder import shell_text
 
-    check, mark = c.check, "[red]✗ does not parse" if failed(c) else "[green]✓ parses"
+    check = c.check
+    mark = "[red]✗ does not parse" if rejected(c) else "[yellow]? cannot say whether it parses" if failed(c) \
+        else "[green]✓ parses"
     console.print(f"[bold]{escape(c.where)}[/]: {escape(shell_text(c.snippet.argv, c.snippet.env))}", soft_wrap=True)
     console.print(f"  {mark}[/] on {escape(_listed(c.asked, check.releases) or 'no release the history read')} "
                   f"[dim]({escape(c.basis)})", soft_wrap=True)
+    if check.unread:
+        console.print(f"  [red]cannot say for {escape(', '.join(check.unread))}: the history read releases "
+                      f"{escape(check.releases[0])} to {escape(check.releases[-1])}", soft_wrap=True)
     whole = f"{check.oldest} (oldest) … {check.newest} (newest): {_runs(check.parses)}" if check.parses else "none"
     console.print(f"  whole command parses on: {escape(whole)}", soft_wrap=True)
     for a in check.uses:
@@ -356,7 +366,9 @@ def cmd_check(args: argparse.Namespace) -> int:
     if problems and not checked:
         return 2
     bad_run = any(o["verdict"] == "FAIL" for ran in runs.values() for o in ran)
-    return 1 if any(failed(c) for c in checked) or bad_run or problems else 0
+    if any(rejected(c) for c in checked) or bad_run:
+        return 1
+    return 2 if problems or any(failed(c) for c in checked) else 0  # failed, not rejected: a release not read
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

@@ -49,6 +49,8 @@ class GateResult:
     commands: int = 0
     findings: list[Finding] = field(default_factory=list)
     run_exit: int = 0
+    static: dict[str, dict[str, list[str]]] = field(default_factory=dict)
+    """{target: {command id: why}}: not started on that build, as the option history says it rejects them."""
 
     @property
     def new_drift(self) -> list[Finding]:
@@ -186,12 +188,48 @@ def run_gate(repo: Path, base: str, head: str, paths: list[str], targets: Path |
     base_cat.write(work / "base.json")
     result.commands = len(head_cat.snippets)
     outcomes = work / "outcomes.jsonl"
-    if head_cat.snippets:
-        result.run_exit = run(RunOptions(snippets=work / "head.json", output=outcomes, targets=targets, tier=tier,
-                                         cache_dir=cache_dir or default_cache(), summary=str(work / "run.md")))
+    from runner.builds.targets import default_path, load
+    result.static = static_rejections(head_cat.snippets, load(targets or default_path()).targets)
+    for target in load(targets or default_path()).targets:
+        started = [s.id for s in head_cat.snippets if s.id not in result.static.get(target.name, {})]
+        if started:  # each build runs only what the history does not already say it rejects
+            result.run_exit |= run(RunOptions(snippets=work / "head.json", output=outcomes, targets=targets,
+                                              tier=tier, only=started, target_names=[target.name],
+                                              cache_dir=cache_dir or default_cache(),
+                                              summary=str(work / f"run-{target.name}.md")))
     outcomes.touch()
     result.findings = judge_change(work / "head.json", work / "base.json", outcomes, changed)
     return _saved(result, work)
+
+
+def static_rejections(snippets: list, targets: list) -> dict[str, dict[str, list[str]]]:
+    """{target: {snippet id: why}} for the commands the option history says a build rejects — an
+    option, value or key that release no longer or not yet has, in vLLM's words — which then are
+    not started there (the judgement reads the history for them, as for any build not checked). A
+    name no release ever had is left to the build (the history may have missed a way vLLM takes it), and
+    so is a `--disable-x` whose `--enable-x` the release has (publisher/option_verdict.py: unseen_twin)."""
+    from flaghistory.command_check import check_argv
+    from flaghistory.commands import record_of, shipped
+    from publisher.option_verdict import JUDGED_KINDS, unseen_twin
+
+    history = shipped()
+    found: dict[str, dict[str, list[str]]] = {}
+    if history is None:
+        return found
+    for target in targets:
+        version = target.pinned_version()
+        if version is None or history.release_for(version) is None:
+            continue
+        for s in snippets:
+            if s.kind not in JUDGED_KINDS:
+                continue
+            check = check_argv(history, list(s.argv or []), [version])
+            release = history.release_for(version)
+            why = [text for a in check.uses if record_of(history, a.use) and not (
+                a.use.kind == "option" and unseen_twin(history, a.use.option, [release])) for text in a.why.values()]
+            if why:
+                found.setdefault(target.name, {})[s.id] = why
+    return found
 
 
 def _saved(result: GateResult, work: Path) -> GateResult:
@@ -209,6 +247,10 @@ def markdown(result: GateResult, tier: str, full: str = "`gate.json` in the gate
     old = [f for f in result.findings if f.judgement == "doc-drift" and not f.new]
     if result.run_exit:
         lines.append("Some checks ended in ERROR (ours or the machine's): see the run log.")
+    for target, skipped in result.static.items():
+        lines.append(f"{len(skipped)} command(s) not started on {code_span(target)}: the option history says that "
+                     "release rejects them — " + "; ".join(code_span(w, 200) for why in list(skipped.values())[:5]
+                                                              for w in why[:1]))
     if old:
         lines.append(f"{len(old)} doc-drift already on the base branch (not this change's): "
                      + ", ".join(code_span(f"{f.file}:{f.line}") for f in old[:10]))

@@ -24,9 +24,12 @@ from flaghistory.deprecations import deprecations
 from flaghistory.pyindex import Index
 from flaghistory.reader import Reader
 from flaghistory.sources import Release, fetch_sources, list_releases, read_tree
+from flaghistory.value_history import fold_keys, fold_values
+from flaghistory.values import option_keys, option_values
 
 SCHEMA = 1
-READER_FILES = ("pyindex.py", "reader.py", "dataclass_fields.py", "deprecations.py", "wording.py", "build.py")
+READER_FILES = ("pyindex.py", "reader.py", "dataclass_fields.py", "deprecations.py", "wording.py", "build.py",
+                "literals.py", "registries.py", "config_keys.py", "values.py", "value_history.py")
 FETCH_JOBS = 4
 """Downloads at once: sdists are 30–50 MB and PyPI's CDN is not the bottleneck."""
 
@@ -42,6 +45,11 @@ class ReleaseRead:
     syntax: list[str] = field(default_factory=list)
     """What its FlexibleArgumentParser rewrites before argparse: `--x.key` (dotted), `-O<n>`."""
     diagnostics: list[str] = field(default_factory=list)
+    values: dict[str, dict] | None = None
+    """option (or `--json-option.key`) → its value names and where they came from (values.py);
+    None: a read made before values were read."""
+    keys: dict[str, dict] | None = None
+    """JSON option → its config class's keys (config_keys.py)."""
 
 
 def reader_key() -> str:
@@ -68,8 +76,10 @@ def read_sources(version: str, sources: dict[str, str]) -> ReleaseRead:
     index = Index(sources)
     found = Reader(index, version).read()
     said = deprecations(index, found)
+    values, value_notes = option_values(index, found)
+    keys, key_values, key_notes = option_keys(index, found)
     return ReleaseRead(version, sorted(found.options), {k: asdict(v) for k, v in sorted(said.items())},
-                       _syntax(index), found.diagnostics)
+                       _syntax(index), found.diagnostics + value_notes + key_notes, values | key_values, keys)
 
 
 def read_release(release: Release, cache: Path, client: httpx.Client) -> ReleaseRead:
@@ -140,6 +150,7 @@ def assemble(reads: list[ReleaseRead], source: str) -> dict:
     for feature in sorted({f for r in usable for f in r.syntax}):
         syntax[feature] = _spans([feature in r.syntax for r in usable], releases)
     return {"schema": SCHEMA, "source": source, "releases": releases, "flags": flags, "syntax": syntax,
+            "values": fold_values(usable, _spans), "keys": fold_keys(usable, _spans),
             "diagnostics": {r.version: r.diagnostics for r in reads if r.diagnostics}}
 
 

@@ -66,6 +66,8 @@ class CommandCheck:
     asked: list[str]
     """The releases asked about (`--version`, the page's releases, or the stable release)."""
     uses: list[UseAnswer]
+    unread: list[str] = field(default_factory=list)
+    """Asked releases the history has no reading for (before its first release, or not a version)."""
 
     @property
     def oldest(self) -> str | None:
@@ -75,16 +77,19 @@ class CommandCheck:
     def newest(self) -> str | None:
         return self.parses[-1][1] if self.parses else None
 
-    def parses_on(self, release: str) -> bool:
+    def parses_on(self, release: str) -> bool | None:
+        """None: the history read no such release."""
+        if release in self.unread:
+            return None
         return all(a.on.get(release) is not False for a in self.uses)
 
     @property
     def ok(self) -> bool:
-        """The exit status's question: does it parse on every asked release?"""
+        """The exit status's question: does it parse on every asked release (each one read)?"""
         return all(self.parses_on(r) for r in self.asked)
 
     def as_json(self) -> dict:
-        return {"argv": self.argv, "asked": self.asked, "ok": self.ok,
+        return {"argv": self.argv, "asked": self.asked, "ok": self.ok, "unread": self.unread,
                 "parses_on": {r: self.parses_on(r) for r in self.asked},
                 "parses": self.parses, "oldest": self.oldest, "newest": self.newest,
                 "releases": [self.releases[0], self.releases[-1]] if self.releases else [],
@@ -108,4 +113,5 @@ def check_argv(history: FlagHistory, argv: list[str], asked: list[str]) -> Comma
     given = frozenset(u.option for u in uses)
     answers = [_answer(history, u, asked, given) for u in uses]
     whole = [all(history.accepts_use(u, r, given) is not False for u in uses) for r in history.releases]
-    return CommandCheck(argv, list(history.releases), runs_of(history.releases, whole), asked, answers)
+    unread = [r for r in asked if history.release_for(r) is None]
+    return CommandCheck(argv, list(history.releases), runs_of(history.releases, whole), asked, answers, unread)

@@ -11,7 +11,7 @@ from functools import lru_cache
 from packaging.version import Version
 
 from flaghistory.history import FlagHistory, HistoryError, token
-from flaghistory.uses import uses_of
+from flaghistory.uses import Use, uses_of
 
 UNRECOGNIZED = re.compile(r"unrecognized arguments?: (.+)")
 
@@ -117,19 +117,36 @@ def rejected_options(message: str | None) -> list[str]:
     return [t for t in rejected_tokens(message) if token(t) is not None]
 
 
+INVALID_CHOICE = re.compile(r"argument (-[\w-]+)(?:/-[\w-]+)*: invalid choice: '([^']*)'")
+"""argparse's own words for a value its `choices` lack."""
+INVALID_NAME = re.compile(r"invalid (tool call|reasoning) parser: ([^\s'\"(]+)")
+"""vLLM's words when a tool-call or reasoning parser name is not registered (at the server's start)."""
+NAMED = {"tool call": "--tool-call-parser", "reasoning": "--reasoning-parser"}
+
+
+def rejected_values(history: FlagHistory, message: str | None) -> list:
+    """The option values a build's error names as unknown, as flaghistory.uses.Use."""
+    found = [(history.canonical(o), o, v) for o, v in INVALID_CHOICE.findall(message or "")]
+    found += [(NAMED[kind], NAMED[kind], v) for kind, v in INVALID_NAME.findall(message or "")]
+    return [Use("value", option, written, value=value) for option, written, value in dict.fromkeys(found)]
+
+
 def explain_failure(history: FlagHistory | None, message: str | None, version: str) -> list[str]:
+    """Why the build rejected what its error names (options argparse left over, values it refused),
+    from the history and in vLLM's words."""
     if history is None:
         return []
-    return [e for o in rejected_options(message) if (e := explain(history, o, version))]
+    said = [e for o in rejected_options(message) if (e := explain(history, o, version))]
+    return said + [e for u in rejected_values(history, message) if (e := explain_use(history, u, version))]
 
 
 def _use_name(history: FlagHistory, use) -> tuple[str, str]:
-    """(how the use is shown, what kind of name it is) for the explanations."""
+    """(how the use is shown, the names it is one of) for the explanations."""
     if use.kind == "key":
         cls = history.keys.get(use.option, {}).get("class") or "its config"
-        return f"`{use.key}`", f"a key of {use.option} ({cls})"
-    domain = history.values.get(use.domain, {}).get("domain") or f"a value of {use.domain}"
-    return f"`{use.text()}`", domain
+        return f"`{use.key}`", f"the keys of {use.option} ({cls})"
+    domain = history.values.get(use.domain, {}).get("domain")
+    return f"`{use.text()}`", f"the {domain}" if domain else f"the values of {use.domain}"
 
 
 def explain_use(history: FlagHistory, use, version: str) -> str | None:
@@ -139,25 +156,31 @@ def explain_use(history: FlagHistory, use, version: str) -> str | None:
         return explain(history, use.written, version)
     if history.accepts_use(use, version) is not False:
         return None
-    shown, kind = _use_name(history, use)
+    shown, names = _use_name(history, use)
     record = history.value_record(use)
     if record is None:
-        return f"{shown}: not {kind} in any vLLM release from {history.releases[0]} to {history.releases[-1]}"
+        return f"{shown} is in none of {names} of vLLM {history.releases[0]} to {history.releases[-1]}"
     if record.get("removed") and Version(version) >= Version(record["removed"]):
-        text = f"{shown} was removed in vLLM {record['removed']} ({kind})"
+        text = f"{shown} was removed from {names} in vLLM {record['removed']}"
         if record.get("deprecated"):
             text += f"; vLLM {record['deprecated']} deprecated it: “{record['deprecation']}”"
         if record.get("replacement"):
             text += f" (vLLM's text names {record['replacement']} instead)"
         return text
     if Version(version) < Version(record["added"]):
-        return f"{shown} is known from vLLM {record['added']} ({kind})"
-    return f"{shown} is not {kind} in vLLM {version}"
+        return f"{shown} is known from vLLM {record['added']} ({names})"
+    return f"{shown} is not in {names} of vLLM {version}"
+
+
+def record_of(history: FlagHistory, use) -> dict | None:
+    """The history's record of an option, a value or a key (its span and vLLM's words); None: no
+    release read has it."""
+    return history.flags.get(use.option) if use.kind == "option" else history.value_record(use)
 
 
 def deprecation_of(history: FlagHistory, use, version: str) -> dict | None:
     """{since, text, replacement} when vLLM had deprecated the option, value or key by `version`."""
-    record = history.flags.get(use.option) if use.kind == "option" else history.value_record(use)
+    record = record_of(history, use)
     since = (record or {}).get("deprecated")
     if not since or Version(version) < Version(since):
         return None

@@ -24,6 +24,10 @@ class FieldInfo:
     """The docstring under the field (vLLM's help text)."""
     json_config: bool
     """Its type is itself a config dataclass: a JSON option, never a boolean pair."""
+    annotation: ast.AST | None = field(default=None, compare=False, repr=False)
+    """The annotation itself: values.py reads Literal / Enum choices from it."""
+    module: Module | None = field(default=None, compare=False, repr=False)
+    """Where the annotation's names are looked up."""
 
 
 @dataclass
@@ -119,7 +123,8 @@ def fields_of(index: Index, module: Module, cls: ast.ClassDef, depth: int = 0) -
         types = _type_names(node.annotation)
         json_config = any((hit := index.lookup_class(module, t)) and _decorated_dataclass(hit[1]) for t in types
                           if t not in ("bool", "str", "int", "float", "None", "dict", "list"))
-        found[node.target.id] = FieldInfo(node.target.id, frozenset(types), doc.strip(), json_config)
+        found[node.target.id] = FieldInfo(node.target.id, frozenset(types), doc.strip(), json_config,
+                                          node.annotation, module)
     return found
 
 

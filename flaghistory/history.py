@@ -209,9 +209,8 @@ class FlagHistory:
         if use.kind == "key":
             return self.keys.get(use.option, {}).get("keys", {}).get(use.key)
         domain = self.values.get(use.domain) or {}
-        fold = domain.get("fold")  # the release's own code folds the name before comparing it
-        value = use.value.lower() if fold == "lower" and use.value else \
-            use.value.upper() if fold == "upper" and use.value else use.value
+        fold = {"lower": str.lower, "upper": str.upper}.get(domain.get("fold") or "")
+        value = fold(use.value) if fold and use.value else use.value  # the release folds case itself
         return domain.get("values", {}).get(value)
 
     def valid_range(self, options: list, command_options: frozenset[str] = frozenset()) -> tuple[str, str] | None:

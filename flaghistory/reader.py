@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from flaghistory.dataclass_fields import BoolRule, FieldKw, KwargsOf, bool_rule, fields_of
+from flaghistory.dataclass_fields import BoolRule, FieldInfo, FieldKw, KwargsOf, bool_rule, fields_of
 from flaghistory.pyindex import BOOLEAN_OPTIONAL, UNKNOWN, Index, Module, evaluate
 from flaghistory.wording import help_says_deprecated
 
@@ -33,6 +33,13 @@ class OptionFound:
     """Marked `deprecated=True`, or its help says it is deprecated."""
     help: str = ""
     """The help text where the reader could evaluate it (deprecations quote it)."""
+    choices: tuple | None = field(default=None, repr=False)
+    """(module, `choices=` expression, the frame's names) of the add_argument call: values.py evaluates it."""
+    source_field: FieldInfo | None = field(default=None, repr=False)
+    type_text: str = ""
+    """The `type=` of a literal add_argument call as written (`json.loads`, `CompilationConfig.from_cli`):
+    config_keys.py tells a JSON option and its class from it where no dataclass field made the option."""
+    """The dataclass field get_kwargs made the option from (its annotation gives Literal / Enum values)."""
 
 
 @dataclass
@@ -317,10 +324,18 @@ class Reader:
             names += ["--no-" + n[2:] for n in names if n.startswith("--")]
         helptext = keywords.get("help") if isinstance(keywords.get("help"), str) else ""
         deprecated = keywords.get("deprecated") is True or help_says_deprecated(helptext)
+        choices = next(((frame.module, kw.value, dict(frame.env)) for kw in call.keywords if kw.arg == "choices"), None)
+        if choices is None and isinstance(keywords.get("choices"), list):  # set as kwargs["f"]["choices"] = [...]
+            choices = (frame.module, None, keywords["choices"])
+        spread = keywords.get("__field__")
+        type_text = next((ast.unparse(kw.value) for kw in call.keywords if kw.arg == "type"), "")
         for name in names:
             found = self.result.options.setdefault(name, OptionFound(where))
             found.deprecated = found.deprecated or deprecated
             found.help = found.help or helptext
+            found.choices = found.choices or choices
+            found.source_field = found.source_field or spread
+            found.type_text = found.type_text or type_text
 
     def _keywords(self, call: ast.Call, frame: Frame, where: str) -> dict:
         """The call's argparse keywords, `**kwargs["field"]` spread in as get_kwargs makes them."""
@@ -338,6 +353,7 @@ class Reader:
                     continue
                 keywords["action"] = BOOLEAN_OPTIONAL if self.rule.pair(info) else None
                 keywords["help"] = info.doc
+                keywords["__field__"] = info
                 keywords.update(spread.source.overrides.get(spread.name, {}))
         for kw in call.keywords:
             if kw.arg is not None:

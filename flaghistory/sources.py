@@ -28,6 +28,19 @@ KEEP_DIRS = ("vllm/config", "vllm/engine", "vllm/entrypoints", "vllm/utils")
 KEEP_TOP = ("vllm/scripts.py", "vllm/config.py", "vllm/utils.py")
 KEEP_MARKERS = (b"add_argument", b"@dataclass", b"@config", b"deprecat", b"FlexibleArgumentParser")
 """A file in KEEP_DIRS is kept only when it can hold an argument, a dataclass or a deprecation."""
+KEEP_REGISTRY_DIRS = ("vllm/tool_parsers", "vllm/reasoning", "vllm/entrypoints/openai/tool_parsers",
+                      "vllm/entrypoints/openai/reasoning_parsers")
+"""Where tool-call and reasoning parsers register their names (decorators or a lazy `*_TO_REGISTER` table)."""
+KEEP_REGISTRY_MARKERS = (b"register_module", b"_TO_REGISTER", b"register_lazy_module")
+KEEP_VALUE_FILES = ("vllm/model_executor/layers/quantization/__init__.py", "vllm/model_executor/model_loader/__init__.py",
+                    "vllm/attention/backends/registry.py", "vllm/v1/attention/backends/registry.py",
+                    "vllm/platforms/interface.py", "vllm/attention/selector.py", "vllm/entrypoints/chat_utils.py",
+                    "vllm/transformers_utils/config.py", "vllm/renderers/chat_utils.py",
+                    "vllm/renderers/chat_utils/__init__.py", "vllm/renderers/chat_utils/types.py")
+"""The tables behind --quantization, --load-format, --attention-backend, --chat-template-content-format and
+--config-format (values.py, registries.py)."""
+KEEP_RULES = "v3"
+"""Named in the cache folder: a tree kept by older rules lacks the registry files, so it is not reused."""
 
 
 @dataclass(frozen=True)
@@ -68,7 +81,9 @@ def keep_for_options(inner: PurePosixPath, head: bytes) -> bool:
     path = inner.as_posix()
     if not path.endswith(".py"):
         return False
-    if path in KEEP_TOP:
+    if path in KEEP_TOP or path in KEEP_VALUE_FILES:
+        return True
+    if any(path.startswith(d + "/") for d in KEEP_REGISTRY_DIRS) and any(m in head for m in KEEP_REGISTRY_MARKERS):
         return True
     return any(path.startswith(d + "/") for d in KEEP_DIRS) and any(m in head for m in KEEP_MARKERS)
 
@@ -99,14 +114,14 @@ def _download(client: httpx.Client, release: Release) -> bytes:
     return download(client, release.url)
 
 
-def cache_entry(cache: Path, release: Release) -> Path:
-    return cache / f"vllm-{release.version}-{(release.sha256 or 'nosha')[:16]}"
+def cache_entry(cache: Path, release: Release, rules: str = "") -> Path:
+    return cache / f"vllm-{release.version}-{(release.sha256 or 'nosha')[:16]}{rules}"
 
 
 def fetch_sources(release: Release, cache: Path, client: httpx.Client, keep=keep_for_options) -> Path:
     """The folder holding the release's kept source files (downloaded once, then cached). `keep(path,
     body)` chooses the files; a cache holds one choice (runner/builds/symbol_check.py keeps its own)."""
-    tree = cache_entry(cache, release)
+    tree = cache_entry(cache, release, f"-{KEEP_RULES}" if keep is keep_for_options else "")
     if (tree / ".complete").is_file():
         return tree
     with exclusive(tree.with_name(f".lock-{tree.name}")):  # a second fetch waits and finds it cached

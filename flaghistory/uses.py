@@ -65,6 +65,19 @@ def _flatten(config: dict, history: FlagHistory, option: str, prefix: str = "") 
     return pairs
 
 
+def judged_key(history: FlagHistory, option: str, dotted: str) -> str:
+    """The part of a dotted key the history can judge: `kv_connector_extra_config.backends+` is the key
+    `kv_connector_extra_config` (a free-form dict: what is inside is the connector's, not vLLM's config);
+    `+` (append to a list) is vLLM's dotted syntax, not part of the key."""
+    parts = dotted.rstrip("+").split(".")
+    path = parts[0]
+    for part in parts[1:]:
+        if not history.has_nested_keys(option, path):
+            break
+        path = f"{path}.{part}"
+    return path
+
+
 def uses_of(history: FlagHistory, argv: list[str]) -> list[Use]:
     """Every option, value, key and key value of the argv the history has names for, in order."""
     found: list[Use] = []
@@ -81,9 +94,10 @@ def uses_of(history: FlagHistory, argv: list[str]) -> list[Use]:
         if value is None:
             continue
         if dotted:  # `--speculative-config.method eagle3`
-            found.append(Use("key", option, written, key=dotted))
-            if history.has_values(f"{option}.{dotted}"):
-                found.append(Use("value", option, written, value=value, key=dotted))
+            key = judged_key(history, option, dotted)
+            found.append(Use("key", option, written, key=key))
+            if key == dotted and history.has_values(f"{option}.{key}"):
+                found.append(Use("value", option, written, value=value, key=key))
         elif history.has_values(option):
             found.append(Use("value", option, written, value=value))
         elif history.has_keys(option):

@@ -30,7 +30,7 @@ from packaging.version import Version
 
 from extractor.records import Snippet
 from extractor.snippet_builder import Place, from_shell_text
-from flaghistory.commands import rejected_options, rejected_tokens, shipped
+from flaghistory.commands import rejected_options, rejected_tokens, rejected_values, shipped
 from flaghistory.history import FlagHistory
 from publisher import defects
 from publisher import fix_edits, views
@@ -72,6 +72,29 @@ def _option_edits(history: FlagHistory, j: Judgement, s: Snippet) -> tuple[list[
                 why.append(f"{option} was removed in vLLM {record['removed']}; vLLM said: “{record['deprecation']}”")
             else:
                 return None
+    return edits, why
+
+
+def _value_edits(history: FlagHistory, j: Judgement, s: Snippet) -> tuple[list[list[str]], list[str]] | None:
+    """A value the failing builds refused (argparse's `invalid choice`, vLLM's unknown parser name) that
+    vLLM renamed, with its text naming the new name: that name, where the build has it. None when a
+    refused value has no such fix."""
+    edits, why = [], []
+    for k in j.failing:
+        message = k.outcome.evidence.exception and k.outcome.evidence.exception.message
+        for use in rejected_values(history, message):
+            record, release = history.value_record(use), history.release_for(k.version)
+            new = (record or {}).get("replacement")
+            if not new or not record.get("removed") or release is None or Version(release) < Version(record["removed"]):
+                return None
+            if history.accepts_use(replace(use, value=new), k.version) is not True:
+                return None
+            glue = "=" if f"{use.written}={use.value}" in (s.argv or []) else " "
+            edit = [f"{use.written}{glue}{use.value}", f"{use.written}{glue}{new}"]
+            if edit not in edits:
+                edits.append(edit)
+                why.append(f"{use.text()} was removed in vLLM {record['removed']}; vLLM's text names {new} instead"
+                           + (f": “{record['deprecation']}”" if record.get("deprecation") else ""))
     return edits, why
 
 
@@ -242,6 +265,11 @@ def _candidate(s: Snippet, j: Judgement, history: FlagHistory | None) -> Snippet
         if options is None:
             return None
         edits, why = edits + options[0], why + options[1]
+    if j.kind == "doc-drift" and history:
+        values = _value_edits(history, j, s)
+        if values is None:
+            return None
+        edits, why = edits + values[0], why + values[1]
     if not edits:
         return None
     fixed = fix_edits.apply(text.split("\n"), edits)

@@ -34,7 +34,8 @@ from packaging.specifiers import SpecifierSet
 
 from extractor.records import Lint, Snippet, Source, WrittenFor
 from extractor.written_for import WrittenForError, of_docs, specifier
-from flaghistory.commands import options_of, shipped
+from flaghistory.commands import shipped
+from flaghistory.uses import uses_of
 from publisher import defects
 from publisher import option_verdict, views
 from publisher.results import Column, Results
@@ -234,10 +235,11 @@ def _option_history(j: Judgement, snippet: Snippet, newest_fail: Check | None) -
     if history is None or newest_fail is None or snippet.kind == "subcommand":
         return  # the history is of `vllm serve`'s options, not of `vllm bench …`'s
     j.option_notes = list(dict.fromkeys(note for k in j.failing for note in views.option_notes(k.outcome)))
-    options = options_of(snippet.argv or [])
-    explains = any(history.accepts(o, newest_fail.version) is False for o in options)
-    if explains and j.works_from is None:  # only when the failing build lacks one of its options
-        j.options_from = history.first_accepting(options, newest_fail.version)
+    uses = uses_of(history, snippet.argv or [])
+    given = frozenset(u.option for u in uses)
+    explains = any(history.accepts_use(u, newest_fail.version, given) is False for u in uses)
+    if explains and j.works_from is None:  # only when the failing build lacks one of its options or values
+        j.options_from = history.first_accepting(uses, newest_fail.version, given)
 
 
 def _removed(o: Outcome) -> bool:

@@ -10,7 +10,8 @@ Layout (keep docs/javascripts/matrix.js in step):
   cell:    0 (not run) or [verdict, stage, range text, cause (string), scope, stand_in, range in words (string or -1)]
   flags:   1 speculative config, 2 ran with a stand-in
   scope:   0 the page's versions (or unknown), 1 older, 2 newer than them
-  options: indexes into `options` ([name, [[first, last] release indexes where it exists]]) over `releases`
+  options: indexes into `options` ([an option, a value or a key as the command gives it (flaghistory/uses.py),
+           [[first, last] release indexes where it exists or the history cannot say]]) over `releases`
   runs:    [[version index into `versions`, verdict, stage, index into `buildKinds`]] for "my version"
 """
 
@@ -19,7 +20,8 @@ from __future__ import annotations
 import json
 import re
 
-from flaghistory.commands import options_of, shipped
+from flaghistory.commands import shipped
+from flaghistory.uses import uses_of
 from flaghistory.history import FlagHistory
 from publisher import judgement, ranges, titles, views
 from publisher.command_view import CommandView, CommandViews
@@ -64,15 +66,25 @@ class _Options:
         self._index: dict[str, int] = {}
 
     def of(self, argv: list[str]) -> list[int]:
+        """The command's options, values and keys (flaghistory/uses.py); a value the history cannot
+        judge on a release counts as there (the selector never says "no" on a guess)."""
         if self.history is None:
             return []
         out = []
-        for name in options_of(argv):
+        uses = uses_of(self.history, argv)
+        given = frozenset(u.option for u in uses)
+        for use in uses:
+            # a plugin option in the command can add names: the same text then reads differently
+            name = use.text() + (" (with a plugin)" if use.kind == "value" and self._opened(use, given) else "")
             if name not in self._index:
                 self._index[name] = len(self.table)
-                self.table.append([name, _ranges([bool(self.history.accepts(name, r)) for r in self.history.releases])])
+                self.table.append([use.text(), _ranges([self.history.accepts_use(use, r, given) is not False
+                                                        for r in self.history.releases])])
             out.append(self._index[name])
         return out
+
+    def _opened(self, use, given: frozenset[str]) -> bool:
+        return bool(given & set(self.history.values.get(use.domain, {}).get("open_with") or ()))
 
 
 def joined_command(command: str) -> str:

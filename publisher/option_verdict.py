@@ -23,7 +23,8 @@ from packaging.version import Version
 
 from extractor.records import Snippet
 from extractor.written_for import specifier
-from flaghistory.commands import explain, options_of
+from flaghistory.commands import explain_use, record_of
+from flaghistory.uses import uses_of
 from flaghistory.history import FlagHistory
 from runner.outcomes.counts import GOOD, REAL, depth
 from common.versions import parse_version
@@ -36,7 +37,8 @@ JUDGED_KINDS = ("serve", "docker", "recipe")
 class HistoryVerdict:
     kind: Literal["doc-drift", "needs-newer"]
     options: list[str]
-    """The options that decide it (removed before the page's versions, or added after every build)."""
+    """What decides it, as the command gives it (`--swap-space`, `--tool-call-parser qwen3_xml`): removed
+    before the page's versions, or added after every build."""
     release: str
     """doc-drift: the latest release that removed one of them; needs-newer: the latest that added one."""
     notes: list[str] = field(default_factory=list)
@@ -75,7 +77,7 @@ def _parsed(check) -> bool:
     return check.outcome.verdict in GOOD or (check.outcome.verdict == "FAIL" and depth(check.outcome.stage) > depth("parse"))
 
 
-def _unseen_twin(history: FlagHistory, option: str, view: list[str]) -> bool:
+def unseen_twin(history: FlagHistory, option: str, view: list[str]) -> bool:
     """`--disable-x` where the page's releases have `--enable-x`: a release's parser may make the one
     of the other (0.34.0's does for `--enable-log-requests`), which the history, read statically, does
     not see — it has `--disable-log-requests` removed in 0.17.0, and vLLM 0.34.0 accepts it."""
@@ -86,38 +88,53 @@ def _unseen_twin(history: FlagHistory, option: str, view: list[str]) -> bool:
 def verdict(history: FlagHistory | None, snippet: Snippet, spec: SpecifierSet, low: Version | None,
             checks: list) -> HistoryVerdict | None:
     """What the history says of a command none of whose page's builds was checked (`checks`: every
-    current build's Check, publisher/judgement.py); None where it says nothing or is contradicted."""
+    current build's Check, publisher/judgement.py); None where it says nothing or is contradicted.
+    Options, and the values and config keys the history reads (flaghistory/uses.py), alike."""
     if history is None or snippet.kind not in JUDGED_KINDS:
         return None
     view = page_releases(history, spec, low)
-    options = options_of(snippet.argv or [])
-    if not view or not options:
+    uses = uses_of(history, snippet.argv or [])
+    if not view or not uses:
         return None
+    given = frozenset(u.option for u in uses)
     built = [(k, v) for k in checks if k.outcome.verdict in REAL and (v := parse_version(k.version)) is not None]
-    removed = []
-    for option in options:
-        record = history.record(option)
-        gone = parse_version((record or {}).get("removed") or "")
-        if gone is None or gone > Version(view[0]) or any(history.accepts(option, r) is not False for r in view) \
-                or _unseen_twin(history, option, view):
-            continue
-        if any(v >= gone and _parsed(k) for k, v in built):
-            continue  # a build at or after the removal accepted it: the history is wrong here
-        removed.append((option, gone, explain(history, option, view[0])))
+    removed = [found for use in uses if (found := _removed(history, use, view, given, built))]
     if removed:
-        return HistoryVerdict("doc-drift", [o for o, _, _ in removed], str(max(g for _, g, _ in removed)),
+        return HistoryVerdict("doc-drift", [u.text() for u, _, _ in removed], str(max(g for _, g, _ in removed)),
                               [note for _, _, note in removed if note])
     newest = max((v for _, v in built), default=None)
-    added = []
-    for option in options:
-        record = history.record(option)
-        first = parse_version((record or {}).get("added") or "")
-        if newest is None or first is None or first <= newest or record["added"] == history.releases[0] \
-                or not any(history.accepts(option, r) for r in view):
-            continue
-        if any(v < first and _parsed(k) for k, v in built):
-            continue  # a build before the addition accepted it: the history is wrong here
-        added.append((option, first))
+    added = [found for use in uses if (found := _added(history, use, view, given, built, newest))]
     if added:
-        return HistoryVerdict("needs-newer", [o for o, _ in added], str(max(a for _, a in added)))
+        return HistoryVerdict("needs-newer", [u.text() for u, _ in added], str(max(a for _, a in added)))
     return None
+
+
+def _first_read(history: FlagHistory, use) -> str | None:
+    """The first release whose names for this use were read: a value there is not "added" then."""
+    if use.kind == "option":
+        return history.releases[0] if history.releases else None
+    domain = history.keys.get(use.option) if use.kind == "key" else history.values.get(use.domain)
+    return ((domain or {}).get("read") or {}).get("added")
+
+
+def _removed(history: FlagHistory, use, view: list[str], given: frozenset[str], built: list):
+    """(use, the release that removed it, vLLM's words) when every release of the page's lacks it."""
+    gone = parse_version((record_of(history, use) or {}).get("removed") or "")
+    if gone is None or gone > Version(view[0]) or any(history.accepts_use(use, r, given) is not False for r in view) \
+            or (use.kind == "option" and unseen_twin(history, use.option, view)):
+        return None
+    if any(v >= gone and _parsed(k) for k, v in built):
+        return None  # a build at or after the removal accepted it: the history is wrong here
+    return use, gone, explain_use(history, use, view[0])
+
+
+def _added(history: FlagHistory, use, view: list[str], given: frozenset[str], built: list, newest):
+    """(use, the release that added it) when it came after every checked build."""
+    record = record_of(history, use)
+    first = parse_version((record or {}).get("added") or "")
+    if newest is None or first is None or first <= newest or record["added"] == _first_read(history, use) \
+            or not any(history.accepts_use(use, r, given) for r in view):
+        return None
+    if any(v < first and _parsed(k) for k, v in built):
+        return None  # a build before the addition accepted it: the history is wrong here
+    return use, first

@@ -40,7 +40,7 @@ class Range:
         span = (f"vLLM {self.first} and every newer version seen" if self.last is None else
                 f"vLLM {self.first}" if self.first == self.last else f"vLLM {self.first} through {self.last}")
         if self.basis == "options":
-            return f"its options exist in {span.replace('seen', 'read')} (option history; values not checked)"
+            return f"its options exist in {span.replace('seen', 'read')} (option history: options, and the values and config keys it reads)"
         return f"seen working on {span} ({kind}s)"
 
     def contains(self, version: str) -> bool:

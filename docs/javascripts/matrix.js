@@ -98,7 +98,7 @@
     var missing = row[8].filter(function (o) {
       return !D.options[o][1].some(function (r) { return r[0] <= ri && ri <= r[1]; });
     }).map(function (o) { return D.options[o][0]; });
-    if (!missing.length) return { verdict: "OPT", word: "options exist", text: "No run on vLLM " + v + ". From the option history: every option of the command exists in vLLM " + v + " (option names only: values, the model and configs were not checked)." };
+    if (!missing.length) return { verdict: "OPT", word: "options exist", text: "No run on vLLM " + v + ". From the option history: every option of the command exists in vLLM " + v + ", and every value and config key it could read (the model, and values it cannot judge, were not checked)." };
     return { verdict: "FAIL", word: "no " + missing[0], text: "No run on vLLM " + v + ". From the option history: vLLM " + v + "'s vllm serve has no " + missing.join(", ") + " (the parser would reject the command)." };
   }
 

@@ -43,14 +43,24 @@ def test_only_new_doc_drift_fails(tmp_path):
     # ... and adds a page with a command that cannot run, hidden from `git archive` to no avail
     (repo / "docs" / "b.md").write_text("# B\n\n```bash\nvllm serve Qwen/Qwen3-1.7B --disable-log-requests\n```\n")
     (repo / "docs" / ".gitattributes").write_text("b.md export-ignore\n")
+    # ... and one whose option the history says every checked build lacks: reported, no build started
+    (repo / "docs" / "c.md").write_text("# C\n\n```bash\nvllm serve Qwen/Qwen3-1.7B --swap-space 4\n```\n")
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "change")
     code, result, summary = gate(repo, tmp_path / "gate")
     assert code == 1
-    assert result["changed"] == ["docs/a.md", "docs/b.md"]  # untouched.md's bad command is not looked at
+    assert result["changed"] == ["docs/a.md", "docs/b.md", "docs/c.md"]  # untouched.md's is not looked at
     by_file = {f["file"]: f for f in result["findings"]}
     assert by_file["docs/a.md"]["judgement"] == "doc-drift" and by_file["docs/a.md"]["new"] is False
     new = by_file["docs/b.md"]
     assert new["new"] is True and new["line"] == 4 and "--disable-log-requests" in new["why"]
-    assert "**1 new doc-drift**" in summary and "docs/b.md:4" in summary
+    # not started anywhere: judged from the history (removed before every version the page is for)
+    skipped = by_file["docs/c.md"]
+    assert set(result["static"]) == {"stable", "nightly"}
+    assert all(list(v) == [skipped["snippet_id"]] and "--swap-space was removed in vLLM" in v[skipped["snippet_id"]][0]
+               for v in result["static"].values())
+    assert skipped["new"] is True and skipped["judgement"] == "doc-drift" and "--swap-space" in skipped["why"]
+    outcomes = (tmp_path / "gate" / "outcomes.jsonl").read_text()
+    assert skipped["snippet_id"] not in outcomes and new["snippet_id"] in outcomes
+    assert "**2 new doc-drift**" in summary and "docs/b.md:4" in summary and "not started on" in summary
     assert "1 doc-drift already on the base branch" in summary and "docs/a.md:6" in summary
