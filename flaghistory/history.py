@@ -185,8 +185,6 @@ class FlagHistory:
                 return None
             if self._within(domain["keys"].get(use.key), release):
                 return True
-            if self._under_a_leaf(domain["keys"], use.key or "", release):
-                return None  # below a key with no nested keys read (a dict field takes any): cannot say
             return False if self._within(domain.get("closed"), release) else None
         domain = self.values.get(use.domain)
         if not self._within((domain or {}).get("read"), release) or PLACEHOLDER.search(use.value or ""):
@@ -194,15 +192,6 @@ class FlagHistory:
         if self._within(self.value_record(use), release):
             return True
         return None if command_options & set(domain.get("open_with") or ()) else False
-
-    def _under_a_leaf(self, keys: dict, path: str, release: str) -> bool:
-        """Is `a.b.c` below a key (`a` or `a.b`) the release has but has no nested keys under?"""
-        parts = path.split(".")
-        for n in range(len(parts) - 1, 0, -1):
-            head = ".".join(parts[:n])
-            if self._within(keys.get(head), release):
-                return not any(k.startswith(head + ".") and self._within(r, release) for k, r in keys.items())
-        return False
 
     def value_record(self, use) -> dict | None:
         """The span (and vLLM's words) of a value or a key; None: no release read has it."""

@@ -90,7 +90,6 @@ def uses_of(history: FlagHistory, argv: list[str]) -> list[Use]:
         found.append(Use("option", option, written))
         value = _value_after(argv, i)
         dotted = written.partition(".")[2] if parsed.syntax == "--option.key" else ""
-        dotted = dotted[:-1] if dotted.endswith("+") else dotted  # `--x.key+ v`: vLLM appends v to key's list
         if value is None:
             continue
         if dotted:  # `--speculative-config.method eagle3`

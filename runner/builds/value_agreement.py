@@ -96,12 +96,12 @@ def why_none(history: FlagHistory, doc: DocUse, version: str) -> str:
         return f"no release read for {version}"
     if use.option.startswith("-") and not use.option.startswith("--"):
         return f"{use.option} is a short alias: the history does not say which option it stands for"
+    if not history.accepts(use.option, release):
+        return f"{use.option} is not an option of {release}"
     if use.kind == "key":
         domain = history.keys.get(use.option)
         if not domain or not history._within(domain.get("read"), release):
             return "keys not read for this release"
-        if history._under_a_leaf(domain.get("keys", {}), use.key or "", release):
-            return "below a key with no nested keys read (a dict field, or nested keys not read)"
         return "not a known key, and vLLM ignores keys it lacks here (not `closed`)"
     domain = history.values.get(use.domain)
     if not domain or not history._within(domain.get("read"), release):
