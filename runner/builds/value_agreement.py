@@ -50,9 +50,13 @@ class ValueAgreement:
     """Per JSON option both know: {class, only_in_build, only_in_history, closed: [history, build]}."""
     build_unknown: list[dict] = field(default_factory=list)
     """What the in-target script could not introspect, with why."""
+    model_dependent: list[str] = field(default_factory=list)
+    """Uses both call known whose working depends on the model (the domain's `model_dependent`): known
+    to the build is all either side says of them."""
 
     def figures(self) -> dict[str, int]:
         return {"uses": self.uses, "agree": self.agree, "disagree": len(self.disagreements),
+                "agree_known_but_model_dependent": len(self.model_dependent),
                 "history_cannot_say": len(self.history_cannot_say), "build_cannot_say": len(self.build_cannot_say)}
 
 
@@ -135,6 +139,8 @@ def compare_values(history: FlagHistory, version: str, answers: dict, uses: list
         elif ours == theirs["build"]:
             result.agree += 1
             counts["agree"] += 1
+            if ours and doc.use.kind == "value" and (history.values.get(doc.use.domain) or {}).get("model_dependent"):
+                result.model_dependent.append(doc.use.text())
         else:
             counts["disagree"] += 1
             result.disagreements.append({**entry, "history": ours, "build": theirs["build"], "why": theirs["why"]})
