@@ -34,7 +34,8 @@ def values_and_keys(history: FlagHistory, target, env) -> int:
     figures = result.figures()
     print(f"vLLM {env.version} ({target.name}), docs values and keys ({time.monotonic() - asked:.0f} s): "
           f"{figures['uses']} uses, {figures['agree']} agree, {figures['disagree']} disagree, "
-          f"{figures['history_cannot_say']} the history cannot say, {figures['build_cannot_say']} the build cannot say")
+          f"{figures['history_cannot_say']} the history cannot say, {figures['build_cannot_say']} the build cannot say; "
+          f"{figures['agree_known_but_model_dependent']} of the agreed are known names whose working depends on the model")
     for kind, counts in sorted(result.by_kind.items()):
         print(f"  {kind}: {json.dumps(counts)}")
     for d in result.disagreements:
