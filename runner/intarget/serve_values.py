@@ -79,6 +79,23 @@ def _hints(cls):
         return {f.name: f.type for f in dataclasses.fields(cls)}
 
 
+def _hints_extras(cls):
+    """Type hints with Annotated metadata kept (SkipValidation is metadata)."""
+    try:
+        return typing.get_type_hints(cls, include_extras=True)
+    except Exception:
+        return {f.name: f.type for f in dataclasses.fields(cls)}
+
+
+def _skips_validation(hint):
+    if typing.get_origin(hint) is typing.Annotated:
+        return any("SkipValidation" in type(m).__name__ or "SkipValidation" in getattr(m, "__name__", "")
+                   for m in typing.get_args(hint)[1:])
+    if typing.get_origin(hint) is typing.Union or type(hint).__name__ == "UnionType":
+        return any(_skips_validation(a) for a in typing.get_args(hint))
+    return False
+
+
 def _members(hint):
     """The types a field may hold: a Union/Optional split, Annotated unwrapped."""
     origin = typing.get_origin(hint)
@@ -131,6 +148,25 @@ def registry_domains(domains, unknown):
     _load_formats(domains, unknown, find)
     _attention_backends(domains, unknown, find)
     _tokenizer_modes(domains, unknown, find)
+
+
+def weight_transfer_backends(domains, unknown):
+    """`--weight-transfer-config.backend` is `Literal[...] | str`: the engine factory's registry (names
+    registered when its module is imported) decides when the engine is made."""
+    from vllm_symbols import find
+    domain = "--weight-transfer-config.backend"
+    if domain not in domains:
+        return
+    try:
+        factory = find("WeightTransferEngineFactory")
+    except ImportError as exc:
+        unknown.append({"domain": domain, "why": f"WeightTransferEngineFactory: {exc}"})
+        return
+    table = getattr(factory, "_registry", None) if factory is not None else None
+    if not isinstance(table, dict):
+        return  # no registry in this release: the Literal's names stand
+    domains[domain] = {"names": sorted({*table, *domains[domain]["names"]}), "from": "registry",
+                       "where": _where(factory), "fold": None, "open_with": []}
 
 
 def _tokenizer_modes(domains, unknown, find):
@@ -264,10 +300,13 @@ def key_paths(cls, prefix="", seen=()):
             continue  # InitVar/ClassVar/init=False fields: not keys a config can be given
         path = prefix + f.name
         paths.append(path)
-        members = _members(_hints(cls).get(f.name, f.type))
+        hint = _hints_extras(cls).get(f.name, f.type)
+        members = _members(hint)
         names = _literal_names(members)
         if names:
             literals[path] = {"names": sorted(set(names)), "open": str in members}
+        if _skips_validation(hint):
+            continue  # pydantic's SkipValidation: what is inside is taken unchecked, no keys to name
         for m in members:
             if isinstance(m, type) and dataclasses.is_dataclass(m) and m not in seen:
                 more, inner = key_paths(m, path + ".", (*seen, cls))
@@ -403,6 +442,7 @@ def main():
     registry_domains(domains, unknown)
     field_domains(serve, domains, actions, unknown)
     json_keys(serve, keys, domains, actions, unknown)
+    weight_transfer_backends(domains, unknown)
     answers = []
     for use in query.get("uses", []):
         try:

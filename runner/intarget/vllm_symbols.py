@@ -68,6 +68,8 @@ TABLE: dict[str, Where] = {
     "ModelConfig": Where(("vllm.config",), absent="no ModelConfig: --tokenizer-mode read without folding"),
     "TokenizerRegistry": Where(("vllm.tokenizers.registry", "vllm.transformers_utils.tokenizer_base"),
                                absent="no tokenizer registry: --tokenizer-mode names unknown"),
+    "WeightTransferEngineFactory": Where(("vllm.distributed.weight_transfer.factory",),
+                                         absent="no weight-transfer engine registry: the backend Literal stands"),
     "VllmConfig": Where(("vllm.config",), absent="no VllmConfig: JSON options without a parser-built class unknown"),
 }
 

@@ -49,7 +49,10 @@ KNOWN_DISAGREEMENTS: dict[str, list[str]] = {
     # 0.32.0's tokenizer registry (vllm/tokenizers/registry.py, _VLLM_TOKENIZERS) has deepseek_v41, which
     # ModelConfig's auto-detection selects; the history reads only the TokenizerMode Literal, which lacks
     # it. A reader gap (the registry table could be read), reported in issue 34 rather than hidden.
-    "nightly": ["--tokenizer-mode deepseek_v41"],
+    # 0.32.0's weight-transfer engine factory (vllm/distributed/weight_transfer/factory.py) registers
+    # `modelexpress`; the field is `Literal[nccl, ipc, sparse_nccl, sharded_rdt, nccl_m2n] | str` and the
+    # history reads only the Literal. Also a reader gap (the register_engine calls could be read).
+    "nightly": ["--tokenizer-mode deepseek_v41", "--weight-transfer-config `backend: modelexpress`"],
 }
 """Per target: the uses where the history is wrong and its reader cannot fix it (each with why)."""
 
