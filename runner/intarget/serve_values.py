@@ -5,17 +5,23 @@ stdin: a JSON object `{"uses": [{"kind": "value"|"key", "option": "--tool-call-p
 and handed to vLLM's own parse functions, never evaluated). Answer: one JSON line on the original
 stdout (vLLM's logging goes to stderr, as in vllm_helper.py), or the file named by argv[1]:
 
-- `domains`: option (or `option.key`) -> {names, from, where, fold, open_with} — every name the build
-  knows: the `choices` of the real serve parser's actions; the registries' own tables
-  (ToolParserManager / ReasoningParserManager incl. lazily registered names, QUANTIZATION_METHODS,
-  the model-loader table, AttentionBackendEnum); the Literal field types of every JSON option's
-  config class (`--speculative-config.method`) — or {unknown: why}.
-- `keys`: JSON option -> {class, keys (dotted paths for nested config dataclasses), closed, how}:
-  `closed` is read by handing the build a bogus key the way it builds the class itself (the
-  parser's own type function where the parser builds it, else `Class(**dict)` as EngineArgs does).
+- `domains`: option (or `option.key`) -> {names, from, where, fold, open_with[, any_str]}: every
+  name the build knows: the `choices` of the real serve parser's actions; the registries' own
+  tables (ToolParserManager / ReasoningParserManager incl. lazily registered names,
+  QUANTIZATION_METHODS, the model-loader table, AttentionBackendEnum, the tokenizer registry, the
+  weight-transfer engine factory); the Literal/Enum types of EngineArgs fields shown without
+  choices (`str | ConfigFormat`: `any_str`, a later check decides) and of every JSON option's
+  config class fields (`--speculative-config.method`).
+- `keys`: JSON option -> {class, where, keys (dotted paths into nested config dataclasses; not into
+  init=False or SkipValidation fields), closed, built, how}: `closed` is read by handing the build
+  a bogus key the way it builds the class itself (the parser's own type function where the parser
+  builds it, else `Class(**dict)` as EngineArgs does) and reading the error: TypeError "unexpected
+  keyword" or pydantic's unexpected_keyword_argument / extra_forbidden = rejects, no error = takes,
+  any other error = null, with the error in `how`.
 - `answers`: per use, {build: true/false/null, why}: the build's own check where one exists
-  (argparse's type + choices; AttentionConfig's validator; LoadConfig's lower-casing), else
-  membership in the names above.
+  (argparse's type + choices; AttentionConfig's validator; a closed class handed the key), else
+  membership in the names above after the fold the build's own code does (LoadConfig and
+  ModelConfig lower-case; the enum validators upper-case).
 - `unknown`: what could not be introspected, with why.
 """
 
