@@ -51,6 +51,26 @@ TABLE: dict[str, Where] = {
     "AsyncEngineArgs": Where(("vllm.engine.arg_utils",)),
     "UsageContext": Where(("vllm.usage.usage_lib",)),
     "ModelRegistry": Where(("vllm.model_executor.models.registry", "vllm.model_executor.models")),
+    # the value names and config classes serve_values.py reads (issue 34): a release without one
+    # answers "unknown" for that domain
+    "ToolParserManager": Where(("vllm.tool_parsers", "vllm.entrypoints.openai.tool_parsers"),
+                               absent="no tool-call parser registry: --tool-call-parser names unknown"),
+    "ReasoningParserManager": Where(("vllm.reasoning",),
+                                    absent="no reasoning parser registry: --reasoning-parser names unknown"),
+    "QUANTIZATION_METHODS": Where(("vllm.model_executor.layers.quantization",),
+                                  absent="no quantization method list: --quantization names unknown"),
+    "model_loader": Where(("vllm.model_executor.model_loader:",),
+                          absent="no model-loader package: --load-format names unknown"),
+    "LoadConfig": Where(("vllm.config",), absent="no LoadConfig: --load-format read without folding"),
+    "AttentionBackendEnum": Where(("vllm.v1.attention.backends.registry", "vllm.attention.backends.registry"),
+                                  absent="no attention backend enum: --attention-backend names unknown"),
+    "AttentionConfig": Where(("vllm.config",), absent="no AttentionConfig: backend names matched upper-cased"),
+    "ModelConfig": Where(("vllm.config",), absent="no ModelConfig: --tokenizer-mode read without folding"),
+    "TokenizerRegistry": Where(("vllm.tokenizers.registry", "vllm.transformers_utils.tokenizer_base"),
+                               absent="no tokenizer registry: --tokenizer-mode names unknown"),
+    "WeightTransferEngineFactory": Where(("vllm.distributed.weight_transfer.factory",),
+                                         absent="no weight-transfer engine registry: the backend Literal stands"),
+    "VllmConfig": Where(("vllm.config",), absent="no VllmConfig: JSON options without a parser-built class unknown"),
 }
 
 

@@ -11,6 +11,7 @@ from extractor.catalog import extract
 
 from runner.builds.resolve import stable_pin
 from runner.builds.history_agreement import ask_parser, compare, docs_tokens
+from runner.builds.value_agreement import ask_build, compare_values, docs_uses
 from flaghistory.history import SHIPPED, FlagHistory
 from runner.builds.envs import ensure
 from runner.settings import cache_dir
@@ -39,3 +40,50 @@ def test_the_history_answers_like_the_builds_own_parser(target, tokens):
     assert (result.only_in_parser, result.only_in_history) == ([], [])
     accepted = sum(1 for t in tokens if history.accepts(t, env.version))
     assert 0 < accepted < len(tokens)  # the docs use options this build rejects, and the two agree on them
+
+
+# -- issue 34: the values and JSON keys ------------------------------------------------------------
+
+KNOWN_DISAGREEMENTS: dict[str, list[str]] = {
+    "stable": [],
+    # 0.32.0's tokenizer registry (vllm/tokenizers/registry.py, _VLLM_TOKENIZERS) has deepseek_v41, which
+    # ModelConfig's auto-detection selects; the history reads only the TokenizerMode Literal, which lacks
+    # it. A reader gap (the registry table could be read), reported in issue 34 rather than hidden.
+    # 0.32.0's weight-transfer engine factory (vllm/distributed/weight_transfer/factory.py) registers
+    # `modelexpress`; the field is `Literal[nccl, ipc, sparse_nccl, sharded_rdt, nccl_m2n] | str` and the
+    # history reads only the Literal. Also a reader gap (the register_engine calls could be read).
+    "nightly": ["--tokenizer-mode deepseek_v41", "--weight-transfer-config `backend: modelexpress`"],
+}
+"""Per target: the uses where the history is wrong and its reader cannot fix it (each with why)."""
+
+
+@pytest.fixture(scope="module")
+def value_catalog(corpus: Path):
+    catalog, _ = extract(stable=stable_pin(), sources=[corpus / "vllm-docs" / "0.20.1", corpus / "vllm-docs" / "0.33.0",
+                          corpus / "recipes" / "8959cf6"])
+    return catalog
+
+
+@pytest.mark.parametrize("target", [t.name for t in load(DEFAULT_CPU).targets])
+def test_the_history_names_values_and_keys_like_the_build(target, value_catalog):
+    """Every value and JSON key the docs use (`--tool-call-parser qwen3_xml`, `--speculative-config`'s
+    `method: eagle3`): the history's True/False is the build's own (one sandboxed query per target,
+    runner/intarget/serve_values.py); where the history cannot say, it says why."""
+    history = FlagHistory.load()  # the shipped file, or the fresher one DRIFTMATRIX_FLAG_HISTORY names
+    uses = docs_uses(value_catalog, history)
+    env = ensure(next(t for t in load(DEFAULT_CPU).targets if t.name == target), cache_dir())
+    answers = ask_build(env.python, uses)
+    result = compare_values(history, env.version, answers, uses)
+    assert [d["use"] for d in result.disagreements] == KNOWN_DISAGREEMENTS[target], result.disagreements
+    # non-trivial: the docs use many values and keys, most answered by both sides, some refused by both
+    assert result.by_kind["value"]["uses"] > 150 and result.by_kind["key"]["uses"] > 100, result.by_kind
+    assert result.agree > 250, result.figures()
+    refused = [d for d in uses if history.accepts_use(d.use, env.version, d.opened) is False]
+    assert refused, "the docs use values or keys this build refuses, and the two agree on them"
+    assert all(n["why"] != "unknown" for n in result.history_cannot_say), result.history_cannot_say
+    # what the build itself could not be asked: only the free-form JSON options
+    assert {u["domain"] for u in result.build_unknown} <= {"--config", "--generation-config", "--override-generation-config",
+                                                          "--model-loader-extra-config", "--additional-config"}
+    # the registries were read from the build, not only its parser
+    assert {"--tool-call-parser", "--reasoning-parser", "--quantization", "--speculative-config.method"} <= set(answers["domains"])
+    assert answers["keys"]["--speculative-config"]["closed"] is True
