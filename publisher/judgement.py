@@ -34,7 +34,7 @@ from packaging.specifiers import SpecifierSet
 
 from extractor.records import Lint, Snippet, Source, WrittenFor
 from extractor.written_for import WrittenForError, of_docs, specifier
-from flaghistory.commands import shipped
+from flaghistory.commands import explain_use, record_of, shipped
 from flaghistory.uses import uses_of
 from publisher import defects
 from publisher import option_verdict, views
@@ -93,8 +93,12 @@ class Judgement:
     summary: str = ""
     """One plain sentence: what was judged on which builds (escape before it reaches a page)."""
     options_from: str | None = None
-    """The first release after the newest failure on which every option of the command exists
-    (flaghistory), for "needs vLLM ≥ X" when no checked build shows it running."""
+    """The first release after the newest failure on which every option of the command exists and
+    every value and config key the history reads is known (flaghistory), for "needs vLLM ≥ X" when
+    no checked build shows it running."""
+    newer_notes: list[str] = field(default_factory=list)
+    """needs-newer from the history: what of the command came after the newest failing build, in the
+    history's words ("`--tool-call-parser qwen3_xml` is known from vLLM 0.11.0 (the tool-call parsers)")."""
     option_notes: list[str] = field(default_factory=list)
     """doc-drift at parse: why the failing build rejects each option (removed when, vLLM's words);
     decided by the history: why the page's versions lack it."""
@@ -237,9 +241,18 @@ def _option_history(j: Judgement, snippet: Snippet, newest_fail: Check | None) -
     j.option_notes = list(dict.fromkeys(note for k in j.failing for note in views.option_notes(k.outcome)))
     uses = uses_of(history, snippet.argv or [])
     given = frozenset(u.option for u in uses)
-    explains = any(history.accepts_use(u, newest_fail.version, given) is False for u in uses)
-    if explains and j.works_from is None:  # only when the failing build lacks one of its options or values
+    lacking = [u for u in uses if history.accepts_use(u, newest_fail.version, given) is False]
+    if lacking and j.works_from is None:  # only when the failing build lacks one of its options or values
         j.options_from = history.first_accepting(uses, newest_fail.version, given)
+        j.newer_notes = [why for u in lacking if (why := explain_use(history, u, newest_fail.version))
+                         and _added_later(history, u, newest_fail.version)]
+
+
+def _added_later(history, use, version: str) -> bool:
+    """The history has it from a release after `version` (not: removed before it, or never had it)."""
+    added = parse_version((record_of(history, use) or {}).get("added") or "")
+    built = parse_version(version)
+    return added is not None and built is not None and added > built
 
 
 def _removed(o: Outcome) -> bool:
@@ -267,8 +280,9 @@ def _summary(j: Judgement, spec: SpecifierSet, older: list[Check]) -> str:
     if j.kind == "needs-newer":
         return (f"Fails only on {_versions(older)}, older than the page's versions ({wf})"
                 + (f"; needs vLLM ≥ {j.works_from}." if j.works_from else
-                   f"; needs vLLM ≥ {j.options_from} (the first release with all its options, per the "
-                   "option history)." if j.options_from else "."))
+                   f"; needs vLLM ≥ {j.options_from} (the first release with all its options and the values "
+                   "it gives them, per the option history)." if j.options_from else ".")
+                + "".join(f" {note}." for note in j.newer_notes))
     if j.kind == "ok":
         inside = [k for k in j.checks if k.scope == "in" and k.outcome.verdict in GOOD]
         return "Runs on " + ", ".join(f"vLLM {k.version} ({views.depth_text(k.outcome)})" for k in inside) + \
