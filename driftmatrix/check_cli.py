@@ -45,8 +45,15 @@ def fix_for(history, answer) -> str | None:
     """vLLM's own replacement for what the release rejects, where its text names one."""
     from flaghistory.commands import record_of
 
-    replacement = (record_of(history, answer.use) or {}).get("replacement")
-    return f"vLLM's text names {replacement} instead" if replacement else None
+    use = answer.use
+    replacement = (record_of(history, use) or {}).get("replacement")
+    if not replacement:
+        return None
+    if use.kind == "key":
+        return f"use the key `{replacement}` of {use.option} (vLLM's text names it instead of `{use.key}`)"
+    if use.kind == "value":
+        return f"use `{use.written} {replacement}` (vLLM's text names it instead of {use.value})"
+    return f"use {replacement} (vLLM's text names it instead of {use.written})"
 
 
 # -- what the matrix recorded -------------------------------------------------------------------

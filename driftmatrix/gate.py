@@ -207,10 +207,10 @@ def static_rejections(snippets: list, targets: list) -> dict[str, dict[str, list
     option, value or key that release no longer or not yet has, in vLLM's words — which then are
     not started there (the judgement reads the history for them, as for any build not checked). A
     name no release ever had is left to the build (the history may have missed a way vLLM takes it), and
-    so is a `--disable-x` whose `--enable-x` the release has (publisher/option_verdict.py: unseen_twin)."""
+    so is a `--disable-x` whose `--enable-x` the release has (the history cannot say: twin_may_take)."""
     from flaghistory.command_check import check_argv
     from flaghistory.commands import record_of, shipped
-    from publisher.option_verdict import JUDGED_KINDS, unseen_twin
+    from publisher.option_verdict import JUDGED_KINDS
 
     history = shipped()
     found: dict[str, dict[str, list[str]]] = {}
@@ -224,9 +224,7 @@ def static_rejections(snippets: list, targets: list) -> dict[str, dict[str, list
             if s.kind not in JUDGED_KINDS:
                 continue
             check = check_argv(history, list(s.argv or []), [version])
-            release = history.release_for(version)
-            why = [text for a in check.uses if record_of(history, a.use) and not (
-                a.use.kind == "option" and unseen_twin(history, a.use.option, [release])) for text in a.why.values()]
+            why = [text for a in check.uses if record_of(history, a.use) for text in a.why.values()]
             if why:
                 found.setdefault(target.name, {})[s.id] = why
     return found

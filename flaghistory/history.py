@@ -175,7 +175,8 @@ class FlagHistory:
         value is a placeholder, a plugin option in the command can add names, the option's type admits
         any string (`open`), or vLLM ignores a key it lacks. Whether a known value *works* with the command's model is never answered here."""
         if use.kind == "option":
-            return self.accepts(use.written, version)
+            said = self.accepts(use.written, version)
+            return None if said is False and self.twin_may_take(use.option, version) else said
         release = self.release_for(version)
         if release is None:
             return None
@@ -194,6 +195,12 @@ class FlagHistory:
         if self._within(domain.get("open"), release):  # typed `Literal | str` there: names beyond the set
             return None
         return None if command_options & set(domain.get("open_with") or ()) else False
+
+    def twin_may_take(self, option: str, version: str) -> bool:
+        """`--disable-x` where the release has `--enable-x`: its parser may make the one of the other
+        (0.34.0's does for `--enable-log-requests`), which the history, read statically, does not see —
+        it has `--disable-log-requests` removed in 0.17.0, and vLLM 0.34.0 accepts it. Not a "no"."""
+        return option.startswith("--disable-") and bool(self.accepts("--enable-" + option[len("--disable-"):], version))
 
     def value_record(self, use) -> dict | None:
         """The span (and vLLM's words) of a value or a key; None: no release read has it."""

@@ -77,14 +77,6 @@ def _parsed(check) -> bool:
     return check.outcome.verdict in GOOD or (check.outcome.verdict == "FAIL" and depth(check.outcome.stage) > depth("parse"))
 
 
-def unseen_twin(history: FlagHistory, option: str, view: list[str]) -> bool:
-    """`--disable-x` where the page's releases have `--enable-x`: a release's parser may make the one
-    of the other (0.34.0's does for `--enable-log-requests`), which the history, read statically, does
-    not see — it has `--disable-log-requests` removed in 0.17.0, and vLLM 0.34.0 accepts it."""
-    return option.startswith("--disable-") and any(history.accepts("--enable-" + option[len("--disable-"):], r)
-                                                   for r in view)
-
-
 def verdict(history: FlagHistory | None, snippet: Snippet, spec: SpecifierSet, low: Version | None,
             checks: list) -> HistoryVerdict | None:
     """What the history says of a command none of whose page's builds was checked (`checks`: every
@@ -120,8 +112,9 @@ def _first_read(history: FlagHistory, use) -> str | None:
 def _removed(history: FlagHistory, use, view: list[str], given: frozenset[str], built: list):
     """(use, the release that removed it, vLLM's words) when every release of the page's lacks it."""
     gone = parse_version((record_of(history, use) or {}).get("removed") or "")
-    if gone is None or gone > Version(view[0]) or any(history.accepts_use(use, r, given) is not False for r in view) \
-            or (use.kind == "option" and unseen_twin(history, use.option, view)):
+    # a release that takes it, or of which the history cannot say (FlagHistory.twin_may_take: a
+    # `--disable-x` beside an `--enable-x`), keeps it from judging
+    if gone is None or gone > Version(view[0]) or any(history.accepts_use(use, r, given) is not False for r in view):
         return None
     if any(v >= gone and _parsed(k) for k, v in built):
         return None  # a build at or after the removal accepted it: the history is wrong here

@@ -68,3 +68,15 @@ def test_a_made_up_value_fails_the_command_and_says_why(history):
 def test_runs_of_releases():
     assert runs_of(["a", "b", "c", "d", "e"], [True, True, False, True, False]) == [["a", "b"], ["d", "d"]]
     assert runs_of(["a"], [False]) == []
+
+
+def test_a_disable_option_beside_its_enable_twin_is_not_a_no(history):
+    """vLLM 0.34.0 takes `--disable-log-requests` again beside `--enable-log-requests` (a parser rule the
+    static reading cannot see): where a release has the `--enable-` twin, the history cannot say."""
+    newest = history.releases[-1]
+    assert history.accepts("--disable-log-requests", newest) is False  # what the sources read say
+    check = check_argv(history, ["m", "--disable-log-requests"], [newest])
+    assert check.ok and check.uses[0].on == {newest: None}
+    before = history.flags["--enable-log-requests"]["added"]
+    older = history.releases[history.releases.index(before) - 1]
+    assert history.accepts_use(check.uses[0].use, older) is True  # before the twin: the history answers
