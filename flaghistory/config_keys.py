@@ -138,12 +138,24 @@ def _factories(index: Index, module: Module, cls: ast.ClassDef, depth: int = 0) 
     return names
 
 
+def _optional(info: FieldInfo) -> bool:
+    """`draft_load_config: LoadConfig | None = None`, `linear: QuantSpec | None`, `Optional["X"]`: the type
+    says the user may give the nested config or leave it out, and pydantic validates what is given.
+    Not `SkipValidation[ModelConfig] = None` (taken unchecked: vLLM fills it) nor `ModelConfig =
+    field(default=None)` (a type without None: vLLM fills it)."""
+    return "None" in info.types and info.annotation is not None and "SkipValidation" not in ast.unparse(info.annotation)
+
+
 def walk_keys(index: Index, module: Module, cls: ast.ClassDef, prefix: str = "", depth: int = 0):
-    """(dotted key, FieldInfo) for every field, nested config classes' fields under `field.` too."""
+    """(dotted key, FieldInfo) for every field, nested config classes' fields under `field.` too: those
+    made with a default factory and those typed `Config | None` (_optional). A field whose config
+    class cannot be found (a dict of them, a class outside the kept sources) has no keys below it, so
+    nothing under it is judged (FlagHistory.has_nested_keys)."""
     nested = _factories(index, module, cls)
     for name, info in _fields(index, module, cls).items():
         yield prefix + name, info
-        if not info.json_config or name not in nested or depth >= MAX_NESTING or info.module is None:
+        if not info.json_config or not (name in nested or _optional(info)) or depth >= MAX_NESTING \
+                or info.module is None:
             continue
         for type_name in sorted(info.types - SCALARS):
             hit = index.lookup_class(info.module, type_name)
