@@ -49,6 +49,8 @@ class ConfigKeys:
     """key → {"text", "replacement"} where the field's docstring says it is deprecated."""
     values: dict[str, tuple[str, list[str], str]] = field(default_factory=dict)
     """key → (kind, values, file) for keys typed with a Literal (`method` of SpeculativeConfig)."""
+    folds: dict[str, str] = field(default_factory=dict)
+    """key → "lower"/"upper" where its class's own validator folds it (`LoadConfig._lowercase_load_format`)."""
 
 
 def json_options(found: ReleaseOptions) -> list[str]:
@@ -259,4 +261,6 @@ def read_keys(index: Index, option: str, found: ReleaseOptions) -> ConfigKeys | 
         where = origin(index, info.module, info.annotation) if info.module is not None else module.path
         if got and got[0] == "literal":  # enums: pydantic and vLLM validators differ (value vs name): not guessed
             keys.values[key] = (*got, where)
+            if info.fold:
+                keys.folds[key] = info.fold
     return keys

@@ -60,7 +60,7 @@ def _from_option(index: Index, option: OptionFound) -> Found | None:
         if got and got[0] == "enum-upper":
             return Found(sorted(set(got[1])), where, "enum", "upper", free)
         if got and got[0] in ("literal", "enum"):
-            return Found(sorted(set(got[1])), where, got[0], None, free)
+            return Found(sorted(set(got[1])), where, got[0], info.fold, free)
     return None
 
 
@@ -240,7 +240,7 @@ def option_keys(index: Index, found: ReleaseOptions) -> tuple[dict[str, dict], d
                       "deprecated": read.deprecated}
         for key, (kind, names, where) in read.values.items():
             option = f"{name}.{key}"
-            got = _with_registry(index, option, Found(sorted(set(names)), where, kind))
+            got = _with_registry(index, option, Found(sorted(set(names)), where, kind, read.folds.get(key)))
             values[option] = _domain(option, got, found)  # type: ignore[arg-type]
         for option in DOMAINS:  # a named domain whose key exists but is not typed with its names
             base, _, key = option.partition(".")
