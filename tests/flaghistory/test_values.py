@@ -119,9 +119,9 @@ def test_tokenizer_modes_are_the_literal_and_the_registry(history):
     # vllm/tokenizers/registry.py's _VLLM_TOKENIZERS adds grok2, kimi_audio, qwen_vl
     assert _names(history, "--tokenizer-mode", "0.20.1") == {
         "auto", "hf", "slow", "mistral", "deepseek_v32", "deepseek_v4", "grok2", "kimi_audio", "qwen_vl"}
-    # 0.32.0's table: deepseek_v41 is new, grok2 and qwen_vl are gone
+    # 0.32.0: the table adds deepseek_v41 (new) and kimi_audio; auto is the Literal's only; grok2, qwen_vl are gone
     modes = _names(history, "--tokenizer-mode", "0.32.0")
-    assert {"deepseek_v41", "kimi_audio", "slow"} <= modes and not {"grok2", "qwen_vl"} & modes
+    assert {"deepseek_v41", "kimi_audio", "auto"} <= modes and not {"grok2", "qwen_vl"} & modes
     assert history["values"]["--tokenizer-mode"]["values"]["deepseek_v41"]["added"] == "0.32.0"
     domain = history["values"]["--tokenizer-mode"]
     assert (domain["from"], domain["where"]) == ("registry", "vllm/tokenizers/registry.py")
