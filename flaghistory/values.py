@@ -89,13 +89,12 @@ def option_values(index: Index, found: ReleaseOptions) -> tuple[dict[str, dict],
 
 def _with_registry(index: Index, name: str, got: Found | None) -> Found | None:
     """The names a registry of EXTRA_RULES adds to the field's own (union): then from "registry" and
-    where the registry's file, the field's `open` kept."""
+    where the registry's file, the field's `open` kept. Without the field's own names the union would
+    miss `auto` & co: then nothing is recorded (values not read), never the registry alone."""
     rule = EXTRA_RULES.get(name)
-    more = rule(index) if rule else None
-    if more is None:
+    more = rule(index) if rule is not None and got is not None else None
+    if more is None or got is None:
         return got
-    if got is None:
-        return more
     return Found(sorted({*got.values, *more.values}), more.where, "registry", got.fold, got.open, got.deprecated)
 
 
