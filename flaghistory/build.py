@@ -50,6 +50,8 @@ class ReleaseRead:
     None: a read made before values were read."""
     keys: dict[str, dict] | None = None
     """JSON option → its config class's keys (config_keys.py)."""
+    aliases: dict[str, str] = field(default_factory=dict)
+    """Short option string → its long option (`-cc` → `--compilation-config`), from one add_argument call."""
 
 
 def reader_key() -> str:
@@ -79,7 +81,8 @@ def read_sources(version: str, sources: dict[str, str]) -> ReleaseRead:
     values, value_notes = option_values(index, found)
     keys, key_values, key_notes = option_keys(index, found)
     return ReleaseRead(version, sorted(found.options), {k: asdict(v) for k, v in sorted(said.items())},
-                       _syntax(index), found.diagnostics + value_notes + key_notes, values | key_values, keys)
+                       _syntax(index), found.diagnostics + value_notes + key_notes, values | key_values, keys,
+                       dict(sorted(found.aliases.items())))
 
 
 def read_release(release: Release, cache: Path, client: httpx.Client) -> ReleaseRead:
@@ -149,7 +152,11 @@ def assemble(reads: list[ReleaseRead], source: str) -> dict:
     syntax = {}
     for feature in sorted({f for r in usable for f in r.syntax}):
         syntax[feature] = _spans([feature in r.syntax for r in usable], releases)
+    aliases: dict[str, str] = {}
+    for read in usable:  # oldest first: the newest release's pairing wins
+        aliases.update({a: o for a, o in read.aliases.items() if a in read.options and o in read.options})
     return {"schema": SCHEMA, "source": source, "releases": releases, "flags": flags, "syntax": syntax,
+            "aliases": dict(sorted(aliases.items())),
             "values": fold_values(usable, _spans), "keys": fold_keys(usable, _spans),
             "diagnostics": {r.version: r.diagnostics for r in reads if r.diagnostics}}
 

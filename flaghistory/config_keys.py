@@ -49,6 +49,8 @@ class ConfigKeys:
     """key → {"text", "replacement"} where the field's docstring says it is deprecated."""
     values: dict[str, tuple[str, list[str], str]] = field(default_factory=dict)
     """key → (kind, values, file) for keys typed with a Literal (`method` of SpeculativeConfig)."""
+    folds: dict[str, str] = field(default_factory=dict)
+    """key → "lower"/"upper" where its class's own validator folds it (`LoadConfig._lowercase_load_format`)."""
 
 
 def json_options(found: ReleaseOptions) -> list[str]:
@@ -138,12 +140,24 @@ def _factories(index: Index, module: Module, cls: ast.ClassDef, depth: int = 0) 
     return names
 
 
+def _optional(info: FieldInfo) -> bool:
+    """`draft_load_config: LoadConfig | None = None`, `linear: QuantSpec | None`, `Optional["X"]`: the type
+    says the user may give the nested config or leave it out, and pydantic validates what is given.
+    Not `SkipValidation[ModelConfig] = None` (taken unchecked: vLLM fills it) nor `ModelConfig =
+    field(default=None)` (a type without None: vLLM fills it)."""
+    return "None" in info.types and info.annotation is not None and "SkipValidation" not in ast.unparse(info.annotation)
+
+
 def walk_keys(index: Index, module: Module, cls: ast.ClassDef, prefix: str = "", depth: int = 0):
-    """(dotted key, FieldInfo) for every field, nested config classes' fields under `field.` too."""
+    """(dotted key, FieldInfo) for every field, nested config classes' fields under `field.` too: those
+    made with a default factory and those typed `Config | None` (_optional). A field whose config
+    class cannot be found (a dict of them, a class outside the kept sources) has no keys below it, so
+    nothing under it is judged (FlagHistory.has_nested_keys)."""
     nested = _factories(index, module, cls)
     for name, info in _fields(index, module, cls).items():
         yield prefix + name, info
-        if not info.json_config or name not in nested or depth >= MAX_NESTING or info.module is None:
+        if not info.json_config or not (name in nested or _optional(info)) or depth >= MAX_NESTING \
+                or info.module is None:
             continue
         for type_name in sorted(info.types - SCALARS):
             hit = index.lookup_class(info.module, type_name)
@@ -247,4 +261,6 @@ def read_keys(index: Index, option: str, found: ReleaseOptions) -> ConfigKeys | 
         where = origin(index, info.module, info.annotation) if info.module is not None else module.path
         if got and got[0] == "literal":  # enums: pydantic and vLLM validators differ (value vs name): not guessed
             keys.values[key] = (*got, where)
+            if info.fold:
+                keys.folds[key] = info.fold
     return keys

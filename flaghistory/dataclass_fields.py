@@ -28,6 +28,8 @@ class FieldInfo:
     """The annotation itself: values.py reads Literal / Enum choices from it."""
     module: Module | None = field(default=None, compare=False, repr=False)
     """Where the annotation's names are looked up."""
+    fold: str | None = field(default=None, compare=False)
+    """"lower"/"upper" where the class's own validator folds the value (config_keys.py)."""
 
 
 @dataclass
@@ -101,6 +103,20 @@ def _type_names(annotation: ast.AST | None) -> set[str]:
     return names
 
 
+def _fold(cls: ast.ClassDef, name: str) -> str | None:
+    """`@field_validator("load_format") … return value.lower()` in the class's own body: the key's value is
+    folded before vLLM compares it."""
+    for node in cls.body:
+        if not isinstance(node, ast.FunctionDef):
+            continue
+        for deco in node.decorator_list:
+            if isinstance(deco, ast.Call) and ast.unparse(deco.func).endswith("field_validator") and any(
+                    isinstance(a, ast.Constant) and a.value == name for a in deco.args):
+                text = ast.unparse(node)
+                return "lower" if ".lower()" in text else "upper" if ".upper()" in text else None
+    return None
+
+
 def _skipped(annotation: ast.AST) -> bool:
     text = ast.unparse(annotation)
     return text.startswith(("ClassVar", "typing.ClassVar"))  # InitVars are options too (vLLM 0.3x)
@@ -124,7 +140,7 @@ def fields_of(index: Index, module: Module, cls: ast.ClassDef, depth: int = 0) -
         json_config = any((hit := index.lookup_class(module, t)) and decorated_dataclass(hit[1]) for t in types
                           if t not in ("bool", "str", "int", "float", "None", "dict", "list"))
         found[node.target.id] = FieldInfo(node.target.id, frozenset(types), doc.strip(), json_config,
-                                          node.annotation, module)
+                                          node.annotation, module, _fold(cls, node.target.id))
     return found
 
 

@@ -141,8 +141,16 @@ class FlagHistory:
     def keys(self) -> dict[str, dict]:
         return self.data.get("keys") or {}
 
+    @property
+    def aliases(self) -> dict[str, str]:
+        """Short option → its long option (`-cc` → `--compilation-config`); absent in older files."""
+        return self.data.get("aliases") or {}
+
     def canonical(self, name: str) -> str:
-        """The option's own name: itself, or the one option a unique `--` prefix abbreviates."""
+        """The option's own name: itself, the long option a short alias stands for (`-cc`), or the one
+        option a unique `--` prefix abbreviates."""
+        if name in self.aliases:
+            return self.aliases[name]
         if name in self.flags or not name.startswith("--"):
             return name
         longer = [f for f in self.flags if f.startswith(name)]

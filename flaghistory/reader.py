@@ -48,6 +48,8 @@ class ReleaseOptions:
     options: dict[str, OptionFound] = field(default_factory=dict)
     diagnostics: list[str] = field(default_factory=list)
     """What the reader could not understand (an option it may have missed, a file that did not parse)."""
+    aliases: dict[str, str] = field(default_factory=dict)
+    """Short option string → the long option given in the same add_argument call (`-cc` → `--compilation-config`)."""
 
 
 @dataclass
@@ -329,6 +331,10 @@ class Reader:
             choices = (frame.module, None, keywords["choices"])
         spread = keywords.get("__field__")
         type_text = next((ast.unparse(kw.value) for kw in call.keywords if kw.arg == "type"), "")
+        long = next((n for n in names if n.startswith("--")), None)
+        for name in names if long is not None else []:
+            if not name.startswith("--"):
+                self.result.aliases.setdefault(name, long)
         for name in names:
             found = self.result.options.setdefault(name, OptionFound(where))
             found.deprecated = found.deprecated or deprecated

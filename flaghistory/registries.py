@@ -8,7 +8,13 @@
   and `DEPRECATED_QUANTIZATION_METHODS` with the warning vLLM prints for them;
 - load formats: the `LoadFormats` Literal of vllm/model_executor/model_loader/ (else the option's choices);
 - attention backends: the member *names* of `AttentionBackendEnum` (vLLM looks them up with
-  `Enum[value.upper()]`, so any case is accepted: fold "upper").
+  `Enum[value.upper()]`, so any case is accepted: fold "upper");
+- tokenizer modes (added to the `TokenizerMode` Literal, see EXTRA_RULES): the keys of the
+  `_VLLM_TOKENIZERS = {"mode": (module, class)}` table of vllm/tokenizers/registry.py and literal
+  `TokenizerRegistry.register("mode", …)` calls there (the registry get_tokenizer loads a mode from);
+- weight-transfer backends (added to the `backend` Literal of WeightTransferConfig): the literal names
+  of `WeightTransferEngineFactory.register_engine("name", …)` calls in
+  vllm/distributed/weight_transfer/factory.py (the factory the engine is made by).
 Each rule returns None when the release has nothing it recognises: the caller turns that into a
 diagnostic, never an empty set.
 """
@@ -26,6 +32,8 @@ REASONING_PACKAGES = ("vllm.reasoning", "vllm.entrypoints.openai.reasoning_parse
 QUANT_MODULE = "vllm.model_executor.layers.quantization"
 LOADER_MODULE = "vllm.model_executor.model_loader"
 ATTENTION_MODULES = ("vllm.v1.attention.backends.registry", "vllm.attention.backends.registry")
+TOKENIZER_MODULE = "vllm.tokenizers.registry"
+WEIGHT_TRANSFER_MODULE = "vllm.distributed.weight_transfer.factory"
 
 
 @dataclass
@@ -182,3 +190,40 @@ RULES = {
 }
 """Options whose names a registry gives (preferred over `choices`, which older releases list by hand
 and newer ones leave open as `str`)."""
+
+
+def _registered(module: Module, owner: str, method: str, index: Index) -> list[str]:
+    """The first argument of every `<owner>.<method>("name", …)` call at the module's top level (where
+    built-in entries are registered when the module is imported), when it is a certain string."""
+    found = []
+    for stmt in module.tree.body:
+        call = stmt.value if isinstance(stmt, ast.Expr) else None
+        if isinstance(call, ast.Call) and ast.unparse(call.func) == f"{owner}.{method}" and call.args:
+            found += _names(call.args[0], module, index)
+    return found
+
+
+def tokenizer_modes(index: Index) -> Found | None:
+    module = index.modules.get(TOKENIZER_MODULE)
+    if module is None:
+        return None
+    names = [k.value for k in module.defs["_VLLM_TOKENIZERS"].keys if isinstance(k, ast.Constant)
+             and isinstance(k.value, str)] if isinstance(module.defs.get("_VLLM_TOKENIZERS"), ast.Dict) else []
+    names += _registered(module, "TokenizerRegistry", "register", index)
+    return Found(sorted(set(names)), module.path, "registry") if names else None
+
+
+def weight_transfer_engines(index: Index) -> Found | None:
+    module = index.modules.get(WEIGHT_TRANSFER_MODULE)
+    names = _registered(module, "WeightTransferEngineFactory", "register_engine", index) if module is not None else []
+    return Found(sorted(set(names)), module.path, "registry") if names else None  # type: ignore[union-attr]
+
+
+EXTRA_RULES = {
+    "--tokenizer-mode": tokenizer_modes,
+    "--weight-transfer-config.backend": weight_transfer_engines,
+}
+"""Domains whose field is typed with a Literal *and* backed by a registry the release consults later
+(`TokenizerMode | str`, `Literal["nccl", …] | str`): the names are the union of both, as the build
+accepts either. Only `WeightTransferEngineFactory.register_engine` counts in factory.py (its trainer
+factory registers the same names for the trainer side, not for this option)."""

@@ -36,10 +36,11 @@ KEEP_VALUE_FILES = ("vllm/model_executor/layers/quantization/__init__.py", "vllm
                     "vllm/attention/backends/registry.py", "vllm/v1/attention/backends/registry.py",
                     "vllm/platforms/interface.py", "vllm/attention/selector.py", "vllm/entrypoints/chat_utils.py",
                     "vllm/transformers_utils/config.py", "vllm/renderers/chat_utils.py",
-                    "vllm/renderers/chat_utils/__init__.py", "vllm/renderers/chat_utils/types.py")
-"""The tables behind --quantization, --load-format, --attention-backend, --chat-template-content-format and
---config-format (values.py, registries.py)."""
-KEEP_RULES = "v3"
+                    "vllm/renderers/chat_utils/__init__.py", "vllm/renderers/chat_utils/types.py",
+                    "vllm/tokenizers/registry.py", "vllm/distributed/weight_transfer/factory.py")
+"""The tables behind --quantization, --load-format, --attention-backend, --chat-template-content-format,
+--config-format, --tokenizer-mode and --weight-transfer-config's backend (values.py, registries.py)."""
+KEEP_RULES = "v4"
 """Named in the cache folder: a tree kept by older rules lacks the registry files, so it is not reused."""
 
 

@@ -88,6 +88,8 @@ def uses_of(history: FlagHistory, argv: list[str]) -> list[Use]:
         written = word.split("=", 1)[0]
         option = history.canonical(parsed.name)
         found.append(Use("option", option, written))
+        if parsed.syntax == "-O<level>":
+            continue  # `-O3`: the value is glued to the option, rewritten before argparse
         value = _value_after(argv, i)
         dotted = written.partition(".")[2] if parsed.syntax == "--option.key" else ""
         if value is None:

@@ -16,9 +16,9 @@ import re
 from flaghistory.config_keys import json_options, no_class, read_keys
 from flaghistory.deprecations import deprecation_texts
 from flaghistory.literals import memo, nodes, origin, strings
-from flaghistory.pyindex import Index
+from flaghistory.pyindex import Index, evaluate
 from flaghistory.reader import OptionFound, ReleaseOptions
-from flaghistory.registries import RULES, Found
+from flaghistory.registries import EXTRA_RULES, RULES, Found
 from flaghistory.wording import REPLACING
 
 DOMAINS = {
@@ -60,7 +60,7 @@ def _from_option(index: Index, option: OptionFound) -> Found | None:
         if got and got[0] == "enum-upper":
             return Found(sorted(set(got[1])), where, "enum", "upper", free)
         if got and got[0] in ("literal", "enum"):
-            return Found(sorted(set(got[1])), where, got[0], None, free)
+            return Found(sorted(set(got[1])), where, got[0], info.fold, free)
     return None
 
 
@@ -70,7 +70,8 @@ def option_values(index: Index, found: ReleaseOptions) -> tuple[dict[str, dict],
         if name.startswith("--no-") or not name.startswith("--"):  # canonical names only (`-q` is --quantization)
             continue
         rule = RULES.get(name)
-        got = (rule(index) if rule else None) or _from_option(index, option)
+        got = _with_registry(index, name, (rule(index) if rule else None) or _from_option(index, option))
+        got = _without_removed(index, name, got)
         if got is None:
             if rule is not None:
                 diagnostics.append(f"values of {name}: its registry rule found no names in this release")
@@ -84,6 +85,60 @@ def option_values(index: Index, found: ReleaseOptions) -> tuple[dict[str, dict],
         got.deprecated.update(_said_deprecated(index, name, got.values))
         values[name] = _domain(name, got, found)
     return values, diagnostics
+
+
+def _with_registry(index: Index, name: str, got: Found | None) -> Found | None:
+    """The names a registry of EXTRA_RULES adds to the field's own (union): then from "registry" and
+    where the registry's file, the field's `open` kept. Without the field's own names the union would
+    miss `auto` & co: then nothing is recorded (values not read), never the registry alone."""
+    rule = EXTRA_RULES.get(name)
+    more = rule(index) if rule is not None and got is not None else None
+    if more is None or got is None:
+        return got
+    return Found(sorted({*got.values, *more.values}), more.where, "registry", got.fold, got.open, got.deprecated)
+
+
+def _removed_choices(index: Index) -> dict[str, set[str]]:
+    """Names the serve parser's code takes out of an option's choices before adding it:
+    `parallel_kwargs["all2all_backend"]["choices"].remove(PASSTHROUGH_ALL2ALL_BACKEND)` followed, in the
+    same function, by `add_argument("--all2all-backend", **parallel_kwargs["all2all_backend"])`. Only a
+    certain string removed from a `V["field"]["choices"]` of a `**V["field"]` spread counts."""
+    def read():
+        removed: dict[str, set[str]] = {}
+        for module, fn in nodes(index, (ast.FunctionDef,)):
+            taken: dict[str, set[str]] = {}  # `V["field"]` as written → names removed
+            for call in ast.walk(fn):
+                if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr ==
+                        "remove" and len(call.args) == 1 and isinstance(call.func.value, ast.Subscript)):
+                    continue
+                target = call.func.value
+                if not (isinstance(target.slice, ast.Constant) and target.slice.value == "choices"
+                        and isinstance(target.value, ast.Subscript)):
+                    continue
+                value = evaluate(call.args[0], {}, module, index)
+                if isinstance(value, str):
+                    taken.setdefault(ast.unparse(target.value), set()).add(value)
+            if not taken:
+                continue
+            for call in ast.walk(fn):
+                if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and \
+                        call.func.attr == "add_argument":
+                    spread = [ast.unparse(k.value) for k in call.keywords if k.arg is None]
+                    names = [a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)
+                             and a.value.startswith("--")]
+                    for kwargs in spread:
+                        for option in names if kwargs in taken else []:
+                            removed.setdefault(option, set()).update(taken[kwargs])
+        return removed
+    return memo(index, "removed-choices", read)
+
+
+def _without_removed(index: Index, name: str, got: Found | None) -> Found | None:
+    gone = _removed_choices(index).get(name) if got is not None else None
+    if not gone:
+        return got
+    return Found([v for v in got.values if v not in gone], got.where, got.kind, got.fold, got.open,  # type: ignore[union-attr]
+                 got.deprecated)  # type: ignore[union-attr]
 
 
 def _numbers(node: ast.expr) -> bool:
@@ -184,7 +239,8 @@ def option_keys(index: Index, found: ReleaseOptions) -> tuple[dict[str, dict], d
                       "deprecated": read.deprecated}
         for key, (kind, names, where) in read.values.items():
             option = f"{name}.{key}"
-            values[option] = _domain(option, Found(sorted(set(names)), where, kind), found)
+            got = _with_registry(index, option, Found(sorted(set(names)), where, kind, read.folds.get(key)))
+            values[option] = _domain(option, got, found)  # type: ignore[arg-type]
         for option in DOMAINS:  # a named domain whose key exists but is not typed with its names
             base, _, key = option.partition(".")
             if base == name and key in read.keys and option not in values:

@@ -114,6 +114,8 @@ def why_none(history: FlagHistory, doc: DocUse, version: str) -> str:
         return "a placeholder"
     if doc.opened & set(domain.get("open_with") or ()):
         return f"unknown name with {', '.join(sorted(doc.opened))} in the command (plugins can add names)"
+    if history._within(domain.get("open"), release):
+        return f"an unknown name where the field's type admits any string ({domain['open']['type']})"
     return "unknown"
 
 

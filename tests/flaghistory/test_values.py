@@ -13,7 +13,7 @@ from flaghistory.build import build
 from flaghistory.history import SHIPPED, FlagHistory
 from flaghistory.literals import strings
 from flaghistory.pyindex import Index
-from flaghistory.uses import Use
+from flaghistory.uses import Use, uses_of
 from runner.settings import cache_dir
 
 RELEASES = ["0.10.2", "0.11.0", "0.12.0", "0.13.0", "0.20.1", "0.32.0", "0.34.0"]
@@ -113,6 +113,71 @@ def test_value_deprecations_in_vllm_words(history):
     assert history["values"]["--load-format"]["fold"] == "lower"
 
 
+@pytest.mark.network
+def test_tokenizer_modes_are_the_literal_and_the_registry(history):
+    # 0.20.1: TokenizerMode = Literal["auto", "hf", "slow", "mistral", "deepseek_v32", "deepseek_v4"] and
+    # vllm/tokenizers/registry.py's _VLLM_TOKENIZERS adds grok2, kimi_audio, qwen_vl
+    assert _names(history, "--tokenizer-mode", "0.20.1") == {
+        "auto", "hf", "slow", "mistral", "deepseek_v32", "deepseek_v4", "grok2", "kimi_audio", "qwen_vl"}
+    # 0.32.0: the table adds deepseek_v41 (new) and kimi_audio; auto is the Literal's only; grok2, qwen_vl are gone
+    modes = _names(history, "--tokenizer-mode", "0.32.0")
+    assert {"deepseek_v41", "kimi_audio", "auto"} <= modes and not {"grok2", "qwen_vl"} & modes
+    assert history["values"]["--tokenizer-mode"]["values"]["deepseek_v41"]["added"] == "0.32.0"
+    domain = history["values"]["--tokenizer-mode"]
+    assert (domain["from"], domain["where"]) == ("registry", "vllm/tokenizers/registry.py")
+    mode = Use("value", "--tokenizer-mode", "--tokenizer-mode", "deepseek_v41")
+    assert FlagHistory(history).accepts_use(mode, "0.32.0") is True  # was None: open, the Literal lacks it
+
+
+@pytest.mark.network
+def test_weight_transfer_backends_from_the_engine_factory(history):
+    # 0.32.0's factory.py: WeightTransferEngineFactory.register_engine("modelexpress", …) beside the
+    # Literal["nccl", "ipc", "sparse_nccl", "sharded_rdt", "nccl_m2n"]; the trainer factory's calls do not count
+    names = _names(history, "--weight-transfer-config.backend", "0.32.0")
+    assert names == {"nccl", "ipc", "sparse_nccl", "sharded_rdt", "nccl_m2n", "modelexpress"}
+    assert history["values"]["--weight-transfer-config.backend"]["values"]["modelexpress"]["added"] == "0.32.0"
+    assert _names(history, "--weight-transfer-config.backend", "0.20.1") == {"nccl", "ipc"}
+
+
+@pytest.mark.network
+def test_a_choice_the_serve_parser_removes(history):
+    # 0.32.0's arg_utils.py: parallel_kwargs["all2all_backend"]["choices"].remove(PASSTHROUGH_ALL2ALL_BACKEND)
+    # before add_argument("--all2all-backend", **parallel_kwargs["all2all_backend"]): the Literal has it, argparse not
+    names = _names(history, "--all2all-backend", "0.32.0")
+    assert "passthrough" not in names and {"naive", "deepep_low_latency"} <= names
+
+
+@pytest.mark.network
+def test_short_aliases_are_judged_as_their_long_option(history):
+    aliases = history["aliases"]  # 0.34.0's add_argument("--compilation-config", "-cc", …)
+    assert (aliases["-cc"], aliases["-ac"], aliases["-q"], aliases["-tp"]) == (
+        "--compilation-config", "--attention-config", "--quantization", "--tensor-parallel-size")
+    flags = FlagHistory(history)
+    uses = uses_of(flags, ["vllm", "serve", "m", "-cc", '{"mode": 3, "bogus_key": 1}', "-q", "fp9"])
+    assert Use("key", "--compilation-config", "-cc", key="mode") in uses
+    assert flags.accepts_use(Use("key", "--compilation-config", "-cc", key="bogus_key"), "0.32.0") is False
+    assert flags.accepts_use(Use("value", "--quantization", "-q", value="fp9"), "0.32.0") is False
+    assert Use("option", "--compilation-config", "-cc") in uses and flags.accepts("-cc", "0.32.0")
+
+
+@pytest.mark.network
+def test_nested_configs_typed_optional(history):
+    def keys(option):
+        spans = history["keys"][option]["keys"]
+        return {k for k, span in spans.items() if _has(span, "0.32.0", history["releases"])}
+    # `linear: QuantSpec | None`, `hisparse_config: HiSparseConfig | None`, `draft_load_config: LoadConfig | None`
+    assert {"linear.weight", "linear.activation", "moe.weight"} <= keys("--quantization-config")
+    assert {"hisparse_config.device_buffer_size", "hisparse_config.eager_host_mirror"} <= keys("--attention-config")
+    assert {"draft_load_config.load_format", "draft_load_config.download_dir"} <= keys("--speculative-config")
+    flags = FlagHistory(history)
+    # QuantKeyField (Annotated[QuantKey | None, plain validator]: a name string) and
+    # SkipValidation[ModelConfig] (filled by vLLM) have nothing below them: nothing under them is judged
+    assert not flags.has_nested_keys("--quantization-config", "linear.weight")
+    assert not flags.has_nested_keys("--speculative-config", "draft_model_config")
+    inner = uses_of(flags, ["vllm", "serve", "m", "--speculative-config", '{"draft_model_config": {"x": 1}}'])
+    assert [u.key for u in inner if u.kind == "key"] == ["draft_model_config"]
+
+
 def test_the_shipped_values_and_keys_follow_the_schema():
     data = json.loads(SHIPPED.read_text())
     releases = data["releases"]
@@ -124,6 +189,8 @@ def test_the_shipped_values_and_keys_follow_the_schema():
         assert domain.get("open") is None or "str" in domain["open"]["type"]  # `Literal | str`: other names accepted
         spans += [domain["open"]] if domain.get("open") else []
         spans += [domain["read"], *domain["values"].values()]
+    assert data["aliases"]["-cc"] == "--compilation-config"
+    assert all(a in data["flags"] and not a.startswith("--") and o in data["flags"] for a, o in data["aliases"].items())
     for option, keys in data["keys"].items():
         assert option in data["flags"] and keys["keys"] and keys["class"][0].isupper(), option
         spans += [keys["read"], *keys["keys"].values(), *([keys["closed"]] if keys["closed"] else [])]

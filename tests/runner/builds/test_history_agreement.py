@@ -46,13 +46,10 @@ def test_the_history_answers_like_the_builds_own_parser(target, tokens):
 
 KNOWN_DISAGREEMENTS: dict[str, list[str]] = {
     "stable": [],
-    # 0.32.0's tokenizer registry (vllm/tokenizers/registry.py, _VLLM_TOKENIZERS) has deepseek_v41, which
-    # ModelConfig's auto-detection selects; the history reads only the TokenizerMode Literal, which lacks
-    # it. A reader gap (the registry table could be read), reported in issue 34 rather than hidden.
-    # 0.32.0's weight-transfer engine factory (vllm/distributed/weight_transfer/factory.py) registers
-    # `modelexpress`; the field is `Literal[nccl, ipc, sparse_nccl, sharded_rdt, nccl_m2n] | str` and the
-    # history reads only the Literal. Also a reader gap (the register_engine calls could be read).
-    "nightly": ["--tokenizer-mode deepseek_v41", "--weight-transfer-config `backend: modelexpress`"],
+    # none since issue 34's round 2: --tokenizer-mode reads vllm/tokenizers/registry.py's _VLLM_TOKENIZERS
+    # (deepseek_v41) beside the TokenizerMode Literal, and --weight-transfer-config.backend the
+    # WeightTransferEngineFactory.register_engine calls (modelexpress) beside its Literal
+    "nightly": [],
 }
 """Per target: the uses where the history is wrong and its reader cannot fix it (each with why)."""
 
