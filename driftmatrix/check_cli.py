@@ -17,6 +17,7 @@ import argparse
 import re
 from pathlib import Path
 
+from driftmatrix.sandbox_cli import add_unsandboxed
 from driftmatrix.check_inputs import GIVEN, Checked, CheckInputError, gather, shipped_history
 
 # -- judging ------------------------------------------------------------------------------------
@@ -200,6 +201,9 @@ def cmd_check(args: argparse.Namespace) -> int:
     for c in checked:
         c.check = check_argv(history, list(c.snippet.argv or []), c.asked)
         c.recorded = recorded(matrix, c.snippet) if matrix else []
+    if args.run:
+        from driftmatrix.sandbox_cli import banner
+        errors.print(f"driftmatrix check --run: {banner()}", soft_wrap=True)
     runs = {c.where: run_on_target(c, args) for c in checked} if args.run else {}
     if args.json:
         print(json.dumps([{**as_json(c, history), **({"ran": runs[c.where]} if args.run else {})} for c in checked],
@@ -242,4 +246,5 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="every page changed against REV (default HEAD: your uncommitted changes)")
     c.add_argument("-v", "--verbose", action="store_true", help="pages: every command, not only those with a finding")
     c.add_argument("--json", action="store_true", help="JSON on stdout")
+    add_unsandboxed(c)  # --run starts the command's code as `driftmatrix run` does: contained, or by request not
     c.set_defaults(func=cmd_check)

@@ -27,7 +27,9 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
+import os
 import shutil
+import stat
 import tempfile
 import threading
 import time
@@ -173,10 +175,41 @@ def keep(written: Path, own: Path) -> None:
 
 
 def _prune(root: Path) -> None:
-    folders = sorted((p for target in root.iterdir() if target.is_dir() for p in target.iterdir() if p.is_dir()),
-                     key=lambda p: p.stat().st_mtime, reverse=True)
+    """The oldest commands' caches go past OWN_MAX_BYTES. Another server's `keep` may prune (or write)
+    the same root at the same time (parallel jobs, parallel runs on one cache): a file or folder gone
+    between listing and reading is simply not counted."""
+    folders = sorted((p for target in _entries(root) if target.is_dir() for p in _entries(target) if p.is_dir()),
+                     key=_mtime, reverse=True)
     total = 0
     for folder in folders:
-        total += sum(f.stat().st_size for f in folder.rglob("*") if f.is_file() and not f.is_symlink())
+        total += _size(folder)
         if total > OWN_MAX_BYTES:
             shutil.rmtree(folder, ignore_errors=True)
+
+
+def _entries(folder: Path) -> list[Path]:
+    try:
+        return list(folder.iterdir())
+    except OSError:  # gone meanwhile
+        return []
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def _size(folder: Path) -> int:
+    """Bytes of the plain files under `folder`, those still there when read."""
+    total = 0
+    for path, _, names in os.walk(folder):
+        for name in names:
+            try:
+                info = os.lstat(os.path.join(path, name))
+            except OSError:
+                continue
+            if stat.S_ISREG(info.st_mode):
+                total += info.st_size
+    return total

@@ -31,6 +31,7 @@ DOCS_CODE = {
     "gate": "the parse and config tiers of `run` on a docs change",
     "pipeline": "extract -> run -> publish",
     "standin": "builds a stand-in model with a target's transformers from a model's configuration",
+    "check": "reads the option history (no vLLM); with --run, the tiers of `run` on the command",
 }
 NO_DOCS_CODE = {
     "extract": "reads the docs as text",

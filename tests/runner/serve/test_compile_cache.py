@@ -1,0 +1,52 @@
+"""The compile cache's pruner shares its folder with other servers' (parallel jobs, two runs on one
+cache): files and folders that vanish while it counts are not an error. The suite's serve fixture once
+died of a FileNotFoundError there while another run pruned the same cache."""
+
+from __future__ import annotations
+
+import shutil
+import threading
+import time
+
+from runner.serve import compile_cache
+
+
+def test_pruning_while_another_server_writes_and_prunes(tmp_path, monkeypatch):
+    root = tmp_path / "own"
+    monkeypatch.setattr(compile_cache, "OWN_MAX_BYTES", 64 * 1024)  # small: it prunes all the time
+    stop = threading.Event()
+
+    def churn(worker: int) -> None:  # another server: writes its cache, then prunes, as keep() does
+        n = 0
+        while not stop.is_set():
+            folder = root / f"target-{worker}" / f"cmd-{n % 7}" / "inductor"
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+                for i in range(20):
+                    (folder / f"k{i}.cpp").write_bytes(b"x" * 2048)
+            except OSError:
+                pass  # the pruner took the folder away meanwhile: the server's own write-out would retry
+            if n % 3 == 0:
+                shutil.rmtree(folder.parent, ignore_errors=True)
+            n += 1
+
+    writers = [threading.Thread(target=churn, args=(w,)) for w in range(2)]
+    for t in writers:
+        t.start()
+    errors: list[BaseException] = []
+    deadline = time.monotonic() + 3
+    rounds = 0
+    try:
+        while time.monotonic() < deadline:
+            try:
+                compile_cache._prune(root) if root.exists() else None
+            except OSError as err:  # the defect: a file gone between listing and stat
+                errors.append(err)
+            rounds += 1
+    finally:
+        stop.set()
+        for t in writers:
+            t.join()
+    assert rounds > 20 and not errors, errors[:3]
+    compile_cache._prune(root)
+    assert compile_cache._size(root) <= compile_cache.OWN_MAX_BYTES + 20 * 2048 * 2  # what is left fits
