@@ -18,6 +18,7 @@ import re
 from pathlib import Path
 
 from driftmatrix.sandbox_cli import add_unsandboxed
+from runner.outcomes.records import TIERS
 from driftmatrix.check_inputs import GIVEN, Checked, CheckInputError, gather, shipped_history
 
 # -- judging ------------------------------------------------------------------------------------
@@ -238,7 +239,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--docs", metavar="ROOT", help="the docs tree pages belong to (default: their git checkout)")
     c.add_argument("--matrix", metavar="FILE|URL", help="the published matrix.json: the verdicts it recorded")
     c.add_argument("--run", metavar="TARGET", help="also run it on this target (a real build) through the tiers")
-    c.add_argument("--tier", default="parse", help="with --run: the last tier (default: %(default)s)")
+    c.add_argument("--tier", choices=TIERS, default="parse", help="with --run: the last tier (default: %(default)s)")
     c.add_argument("--stand-ins", nargs="?", const="tiny", choices=["tiny", "full"], metavar="SIZE",
                    help="with --run: twins for models that cannot be had")
     c.add_argument("--targets", help="with --run: targets TOML (default: the shipped config)")
