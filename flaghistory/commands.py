@@ -65,9 +65,15 @@ def command_options(history: FlagHistory, argv: list[str]) -> CommandOptions | N
         return None
     given = frozenset(u.option for u in uses)
     valid = history.valid_range(uses, given)
-    unknown = [u.text() for u in uses if all(history.accepts_use(u, r, given) is False for r in history.releases)]
+    unknown = [u.text() for u in uses if _never(history, u, given)]
     return CommandOptions(options_of(argv), valid[0] if valid else None, valid[1] if valid else None,
                           history.releases[-1], history.releases[0], unknown)
+
+
+def _never(history: FlagHistory, use, given: frozenset[str]) -> bool:
+    """No release read takes it, and some refuse it (releases whose names were not read say nothing)."""
+    answers = {history.accepts_use(use, r, given) for r in history.releases}
+    return True not in answers and False in answers
 
 
 def explain(history: FlagHistory, option: str, version: str) -> str | None:

@@ -80,3 +80,13 @@ def test_a_disable_option_beside_its_enable_twin_is_not_a_no(history):
     before = history.flags["--enable-log-requests"]["added"]
     older = history.releases[history.releases.index(before) - 1]
     assert history.accepts_use(check.uses[0].use, older) is True  # before the twin: the history answers
+
+
+def test_flags_valid_names_what_no_release_has(history):
+    """`unknown` in flags_valid: what no release read takes and some refuse (the docs' plugin example
+    parser `example`); releases whose names were not read say nothing either way."""
+    from flaghistory.commands import command_options
+
+    found = command_options(history, ["m", "--reasoning-parser", "example", "--max-model-len", "8"])
+    assert found.first is None and found.unknown == ["--reasoning-parser example"]
+    assert "--reasoning-parser example: in none" in found.text()
