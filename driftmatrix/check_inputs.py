@@ -76,14 +76,15 @@ def _page_root(page: Path, docs: str | None) -> Path:
     return page.parent.resolve()
 
 
-def _page_snippets(pages: list[Path], docs: str | None, stable: str) -> tuple[list, list[str]]:
+def _page_snippets(roots: dict[Path, Path], stable: str) -> tuple[list, list[str]]:
+    """Every page's commands, each tree read once (`roots`: page -> its tree's root)."""
     from extractor.catalog import extract_pages
     from extractor.corpus import SourceError
 
     snippets, problems = [], []
     by_root: dict[Path, list[Path]] = {}
-    for page in pages:
-        by_root.setdefault(_page_root(page, docs), []).append(page.resolve())
+    for page, root in roots.items():
+        by_root.setdefault(root, []).append(page)
     for root, group in by_root.items():
         try:
             found, diagnostics = extract_pages(root, group, stable=stable)
@@ -104,22 +105,36 @@ def _page_releases(history, source) -> tuple[list[str], str]:
     return releases, f"{source.file} is written for {claim.spec or 'every release'} ({claim.origin})"
 
 
-def _at_line(snippets: list, page: Path, line: int) -> list:
+def _at_line(here: list[tuple], page: Path, line: int) -> list[tuple]:
     """The command whose text holds the page's line (the nearest one starting at or before it)."""
-    here = [(src.line, s) for s in snippets for src in s.sources
-            if Path(src.file).name == page.name and src.line <= line < src.line + max(1, src.text.count("\n") + 1)]
-    if not here:
+    holding = [(src, s) for src, s in here if src.line <= line < src.line + max(1, src.text.count("\n") + 1)]
+    if not holding:
         raise CheckInputError(f"{page}:{line}: no vllm command at that line")
-    return [max(here, key=lambda pair: pair[0])[1]]
+    return [max(holding, key=lambda pair: pair[0].line)]
 
 
 def gather(args: argparse.Namespace, history, stable: str) -> tuple[list[Checked], list[str]]:
-    """What to check, and the inputs that could not be read (each said, the others still checked)."""
+    """What to check, in the order given, and the inputs that could not be read (each said, the others
+    still checked). The pages are read together: each tree once."""
     inputs = list(args.input) + changed_pages(args.changed) if args.changed else list(args.input) or ["-"]
-    checked, problems = [], []
+    read: list[list[Checked] | tuple[Path, int | None]] = []
+    problems: list[str] = []
     for text in inputs:
         try:
-            checked += _gather_one(text, args, history, stable)
+            if text == "-":
+                text = _stdin()
+            page = _page_input(text)
+            read.append(page if page else [Checked(s, GIVEN, [stable], f"today's stable release ({stable})")
+                                           for s in _command_snippets(text, stable)])
+        except CheckInputError as err:
+            problems.append(str(err))
+    roots = {p.resolve(): _page_root(p, args.docs) for p, _ in (x for x in read if isinstance(x, tuple))}
+    snippets, unread = _page_snippets(roots, stable) if roots else ([], [])
+    problems += unread
+    checked: list[Checked] = []
+    for item in read:
+        try:
+            checked += item if isinstance(item, list) else _page_commands(item, roots, snippets, history)
         except CheckInputError as err:
             problems.append(str(err))
     if args.version:
@@ -140,26 +155,35 @@ def changed_pages(rev: str) -> list[str]:
     return [str(Path(top) / n) for n in names if Path(n).suffix.lower() in PAGE_SUFFIXES]
 
 
-def _gather_one(text: str, args: argparse.Namespace, history, stable: str) -> list[Checked]:
-    if text == "-":
-        text = sys.stdin.read()
-        if not text.strip():
-            raise CheckInputError("nothing on stdin")
+def _stdin() -> str:
+    text = sys.stdin.read()
+    if not text.strip():
+        raise CheckInputError("nothing on stdin")
+    return text
+
+
+def _page_input(text: str) -> tuple[Path, int | None] | None:
+    """(page, line or None) for PAGE or PAGE:LINE; None for a command."""
     found = PAGE_LINE.match(text)
     page = Path(found["page"] if found else text)
     if not (found or (page.suffix.lower() in PAGE_SUFFIXES and page.is_file())):
-        return [Checked(s, GIVEN, [stable], f"today's stable release ({stable})")
-                for s in _command_snippets(text, stable)]
+        return None
     if not page.is_file():
         raise CheckInputError(f"{page}: no such page")
-    snippets, problems = _page_snippets([page], args.docs, stable)
-    if problems and not snippets:
-        raise CheckInputError("; ".join(problems))
-    if found:
-        snippets = _at_line(snippets, page, int(found["line"]))
+    return page, int(found["line"]) if found else None
+
+
+def _page_commands(item: tuple[Path, int | None], roots: dict[Path, Path], snippets: list, history) -> list[Checked]:
+    """The page's commands (or the one at its line), each asked about the releases the page is written for."""
+    page, line = item
+    path = page.resolve()
+    # a command the page gives twice is one command: its first place there
+    here = list({s.id: (src, s) for s in snippets for src in reversed(s.sources)
+                 if (roots[path] / src.file).resolve() == path}.values())
+    if line is not None:
+        here = _at_line(here, page, line)
     result = []
-    for s in snippets:
-        source = next((src for src in s.sources if Path(src.file).name == page.name), s.sources[0])
-        releases, basis = _page_releases(history, source)
-        result.append(Checked(s, f"{page}:{source.line}", releases, basis, page=True))
+    for src, s in here:
+        releases, basis = _page_releases(history, src)
+        result.append(Checked(s, f"{page}:{src.line}", releases, basis, page=True))
     return result

@@ -208,8 +208,8 @@ def static_rejections(snippets: list, targets: list) -> dict[str, dict[str, list
     not started there (the judgement reads the history for them, as for any build not checked). A
     name no release ever had is left to the build (the history may have missed a way vLLM takes it), and
     so is a `--disable-x` whose `--enable-x` the release has (the history cannot say: twin_may_take)."""
-    from flaghistory.command_check import check_argv
-    from flaghistory.commands import record_of, shipped
+    from flaghistory.commands import explain_use, record_of, shipped
+    from flaghistory.uses import uses_of
     from publisher.option_verdict import JUDGED_KINDS
 
     history = shipped()
@@ -223,8 +223,10 @@ def static_rejections(snippets: list, targets: list) -> dict[str, dict[str, list
         for s in snippets:
             if s.kind not in JUDGED_KINDS:
                 continue
-            check = check_argv(history, list(s.argv or []), [version])
-            why = [text for a in check.uses if record_of(history, a.use) for text in a.why.values()]
+            uses = uses_of(history, list(s.argv or []))
+            given = frozenset(u.option for u in uses)
+            why = [text for u in uses if record_of(history, u) and history.accepts_use(u, version, given) is False
+                   and (text := explain_use(history, u, version))]
             if why:
                 found.setdefault(target.name, {})[s.id] = why
     return found

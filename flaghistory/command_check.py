@@ -96,8 +96,9 @@ class CommandCheck:
                 "uses": [a.as_json() for a in self.uses]}
 
 
-def _answer(history: FlagHistory, use: Use, asked: list[str], given: frozenset[str]) -> UseAnswer:
-    answers = [history.accepts_use(use, r, given) for r in history.releases]
+def _answer(history: FlagHistory, use: Use, answers: list[bool | None], asked: list[str],
+            given: frozenset[str]) -> UseAnswer:
+    """`answers`: the history's, release by release."""
     on = {r: history.accepts_use(use, r, given) for r in asked}
     why = {r: text for r, ok in on.items() if ok is False and (text := explain_use(history, use, r))}
     taking = [r for r in asked if on[r]]
@@ -111,7 +112,8 @@ def check_argv(history: FlagHistory, argv: list[str], asked: list[str]) -> Comma
     """`asked`: release versions (a build's `0.20.1+cpu` or a nightly read as the history reads them)."""
     uses = uses_of(history, argv)
     given = frozenset(u.option for u in uses)
-    answers = [_answer(history, u, asked, given) for u in uses]
-    whole = [all(history.accepts_use(u, r, given) is not False for u in uses) for r in history.releases]
+    table = [[history.accepts_use(u, r, given) for r in history.releases] for u in uses]
+    answers = [_answer(history, u, row, asked, given) for u, row in zip(uses, table)]
+    whole = [all(row[i] is not False for row in table) for i in range(len(history.releases))]
     unread = [r for r in asked if history.release_for(r) is None]
     return CommandCheck(argv, list(history.releases), runs_of(history.releases, whole), asked, answers, unread)

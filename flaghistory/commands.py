@@ -76,6 +76,12 @@ def _never(history: FlagHistory, use, given: frozenset[str]) -> bool:
     return True not in answers and False in answers
 
 
+def vllm_said(record: dict) -> str:
+    """What vLLM's own text said of a removed option, value or key: its deprecation, its replacement."""
+    said = f"; vLLM {record['deprecated']} deprecated it: “{record['deprecation']}”" if record.get("deprecated") else ""
+    return said + (f" (vLLM's text names {record['replacement']} instead)" if record.get("replacement") else "")
+
+
 def explain(history: FlagHistory, option: str, version: str) -> str | None:
     """Why `version` rejects the option, from the history; None when the history says it accepts it."""
     if history.accepts(option, version) is not False:
@@ -84,12 +90,7 @@ def explain(history: FlagHistory, option: str, version: str) -> str | None:
     if record is None:
         return f"{option} is not an option of any vLLM release from {history.releases[0]} to {history.releases[-1]}"
     if record.get("removed") and Version(version) >= Version(record["removed"]):
-        text = f"{option} was removed in vLLM {record['removed']}"
-        if record.get("deprecated"):
-            text += f"; vLLM {record['deprecated']} deprecated it: “{record['deprecation']}”"
-        if record.get("replacement"):
-            text += f" (vLLM's text names {record['replacement']} instead)"
-        return text
+        return f"{option} was removed in vLLM {record['removed']}{vllm_said(record)}"
     if Version(version) < Version(record["added"]):
         unread = unread_before(history, record["added"])
         return f"{option} was added in vLLM {record['added']}" if not unread else \
@@ -166,21 +167,16 @@ def _use_name(history: FlagHistory, use) -> tuple[str, str]:
 def explain_use(history: FlagHistory, use, version: str) -> str | None:
     """Why `version` rejects an option, a value or a key, from the history and in vLLM's words;
     None when the history says it accepts it or cannot say."""
-    if use.kind == "option":
-        return explain(history, use.written, version)
     if history.accepts_use(use, version) is not False:
         return None
+    if use.kind == "option":
+        return explain(history, use.written, version)
     shown, names = _use_name(history, use)
     record = history.value_record(use)
     if record is None:
         return f"{shown} is in none of {names} of vLLM {history.releases[0]} to {history.releases[-1]}"
     if record.get("removed") and Version(version) >= Version(record["removed"]):
-        text = f"{shown} was removed from {names} in vLLM {record['removed']}"
-        if record.get("deprecated"):
-            text += f"; vLLM {record['deprecated']} deprecated it: “{record['deprecation']}”"
-        if record.get("replacement"):
-            text += f" (vLLM's text names {record['replacement']} instead)"
-        return text
+        return f"{shown} was removed from {names} in vLLM {record['removed']}{vllm_said(record)}"
     if Version(version) < Version(record["added"]):
         return f"{shown} is known from vLLM {record['added']} ({names})"
     return f"{shown} is not in {names} of vLLM {version}"

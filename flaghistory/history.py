@@ -165,7 +165,8 @@ class FlagHistory:
     def has_nested_keys(self, option: str, path: str) -> bool:
         return any(k.startswith(path + ".") for k in self.keys.get(option, {}).get("keys", {}))
 
-    def _within(self, record: dict | None, release: str) -> bool:
+    def within(self, record: dict | None, release: str) -> bool:
+        """Is `release` (one the history read) inside the span (an option's, a value's, `read`, `closed`)?"""
         if not record:
             return False
         spans = self._spans.get(id(record))
@@ -190,17 +191,17 @@ class FlagHistory:
             return None
         if use.kind == "key":
             domain = self.keys.get(use.option)
-            if not self._within((domain or {}).get("read"), release):
+            if not self.within((domain or {}).get("read"), release):
                 return None
-            if self._within(domain["keys"].get(use.key), release):
+            if self.within(domain["keys"].get(use.key), release):
                 return True
-            return False if self._within(domain.get("closed"), release) else None
+            return False if self.within(domain.get("closed"), release) else None
         domain = self.values.get(use.domain)
-        if not self._within((domain or {}).get("read"), release) or PLACEHOLDER.search(use.value or ""):
+        if not self.within((domain or {}).get("read"), release) or PLACEHOLDER.search(use.value or ""):
             return None
-        if self._within(self.value_record(use), release):
+        if self.within(self.value_record(use), release):
             return True
-        if self._within(domain.get("open"), release):  # typed `Literal | str` there: names beyond the set
+        if self.within(domain.get("open"), release):  # typed `Literal | str` there: names beyond the set
             return None
         return None if command_options & set(domain.get("open_with") or ()) else False
 

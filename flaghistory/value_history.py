@@ -37,20 +37,25 @@ def _reads(reads: list, attribute: str) -> tuple[list, list[str]]:
     return usable, [r.version for r in usable]
 
 
+def _per_option(usable: list, attribute: str, members: str):
+    """(option, whether each release read has it, its newest read, [(release, its names, deprecated)])."""
+    for option in sorted({o for r in usable for o in getattr(r, attribute)}):
+        held = [getattr(r, attribute).get(option) for r in usable]
+        newest = next(h for h in reversed(held) if h is not None)
+        sets = [(r.version, h[members], h["deprecated"]) for r, h in zip(usable, held) if h is not None]
+        yield option, [h is not None for h in held], newest, sets
+
+
 def fold_values(reads: list, spans: Spans) -> dict[str, dict]:
     usable, releases = _reads(reads, "values")
     result = {}
-    for option in sorted({o for r in usable for o in r.values}):
-        present = [option in r.values for r in usable]
-        newest = next(r.values[option] for r in reversed(usable) if option in r.values)
+    for option, present, newest, sets in _per_option(usable, "values", "values"):
         record = {"domain": newest["domain"], "from": newest["from"], "where": newest["where"],
                   "read": spans(present, releases), "open_with": newest["open_with"],
                   "model_dependent": newest["model_dependent"]}
         if newest.get("fold"):
             record["fold"] = newest["fold"]
         record.update(_open(option, usable, releases, spans))
-        sets = [(r.version, r.values[option]["values"], r.values[option]["deprecated"]) for r in usable
-                if option in r.values]
         record["values"] = _members(sets, spans)
         result[option] = record
     return result
@@ -68,11 +73,8 @@ def _open(option: str, usable: list, releases: list[str], spans: Spans) -> dict:
 def fold_keys(reads: list, spans: Spans) -> dict[str, dict]:
     usable, releases = _reads(reads, "keys")
     result = {}
-    for option in sorted({o for r in usable for o in r.keys}):
-        present = [option in r.keys for r in usable]
-        newest = next(r.keys[option] for r in reversed(usable) if option in r.keys)
+    for option, present, newest, sets in _per_option(usable, "keys", "keys"):
         shut = [option in r.keys and r.keys[option]["closed"] for r in usable]
-        sets = [(r.version, r.keys[option]["keys"], r.keys[option]["deprecated"]) for r in usable if option in r.keys]
         result[option] = {"class": newest["class"], "where": newest["where"], "read": spans(present, releases),
                           "closed": spans(shut, releases) if any(shut) else None, "keys": _members(sets, spans)}
     return result

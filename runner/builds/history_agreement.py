@@ -51,16 +51,21 @@ def docs_tokens(catalog) -> list[str]:
 
 
 def ask_parser(python: str, tokens: list[str], env: dict | None = None) -> dict:
-    """The real build's answers: {options, allow_abbrev, accepts: {token: bool}}. Asked in the
-    sandbox (runner/sandbox): the tokens come from the docs and importing vLLM runs whatever the
+    """The real build's answers: {options, allow_abbrev, accepts: {token: bool}}."""
+    return ask_in_target(python, SCRIPT, tokens, env)
+
+
+def ask_in_target(python: str, script, query, env: dict | None = None) -> dict:
+    """An in-target script's JSON answer (its last stdout line) to `query` (JSON on its stdin). Asked in
+    the sandbox (runner/sandbox): the query comes from the docs and importing vLLM runs whatever the
     target environment holds."""
     from runner.isolation import sandbox
     from runner.isolation.env_policy import runner_env, without_secrets
-    done, _ = sandbox.run([python, str(SCRIPT), "-"], python=python, kind="query", timeout=QUERY_TIMEOUT_S,
-                          input=json.dumps(tokens), env={**runner_env(), **without_secrets(env or {})})
+    done, _ = sandbox.run([python, str(script), "-"], python=python, kind="query", timeout=QUERY_TIMEOUT_S,
+                          input=json.dumps(query), env={**runner_env(), **without_secrets(env or {})})
     lines = done.stdout.strip().splitlines()
     if done.returncode != 0 or not lines:
-        raise RuntimeError(f"{python} {SCRIPT.name} exited {done.returncode}: {done.stderr[-2000:]}")
+        raise RuntimeError(f"{python} {script.name} exited {done.returncode}: {done.stderr[-2000:]}")
     return json.loads(lines[-1])
 
 

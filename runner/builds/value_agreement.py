@@ -12,15 +12,14 @@ every domain both know are compared.
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field
 
 import runner
-from flaghistory.history import PLACEHOLDER, FlagHistory, _indexes
+from flaghistory.history import PLACEHOLDER, FlagHistory
 from flaghistory.uses import Use, uses_of
+from runner.builds.history_agreement import ask_in_target
 
 SCRIPT = runner.INTARGET / "serve_values.py"
-QUERY_TIMEOUT_S = 600
 
 
 @dataclass(frozen=True)
@@ -81,16 +80,8 @@ def query_of(uses: list[DocUse]) -> dict:
 
 
 def ask_build(python: str, uses: list[DocUse], env: dict | None = None) -> dict:
-    """The real build's answers (serve_values.py's JSON). Asked in the sandbox, as ask_parser: the
-    values come from the docs (passed as JSON data) and importing vLLM runs what the env holds."""
-    from runner.isolation import sandbox
-    from runner.isolation.env_policy import runner_env, without_secrets
-    done, _ = sandbox.run([python, str(SCRIPT), "-"], python=python, kind="query", timeout=QUERY_TIMEOUT_S,
-                          input=json.dumps(query_of(uses)), env={**runner_env(), **without_secrets(env or {})})
-    lines = done.stdout.strip().splitlines()
-    if done.returncode != 0 or not lines:
-        raise RuntimeError(f"{python} {SCRIPT.name} exited {done.returncode}: {done.stderr[-2000:]}")
-    return json.loads(lines[-1])
+    """The real build's answers (serve_values.py's JSON); the docs' values go in as JSON data."""
+    return ask_in_target(python, SCRIPT, query_of(uses), env)
 
 
 def why_none(history: FlagHistory, doc: DocUse, version: str) -> str:
@@ -104,17 +95,17 @@ def why_none(history: FlagHistory, doc: DocUse, version: str) -> str:
         return f"{use.option} is not an option of {release}"
     if use.kind == "key":
         domain = history.keys.get(use.option)
-        if not domain or not history._within(domain.get("read"), release):
+        if not domain or not history.within(domain.get("read"), release):
             return "keys not read for this release"
         return "not a known key, and vLLM ignores keys it lacks here (not `closed`)"
     domain = history.values.get(use.domain)
-    if not domain or not history._within(domain.get("read"), release):
+    if not domain or not history.within(domain.get("read"), release):
         return "values not read for this release"
     if PLACEHOLDER.search(use.value or ""):
         return "a placeholder"
     if doc.opened & set(domain.get("open_with") or ()):
         return f"unknown name with {', '.join(sorted(doc.opened))} in the command (plugins can add names)"
-    if history._within(domain.get("open"), release):
+    if history.within(domain.get("open"), release):
         return f"an unknown name where the field's type admits any string ({domain['open']['type']})"
     return "unknown"
 
@@ -153,8 +144,7 @@ def compare_values(history: FlagHistory, version: str, answers: dict, uses: list
 
 
 def _names_in(history: FlagHistory, record: dict, release: str, table: str) -> set[str]:
-    position = history.releases.index(release)
-    return {n for n, span in record.get(table, {}).items() if position in _indexes(span, history._versions)}
+    return {n for n, span in record.get(table, {}).items() if history.within(span, release)}
 
 
 def _fold(names, fold: str | None) -> set[str]:
@@ -165,7 +155,7 @@ def _compare_sets(history: FlagHistory, release: str, answers: dict, result: Val
     """The full name sets of every domain (and key set of every JSON option) both sides know."""
     for domain, record in sorted(history.values.items()):
         theirs = answers["domains"].get(domain)
-        if theirs is None or not history._within(record.get("read"), release):
+        if theirs is None or not history.within(record.get("read"), release):
             continue
         fold = record.get("fold") or theirs.get("fold")  # compared case-blind where either side folds
         ours, build = _fold(_names_in(history, record, release, "values"), fold), _fold(theirs["names"], fold)
@@ -173,11 +163,11 @@ def _compare_sets(history: FlagHistory, release: str, answers: dict, result: Val
                                   "only_in_build": sorted(build - ours), "only_in_history": sorted(ours - build)}
     for option, record in sorted(history.keys.items()):
         theirs = answers["keys"].get(option)
-        if theirs is None or not history._within(record.get("read"), release):
+        if theirs is None or not history.within(record.get("read"), release):
             continue
         ours, build = _names_in(history, record, release, "keys"), set(theirs["keys"])
         result.keys[option] = {"class": [record.get("class"), theirs["class"]],
-                               "closed": [history._within(record.get("closed"), release), theirs["closed"]],
+                               "closed": [history.within(record.get("closed"), release), theirs["closed"]],
                                "only_in_build": sorted(build - ours), "only_in_history": sorted(ours - build)}
 
 

@@ -137,13 +137,8 @@ def registry_domains(domains, unknown):
     for option, key, table, plugin in ((TOOL, "ToolParserManager", "tool_parsers", "--tool-parser-plugin"),
                                        (REASONING, "ReasoningParserManager", "reasoning_parsers",
                                         "--reasoning-parser-plugin")):
-        try:
-            manager = find(key)
-        except ImportError as exc:
-            unknown.append({"domain": option, "why": f"{key} could not be imported: {exc}"})
-            continue
+        manager = _lookup(find, key, option, unknown, f"this build has no {key}")
         if manager is None:
-            unknown.append({"domain": option, "why": f"this build has no {key}"})
             continue
         # list_registered() joins eager and lazily registered names where the release has it
         names = manager.list_registered() if hasattr(manager, "list_registered") else \
@@ -163,11 +158,7 @@ def weight_transfer_backends(domains, unknown):
     domain = "--weight-transfer-config.backend"
     if domain not in domains:
         return
-    try:
-        factory = find("WeightTransferEngineFactory")
-    except ImportError as exc:
-        unknown.append({"domain": domain, "why": f"WeightTransferEngineFactory: {exc}"})
-        return
+    factory = _lookup(find, "WeightTransferEngineFactory", domain, unknown)
     table = getattr(factory, "_registry", None) if factory is not None else None
     if not isinstance(table, dict):
         return  # no registry in this release: the Literal's names stand
@@ -178,14 +169,12 @@ def weight_transfer_backends(domains, unknown):
 def _tokenizer_modes(domains, unknown, find):
     """`--tokenizer-mode` takes any string at parse (`TokenizerMode | str`); the tokenizer registry
     decides later (`auto` is resolved before it is asked)."""
-    try:
-        registry = find("TokenizerRegistry")
-    except ImportError as exc:
-        unknown.append({"domain": "--tokenizer-mode", "why": f"TokenizerRegistry: {exc}"})
+    registry = _lookup(find, "TokenizerRegistry", "--tokenizer-mode", unknown, NO_TOKENIZER_TABLE)
+    if registry is None:
         return
-    table = getattr(registry, "tokenizers", None) if registry is not None else None
+    table = getattr(registry, "tokenizers", None)
     if not isinstance(table, dict):
-        unknown.append({"domain": "--tokenizer-mode", "why": "no tokenizer registry table in this build"})
+        unknown.append({"domain": "--tokenizer-mode", "why": NO_TOKENIZER_TABLE})
         return
     model_config = find("ModelConfig")  # its TokenizerMode Literal: modes get_tokenizer resolves itself (`slow`)
     literal = _literal_names(_members(_hints(model_config).get("tokenizer_mode"))) if model_config is not None else []
@@ -227,16 +216,28 @@ def field_domains(serve, domains, actions, unknown):
         actions.setdefault(name, action)
 
 
+NO_TOKENIZER_TABLE = "no tokenizer registry table in this build"
+NO_LOADER_TABLE = "no _LOAD_FORMAT_TO_MODEL_LOADER table in this build"
+
+
+def _lookup(find, key: str, domain: str, unknown: list, absent: str | None = None):
+    """vLLM's `key` in this build (vllm_symbols.find), or None with why in `unknown`: it could not be
+    imported, or it is absent and `absent` says why (None: the caller says what absence means)."""
+    try:
+        found = find(key)
+    except ImportError as exc:
+        unknown.append({"domain": domain, "why": f"{key} could not be imported: {exc}"})
+        return None
+    if found is None and absent:
+        unknown.append({"domain": domain, "why": absent})
+    return found
+
+
 def _quantization(domains, unknown, find):
     if "--quantization" in domains:  # the parser lists them as choices in this release
         return
-    try:
-        methods = find("QUANTIZATION_METHODS")
-    except ImportError as exc:
-        unknown.append({"domain": "--quantization", "why": f"QUANTIZATION_METHODS: {exc}"})
-        return
+    methods = _lookup(find, "QUANTIZATION_METHODS", "--quantization", unknown, "this build has no QUANTIZATION_METHODS")
     if methods is None:
-        unknown.append({"domain": "--quantization", "why": "this build has no QUANTIZATION_METHODS"})
         return
     domains["--quantization"] = {"names": sorted(methods), "from": "registry", "fold": None, "open_with": [],
                                  "where": "vllm/model_executor/layers/quantization/__init__.py"}
@@ -245,14 +246,12 @@ def _quantization(domains, unknown, find):
 def _load_formats(domains, unknown, find):
     if "--load-format" in domains:
         return
-    try:
-        loader = find("model_loader")
-    except ImportError as exc:
-        unknown.append({"domain": "--load-format", "why": f"vllm.model_executor.model_loader: {exc}"})
+    loader = _lookup(find, "model_loader", "--load-format", unknown, NO_LOADER_TABLE)
+    if loader is None:
         return
-    table = getattr(loader, "_LOAD_FORMAT_TO_MODEL_LOADER", None) if loader is not None else None
+    table = getattr(loader, "_LOAD_FORMAT_TO_MODEL_LOADER", None)
     if table is None:
-        unknown.append({"domain": "--load-format", "why": "no _LOAD_FORMAT_TO_MODEL_LOADER table in this build"})
+        unknown.append({"domain": "--load-format", "why": NO_LOADER_TABLE})
         return
     domains["--load-format"] = {"names": sorted(table), "from": "registry", "where": _where(loader),
                                 "fold": _load_format_fold(find), "open_with": []}
@@ -268,13 +267,9 @@ def _load_format_fold(find):
 
 
 def _attention_backends(domains, unknown, find):
-    try:
-        backends = find("AttentionBackendEnum")
-    except ImportError as exc:
-        unknown.append({"domain": "--attention-backend", "why": f"AttentionBackendEnum: {exc}"})
-        return
+    backends = _lookup(find, "AttentionBackendEnum", "--attention-backend", unknown,
+                       "this build has no AttentionBackendEnum")
     if backends is None:
-        unknown.append({"domain": "--attention-backend", "why": "this build has no AttentionBackendEnum"})
         return
     domains["--attention-backend"] = {"names": sorted(m.name for m in backends), "from": "enum",
                                       "where": _where(backends), "fold": "upper", "open_with": [],

@@ -27,9 +27,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
-import os
 import shutil
-import stat
 import tempfile
 import threading
 import time
@@ -38,6 +36,7 @@ from pathlib import Path
 from runner.isolation import env_policy, sandbox
 
 from runner.models import standins
+from runner.models.twin_cache import folder_bytes
 from runner.builds.envs import TargetEnv
 from runner.isolation.sandbox import output
 from runner.serve.server import Server, free_port
@@ -182,7 +181,7 @@ def _prune(root: Path) -> None:
                      key=_mtime, reverse=True)
     total = 0
     for folder in folders:
-        total += _size(folder)
+        total += folder_bytes(folder)
         if total > OWN_MAX_BYTES:
             shutil.rmtree(folder, ignore_errors=True)
 
@@ -201,15 +200,3 @@ def _mtime(path: Path) -> float:
         return 0.0
 
 
-def _size(folder: Path) -> int:
-    """Bytes of the plain files under `folder`, those still there when read."""
-    total = 0
-    for path, _, names in os.walk(folder):
-        for name in names:
-            try:
-                info = os.lstat(os.path.join(path, name))
-            except OSError:
-                continue
-            if stat.S_ISREG(info.st_mode):
-                total += info.st_size
-    return total
