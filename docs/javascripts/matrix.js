@@ -99,7 +99,7 @@
       return !D.options[o][1].some(function (r) { return r[0] <= ri && ri <= r[1]; });
     }).map(function (o) { return D.options[o][0]; });
     if (!missing.length) return { verdict: "OPT", word: "options exist", text: "No run on vLLM " + v + ". From the option history: every option of the command exists in vLLM " + v + ", and every value and config key it could read (the model, and values it cannot judge, were not checked)." };
-    return { verdict: "FAIL", word: "no " + missing[0], text: "No run on vLLM " + v + ". From the option history: vLLM " + v + "'s vllm serve has no " + missing.join(", ") + " (the parser would reject the command)." };
+    return { verdict: "FAIL", word: "no " + missing[0], text: "No run on vLLM " + v + ". From the option history: vLLM " + v + "'s vllm serve has no " + missing.join(", ") + " (vLLM would refuse the command: an option at its parser, a value or a config key at the latest when the engine starts)." };
   }
 
   // ---- markup ----
