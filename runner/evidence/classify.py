@@ -28,6 +28,8 @@ much adversarial text; on an unbounded text it took minutes."""
 # Exceptions that only report that something else failed; the root cause is elsewhere.
 WRAPPERS = re.compile(r"Engine core initialization failed|Engine process failed to start|"
                       r"EngineDeadError|WorkerProc initialization failed|See root cause above|"
+                      # a rank's failure re-raised by the engine core, the rank's traceback above it
+                      r"Worker failed with error|check the stack trace above for the root cause|"
                       # printed by 0.20.1's CPU build at every shutdown: never the cause
                       r"Found no NVIDIA driver")
 

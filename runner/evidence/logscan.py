@@ -140,6 +140,25 @@ def warnings(lines: list[str]) -> list[LogLine]:
     return out
 
 
+NATIVE_CRASH = re.compile(r"!{3,} Segfault encountered !{3,}|Fatal Python error: (Segmentation fault|Aborted|Bus error)")
+"""A process of the server died in native code: torch's signal handler's report, or Python's."""
+NATIVE_FRAME = re.compile(r'File "[^"]*?(?P<path>csrc/[^"]+)", line (?P<line>\d+), in (?P<func>[^\n(<]+)')
+
+
+def native_crash(lines: list[str]) -> tuple[int, CodeLocation | None] | None:
+    """Where a server's process crashed in native code, if it did: the report's line, and the first of
+    its frames in vLLM's own C++ sources (`csrc/...`: the kernel that crashed) when it names one. Such
+    a crash is the root cause: the Python tracebacks after it (`RuntimeError: cancelled`, the engine
+    dead) are its consequences."""
+    for i, line in enumerate(lines):
+        if NATIVE_CRASH.search(line):
+            for frame in lines[i + 1:i + 40]:
+                if m := NATIVE_FRAME.search(frame):
+                    return i, CodeLocation(m["path"], int(m["line"]), m["func"].strip())
+            return i, None
+    return None
+
+
 def tracebacks(lines: list[str]) -> list[Traceback]:
     """Every Python traceback in the log, in order (chained causes are separate entries)."""
     out: list[Traceback] = []

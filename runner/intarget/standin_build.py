@@ -5,6 +5,7 @@
                             [--tokenizer-from DIR] [--seed S] [--full-size]
     python standin_build.py --family generic --out DIR --model-id ID (--config-json FILE | --architecture ARCH)
                             [--layers N] [--tokenizer-from DIR] [--seed S] [--full-size] [--tensor-parallel N]
+                            [--pipeline-parallel N] [--expert-parallel N]
 
 The twin keeps what vLLM's start-up paths look at — `architectures`, `model_type`, rope
 type and parameters, tied embeddings, max positions, the attention layout — and shrinks
@@ -39,6 +40,8 @@ import standin_gemma4  # next to this file, so on sys.path when run as a script
 import standin_generic
 import standin_layout
 import standin_processor
+import standin_split
+import standin_vllm_config
 
 VOCAB = 2000
 CHATML = (
@@ -143,8 +146,13 @@ def train_tokenizer(out: Path, family: str, vocab_size: int | None = None):
     return fast
 
 
-def twin_config(family: str, source: dict, layers: int, head_dim: int, ids: dict, full: bool = False, tp: int = 1,
-                notes: list | None = None):
+def split_of(a) -> dict:
+    """The command's parallel sizes the twin is fitted to (standin_split.fit_parallel)."""
+    return {"tp": a.tensor_parallel, "pp": a.pipeline_parallel, "ep": a.expert_parallel}
+
+
+def twin_config(family: str, source: dict, layers: int, head_dim: int, ids: dict, full: bool = False,
+                split: dict | None = None, notes: list | None = None):
     import transformers
 
     config_cls, model_cls, _, eos, pad, bos, _ = FAMILIES[family]
@@ -160,7 +168,8 @@ def twin_config(family: str, source: dict, layers: int, head_dim: int, ids: dict
         cfg["num_key_value_heads"] = 2 if grouped else 4
         cfg["head_dim"] = head_dim
         cfg["num_hidden_layers"] = layers
-        standin_generic.fit_parallel(cfg, tp, notes if notes is not None else [])
+        standin_split.fit_parallel(cfg, split or {}, notes if notes is not None else [])
+        layers = cfg["num_hidden_layers"]  # a stage per pipeline rank may have added layers
     if isinstance(cfg.get("layer_types"), list):  # keep the sliding/full pattern's start
         cfg["layer_types"] = (cfg["layer_types"] * layers)[:layers]
     if cfg.get("max_window_layers") is not None:
@@ -198,9 +207,10 @@ def build_generic(a, out: Path) -> dict:
         source, arch, config_source = g.source_config(a.architecture, given)
         model_type = source["model_type"]
         cls, cls_note = g.model_class(arch, model_type)
-    except g.NoTwin as exc:
-        raise SystemExit(str(exc)) from None
-    cfg, needed, notes = g.twin_config(source, a.layers, a.full_size, a.tensor_parallel)
+    except g.NoTwin:  # an architecture vLLM describes itself: its own configuration class, no weights
+        arch = (given or {}).get("architectures", [a.architecture])[0] if given else a.architecture
+        return standin_vllm_config.build(a, out, arch, given, g, train_tokenizer, copy_tokenizer, split_of(a))
+    cfg, needed, notes = g.twin_config(source, a.layers, a.full_size, split_of(a))
     tokenizer = copy_tokenizer(out, a.tokenizer_from) if a.tokenizer_from else \
         train_tokenizer(out, g.tokenizer_family(model_type), needed)
     processor_files = []
@@ -256,6 +266,10 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--tensor-parallel", type=int, default=1,
                     help="the command's tensor parallel size: head counts divisible by it (not gemma4)")
+    ap.add_argument("--pipeline-parallel", type=int, default=1,
+                    help="the command's pipeline parallel size: at least a layer per stage (not gemma4)")
+    ap.add_argument("--expert-parallel", type=int, default=1,
+                    help="the command's expert parallel size: experts divisible by it (not gemma4)")
     ap.add_argument("--full-size", action="store_true", help="keep the source's sizes (speed measurements)")
     a = ap.parse_args()
     import torch
@@ -292,7 +306,7 @@ def main():
         ids = tokenizer.get_vocab()
         fitted: list[str] = []
         cfg, model_cls = twin_config(a.family, source, a.layers, a.head_dim, ids, full=a.full_size,
-                                     tp=a.tensor_parallel, notes=fitted)
+                                     split=split_of(a), notes=fitted)
         torch.manual_seed(a.seed)
         model = model_cls(cfg).to(torch.bfloat16)
         model.save_pretrained(out, safe_serialization=True)

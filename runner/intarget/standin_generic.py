@@ -32,8 +32,10 @@ VOCAB = 2000
 # vLLM's CPU attention backend needs head_dim >= 32
 TEXT_SET = {"hidden_size": 128, "n_embd": 128, "num_attention_heads": 4, "n_head": 4, "n_heads": 4}
 HEADS = ("num_attention_heads", "n_head", "n_heads")
-KV_HEADS = ("num_key_value_heads", "n_kv_heads", "num_kv_heads", "multi_query_group_num")
-FFN = ("ffn_dim", "ffn_hidden_size", "n_inner", "encoder_ffn_dim")  # and every key with "intermediate_size"
+KV_HEADS = ("num_key_value_heads", "n_kv_heads", "num_kv_heads", "multi_query_group_num",
+            "num_attention_groups")  # Step-3.5's (vLLM's Step3p5Config)
+FFN = ("ffn_dim", "ffn_hidden_size", "n_inner", "encoder_ffn_dim",  # and every key with "intermediate_size"
+       "share_expert_dim")  # Step-3.5's shared expert
 # MLA (DeepSeek V2/V3, Kimi K2, GLM MLA variants): the q LoRA rank shrinks (a null q_lora_rank, no q
 # LoRA, stays null); the head sizes do not: kv_lora_rank + qk_rope_head_dim is the latent cache entry
 # and vLLM's MLA kernels take only the published sizes (320/512/576; its CPU kernel 0.32 only 576),
@@ -47,9 +49,10 @@ MLA_KEPT = ("kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim"
 # DeltaNet head sizes (linear_key/value_head_dim) stay: vLLM's CPU kernel takes only the published 128
 HYBRID = {"linear_num_key_heads": 2, "mamba_num_heads": 8, "mamba_n_heads": 8, "mamba_head_dim": 32, "mamba_d_head": 32,
           "ssm_state_size": 16, "mamba_d_state": 16, "n_groups": 1, "mamba_n_groups": 1}
+CONTEXT = ("max_seq_len", "seq_length", "max_sequence_length")  # a context length under another name
 # MoE: four experts still route top-2 in one group; scoring/normalisation/scaling keys stay as they are
 EXPERTS = ("num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts", "num_routed_experts")
-TOP_K = ("num_experts_per_tok", "moe_topk", "moe_top_k", "top_k_experts", "num_selected_experts",
+TOP_K = ("num_experts_per_tok", "moe_topk", "moe_top_k", "moe_k", "top_k_experts", "num_selected_experts",
          "experts_per_token")
 GROUPS = ("n_group", "topk_group", "num_expert_group")
 AT_MOST_ONE = ("n_shared_experts", "num_shared_experts", "moe_num_shared_experts",  # shared experts kept
@@ -273,6 +276,9 @@ def shrink_text(cfg: dict, source: dict) -> None:
         if is_count(cfg.get("head_dim")) and is_count(cfg.get("qk_rope_head_dim")):
             cfg["head_dim"] = cfg["qk_rope_head_dim"]  # as DeepseekV3Config derives it
     cfg.update({k: v for k, v in HYBRID.items() if is_count(cfg.get(k))})
+    if "max_position_embeddings" in cfg and cfg["max_position_embeddings"] is None:  # a class default left
+        # unset (vLLM's Step3p5Config) where the published config has it: the config's own context length
+        cfg["max_position_embeddings"] = next((cfg[k] for k in CONTEXT if is_count(cfg.get(k))), 4096)
     if is_count(cfg.get("linear_num_value_heads")):  # value heads a multiple of key heads, as before
         more = source["linear_num_value_heads"] > (source.get("linear_num_key_heads") or 1)
         cfg["linear_num_value_heads"] = 4 if more else 2
@@ -377,50 +383,24 @@ def set_vocab(cfg: dict, size: int, ids: dict, role: str = "text") -> None:
         cfg.update(ids, **({"vocab_size": size} if "vocab_size" in cfg else {}))
 
 
-def twin_config(source: dict, layers: int, full: bool = False, tp: int = 1) -> tuple[dict, int, list[str]]:
+def twin_config(source: dict, layers: int, full: bool = False, split: dict | None = None
+                ) -> tuple[dict, int, list[str]]:
     """(shrunk config dict, the vocabulary size it needs, notes); FULL: the source's sizes as they are;
-    TP: the documented tensor parallel size the heads must split by."""
+    SPLIT: the command's parallel sizes ({tp, pp, ep}) the twin must divide by (standin_split.fit_parallel)."""
     notes = [f"{k} dropped" + (" (the twin is bf16: quantization is not reproduced)" if k == "quantization_config"
                                else " (vLLM's own implementation is used)" if k == "auto_map" else "")
              for k in DROPPED[:3] if source.get(k)]
     cfg = {k: v for k, v in source.items() if k not in DROPPED}
     cfg = cfg if full else shrink(cfg, layers, notes)
     if not full:
-        fit_parallel(cfg, tp, notes)
+        import standin_split  # next to this file; it reads this module's tables
+        standin_split.fit_parallel(cfg, split or {}, notes)
     text = cfg["text_config"] if isinstance(cfg.get("text_config"), dict) else cfg
     floor = (text.get("vocab_size") or VOCAB) if full else VOCAB
     needed = max([floor - 1, *token_ids(cfg)]) + 1
     if needed > floor:  # placeholder ids (image, video, ...) point into the twin vocabulary
         notes.append(f"vocab {needed}: up to the config's token ids, padded with unreachable <unusedN> tokens")
     return cfg, needed, notes
-
-
-def fit_parallel(cfg: dict, tp: int, notes: list[str]) -> None:
-    """Head counts the command's tensor parallel size can split: vLLM requires attention heads (and
-    linear-attention / Mamba heads) divisible by it, and KV heads dividing it or divisible by it. A
-    shrunk twin (4 heads) would otherwise fail `-tp 8` for a reason the published model does not have."""
-    if tp <= 1:
-        return
-    for _, sub, role in [(None, cfg, "text"), *sub_configs(cfg, "text")]:
-        if role != "text":
-            continue
-        key = next((k for k in HEADS if is_count(sub.get(k))), None)
-        if key is None:
-            continue
-        old = sub[key]
-        new = tp * -(-old // tp)
-        if new != old:
-            if not is_count(sub.get("head_dim")) and is_count(sub.get("hidden_size")):
-                sub["hidden_size"] = new * (sub["hidden_size"] // old)  # the head width stays
-            sub[key] = new
-            notes.append(f"{key} {old} -> {new}: divisible by the command's tensor parallel size {tp}")
-        for kv in KV_HEADS:
-            n = sub.get(kv)
-            if is_count(n) and n % tp and tp % n:
-                sub[kv] = new if n == old else tp  # plain multi-head stays plain
-        for k in ("linear_num_key_heads", "linear_num_value_heads", "mamba_num_heads", "mamba_n_heads"):
-            if is_count(sub.get(k)) and sub[k] % tp:
-                sub[k] = tp * -(-sub[k] // tp)
 
 
 def add_implied(model, text_config, notes: list[str]) -> None:

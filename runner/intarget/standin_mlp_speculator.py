@@ -95,6 +95,8 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--layers", type=int, default=1, help="ignored: a speculator has heads, not layers")
     ap.add_argument("--tensor-parallel", type=int, default=1, help="ignored: no attention heads to split")
+    ap.add_argument("--pipeline-parallel", type=int, default=1, help="ignored: a draft runs in one stage")
+    ap.add_argument("--expert-parallel", type=int, default=1, help="ignored: no experts")
     ap.add_argument("--full-size", action="store_true")
     a = ap.parse_args()
     from safetensors.torch import save_file

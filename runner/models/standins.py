@@ -30,7 +30,8 @@ from runner.isolation.sandbox import output
 from runner.settings import STANDIN_BUILD_S, TWIN_MAX_BYTES, twin_cache_bytes
 
 BUILDER = runner.INTARGET / "standin_build.py"
-BUILDER_FILES = [BUILDER, *(BUILDER.with_name(f"standin_{m}.py") for m in ("gemma4", "generic", "layout", "processor"))]
+BUILDER_FILES = [BUILDER, *(BUILDER.with_name(f"standin_{m}.py") for m in ("gemma4", "generic", "layout", "processor",
+                                                                                "split", "vllm_config"))]
 # families built by a script of their own (the others' twins keep their cache keys when it changes)
 OWN_BUILDERS = {"mlp_speculator": BUILDER.with_name("standin_mlp_speculator.py")}
 # model id families the builder knows; the first match wins. Qwen3 and Llama 3 are the dense
@@ -55,6 +56,14 @@ FAMILY_ARCHITECTURES = {"qwen3": "Qwen3ForCausalLM", "llama": "LlamaForCausalLM"
                         "gemma4": "Gemma4ForConditionalGeneration", "gemma4_text": "Gemma4ForCausalLM",
                         "gemma4_assistant": "Gemma4AssistantForCausalLM",
                         "mlp_speculator": "MLPSpeculatorPreTrainedModel"}
+
+
+SPLIT_FLAGS = {"tp": "--tensor-parallel", "pp": "--pipeline-parallel", "ep": "--expert-parallel"}
+"""The builder's option for each parallel size a twin is fitted to (standin_split.fit_parallel)."""
+
+
+WEIGHTLESS = ["--load-format", "dummy"]
+"""What a server of a weightless twin is given: vLLM's own random initialisation of the weights."""
 
 
 class StandInError(RuntimeError):
@@ -86,6 +95,9 @@ class StandIn:
     published_architecture: str | None = None
     """The real model's architecture: from its config, or vLLM's supported-models table (offline);
     None when only the model id's family was known (the legacy fallback, not validated)."""
+    weightless: bool = False
+    """No weights: an architecture only vLLM describes (intarget/standin_vllm_config.py); vLLM
+    initialises them itself (WEIGHTLESS)."""
 
 
 def family_of(model_id: str, config: dict | None = None) -> str | None:
@@ -189,10 +201,11 @@ def _offline(model_or_config: str, docs_root: Path | None, version: str) -> Plan
 
 def build(model_or_config: str, env: TargetEnv, out: Path, *, cache: Path, layers: int = 2,
           tokenizer_from: str | None = None, seed: int = 0, config_from: str | None = None,
-          full_size: bool = False, docs_root: Path | None = None, tensor_parallel: int = 1,
+          full_size: bool = False, docs_root: Path | None = None, split: dict[str, int] | None = None,
           local_paths: bool = True, draft: draft_kinds.Draft | None = None) -> StandIn:
     """Build a twin into `out` (replaced) with `env`'s Python; raise StandInError if impossible.
-    `tensor_parallel`: the command's size, which the twin's head counts must split by.
+    `split`: the command's parallel sizes ({tp, pp, ep}: argv_edit.parallel_sizes), which the twin's
+    heads, layers and experts must divide by (standin_split.fit_parallel).
     Where its configuration comes from: `plan()`; `draft`: the speculative config it drafts in."""
     how = plan(model_or_config, cache, config_from, docs_root, env.version, local_paths, draft)
     config_path, family = how.config_path, how.family
@@ -205,8 +218,9 @@ def build(model_or_config: str, env: TargetEnv, out: Path, *, cache: Path, layer
         cmd += ["--architecture", how.architecture]
     if tokenizer_from:
         cmd += ["--tokenizer-from", tokenizer_from]
-    if tensor_parallel > 1:
-        cmd += ["--tensor-parallel", str(tensor_parallel)]
+    for key, flag in SPLIT_FLAGS.items():
+        if (split or {}).get(key, 1) > 1:
+            cmd += [flag, str(split[key])]
     if full_size:
         cmd.append("--full-size")
     # contained like everything that reads docs-named input: the config and tokenizer it is given are
@@ -240,18 +254,23 @@ def build(model_or_config: str, env: TargetEnv, out: Path, *, cache: Path, layer
         source += f"; architecture {how.architecture} from {how.table}"
     twin = StandIn(model_or_config, str(out), family, source, built["transformers"],
                    len(built.get("layer_types") or []) or layers, tokenizer_from, built.get("architectures"),
-                   built.get("layer_types"), built.get("notes") or [], full_size, how.architecture)
+                   built.get("layer_types"), built.get("notes") or [], full_size, how.architecture,
+                   bool(built.get("weightless")))
     (out / STANDIN_MARKER).write_text(json.dumps(asdict(twin), indent=1))
     return twin
 
 
 def ensure(model_id: str, env: TargetEnv, cache: Path, *, layers: int = 2, tokenizer_from: str | None = None,
            config_from: str | None = None, full_size: bool = False, docs_root: Path | None = None,
-           tensor_parallel: int = 1, leases: list | None = None, draft: draft_kinds.Draft | None = None) -> StandIn:
+           split: dict[str, int] | None = None, leases: list | None = None,
+           draft: draft_kinds.Draft | None = None) -> StandIn:
     """The cached twin of `model_id` for `env`, built the first time. With `leases`, the twin is held
     in use (twin_cache.lease) until the caller closes what is appended there; building a new twin
     keeps the cache under settings.twin_cache_bytes(). `draft`: the speculative config MODEL_ID is
-    the draft of (a speculative head is a checkpoint of its own kind: runner/models/draft_kinds.py)."""
+    the draft of (a speculative head is a checkpoint of its own kind: runner/models/draft_kinds.py).
+    `split`: the command's parallel sizes the twin must divide by (none for a full-size twin: the
+    published sizes already do)."""
+    split = {k: v for k, v in (split or {}).items() if k in SPLIT_FLAGS}
     kind = draft.kind(model_id) if draft else None
     if kind:  # the type rule before any cached twin is reused (a twin cached before it would pass)
         plan(model_id, cache, config_from, docs_root, env.version, False, draft)
@@ -260,7 +279,9 @@ def ensure(model_id: str, env: TargetEnv, cache: Path, *, layers: int = 2, token
     key = hashlib.sha256(json.dumps({
         "model": model_id, "layers": None if full_size else layers, "tokenizer_from": tokenizer_from,
         "full_size": full_size, "listed": listed.architecture if listed else None,
-        "tp": tensor_parallel if tensor_parallel > 1 and not full_size else None,
+        # one key per parallel size that shapes the twin; a twin for -tp alone keeps its earlier key
+        "tp": split["tp"] if split.get("tp", 1) > 1 and not full_size else None,
+        **{k: split[k] for k in ("pp", "ep") if split.get(k, 1) > 1 and not full_size},
         "config": hashlib.sha256(config_path.read_bytes()).hexdigest() if config_path else None,
         # a head built by its own kind's builder (other heads get no twin, or the twin they would
         # get anyway): absent otherwise, so existing twins keep their keys
@@ -275,7 +296,7 @@ def ensure(model_id: str, env: TargetEnv, cache: Path, *, layers: int = 2, token
         built = not marker.exists()
         twin = build(model_id, env, out, cache=cache, layers=layers, tokenizer_from=tokenizer_from,
                      config_from=config_from, full_size=full_size, docs_root=docs_root,
-                     tensor_parallel=1 if full_size else tensor_parallel, local_paths=False, draft=draft) \
+                     split=None if full_size else split, local_paths=False, draft=draft) \
             if built else StandIn(**json.loads(marker.read_text()))
         if leases is not None:
             leases.append(twin_cache.lease(out))

@@ -11,6 +11,8 @@ from extractor.shell_commands import SPEC_FLAGS
 
 PARALLEL_FLAGS = {"--tensor-parallel-size": 1, "-tp": 1, "--pipeline-parallel-size": 1, "-pp": 1,
                   "--data-parallel-size": 1, "-dp": 1}
+EXPERT_PARALLEL_FLAGS = ("--enable-expert-parallel", "-ep")
+"""Expert parallel on: the experts split over the tensor x data parallel ranks (vLLM's EP size)."""
 
 
 def without_options(argv: list[str], unwanted: Callable[[str], bool]) -> list[str]:
@@ -72,15 +74,21 @@ def tensor_parallel(argv: list[str]) -> int:
 
 
 def parallel_sizes(argv: list[str]) -> dict[str, int]:
-    """{tp, pp, dp} as the command sets them (1 where it does not)."""
-    sizes = {"tp": 1, "pp": 1, "dp": 1}
+    """{tp, pp, dp, ep} as the command sets them (1 where it does not; ep: the expert parallel size,
+    tp x dp where `--enable-expert-parallel` is given, as vLLM derives it)."""
+    sizes = {"tp": 1, "pp": 1, "dp": 1, "ep": 1}
+    expert_parallel = False
     for i, token in enumerate(argv):
         name, eq, value = token.partition("=")
+        if name in EXPERT_PARALLEL_FLAGS:
+            expert_parallel = value.lower() not in ("false", "0") if eq else True
         if name in PARALLEL_FLAGS:
             raw = value if eq else (argv[i + 1] if i + 1 < len(argv) else "1")
             kind = "tp" if "tensor" in name or name == "-tp" else "pp" if "pipeline" in name or name == "-pp" else "dp"
             try:
-                sizes[kind] = int(raw)
+                sizes[kind] = max(int(raw), 1)
             except ValueError:
                 pass
+    if expert_parallel:
+        sizes["ep"] = sizes["tp"] * sizes["dp"]
     return sizes

@@ -217,8 +217,30 @@ class PerfRun(JsonRecord):
 
 
 @dataclass
+class RankRun(JsonRecord):
+    """A server whose command's parallel sizes ran as worker processes on CPU (runner/serve/ranks.py)."""
+
+    count: int
+    """Worker processes: tensor x pipeline x data parallel."""
+    tensor: int
+    """Tensor parallel size."""
+    pipeline: int
+    """Pipeline parallel size."""
+    data: int
+    """Data parallel size."""
+    expert: int
+    """Expert parallel size (1: off)."""
+    device: str
+    """Where the ranks ran: `cpu`."""
+    binding: str | None
+    """VLLM_CPU_OMP_THREADS_BIND: each rank's cores, `|`-separated in vLLM's rank order."""
+
+
+@dataclass
 class ServerRun(JsonRecord):
     """The start tier's server: how it started and how it was stopped."""
+
+    NESTED: ClassVar[dict[str, type[JsonRecord]]] = {"ranks": RankRun}
 
     port: int | None = None
     """The loopback port it served on."""
@@ -240,6 +262,8 @@ class ServerRun(JsonRecord):
     """... and after it was stopped."""
     gpu_memory_back: bool | None = field(default=None, metadata=OPTIONAL)
     """The memory came back once it stopped."""
+    ranks: RankRun | None = field(default=None, metadata=OPTIONAL)
+    """Its ranks, where a multi-GPU command ran them as CPU worker processes."""
 
     @staticmethod
     def stopped(started: ServerRun | None, teardown: dict[str, Any]) -> ServerRun:
@@ -267,6 +291,8 @@ class TwinNote(JsonRecord):
     counts: bool | None = field(default=None, metadata=OPTIONAL)
     """False when the architectures differ or the failure is the twin's own (then the job SKIPs);
     None when either is unknown."""
+    transformers: str | None = field(default=None, metadata=OPTIONAL)
+    """The transformers release that wrote the twin's files (its sizes do not depend on it)."""
 
 
 @dataclass

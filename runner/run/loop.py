@@ -24,6 +24,7 @@ from runner.run.selection import RunOptions, select
 from runner.isolation import sandbox
 from runner.outcomes import store
 from runner.outcomes.argv_edit import devices_needed, job_tier
+from runner.serve import ranks
 from runner.builds.envs import EnvError, TargetEnv, ensure
 from runner.jobs.execute import JobRunner
 from runner.jobs.job import Job, RunContext, host_facts
@@ -206,6 +207,28 @@ def _not_started(jobs: list[Job], finished: list[Outcome]) -> int:
     return sum((j.snippet.id, j.variant, j.target.target.name) not in ran for j in jobs)
 
 
+class CpuSeats:
+    """The places of the jobs side by side on a machine without a GPU. A job whose ranks run as CPU
+    worker processes (runner/serve/ranks.py) takes every place, and all the cores: its ranks take the
+    memory of the servers that would run beside it (8 ranks of a twin: 14.7 GB)."""
+
+    def __init__(self, places: int):
+        self.free, self.places, self.cv = places, places, threading.Condition()
+
+    def acquire(self, k: int) -> int:
+        k = min(k, self.places)
+        with self.cv:
+            while self.free < k:
+                self.cv.wait()
+            self.free -= k
+        return k
+
+    def release(self, k: int) -> None:
+        with self.cv:
+            self.free += k
+            self.cv.notify_all()
+
+
 def _execute(jobs: list[Job], ctx: RunContext, out_store: store.Store, opts: RunOptions, console,
              results: list[Outcome], stopping: threading.Event, deadline: float | None = None) -> list[Outcome]:
     """Run the jobs, appending each outcome to `results` and the store as it finishes; once
@@ -226,13 +249,18 @@ def _execute(jobs: list[Job], ctx: RunContext, out_store: store.Store, opts: Run
 
     def do(job: Job, cores: list[int] | None = None) -> None:
         ids: list[int] = []
-        if pool and TIERS.index(job.tier) >= 2 and job.snippet.kind != "subcommand":  # a subcommand: parser only
+        serves = TIERS.index(job.tier) >= 2 and job.snippet.kind != "subcommand"  # a subcommand: parser only
+        if pool and serves:
             ids = pool.acquire(min(devices_needed(job.snippet.argv), ctx.gpus))
+        alone = seats is not None and serves and ranks.on_cpu(ranks.of(job.snippet.argv), ctx.gpus)
+        held = seats.acquire(seats.places) if alone else 0
         try:
-            outcome = runner.run(job, ids, cores)
+            outcome = runner.run(job, ids, None if alone else cores)
         finally:
             if ids:
                 pool.release(ids)
+            if held:
+                seats.release(held)
         if stopping.is_set():
             return
         out_store.append(outcome)
@@ -249,6 +277,7 @@ def _execute(jobs: list[Job], ctx: RunContext, out_store: store.Store, opts: Run
         def due() -> bool:  # no job starts after a leg's deadline: what finished is kept and uploaded
             return deadline is None or time.monotonic() < deadline
 
+        seats: CpuSeats | None = None
         if workers == 1:
             for job in jobs:
                 if not due():
@@ -260,6 +289,7 @@ def _execute(jobs: list[Job], ctx: RunContext, out_store: store.Store, opts: Run
                 q.put(job)
 
             slots = [] if ctx.gpus else cpu_slots(workers)  # GPU jobs are placed by their GPUs
+            seats = None if ctx.gpus else CpuSeats(workers)
             failed: list[BaseException] = []
 
             def worker(slot: int):

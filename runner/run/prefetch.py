@@ -10,7 +10,8 @@ needs no token; what could not be fetched SKIPs or gets a stand-in there, with t
 from __future__ import annotations
 
 from extractor.records import Catalog
-from runner.outcomes.argv_edit import VARIANTS, devices_needed, job_tier
+from runner.outcomes.argv_edit import VARIANTS, job_tier
+from runner.serve import ranks
 from runner.models.resolution import ModelResolver, needed_models
 from runner.outcomes.records import TIERS
 from runner.settings import weights_budget_bytes
@@ -34,7 +35,9 @@ def prefetch(opts, say=print) -> int:
             continue  # a subcommand (`vllm bench …`) is checked by its parser only: no model needed
         models = needed_models(snippet)[:1 if variant in VARIANTS else None]
         starts = TIERS.index(job_tier(snippet, opts.tier)) >= TIERS.index("start")
-        budget = weights_budget_bytes(gpus) if starts and devices_needed(snippet.argv) <= max(gpus, 1) else None
+        # without a GPU a multi-GPU command starts as CPU ranks on a CPU build (runner/serve/ranks.py)
+        placed = ranks.refusal(ranks.of(snippet.argv), gpus, cpu_build=not gpus) is None
+        budget = weights_budget_bytes(gpus) if starts and placed else None
         key = (tuple(models), budget)
         if models and key not in asked:
             res = resolver.resolve(models, opts.cache_dir, budget)

@@ -11,6 +11,7 @@ import re
 
 from runner.models.resolution import billions_of_parameters
 from runner.outcomes.records import TIERS
+from runner.serve import ranks
 
 
 def predicted_cost(snippet, tier: str) -> float:
@@ -24,6 +25,9 @@ def predicted_cost(snippet, tier: str) -> float:
     if n >= 2:
         billions = billions_of_parameters(snippet.model or "") or 1.0
         cost += 60 + 4 * billions + (30 if snippet.speculative_config else 0)
+        # each further rank (CPU ranks: runner/serve/ranks.py) ~9 s more to start on 2 cores: 1 rank 37 s,
+        # 4 ranks 57 s, 8 ranks 104 s (benchmarks/cpu_ranks.py)
+        cost += 9 * (ranks.of(snippet.argv).world - 1)
     if n >= 3:
         cost += 10
     if n >= 4:

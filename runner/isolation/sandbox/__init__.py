@@ -180,7 +180,7 @@ class Launch:
         return events
 
 
-def contain(cmd: list[str], *, python: str, env: dict[str, str], kind: Kind, jobs: int = 1,
+def contain(cmd: list[str], *, python: str, env: dict[str, str], kind: Kind, jobs: int = 1, ranks: int = 1,
             readable: list[str] = (), writable: dict[str, str] | None = None, gpu: bool = False,
             listen: socket.socket | None = None, port: int | None = None,
             seeds: list[tuple[Path, str]] = (), watched: str | None = None) -> Launch:
@@ -190,10 +190,10 @@ def contain(cmd: list[str], *, python: str, env: dict[str, str], kind: Kind, job
     warm-up's cache, a job's own compile cache); `watched`: the inside path of a writable folder whose
     size the init holds to the disk limit; `listen`: a listening socket on our loopback that reaches
     `port` inside; `seeds`: (folder, inside path) its init copies in before the command starts, in
-    order (runner/serve/compile_cache.py)."""
+    order (runner/serve/compile_cache.py); `ranks`: a server's CPU worker processes (its limits grow)."""
     if not active():
         return Launch(cmd, dict(env))
-    limits = for_kind(kind, jobs)
+    limits = for_kind(kind, jobs, ranks)
     status_r, status_w = os.pipe()
     os.set_inheritable(status_w, True)
     fds = [status_w]

@@ -18,6 +18,8 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Literal
 
+from runner.settings import server_gib
+
 MIB = 2**20
 
 Kind = Literal["server", "helper", "build", "query"]
@@ -87,11 +89,15 @@ def _memory_total_mib() -> int:
     return 8192
 
 
-def for_kind(kind: Kind, jobs: int = 1) -> Limits:
-    """The limits of a contained process of `kind` when `jobs` run side by side."""
+def for_kind(kind: Kind, jobs: int = 1, ranks: int = 1) -> Limits:
+    """The limits of a contained process of `kind` when `jobs` run side by side; a server of `ranks`
+    CPU worker processes (runner/serve/ranks.py) gets the memory they take (settings.server_gib, at
+    most 70 % of the machine) and as many tasks per rank as one server."""
     share = max(6144, int(_memory_total_mib() * 0.7 / (max(jobs, 1) + 1)))
+    if kind == "server" and ranks > 1:
+        share = max(share, min(int(_memory_total_mib() * 0.7), int(server_gib(ranks) * 1024)))
     memory = _env_int("MEMORY_MIB", share)
-    base = Limits(memory_mib=memory, tasks=_env_int("TASKS", 1024), file_mib=_env_int("FILE_MIB", memory),
+    base = Limits(memory_mib=memory, tasks=_env_int("TASKS", 1024 * max(ranks, 1)), file_mib=_env_int("FILE_MIB", memory),
                   log_mib=_env_int("LOG_MIB", 256), disk_mib=_env_int("DISK_MIB", 1024),
                   cpu_s=_env_int("CPU_S", 4 * 3600), tmp_mib=_env_int("TMP_MIB", min(4096, memory // 2)),
                   shm_mib=_env_int("SHM_MIB", min(4096, memory // 2)))

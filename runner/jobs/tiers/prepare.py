@@ -23,7 +23,8 @@ from runner.builds import source_trees
 
 from runner.outcomes import subcommands
 from runner.outcomes.evidence_records import TwinNote
-from runner.outcomes.argv_edit import VARIANTS, devices_needed, tensor_parallel, variant_argv
+from runner.outcomes.argv_edit import VARIANTS, parallel_sizes, variant_argv, without_options
+from runner.serve import ranks
 from runner.models.resolution import Resolution, has_weights, needed_models, substitute
 from runner.settings import weights_budget_bytes
 from runner.jobs.tiers.state import JobState, Verdict, skip
@@ -66,6 +67,10 @@ def prepare(state: JobState) -> Verdict | None:
     subs.update(_source_files(state, argv))
     stood = _placeholder_twin(state, stood, argv)
     state.argv = placeholders.apply(substitute(argv, subs), stood)
+    if state.weightless:  # vLLM initialises the weights itself: the command's own load format cannot apply
+        state.argv = [*without_options(state.argv, "--load-format".__eq__), *standins.WEIGHTLESS]
+        state.outcome.evidence.notes.append(f"{' '.join(standins.WEIGHTLESS)} added: the twin has no weights "
+                                            "(an architecture only vLLM describes); weight loading is not checked")
     state.missing = missing
     out.argv, out.substitutions = state.argv, subs
     out.stand_in = any(ctx.resolver.is_stand_in(p) for p in subs.values()) or any(s.twin for s in stood)
@@ -105,7 +110,7 @@ def _placeholder_twin(state: JobState, stood: list, argv: list[str]) -> list:
         else:
             try:
                 twin = standins.ensure(placeholders.TWIN_OF, state.job.target, state.ctx.cache_dir,
-                                       tensor_parallel=tensor_parallel(argv), leases=state.leases)
+                                       split=parallel_sizes(argv), leases=state.leases)
                 stood = [replace(s, value=twin.dir, twin=True) if s is model else s for s in stood]
             except standins.StandInError as err:
                 state.skip_at["config"] = f"placeholder {model.placeholder} must be filled in (no stand-in: {err})"
@@ -119,7 +124,9 @@ def _weights_budget(state: JobState, argv: list[str]) -> int | None:
     """Bytes of weights the hub may give this job: None when it starts no server (the parse and
     config tiers need configuration and tokenizer only) or asks for more devices than the run has
     (the start tier SKIPs it before anything loads)."""
-    if not state.wants("start") or devices_needed(argv) > max(state.ctx.gpus, 1):
+    target = state.job.target
+    if not state.wants("start") or ranks.refusal(ranks.of(argv), state.ctx.gpus,
+                                                 target.cpu_build and not target.target.docker):
         return None
     return weights_budget_bytes(state.ctx.gpus)
 
@@ -201,7 +208,7 @@ def _stand_ins(state: JobState, models: list[str], subs: dict, missing: list[str
             twin = standins.ensure(model, target, state.ctx.cache_dir, layers=2 if i == 0 else 1,
                                    tokenizer_from=served if i > 0 else None, config_from=configs.get(model),
                                    full_size=state.ctx.stand_ins == "full", docs_root=docs_root,
-                                   tensor_parallel=tensor_parallel(variant_argv(state.job.snippet, state.job.variant)),
+                                   split=parallel_sizes(variant_argv(state.job.snippet, state.job.variant)),
                                    leases=state.leases,
                                    draft=draft_kinds.of(state.job.snippet.speculative_config, models[0]) if i else None)
         except standins.StandInError as err:
@@ -211,11 +218,16 @@ def _stand_ins(state: JobState, models: list[str], subs: dict, missing: list[str
             else:
                 still.append(model)
             continue
+        if twin.weightless and i > 0:  # a draft's weights are loaded by the speculative config: none to load
+            state.why_not.append(f"{model}: its twin has no weights (an architecture only vLLM describes)")
+            still.append(model)
+            continue
+        state.weightless = state.weightless or twin.weightless
         subs[model] = twin.dir
         hub = f" (config from the hub; {no_weights[model]})" if model in no_weights else ""
         state.outcome.evidence.notes.append(f"{model}: {_describe(twin)}{hub}")
         state.outcome.evidence.twins.append(TwinNote(model, twin.family, i == 0, twin.published_architecture,
-                                                     twin.config_source))
+                                                     twin.config_source, transformers=twin.transformers))
     return still
 
 

@@ -9,7 +9,7 @@ from extractor.shell_commands import SPEC_FLAGS
 from runner.evidence import classify, logscan
 from runner.outcomes.evidence_records import ProbeResult, RaisedException
 from runner.serve import probes
-from runner.jobs.tiers.state import JobState, Verdict, error, fail, sandbox_limit
+from runner.jobs.tiers.state import JobState, Verdict, crashed, error, fail, sandbox_limit
 
 TOOL_FLAGS = ("--enable-auto-tool-choice", "--tool-call-parser")
 
@@ -35,6 +35,9 @@ def probe(state: JobState) -> Verdict | None:
         state.close()
         if hit := server.limit_hit():
             return error(sandbox_limit(hit), "probe")
+    crash = crashed(state, "probe", lines)
+    if crash:
+        return Verdict(crash.verdict, f"probe {first.name}: {crash.reason}", crash.stage)
     root = classify.root_cause(logscan.tracebacks(lines))
     if root is None:
         return Verdict("FAIL", f"probe {first.name} failed: status {first.status} "

@@ -1,6 +1,7 @@
 """The start tier: a real `vllm serve` (or the image's, for a docker target) in its own process
 group on a free loopback port, ready when /health answers 200 within the deadline. A command
-that asks for more devices (or memory) than the run has is SKIPped before anything starts. A
+that asks for more devices (or memory) than the run has is SKIPped before anything starts; on
+vLLM's CPU build a multi-GPU command runs with its ranks as CPU worker processes (runner/serve/ranks.py). A
 server that dies first is classified by the root cause of its traceback; our deadline, a taken
 port or a death without a traceback is an ERROR, never the docs'."""
 
@@ -10,14 +11,15 @@ import os
 
 from extractor.shell_commands import option_value
 from runner.evidence import classify, logscan
-from runner.serve import compile_cache, docker_target
+from runner.serve import compile_cache, docker_target, ranks
 from runner.isolation import env_policy, sandbox, trust, unix_relay
-from runner.outcomes.argv_edit import devices_needed, without_options
+from runner.outcomes.argv_edit import without_options
 from runner.models.resolution import estimated_bytes
-from runner.outcomes.evidence_records import RaisedException, ServerRun
+from runner.outcomes.evidence_records import RaisedException, RankRun, ServerRun
 from runner.serve.server import Server, free_port, serve_args
 from runner.settings import SHARED_GPU_MEMORY
-from runner.jobs.tiers.state import JobState, Verdict, error, fail, literal_env, read_log, sandbox_limit, skip
+from runner.jobs.tiers.state import (JobState, Verdict, crashed, error, fail, literal_env, read_log, sandbox_limit,
+                                     skip)
 
 
 def start(state: JobState) -> Verdict | None:
@@ -48,11 +50,12 @@ def start(state: JobState) -> Verdict | None:
 
 
 def _too_big(state: JobState) -> Verdict | None:
-    ctx, snippet = state.ctx, state.job.snippet
-    need = devices_needed(state.argv)
-    if need > max(ctx.gpus, 1):
-        where = f"{ctx.gpus} GPU(s)" if ctx.gpus else "CPU (one device)"
-        return skip(f"needs {need} devices (tensor x pipeline x data parallel); this run has {where}", "start")
+    ctx, snippet, target = state.ctx, state.job.snippet, state.job.target
+    asked = ranks.of(state.argv)
+    why = ranks.refusal(asked, ctx.gpus, target.cpu_build and not target.target.docker)
+    if why:
+        return skip(why, "start")
+    need = asked.world
     if ctx.gpu_mem_gb and snippet.model:
         size = estimated_bytes(snippet.model, state.outcome.substitutions.get(snippet.model))
         if size and size > ctx.gpu_mem_gb * 1e9 * need:
@@ -85,10 +88,29 @@ def _server_env(state: JobState) -> dict[str, str]:
     if state.gpu_ids:  # nvidia-smi's indexes are PCI bus order; CUDA's default order is fastest first
         env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, state.gpu_ids))
         env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
-    if state.cpu_ids and "VLLM_CPU_OMP_THREADS_BIND" not in env:  # one the docs or the user set wins
-        env["VLLM_CPU_OMP_THREADS_BIND"] = ",".join(map(str, state.cpu_ids))
+    asked = ranks.of(state.argv)
+    if "VLLM_CPU_OMP_THREADS_BIND" not in env:  # one the docs or the user set wins
+        if ranks.on_cpu(asked, state.ctx.gpus):  # vLLM's own binding refuses more ranks than NUMA nodes
+            env["VLLM_CPU_OMP_THREADS_BIND"] = ranks.cpu_binding(asked.world, state.cpu_ids or _cores())
+        elif state.cpu_ids:
+            env["VLLM_CPU_OMP_THREADS_BIND"] = ",".join(map(str, state.cpu_ids))
     env["HF_HUB_OFFLINE"] = "1"
     return env
+
+
+def _cores() -> list[int]:
+    return sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else list(range(os.cpu_count() or 1))
+
+
+def _rank_run(state: JobState, env: dict[str, str]) -> RankRun | None:
+    """What the outcome says of a multi-rank server on CPU (None for one rank or on GPUs)."""
+    asked = ranks.of(state.argv)
+    if not ranks.on_cpu(asked, state.ctx.gpus):
+        return None
+    binding = env.get("VLLM_CPU_OMP_THREADS_BIND")
+    state.outcome.evidence.notes.append(f"ran with {asked.world} ranks on CPU ({asked.describe()}): vLLM's CPU build, "
+                                        f"one worker process per rank, threads bound '{binding}'")
+    return RankRun(asked.world, asked.tp, asked.pp, asked.dp, asked.ep, "cpu", binding)
 
 
 def _server(state: JobState, env: dict[str, str], port: int) -> Server:
@@ -112,7 +134,8 @@ def _server(state: JobState, env: dict[str, str], port: int) -> Server:
         return Server(cmd, env, log, port, state.gpu_ids, shared_gpu=shared)
     listen = sandbox.listening_socket(port)  # OSError when the port was taken meanwhile: the caller retries
     warm, own, written = _compile_caches(state)
-    launch = sandbox.contain(cmd, python=job.target.python, env=env, kind="server", jobs=ctx.jobs, readable=models,
+    launch = sandbox.contain(cmd, python=job.target.python, env=env, kind="server", jobs=ctx.jobs,
+                             ranks=ranks.of(state.argv).world if not state.gpu_ids else 1, readable=models,
                              gpu=bool(state.gpu_ids), listen=listen, port=port,
                              seeds=[*([(warm, "/tmp")] if warm else []), *([(own, "/tmp/vllm-cache")] if own.is_dir()
                                                                            else [])],
@@ -146,7 +169,8 @@ def _one_start(state: JobState, env: dict[str, str], retry: bool) -> Verdict | s
     server.start()
     state.server = server
     ready = server.wait_ready(ctx.start_timeout)
-    out.evidence.server = ServerRun(port, round(server.ready_s, 1) if server.ready_s else None, ready)
+    out.evidence.server = ServerRun(port, round(server.ready_s, 1) if server.ready_s else None, ready,
+                                    ranks=_rank_run(state, env))
     if ready == "ready":
         return "ready"
     lines = server.log_lines()
@@ -164,6 +188,8 @@ def _not_ready(state: JobState, ready: str, lines: list[str], returncode, retry:
     if ready == "timeout":
         ev.log_excerpt = logscan.excerpt(lines)
         return error(f"no /health 200 within our deadline of {state.ctx.start_timeout:.0f} s (server killed)", "start")
+    if crash := crashed(state, "start", lines):
+        return crash
     tbs = logscan.tracebacks(lines)
     root = classify.root_cause(tbs)
     if root is None:

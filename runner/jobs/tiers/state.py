@@ -60,6 +60,8 @@ class JobState:
     (runner/models/twin_cache.py)."""
     stood_in: list = field(default_factory=list)
     """Placeholders replaced by a stand-in (runner/placeholders.StoodIn; prepare decides)."""
+    weightless: bool = False
+    """The served model is a twin without weights (runner/models/standins.py WEIGHTLESS)."""
     report: Callable[[str], None] = lambda stage: None
     """Progress: called with the stage the job is entering."""
 
@@ -135,6 +137,20 @@ def fail(state: JobState, stage: StageName, exc: RaisedException | None, excerpt
     ev.exception = exc
     ev.signature = FailureSignature(sig.id, sig.explanation) if sig else None
     return verdict
+
+
+def crashed(state: JobState, stage: StageName, lines: list[str]) -> Verdict | None:
+    """A server process that crashed in native code (logscan.native_crash): the crash, not the Python
+    tracebacks it caused, is what is judged; None when nothing crashed."""
+    crash = logscan.native_crash(lines)
+    if crash is None:
+        return None
+    at, where = crash
+    site = f" in {where.file}:{where.line} ({where.function})" if where else ""
+    report = logscan.NATIVE_CRASH.search(lines[at])
+    exc = RaisedException("NativeCrash", f"{report[0].strip('! ') if report else 'crashed'}{site}", where)
+    state.outcome.evidence.log_excerpt = logscan.excerpt(lines, at, before=10, after=15)
+    return fail(state, stage, exc, state.outcome.evidence.log_excerpt)
 
 
 def sandbox_limit(hit: dict) -> str:

@@ -44,11 +44,16 @@ SHRUNK_SIZES = re.compile(r"(?i)must be divisible by (the )?(tensor|pipeline|exp
                           # vision patch grid, a kernel's fixed head size, a published weight width)
                           r"|is invalid for input of size|exceeds dimension size|Error during index put"
                           r"|size mismatch|must match the size of tensor|mla_dimensions="
+                          r"|is greater than the number of experts"
                           # a drafter's per-layer configs against the twin's shrunk (MTP) layer count
                           r"|per-layer configs for a model with \d+ layers")
 # a config built from class defaults lacks what the published one sets (its context length, a
 # drafter's special token ids)
 DEFAULTS_CONFIG = re.compile(r"(?i)greater than the derived max_model_len|model config must specify")
+# a model class asserting, or reading, what its published config sets and the class defaults leave
+# unset, while the model is built (vLLM's Step3p5 model: `assert config.max_position_embeddings is not None`)
+DEFAULTS_MODEL = ("AssertionError", "AttributeError", "TypeError")
+MODEL_BUILT = re.compile(r"vllm/model_executor/models/[^\s\"]+\.py.*\b__init__\b")
 # a special token the twin's trained tokenizer has not (KeyError: '<|end|>')
 MISSING_TOKEN = re.compile(r"^'?<[^'\s]{1,40}>'?$")
 # the model's quantization: twins are bf16 and never carry the published quantization_config
@@ -83,6 +88,8 @@ def reason(twins: list[TwinNote], stage: str, exc: RaisedException | None, versi
         part = "tokenizer's special tokens"
     if part is None and defaults and DEFAULTS_CONFIG.search(message):
         part = "configuration (class defaults)"
+    if part is None and defaults and exc.type in DEFAULTS_MODEL and _model_init(exc, inner):
+        part = "configuration (class defaults) as it builds the model"
     if part is None and SHRUNK_SIZES.search(message):
         part = "shrunk sizes"
     if part is None and QUANTIZATION.search(message):
@@ -96,6 +103,14 @@ def reason(twins: list[TwinNote], stage: str, exc: RaisedException | None, versi
     return (f"the stand-in for {twin.model} ({built}) "
             f"fails where vLLM {version} loads its {part}: {exc.type}: {first} "
             f"[{where and where.file}:{where and where.line}]; a twin artefact, not a finding about the docs")
+
+
+def _model_init(exc: RaisedException, inner: list[str]) -> bool:
+    """Raised in a vLLM model class's constructor (where it reads its config)."""
+    loc = exc.location
+    if loc is not None and not isinstance(loc, str):
+        return (loc.file or "").startswith("vllm/model_executor/models/") and loc.function == "__init__"
+    return any(MODEL_BUILT.search(line) for line in inner[-1:])
 
 
 def resolved_mismatch(state: JobState) -> str | None:

@@ -246,7 +246,8 @@ def test_unknown_architecture_is_refused_in_one_line(cpu_envs, tmp_path):
     proc, _ = build(env, tmp_path / "x", "--model-id", "acme/x", "--architecture", "AcmeForCausalLM")
     assert proc.returncode != 0
     assert proc.stderr.strip().splitlines()[-1] == (
-        f"AcmeForCausalLM is not in transformers {env.info['transformers']}: no generic twin")
+        f"AcmeForCausalLM is not in transformers {env.info['transformers']} and vLLM {env.info['version']} "
+        "has no configuration class for it: no twin")
 
 
 def test_layer_patterns_of_published_configs_keep_one_of_each_kind():
