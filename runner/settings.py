@@ -75,11 +75,16 @@ def cpu_slots(jobs: int) -> list[list[int]]:
     binds every server's worker to the same cores (on 2 cores: core 0, core 1 reserved), so servers
     started side by side queue on one core while the other idles. Empty when there is one job
     (vLLM's own binding then) or fewer cores than jobs."""
-    cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else list(range(os.cpu_count() or 1))
+    cores = cpu_cores()
     if jobs < 2 or len(cores) < jobs:
         return []
     share = len(cores) // jobs
     return [cores[i * share:(i + 1) * share] for i in range(jobs)]
+
+
+def cpu_cores() -> list[int]:
+    """The cores this process may run on."""
+    return sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else list(range(os.cpu_count() or 1))
 
 
 def _available_gib() -> float:

@@ -17,7 +17,7 @@ from runner.outcomes.argv_edit import without_options
 from runner.models.resolution import estimated_bytes
 from runner.outcomes.evidence_records import RaisedException, RankRun, ServerRun
 from runner.serve.server import Server, free_port, serve_args
-from runner.settings import SHARED_GPU_MEMORY
+from runner.settings import SHARED_GPU_MEMORY, cpu_cores
 from runner.jobs.tiers.state import (JobState, Verdict, crashed, error, fail, literal_env, read_log, sandbox_limit,
                                      skip)
 
@@ -91,15 +91,11 @@ def _server_env(state: JobState) -> dict[str, str]:
     asked = ranks.of(state.argv)
     if "VLLM_CPU_OMP_THREADS_BIND" not in env:  # one the docs or the user set wins
         if ranks.on_cpu(asked, state.ctx.gpus):  # vLLM's own binding refuses more ranks than NUMA nodes
-            env["VLLM_CPU_OMP_THREADS_BIND"] = ranks.cpu_binding(asked.world, state.cpu_ids or _cores())
+            env["VLLM_CPU_OMP_THREADS_BIND"] = ranks.cpu_binding(asked.world, state.cpu_ids or cpu_cores())
         elif state.cpu_ids:
             env["VLLM_CPU_OMP_THREADS_BIND"] = ",".join(map(str, state.cpu_ids))
     env["HF_HUB_OFFLINE"] = "1"
     return env
-
-
-def _cores() -> list[int]:
-    return sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else list(range(os.cpu_count() or 1))
 
 
 def _rank_run(state: JobState, env: dict[str, str]) -> RankRun | None:

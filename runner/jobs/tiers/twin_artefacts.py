@@ -51,8 +51,10 @@ SHRUNK_SIZES = re.compile(r"(?i)must be divisible by (the )?(tensor|pipeline|exp
 # drafter's special token ids)
 DEFAULTS_CONFIG = re.compile(r"(?i)greater than the derived max_model_len|model config must specify")
 # a model class asserting, or reading, what its published config sets and the class defaults leave
-# unset, while the model is built (vLLM's Step3p5 model: `assert config.max_position_embeddings is not None`)
-DEFAULTS_MODEL = ("AssertionError", "AttributeError", "TypeError")
+# unset, while the model is built (vLLM's Step3p5 model: `assert config.max_position_embeddings is not None`;
+# its HYV3 model: `ValueError: first_k_dense_replace not exist,please check config`)
+DEFAULTS_MODEL = ("AssertionError", "AttributeError", "TypeError", "KeyError")
+DEFAULTS_MODEL_SAYS = re.compile(r"(?i)\bconfig\b")  # any other exception must name the config
 MODEL_BUILT = re.compile(r"vllm/model_executor/models/[^\s\"]+\.py.*\b__init__\b")
 # a special token the twin's trained tokenizer has not (KeyError: '<|end|>')
 MISSING_TOKEN = re.compile(r"^'?<[^'\s]{1,40}>'?$")
@@ -88,7 +90,8 @@ def reason(twins: list[TwinNote], stage: str, exc: RaisedException | None, versi
         part = "tokenizer's special tokens"
     if part is None and defaults and DEFAULTS_CONFIG.search(message):
         part = "configuration (class defaults)"
-    if part is None and defaults and exc.type in DEFAULTS_MODEL and _model_init(exc, inner):
+    if part is None and defaults and _model_init(exc, inner) and (exc.type in DEFAULTS_MODEL
+                                                                 or DEFAULTS_MODEL_SAYS.search(message)):
         part = "configuration (class defaults) as it builds the model"
     if part is None and SHRUNK_SIZES.search(message):
         part = "shrunk sizes"

