@@ -142,20 +142,26 @@ def warnings(lines: list[str]) -> list[LogLine]:
 
 NATIVE_CRASH = re.compile(r"!{3,} Segfault encountered !{3,}|Fatal Python error: (Segmentation fault|Aborted|Bus error)")
 """A process of the server died in native code: torch's signal handler's report, or Python's."""
-NATIVE_FRAME = re.compile(r'File "[^"]*?(?P<path>csrc/[^"]+)", line (?P<line>\d+), in (?P<func>[^\n(<]+)')
+NATIVE_FRAME = re.compile(r'File "[^"]*?(?P<path>csrc/[^"]+)", line (?P<line>\d+), in (?P<func>.+)$')
+FUNCTION = re.compile(r"([A-Za-z_][\w:]*)(?:<|\()")
+HEADER = (".h", ".hpp", ".cuh")
 
 
 def native_crash(lines: list[str]) -> tuple[int, CodeLocation | None] | None:
-    """Where a server's process crashed in native code, if it did: the report's line, and the first of
-    its frames in vLLM's own C++ sources (`csrc/...`: the kernel that crashed) when it names one. Such
-    a crash is the root cause: the Python tracebacks after it (`RuntimeError: cancelled`, the engine
+    """Where a server's process crashed in native code, if it did: the report's line, and the kernel
+    that crashed — the first of its frames in vLLM's own C++ sources (`csrc/...`) that is not a header
+    (vector helpers such as `cpu_types_x86.hpp` serve every kernel), else the first in `csrc/`. Such a
+    crash is the root cause: the Python tracebacks after it (`RuntimeError: cancelled`, the engine
     dead) are its consequences."""
     for i, line in enumerate(lines):
         if NATIVE_CRASH.search(line):
-            for frame in lines[i + 1:i + 40]:
-                if m := NATIVE_FRAME.search(frame):
-                    return i, CodeLocation(m["path"], int(m["line"]), m["func"].strip())
-            return i, None
+            frames = [m for frame in lines[i + 1:i + 40] if (m := NATIVE_FRAME.search(frame))]
+            kernel = next((m for m in frames if not m["path"].endswith(HEADER)), frames[0] if frames else None)
+            if kernel is None:
+                return i, None
+            name = FUNCTION.search(kernel["func"])
+            return i, CodeLocation(kernel["path"], int(kernel["line"]),
+                                   name[1].split("::")[-1] if name else kernel["func"].strip()[:80])
     return None
 
 

