@@ -110,6 +110,16 @@ def run_tier(snippets, target: str, tier: str, work: Path, jobs: int, name: str)
     return {o["snippet_id"]: o for o in map(json.loads, out.read_text().splitlines())} if out.exists() else {}
 
 
+def rejudged(o: dict, device: str = "cpu") -> dict:
+    """A FAIL judged again by today's rules (a run's own rules may be older than this checkout's)."""
+    if o["verdict"] != "FAIL":
+        return o
+    out = Outcome.from_dict(o)
+    v, _ = judge_failure(list(out.evidence.twins), out.stage, out.evidence.exception, out.target.version, device,
+                         out.evidence.log_excerpt)
+    return {**o, "verdict": v.verdict, "reason": v.reason or o.get("reason")}
+
+
 def reached(o: dict | None) -> bool:
     """The start tier decided: a verdict at start or later, or the server answered and a later tier SKIPped."""
     if not o:
@@ -160,7 +170,7 @@ def main() -> None:
         one = run_tier([reps[(x, "one")] for x in archs if (x, "one") in reps], a.target, "probe", work, 2, "one")
         many = run_tier([reps[(x, k)] for x in archs for k in ("ranks", "ep") if (x, k) in reps], a.target, "probe",
                         work, 1, "ranks")
-    results = {**one, **many}
+    results = {sid: rejudged(o) for sid, o in {**one, **many}.items()}
     h200 = h200_by_architecture()
     rows, counted = [], Counter()
     for arch in archs:
