@@ -19,7 +19,7 @@ Steps, all offline (no hub; HF_HUB_OFFLINE=1):
    tests/fixtures/gpu/twins-h200-0.26.0*.jsonl, judged again by today's rules), one GPU, so
    multi-rank commands do not reach it there.
 
-    python benchmarks/twins_coverage.py [--corpus DIR] [--target nightly] [--limit N] [--json F]
+    python benchmarks/twins_coverage.py [--corpus DIR] [--target nightly] [--limit N] [--json F] [--work DIR]
 """
 
 from __future__ import annotations
@@ -149,6 +149,7 @@ def main() -> None:
     ap.add_argument("--target", default="nightly")
     ap.add_argument("--limit", type=int, default=0, help="only the N architectures with most commands")
     ap.add_argument("--json")
+    ap.add_argument("--work", help="keep the runs' outcomes here; a rerun keeps the jobs they finished")
     a = ap.parse_args()
     corpus = Path(a.corpus)
     catalog, _ = extract(stable=stable_pin(), sources=[corpus / "vllm-docs" / "0.33.0", corpus / "recipes" / "8959cf6"])
@@ -166,7 +167,8 @@ def main() -> None:
     archs = [k for k, _ in by_arch.most_common() if k != "no twin"][: a.limit or None]
     t0 = time.monotonic()
     with tempfile.TemporaryDirectory() as tmp:
-        work = Path(tmp)
+        work = Path(a.work or tmp)
+        work.mkdir(parents=True, exist_ok=True)
         one = run_tier([reps[(x, "one")] for x in archs if (x, "one") in reps], a.target, "probe", work, 2, "one")
         many = run_tier([reps[(x, k)] for x in archs for k in ("ranks", "ep") if (x, k) in reps], a.target, "probe",
                         work, 1, "ranks")
