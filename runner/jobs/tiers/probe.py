@@ -30,6 +30,9 @@ def probe(state: JobState) -> Verdict | None:
     if not failed:
         return None
     first = failed[0]
+    if server.alive() and deadline_missed(first):
+        return error(f"probe {first.name}: no answer within our deadline ({_said(first)}): this run's deadline or "
+                     "this machine's load, not the docs'", "probe")
     lines = server.log_lines()
     if not server.alive():  # it died while answering: stopped by a sandbox limit, or its own failure
         state.close()
@@ -45,3 +48,17 @@ def probe(state: JobState) -> Verdict | None:
     verdict = fail(state, "probe", RaisedException(root.type, root.message, root.location()),
                    logscan.excerpt(lines, root.end))
     return Verdict(verdict.verdict, f"probe {first.name}: {verdict.reason}", verdict.stage)
+
+
+OUR_DEADLINES = ("ReadTimeout", "WriteTimeout", "ConnectTimeout", "PoolTimeout", "TimeoutException",
+                 "not run: the probes' deadline")
+"""How a probe that got no answer in time is reported by runner/serve/probes.py (no HTTP status)."""
+
+
+def _said(result: ProbeResult) -> str:
+    return str((result.detail or {}).get("error") if isinstance(result.detail, dict) else result.detail)[:200]
+
+
+def deadline_missed(result: ProbeResult) -> bool:
+    """The probe failed on our side's deadline while the server lived: no verdict on the command."""
+    return result.status is None and _said(result).startswith(OUR_DEADLINES)
