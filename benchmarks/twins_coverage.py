@@ -86,14 +86,16 @@ def kind(snippet) -> str:
 
 
 def representatives(snippets, planned) -> dict[tuple[str, str], object]:
-    """{(architecture, kind): the plainest runnable command of that kind} (fewest ranks, then arguments)."""
+    """{(architecture, kind): the plainest runnable command of that kind} (fewest ranks, then one setting
+    no environment variable (a `VLLM_USE_FASTOKENS=1` command needs a package of its own), then the
+    fewest arguments)."""
     best: dict[tuple[str, str], object] = {}
     for s in snippets:
         arch, k = planned.get(s.model, (None, ""))[0], kind(s)
         if arch and k in ("one", "ranks", "ep") and s.runnable and s.kind in ("serve", "docker", "recipe", "python"):
-            cost = (ranks.of(s.argv).world, len(s.argv))
+            cost = (ranks.of(s.argv).world, bool(s.env), len(s.argv))
             old = best.get((arch, k))
-            if old is None or cost < (ranks.of(old.argv).world, len(old.argv)):
+            if old is None or cost < (ranks.of(old.argv).world, bool(old.env), len(old.argv)):
                 best[(arch, k)] = s
     return best
 
