@@ -85,17 +85,22 @@ def kind(snippet) -> str:
     return why.split(";")[-1].strip() if why else "one" if r.world == 1 else "ep" if r.ep > 1 else "ranks"
 
 
+def plainness(s) -> tuple:
+    """Lower is plainer: fewer ranks, no environment variable (`VLLM_USE_FASTOKENS=1` needs a package of
+    its own), no second model (`--tokenizer ORG/NAME`), no context length a twin from class defaults may
+    not have, fewer arguments."""
+    long_context = any(t.isdigit() and int(t) > 32768 for t in s.argv)
+    return ranks.of(s.argv).world, bool(s.env), "--tokenizer" in s.argv, long_context, len(s.argv)
+
+
 def representatives(snippets, planned) -> dict[tuple[str, str], object]:
-    """{(architecture, kind): the plainest runnable command of that kind} (fewest ranks, then one setting
-    no environment variable (a `VLLM_USE_FASTOKENS=1` command needs a package of its own), then the
-    fewest arguments)."""
+    """{(architecture, kind): the plainest runnable command of that kind (`plainness`)}."""
     best: dict[tuple[str, str], object] = {}
     for s in snippets:
         arch, k = planned.get(s.model, (None, ""))[0], kind(s)
         if arch and k in ("one", "ranks", "ep") and s.runnable and s.kind in ("serve", "docker", "recipe", "python"):
-            cost = (ranks.of(s.argv).world, bool(s.env), len(s.argv))
             old = best.get((arch, k))
-            if old is None or cost < (ranks.of(old.argv).world, bool(old.env), len(old.argv)):
+            if old is None or plainness(s) < plainness(old):
                 best[(arch, k)] = s
     return best
 

@@ -18,7 +18,6 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Literal
 
-from runner.settings import server_gib
 
 MIB = 2**20
 
@@ -91,11 +90,12 @@ def _memory_total_mib() -> int:
 
 def for_kind(kind: Kind, jobs: int = 1, ranks: int = 1) -> Limits:
     """The limits of a contained process of `kind` when `jobs` run side by side; a server of `ranks`
-    CPU worker processes (runner/serve/ranks.py) gets the memory they take (settings.server_gib, at
-    most 85 % of the machine: it runs alone) and as many tasks per rank as one server."""
+    CPU worker processes (runner/serve/ranks.py) runs alone and gets 85 % of the machine's memory (a
+    2-rank Qwen2.5-VL twin took 8.3 GiB, an 8-rank Qwen3-VL-MoE twin more than 19) and as many tasks
+    per rank as one server."""
     share = max(6144, int(_memory_total_mib() * 0.7 / (max(jobs, 1) + 1)))
     if kind == "server" and ranks > 1:  # it runs alone (runner/run/loop.py CpuSeats): most of the machine
-        share = max(share, min(int(_memory_total_mib() * 0.85), int(server_gib(ranks) * 1024)))
+        share = max(share, int(_memory_total_mib() * 0.85))
     memory = _env_int("MEMORY_MIB", share)
     base = Limits(memory_mib=memory, tasks=_env_int("TASKS", 1024 * max(ranks, 1)), file_mib=_env_int("FILE_MIB", memory),
                   log_mib=_env_int("LOG_MIB", 256), disk_mib=_env_int("DISK_MIB", 1024),
