@@ -25,13 +25,14 @@ def _stem(name: str) -> str:
 def config_class(arch: str):
     """(model type, vLLM's configuration class) whose class name is ARCH's stem + `Config`
     (`Step3p5ForCausalLM` -> `Step3p5Config`), or None. Imports vLLM (only on this path)."""
-    from vllm.transformers_utils.config import _CONFIG_REGISTRY
+    from vllm_symbols import find
 
+    registry = find("_CONFIG_REGISTRY") or {}
     stem = _stem(SUFFIX.sub("", arch))
-    for model_type, cls in dict.items(_CONFIG_REGISTRY):  # values: class names (lazy) or classes
+    for model_type, cls in dict.items(registry):  # values: class names (lazy) or classes
         name = cls if isinstance(cls, str) else cls.__name__
         if stem and _stem(name.removesuffix("Config")) == stem:
-            return model_type, _CONFIG_REGISTRY[model_type]
+            return model_type, registry[model_type]
     return None
 
 
@@ -39,8 +40,9 @@ def build(a, out, arch: str, given: dict | None, generic, train_tokenizer, copy_
     """Config and tokenizer of ARCH's twin from vLLM's configuration class (no weights); the builder's
     answer (as standin_build.build_generic's), or SystemExit when vLLM has no class for ARCH."""
     import transformers
-    import vllm
+    from vllm_symbols import find
 
+    vllm = find("vllm")
     found = config_class(arch)
     if found is None:
         raise SystemExit(f"{arch} is not in transformers {transformers.__version__} and vLLM {vllm.__version__} "
