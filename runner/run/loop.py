@@ -215,8 +215,11 @@ class CpuSeats:
     def __init__(self, places: int):
         self.free, self.places, self.cv = places, places, threading.Condition()
 
+    def needed(self, argv: list[str], gpus: int) -> int:
+        """Places a server job takes: one, or all of them for a server of CPU ranks."""
+        return self.places if ranks.on_cpu(ranks.of(argv), gpus) else 1
+
     def acquire(self, k: int) -> int:
-        k = min(k, self.places)
         with self.cv:
             while self.free < k:
                 self.cv.wait()
@@ -252,8 +255,9 @@ def _execute(jobs: list[Job], ctx: RunContext, out_store: store.Store, opts: Run
         serves = TIERS.index(job.tier) >= 2 and job.snippet.kind != "subcommand"  # a subcommand: parser only
         if pool and serves:
             ids = pool.acquire(min(devices_needed(job.snippet.argv), ctx.gpus))
-        alone = seats is not None and serves and ranks.on_cpu(ranks.of(job.snippet.argv), ctx.gpus)
-        held = seats.acquire(seats.places) if alone else 0
+        # every server takes a place, so a server of CPU ranks, taking them all, runs alone
+        held = seats.acquire(seats.needed(job.snippet.argv, ctx.gpus)) if seats is not None and serves else 0
+        alone = seats is not None and held == seats.places > 1
         try:
             outcome = runner.run(job, ids, None if alone else cores)
         finally:

@@ -83,6 +83,12 @@ def refusal(ranks: Ranks, gpus: int, cpu_build: bool) -> str | None:
     return None
 
 
+def refusal_on(argv: list[str], gpus: int, target) -> str | None:
+    """`refusal` for ARGV on a target environment (runner/builds/envs.py TargetEnv): its ranks run on
+    CPU only on vLLM's CPU build run here, not in a container."""
+    return refusal(of(argv), gpus, target.cpu_build and not target.target.docker)
+
+
 def cpu_binding(world: int, cores: list[int]) -> str:
     """VLLM_CPU_OMP_THREADS_BIND for `world` ranks on `cores`: one core list per rank, `|`-separated,
     in vLLM's rank order. Ranks split the cores into contiguous shares ('0,1|2,3'); with more ranks

@@ -18,7 +18,6 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Literal
 
-
 MIB = 2**20
 
 Kind = Literal["server", "helper", "build", "query"]
@@ -97,7 +96,8 @@ def for_kind(kind: Kind, jobs: int = 1, ranks: int = 1) -> Limits:
     if kind == "server" and ranks > 1:  # it runs alone (runner/run/loop.py CpuSeats): most of the machine
         share = max(share, int(_memory_total_mib() * 0.85))
     memory = _env_int("MEMORY_MIB", share)
-    base = Limits(memory_mib=memory, tasks=_env_int("TASKS", 1024 * max(ranks, 1)), file_mib=_env_int("FILE_MIB", memory),
+    base = Limits(memory_mib=memory, tasks=_env_int("TASKS", 1024 * max(ranks, 1)),
+                  file_mib=_env_int("FILE_MIB", memory),
                   log_mib=_env_int("LOG_MIB", 256), disk_mib=_env_int("DISK_MIB", 1024),
                   cpu_s=_env_int("CPU_S", 4 * 3600), tmp_mib=_env_int("TMP_MIB", min(4096, memory // 2)),
                   shm_mib=_env_int("SHM_MIB", min(4096, memory // 2)))

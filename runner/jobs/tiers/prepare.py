@@ -124,9 +124,7 @@ def _weights_budget(state: JobState, argv: list[str]) -> int | None:
     """Bytes of weights the hub may give this job: None when it starts no server (the parse and
     config tiers need configuration and tokenizer only) or asks for more devices than the run has
     (the start tier SKIPs it before anything loads)."""
-    target = state.job.target
-    if not state.wants("start") or ranks.refusal(ranks.of(argv), state.ctx.gpus,
-                                                 target.cpu_build and not target.target.docker):
+    if not state.wants("start") or ranks.refusal_on(argv, state.ctx.gpus, state.job.target):
         return None
     return weights_budget_bytes(state.ctx.gpus)
 

@@ -51,11 +51,10 @@ def start(state: JobState) -> Verdict | None:
 
 def _too_big(state: JobState) -> Verdict | None:
     ctx, snippet, target = state.ctx, state.job.snippet, state.job.target
-    asked = ranks.of(state.argv)
-    why = ranks.refusal(asked, ctx.gpus, target.cpu_build and not target.target.docker)
+    why = ranks.refusal_on(state.argv, ctx.gpus, target)
     if why:
         return skip(why, "start")
-    need = asked.world
+    need = ranks.of(state.argv).world
     if ctx.gpu_mem_gb and snippet.model:
         size = estimated_bytes(snippet.model, state.outcome.substitutions.get(snippet.model))
         if size and size > ctx.gpu_mem_gb * 1e9 * need:
