@@ -86,9 +86,12 @@ def cmd_standin(args: argparse.Namespace) -> int:
         if target is None:
             raise TargetConfigError(f"no target named {args.target}")
         env = ensure(target, Path(args.cache_dir), log=lambda m: print(m, file=sys.stderr))
+        from runner.builds import source_trees
+        docs_root = source_trees.source_tree(env.version, Path(args.cache_dir)) if not target.docker else None
         twin = build(args.model, env, Path(args.output), cache=Path(args.cache_dir), layers=args.layers,
-                     tokenizer_from=args.tokenizer_from, full_size=args.full_size,
-                     split={"tp": args.tensor_parallel, "pp": args.pipeline_parallel, "ep": args.expert_parallel})
+                     tokenizer_from=args.tokenizer_from, full_size=args.full_size, docs_root=docs_root,
+                     split={"tp": args.tensor_parallel, "pp": args.pipeline_parallel, "ep": args.expert_parallel,
+                            "context": args.max_model_len or 1})
     except (TargetConfigError, EnvError, StandInError) as err:
         print(f"driftmatrix standin: {err}", file=sys.stderr)
         return 1
@@ -144,6 +147,8 @@ def build_parser() -> argparse.ArgumentParser:
                        ("expert", "experts divide by it")):
         st.add_argument(f"--{flag}-parallel", type=int, default=1, metavar="N",
                         help=f"the command's {flag} parallel size: the twin's {what}")
+    st.add_argument("--max-model-len", type=int, metavar="N",
+                    help="the command's context length: a twin from class defaults gets at least it")
     st.add_argument("--cache-dir", default=str(_cache_dir()), help="environments and configs (default: %(default)s)")
     st.set_defaults(func=cmd_standin)
     from driftmatrix.check_cli import add_parser as add_check

@@ -30,8 +30,10 @@ Imports only torch / transformers / tokenizers: no driftmatrix code runs in the 
 """
 
 import argparse
+import importlib.util
 import json
 import os
+import re
 import shutil
 import sysconfig
 from pathlib import Path
@@ -86,9 +88,26 @@ PARSER_MARKERS = ["<think>", "</think>", "<seed:think>", "</seed:think>", "<seed
                   "<｜tool▁sep｜>", "<｜DSML｜function_calls>", "</｜DSML｜function_calls>",
                   # gpt-oss (harmony): its reasoning parser looks these up (KeyError '<|end|>' on the H200)
                   "<|start|>", "<|end|>", "<|message|>", "<|channel|>", "<|return|>", "<|call|>", "<|constrain|>"]
+# a marker as vLLM's parsers spell it in their sources: a quoted <...> or [UPPER] literal, not a
+# format string (`<think{suffix}>`), a regex (`<\\|sep\\|>`) or a byte token (`<0x0A>`)
+PARSER_LITERAL = re.compile(r"""["']((?:<[^"'\s<>{}\\]{1,40}>)|(?:\[[A-Z_]{2,30}\]))["']""")
+PARSER_SOURCES = ("reasoning", "tool_parsers", "entrypoints/openai/tool_parsers", "parser")
+
+
+def parser_markers() -> list[str]:
+    """PARSER_MARKERS and every marker the reasoning and tool-call parsers of this target's vLLM spell
+    out (read from its sources, not imported): `--reasoning-parser minimax_m3` looks up `<mm:think>`,
+    which a list kept by hand lacks until someone sees the twin fail."""
+    spec = importlib.util.find_spec("vllm")
+    roots = [Path(p) for p in (spec.submodule_search_locations or [])] if spec else []
+    found = {m for root in roots for sub in PARSER_SOURCES for f in sorted((root / sub).glob("**/*.py"))
+             for m in PARSER_LITERAL.findall(f.read_text(errors="ignore")) if not m.startswith("<0x")}
+    return [*PARSER_MARKERS, *sorted(found - set(PARSER_MARKERS) - {"<s>", "</s>", "<pad>"})]
+
+
 # the generic family's tokenizer (standin_generic.py, when the model type has no known set): ChatML's
-# layout with <s> ... </s> turns, so </s> also ends a reply; the parsers' markers above
-GENERIC_TOKENIZER = {"special": ["<s>", "</s>", "<pad>", "<tool_call>", "</tool_call>", *PARSER_MARKERS],
+# layout with <s> ... </s> turns, so </s> also ends a reply; the parsers' markers (parser_markers)
+GENERIC_TOKENIZER = {"special": ["<s>", "</s>", "<pad>", "<tool_call>", "</tool_call>"],
                      "eos": "</s>", "pad": "<pad>",
                      "bos": "<s>", "template": CHATML.replace("<|im_start|>", "<s>").replace("<|im_end|>", "</s>"),
                      "named": {}}
@@ -128,6 +147,8 @@ def train_tokenizer(out: Path, family: str, vocab_size: int | None = None):
         spec = standin_gemma4.TOKENIZER if family in GEMMA4 else GENERIC_TOKENIZER
         special, eos, pad, bos, template, named = (spec["special"], spec["eos"], spec["pad"], spec["bos"],
                                                    spec["template"], spec["named"])
+        if family == "generic":
+            special = [*special, *(m for m in parser_markers() if m not in special)]
     else:
         _, _, special, eos, pad, bos, template = FAMILIES[family]
         named = {}
@@ -148,11 +169,11 @@ def train_tokenizer(out: Path, family: str, vocab_size: int | None = None):
 
 def split_of(a) -> dict:
     """The command's parallel sizes the twin is fitted to (standin_split.fit_parallel)."""
-    return {"tp": a.tensor_parallel, "pp": a.pipeline_parallel, "ep": a.expert_parallel}
+    return {"tp": a.tensor_parallel, "pp": a.pipeline_parallel, "ep": a.expert_parallel, "context": a.context}
 
 
 def twin_config(family: str, source: dict, layers: int, head_dim: int, ids: dict, full: bool = False,
-                split: dict | None = None, notes: list | None = None):
+                split: dict | None = None, notes: list | None = None, defaults: bool = False):
     import transformers
 
     config_cls, model_cls, _, eos, pad, bos, _ = FAMILIES[family]
@@ -169,6 +190,8 @@ def twin_config(family: str, source: dict, layers: int, head_dim: int, ids: dict
         cfg["head_dim"] = head_dim
         cfg["num_hidden_layers"] = layers
         standin_split.fit_parallel(cfg, split or {}, notes if notes is not None else [])
+        if defaults:
+            standin_split.fit_context(cfg, (split or {}).get("context"), notes if notes is not None else [])
         layers = cfg["num_hidden_layers"]  # a stage per pipeline rank may have added layers
     if isinstance(cfg.get("layer_types"), list):  # keep the sliding/full pattern's start
         cfg["layer_types"] = (cfg["layer_types"] * layers)[:layers]
@@ -210,7 +233,7 @@ def build_generic(a, out: Path) -> dict:
     except g.NoTwin:  # an architecture vLLM describes itself: its own configuration class, no weights
         arch = (given or {}).get("architectures", [a.architecture])[0] if given else a.architecture
         return standin_vllm_config.build(a, out, arch, given, g, train_tokenizer, copy_tokenizer, split_of(a))
-    cfg, needed, notes = g.twin_config(source, a.layers, a.full_size, split_of(a))
+    cfg, needed, notes = g.twin_config(source, a.layers, a.full_size, split_of(a), defaults=given is None)
     tokenizer = copy_tokenizer(out, a.tokenizer_from) if a.tokenizer_from else \
         train_tokenizer(out, g.tokenizer_family(model_type), needed)
     processor_files = []
@@ -270,6 +293,8 @@ def main():
                     help="the command's pipeline parallel size: at least a layer per stage (not gemma4)")
     ap.add_argument("--expert-parallel", type=int, default=1,
                     help="the command's expert parallel size: experts divisible by it (not gemma4)")
+    ap.add_argument("--context", type=int, default=0,
+                    help="the command's context length: a twin from class defaults is given at least it")
     ap.add_argument("--full-size", action="store_true", help="keep the source's sizes (speed measurements)")
     a = ap.parse_args()
     import torch
@@ -306,7 +331,7 @@ def main():
         ids = tokenizer.get_vocab()
         fitted: list[str] = []
         cfg, model_cls = twin_config(a.family, source, a.layers, a.head_dim, ids, full=a.full_size,
-                                     split=split_of(a), notes=fitted)
+                                     split=split_of(a), notes=fitted, defaults=not a.config_json)
         torch.manual_seed(a.seed)
         model = model_cls(cfg).to(torch.bfloat16)
         model.save_pretrained(out, safe_serialization=True)

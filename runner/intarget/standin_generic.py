@@ -91,6 +91,7 @@ TO_TEXT_WIDTH = ("out_hidden_size", "projector_output_dim", "text_hidden_size", 
 FEEDS_TEXT = ("hidden", "proj", "output", "out_")
 TOWER_INDEX_LISTS = ("fullatt_block_indexes", "deepstack_visual_indexes")
 NOT_SUBCONFIGS = ("per_layer_config", "rope_config")
+PER_LAYER_DICTS = ("per_layer_config",)  # {layer index: overrides}: kept layers renumbered
 DROPPED = ("auto_map", "quantization_config", "compression_config",  # noted
            "_name_or_path", "transformers_version", "torch_dtype", "dtype")
 # keys a transformers implementation implies that its config class does not carry (so its defaults
@@ -101,6 +102,10 @@ IMPLIED = {"DeepseekV3": ("e_score_correction_bias", {"topk_method": "noaux_tc",
            # published text config's norm_topk_prob: true says; its config class lacks the key that
            # vLLM's Qwen3-MoE block reads (vLLM 0.26.0 on the H200: AttributeError 'norm_topk_prob')
            "Qwen3VLMoe": ("gate_up_proj", {"norm_topk_prob": True})}
+OWN_ENCODING = {"gpt_oss": "openai_harmony's o200k_harmony"}
+"""Model types whose prompts vLLM encodes itself, not with the model's tokenizer (gpt-oss: harmony,
+token ids up to 200,018): the twin keeps the config's vocab_size (its tokenizer padded with
+unreachable ids), or vLLM refuses the prompt ("Token id 200008 is out of vocabulary")."""
 REPLACED_IDS = ("bos_token_id", "eos_token_id", "pad_token_id")  # the twin tokenizer's
 TOKEN_ID = re.compile(r"_token_(id|index)$")
 
@@ -198,10 +203,16 @@ def features(cfg: dict, n: int) -> list[tuple]:
     """What each of the N layers is, by every per-layer key of the config: one tuple per layer."""
     cols = [list(cfg[k]) for k in per_layer_keys(cfg, n)]
     cols += [[i in set(cfg[k]) for i in range(n)] for k in INDEX_LISTS if isinstance(cfg.get(k), list)]
+    cols += [[repr(layer_entry(cfg[k], i)) for i in range(n)] for k in PER_LAYER_DICTS if isinstance(cfg.get(k), dict)]
     cols += [[i < cfg[k] for i in range(n)] for k in THRESHOLDS if is_count(cfg.get(k))]
     cols += [[rule(cfg, cfg[k], i) for i in range(n)] for k, rule in PERIODS.items()
              if is_count(cfg.get(k)) and cfg[k] > 0]
     return list(zip(*cols)) if cols else [()] * n
+
+
+def layer_entry(by_layer: dict, i: int):
+    """Layer I's entry of a per-layer dict (`per_layer_config`: {"11": {...}}; JSON keys are strings)."""
+    return by_layer.get(str(i), by_layer.get(i))
 
 
 def kept_layers(feats: list[tuple], default: int) -> tuple[list[int], str]:
@@ -230,6 +241,8 @@ def shrink_layers(cfg: dict, default: int, notes: list[str], where: str) -> None
         cfg[k] = "".join(cfg[k][i] for i in keep) if isinstance(cfg[k], str) else [cfg[k][i] for i in keep]
     for k in [k for k in INDEX_LISTS if isinstance(cfg.get(k), list)]:
         cfg[k] = [j for j, i in enumerate(keep) if i in set(cfg[k])]
+    for k in [k for k in PER_LAYER_DICTS if isinstance(cfg.get(k), dict)]:
+        cfg[k] = {str(j): layer_entry(cfg[k], i) for j, i in enumerate(keep) if layer_entry(cfg[k], i) is not None}
     cfg.update({k: sum(i < cfg[k] for i in keep) for k in THRESHOLDS if is_count(cfg.get(k))})
     if count_key:
         cfg[count_key] = len(keep)
@@ -383,10 +396,11 @@ def set_vocab(cfg: dict, size: int, ids: dict, role: str = "text") -> None:
         cfg.update(ids, **({"vocab_size": size} if "vocab_size" in cfg else {}))
 
 
-def twin_config(source: dict, layers: int, full: bool = False, split: dict | None = None
+def twin_config(source: dict, layers: int, full: bool = False, split: dict | None = None, defaults: bool = False
                 ) -> tuple[dict, int, list[str]]:
     """(shrunk config dict, the vocabulary size it needs, notes); FULL: the source's sizes as they are;
-    SPLIT: the command's parallel sizes ({tp, pp, ep}) the twin must divide by (standin_split.fit_parallel)."""
+    SPLIT: the command's parallel sizes ({tp, pp, ep}) the twin must divide by (standin_split.fit_parallel)
+    and its context length, given to a twin from class DEFAULTS (standin_split.fit_context)."""
     notes = [f"{k} dropped" + (" (the twin is bf16: quantization is not reproduced)" if k == "quantization_config"
                                else " (vLLM's own implementation is used)" if k == "auto_map" else "")
              for k in DROPPED[:3] if source.get(k)]
@@ -395,9 +409,18 @@ def twin_config(source: dict, layers: int, full: bool = False, split: dict | Non
     if not full:
         import standin_split  # next to this file; it reads this module's tables
         standin_split.fit_parallel(cfg, split or {}, notes)
+        if defaults:  # a published config states the context it has and every key vLLM reads
+            standin_split.fit_context(cfg, (split or {}).get("context"), notes)
+            import standin_restate  # next to this file
+            for sub in [cfg, *(s for _, s, role in sub_configs(cfg, "text") if role == "text")]:
+                standin_restate.restate(sub, notes)
     text = cfg["text_config"] if isinstance(cfg.get("text_config"), dict) else cfg
-    floor = (text.get("vocab_size") or VOCAB) if full else VOCAB
+    own = cfg.get("model_type") in OWN_ENCODING  # vLLM's own encoder emits ids up to the config's size
+    floor = (text.get("vocab_size") or VOCAB) if full or own else VOCAB
     needed = max([floor - 1, *token_ids(cfg)]) + 1
+    if own and not full:
+        notes.append(f"vocab {floor}: the config's, as vLLM encodes {cfg['model_type']} prompts with "
+                     f"{OWN_ENCODING[cfg['model_type']]} (padded with unreachable <unusedN> tokens)")
     if needed > floor:  # placeholder ids (image, video, ...) point into the twin vocabulary
         notes.append(f"vocab {needed}: up to the config's token ids, padded with unreachable <unusedN> tokens")
     return cfg, needed, notes

@@ -18,7 +18,9 @@ Imports transformers only inside functions (this module runs in the target env).
 
 from __future__ import annotations
 
+import inspect
 import json
+import re
 from pathlib import Path
 
 # processor attribute -> the auto mapping of its classes (transformers.models.auto.*)
@@ -77,7 +79,12 @@ GRID = {"patch_size": ("patch_size",), "temporal_patch_size": ("temporal_patch_s
 
 
 def align(part, cfg: dict, notes: list[str]) -> None:
-    """Set the part's patch grid to the twin's own vision config (where both have the key)."""
+    """Set the part's patch grid to the twin's own vision config (where both have the key); a part
+    that draws on video frames with a font file the published processor downloads (ERNIE-4.5-VL's
+    `draw_on_frames`, Roboto-Regular.ttf) does not draw: a twin has no such file."""
+    if getattr(part, "draw_on_frames", False):
+        part.draw_on_frames = False
+        notes.append(f"{type(part).__name__}.draw_on_frames off: its font file is the published processor's")
     vision = next((v for k, v in cfg.items() if isinstance(v, dict) and "vision" in k), None)
     for attr, keys in GRID.items() if vision else ():
         value = next((vision[k] for k in keys if isinstance(vision.get(k), int)), None)
@@ -185,6 +192,51 @@ def rename_slots(out: Path, wanted: dict[str, int], notes: list[str]) -> None:
     path.write_text(json.dumps(data, ensure_ascii=False))
 
 
+TOKENIZER_TOKEN = re.compile(r"\btokenizer\.(\w+_token)\b(?!_id)|\btokenizer\.(\w+_token)_id\b")
+ROLE_WORDS = {"start": ("start", "begin", "bos"), "end": ("end", "eos")}
+
+
+def tokenizer_tokens(cls) -> list[str]:
+    """The named tokens the processor class reads from its tokenizer (`tokenizer.image_token`, as
+    PaddleOCR-VL's and ERNIE-4.5-VL's do): a published tokenizer names them, a trained one does not."""
+    try:
+        text = inspect.getsource(cls.__init__)
+    except (OSError, TypeError):
+        return []
+    names = [a or b for a, b in TOKENIZER_TOKEN.findall(text)]
+    return [n for n in dict.fromkeys(names) if n not in ("bos_token", "eos_token", "pad_token", "unk_token")]
+
+
+def token_text(name: str, placeholders: dict[str, str]) -> str:
+    """The text of tokenizer token NAME (`image_start_token`): the matching special token of vLLM's
+    placeholder for its modality (`<|IMAGE_START|>` of `<|IMAGE_START|><|IMAGE_PLACEHOLDER|>...`), so the
+    processor and vLLM's prompt replacement agree; else `<|name|>`."""
+    stem = name.removesuffix("_token")
+    modality = next((m for m in ("image", "video", "audio") if stem.startswith(m)), None)
+    found = special_tokens(placeholders.get(modality, "")) if modality else []
+    role = next((r for r, words in ROLE_WORDS.items() if stem.endswith(r)), None)
+    pick = [t for t in found if role and any(w in t.lower() for w in ROLE_WORDS[role])] if role else \
+        [t for t in found if not any(w in t.lower() for ws in ROLE_WORDS.values() for w in ws)]
+    return pick[0] if pick else f"<|{stem}|>"
+
+
+def name_tokens(out: Path, cls, placeholders: dict[str, str], ids: dict[str, int], notes: list[str]):
+    """OUT's tokenizer with the named tokens CLS reads from it (`tokenizer_tokens`): each a special token
+    (at the config's id for it where one is named) and named in tokenizer_config.json."""
+    from transformers import AutoTokenizer
+
+    names = {n: token_text(n, placeholders) for n in tokenizer_tokens(cls)}
+    if names:
+        rename_slots(out, {text: ids.get(n) for n, text in names.items()}, notes)
+        path = out / "tokenizer_config.json"
+        config = json.loads(path.read_text())
+        extra = config.get("extra_special_tokens")
+        config["extra_special_tokens"] = {**(extra if isinstance(extra, dict) else {}), **names}
+        path.write_text(json.dumps(config, ensure_ascii=False, indent=2))
+        notes.append(f"tokenizer names {sorted(names)}: {cls.__name__} reads them from its tokenizer")
+    return AutoTokenizer.from_pretrained(out)
+
+
 def save_processor(out: Path, cfg: dict, arch: str, model_type: str, notes: list[str]) -> list[str]:
     """Write the processor files of a multimodal twin next to its tokenizer; the files written."""
     from transformers import AutoTokenizer
@@ -192,11 +244,11 @@ def save_processor(out: Path, cfg: dict, arch: str, model_type: str, notes: list
     cls = processor_class(model_type)
     if cls is None:
         return []
-    tokenizer = AutoTokenizer.from_pretrained(out)
-    first = build(cls, cfg, tokenizer)
     ids = config_ids(cfg)
-    wanted = {text: ids.get(attr) for attr, text in placeholder_tokens(first).items()}
     placeholders = vllm_placeholders(arch)
+    tokenizer = name_tokens(out, cls, placeholders, ids, notes)
+    first = build(cls, cfg, tokenizer)
+    wanted = {text: ids.get(attr) for attr, text in placeholder_tokens(first).items()}
     for text in special_tokens("".join(placeholders.values())):
         wanted.setdefault(text, named_id(text, ids))
     rename_slots(out, wanted, notes)

@@ -1,5 +1,5 @@
-"""The one rule that fits a twin to its command's parallel split (tensor, pipeline, expert parallel
-sizes): run inside a target env by standin_build.py, next to standin_generic.py, whose tables of
+"""The one rule that fits a twin to its command (argv_edit.twin_shape): its parallel split (tensor,
+pipeline, expert parallel sizes) and, for a twin from class defaults, its context length: run inside a target env by standin_build.py, next to standin_generic.py, whose tables of
 config keys it reads. Standard library only."""
 
 from __future__ import annotations
@@ -75,3 +75,18 @@ def _fit_experts(sub: dict, ep: int, tp: int, notes: list[str]) -> None:
             old, sub[k] = sub[k], _up_to(max(sub[k], tp), ep)
             why = f"expert parallel size {ep}" if ep > 1 else f"tensor parallel size {tp}"
             notes.append(f"{k} {old} -> {sub[k]}: enough for the command's {why}")
+
+
+def fit_context(cfg: dict, context: int | None, notes: list[str]) -> None:
+    """A twin built from a configuration class's defaults (no published config.json here) is given
+    the context length its command asks for (`--max-model-len`): the class's default (Qwen3.5's
+    32,768) is not the published model's (262,144), and vLLM refuses a longer one ("greater than the
+    derived max_model_len") for a reason the published model does not have. A twin from the
+    published config keeps its context: a command asking beyond it is a finding."""
+    if not context:
+        return
+    for sub in [cfg, *(s for _, s, role in g.sub_configs(cfg, "text") if role == "text")]:
+        for k in ("max_position_embeddings", *g.CONTEXT):
+            if g.is_count(sub.get(k)) and sub[k] < context:
+                notes.append(f"{k} {sub[k]} -> {context}: the command's context length (class defaults)")
+                sub[k] = context

@@ -51,7 +51,7 @@ def build(a, out, arch: str, given: dict | None, generic, train_tokenizer, copy_
     source = dict(given) if given else {**cls().to_dict(), "architectures": [arch]}
     where = "config.json" if given else (f"vLLM's {cls.__name__}() defaults (vLLM {vllm.__version__}; "
                                          f"{arch} is not in transformers {transformers.__version__})")
-    cfg, needed, notes = generic.twin_config(source, a.layers, a.full_size, split)
+    cfg, needed, notes = generic.twin_config(source, a.layers, a.full_size, split, defaults=not given)
     tokenizer = copy_tokenizer(out, a.tokenizer_from) if a.tokenizer_from else \
         train_tokenizer(out, generic.tokenizer_family(model_type), needed)
     vocab = tokenizer.get_vocab()

@@ -30,7 +30,7 @@ from runner.isolation.sandbox import output
 from runner.settings import STANDIN_BUILD_S, TWIN_MAX_BYTES, twin_cache_bytes
 
 BUILDER = runner.INTARGET / "standin_build.py"
-BUILDER_FILES = [BUILDER, *(BUILDER.with_name(f"standin_{m}.py") for m in ("gemma4", "generic", "layout", "processor",
+BUILDER_FILES = [BUILDER, *(BUILDER.with_name(f"standin_{m}.py") for m in ("gemma4", "generic", "layout", "processor", "restate",
                                                                                 "split", "vllm_config"))]
 # families built by a script of their own (the others' twins keep their cache keys when it changes)
 OWN_BUILDERS = {"mlp_speculator": BUILDER.with_name("standin_mlp_speculator.py")}
@@ -58,8 +58,10 @@ FAMILY_ARCHITECTURES = {"qwen3": "Qwen3ForCausalLM", "llama": "LlamaForCausalLM"
                         "mlp_speculator": "MLPSpeculatorPreTrainedModel"}
 
 
-SPLIT_FLAGS = {"tp": "--tensor-parallel", "pp": "--pipeline-parallel", "ep": "--expert-parallel"}
-"""The builder's option for each parallel size a twin is fitted to (standin_split.fit_parallel)."""
+SPLIT_FLAGS = {"tp": "--tensor-parallel", "pp": "--pipeline-parallel", "ep": "--expert-parallel",
+               "context": "--context"}
+"""The builder's option for each size a twin is fitted to (argv_edit.twin_shape): the parallel sizes
+(standin_split.fit_parallel) and the command's context length (standin_split.fit_context)."""
 
 
 WEIGHTLESS = ["--load-format", "dummy"]
@@ -204,8 +206,9 @@ def build(model_or_config: str, env: TargetEnv, out: Path, *, cache: Path, layer
           full_size: bool = False, docs_root: Path | None = None, split: dict[str, int] | None = None,
           local_paths: bool = True, draft: draft_kinds.Draft | None = None) -> StandIn:
     """Build a twin into `out` (replaced) with `env`'s Python; raise StandInError if impossible.
-    `split`: the command's parallel sizes ({tp, pp, ep}: argv_edit.parallel_sizes), which the twin's
-    heads, layers and experts must divide by (standin_split.fit_parallel).
+    `split`: the command's parallel sizes and context length (argv_edit.twin_shape), which the twin's
+    heads, layers and experts must divide by (standin_split.fit_parallel) and a twin from class
+    defaults is given (standin_split.fit_context).
     Where its configuration comes from: `plan()`; `draft`: the speculative config it drafts in."""
     how = plan(model_or_config, cache, config_from, docs_root, env.version, local_paths, draft)
     config_path, family = how.config_path, how.family
@@ -281,7 +284,7 @@ def ensure(model_id: str, env: TargetEnv, cache: Path, *, layers: int = 2, token
         "full_size": full_size, "listed": listed.architecture if listed else None,
         # one key per parallel size that shapes the twin; a twin for -tp alone keeps its earlier key
         "tp": split["tp"] if split.get("tp", 1) > 1 and not full_size else None,
-        **{k: split[k] for k in ("pp", "ep") if split.get(k, 1) > 1 and not full_size},
+        **{k: split[k] for k in ("pp", "ep", "context") if split.get(k, 1) > 1 and not full_size},
         "config": hashlib.sha256(config_path.read_bytes()).hexdigest() if config_path else None,
         # a head built by its own kind's builder (other heads get no twin, or the twin they would
         # get anyway): absent otherwise, so existing twins keep their keys

@@ -23,7 +23,7 @@ from runner.builds import source_trees
 
 from runner.outcomes import subcommands
 from runner.outcomes.evidence_records import TwinNote
-from runner.outcomes.argv_edit import VARIANTS, parallel_sizes, variant_argv, without_options
+from runner.outcomes.argv_edit import VARIANTS, twin_shape, variant_argv, without_options
 from runner.serve import ranks
 from runner.models.resolution import Resolution, has_weights, needed_models, substitute
 from runner.settings import weights_budget_bytes
@@ -110,7 +110,7 @@ def _placeholder_twin(state: JobState, stood: list, argv: list[str]) -> list:
         else:
             try:
                 twin = standins.ensure(placeholders.TWIN_OF, state.job.target, state.ctx.cache_dir,
-                                       split=parallel_sizes(argv), leases=state.leases)
+                                       split=twin_shape(argv), leases=state.leases)
                 stood = [replace(s, value=twin.dir, twin=True) if s is model else s for s in stood]
             except standins.StandInError as err:
                 state.skip_at["config"] = f"placeholder {model.placeholder} must be filled in (no stand-in: {err})"
@@ -206,7 +206,7 @@ def _stand_ins(state: JobState, models: list[str], subs: dict, missing: list[str
             twin = standins.ensure(model, target, state.ctx.cache_dir, layers=2 if i == 0 else 1,
                                    tokenizer_from=served if i > 0 else None, config_from=configs.get(model),
                                    full_size=state.ctx.stand_ins == "full", docs_root=docs_root,
-                                   split=parallel_sizes(variant_argv(state.job.snippet, state.job.variant)),
+                                   split=twin_shape(variant_argv(state.job.snippet, state.job.variant)),
                                    leases=state.leases,
                                    draft=draft_kinds.of(state.job.snippet.speculative_config, models[0]) if i else None)
         except standins.StandInError as err:

@@ -1,0 +1,49 @@
+"""Keys a configuration class states in one form that vLLM's implementation reads in another: run
+inside a target env by standin_build.py, next to standin_generic.py. A twin from a class's defaults
+(no published config.json here) gets vLLM's form too, from keys of the same config; a published
+config states both. Standard library only."""
+
+from __future__ import annotations
+
+import standin_generic as g
+
+
+def restate(cfg: dict, notes: list[str]) -> None:
+    """Keys a config states in one form that vLLM's implementation reads in another, stated in both
+    where only one is there (a published config.json has both; a transformers class's defaults only
+    its own): RESTATED's rules, each from keys of the same config."""
+    for key, rule in RESTATED.items():
+        if key not in cfg:
+            value = rule(cfg)
+            if value is not None:
+                cfg[key] = value
+                notes.append(f"{key} {value}: restated from the config's own keys (vLLM reads it)")
+
+
+def _pattern(key: str, kind: str):
+    """1 where the per-layer list KEY says KIND, else 0 (vLLM's hybrid_layer_pattern, moe_layer_freq)."""
+    return lambda cfg: [int(k == kind) for k in cfg[key]] if isinstance(cfg.get(key), list) else None
+
+
+def _rotary_dim(cfg: dict):
+    rope = cfg.get("rope_parameters") if isinstance(cfg.get("rope_parameters"), dict) else {}
+    factor = cfg.get("partial_rotary_factor") or rope.get("partial_rotary_factor") or 1.0
+    return int(cfg["head_dim"] * factor) if g.is_count(cfg.get("head_dim")) else None
+
+
+# vLLM's key -> how the config's own keys give it: HY V3 and MiMo-V2 read first_k_dense_replace /
+# moe_layer_freq / hybrid_layer_pattern where transformers' classes give mlp_layer_types / layer_types;
+# MiniMax-M2 reads rotary_dim where the class gives a partial rotary factor (1 by default); MiMo-V2's
+# sliding-window layers read swa_* sizes, which the class states once for all layers
+RESTATED = {
+    "first_k_dense_replace": lambda cfg: next((i for i, k in enumerate(cfg["mlp_layer_types"]) if k != "dense"),
+                                              len(cfg["mlp_layer_types"]))
+    if isinstance(cfg.get("mlp_layer_types"), list) else None,
+    "moe_layer_freq": _pattern("mlp_layer_types", "sparse"),
+    "hybrid_layer_pattern": _pattern("layer_types", "sliding_attention"),
+    "rotary_dim": _rotary_dim,
+    **{f"swa_{k}": (lambda k: lambda cfg: cfg.get(k) if "sliding_attention" in (cfg.get("layer_types") or []) else None)(k)
+       for k in ("num_attention_heads", "num_key_value_heads", "head_dim", "v_head_dim")},
+    "sliding_window_size": lambda cfg: cfg.get("sliding_window")
+    if "sliding_attention" in (cfg.get("layer_types") or []) else None,
+}
