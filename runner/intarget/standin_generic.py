@@ -195,7 +195,7 @@ def layer_count(cfg: dict) -> tuple[str | None, int | None]:
 
 def per_layer_keys(cfg: dict, n: int) -> list[str]:
     return [k for k, v in cfg.items() if k not in INDEX_LISTS and isinstance(v, (list, str)) and len(v) == n
-            and (k in PER_LAYER or (isinstance(v, list) and ("layer" in k or "block" in k)
+            and (k in PER_LAYER or (isinstance(v, list) and ("layer" in k or "block" in k or k.endswith("_types"))
                                     and all(x is None or isinstance(x, (str, int, float)) for x in v)))]
 
 
@@ -273,7 +273,10 @@ def shrink_text(cfg: dict, source: dict) -> None:
     cfg.update({k: v for k, v in TEXT_SET.items() if k in cfg})
     # stated even where the config class leaves it out (Glm4MoeConfig(); vLLM's GLM-4 MoE reads it,
     # the published configs have it); 32 is what hidden / heads gives anyway
-    if is_count(cfg.get("head_dim")) or ("head_dim" not in cfg and head_dim(cfg) == 32):
+    # a class default left None (HunYuanMoEV1Config(): the model computes head_dim ** -0.5): the width
+    # hidden / heads gives, as the published configs state it
+    if is_count(cfg.get("head_dim")) or ("head_dim" in cfg and cfg["head_dim"] is None) or \
+            ("head_dim" not in cfg and head_dim(cfg) == 32):
         cfg["head_dim"] = 32
     for k in KV_HEADS:  # grouped-query attention stays grouped, plain multi-head stays plain
         if is_count(cfg.get(k)):

