@@ -8,10 +8,11 @@ Steps, all offline (no hub; HF_HUB_OFFLINE=1):
    (runner/models/standins.plan: model map -> hub -> vLLM's supported-models table of the target
    version -> the model id's family), so each command gets an architecture or a reason; and its ranks
    (runner/serve/ranks.py: one, several on CPU, or why not here);
-2. per architecture, representatives (the plainest runnable command: fewest arguments): one with one
-   rank and one with several ranks on CPU (the fewest ranks, not expert parallel), each through the
-   probe tier with `--stand-ins` on the CPU target (one-rank ones two side by side, multi-rank ones
-   alone);
+2. per architecture, representatives (the plainest runnable command: fewest ranks, no environment
+   variable, no second model or KV-transfer peer, fewest arguments): one with one rank, one with
+   several ranks on CPU (not expert parallel) and one expert parallel, each through the probe tier
+   with `--stand-ins` on the CPU target (one-rank ones two side by side, multi-rank ones alone);
+   where a kind's first did not reach a verdict, its next plainest is run too (`TRIES`);
 3. a command counts as reaching a start-tier verdict when its architecture's representative of its
    kind did (PASS/WARN/FAIL at start or later, or a probe SKIP after the server answered /health):
    an estimate per architecture, labelled as such. Expert-parallel commands count by the expert

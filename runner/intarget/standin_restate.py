@@ -31,7 +31,7 @@ def _rotary_dim(cfg: dict):
     return int(cfg["head_dim"] * factor) if g.is_count(cfg.get("head_dim")) else None
 
 
-# vLLM's key -> how the config's own keys give it: HY V3 and MiMo-V2 read first_k_dense_replace /
+# vLLM's key -> how the config's own keys give it (None: not stated): HY V3 and MiMo-V2 read first_k_dense_replace /
 # moe_layer_freq / hybrid_layer_pattern where transformers' classes give mlp_layer_types / layer_types;
 # MiniMax-M2 reads rotary_dim where the class gives a partial rotary factor (1 by default); MiMo-V2's
 # sliding-window layers read swa_* sizes, which the class states once for all layers
@@ -42,6 +42,9 @@ RESTATED = {
     "moe_layer_freq": _pattern("mlp_layer_types", "sparse"),
     "hybrid_layer_pattern": _pattern("layer_types", "sliding_attention"),
     "rotary_dim": _rotary_dim,
+    "expert_hidden_dim": lambda cfg: cfg.get("moe_intermediate_size"),  # HY V3's name for the expert width
+    # transformers' HY V3 router always renormalises its top-k weights; vLLM's reads route_norm
+    "route_norm": lambda cfg: True if cfg.get("model_type") == "hy_v3" else None,
     **{f"swa_{k}": (lambda k: lambda cfg: cfg.get(k) if "sliding_attention" in (cfg.get("layer_types") or []) else None)(k)
        for k in ("num_attention_heads", "num_key_value_heads", "head_dim", "v_head_dim")},
     "sliding_window_size": lambda cfg: cfg.get("sliding_window")

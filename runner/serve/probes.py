@@ -114,6 +114,11 @@ def probe_json_schema(ctx: ProbeContext, client: httpx.Client) -> dict:
     return {"ok": ok, "status": r.status_code, "detail": detail}
 
 
+REASONING_OPENERS = ("<|channel|>analysis", "<|channel|>commentary", "<think>")
+"""How a raw answer opens when it is still reasoning: vLLM applies a json_schema grammar to the answer
+after the reasoning ends (harmony's final channel, after `</think>`)."""
+
+
 def schema_shape(message: dict, generated: int) -> dict:
     """What a json_schema answer shows of its shape: a grammar-constrained answer starts as a JSON object
     (whether a random model finishes it within max_tokens is not the server's fault); `shape_checked`
@@ -121,6 +126,12 @@ def schema_shape(message: dict, generated: int) -> dict:
     content = message.get("content") or ""
     detail: dict = {"content": content[:200]}
     thought = message.get("reasoning_content") or message.get("reasoning") or ""
+    if content.lstrip().startswith(REASONING_OPENERS):
+        # the raw answer is still in its reasoning channel (gpt-oss's harmony `<|channel|>analysis`,
+        # served without a reasoning parser): the grammar applies to the final answer after it
+        detail.update(shape_checked=False, why="the answer is still in its reasoning channel; the schema "
+                                               "applies to the final answer after it")
+        return detail
     if not content and (thought or generated):
         # With a reasoning parser the grammar applies once the reasoning ends; a random-weight model
         # may never end it within max_tokens, or emit only tokens the server does not show (special

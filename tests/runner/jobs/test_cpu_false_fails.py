@@ -64,5 +64,9 @@ def test_an_answer_of_unshown_tokens_does_not_judge_the_schema():
     seen = probes.schema_shape({"content": "", "reasoning": None}, 48)
     assert seen["shape_checked"] is False and "does not show" in seen["why"]
     assert probes.schema_shape({"content": "", "reasoning": "abc"}, 48)["shape_checked"] is False
+    # gpt-oss's twin without a reasoning parser: harmony's analysis channel, never the final answer
+    harmony = probes.schema_shape({"content": "<|channel|>analysis<|message|><unused1337><unused182494>"}, 48)
+    assert harmony["shape_checked"] is False and "reasoning channel" in harmony["why"]
     assert probes.schema_shape({"content": "hello"}, 48)["starts_as_object"] is False  # a real miss stays one
+    assert probes.schema_shape({"content": "analysis: {"}, 48)["starts_as_object"] is False
     assert probes.schema_shape({"content": '{"a": 1}'}, 8)["valid_json"] is True

@@ -34,7 +34,8 @@ for name, (arch, split, given) in json.loads(sys.argv[2]).items():
     out[name] = {"context": text.get("max_position_embeddings"), "vocab": vocab,
                  "first_k_dense_replace": text.get("first_k_dense_replace"), "notes": notes,
                  **{k: text.get(k) for k in ("layer_types", "mlp_layer_types", "hybrid_layer_pattern",
-                                             "moe_layer_freq", "swa_num_attention_heads", "num_attention_heads")}}
+                                             "moe_layer_freq", "swa_num_attention_heads", "num_attention_heads",
+                                             "expert_hidden_dim", "moe_intermediate_size", "route_norm")}}
 out["markers"] = standin_build.parser_markers()
 print(json.dumps(out))
 """
@@ -67,7 +68,9 @@ def test_the_command_context_reaches_a_twin_from_class_defaults_only(fitted):
 
 
 def test_a_key_stated_in_another_form_is_restated(fitted):
-    assert fitted["hy3"]["first_k_dense_replace"] == 1  # HYV3Config(): mlp_layer_types starts dense, sparse
+    hy3 = fitted["hy3"]
+    assert hy3["first_k_dense_replace"] == 1  # HYV3Config(): mlp_layer_types starts dense, sparse
+    assert hy3["expert_hidden_dim"] == hy3["moe_intermediate_size"] and hy3["route_norm"] is True
     assert fitted["llama"]["first_k_dense_replace"] is None  # no pattern, nothing invented
     assert fitted["hy3 published"]["first_k_dense_replace"] is None  # a published config states what it has
     mimo = fitted["mimo"]  # MiMo-V2: vLLM reads 0/1 patterns and swa_* sizes where the class has layer types
