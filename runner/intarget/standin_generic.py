@@ -211,8 +211,8 @@ def features(cfg: dict, n: int) -> list[tuple]:
 
 
 def layer_entry(by_layer: dict, i: int):
-    """Layer I's entry of a per-layer dict (`per_layer_config`: {"11": {...}}; JSON keys are strings)."""
-    return by_layer.get(str(i), by_layer.get(i))
+    """Layer I's entry of a per-layer dict (`per_layer_config`: {"05": {...}}; JSON keys are strings)."""
+    return next((v for k, v in by_layer.items() if str(k).isdigit() and int(k) == i), None)
 
 
 def kept_layers(feats: list[tuple], default: int) -> tuple[list[int], str]:
@@ -336,6 +336,8 @@ def shrink_tower(cfg: dict, text_hidden: int | None, notes: list[str], where: st
             cfg[k] = TOWER_SET[k]
         elif ("intermediate_size" in k or k in FFN) and is_count(v):
             cfg[k] = 128
+    import standin_restate  # next to this file; it reads this module's helpers
+    standin_restate.tie_tower_widths(cfg, notes, where)
     depth = next((cfg[k] for k in TOWER_DEPTH if is_count(cfg.get(k))), 2)
     for k in TOWER_INDEX_LISTS:  # indices of blocks: those kept, at least the last one
         if isinstance(cfg.get(k), list) and cfg[k]:

@@ -1,7 +1,7 @@
-"""Keys a configuration class states in one form that vLLM's implementation reads in another: run
-inside a target env by standin_build.py, next to standin_generic.py. A twin from a class's defaults
-(no published config.json here) gets vLLM's form too, from keys of the same config; a published
-config states both. Standard library only."""
+"""Keys a configuration class states in one form that vLLM's implementation reads in another, and
+widths a tower's layers meet at: run inside a target env by standin_build.py, next to
+standin_generic.py. A twin from a class's defaults (no published config.json here) gets vLLM's form
+too, from keys of the same config; a published config states both. Standard library only."""
 
 from __future__ import annotations
 
@@ -20,9 +20,27 @@ def restate(cfg: dict, notes: list[str]) -> None:
                 notes.append(f"{key} {value}: restated from the config's own keys (vLLM reads it)")
 
 
+def tie_tower_widths(cfg: dict, notes: list[str], where: str) -> None:
+    """Widths a tower's layers meet at, equal in the published configs (Llama 4's vision adapter: the
+    pixel shuffle gives hidden / ratio^2 features to an MLP of intermediate_size, whose output
+    (projector_output_dim; vLLM reads projector_input_dim for the same layer) is what the projector
+    takes (vision_output_dim)); the class defaults (7680 against 4096) and the shrinking would
+    otherwise give shapes that meet nowhere."""
+    ratio = cfg.get("pixel_shuffle_ratio")
+    if isinstance(ratio, float) and 0 < ratio < 1 and g.is_count(cfg.get("hidden_size")) and "intermediate_size" in cfg:
+        cfg["intermediate_size"] = int(cfg["hidden_size"] / ratio ** 2)
+        notes.append(f"{where}intermediate_size {cfg['intermediate_size']}: hidden_size / pixel_shuffle_ratio^2")
+    if g.is_count(cfg.get("projector_output_dim")):
+        for k in ("projector_input_dim", "vision_output_dim"):
+            if g.is_count(cfg.get(k)) and cfg[k] != cfg["projector_output_dim"]:
+                cfg[k] = cfg["projector_output_dim"]
+                notes.append(f"{where}{k} {cfg[k]}: the width its layer meets (projector_output_dim)")
+
+
 def _pattern(key: str, kind: str):
     """1 where the per-layer list KEY says KIND, else 0 (vLLM's hybrid_layer_pattern, moe_layer_freq)."""
-    return lambda cfg: [int(k == kind) for k in cfg[key]] if isinstance(cfg.get(key), list) else None
+    return lambda cfg: [int(k == kind) for k in cfg[key]] if isinstance(cfg.get(key), list) and kind in cfg[key] \
+        else None
 
 
 def _rotary_dim(cfg: dict):
