@@ -42,6 +42,7 @@ import standin_gemma4  # next to this file, so on sys.path when run as a script
 import standin_generic
 import standin_layout
 import standin_processor
+import standin_restate
 import standin_split
 import standin_vllm_config
 
@@ -250,7 +251,7 @@ def build_generic(a, out: Path) -> dict:
     full_size_defaults(a.full_size)
     torch.manual_seed(a.seed)
     model = cls(config).to(torch.bfloat16)
-    g.add_implied(model, config.get_text_config(), notes)  # before saving: config.json gets them
+    standin_restate.add_implied(model, config.get_text_config(), notes)  # before saving: config.json gets them
     params = sum(p.numel() for p in model.parameters())
     notes += [f"full size: {params / 1e9:.2f} B parameters"] if a.full_size else []
     model.save_pretrained(out, safe_serialization=True)

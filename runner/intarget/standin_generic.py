@@ -94,14 +94,6 @@ NOT_SUBCONFIGS = ("per_layer_config", "rope_config")
 PER_LAYER_DICTS = ("per_layer_config",)  # {layer index: overrides}: kept layers renumbered
 DROPPED = ("auto_map", "quantization_config", "compression_config",  # noted
            "_name_or_path", "transformers_version", "torch_dtype", "dtype")
-# keys a transformers implementation implies that its config class does not carry (so its defaults
-# lack them): architecture prefix -> (parameter, keys).  DeepSeek V3 there always has a router bias and
-# sigmoid scoring; vLLM creates that bias only with topk_method noaux_tc (as the published configs say)
-IMPLIED = {"DeepseekV3": ("e_score_correction_bias", {"topk_method": "noaux_tc", "scoring_func": "sigmoid"}),
-           # transformers' Qwen3-VL-MoE router always renormalises its top-k weights, which is what the
-           # published text config's norm_topk_prob: true says; its config class lacks the key that
-           # vLLM's Qwen3-MoE block reads (vLLM 0.26.0 on the H200: AttributeError 'norm_topk_prob')
-           "Qwen3VLMoe": ("gate_up_proj", {"norm_topk_prob": True})}
 OWN_ENCODING = {"gpt_oss": "openai_harmony's o200k_harmony"}
 """Model types whose prompts vLLM encodes itself, not with the model's tokenizer (gpt-oss: harmony,
 token ids up to 200,018): the twin keeps the config's vocab_size (its tokenizer padded with
@@ -429,13 +421,3 @@ def twin_config(source: dict, layers: int, full: bool = False, split: dict | Non
     if needed > floor:  # placeholder ids (image, video, ...) point into the twin vocabulary
         notes.append(f"vocab {needed}: up to the config's token ids, padded with unreachable <unusedN> tokens")
     return cfg, needed, notes
-
-
-def add_implied(model, text_config, notes: list[str]) -> None:
-    names = {name.rsplit(".", 1)[-1] for name in model.state_dict()}  # parameters and buffers
-    for prefix, (param, keys) in IMPLIED.items():
-        if type(model).__name__.startswith(prefix) and param in names:
-            for k, v in keys.items():
-                if getattr(text_config, k, None) is None:
-                    setattr(text_config, k, v)
-                    notes.append(f"{k} {v}: implied by the model's {param}")

@@ -7,6 +7,15 @@ from __future__ import annotations
 
 import standin_generic as g
 
+# keys a transformers implementation implies that its config class does not carry (so its defaults
+# lack them): architecture prefix -> (parameter, keys).  DeepSeek V3 there always has a router bias and
+# sigmoid scoring; vLLM creates that bias only with topk_method noaux_tc (as the published configs say)
+IMPLIED = {"DeepseekV3": ("e_score_correction_bias", {"topk_method": "noaux_tc", "scoring_func": "sigmoid"}),
+           # transformers' Qwen3-VL-MoE router always renormalises its top-k weights, which is what the
+           # published text config's norm_topk_prob: true says; its config class lacks the key that
+           # vLLM's Qwen3-MoE block reads (vLLM 0.26.0 on the H200: AttributeError 'norm_topk_prob')
+           "Qwen3VLMoe": ("gate_up_proj", {"norm_topk_prob": True})}
+
 
 def restate(cfg: dict, notes: list[str]) -> None:
     """Keys a config states in one form that vLLM's implementation reads in another, stated in both
@@ -45,13 +54,15 @@ def _pattern(key: str, kind: str):
 
 def _rotary_dim(cfg: dict):
     rope = cfg.get("rope_parameters") if isinstance(cfg.get("rope_parameters"), dict) else {}
-    factor = cfg.get("partial_rotary_factor") or rope.get("partial_rotary_factor") or 1.0
+    if "partial_rotary_factor" not in cfg and "partial_rotary_factor" not in rope:
+        return None  # a config without the notion: vLLM's implementation reads no rotary_dim
+    factor = cfg.get("partial_rotary_factor") or rope.get("partial_rotary_factor") or 1.0  # None: all of it
     return int(cfg["head_dim"] * factor) if g.is_count(cfg.get("head_dim")) else None
 
 
 # vLLM's key -> how the config's own keys give it (None: not stated): HY V3 and MiMo-V2 read first_k_dense_replace /
 # moe_layer_freq / hybrid_layer_pattern where transformers' classes give mlp_layer_types / layer_types;
-# MiniMax-M2 reads rotary_dim where the class gives a partial rotary factor (1 by default); MiMo-V2's
+# MiniMax-M2 reads rotary_dim where the class gives a partial rotary factor; MiMo-V2's
 # sliding-window layers read swa_* sizes, which the class states once for all layers
 RESTATED = {
     "first_k_dense_replace": lambda cfg: next((i for i, k in enumerate(cfg["mlp_layer_types"]) if k != "dense"),
@@ -60,7 +71,8 @@ RESTATED = {
     "moe_layer_freq": _pattern("mlp_layer_types", "sparse"),
     "hybrid_layer_pattern": _pattern("layer_types", "sliding_attention"),
     "rotary_dim": _rotary_dim,
-    "expert_hidden_dim": lambda cfg: cfg.get("moe_intermediate_size"),  # HY V3's name for the expert width
+    # HY V3's name for the expert width
+    "expert_hidden_dim": lambda cfg: cfg.get("moe_intermediate_size") if cfg.get("model_type") == "hy_v3" else None,
     # transformers' HY V3 router always renormalises its top-k weights; vLLM's reads route_norm
     "route_norm": lambda cfg: True if cfg.get("model_type") == "hy_v3" else None,
     **{f"swa_{k}": (lambda k: lambda cfg: cfg.get(k) if "sliding_attention" in (cfg.get("layer_types") or []) else None)(k)
@@ -68,3 +80,13 @@ RESTATED = {
     "sliding_window_size": lambda cfg: cfg.get("sliding_window")
     if "sliding_attention" in (cfg.get("layer_types") or []) else None,
 }
+
+
+def add_implied(model, text_config, notes: list[str]) -> None:
+    names = {name.rsplit(".", 1)[-1] for name in model.state_dict()}  # parameters and buffers
+    for prefix, (param, keys) in IMPLIED.items():
+        if type(model).__name__.startswith(prefix) and param in names:
+            for k, v in keys.items():
+                if getattr(text_config, k, None) is None:
+                    setattr(text_config, k, v)
+                    notes.append(f"{k} {v}: implied by the model's {param}")
