@@ -52,9 +52,15 @@ def _pattern(key: str, kind: str):
         else None
 
 
+ROTARY_DIM_READERS = ("minimax_m2",)
+"""Model types whose vLLM implementation reads `config.rotary_dim` while the class's defaults leave the
+partial rotary factor unset (None: all of the head; `to_dict` drops it)."""
+
+
 def _rotary_dim(cfg: dict):
     rope = cfg.get("rope_parameters") if isinstance(cfg.get("rope_parameters"), dict) else {}
-    if "partial_rotary_factor" not in cfg and "partial_rotary_factor" not in rope:
+    if "partial_rotary_factor" not in cfg and "partial_rotary_factor" not in rope and \
+            cfg.get("model_type") not in ROTARY_DIM_READERS:
         return None  # a config without the notion: vLLM's implementation reads no rotary_dim
     factor = cfg.get("partial_rotary_factor") or rope.get("partial_rotary_factor") or 1.0  # None: all of it
     return int(cfg["head_dim"] * factor) if g.is_count(cfg.get("head_dim")) else None

@@ -35,7 +35,8 @@ for name, (arch, split, given) in json.loads(sys.argv[2]).items():
                  "first_k_dense_replace": text.get("first_k_dense_replace"), "notes": notes,
                  **{k: text.get(k) for k in ("layer_types", "mlp_layer_types", "hybrid_layer_pattern",
                                              "moe_layer_freq", "swa_num_attention_heads", "num_attention_heads",
-                                             "expert_hidden_dim", "moe_intermediate_size", "route_norm")}}
+                                             "expert_hidden_dim", "moe_intermediate_size", "route_norm",
+                                             "rotary_dim", "head_dim")}}
 out["markers"] = standin_build.parser_markers()
 print(json.dumps(out))
 """
@@ -47,6 +48,8 @@ CASES = {"qwen3.5 defaults": ["Qwen3_5ForConditionalGeneration", {"tp": 2, "cont
          "hy3": ["HYV3ForCausalLM", {}, None],
          "hy3 published": ["HYV3ForCausalLM", {}, {"model_type": "hy_v3"}],
          "mimo": ["MiMoV2FlashForCausalLM", {"tp": 2}, None],
+         "minimax-m2": ["MiniMaxM2ForCausalLM", {}, None],
+         "deepseek-v3": ["DeepseekV3ForCausalLM", {}, None],
          "gpt-oss": ["GptOssForCausalLM", {"tp": 2}, None],
          "llama": ["LlamaForCausalLM", {}, None]}
 
@@ -77,6 +80,8 @@ def test_a_key_stated_in_another_form_is_restated(fitted):
     assert mimo["hybrid_layer_pattern"] == [int(t == "sliding_attention") for t in mimo["layer_types"]]
     assert mimo["moe_layer_freq"] == [int(t == "sparse") for t in mimo["mlp_layer_types"]]
     assert mimo["swa_num_attention_heads"] == mimo["num_attention_heads"] and mimo["num_attention_heads"] % 2 == 0
+    assert fitted["minimax-m2"]["rotary_dim"] == fitted["minimax-m2"]["head_dim"]  # vLLM reads it, no default
+    assert fitted["deepseek-v3"]["rotary_dim"] is None and fitted["deepseek-v3"]["expert_hidden_dim"] is None
 
 
 def test_a_model_type_vllm_encodes_itself_keeps_its_vocabulary(fitted):
