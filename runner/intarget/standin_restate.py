@@ -14,7 +14,9 @@ IMPLIED = {"DeepseekV3": ("e_score_correction_bias", {"topk_method": "noaux_tc",
            # transformers' Qwen3-VL-MoE router always renormalises its top-k weights, which is what the
            # published text config's norm_topk_prob: true says; its config class lacks the key that
            # vLLM's Qwen3-MoE block reads (vLLM 0.26.0 on the H200: AttributeError 'norm_topk_prob')
-           "Qwen3VLMoe": ("gate_up_proj", {"norm_topk_prob": True})}
+           "Qwen3VLMoe": ("gate_up_proj", {"norm_topk_prob": True}),
+           # MiniMax-M2's router has the same bias and sigmoid scoring; vLLM's reads scoring_func
+           "MiniMaxM2": ("e_score_correction_bias", {"scoring_func": "sigmoid"})}
 
 
 def restate(cfg: dict, notes: list[str]) -> None:
@@ -79,6 +81,7 @@ RESTATED = {
     "rotary_dim": _rotary_dim,
     # HY V3's name for the expert width
     "expert_hidden_dim": lambda cfg: cfg.get("moe_intermediate_size") if cfg.get("model_type") == "hy_v3" else None,
+    "layernorm_epsilon": lambda cfg: cfg.get("rms_norm_eps") if str(cfg.get("model_type")).startswith("mimo_v2") else None,
     # transformers' HY V3 router always renormalises its top-k weights; vLLM's reads route_norm
     "route_norm": lambda cfg: True if cfg.get("model_type") == "hy_v3" else None,
     **{f"swa_{k}": (lambda k: lambda cfg: cfg.get(k) if "sliding_attention" in (cfg.get("layer_types") or []) else None)(k)

@@ -8,7 +8,8 @@ was our twin's or our probe's fault, and a FAIL sent to vLLM would have been a f
   generate runner ("This model does not support `--runner generate`");
 - HY V4: a per-layer list (`indexer_types`) the twin builder did not shrink with the layers
   ("indexer_types must contain one entry per hidden layer: expected 2, got 34"); the builder now
-  shrinks every `*_types` list (test_twin_fits_command), and the judge knows the message;
+  shrinks every `*_types` list (test_twin_fits_command), and the judge knows the message; then
+  vLLM's CPU build has no sparse attention backend for it (a CUDA-only path: SKIP on CPU only);
 - Qwen3-ASR: the image probe sent an image to an audio-only model (vLLM: "At most 0 image(s) may be
   provided"), which now neither gets the probe nor fails it."""
 
@@ -31,7 +32,8 @@ def recorded() -> dict[str, Outcome]:
     out = {}
     for line in RUN.read_text().splitlines():
         o = Outcome.from_dict(json.loads(line))
-        out[next(t.published_architecture for t in o.evidence.twins if t.served)] = o
+        arch = next(t.published_architecture for t in o.evidence.twins if t.served)
+        out[arch if arch not in out else f"{arch} again"] = o
     return out
 
 
@@ -40,6 +42,13 @@ def test_a_twin_from_class_defaults_failing_on_its_own_config_is_a_skip(recorded
     o = recorded[arch]
     assert o.verdict == "FAIL" and o.stand_in  # as recorded
     assert rejudged(o, "cpu") == "SKIP"
+
+
+def test_a_sparse_attention_backend_missing_on_cpu_is_a_skip_there_only(recorded):
+    # HY V4's twin, its per-layer lists fitted: vLLM's CPU build has no sparse MLA backend
+    o = recorded["HYV4ForCausalLM again"]
+    assert "no valid sparse MLA backend" in o.evidence.exception.message
+    assert rejudged(o, "cpu") == "SKIP" and rejudged(o, "gpu") == "FAIL"
 
 
 def test_an_audio_model_is_not_sent_an_image(recorded, tmp_path):
