@@ -10,16 +10,19 @@ was our twin's or our probe's fault, and a FAIL sent to vLLM would have been a f
   ("indexer_types must contain one entry per hidden layer: expected 2, got 34"); the builder now
   shrinks every `*_types` list (test_twin_fits_command), and the judge knows the message; then
   vLLM's CPU build has no sparse attention backend for it (a CUDA-only path: SKIP on CPU only);
+- HunyuanOCR: vLLM's CPU-only gemm kernel refused a non-contiguous tensor (SKIP on CPU only);
 - Qwen3-ASR: the image probe sent an image to an audio-only model (vLLM: "At most 0 image(s) may be
   provided"), which now neither gets the probe nor fails it."""
 
 from __future__ import annotations
 
+import copy
 import json
 
 import pytest
 from runhelp import HERE, rejudged
 
+from runner.jobs.tiers.state import judge_failure
 from runner.models.resolution import ModelResolver
 from runner.outcomes.records import Outcome
 from runner.serve import probes
@@ -49,6 +52,17 @@ def test_a_sparse_attention_backend_missing_on_cpu_is_a_skip_there_only(recorded
     o = recorded["HYV4ForCausalLM again"]
     assert "no valid sparse MLA backend" in o.evidence.exception.message
     assert rejudged(o, "cpu") == "SKIP" and rejudged(o, "gpu") == "FAIL"
+
+
+def test_a_cpu_only_kernel_refusing_the_model_is_a_skip_on_cpu_only(recorded):
+    # HunyuanOCR's twin: vLLM's CPU gemm (weight_packed_linear_cpu) refused a non-contiguous view while
+    # warming up; a GPU runs other kernels, so the CPU build cannot decide the command
+    o = recorded["HunYuanVLForConditionalGeneration"]
+    assert "must be contiguous" in o.evidence.exception.message
+    judged = {device: judge_failure([copy.copy(t) for t in o.evidence.twins], o.stage, o.evidence.exception,
+                                    o.target.version, device, o.evidence.log_excerpt)[0].verdict
+              for device in ("cpu", "gpu")}
+    assert judged == {"cpu": "SKIP", "gpu": "FAIL"}
 
 
 def test_an_audio_model_is_not_sent_an_image(recorded, tmp_path):
