@@ -21,6 +21,7 @@ Steps, all offline (no hub; HF_HUB_OFFLINE=1):
    multi-rank commands do not reach it there.
 
     python benchmarks/twins_coverage.py [--corpus DIR] [--target nightly] [--limit N] [--json F] [--work DIR]
+                                        [--ranks-tries N]
 """
 
 from __future__ import annotations
@@ -144,23 +145,25 @@ TRIES = 2
 (its own second model, optional package or feature stopped it, not the twin)."""
 
 
-def run_representatives(reps: dict, archs: list[str], target: str, work: Path) -> dict[str, dict]:
+def run_representatives(reps: dict, archs: list[str], target: str, work: Path, ranks_tries: int = TRIES
+                        ) -> dict[str, dict]:
     """{snippet id: outcome judged by today's rules} of each kind's first representative and, where it
-    did not reach a verdict, the next (`TRIES`): one-rank ones two side by side, multi-rank ones alone."""
+    did not reach a verdict, the next (`TRIES`; RANKS_TRIES for the multi-rank kinds, whose starts take
+    the whole machine): one-rank ones two side by side first, then the multi-rank ones alone."""
     results: dict[str, dict] = {}
-    for attempt in range(TRIES):
-        def pick(kinds):
-            picked = []
-            for x in archs:
-                for k in kinds:
-                    cands = reps.get((x, k), [])
-                    if len(cands) > attempt and not any(reached(results.get(s.id)) for s in cands[:attempt]):
-                        picked.append(cands[attempt])
-            return picked
-        name = "" if attempt == 0 else f"-{attempt + 1}"
-        one = run_tier(pick(("one",)), target, "probe", work, 2, f"one{name}")
-        many = run_tier(pick(("ranks", "ep")), target, "probe", work, 1, f"ranks{name}")
-        results.update({sid: rejudged(o) for sid, o in {**one, **many}.items()})
+
+    def pick(kinds, attempt):
+        picked = []
+        for x in archs:
+            for k in kinds:
+                cands = reps.get((x, k), [])
+                if len(cands) > attempt and not any(reached(results.get(s.id)) for s in cands[:attempt]):
+                    picked.append(cands[attempt])
+        return picked
+    for kinds, tries, jobs, name in ((("one",), TRIES, 2, "one"), (("ranks", "ep"), ranks_tries, 1, "ranks")):
+        for attempt in range(tries):
+            got = run_tier(pick(kinds, attempt), target, "probe", work, jobs, name + (f"-{attempt + 1}" if attempt else ""))
+            results.update({sid: rejudged(o) for sid, o in got.items()})
     return results
 
 
@@ -185,6 +188,7 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=0, help="only the N architectures with most commands")
     ap.add_argument("--json")
     ap.add_argument("--work", help="keep the runs' outcomes here; a rerun keeps the jobs they finished")
+    ap.add_argument("--ranks-tries", type=int, default=TRIES, help="multi-rank representatives per kind (default: %(default)s)")
     a = ap.parse_args()
     corpus = Path(a.corpus)
     catalog, _ = extract(stable=stable_pin(), sources=[corpus / "vllm-docs" / "0.33.0", corpus / "recipes" / "8959cf6"])
@@ -204,7 +208,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(a.work or tmp)
         work.mkdir(parents=True, exist_ok=True)
-        results = run_representatives(reps, archs, a.target, work)
+        results = run_representatives(reps, archs, a.target, work, a.ranks_tries)
     h200 = h200_by_architecture()
     rows, counted = [], Counter()
     for arch in archs:
