@@ -79,13 +79,23 @@ GRID = {"patch_size": ("patch_size",), "temporal_patch_size": ("temporal_patch_s
 
 
 def align(part, cfg: dict, notes: list[str]) -> None:
-    """Set the part's patch grid to the twin's own vision config (where both have the key); a part
+    """Set the part's patch grid to the twin's own vision config (where both have the key), and the
+    tower's image size to the part's (one square side); a part
     that draws on video frames with a font file the published processor downloads (ERNIE-4.5-VL's
     `draw_on_frames`, Roboto-Regular.ttf) does not draw: a twin has no such file."""
+    vision = next((v for k, v in cfg.items() if isinstance(v, dict) and "vision" in k), None)
+    size = getattr(part, "size", None)
+    side = getattr(size, "height", None) if not isinstance(size, dict) else size.get("height")
+    width = getattr(size, "width", None) if not isinstance(size, dict) else size.get("width")
+    if vision and isinstance(side, int) and side == width and isinstance(vision.get("image_size"), int) \
+            and vision["image_size"] != side:
+        # the tower's position embeddings are sized for the image the processor makes (Llama 4: the
+        # class defaults say 448, its processor's tiles are 336, as the published config says)
+        notes.append(f"vision image_size {vision['image_size']} -> {side}: the processor's image size")
+        vision["image_size"] = side
     if getattr(part, "draw_on_frames", False):
         part.draw_on_frames = False
         notes.append(f"{type(part).__name__}.draw_on_frames off: its font file is the published processor's")
-    vision = next((v for k, v in cfg.items() if isinstance(v, dict) and "vision" in k), None)
     for attr, keys in GRID.items() if vision else ():
         value = next((vision[k] for k in keys if isinstance(vision.get(k), int)), None)
         if value is not None and isinstance(getattr(part, attr, None), int) and getattr(part, attr) != value:
@@ -247,7 +257,7 @@ def save_processor(out: Path, cfg: dict, arch: str, model_type: str, notes: list
     ids = config_ids(cfg)
     placeholders = vllm_placeholders(arch)
     tokenizer = name_tokens(out, cls, placeholders, ids, notes)
-    first = build(cls, cfg, tokenizer)
+    first = build(cls, cfg, tokenizer, notes)
     wanted = {text: ids.get(attr) for attr, text in placeholder_tokens(first).items()}
     for text in special_tokens("".join(placeholders.values())):
         wanted.setdefault(text, named_id(text, ids))
@@ -259,6 +269,7 @@ def save_processor(out: Path, cfg: dict, arch: str, model_type: str, notes: list
     before = {p.name for p in out.iterdir()}
     build(cls, cfg, tokenizer, notes).save_pretrained(out)
     written = sorted({p.name for p in out.iterdir()} - before)
+    notes[:] = list(dict.fromkeys(notes))  # each part was built twice: once to read its tokens
     notes.append(f"processor {cls.__name__} from class defaults: {', '.join(written) or 'no new files'}; "
                  f"placeholder tokens {sorted(wanted)}")
     return written

@@ -15,8 +15,9 @@ IMPLIED = {"DeepseekV3": ("e_score_correction_bias", {"topk_method": "noaux_tc",
            # published text config's norm_topk_prob: true says; its config class lacks the key that
            # vLLM's Qwen3-MoE block reads (vLLM 0.26.0 on the H200: AttributeError 'norm_topk_prob')
            "Qwen3VLMoe": ("gate_up_proj", {"norm_topk_prob": True}),
-           # MiniMax-M2's router has the same bias and sigmoid scoring; vLLM's reads scoring_func
-           "MiniMaxM2": ("e_score_correction_bias", {"scoring_func": "sigmoid"})}
+           # MiniMax-M2's router has the same bias and sigmoid scoring; vLLM's reads scoring_func, and creates
+           # the bias only with use_routing_bias
+           "MiniMaxM2": ("e_score_correction_bias", {"scoring_func": "sigmoid", "use_routing_bias": True})}
 
 
 def restate(cfg: dict, notes: list[str]) -> None:

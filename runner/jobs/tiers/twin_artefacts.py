@@ -29,6 +29,9 @@ LOADERS = (
                    "/tokenization_"), False),
     ("weights", ("vllm/model_executor/model_loader/", "load_weights"), False),
 )
+# a twin's checkpoint naming a parameter the model does not have, wherever vLLM says so (MiniMax-M2's
+# loader raises it from its own frame): the checkpoint is ours
+WEIGHT_LAYOUT = re.compile(r"There is no module or parameter named")
 # vLLM complaining about what a twin's tokenizer holds (trained here, not the family's own): a reasoning
 # or tool-call parser missing its markers, a model that wants its publisher's tokenizer format
 TOKENIZER_CONTENT = re.compile(r"(?i)could not locate .* in the tokenizer|tokenizer did not include|"
@@ -102,6 +105,8 @@ def reason(twins: list[TwinNote], stage: str, exc: RaisedException | None, versi
     if part is None and defaults and _model_init(exc, inner) and (exc.type in DEFAULTS_MODEL
                                                                  or DEFAULTS_MODEL_SAYS.search(message)):
         part = "configuration (class defaults) as it builds the model"
+    if part is None and WEIGHT_LAYOUT.search(message):
+        part = "weights"
     if part is None and SHRUNK_SIZES.search(message):
         part = "shrunk sizes"
     if part is None and QUANTIZATION.search(message):

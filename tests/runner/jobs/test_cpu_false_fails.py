@@ -11,6 +11,8 @@ was our twin's or our probe's fault, and a FAIL sent to vLLM would have been a f
   shrinks every `*_types` list (test_twin_fits_command), and the judge knows the message; then
   vLLM's CPU build has no sparse attention backend for it (a CUDA-only path: SKIP on CPU only);
 - HunyuanOCR: vLLM's CPU-only gemm kernel refused a non-contiguous tensor (SKIP on CPU only);
+- MiniMax-M2: the twin's checkpoint carried a router bias the model made without `use_routing_bias`;
+  MiMo-V2-Flash on CPU reached a Triton kernel (module 'triton' has no attribute ...: CPU only);
 - Qwen3-ASR: the image probe sent an image to an audio-only model (vLLM: "At most 0 image(s) may be
   provided"), which now neither gets the probe nor fails it."""
 
@@ -63,6 +65,18 @@ def test_a_cpu_only_kernel_refusing_the_model_is_a_skip_on_cpu_only(recorded):
                                     o.target.version, device, o.evidence.log_excerpt)[0].verdict
               for device in ("cpu", "gpu")}
     assert judged == {"cpu": "SKIP", "gpu": "FAIL"}
+
+
+def test_a_weight_the_twin_model_lacks_is_the_twins_and_triton_on_cpu_is_cuda_only(recorded):
+    # MiniMax-M2's twin: vLLM's loader (its own frame) found the checkpoint's router bias, which its model
+    # creates only with use_routing_bias (now implied with it); MiMo-V2-Flash on CPU reached a Triton kernel
+    m2, mimo = recorded["MiniMaxM2ForCausalLM"], recorded["MiMoV2FlashForCausalLM"]
+    assert "There is no module or parameter named" in m2.evidence.exception.message
+    assert rejudged(m2, "cpu") == rejudged(m2, "gpu") == "SKIP"
+    judged = {device: judge_failure([copy.copy(t) for t in mimo.evidence.twins], mimo.stage, mimo.evidence.exception,
+                                    mimo.target.version, device, mimo.evidence.log_excerpt)[0].verdict
+              for device in ("cpu", "gpu")}
+    assert "triton" in mimo.evidence.exception.message and judged == {"cpu": "SKIP", "gpu": "FAIL"}
 
 
 def test_an_audio_model_is_not_sent_an_image(recorded, tmp_path):
