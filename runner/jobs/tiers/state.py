@@ -120,7 +120,9 @@ def judge_failure(twins: list[TwinNote], stage: StageName, exc: RaisedException 
     twin = twin_artefacts.reason(twins, stage, exc, version, frames)
     if twin:
         return skip(twin, stage), None
-    sig = classify.match_signature(exc.one_line() if exc else None, excerpt, device=device)
+    where = exc.location if exc and exc.location and not isinstance(exc.location, str) else None
+    raised = f"raised in {where.file} in {where.function}" if where else None  # the frame, when no log shows it
+    sig = classify.match_signature(exc.one_line() if exc else None, excerpt, raised, device=device)
     line = exception_line(exc) if exc else "see the log excerpt"
     if sig and sig.blame == "unavailable":
         return skip(f"{sig.explanation} ({line})", stage), sig

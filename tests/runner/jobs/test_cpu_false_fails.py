@@ -13,6 +13,8 @@ was our twin's or our probe's fault, and a FAIL sent to vLLM would have been a f
 - HunyuanOCR: vLLM's CPU-only gemm kernel refused a non-contiguous tensor (SKIP on CPU only);
 - MiniMax-M2: the twin's checkpoint carried a router bias the model made without `use_routing_bias`;
   MiMo-V2-Flash on CPU reached a Triton kernel (module 'triton' has no attribute ...: CPU only);
+- multi-rank runs of Llama 4 (vLLM's oneDNN matmul refusing a non-contiguous tensor), MiniMax-M2 (the
+  CPU MoE router asserting softmax scoring) and ERNIE-4.5 (an fp8 op the CPU build stubs): CPU only;
 - Qwen3-ASR: the image probe sent an image to an audio-only model (vLLM: "At most 0 image(s) may be
   provided"), which now neither gets the probe nor fails it."""
 
@@ -77,6 +79,18 @@ def test_a_weight_the_twin_model_lacks_is_the_twins_and_triton_on_cpu_is_cuda_on
                                     mimo.target.version, device, mimo.evidence.log_excerpt)[0].verdict
               for device in ("cpu", "gpu")}
     assert "triton" in mimo.evidence.exception.message and judged == {"cpu": "SKIP", "gpu": "FAIL"}
+
+
+@pytest.mark.parametrize("arch", ["Llama4ForConditionalGeneration", "MiniMaxM2ForCausalLM again",
+                                  "Ernie4_5_MoeForCausalLM"])
+def test_what_only_the_cpu_build_cannot_do_is_a_skip_on_cpu_only(recorded, arch):
+    # multi-rank runs: Llama 4's image through vLLM's oneDNN matmul (non-contiguous), MiniMax-M2's sigmoid
+    # routing against the CPU router's softmax-only assertion, ERNIE-4.5's fp8 op the CPU build stubs
+    o = recorded[arch]
+    judged = {device: judge_failure([copy.copy(t) for t in o.evidence.twins], o.stage, o.evidence.exception,
+                                    o.target.version, device, o.evidence.log_excerpt)[0].verdict
+              for device in ("cpu", "gpu")}
+    assert o.verdict == "FAIL" and judged == {"cpu": "SKIP", "gpu": "FAIL"}, o.evidence.exception.message
 
 
 def test_an_audio_model_is_not_sent_an_image(recorded, tmp_path):
