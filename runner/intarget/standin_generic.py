@@ -102,6 +102,20 @@ REPLACED_IDS = ("bos_token_id", "eos_token_id", "pad_token_id")  # the twin toke
 TOKEN_ID = re.compile(r"_token_(id|index)$")
 
 
+def sibling(name: str):
+    """A builder module next to this file (standin_split, standin_restate, which read this module's
+    tables), wherever this file was loaded from: a target's Python runs it as a script, a test loads it
+    by its path."""
+    import importlib
+    import os
+    import sys
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    if here not in sys.path:
+        sys.path.insert(0, here)
+    return importlib.import_module(name)
+
+
 class NoTwin(Exception):
     """No generic twin with the installed transformers (a one-line reason)."""
 
@@ -328,8 +342,7 @@ def shrink_tower(cfg: dict, text_hidden: int | None, notes: list[str], where: st
             cfg[k] = TOWER_SET[k]
         elif ("intermediate_size" in k or k in FFN) and is_count(v):
             cfg[k] = 128
-    import standin_restate  # next to this file; it reads this module's helpers
-    standin_restate.tie_tower_widths(cfg, notes, where)
+    sibling("standin_restate").tie_tower_widths(cfg, notes, where)
     depth = next((cfg[k] for k in TOWER_DEPTH if is_count(cfg.get(k))), 2)
     for k in TOWER_INDEX_LISTS:  # indices of blocks: those kept, at least the last one
         if isinstance(cfg.get(k), list) and cfg[k]:
@@ -404,13 +417,12 @@ def twin_config(source: dict, layers: int, full: bool = False, split: dict | Non
     cfg = {k: v for k, v in source.items() if k not in DROPPED}
     cfg = cfg if full else shrink(cfg, layers, notes)
     if not full:
-        import standin_split  # next to this file; it reads this module's tables
+        standin_split = sibling("standin_split")  # it reads this module's tables
         standin_split.fit_parallel(cfg, split or {}, notes)
         if defaults:  # a published config states the context it has and every key vLLM reads
             standin_split.fit_context(cfg, (split or {}).get("context"), notes)
-            import standin_restate  # next to this file
             for sub in [cfg, *(s for _, s, role in sub_configs(cfg, "text") if role == "text")]:
-                standin_restate.restate(sub, notes)
+                sibling("standin_restate").restate(sub, notes)
     text = cfg["text_config"] if isinstance(cfg.get("text_config"), dict) else cfg
     own = cfg.get("model_type") in OWN_ENCODING  # vLLM's own encoder emits ids up to the config's size
     floor = (text.get("vocab_size") or VOCAB) if full or own else VOCAB
