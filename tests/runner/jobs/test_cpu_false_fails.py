@@ -44,6 +44,13 @@ def recorded() -> dict[str, Outcome]:
     return out
 
 
+def judged_with_log(o: Outcome) -> dict[str, str]:
+    """{device: verdict} of a recorded FAIL by today's rules, its log excerpt read as the run reads it."""
+    return {device: judge_failure([copy.copy(t) for t in o.evidence.twins], o.stage, o.evidence.exception,
+                                  o.target.version, device, o.evidence.log_excerpt)[0].verdict
+            for device in ("cpu", "gpu")}
+
+
 @pytest.mark.parametrize("arch", ["UnlimitedOCRForCausalLM", "DeepseekV4ForConditionalGeneration", "HYV4ForCausalLM"])
 def test_a_twin_from_class_defaults_failing_on_its_own_config_is_a_skip(recorded, arch):
     o = recorded[arch]
@@ -63,9 +70,7 @@ def test_a_cpu_only_kernel_refusing_the_model_is_a_skip_on_cpu_only(recorded):
     # warming up; a GPU runs other kernels, so the CPU build cannot decide the command
     o = recorded["HunYuanVLForConditionalGeneration"]
     assert "must be contiguous" in o.evidence.exception.message
-    judged = {device: judge_failure([copy.copy(t) for t in o.evidence.twins], o.stage, o.evidence.exception,
-                                    o.target.version, device, o.evidence.log_excerpt)[0].verdict
-              for device in ("cpu", "gpu")}
+    judged = judged_with_log(o)
     assert judged == {"cpu": "SKIP", "gpu": "FAIL"}
 
 
@@ -75,9 +80,7 @@ def test_a_weight_the_twin_model_lacks_is_the_twins_and_triton_on_cpu_is_cuda_on
     m2, mimo = recorded["MiniMaxM2ForCausalLM"], recorded["MiMoV2FlashForCausalLM"]
     assert "There is no module or parameter named" in m2.evidence.exception.message
     assert rejudged(m2, "cpu") == rejudged(m2, "gpu") == "SKIP"
-    judged = {device: judge_failure([copy.copy(t) for t in mimo.evidence.twins], mimo.stage, mimo.evidence.exception,
-                                    mimo.target.version, device, mimo.evidence.log_excerpt)[0].verdict
-              for device in ("cpu", "gpu")}
+    judged = judged_with_log(mimo)
     assert "triton" in mimo.evidence.exception.message and judged == {"cpu": "SKIP", "gpu": "FAIL"}
 
 
@@ -87,9 +90,7 @@ def test_what_only_the_cpu_build_cannot_do_is_a_skip_on_cpu_only(recorded, arch)
     # multi-rank runs: Llama 4's image through vLLM's oneDNN matmul (non-contiguous), MiniMax-M2's sigmoid
     # routing against the CPU router's softmax-only assertion, ERNIE-4.5's fp8 op the CPU build stubs
     o = recorded[arch]
-    judged = {device: judge_failure([copy.copy(t) for t in o.evidence.twins], o.stage, o.evidence.exception,
-                                    o.target.version, device, o.evidence.log_excerpt)[0].verdict
-              for device in ("cpu", "gpu")}
+    judged = judged_with_log(o)
     assert o.verdict == "FAIL" and judged == {"cpu": "SKIP", "gpu": "FAIL"}, o.evidence.exception.message
 
 
