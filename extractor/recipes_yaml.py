@@ -5,6 +5,12 @@ not listed in `opt_in_features` are on by default. We emit the default command, 
 default command plus each opt-in feature (each mode of a multi-mode feature), and each
 non-default variant (its checkpoint and `extra_args`). Hardware and strategy overrides
 are deployment-specific and left out. The `guide:` Markdown is read like a docs page.
+
+An omni recipe (`meta.tasks` lists `omni`) is served by vLLM-Omni: the site injects `--omni`
+after the model (its recipes' own rule: "The `--omni` flag is auto-injected, so don't add it to
+`model.base_args`"), and each `omni.tasks` entry with its own checkpoint or `extra_args` is a
+command of its own. Without the flag, such a command would be judged by plain vLLM, which does not
+know vLLM-Omni's options (`--init-timeout`): a false FAIL.
 """
 
 from __future__ import annotations
@@ -74,6 +80,8 @@ def _path_line(root: yaml.Node, path: tuple[str, ...]) -> int:
     for i, key in enumerate(path):
         entry = next(((k, v) for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == key),
                      None) if isinstance(node, yaml.MappingNode) else None
+        if isinstance(node, yaml.SequenceNode) and key.isdigit() and int(key) < len(node.value):
+            entry = (node.value[int(key)], node.value[int(key)])  # a list entry (`omni.tasks.1`) is at its own line
         if entry is None:
             return line
         key_node, node = entry
@@ -182,10 +190,37 @@ def version_claim(model: dict[str, Any], variant: Any) -> dict[str, Any]:
     return {}
 
 
+OMNI_FLAG = "--omni"
+
+
+def is_omni(data: dict[str, Any]) -> bool:
+    """The recipe's model is served by vLLM-Omni: `meta.tasks` lists `omni` (the site's own test)."""
+    meta = data.get("meta") if isinstance(data.get("meta"), dict) else {}
+    tasks = meta.get("tasks")
+    return isinstance(tasks, list) and "omni" in tasks
+
+
+def _omni_tasks(data: dict[str, Any]) -> list[tuple[int, str, str | None, list[str]]]:
+    """(index, task id, its own checkpoint, its own `extra_args`) of each `omni.tasks` entry that
+    changes the command (a bare id or an entry without either serves the default command)."""
+    omni = data.get("omni") if isinstance(data.get("omni"), dict) else {}
+    tasks = omni.get("tasks") if isinstance(omni.get("tasks"), list) else []
+    out = []
+    for i, task in enumerate(tasks):
+        if not isinstance(task, dict):
+            continue
+        extra = _str_list(task.get("extra_args"), f"omni.tasks.{i}.extra_args")
+        if task.get("model_id") or extra:
+            out.append((i, str(task.get("id") or i), str(task["model_id"]) if task.get("model_id") else None, extra))
+    return out
+
+
 def _commands(root: yaml.Node, data: dict[str, Any], place: Place) -> list[Snippet]:
     model = data["model"]
     model_id = str(model["model_id"])
     base_args = _str_list(model.get("base_args"), "model.base_args")
+    if is_omni(data) and OMNI_FLAG not in base_args:
+        base_args = [OMNI_FLAG, *base_args]
     base_env = _str_dict(model.get("base_env"), "model.base_env")
     features = data.get("features") if isinstance(data.get("features"), dict) else {}
     opt_in = set(_str_list(data.get("opt_in_features"), "opt_in_features"))
@@ -237,5 +272,9 @@ def _commands(root: yaml.Node, data: dict[str, Any], place: Place) -> list[Snipp
         out.append(snippet(("variants", str(variant)), [served, *base_args, *default_args, *extra], env,
                            {"variant": str(variant), "features": default_features},
                            f"Variant {_label(spec, variant, capitalize=False)}"))
+    for i, task, served, extra in _omni_tasks(data) if is_omni(data) else []:
+        out.append(snippet(("omni", "tasks", str(i)), [served or model_id, *base_args, *default_args, *extra],
+                           base_env, {"variant": "default", "features": [*default_features, f"omni:{task}"]},
+                           f"Task {task}"))
     return out
 

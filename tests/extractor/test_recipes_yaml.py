@@ -66,3 +66,25 @@ def test_flag_and_value_in_one_args_item_is_split(corpus):
     mimo = [s for s in catalog.snippets if s.model == "XiaomiMiMo/MiMo-V2.5-Pro" and s.kind == "recipe"]
     assert mimo and all("--max-model-len auto" not in s.argv for s in mimo)
     assert all(s.argv[s.argv.index("--max-model-len") + 1] == "auto" for s in mimo)
+
+
+def test_omni_recipes_compose_the_command_the_site_shows(corpus, snippets_from):
+    """An omni recipe's commands carry `--omni` after the model (the site injects it; without it plain
+    vLLM would judge vLLM-Omni's `--init-timeout` a removed flag), and a task with its own
+    checkpoint is a command of its own, at its own line."""
+    import yaml
+    root = corpus / "recipes" / "8959cf6"
+    omni = [p for p in sorted((root / "models").rglob("*.yaml"))
+            if "omni" in ((yaml.safe_load(p.read_text()) or {}).get("meta") or {}).get("tasks", [])]
+    assert len(omni) >= 10
+    for path in omni:
+        got = snippets_from("recipes", "8959cf6", str(path.relative_to(root)))
+        recipe = [s for s in got if s.kind == "recipe"]
+        assert recipe, path
+        assert all(s.argv[1] == "--omni" and s.argv.count("--omni") == 1 for s in recipe), path
+    wan = [s for s in snippets_from("recipes", "8959cf6", "models/Wan-AI/Wan2.2-T2V-A14B-Diffusers.yaml")
+           if s.kind == "recipe"]
+    tasks = {s.model: s for s in wan if s.sources[0].context.startswith("recipe:omni.tasks")}
+    assert set(tasks) == {"Wan-AI/Wan2.2-I2V-A14B-Diffusers", "Wan-AI/Wan2.2-TI2V-5B-Diffusers"}
+    assert tasks["Wan-AI/Wan2.2-I2V-A14B-Diffusers"].sources[0].line == 31  # its `- id: i2v` entry
+    assert tasks["Wan-AI/Wan2.2-I2V-A14B-Diffusers"].recipe["features"][-1] == "omni:i2v"
