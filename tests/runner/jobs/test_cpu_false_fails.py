@@ -16,7 +16,9 @@ was our twin's or our probe's fault, and a FAIL sent to vLLM would have been a f
 - multi-rank runs of Llama 4 (vLLM's oneDNN matmul refusing a non-contiguous tensor), MiniMax-M2 (the
   CPU MoE router asserting softmax scoring) and ERNIE-4.5 (an fp8 op the CPU build stubs): CPU only;
 - Qwen3-ASR: the image probe sent an image to an audio-only model (vLLM: "At most 0 image(s) may be
-  provided"), which now neither gets the probe nor fails it."""
+  provided"), which now neither gets the probe nor fails it;
+- Qwen3-MoE with `--enable-return-routed-experts`: the CPU build runs the V1 model runner (Triton off),
+  which that feature refuses ("requires Model Runner V2"): CPU only."""
 
 from __future__ import annotations
 
@@ -122,3 +124,12 @@ def test_an_answer_of_unshown_tokens_does_not_judge_the_schema():
     assert probes.schema_shape({"content": "hello"}, 48)["starts_as_object"] is False  # a real miss stays one
     assert probes.schema_shape({"content": "analysis: {"}, 48)["starts_as_object"] is False
     assert probes.schema_shape({"content": '{"a": 1}'}, 8)["valid_json"] is True
+
+
+def test_a_feature_needing_model_runner_v2_is_a_skip_on_cpu_only(recorded):
+    # `vllm serve Qwen/Qwen3-30B-A3B --enable-return-routed-experts` (docs/training/routed_experts.md):
+    # the CPU build turns Triton off and so runs the V1 model runner, which the aux output connector
+    # refuses at config; a GPU runs V2 by default, where the same refusal would be a finding
+    o = recorded["Qwen3MoeForCausalLM"]
+    assert o.stage == "config" and "requires Model Runner V2" in o.evidence.exception.message
+    assert judged_with_log(o) == {"cpu": "SKIP", "gpu": "FAIL"}
