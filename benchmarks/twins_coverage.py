@@ -43,6 +43,7 @@ from extractor.catalog import extract  # noqa: E402
 from runner.builds.resolve import stable_pin  # noqa: E402
 from extractor.records import Catalog  # noqa: E402
 from runner.builds import source_trees  # noqa: E402
+from runner.evidence import classify  # noqa: E402
 from runner.jobs.tiers.state import judge_failure  # noqa: E402
 from runner.models import standins  # noqa: E402
 from runner.outcomes.records import Outcome  # noqa: E402
@@ -126,9 +127,11 @@ def rejudged(o: dict, device: str = "cpu") -> dict:
     if o["verdict"] != "FAIL":
         return o
     out = Outcome.from_dict(o)
-    v, _ = judge_failure(list(out.evidence.twins), out.stage, out.evidence.exception, out.target.version, device,
-                         out.evidence.log_excerpt)
-    return {**o, "verdict": v.verdict, "reason": v.reason or o.get("reason")}
+    v, sig = judge_failure(list(out.evidence.twins), out.stage, out.evidence.exception, out.target.version, device,
+                           out.evidence.log_excerpt)
+    signature = {"id": sig.id, "explanation": sig.explanation} if sig else None
+    return {**o, "verdict": v.verdict, "reason": v.reason or o.get("reason"),
+            "evidence": {**(o.get("evidence") or {}), "signature": signature}}
 
 
 def reached(o: dict | None) -> bool:
@@ -138,6 +141,49 @@ def reached(o: dict | None) -> bool:
     started = ((o.get("evidence") or {}).get("server") or {}).get("state") == "ready"
     return (o["verdict"] in DECIDED and o.get("stage") in ("start", "probe", "perf")) or \
         (o["verdict"] == "SKIP" and o.get("stage") == "probe" and started)
+
+
+CPU_ONLY = {sig.id for sig in classify.load()[0] if sig.only_on == "cpu"}
+WHY = {
+    "beyond": "multi-node, or more ranks than run here",
+    "hub": "no twin offline: its configuration is only on the hub (neither transformers nor vLLM has the class)",
+    "second": "a second model (draft, tokenizer) with no twin offline",
+    "omni": "a vLLM-Omni command, not vLLM's",
+    "defaults": "the twin from configuration-class defaults lacks what vLLM or its model class reads (a twin artefact)",
+    "cpu": "vLLM's CPU build cannot run it (vLLM's own refusal or crash on CPU; a GPU runs other code)",
+    "memory": "this machine's memory (the sandbox's limit)",
+    "package": "an optional package this build's environment lacks",
+    "other": "other",
+}
+"""Why a command does not reach a start-tier verdict here, by what its representative reached.
+`beyond`, `hub` and `omni` cannot be reached by any twin on this machine (the offline ceiling); `cpu`
+only on a GPU."""
+OUT_OF_REACH = ("beyond", "hub", "omni")
+
+
+def why_not(o: dict | None, k: str, model: str) -> str:
+    """The `WHY` key of a command of kind `k` serving `model` whose representative's outcome is `o`."""
+    if k not in ("one", "ranks", "ep"):
+        return "beyond"
+    if o is None:
+        return "other"
+    reason, sig = o.get("reason") or "", ((o.get("evidence") or {}).get("signature") or {}).get("id")
+    if sig == "vllm-omni-command":
+        return "omni"
+    if sig in CPU_ONLY:
+        return "cpu"
+    if "twin artefact" in reason:
+        return "defaults"
+    if "not available here" in reason:
+        if not reason.startswith(f"model {model} "):
+            return "second"
+        # our builder failed on a class it has (a twin artefact), or there is no class to build from
+        return "hub" if "no configuration class" in reason or "no configuration for" in reason else "defaults"
+    if o["verdict"] == "ERROR" and "memory" in reason:
+        return "memory"
+    if "imports a package" in reason or "optional" in reason:
+        return "package"
+    return "other"
 
 
 TRIES = 2
@@ -214,9 +260,10 @@ def main() -> None:
     for arch in archs:
         row = {"architecture": arch, "commands": by_arch[arch], "h200": h200.get(arch, ("not in the sample", ""))[0]}
         for k in ("one", "ranks", "ep"):
-            tried = [results[s.id] for s in reps.get((arch, k), [])[:TRIES] if s.id in results]
-            o = next((o for o in tried if reached(o)), tried[0] if tried else None)
-            row[k] = (o["verdict"] + "@" + str(o.get("stage")), reached(o), o.get("reason") or "") if o else None
+            tried = [(s, results[s.id]) for s in reps.get((arch, k), [])[:TRIES] if s.id in results]
+            s, o = next(((s, o) for s, o in tried if reached(o)), tried[0] if tried else (None, None))
+            row[k] = (o["verdict"] + "@" + str(o.get("stage")), reached(o), o.get("reason") or "",
+                      why_not(o, k, s.model)) if o else None
         fallback = row["one"] or row["ranks"]
         for s in (s for s in known if planned[s.model][0] == arch):
             k = kind(s)
@@ -225,7 +272,7 @@ def main() -> None:
             counted[("cpu", bool(got and got[1]))] += 1
             counted[("cpu-before", k == "one" and bool(got and got[1]))] += 1
             counted[("h200", k == "one" and row["h200"] in DECIDED)] += 1
-            counted[("why", k if not (got and got[1]) else "reached")] += 1
+            counted[("why", "reached" if got and got[1] else got[3] if got else why_not(None, k, s.model))] += 1
         rows.append(row)
     print(f"\n{'architecture':44} {'cmds':>5} {'one rank':14} {'CPU ranks':14} {'EP ranks':14} {'H200':6} why not")
     for r in rows:
@@ -240,7 +287,12 @@ def main() -> None:
           f"({100 * counted[('cpu-before', True)] / total:.1f} %)\n"
           f"  H200 one GPU (recorded run 3, CUDA 0.26.0): {counted[('h200', True)]} "
           f"({100 * counted[('h200', True)] / total:.1f} %)\n"
-          f"  why the rest do not (CPU): { {k[1]: n for k, n in counted.items() if k[0] == 'why' and k[1] != 'reached'} }"
+          f"  why the rest do not (CPU):")
+    for key, what in WHY.items():
+        print(f"    {counted[('why', key)]:4}  {what}")
+    ceiling = total - sum(counted[("why", key)] for key in OUT_OF_REACH)
+    print(f"  the most any twin could reach offline on one host: {ceiling} ({100 * ceiling / total:.1f} %); "
+          f"on CPU: {ceiling - counted[('why', 'cpu')]} ({100 * (ceiling - counted[('why', 'cpu')]) / total:.1f} %)"
           f"\n  {time.monotonic() - t0:.0f} s")
     if a.json:
         Path(a.json).write_text(json.dumps({"named": len(named), "known": total, "by_arch": dict(by_arch),
