@@ -181,7 +181,7 @@ def why_not(o: dict | None, k: str, model: str) -> str:
         return "hub" if "no configuration class" in reason or "no configuration for" in reason else "defaults"
     if o["verdict"] == "ERROR" and "memory" in reason:
         return "memory"
-    if "imports a package" in reason or "optional" in reason:
+    if "imports a package" in reason:
         return "package"
     return "other"
 
@@ -194,7 +194,7 @@ TRIES = 2
 def run_representatives(reps: dict, archs: list[str], target: str, work: Path, ranks_tries: int = TRIES
                         ) -> dict[str, dict]:
     """{snippet id: outcome judged by today's rules} of each kind's first representative and, where it
-    did not reach a verdict, the next (`TRIES`; RANKS_TRIES for the multi-rank kinds, whose starts take
+    did not reach a verdict, the next (`TRIES`; `ranks_tries` for the multi-rank kinds, whose starts take
     the whole machine): one-rank ones two side by side first, then the multi-rank ones alone."""
     results: dict[str, dict] = {}
 
