@@ -12,11 +12,11 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
 from packaging.version import Version
+from common.option_tokens import Token, matches, token  # noqa: F401 (Token, token: this module's readers use them)
 from common.versions import parse_version
 
 SHIPPED = Path(__file__).resolve().parent / "data" / "flag-history.json"
@@ -33,31 +33,6 @@ def default_path() -> Path:
     """The shipped copy, unless DRIFTMATRIX_FLAG_HISTORY names a fresher one (the workflow's)."""
     fresher = os.environ.get("DRIFTMATRIX_FLAG_HISTORY")
     return Path(fresher) if fresher and Path(fresher).is_file() else SHIPPED
-
-
-@dataclass(frozen=True)
-class Token:
-    """An option as the parser sees it."""
-
-    name: str
-    """`--max-model-len`, `-tp`, `-O` (underscores turned to dashes, `=value` and `.key` cut)."""
-    syntax: str | None
-    """`--option.key` or `-O<level>` when the token needs that rewrite, else None."""
-
-
-def token(text: str) -> Token | None:
-    """None for something that is not an option (a value, a positional)."""
-    if not text.startswith("-") or text in ("-", "--") or re.match(r"^-\.?\d", text):
-        return None  # a value (a negative number), not an option
-    head = text.split("=", 1)[0]
-    if head.startswith("--"):
-        base, dot, _ = head[2:].partition(".")
-        return Token("--" + base.replace("_", "-"), "--option.key" if dot else None)
-    if head.startswith("-O") and head != "-O" and not head.startswith("-O."):
-        return Token("-O", "-O<level>")
-    base, dot, _ = head.partition(".")
-    return Token(base, "--option.key" if dot else None)
-
 
 
 class FlagHistory:
@@ -82,18 +57,18 @@ class FlagHistory:
         return [Version(r) for r in self.releases]
 
     @cached_property
-    def _sets(self) -> dict[str, tuple[set[str], list[str]]]:
-        """release → (its option strings, its `--` options sorted for prefix matching)."""
+    def _sets(self) -> dict[str, set[str]]:
+        """release → its option strings."""
         versions = self._versions
         names: list[set[str]] = [set(ARGPARSE_OWN) for _ in self.releases]
         for name, record in self.flags.items():
             for i in _indexes(record, versions):
                 names[i].add(name)
-        return {r: (n, sorted(x for x in n if x.startswith("--"))) for r, n in zip(self.releases, names)}
+        return dict(zip(self.releases, names))
 
     def options(self, release: str) -> set[str]:
         """The option strings vLLM gives that release's serve parser."""
-        return self._sets[release][0] - ARGPARSE_OWN
+        return self._sets[release] - ARGPARSE_OWN
 
     def release_for(self, version: str) -> str | None:
         """The release whose options `version` has: itself, or for a build newer than every
@@ -113,15 +88,13 @@ class FlagHistory:
         release, parsed = self.release_for(version), token(text)
         if release is None or parsed is None:
             return None
-        names, long_names = self._sets[release]
+        names = self._sets[release]
         if parsed.name == "-O" and parsed.syntax != "--option.key" and self.has_syntax("-O<level>", release):
             return True  # `-O3`, `-O 3`: rewritten to the optimisation option before argparse
         if parsed.syntax and not self.has_syntax(parsed.syntax, release):
             return False
-        if parsed.name in names:
-            return True
-        if parsed.name.startswith("--"):  # argparse's allow_abbrev: a unique prefix matches
-            return sum(1 for n in long_names if n.startswith(parsed.name)) == 1
+        if parsed.name.startswith("--") or parsed.name in names:  # exact, or argparse's allow_abbrev
+            return len(matches(parsed.name, names)) == 1
         return len(parsed.name) > 2 and parsed.name[:2] in names  # `-qawq`: `-q awq`, argparse's short form
 
     def has_syntax(self, feature: str, release: str) -> bool:
@@ -151,10 +124,8 @@ class FlagHistory:
         option a unique `--` prefix abbreviates."""
         if name in self.aliases:
             return self.aliases[name]
-        if name in self.flags or not name.startswith("--"):
-            return name
-        longer = [f for f in self.flags if f.startswith(name)]
-        return longer[0] if len(longer) == 1 else name
+        found = matches(name, self.flags)
+        return found[0] if len(found) == 1 else name
 
     def has_values(self, domain: str) -> bool:
         return domain in self.values

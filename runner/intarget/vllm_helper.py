@@ -276,6 +276,42 @@ def engine_config(args, result):
     return cfg
 
 
+def serve_parser(parser):
+    """The `serve` subparser of the `vllm` parser build_parser() made."""
+    for action in parser._actions:
+        if isinstance(getattr(action, "choices", None), dict) and "serve" in action.choices:
+            return action.choices["serve"]
+    return parser
+
+
+def defaults(parser):
+    """dest -> default of every option of `parser` and of the subparsers under it."""
+    found = {}
+    for action in parser._actions:
+        if isinstance(getattr(action, "choices", None), dict):
+            for sub in action.choices.values():
+                if hasattr(sub, "_actions"):
+                    found.update(defaults(sub))
+        elif action.dest not in found:
+            found[action.dest] = action.default
+    return found
+
+
+def foreign_code(args, parser, code):
+    """The settings of the parsed namespace that make vLLM load code that is not vLLM's: `code` is the
+    runner's table (dest -> vLLM's own values, which load nothing: runner/isolation/trust.py). Read from
+    what the parser made of the argv, so every spelling it accepts (an abbreviation, `_` for `-`, a
+    value from `--config`) counts the same."""
+    own_defaults = defaults(parser)
+    found = []
+    for dest, own in (code or {}).items():
+        value = getattr(args, dest, None)
+        if not value or value == own_defaults.get(dest) or (isinstance(value, str) and value in (own or ())):
+            continue
+        found.append(dest)
+    return found
+
+
 def answer(req, parser, serve_cmd, no_device):
     words = list(req.get("subcommand") or [])
     result = {"id": req.get("id"), "stage": "parse", "ok": False}
@@ -300,13 +336,19 @@ def answer(req, parser, serve_cmd, no_device):
                 if words:  # the parse stage only: these are not servers, no engine config is built
                     with cli_argv([*words, *req["argv"]]), device_patch():
                         args = parser.parse_args([*words, *req["argv"]])
-                        cmd.validate(args)
                 else:
                     args = own_values(parser.parse_args(["serve", *req["argv"]]))
-                    cmd.validate(args)
+                result["foreign"] = foreign_code(args, parser, req.get("code"))
+                # the long-lived helper runs nothing after argparse for such a command: vLLM's
+                # validation and its config run in a helper of the command's own (or not at all)
+                result["validated"] = not (result["foreign"] and req.get("shared"))
+                if result["validated"]:
+                    with cli_argv([*words, *req["argv"]]) if words else contextlib.nullcontext(), \
+                            device_patch() if words else contextlib.nullcontext():
+                        cmd.validate(args)
                 if getattr(args, "model_tag", None) is not None:
                     args.model = args.model_tag
-                if req.get("tier") == "config" and not words:
+                if req.get("tier") == "config" and not words and result["validated"]:
                     result["stage"] = "config"
                     if no_device:  # the runner asks the declared-device helper (declared_device.py) instead
                         result.update(ok=None, no_device=True, skip=DECLARED.unavailable if DECLARED else
@@ -349,7 +391,10 @@ def main():
     except BaseException as exc:
         PROTO.write(json.dumps({"ready": False, "error": error_of(exc)}) + "\n")
         return 1
-    PROTO.write(json.dumps({"ready": True, "import_s": round(time.monotonic() - t0, 2), "homes": FOUND}) + "\n")
+    serve = serve_parser(parser)
+    PROTO.write(json.dumps({"ready": True, "import_s": round(time.monotonic() - t0, 2), "homes": FOUND,
+                            "options": sorted(serve._option_string_actions),
+                            "allow_abbrev": bool(getattr(serve, "allow_abbrev", True))}) + "\n")
     for line in sys.stdin:
         if not line.strip():
             continue

@@ -2,54 +2,103 @@
 
 A model repository's Python (`--trust-remote-code`) or a plugin file or class the docs name runs
 with whatever the process can reach. Such a command
-- gets a helper process of its own for its config tier (runner/jobs/job.py): its code cannot stay
-  behind in the long-lived helper and change how later commands are parsed or configured;
+- has nothing after argparse run for it in the long-lived helper: that helper reads the parsed
+  namespace first and stops there (runner/intarget/vllm_helper.py `foreign_code`); vLLM's validation
+  and the config tier run in a helper of the command's own (runner/jobs/tiers/parse_config.py), so
+  its code cannot stay behind and change how later commands are parsed or configured;
 - runs only in a sandbox: without one, its config tier and beyond SKIP with the reason (fail
   closed), unless the run was started `--unsandboxed` or with DRIFTMATRIX_SANDBOX=off (said in every
   outcome).
+
+"Asks for" means what vLLM's parser makes of the argv, never how the docs spell it: every spelling
+argparse accepts counts (`--trust-remote`, `--trust_remote_c`: common/option_tokens.py), read with
+the target release's own option strings where the helper gave them, and otherwise as any `--`
+prefix of a code option (erring on the side of seeing it). The helper's parsed namespace is the
+second reading, which also sees what no token spells (a `--config` file's keys).
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
+from dataclasses import dataclass
+
+from common.option_tokens import spelled_as, token
 from runner.isolation import sandbox
 
-CODE_OPTIONS = {
-    "--trust-remote-code": "runs the model repository's own Python code",
-    "--tool-parser-plugin": "imports a Python file the docs name",
-    "--reasoning-parser-plugin": "imports a Python file the docs name",
-    "--worker-cls": "imports a class the docs name",
-    "--worker-extension-cls": "imports a class the docs name",
-    "--logits-processors": "imports classes the docs name",
-    "--middleware": "imports classes the docs name",
-    "--scheduler-cls": "imports a class the docs name",
-}
-"""Options whose presence makes vLLM load code from outside vLLM (their `_` spellings too)."""
-NOT_CODE = {"--distributed-executor-backend": {"mp", "ray", "uni", "external_launcher"}}
-"""Options that load code only when their value is not one of vLLM's own names."""
+
+@dataclass(frozen=True)
+class CodeOption:
+    """A `vllm serve` option whose value makes vLLM import or run code from outside vLLM."""
+
+    option: str
+    dest: str
+    """Its name in the parsed namespace (argparse's dest)."""
+    why: str
+    own_values: frozenset[str] = frozenset()
+    """Values that name vLLM's own code (no import of anything else)."""
 
 
-def foreign_code(argv: list[str]) -> list[str]:
-    """The options of `argv` that load code that is not vLLM's."""
-    found = []
-    for i, token in enumerate(argv):
-        flag, _, value = token.partition("=")
-        flag = flag.replace("_", "-") if flag.startswith("--") else flag
-        if flag in CODE_OPTIONS:
-            found.append(flag)
-        elif flag in NOT_CODE:
-            value = value or (argv[i + 1] if i + 1 < len(argv) else "")
-            if value and value not in NOT_CODE[flag]:
-                found.append(flag)
-    return sorted(set(found))
+CODE_OPTIONS: tuple[CodeOption, ...] = (
+    CodeOption("--trust-remote-code", "trust_remote_code", "runs the model repository's own Python code"),
+    CodeOption("--tool-parser-plugin", "tool_parser_plugin", "imports a Python file the docs name"),
+    CodeOption("--reasoning-parser-plugin", "reasoning_parser_plugin", "imports a Python file the docs name"),
+    CodeOption("--worker-cls", "worker_cls", "imports a class the docs name", frozenset({"auto"})),
+    CodeOption("--worker-extension-cls", "worker_extension_cls", "imports a class the docs name"),
+    CodeOption("--logits-processors", "logits_processors", "imports classes the docs name"),
+    CodeOption("--middleware", "middleware", "imports classes the docs name"),
+    CodeOption("--scheduler-cls", "scheduler_cls", "imports a class the docs name"),
+    CodeOption("--distributed-executor-backend", "distributed_executor_backend", "imports a class the docs name",
+               frozenset({"mp", "ray", "uni", "external_launcher"})),
+)
+"""Options whose presence (or a value not in `own_values`) makes vLLM load code from outside vLLM."""
+BY_OPTION = {c.option: c for c in CODE_OPTIONS}
+BY_DEST = {c.dest: c for c in CODE_OPTIONS}
 
 
-def refusal(argv: list[str]) -> str | None:
-    """Why this command's code-running tiers must not run here (no sandbox), or None."""
-    code = foreign_code(argv)
+def namespace_table() -> dict[str, list[str]]:
+    """What the helper reads in a parsed namespace (dest -> vLLM's own values): sent with each request."""
+    return {c.dest: sorted(c.own_values) for c in CODE_OPTIONS}
+
+
+def foreign_code(argv: list[str], options: Collection[str] | None = None) -> list[str]:
+    """The code options `argv` asks for, by every spelling the parser takes for them; `options`: the
+    target release's option strings (None: unknown, any `--` prefix of a code option counts)."""
+    found = set()
+    for code in CODE_OPTIONS:
+        for i in spelled_as(argv, code.option, options):
+            if not code.own_values or _value(argv, i) not in code.own_values:
+                found.add(code.option)
+    return sorted(found)
+
+
+def _value(argv: list[str], i: int) -> str:
+    text = argv[i]
+    if "=" in text:
+        return text.split("=", 1)[1]
+    nxt = argv[i + 1] if i + 1 < len(argv) else ""
+    return "" if token(nxt) is not None else nxt
+
+
+def from_namespace(dests: list[str]) -> list[str]:
+    """The options of the dests the helper found set in a parsed namespace."""
+    return sorted({BY_DEST[d].option if d in BY_DEST else d for d in dests})
+
+
+def refusal(argv: list[str], options: Collection[str] | None = None, seen: Collection[str] = ()) -> str | None:
+    """Why this command's code-running tiers must not run here (no sandbox), or None. `seen`: code
+    options the parser found that no token spells (the helper's namespace)."""
+    code = sorted({*foreign_code(argv, options), *seen})
     if not code or sandbox.active():
         return None
     if sandbox.mode()[0] == "off":  # --unsandboxed or DRIFTMATRIX_SANDBOX=off: plain by request, recorded
         return None
-    why = "; ".join(f"{flag} {CODE_OPTIONS.get(flag, 'loads code the docs name')}" for flag in code)
+    why = "; ".join(f"{_as_written(argv, flag, options)} {BY_OPTION[flag].why if flag in BY_OPTION else 'loads code'}"
+                    for flag in code)
     return (f"not run without a sandbox: {why}, and {sandbox.describe()}; {sandbox.how_to_get()}, or run with "
             "--unsandboxed to check it as plain processes anyway")
+
+
+def _as_written(argv: list[str], flag: str, options: Collection[str] | None) -> str:
+    """`flag`, and how the docs spelled it where that differs (`--trust-remote`, read as …)."""
+    spelled = {argv[i].split("=", 1)[0] for i in spelled_as(argv, flag, options)} - {flag}
+    return f"{flag} (written {', '.join(sorted(spelled))})" if spelled else flag

@@ -87,10 +87,10 @@ class RunContext:
         nothing it loads outlives it. Shut down by the caller."""
         suffix = "-declared" if declared else ""
         return self._new_helper(target, self.workdir / "logs" / f"{job_name}-helper{suffix}.log", readable,
-                                attempts=1, declared=declared)
+                                attempts=1, declared=declared, shared=False)
 
     def _new_helper(self, target: TargetEnv, log: Path, readable: list[str], attempts: int = 2,
-                    declared: bool = False) -> Helper:
+                    declared: bool = False, shared: bool = True) -> Helper:
         """Offline always, whether the hub answers or not: every model vLLM is given is a local folder
         (model map, stand-in, or fetched from the hub beforehand by runner/models/hub.py), so the config tier
         checks exactly the files we fetched and never downloads itself; no token either (the
@@ -99,12 +99,13 @@ class RunContext:
             return helper_client.contained(target.python, {**self.base_env, **target.env}, log, readable,
                                            gpu=self.gpus > 0, jobs=self.jobs, attempts=attempts,
                                            seed=compile_cache.existing(target, self.cache_dir),
-                                           declared=self.declared_device if declared else None)
+                                           declared=self.declared_device if declared else None, shared=shared)
         hub_folder = hub_dir(self.cache_dir)  # models fetched later in the run are mounted too
         hub_folder.mkdir(parents=True, exist_ok=True)
         command = docker_target.helper_command(target.target.docker, [*self.resolver.model_map.values(),
                                                                       str(hub_folder)], {**self.base_env, **target.env})
-        return Helper(lambda: sandbox.Launch(command, env_policy.docker_cli_env()), log, attempts=attempts)
+        return Helper(lambda: sandbox.Launch(command, env_policy.docker_cli_env()), log, attempts=attempts,
+                      shared=shared)
 
     def close(self, now: bool = False) -> None:
         """Close every helper; `now` (an interrupted run): killed, not left to finish a request."""

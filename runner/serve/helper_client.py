@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from runner.isolation import sandbox
+from runner.isolation import sandbox, trust
 from runner.isolation.env_policy import runner_env, without_secrets
 from runner.isolation.sandbox import Launch, limits
 from runner.isolation.sandbox.files import LineReader, ProtocolError, open_new, read_tail
@@ -55,6 +55,10 @@ class HelperAnswer:
     """How far the config tier got on a declared device ("config built with a declared CUDA device …")."""
     import_probes: list[str] = field(default_factory=list)
     """Device queries vLLM's modules made at import in the declared-device helper (answered: no device)."""
+    foreign: list[str] = field(default_factory=list)
+    """The code options (runner/isolation/trust.py) the parsed namespace holds, however the argv spelled them."""
+    validated: bool = True
+    """False: the long-lived helper stopped after argparse because of `foreign` (nothing else ran)."""
 
     @classmethod
     def from_json(cls, data: dict) -> HelperAnswer:
@@ -62,7 +66,8 @@ class HelperAnswer:
         return cls("skipped" if ok is None else "ok" if ok else "failed", data.get("stage") or "parse",
                    data.get("error") or {}, data.get("skip"), list(data.get("warnings") or []),
                    dict(data.get("effective_config") or {}), bool(data.get("no_device")), data.get("depth"),
-                   [str(p) for p in data.get("import_probes") or []])
+                   [str(p) for p in data.get("import_probes") or []],
+                   trust.from_namespace([str(d) for d in data.get("foreign") or []]), data.get("validated", True) is not False)
 
 
 class HelperError(RuntimeError):
@@ -75,10 +80,15 @@ class Helper:
     environment — nothing of ours is added."""
 
     def __init__(self, launcher: Callable[[], Launch], log_path: Path, import_timeout: float = HELPER_IMPORT_S,
-                 attempts: int = 2):
+                 attempts: int = 2, shared: bool = True):
         self.launcher, self.log_path, self.attempts = launcher, log_path, attempts
         """A long-lived helper that died is started again once (attempts=2); a helper of one command's
         own is not: what stopped it (its own code, a limit) would stop it again."""
+        self.shared = shared
+        """Serves many commands: it stops after argparse for a command that loads code (runner/isolation/trust.py)."""
+        self.options: list[str] | None = None
+        """The release's `vllm serve` option strings, as its parser has them (None until it started)."""
+        self.allow_abbrev = True
         self.import_timeout = import_timeout
         self.proc: subprocess.Popen | None = None
         self.launch: Launch | None = None
@@ -108,6 +118,8 @@ class Helper:
         self.import_s = hello.get("import_s")
         self.homes = dict(hello.get("homes") or {})
         """Where this release keeps each name the helper uses (runner/intarget/vllm_symbols.py)."""
+        self.options = list(hello["options"]) if isinstance(hello.get("options"), list) else None
+        self.allow_abbrev = hello.get("allow_abbrev") is not False
 
     def start(self) -> None:
         """Start the helper now unless it runs (HelperError when vLLM's parser cannot be built)."""
@@ -157,7 +169,8 @@ class Helper:
         """Run the parse (or parse+config) tier on `argv`; restarts a dead helper once.
         `subcommand` (`["bench", "throughput"]`): `argv` is that `vllm` subcommand's, checked by its
         own parser only (the parse stage, whatever `tier` says)."""
-        request = {"argv": argv, "tier": "parse" if subcommand else tier, "env": env or {}}
+        request = {"argv": argv, "tier": "parse" if subcommand else tier, "env": env or {},
+                   "code": trust.namespace_table(), "shared": self.shared}
         if subcommand:
             request["subcommand"] = list(subcommand)
         with self.lock:
@@ -206,7 +219,8 @@ class Helper:
 
 
 def contained(python: str, env: dict[str, str], log_path: Path, readable: list[str] = (), gpu: bool = False,
-              jobs: int = 1, attempts: int = 2, seed: Path | None = None, declared: dict | None = None) -> Helper:
+              jobs: int = 1, attempts: int = 2, seed: Path | None = None, declared: dict | None = None,
+              shared: bool = True) -> Helper:
     """A helper run by the target interpreter `python` in the sandbox (plainly where there is none
     and none is required), seeing `readable` (the model folders it will be asked about); `env` is laid
     over an allow-list of ours (runner/isolation/env_policy.py); `seed`: the target's trusted warm compile cache
@@ -224,7 +238,7 @@ def contained(python: str, env: dict[str, str], log_path: Path, readable: list[s
         return sandbox.contain([python, str(script)], python=python, env=full, kind="helper", jobs=jobs,
                                readable=list(readable), gpu=gpu,
                                seeds=[(vllm_cache, "/tmp/vllm-cache")] if vllm_cache else [])
-    return Helper(launch, log_path, attempts=attempts)
+    return Helper(launch, log_path, attempts=attempts, shared=shared)
 
 
 def _with_limit(message: str, events: list[dict]) -> str:

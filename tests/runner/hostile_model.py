@@ -133,7 +133,16 @@ def change_verdicts():
     report(attack="verdict", patched=True)
 
 
-ACTIONS = {"plant": plant, "sockets": sockets, "fsize": big_file, "memory": memory, "fork": fork_bomb,
+def marker():
+    """Leave a file in the folder the test names: proof the code ran, nothing more (the one payload that
+    may be given to a run without a sandbox, where it must never run)."""
+    path = os.path.join(HOST["marker_dir"], f"ran-{'helper' if IN_HELPER else 'server'}-{os.getpid()}")
+    with open(path, "w") as fh:
+        fh.write(" ".join(sys.argv))
+    report(attack="marker", path=path)
+
+
+ACTIONS = {"marker": marker, "plant": plant, "sockets": sockets, "fsize": big_file, "memory": memory, "fork": fork_bomb,
            "halfline": half_line, "verdict": change_verdicts}
 WHERE = "helper" if IN_HELPER else "server" if IN_SERVER else None
 if WHERE and not os.environ.get("DM_HOSTILE_DONE"):

@@ -32,7 +32,7 @@ from runner.jobs.tiers.state import JobState, Verdict, fail, literal_env, skip
 def parse_config(state: JobState) -> Verdict | None:
     job, out = state.job, state.outcome
     sub = subcommands.words(job.snippet)
-    if (unsafe := trust.refusal(state.argv)) and not job.target.target.docker:
+    if (unsafe := trust.refusal(state.argv, state.options)) and not job.target.target.docker:
         state.skip_at.setdefault("config", unsafe)  # no sandbox: the model's code never runs plainly
     want_config = state.wants("config") and not state.placeholders and not state.missing \
         and "config" not in state.skip_at and sub is None
@@ -78,38 +78,55 @@ def _feature(state: JobState, message: str) -> bool:
 
 
 def _ask(state: JobState, tier: str, sub: list[str] | None) -> HelperAnswer:
-    """The helper's answer: the target's long-lived helper, or — when the config tier will run code
-    that is not vLLM's (runner/isolation/trust.py) — a helper of this command's own, closed after it, so
+    """The helper's answer: the target's long-lived helper, or — when the command loads code that is
+    not vLLM's (runner/isolation/trust.py), by any spelling or by what the parser made of it — that
+    helper for argparse only, then a helper of this command's own for the rest, closed after it, so
     nothing that code does outlives it."""
     job, ctx = state.job, state.ctx
-    if tier != "config" or not trust.foreign_code(state.argv):
-        answer = ctx.helper(job.target).ask(state.argv, tier, env=literal_env(job), subcommand=sub)
-        if not (answer.no_device and tier == "config"):
+    shared = ctx.helper(job.target)
+    spelled = trust.foreign_code(state.argv, state.options)
+    answer = shared.ask(state.argv, "parse" if spelled else tier, env=literal_env(job), subcommand=sub)
+    state.foreign = sorted({*spelled, *answer.foreign})
+    if unseen := sorted(set(answer.foreign) - set(spelled)):
+        shared.close()  # the parser read code our reading of the argv did not: that process is not reused
+        state.outcome.evidence.notes.append(f"vLLM's parser read {', '.join(unseen)} where no option of the command "
+                                            "spells it; the shared helper stopped after argparse and was replaced")
+    if not state.foreign:
+        return _with_device(state, tier, sub, answer, lambda declared: ctx.helper(job.target, declared=declared))
+    if answer.result == "failed" or answer.result == "skipped":  # argparse refused it: no code ran, no own helper
+        return answer
+    if (unsafe := trust.refusal(state.argv, state.options, state.foreign)) and not job.target.target.docker:
+        state.skip_at.setdefault("config", unsafe)
+        state.outcome.evidence.notes.append("parsed by argparse only: vLLM's own validation of a command that loads "
+                                            "code runs in a sandbox only")
+        return answer
+    name = f"{job.snippet.id}-{job.variant or 'doc'}-{job.target.target.name}"
+    state.outcome.stage = "config" if tier == "config" else "parse"  # what stops this helper stops this tier
+    state.outcome.evidence.notes.append("checked in a helper process of its own: it runs code that is not vLLM's "
+                                        f"({', '.join(state.foreign)})")
+    return _with_device(state, tier, sub, None,
+                        lambda declared: ctx.own_helper(job.target, name, _readable(state), declared=declared))
+
+
+def _with_device(state: JobState, tier: str, sub: list[str] | None, answer: HelperAnswer | None, helper_for) -> HelperAnswer:
+    """`answer` (asked of `helper_for(False)` when None); a CUDA build's config tier without a device is
+    asked again of `helper_for(True)`, over the declared device. A helper of a command's own is shut
+    down after its answer."""
+    job = state.job
+    for declared in (False, True):
+        if answer is None:
+            helper = helper_for(declared)
+            try:
+                answer = helper.ask(state.argv, tier, env=literal_env(job), subcommand=sub)
+            finally:
+                if not helper.shared:
+                    helper.shutdown()
+        if declared or not (answer.no_device and tier == "config"):
             return answer
         if why := _no_declaration(state):
             return HelperAnswer("skipped", "config", skip=why, warnings=answer.warnings)
-        return ctx.helper(job.target, declared=True).ask(state.argv, tier, env=literal_env(job), subcommand=sub)
-    parsed = ctx.helper(job.target).ask(state.argv, "parse", env=literal_env(job), subcommand=sub)
-    if parsed.result == "failed":  # the parser needs none of that code: no process of its own for a parse error
-        return parsed
-    name = f"{job.snippet.id}-{job.variant or 'doc'}-{job.target.target.name}"
-    state.outcome.stage = "config"  # what stops this helper stops the config tier
-    helper = ctx.own_helper(job.target, name, _readable(state))
-    state.outcome.evidence.notes.append("checked in a helper process of its own: it runs code that is not vLLM's "
-                                        f"({', '.join(trust.foreign_code(state.argv))})")
-    try:
-        answer = helper.ask(state.argv, tier, env=literal_env(job), subcommand=sub)
-    finally:
-        helper.shutdown()
-    if not answer.no_device:
-        return answer
-    if why := _no_declaration(state):
-        return HelperAnswer("skipped", "config", skip=why, warnings=answer.warnings)
-    helper = ctx.own_helper(job.target, name, _readable(state), declared=True)
-    try:
-        return helper.ask(state.argv, tier, env=literal_env(job), subcommand=sub)
-    finally:
-        helper.shutdown()
+        answer = None
+    raise AssertionError("unreachable")
 
 
 def _readable(state: JobState) -> list[str]:

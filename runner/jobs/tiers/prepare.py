@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from common.option_tokens import canonical
+
 from runner.models import draft_kinds, placeholders, standins
 
 from runner.isolation import env_policy
@@ -46,6 +48,7 @@ def prepare(state: JobState) -> Verdict | None:
         if subcommands.words(snippet) is None:
             return skip("not runnable as written: a subcommand snippet without its subcommand words")
         return None
+    argv = _as_parsed(state, argv)
     stood = _placeholders(state)
     models = [m for m in needed_models(snippet) if not any(s.placeholder in m for s in stood)] \
         if not state.placeholders else []
@@ -76,6 +79,23 @@ def prepare(state: JobState) -> Verdict | None:
     out.stand_in = any(ctx.resolver.is_stand_in(p) for p in subs.values()) or any(s.twin for s in stood)
     _hub_limits(state, res)
     return None
+
+
+def _as_parsed(state: JobState, argv: list[str]) -> list[str]:
+    """`argv` with each option spelled as the target's own parser takes it (common/option_tokens.py:
+    `--trust-remote` is `--trust-remote-code`, `--tensor_parallel 2` is `--tensor-parallel-size 2`), so that
+    every decision after this one — the code it loads, its ranks, its twin's shape, where its server
+    listens — reads what vLLM reads, however the docs spelled it."""
+    helper = state.ctx.helper(state.job.target)
+    helper.start()
+    if helper.options is None:  # a helper of an older driftmatrix: spellings read without the release's options
+        return argv
+    state.options = helper.options
+    spelled = canonical(argv, helper.options, helper.allow_abbrev)
+    rewritten = [f"{a.split('=', 1)[0]} as {b.split('=', 1)[0]}" for a, b in zip(argv, spelled) if a != b]
+    if rewritten:
+        state.outcome.evidence.notes.append(f"read as this release's parser reads it: {', '.join(rewritten)}")
+    return spelled
 
 
 def _placeholders(state: JobState) -> list[placeholders.StoodIn]:

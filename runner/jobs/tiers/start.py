@@ -27,7 +27,7 @@ def start(state: JobState) -> Verdict | None:
     refused = sandbox.required_missing()
     if refused and not docker:
         return error(refused, "start")
-    if (unsafe := trust.refusal(state.argv)) and not docker:
+    if (unsafe := trust.refusal(state.argv, state.options, state.foreign)) and not docker:
         return skip(unsafe, "start")
     if "start" in state.skip_at:  # e.g. weights left on the hub (over the budget) and no twin
         return skip(state.skip_at["start"], "start")

@@ -64,6 +64,10 @@ class JobState:
     """The served model is a twin without weights (runner/models/standins.py WEIGHTLESS)."""
     report: Callable[[str], None] = lambda stage: None
     """Progress: called with the stage the job is entering."""
+    options: list[str] | None = None
+    """The target release's `vllm serve` option strings (its helper's parser): `argv` is spelled with them."""
+    foreign: list[str] = field(default_factory=list)
+    """The code options (runner/isolation/trust.py) the command asks for, as the parser read it."""
 
     def wants(self, tier: TierName) -> bool:
         """The job asked for `tier` (the tiers up to the one requested run)."""
