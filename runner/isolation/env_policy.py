@@ -12,13 +12,15 @@ environment query, a pip install):
 - the env prefix of the documented command (`VLLM_USE_DEEP_GEMM=1 vllm serve …`), untrusted input:
   only vLLM's own `VLLM_*` settings, the collective libraries' knobs and a list of device, thread
   and allocator settings pass (`docs_env`), and of those never one that loads code, reads or writes
-  a path, or names another host (DOCS_DENIED, DOCS_DENIED_WORDS, each with why). What is dropped is
-  listed in the outcome (`evidence.env_dropped`).
+  a path, or names another host (DOCS_DENIED, DOCS_DENIED_WORDS, each with why) — by its name, and
+  by its value whatever the name (DOCS_DENIED_VALUES: `ext://` imports, URLs, hosts and ports). What
+  is dropped is listed in the outcome (`evidence.env_dropped`), each with why in its notes.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from typing import Literal
 
 from common.redact import SECRET_NAME
@@ -71,19 +73,32 @@ DOCS_DENIED_WORDS = {
     "PLUGIN": "a plugin loaded (code)", "PLUGINS": "plugins loaded (code)", "MODULE": "a module imported (code)",
     "HOST": "another host", "IP": "another host", "ADDR": "another host", "ADDRESS": "another host",
     "PORT": "a port of another host", "URL": "another host", "URI": "another host", "ENDPOINT": "another host",
+    "SERVER": "another host", "SERVERS": "other hosts",
 }
 """A word of the name (split at `_`) says the value is code to load, a path to read or write, or an
 address: VLLM_NCCL_SO_PATH and NCCL_NET_PLUGIN load libraries, VLLM_LOGGING_CONFIG_PATH a logging
 config whose factories are code, NCCL_DEBUG_FILE and VLLM_TORCH_PROFILER_DIR write where they say,
 VLLM_DEBUG_DUMP_PATH too, VLLM_CACHE_ROOT/VLLM_CONFIG_ROOT are ours."""
+_HOST = r"(?:localhost|\d{1,3}(?:\.\d{1,3}){3}|\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*)"
+DOCS_DENIED_VALUES = (
+    (re.compile(r"^\s*ext://", re.I), "its value imports the module it names (logging's `ext://`)"),
+    (re.compile(r"^\s*[A-Za-z][A-Za-z0-9+.-]*://"), "its value is a URL: another host"),
+    (re.compile(rf"^\s*{_HOST}:\d{{1,5}}\s*$"), "its value names a host and port"),
+    (re.compile(r"^\s*(?:\d{1,3}(?:\.\d{1,3}){3}|\[?[0-9A-Fa-f]*:[0-9A-Fa-f:]*:[0-9A-Fa-f:.]*\]?)\s*$"),
+     "its value is an IP address: another host"),
+)
+"""What a documented value may not be, whatever its name (VLLM_LOGGING_STREAM=ext://pkg.mod imports a
+module; VLLM_USAGE_STATS_SERVER a URL; NCCL_COMM_ID=host:port another machine): the rule, each with why."""
 NEEDED_FOR_MEANING = frozenset({"PYTHONPATH", "PYTHONHOME", "AWS_ENDPOINT_URL", "MOONCAKE_CONFIG_PATH",
                                 "VLLM_PLUGINS", "VLLM_USE_MODELSCOPE"})
 """Dropped variables without which the command checks something else than what it documents (code
 or models from the author's machine or another store): its config tier and beyond SKIP."""
 
 
-def denied_why(name: str) -> str | None:
-    """Why a documented variable is not passed (None: it is)."""
+def denied_why(name: str, value: str | None = None) -> str | None:
+    """Why a documented variable is not passed (None: it is): by its name, then by its value."""
+    if value is not None and (why := next((w for rule, w in DOCS_DENIED_VALUES if rule.search(value)), None)):
+        return why if allowed(name) else denied_why(name)
     if SECRET_NAME.search(name) and name not in KEEP_ANYWAY:
         return "its name says it holds a secret"
     if name in DOCS_DENIED:
@@ -100,8 +115,13 @@ def allowed(name: str) -> bool:
 
 def docs_env(env: dict[str, str]) -> tuple[dict[str, str], list[str]]:
     """(the documented env assignments passed on, the names dropped)."""
-    kept = {k: v for k, v in env.items() if allowed(k)}
-    return kept, sorted(set(env) - set(kept))
+    dropped = dropped_why(env)
+    return {k: v for k, v in env.items() if k not in dropped}, sorted(dropped)
+
+
+def dropped_why(env: dict[str, str]) -> dict[str, str]:
+    """The documented env assignments not passed on, each with why (by name or by value)."""
+    return {k: why for k, v in env.items() if (why := denied_why(k, v))}
 
 
 def runner_env(kind: Kind = "contained", environ: dict[str, str] | None = None) -> dict[str, str]:

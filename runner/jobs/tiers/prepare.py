@@ -170,8 +170,11 @@ def _hub_limits(state: JobState, res: Resolution) -> None:
 def _env_policy(state: JobState) -> None:
     """Documented env assignments vLLM will not get (untrusted input), said in the outcome; without
     some of them the command means something else: its config tier and beyond SKIP."""
-    _, dropped = env_policy.docs_env(state.job.snippet.env)
-    state.outcome.evidence.env_dropped = dropped
+    why = env_policy.dropped_why(state.job.snippet.env)
+    dropped = state.outcome.evidence.env_dropped = sorted(why)
+    if dropped:
+        state.outcome.evidence.notes.append("not passed to vLLM (untrusted environment): "
+                                            + "; ".join(f"{name}: {why[name]}" for name in dropped))
     needed = env_policy.meaningless_without(dropped)
     if needed:
         state.skip_at["config"] = (f"needs {', '.join(needed)} from the docs author's machine, which driftmatrix does "

@@ -38,6 +38,31 @@ def test_docs_variables_that_load_code_or_name_paths_are_dropped(name):
     assert env_policy.denied_why(name), name
 
 
+@pytest.mark.parametrize("name, value, why", [
+    ("VLLM_LOGGING_STREAM", "ext://attacker.module", "imports the module"),
+    ("VLLM_LOGGING_LEVEL", " EXT://x.y", "imports the module"),
+    ("VLLM_USAGE_STATS_SERVER", "https://collector.example", "another host"),
+    ("VLLM_SOME_ENDPOINTLESS_SETTING", "grpc://10.1.2.3:9000", "a URL"),
+    ("NCCL_COMM_ID", "10.0.0.1:29500", "host and port"),
+    ("NCCL_COMM_ID", "node-3.cluster.lan:29500", "host and port"),
+    ("VLLM_ANY", "[fe80::1]:80", "host and port"),
+    ("NCCL_ANY", "fe80::1", "IP address"),
+    ("VLLM_ANY", "192.168.1.20", "IP address")])
+def test_docs_values_that_import_or_name_a_host_are_dropped_by_rule(name, value, why):
+    """The review's VLLM_LOGGING_STREAM=ext://…, VLLM_USAGE_STATS_SERVER and NCCL_COMM_ID=host:port, and the
+    class they stand for: what the value says, whatever the name."""
+    assert why in (env_policy.denied_why(name, value) or ""), env_policy.denied_why(name, value)
+    assert name in env_policy.docs_env({name: value})[1]
+
+
+@pytest.mark.parametrize("name, value", [("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True"),
+                                         ("CUDA_VISIBLE_DEVICES", "0,1,2,3"), ("VLLM_CPU_OMP_THREADS_BIND", "0-31|32-63"),
+                                         ("VLLM_LOGGING_LEVEL", "DEBUG"), ("VLLM_GPU_MEMORY_UTILIZATION", "0.9"),
+                                         ("PYTORCH_CUDA_ALLOC_CONF", "max_split_size_mb:512")])
+def test_ordinary_values_pass(name, value):
+    assert env_policy.docs_env({name: value}) == ({name: value}, [])
+
+
 def test_a_child_gets_an_allow_list_of_our_environment():
     ours = {"PATH": "/usr/bin", "LANG": "C.UTF-8", "LC_ALL": "C", "HOME": "/home/r", "HF_TOKEN": "hf_x",
             "PGPASSWORD": "p", "MYSQL_PWD": "p", "DATABASE_URL": "postgres://u:p@h/db", "NGC_APIKEY": "k",
