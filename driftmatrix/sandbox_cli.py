@@ -24,7 +24,11 @@ def banner() -> str:
     from runner.isolation import sandbox
     if sandbox.active():
         return f"contained: code from the docs runs in a sandbox ({sandbox.describe()})"
-    chosen, _ = sandbox.mode()
+    chosen, why = sandbox.mode()
+    if chosen == "required":
+        return (f"NOT contained, and a sandbox is required ({why}): nothing from the docs runs — no environment "
+                "query, stand-in build, option-history query, parse/config helper or server starts as a plain process "
+                f"({sandbox.describe()}); {sandbox.how_to_get()}")
     get = "" if chosen == "off" else f"; {sandbox.how_to_get()}"
     return (f"NOT contained: code from the docs runs as plain processes ({sandbox.describe()}); "
             f"`--trust-remote-code` commands are not started{get}" if chosen != "off" else

@@ -268,6 +268,8 @@ def _query(python: str, env: dict[str, str]) -> dict:
                               env={**runner_env(), **without_secrets(env)})
     except subprocess.TimeoutExpired:
         raise EnvError(f"{python}: importing vllm took longer than {HELPER_IMPORT_S:.0f} s") from None
+    except sandbox.SandboxError as err:  # importing vllm runs the environment's code: never plainly here
+        raise EnvError(f"{python}: its vLLM was not asked for its version: {err}") from None
     if proc.returncode:
         raise EnvError(f"{python}: cannot import vllm: {proc.stderr.strip().splitlines()[-1:]}")
     info = json.loads(proc.stdout.strip().splitlines()[-1])

@@ -240,6 +240,9 @@ def build(model_or_config: str, env: TargetEnv, out: Path, *, cache: Path, layer
     except subprocess.TimeoutExpired:
         shutil.rmtree(staging, ignore_errors=True)
         raise StandInError(f"building a {family} twin took longer than {STANDIN_BUILD_S:.0f} s") from None
+    except sandbox.SandboxError as err:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise StandInError(f"no {family} twin built: {err}") from None
     if proc.returncode:
         shutil.rmtree(staging, ignore_errors=True)
         tail = "\n".join(proc.stderr.strip().splitlines()[-5:])

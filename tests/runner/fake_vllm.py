@@ -94,11 +94,16 @@ argparse.ArgumentParser.error = lambda self, message: None
 '''
 
 
-def make_target(dest: Path) -> Path:
-    """The fake build's interpreter: a venv at `dest` with the package above in its site-packages."""
+def make_target(dest: Path, marker_dir: Path | None = None) -> Path:
+    """The fake build's interpreter: a venv at `dest` with the package above in its site-packages;
+    with `marker_dir`, importing `vllm` leaves a file there (proof a process imported it plainly)."""
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(dest)], check=True)
     site = next(dest.glob("lib/python3*/site-packages"))
-    for name, text in PACKAGE.items():
+    package = dict(PACKAGE)
+    if marker_dir is not None:
+        package["vllm/__init__.py"] = (f"import os\ntry:\n    open(os.path.join({str(marker_dir)!r}, "
+                                       "f'imported-{os.getpid()}'), 'w').close()\nexcept OSError:\n    pass\n")
+    for name, text in package.items():
         path = site / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text.lstrip("\n"))

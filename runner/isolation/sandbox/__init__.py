@@ -56,7 +56,9 @@ SIGNAL_LIMITS = {-signal.SIGXCPU: "cpu_s", -signal.SIGXFSZ: "file_mib"}
 
 
 class SandboxError(RuntimeError):
-    """A sandbox is required and the host cannot provide one (ours, not the docs')."""
+    """A sandbox is required and the host cannot provide one (ours, not the docs'): raised by `contain`
+    and `run` for every kind of contained process, so no caller can start one plainly by forgetting
+    to ask."""
 
 
 def set_mode(mode: Mode, why: str) -> None:
@@ -190,8 +192,11 @@ def contain(cmd: list[str], *, python: str, env: dict[str, str], kind: Kind, job
     warm-up's cache, a job's own compile cache); `watched`: the inside path of a writable folder whose
     size the init holds to the disk limit; `listen`: a listening socket on our loopback that reaches
     `port` inside; `seeds`: (folder, inside path) its init copies in before the command starts, in
-    order (runner/serve/compile_cache.py); `ranks`: a server's CPU worker processes (its limits grow)."""
+    order (runner/serve/compile_cache.py); `ranks`: a server's CPU worker processes (its limits grow).
+    SandboxError where a sandbox is required and there is none: nothing runs plainly then."""
     if not active():
+        if refused := required_missing():
+            raise SandboxError(f"{kind} not started: {refused}")
         return Launch(cmd, dict(env))
     limits = for_kind(kind, jobs, ranks)
     status_r, status_w = os.pipe()
@@ -236,7 +241,7 @@ def run(cmd: list[str], *, python: str, env: dict[str, str], kind: Kind, timeout
     """Run a short contained command to its end (an environment query, a stand-in build, an option
     history check): (its result with text output, what the sandbox reported). Its output goes to
     anonymous files (the file-size limit bounds them) and is read back within OUTPUT_CAP; a deadline
-    is a TimeoutExpired, as with subprocess.run."""
+    is a TimeoutExpired, as with subprocess.run; SandboxError as for `contain`."""
     launch = contain(cmd, python=python, env=env, kind=kind, jobs=jobs, readable=readable, writable=writable, gpu=gpu,
                      watched=watched)
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:

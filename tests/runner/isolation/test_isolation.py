@@ -117,3 +117,50 @@ def test_without_bubblewrap_remote_code_and_the_gate_refuse(tiny_models, tmp_pat
                            "--workdir", str(tmp_path / "gate")], env=env, capture_output=True, text=True, timeout=120)
     assert gate.returncode == 2 and "a sandbox is required" in gate.stderr and "--unsandboxed" in gate.stderr, \
         gate.stderr
+
+
+def test_required_means_no_process_kind_runs_plainly(tmp_path, monkeypatch):
+    """`DRIFTMATRIX_SANDBOX=required` with bubblewrap hidden: the target-environment query, a stand-in
+    build, the option-history query and the parse/config helper each refuse with one clear error,
+    and the target's vLLM (a fake build that leaves a file when imported: tests/runner/fake_vllm.py) is
+    never imported outside a sandbox. The review saw the environment query import it plainly."""
+    from fake_vllm import make_target
+
+    from runner.builds import envs, history_agreement
+    from runner.builds.targets import Target
+    from runner.models import standins
+    from runner.isolation import sandbox
+    from runner.serve import helper_client
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    python = str(make_target(tmp_path / "fake-env", markers))
+    monkeypatch.setenv("DRIFTMATRIX_BWRAP", str(tmp_path / "no-bwrap"))
+    monkeypatch.setenv("DRIFTMATRIX_SANDBOX", "required")
+    sandbox.detect.cache_clear()
+    try:
+        with pytest.raises(envs.EnvError, match="a sandbox is required"):
+            envs._query(python, {})
+        with pytest.raises(sandbox.SandboxError, match="query not started: a sandbox is required"):
+            history_agreement.ask_parser(python, ["--max-model-len"])
+        env = envs.TargetEnv(Target("fake", python=python), python, [python, "-m", "vllm"], info={"version": "0.0.1"})
+        config = tmp_path / "model"
+        config.mkdir()
+        (config / "config.json").write_text('{"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3"}')
+        with pytest.raises(standins.StandInError, match="build not started: a sandbox is required"):
+            standins.build("org/m", env, tmp_path / "twin", cache=tmp_path / "cache", config_from=str(config))
+        helper = helper_client.contained(python, {}, tmp_path / "helper.log")
+        with pytest.raises(helper_client.HelperError, match="a sandbox is required"):
+            helper.start()
+        assert not (tmp_path / "twin").exists()
+    finally:
+        sandbox.detect.cache_clear()
+    assert list(markers.iterdir()) == []  # vLLM was never imported plainly
+
+
+def test_sandbox_check_says_nothing_runs_when_required_and_missing(tmp_path):
+    env = {**os.environ, "DRIFTMATRIX_BWRAP": str(tmp_path / "no-bwrap"), "DRIFTMATRIX_SANDBOX": "required"}
+    proc = subprocess.run([sys.executable, "-m", "driftmatrix.cli", "sandbox", "--check"], env=env, capture_output=True,
+                          text=True)
+    assert proc.returncode == 1
+    assert "a sandbox is required" in proc.stdout and "nothing from the docs runs" in proc.stdout, proc.stdout
+    assert "runs as plain processes" not in proc.stdout
