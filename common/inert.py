@@ -16,16 +16,36 @@ images, bare-URL autolinks) and then links @mentions, #references and bare URLs 
 - a link is made only by the caller, from a URL driftmatrix built (its site, from its config).
 
 Summaries are capped (`cap`, `STEP_SUMMARY_CAP`): GitHub refuses a step summary over 1 MiB.
+
+The same texts are made inert where a terminal or a CI log reads them (`terminal`, and the stream
+guard in common/inert_stdio.py), and every Markdown text above is first stripped of control
+characters (`strip_controls`): an ESC sequence or a BEL from the docs or from vLLM neither
+recolours, retitles or rewrites a terminal nor reaches a page, a PR body or a step summary.
+
+GitHub Actions reads every line a step writes to stdout or stderr as a possible workflow command
+(actions/runner, src/Runner.Common/ActionCommand.cs): `TryParseV2` trims leading whitespace
+(.NET's `TrimStart`) and takes a line that then starts with `::` as `::name props::data`, and the
+legacy `TryParse` finds `##[name props]data` *anywhere* in the line (`IndexOf`); the runner splits
+its input into lines at `\\n` and `\\r`. A registered name (`error`, `add-mask`, `stop-commands`,
+`set-output`, …, compared ordinally, case-blind) makes it a command. So indentation alone does not
+defuse a `::` line, and a `##[error]` in the middle of a message is a command too. The rule here
+(`defuse_commands`): a word joiner between the two colons of a line's leading `::` and between
+`##` and `[` wherever they meet. It reads the same, and it holds however the runner compares: no
+line starts with `::` or holds `##[` any more, and were a joiner skipped as ignorable, the name the
+runner cuts out at a fixed offset would start with `:` or `[`, which no command has.
 """
 
 from __future__ import annotations
 
 import html
+import json
 import re
 
 WORD_JOINER = "\u2060"
 """Zero-width and unbreakable. After an `@` or a `#`, inside `://` or `www.`, it keeps GitHub from
-linking a mention, a reference or a bare URL in prose, and the text reads the same."""
+linking a mention, a reference or a bare URL in prose, and the text reads the same; between `:`
+and `:` or `##` and `[` it keeps the Actions runner from reading a line as a workflow command. It
+is not whitespace to .NET (`TrimStart` keeps it) nor to Python."""
 
 STEP_SUMMARY_CAP = 900 * 1024
 """Bytes of Markdown that one step writes to `$GITHUB_STEP_SUMMARY` at most (common/step_summary.py
@@ -33,6 +53,21 @@ STEP_SUMMARY_CAP = 900 * 1024
 none of it; 900 KiB leaves room for a line that says what was left out."""
 
 _NEWLINES = re.compile(r"\r\n?")
+_ESCAPES = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]?"  # CSI (ECMA-48): colours, cursor moves, erasing
+    r"|[\x1b][\]PX^_][^\x07\x1b\x9c\n]*(?:\x07|\x1b\\|\x9c)?"  # OSC (titles, links), DCS, SOS, PM, APC
+    r"|\x1b[ -/]*[0-~]?"  # the other escape sequences (charset switches, `ESC c`: reset)
+    r"|\x9b[0-?]*[ -/]*[@-~]?"  # CSI as its one C1 byte
+    r"|[\x90\x98\x9d\x9e\x9f][^\x07\x1b\x9c\n]*(?:\x07|\x1b\\|\x9c)?")  # the C1 string controls
+"""An escape sequence with what belongs to it (a colour's `[31m`, a title's text): stripped whole,
+so that no stray parameters are shown. A string control ends at its terminator or the line's end
+(a terminal would swallow the lines after an unterminated one; here they stay)."""
+_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+"""C0 but tab and newline, DEL, C1: what a terminal acts on instead of showing."""
+_LINE_COMMAND = re.compile(r"^([^\S\n]*:)(?=:)", re.MULTILINE)
+"""A line's leading `::` after any whitespace (Python's whitespace is a superset of .NET's
+`char.IsWhiteSpace`, which `TrimStart` trims)."""
+_LEGACY_COMMAND = re.compile(r"##(?=\[)")
 _PROSE_SPECIAL = re.compile(r"([\\`*_\[\]|!~])")
 """What makes Markdown out of prose (code, emphasis, links, images, tables, strikethrough); `<`,
 `>` and `&` are HTML-escaped instead (no tag, no autolink `<https://…>`, no entity)."""
@@ -41,11 +76,86 @@ _DEFUSE = re.compile(r"(?<=[@#])(?=\w)|(?<=:)(?=//)|(?i:(?<=\bwww)(?=\.)|(?<=\bg
 _FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})(.*)$")
 
 
+def strip_controls(text: object) -> str:
+    """`text` without escape sequences (CSI, OSC, …, in their ESC and C1 forms), without the other
+    C0 and C1 control characters and DEL; `\\r\\n` and a lone `\\r` become `\\n` (a lone `\\r`
+    ends a line for the Actions runner and for Markdown, and lets a terminal overwrite one); tabs
+    and newlines stay. For every text from the docs or from vLLM, wherever it is shown."""
+    return _CONTROLS.sub("", _ESCAPES.sub("", _NEWLINES.sub("\n", str(text))))
+
+
+def strip_controls_in(value: object) -> object:
+    """A JSON-like value with `strip_controls` applied to every string in it, keys too: data that a
+    page shows as text (JSON would only escape an ESC, and the browser would put it back)."""
+    if isinstance(value, str):
+        return strip_controls(value)
+    if isinstance(value, dict):
+        return {strip_controls_in(k): strip_controls_in(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [strip_controls_in(v) for v in value]
+    return value
+
+
+def defuse_commands(text: str, written: int = 0) -> str:
+    """`text` that no line of which the Actions runner takes for a workflow command: a word joiner
+    between the colons of a line's leading `::` and between `##` and `[` anywhere (the module's
+    docstring says why there). Idempotent. `written`: the first `written` characters of `text`
+    are already out (a stream's line so far): only the rest is returned. A joiner always goes
+    right before the character that completes `::` or `##[`, so none is ever owed to what is out."""
+    joins = sorted({m.end() for m in _LINE_COMMAND.finditer(text)} | {m.end() for m in _LEGACY_COMMAND.finditer(text)})
+    out, at = [], written
+    for pos in (p for p in joins if p >= written):
+        out += [text[at:pos], WORD_JOINER]
+        at = pos
+    return "".join(out) + text[at:]
+
+
+def terminal(text: object) -> str:
+    """Docs or vLLM text for stdout or stderr (a terminal, a CI log): `strip_controls`, then
+    `defuse_commands`. Lines stay lines. In a rich console string: `console_markup`."""
+    return defuse_commands(strip_controls(text))
+
+
+def console_markup(text: object) -> str:
+    """`terminal` text for a rich console string, its `[…]` escaped: a `[bold]` or a
+    `[link=https://…]` from the docs is shown as typed, never styles or links (or raises)."""
+    from rich.markup import escape  # rich only where a console prints
+
+    return escape(terminal(text))
+
+
+def log_json(value: object, **dumps) -> str:
+    """`value` as JSON for stdout: ASCII (every control character escaped) and `##[` written
+    `##\\u005b`, the same JSON data, which no runner reads as a legacy workflow command (outside
+    a string JSON has no `#`; no JSON line starts with `::`)."""
+    return json.dumps(value, ensure_ascii=True, **dumps).replace("##[", "##\\u005b")
+
+
+_DATA_ESCAPES = (("%", "%25"), ("\r", "%0D"), ("\n", "%0A"))
+_PROPERTY_ESCAPES = (*_DATA_ESCAPES, (":", "%3A"), (",", "%2C"))
+
+
+def _escaped(text: str, escapes) -> str:
+    for char, code in escapes:  # `%` first: the runner unescapes it last
+        text = text.replace(char, code)
+    return text
+
+
+def workflow_command(command: str, message: object = "", **properties: object) -> str:
+    """One of driftmatrix's own workflow commands (`::error file=x,line=3::message`), escaped as
+    the runner unescapes (ActionCommand.cs: data `%`, CR, LF; properties also `:` and `,`), so
+    that a message from outside stays this command's data, one line. Print it with
+    `common.inert_stdio.emit`, which passes the stream guard."""
+    props = ",".join(f"{k}={_escaped(strip_controls(v), _PROPERTY_ESCAPES)}" for k, v in properties.items())
+    return f"::{command}{' ' + props if props else ''}::{_escaped(strip_controls(message), _DATA_ESCAPES)}"
+
+
 def one_line(text: object) -> str:
-    """Any text on one line, runs of whitespace as one space. A newline would end a table row, a
-    list item or a heading, and one followed by a fence, `<details>` or `#` would start a new
-    block even inside a code span (blocks are found before spans)."""
-    return " ".join(str(text).split())
+    """Any text on one line, runs of whitespace as one space, control characters stripped. A
+    newline would end a table row, a list item or a heading, and one followed by a fence,
+    `<details>` or `#` would start a new block even inside a code span (blocks are found before
+    spans)."""
+    return " ".join(strip_controls(text).split())
 
 
 def clip(text: str, limit: int | None) -> str:
@@ -87,8 +197,8 @@ def code_block(text: object, lang: str = "") -> str:
     and fewer tildes: then tildes, so that a log line of 500 backticks does not make a 500-character
     fence (a `~~~` line cannot close a backtick fence, nor the reverse). Line endings become `\\n`
     (a lone `\\r` ends a line for Markdown too). `lang`: driftmatrix's own info string (`bash`,
-    `{ .bash .dm-command }`)."""
-    body = _NEWLINES.sub("\n", str(text)).rstrip()
+    `{ .bash .dm-command }`). Control characters are stripped (`strip_controls`)."""
+    body = strip_controls(text).rstrip()
     ticks, tildes = _longest_run(body, "`"), _longest_run(body, "~")
     bar = "~" * max(3, tildes + 1) if ticks >= 3 and tildes < ticks else "`" * max(3, ticks + 1)
     return f"{bar}{one_line(lang).replace('`', '')}\n{body}\n{bar}"

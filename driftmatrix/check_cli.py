@@ -145,7 +145,7 @@ def as_json(c: Checked, history) -> dict:
 
 
 def render(console, c: Checked, history) -> None:
-    from rich.markup import escape
+    from common.inert import console_markup as escape  # docs and vLLM text: no control code, markup or command
     from extractor.snippet_builder import shell_text
 
     check = c.check
@@ -161,7 +161,7 @@ def render(console, c: Checked, history) -> None:
     whole = f"{check.oldest} (oldest) … {check.newest} (newest): {_runs(check.parses)}" if check.parses else "none"
     console.print(f"  whole command parses on: {escape(whole)}", soft_wrap=True)
     for a in check.uses:
-        unknown = f" [dim](cannot say for {_runs(a.unanswered)})[/]" if a.unanswered else ""
+        unknown = f" [dim](cannot say for {escape(_runs(a.unanswered))})[/]" if a.unanswered else ""
         console.print(f"    {escape(a.use.text())}: {escape(_runs(a.accepted))}{unknown}", soft_wrap=True)
         for releases, why in _grouped(a.why, check.releases):
             console.print(f"      [red]{escape(releases)}: {escape(why)}", soft_wrap=True)
@@ -182,8 +182,7 @@ def render(console, c: Checked, history) -> None:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    import json
-
+    from common.inert import console_markup, log_json, terminal
     from flaghistory.command_check import check_argv
     from runner.builds.resolve import stable_pin
     from rich.console import Console
@@ -195,10 +194,10 @@ def cmd_check(args: argparse.Namespace) -> int:
         checked, problems = gather(args, history, stable_pin())
         matrix = load_matrix(args.matrix) if args.matrix else None
     except (CheckInputError, OSError, ValueError) as err:
-        errors.print(f"[red]driftmatrix check: {err}", soft_wrap=True)
+        errors.print(f"[red]driftmatrix check: {console_markup(err)}", soft_wrap=True)
         return 2
-    for problem in problems:
-        errors.print(f"[red]driftmatrix check: {problem}", soft_wrap=True)
+    for problem in problems:  # a problem names the page and quotes it
+        errors.print(f"[red]driftmatrix check: {console_markup(problem)}", soft_wrap=True)
     for c in checked:
         c.check = check_argv(history, list(c.snippet.argv or []), c.asked)
         c.recorded = recorded(matrix, c.snippet) if matrix else []
@@ -207,8 +206,8 @@ def cmd_check(args: argparse.Namespace) -> int:
         errors.print(f"driftmatrix check --run: {banner()}", soft_wrap=True)
     runs = {c.where: run_on_target(c, args) for c in checked} if args.run else {}
     if args.json:
-        print(json.dumps([{**as_json(c, history), **({"ran": runs[c.where]} if args.run else {})} for c in checked],
-                         indent=1))
+        print(log_json([{**as_json(c, history), **({"ran": runs[c.where]} if args.run else {})} for c in checked],
+                       indent=1))
     else:
         for c in checked:
             if c.where != GIVEN and not args.verbose and not finding(c):
@@ -216,7 +215,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             render(console, c, history)
             for o in runs.get(c.where, []):
                 console.print(f"  ran on {o['target']} ({o['version']}): {o['verdict']} at {o['stage']}"
-                              + (f" — {o['reason']}" if o["reason"] else ""), soft_wrap=True, markup=False)
+                              + (f" — {terminal(o['reason'])}" if o["reason"] else ""), soft_wrap=True, markup=False)
         if any(c.where != GIVEN for c in checked):
             pages = {c.where.rsplit(":", 1)[0] for c in checked}
             console.print(f"{len(checked)} commands on {len(pages)} pages checked against the versions each page is "

@@ -17,7 +17,6 @@ import argparse
 import json
 import os
 import re
-import sys
 import time
 
 import httpx
@@ -133,6 +132,8 @@ def _emit(values: dict[str, str]) -> None:
 
 
 def cmd_ci(args: argparse.Namespace) -> int:
+    from common.inert import workflow_command
+    from common.inert_stdio import emit
     from common.step_summary import escape, write
     env = dict(os.environ)
     try:
@@ -141,11 +142,11 @@ def cmd_ci(args: argparse.Namespace) -> int:
             return 0
         wait = min(float(env.get("WAIT_MINUTES") or 15), MAX_WAIT_MINUTES) * 60
         choice = choose_runner(env, wait, poll_s=args.poll)
-    except (InputError, ValueError) as err:
-        print(f"::error::driftmatrix ci {args.action}: {err}", file=sys.stderr)
+    except (InputError, ValueError) as err:  # the inputs are anyone's: escaped as the command's data
+        emit(workflow_command("error", f"driftmatrix ci {args.action}: {err}"))
         return 2
     if choice["mode"] == "cpu" and env.get("GPU_WANTED", "true") == "true":
-        print(f"::warning::{choice['why']}", file=sys.stderr)
+        emit(workflow_command("warning", choice["why"]))  # a runner's name is the API's text
     write(f"**Runners**: {escape(choice['why'])}", full="this step's log")
     _emit({k: v for k, v in choice.items() if k != "why"})
     return 0

@@ -27,7 +27,8 @@ def cmd_extract(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from driftmatrix.release_pins import release_trees
-    from extractor.catalog import extract, print_diagnostic, summarize
+    from common.inert import terminal
+    from extractor.catalog import extract, summarize
     from extractor.summary_table import render
     from extractor.written_for import WrittenForError, override, release
 
@@ -37,7 +38,7 @@ def cmd_extract(args: argparse.Namespace) -> int:
     try:
         written_for = override(args.written_for) if args.written_for is not None else None
     except WrittenForError as err:
-        print(f"driftmatrix extract: --written-for {err}", file=sys.stderr)
+        print(f"driftmatrix extract: --written-for {terminal(err)}", file=sys.stderr)
         return 2
     if args.stable is None:
         from runner.builds.resolve import stable_pin  # the one place the stable release is pinned
@@ -51,12 +52,12 @@ def cmd_extract(args: argparse.Namespace) -> int:
         try:
             sources.append(fetch_docs(version, Path(args.cache_dir) / "sdists"))
         except PackageIndexError as err:
-            print(f"driftmatrix: error: vllm=={version}: {err}", file=sys.stderr)
+            print(f"driftmatrix: error: vllm=={terminal(version)}: {terminal(err)}", file=sys.stderr)
             failed.append(version)
     if not sources and not failed:
         sources = [SAMPLE_DOCS]
         print(f"driftmatrix: no SOURCE given; extracting the embedded sample docs ({SAMPLE_DOCS})", file=sys.stderr)
-    catalog, unusable = extract(sources, on_diagnostic=None if args.quiet else print_diagnostic, stable=args.stable,
+    catalog, unusable = extract(sources, on_diagnostic=None if args.quiet else _print_diagnostic, stable=args.stable,
                                 written_for=written_for, url_base=args.url_base or "", model_id=args.model_id or "",
                                 placeholder_models=args.placeholder_model or [],
                                 release_trees=None if args.no_release_files else release_trees(Path(args.cache_dir),
@@ -64,7 +65,7 @@ def cmd_extract(args: argparse.Namespace) -> int:
     catalog.write(Path(args.output))
     console = Console(stderr=False)
     render(summarize(catalog), console)
-    console.print(f"wrote {args.output}")
+    console.print(f"wrote {args.output}", markup=False)
     from common.step_summary import escape, write
     pages = {src.file for s in catalog.snippets for src in s.sources}
     write(f"### Extract\n\n{len(catalog.snippets)} distinct commands from {len(pages)} pages"
@@ -93,7 +94,8 @@ def cmd_standin(args: argparse.Namespace) -> int:
                      split={"tp": args.tensor_parallel, "pp": args.pipeline_parallel, "ep": args.expert_parallel,
                             "context": args.max_model_len or 1})
     except (TargetConfigError, EnvError, StandInError) as err:
-        print(f"driftmatrix standin: {err}", file=sys.stderr)
+        from common.inert import terminal
+        print(f"driftmatrix standin: {terminal(err)}", file=sys.stderr)
         return 1
     print(json.dumps(twin.__dict__, indent=1))
     return 0
@@ -173,10 +175,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    from driftmatrix.sandbox_cli import apply_unsandboxed
-    apply_unsandboxed(args)  # run, pipeline, gate: --unsandboxed before anything is detected
-    return args.func(args)
+    from common.inert_stdio import guard_stdio
+    with guard_stdio():  # a CI log reads every line: none may be a workflow command or a control code
+        args = build_parser().parse_args(argv)
+        from driftmatrix.sandbox_cli import apply_unsandboxed
+        apply_unsandboxed(args)  # run, pipeline, gate: --unsandboxed before anything is detected
+        return args.func(args)
+
+
+def _print_diagnostic(diag) -> None:
+    """The extractor's diagnostic line, its docs text (message, file name) made inert first."""
+    from dataclasses import replace
+
+    from common.inert import terminal
+    from extractor.catalog import print_diagnostic
+    print_diagnostic(replace(diag, message=terminal(diag.message), file=terminal(diag.file) if diag.file else diag.file))
 
 
 if __name__ == "__main__":

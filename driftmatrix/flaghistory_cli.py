@@ -9,6 +9,7 @@ from pathlib import Path
 
 
 def cmd_history(args: argparse.Namespace) -> int:
+    from common.inert import console_markup
     from common.versions import parse_version
     from rich.console import Console
 
@@ -17,20 +18,20 @@ def cmd_history(args: argparse.Namespace) -> int:
 
     console = Console(stderr=True)
     if parse_version(args.since) is None:
-        console.print(f"[red]driftmatrix history: --since {args.since!r} is not a version (e.g. 0.6.0)")
+        console.print(f"[red]driftmatrix history: --since {console_markup(repr(args.since))} is not a version (e.g. 0.6.0)")
         return 2
 
     def progress(read: ReleaseRead) -> None:
         if not args.quiet:
             state = f"{len(read.options)} options" if read.options else "[yellow]not read"
-            console.print(f"vllm {read.version}: {state}", *(f"[yellow]  {d}" for d in read.diagnostics),
+            console.print(f"vllm {read.version}: {state}", *(f"[yellow]  {console_markup(d)}" for d in read.diagnostics),
                           soft_wrap=True)
 
     started = time.monotonic()
     try:
         history = build(Path(args.cache_dir) / "flag-history", args.since, only=args.release, progress=progress)
     except (PackageIndexError, OSError) as err:
-        console.print(f"[red]driftmatrix history: {err}", soft_wrap=True)
+        console.print(f"[red]driftmatrix history: {console_markup(err)}", soft_wrap=True)
         return 1
     Path(args.output).write_text(json.dumps(history, indent=1, sort_keys=False) + "\n")
     flags = history["flags"].values()

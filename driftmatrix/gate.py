@@ -19,7 +19,7 @@ import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from common.inert import STEP_SUMMARY_CAP, cap, code_span
+from common.inert import STEP_SUMMARY_CAP, cap, code_span, terminal
 from driftmatrix.sandbox_cli import add_unsandboxed
 from extractor.bounds import read_capped, walk
 from common.git import run_git
@@ -281,14 +281,14 @@ def cmd_gate(args) -> int:
                           args.tier, Path(args.workdir), args.written_for, args.stable,
                           Path(args.cache_dir) if args.cache_dir else None)
     except GateError as err:
-        print(f"driftmatrix gate: {err}", file=sys.stderr)
+        print(f"driftmatrix gate: {terminal(err)}", file=sys.stderr)  # git's words: file names of the change
         return 2
     except Exception as err:  # noqa: BLE001 — a crash is ours: never the exit status of new doc-drift
-        print(f"driftmatrix gate: internal error ({type(err).__name__}: {err})", file=sys.stderr)
+        print(f"driftmatrix gate: internal error ({type(err).__name__}: {terminal(err)})", file=sys.stderr)
         return 2
     full = code_span(Path(args.workdir) / "gate.json")
     text = markdown(result, args.tier, full)
-    print(text)
+    print(terminal(text))  # the Markdown's code spans hold the docs' and vLLM's words
     write(text, args.summary, full)
     return 1 if result.new_drift else 0
 

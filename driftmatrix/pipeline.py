@@ -37,6 +37,7 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
     from runner.run.loop import run
     from runner.run.selection import RunOptions
     from runner.builds.resolve import stable_pin
+    from common.inert import console_markup
 
     console = Console(stderr=True)
     console.print(banner(), soft_wrap=True)  # said at the start and at the end: contained or not
@@ -49,7 +50,8 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
     try:
         sources.insert(0, fetch_docs(args.vllm_version, cache / "sdists"))
     except PackageIndexError as err:
-        console.print(f"[yellow]vllm=={args.vllm_version} docs not available ({err}); the sample docs only")
+        console.print(f"[yellow]vllm=={args.vllm_version} docs not available ({console_markup(err)}); the sample docs only",
+                      soft_wrap=True)
     from driftmatrix.release_pins import release_trees
     catalog, _ = extract(sources, stable=args.vllm_version, release_trees=release_trees(cache, args.vllm_version))
     snippets = out / "snippets.json"
@@ -75,7 +77,7 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
     try:
         done = build_site(load(snippets, [outcomes], fixes), out / "site", history_dir=out / "history")
     except PublishError as err:
-        console.print(f"[red]{err}")
+        console.print(f"[red]{console_markup(err)}", soft_wrap=True)  # mkdocs' words, quoting the pages
         return 1
     console.print(f"judgements against the versions each page is written for: {done.judged()}")
     index = (out / "site" / "index.html").resolve()

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from urllib.parse import quote
 
-from common.inert import code_span
+from common.inert import code_span, console_markup, terminal
 
 
 def _load(args):
@@ -22,7 +22,7 @@ def _load_or_say(args, command: str):
     try:
         return _load(args)
     except ValueError as err:
-        print(f"driftmatrix {command}: {err}", file=sys.stderr)
+        print(f"driftmatrix {command}: {terminal(err)}", file=sys.stderr)
         return None
 
 
@@ -35,8 +35,8 @@ def cmd_fixes(args: argparse.Namespace) -> int:
         return 2
     found = candidates(results)
     Catalog(snippets=found.fixes).write(Path(args.output))
-    for line in found.without:
-        print(line, file=sys.stderr)
+    for line in found.without:  # why a command has no fix: it quotes the command and vLLM
+        print(terminal(line), file=sys.stderr)
     print(f"{len(found.fixes)} fix candidate(s) written to {args.output}; run them with "
           f"`driftmatrix run {args.output} -o OUTCOMES` (variant fix), then publish/annotate/pr with --fixes")
     return 0
@@ -51,16 +51,16 @@ def cmd_publish(args: argparse.Namespace) -> int:
     try:
         results = _load(args)
     except ValueError as err:
-        console.print(f"[red]driftmatrix publish: {err}", soft_wrap=True)
+        console.print(f"[red]driftmatrix publish: {console_markup(err)}", soft_wrap=True)
         return 2
     try:
         done = build_site(results, Path(args.site_dir), history_dir=Path(args.run_history) if args.run_history else None,
                           docs=[Path(d) for d in args.docs or []])
     except PublishError as err:
-        console.print(f"[red]driftmatrix publish: {err}", soft_wrap=True)
+        console.print(f"[red]driftmatrix publish: {console_markup(err)}", soft_wrap=True)  # mkdocs' words
         return 1
     for problem in done.problems:
-        console.print(f"[yellow]{problem}", soft_wrap=True)
+        console.print(f"[yellow]{console_markup(problem)}", soft_wrap=True)
     console.print(f"{len(results.snippets)} commands x {len(results.columns)} targets: {done.pages} pages built "
                   f"into {done.site_dir} (generate {done.timings['generate_s']} s, mkdocs {done.timings['mkdocs_s']} s); "
                   f"{len(done.changes)} verdict change(s) since the previous run; matrix.json beside it")
@@ -118,7 +118,7 @@ def cmd_annotate(args: argparse.Namespace) -> int:
         return 2
     result = ann.annotate(results, Path(args.docs))
     for problem in result.problems:
-        print(f"driftmatrix annotate: {problem}", file=sys.stderr)
+        print(f"driftmatrix annotate: {terminal(problem)}", file=sys.stderr)
     if args.patch:
         Path(args.patch).write_text(result.diff(), encoding="utf-8")
     if args.output:
@@ -146,7 +146,7 @@ def cmd_pr(args: argparse.Namespace) -> int:
                                 label=args.label, fixes=Path(args.fixes) if args.fixes else None,
                                 push_to_fork=args.push_to_fork, committer=args.committer))
     except ValueError as err:
-        print(f"driftmatrix pr: {err}", file=sys.stderr)
+        print(f"driftmatrix pr: {terminal(err)}", file=sys.stderr)
         return 2
 
 
@@ -161,7 +161,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
     for path in args.outcomes:
         found, problems = store.read(Path(path))
         for problem in problems:
-            print(f"driftmatrix merge: {problem}", file=sys.stderr)
+            print(f"driftmatrix merge: {terminal(problem)}", file=sys.stderr)
         for o in found:
             jobs.setdefault(o.key(), []).append(o)
     latest = {key: counts.best(found) for key, found in jobs.items()}  # the outcome that counts

@@ -130,7 +130,8 @@ def cmd_state(args: argparse.Namespace) -> int:
             print(save(args.remote, args.branch, Path(args.dir),
                        f"driftmatrix state {when}" + (f" (run {run})" if run else "")))
     except (StateError, PrError) as err:
-        print(f"driftmatrix state {args.action}: {err}", file=sys.stderr)
+        from common.inert import terminal
+        print(f"driftmatrix state {args.action}: {terminal(err)}", file=sys.stderr)  # git's words
         return 1
     return 0
 

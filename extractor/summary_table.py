@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
+from common.inert import console_markup
 from extractor.catalog import Summary
 from extractor.records import KINDS
 
@@ -15,14 +16,14 @@ def render(summary: Summary, console: Console) -> None:
     for col in ("snippets", *KINDS, "with spec config", "runnable"):
         table.add_column(col, justify="right")
     for corpus, counts in summary.per_corpus.items():
-        table.add_row(corpus, *(str(counts[k]) for k in ("snippets", *KINDS, "spec", "runnable")))
+        table.add_row(console_markup(corpus), *(str(counts[k]) for k in ("snippets", *KINDS, "spec", "runnable")))
     console.print(table)
     if summary.not_runnable:
         reasons = Table(title="not runnable, by reason")
         reasons.add_column("reason")
         reasons.add_column("snippets", justify="right")
         for reason, n in summary.not_runnable.most_common():
-            reasons.add_row(reason, str(n))
+            reasons.add_row(console_markup(reason), str(n))  # a reason may quote the docs: shown as typed
         console.print(reasons)
     if summary.lints or summary.diagnostics:
         issues = Table(title="lints and diagnostics")

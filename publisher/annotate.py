@@ -23,7 +23,7 @@ import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from common.inert import code_span
+from common.inert import code_span, one_line, strip_controls
 from extractor import bounds
 from extractor.corpus import SourceError, detect
 from extractor.markdown_blocks import code_blocks
@@ -161,9 +161,11 @@ def _first_line(source: Source) -> str:
 
 
 def admonition(kind: str, title: str, body: str) -> list[str]:
-    safe_title = title.replace('"', "'")
+    """The lines `annotate` inserts: no control character of the docs or of vLLM reaches the page
+    (the title quotes versions and stages, the body vLLM's words; common/inert.py)."""
+    safe_title = one_line(title).replace('"', "'")
     lines = [f'!!! {kind} "{safe_title}"', ""]
-    lines += [f"    {ln}" if ln else "" for ln in body.split("\n")]
+    lines += [f"    {ln}" if ln else "" for ln in strip_controls(body).split("\n")]
     return lines
 
 

@@ -27,6 +27,7 @@ from publisher import judgement, ranges, titles, views
 from publisher.command_view import CommandView, CommandViews
 from publisher.results import BUILD_KINDS, Results, build_kind
 from common.versions import version_order
+from common.inert import strip_controls_in
 from runner.outcomes.counts import REAL
 from runner.outcomes.records import TIERS
 
@@ -162,8 +163,10 @@ def build(commands: CommandViews) -> dict:
 
 def script(data: dict) -> str:
     """`matrix-data.js`: a script, not a JSON file, so the matrix works from a file:// copy too.
-    `</` is escaped so no string can end a script element."""
-    return "window.DM_MATRIX = " + json.dumps(data, ensure_ascii=False, separators=(",", ":")).replace("</", "<\\/") + ";\n"
+    `</` is escaped so no string can end a script element; the page shows its strings as text, so
+    they carry no control character (common/inert.py)."""
+    text = json.dumps(strip_controls_in(data), ensure_ascii=False, separators=(",", ":"))
+    return "window.DM_MATRIX = " + text.replace("</", "<\\/") + ";\n"
 
 
 __all__ = ["build", "script", "build_kind"]

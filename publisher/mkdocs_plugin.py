@@ -25,7 +25,9 @@ from mkdocs.plugins import BasePlugin
 
 from extractor.markdown_blocks import code_blocks
 from publisher.views import md_escape
-from common.inert import one_line  # matrix.json text: a newline would end the paragraph or the admonition
+# matrix.json text on one line (a newline would end the paragraph or the admonition), and inert in
+# the docs build's log, which is a CI log
+from common.inert import one_line, terminal
 
 log = logging.getLogger("mkdocs.plugins.driftmatrix")
 FETCH_TIMEOUT_S = 15.0
@@ -72,7 +74,8 @@ class DriftmatrixPlugin(BasePlugin):
         try:
             self.matrix = read_matrix(where)
         except ValueError as err:
-            log.warning(f"driftmatrix: cannot use matrix.json from {where} ({err}); the docs build without status lines")
+            log.warning(f"driftmatrix: cannot use matrix.json from {where} ({terminal(err)}); the docs build without "
+                        "status lines")
             return config
         self.site = (self.config["site"] or where.rsplit("/", 1)[0]).rstrip("/")
         self.attr_list = "attr_list" in config["markdown_extensions"]
@@ -114,7 +117,8 @@ class DriftmatrixPlugin(BasePlugin):
                 try:
                     status = self.status(sid, entry, src)
                 except (AttributeError, TypeError, KeyError, ValueError) as err:
-                    log.warning(f"driftmatrix: {sid}: malformed entry in matrix.json ({err}); no status line")
+                    log.warning(f"driftmatrix: {terminal(sid)}: malformed entry in matrix.json ({terminal(err)}); "
+                                "no status line")
                     continue
                 after.setdefault(close, []).append([indent + ln for ln in status])
         out = []

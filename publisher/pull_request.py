@@ -12,7 +12,8 @@ a fork that is not one) is checked before anything is pushed; a PR that cannot b
 updated after a push rolls the push back (with a lease), so a failed run leaves the remote as
 it found it, or says exactly what is left and how to recover.
 Dry-run (no `--apply`) touches nothing and prints what it would do. The token comes only
-from `GITHUB_TOKEN`; every line printed, the commit and the PR body go through the redactor.
+from `GITHUB_TOKEN`; every line printed, the commit and the PR body go through the redactor,
+and every line printed is made inert for a terminal or a CI log (common/inert.py `terminal`).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from publisher.github_api import API, GitHub, GitHubError, check_fork
 from publisher.pr_body import body, fit
 from publisher.results import load
 from common.redact import Redactor
+from common.inert import terminal
 
 __all__ = ["Git", "PrError", "PrOptions", "body", "run_pr"]  # state.py and the tests import from here
 
@@ -104,7 +106,7 @@ def _names(base: str | None, *defaults: str | None) -> dict[str, str]:
 def run_pr(opts: PrOptions, say=print) -> int:
     token = os.environ.get("GITHUB_TOKEN") or None
     redact = Redactor(extra=[token] if token else [])
-    out = lambda text: say(redact(text))  # noqa: E731 — every line goes through the redactor
+    out = lambda text: say(terminal(redact(text)))  # noqa: E731 — every line redacted, and inert (common/inert.py)
     git = Git(opts.checkout, redact, token, opts.committer)
     why = refusal(opts.branch, _names(opts.base, local_default(git, opts.remote)))
     if why:  # by name alone, before any network: a dry run refuses what --apply would

@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from common.inert import strip_controls
 from publisher import annotate as ann
 from publisher import run_history
 from publisher import matrix_json, pages, search_index, views
@@ -84,7 +85,7 @@ def build_site(results: Results, site_dir: Path, *, history_dir: Path | None = N
         for rel, text in generated.items():
             path = stage / "docs" / rel
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
+            path.write_text(strip_controls(text), encoding="utf-8")  # no ESC, BEL, … of the docs or vLLM on a page
         site_dir = site_dir.resolve()
         proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--clean", "-q",
                                "-f", str(stage / "mkdocs.yml"), "-d", str(site_dir)],

@@ -12,7 +12,7 @@ import shlex
 import tempfile
 from pathlib import Path
 
-from common.inert import code_block
+from common.inert import code_block, strip_controls
 from common.stable_text import stable_value
 from extractor.records import Snippet, Source
 from flaghistory.commands import explain_failure, shipped
@@ -217,9 +217,10 @@ _MD_SPECIAL = re.compile(r"([\\`*_\[\]{}<>#!])")
 
 
 def md_escape(text: str) -> str:
-    """Text from logs or docs as inert Markdown: HTML-escaped, Markdown specials
-    backslash-escaped (a `<script>` in a log line stays text)."""
-    return html.escape(_MD_SPECIAL.sub(r"\\\1", str(text)).replace("\\<", "<").replace("\\>", ">"), quote=False)
+    """Text from logs or docs as inert Markdown: control characters stripped (common/inert.py),
+    HTML-escaped, Markdown specials backslash-escaped (a `<script>` in a log line stays text)."""
+    text = strip_controls(text)
+    return html.escape(_MD_SPECIAL.sub(r"\\\1", text).replace("\\<", "<").replace("\\>", ">"), quote=False)
 
 
 def fence(text: str, lang: str = "") -> str:

@@ -10,7 +10,6 @@ recorded)."""
 
 from __future__ import annotations
 
-import json
 import os
 import queue
 import signal
@@ -30,6 +29,7 @@ from runner.jobs.execute import JobRunner
 from runner.jobs.job import Job, RunContext, host_facts
 from runner.models.resolution import ModelResolver
 from runner.outcomes.records import TIERS, VERDICTS, JobKey, Outcome
+from common.inert import console_markup, log_json, terminal
 from common.redact import Redactor
 from runner.settings import cpu_slots, default_jobs
 from runner.jobs.target_check import build_of, helpers_start
@@ -96,12 +96,13 @@ def run(opts: RunOptions, console=None) -> int:
     try:
         tfile: TargetsFile = load(opts.targets or default_path())
     except TargetConfigError as err:
-        console.print(f"[red]driftmatrix run: {err}", soft_wrap=True)
+        console.print(f"[red]driftmatrix run: {console_markup(err)}", soft_wrap=True)
         return 2
     try:
         catalog = Catalog.read(opts.snippets)
     except (OSError, ValueError, KeyError, TypeError) as err:
-        console.print(f"[red]driftmatrix run: {opts.snippets}: not a readable snippets.json ({type(err).__name__}: {err})",
+        console.print(f"[red]driftmatrix run: {console_markup(opts.snippets)}: not a readable snippets.json "
+                      f"({type(err).__name__}: {console_markup(err)})",
                       soft_wrap=True)
         return 2
     pairs = select(catalog, opts)
@@ -118,7 +119,7 @@ def run(opts: RunOptions, console=None) -> int:
     gpus = len(devices)
     out_store = store.Store(opts.output)
     for problem in out_store.problems:
-        console.print(f"[yellow]{problem}")
+        console.print(f"[yellow]{console_markup(problem)}", soft_wrap=True)
     workdir = opts.workdir or opts.output.parent / "driftmatrix-work"
     share = opts.share_gpu if gpus else 1
     ctx = RunContext(resolver=ModelResolver(tfile.models), workdir=workdir, base_env=tfile.env,
@@ -156,7 +157,7 @@ def run(opts: RunOptions, console=None) -> int:
         console.print(f"[yellow]{text}")
         step_summary.write(f"**{text}.**\n", opts.summary)
     for d in diagnostics:  # last, where a reader of the log looks
-        console.print(f"[red]{d.line()}", soft_wrap=True, markup=False)
+        console.print(terminal(d.line()), style="red", soft_wrap=True, markup=False)  # pip's or vLLM's words
     errors = sum(o.verdict == "ERROR" for o in finished)
     if diagnostics:
         console.print(f"[red]{len(diagnostics)} target(s) could not be checked: exit {EXIT_TARGET}")
@@ -179,10 +180,10 @@ def _jobs(targets, pairs, ctx: RunContext, out_store: store.Store, opts: RunOpti
         d = TargetDiagnostic(target.name, build_of(target), stage, why[:4000], jobs, host=host_facts())
         diagnostics.append(d)
         out_store.append_record(d.to_dict())
-        console.print(f"[red]target {target.name}: {why}", soft_wrap=True, markup=False)
+        console.print(f"target {target.name}: {terminal(why)}", style="red", soft_wrap=True, markup=False)
     for target in targets:
         try:
-            envs[target.name] = ensure(target, opts.cache_dir, log=lambda m: console.print(f"[cyan]{m}"))
+            envs[target.name] = ensure(target, opts.cache_dir, log=lambda m: console.print(f"[cyan]{console_markup(m)}"))
         except (EnvError, OSError) as err:
             unusable(target, "install", str(err), len(pairs))
             continue
@@ -272,9 +273,9 @@ def _execute(jobs: list[Job], ctx: RunContext, out_store: store.Store, opts: Run
             results.append(outcome)
             progress.advance(task)
             if opts.fmt == "json":
-                print(json.dumps({"event": "outcome", "snippet_id": outcome.snippet_id, "variant": outcome.variant,
-                                  "target": outcome.target.name, "stage": outcome.stage,
-                                  "verdict": outcome.verdict, "reason": outcome.reason}), flush=True)
+                print(log_json({"event": "outcome", "snippet_id": outcome.snippet_id, "variant": outcome.variant,
+                                "target": outcome.target.name, "stage": outcome.stage,
+                                "verdict": outcome.verdict, "reason": outcome.reason}), flush=True)
 
     with progress:
         workers = min(opts.jobs or default_jobs(ctx.gpus) * ctx.share_gpu, max(len(jobs), 1))
