@@ -2,12 +2,19 @@
 `--as-pid-1`, stdlib only, by the target's own interpreter (`python -I -S`: no site, so nothing in
 the target environment runs before it).
 
-    python -I -S sandbox_init.py --status-fd N --limits JSON [--listen-fd M --port P] [--seed SRC:DEST]... [--watch DIR] -- CMD...
+    python -I -S sandbox_init.py --status-fd N --limits JSON [--listen-fd M --port P] [--seed SRC:DEST]...
+        [--watch DIR]... [--export DIR --export-fd F]... -- CMD...
 
 It
 - copies the compile caches it is given (`--seed`, read-only: the trusted warm-up's, then this
   command's own from its last start) into place before the command starts;
-- starts CMD with the limits that are rlimits (file size, CPU time, no core dumps, open files);
+- starts CMD in a pid namespace and /proc of its own, where the init does not exist, without any
+  capability (sandbox_nest.py), with the limits that are rlimits (file size, CPU time, no core
+  dumps, open files);
+- holds each `--watch` folder (a build's output on the runner's disk, a server's cache in its
+  private /tmp) to the disk limits, counted in allocated blocks and entries (sandbox_export.py);
+- when CMD is gone, kills whatever is left, and writes the `--export` folders as a tar stream into
+  `--export-fd` (a file only it holds), or nothing where they are past the disk limits;
 - watches the whole namespace every 100 ms: more tasks or more memory (anonymous memory of every
   process plus what the private tmpfs hold) than the limits allow, and every process of the
   namespace is killed (`kill(-1, SIGKILL)`); it cannot be killed from inside (the kernel drops
@@ -29,17 +36,21 @@ import sys
 import threading
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # `-I` leaves our own folder off the path
+import sandbox_export  # noqa: E402  (next to this file, read-only, ours)
+import sandbox_nest  # noqa: E402
+
 TICK_S = 0.1
 PR_SET_DUMPABLE = 4
 
 
 def parse(argv):
     """({option: value}, the command); `--seed` may be given more than once (a list)."""
-    opts, i = {"seed": []}, 0
+    opts, i = {"seed": [], "watch": [], "export": []}, 0
     while argv[i] != "--":
         name, value = argv[i].lstrip("-"), argv[i + 1]
-        if name == "seed":
-            opts["seed"].append(value)
+        if name in ("seed", "watch", "export"):
+            opts[name].append(value)
         else:
             opts[name] = value
         i += 2
@@ -82,18 +93,33 @@ def set_rlimits(limits):
     resource.setrlimit(resource.RLIMIT_NOFILE, (min(soft, cap), cap))
 
 
-def start(cmd, limits, keep_open):
+def start(cmd, limits, keep_open, report):
+    """Fork the command's side (sandbox_nest.py `command_side`: the command in a pid namespace of its
+    own where the kernel allows it) and return its pid; its exit status is the command's. The init
+    itself holds no capability afterwards (it may make no thread once it unshared a pid namespace,
+    so the unsharing is the child's)."""
     pid = os.fork()
     if pid:
+        try:
+            sandbox_nest.drop_capabilities()
+        except OSError as err:
+            report({"note": f"the init kept a capability: {err}"})
         return pid
     try:
-        for fd in keep_open:
-            os.close(fd)
+        sandbox_nest.command_side(cmd, lambda c: run_command(c, limits), keep_open)
+    except BaseException as err:  # noqa: BLE001 - report and leave; never return into the init
+        sys.stderr.write(f"driftmatrix sandbox: cannot start {cmd[0]}: {err}\n")
+    os._exit(127)
+
+
+def run_command(cmd, limits):
+    """exec the command with the default signal handlers and the rlimits (never returns)."""
+    try:
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(sig, signal.SIG_DFL)
         set_rlimits(limits)
         os.execvp(cmd[0], cmd)
-    except BaseException as err:  # noqa: BLE001 - report and leave; never return into the init
+    except BaseException as err:  # noqa: BLE001
         sys.stderr.write(f"driftmatrix sandbox: cannot start {cmd[0]}: {err}\n")
     os._exit(127)
 
@@ -172,18 +198,6 @@ def relay(listener, port):
         threading.Thread(target=pump, args=(client, upstream), daemon=True).start()
 
 
-def folder_mib(path):
-    """What a writable folder on the runner's disk holds (no link followed)."""
-    total = 0
-    for root, _dirs, files in os.walk(path):
-        for name in files:
-            try:
-                total += os.lstat(os.path.join(root, name)).st_size
-            except OSError:
-                pass
-    return total // 2**20
-
-
 def log_mib():
     """How large the log (our stdout, shared with the command) has grown."""
     try:
@@ -192,13 +206,11 @@ def log_mib():
         return 0
 
 
-def watch(child, limits, report, peak, watched=None):
+def watch(child, limits, report, peak, watched=()):
     """Wait for the command; returns its wait status's exit code (negative: the signal). `peak`
-    records the most tasks and memory seen; `watched`, a folder on the runner's disk, is held to
-    the disk limit (looked at every 10th tick)."""
-    tick = 0
+    records the most tasks and memory seen; each `watched` folder is held to the disk limits (every
+    tick: the walk stops at the limit, so its cost is bounded by it)."""
     while True:
-        tick += 1
         while True:  # reap: the command, and orphans reparented to us
             try:
                 pid, status = os.waitpid(-1, os.WNOHANG)
@@ -211,12 +223,11 @@ def watch(child, limits, report, peak, watched=None):
         tasks, memory = usage(limits["memory_mib"])
         peak["tasks"], peak["memory_mib"] = max(peak["tasks"], tasks), max(peak["memory_mib"], memory)
         log = log_mib()
-        disk = folder_mib(watched) if watched and tick % 10 == 0 else 0
         # at the limit is over it: the kernel (cgroup, RLIMIT_NPROC) refuses the next task
         over = ("tasks", tasks, limits["tasks"]) if tasks >= limits["tasks"] else \
             ("memory_mib", memory, limits["memory_mib"]) if memory > limits["memory_mib"] else \
             ("log_mib", log, limits["log_mib"]) if log > limits["log_mib"] else \
-            ("disk_mib", disk, limits["disk_mib"]) if disk > limits["disk_mib"] else None
+            next(filter(None, (sandbox_export.over(w, limits) for w in watched)), None)
         if over:
             report({"limit": over[0], "value": over[1], "max": over[2]})
             sys.stderr.write(f"driftmatrix sandbox: {over[0]} {over[1]} over the limit of {over[2]}: every process "
@@ -250,7 +261,11 @@ def main():
     if opts.get("listen-fd"):
         listener = socket.socket(fileno=int(opts["listen-fd"]))
         keep.append(listener.fileno())
-    child = start(cmd, limits, keep)
+    export_fd = int(opts["export-fd"]) if opts.get("export-fd") else None
+    if export_fd is not None:
+        keep.append(export_fd)
+    child = start(cmd, limits, keep, report)
+
     def forward(sig, _frame):
         try:
             os.kill(child, sig)
@@ -261,10 +276,35 @@ def main():
     if listener is not None:
         threading.Thread(target=relay, args=(listener, int(opts["port"])), daemon=True).start()
     peak = {"tasks": 0, "memory_mib": 0}
-    code = watch(child, limits, report, peak, opts.get("watch"))
+    stopped = []
+    code = watch(child, limits, lambda event: (stopped.append(event), report(event)), peak, opts["watch"])
+    end_everything()
+    if stopped:  # a command stopped at a limit leaves nothing behind, whatever its folders hold now
+        report({"note": "nothing handed out: the command was stopped at a limit"})
+    elif export_fd is not None:
+        try:
+            sandbox_export.export(opts["export"], export_fd, limits, report)
+        except OSError as err:
+            report({"note": f"the folders were not handed out: {err}"})
     report({"peak": peak})
     report({"exit": code})
     os._exit(code if code >= 0 else 128 - code)
+
+
+def end_everything():
+    """Kill every process left in the sandbox and reap them: nothing may still write when the
+    folders are handed out."""
+    try:
+        os.kill(-1, signal.SIGKILL)
+    except OSError:
+        pass
+    while True:
+        try:
+            os.waitpid(-1, 0)
+        except ChildProcessError:
+            return
+        except InterruptedError:
+            continue
 
 
 if __name__ == "__main__":

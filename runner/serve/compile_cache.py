@@ -13,10 +13,11 @@ where whatever the job adds is gone with it.
 
 What a start compiles for its own configuration (vLLM keys it by a hash of the configuration: other
 commands never share it) is kept for the same command's next start on the same build (a rerun, the
-next test session): the server writes it into a fresh folder of the runner's disk (held to the disk
-limit by the sandbox's init), accepted after the server is gone only when it holds plain files
-(`own`). A command can spoil only its own later starts. The folders of all commands together stay
-under OWN_MAX_BYTES, the least recently used dropped first.
+next test session): the server writes it into its private /tmp (held to the disk limits there, in
+allocated blocks and entries, by the sandbox's init), which hands it out once every process is gone;
+it is kept (`keep`) only when it holds plain files and folders within the limits. No folder of the
+runner's disk is writable to a server. A command can spoil only its own later starts. The folders of
+all commands together stay under OWN_MAX_BYTES, the least recently used dropped first.
 
 Where the warm-up cannot run (no sandbox, a docker target, it failed) jobs start cold; said in the
 outcome's notes.
@@ -41,6 +42,8 @@ from runner.builds.envs import TargetEnv
 from runner.isolation.sandbox import output
 from runner.serve.server import Server, free_port
 
+INSIDE = "/tmp/vllm-cache"
+"""Where a contained server keeps vLLM's cache (its VLLM_CACHE_ROOT: runner/isolation/sandbox INSIDE_ENV)."""
 WARMUP_ARGS = ["--max-model-len", "256", "--max-num-seqs", "2"]
 """Our own arguments for the warm-up's server (a tiny twin: nothing of the docs)."""
 WARMUP_RECIPE = 1
@@ -95,8 +98,6 @@ def warm(target: TargetEnv, ctx) -> Path | None:
 def _warm_up(target: TargetEnv, ctx, final: Path) -> None:
     staging = final.parent / f".{final.name}.warming"
     shutil.rmtree(staging, ignore_errors=True)
-    for name in sandbox.CACHE_DIRS:
-        (staging / name).mkdir(parents=True)
     t0 = time.monotonic()
     why, leases = None, []
     try:
@@ -133,10 +134,10 @@ def _serve(target: TargetEnv, ctx, model: str, staging: Path) -> str | None:
     port = free_port()
     env = {**env_policy.runner_env(), **env_policy.without_secrets({**ctx.base_env, **target.env}), "HF_HUB_OFFLINE": "1"}
     listen = sandbox.listening_socket(port)
+    caches = [f"/tmp/{name}" for name in sandbox.CACHE_DIRS]
     launch = sandbox.contain([*target.vllm, "serve", model, *WARMUP_ARGS, "--host", "127.0.0.1", "--port", str(port)],
                              python=target.python, env=env, kind="server", jobs=ctx.jobs, readable=[model],
-                             listen=listen, port=port,
-                             writable={str(staging / name): f"/tmp/{name}" for name in sandbox.CACHE_DIRS})
+                             listen=listen, port=port, watched=caches, export=caches, disk_mib=WARM_MAX_BYTES // 2**20)
     server = Server(launch.argv, launch.env, ctx.workdir / "logs" / f"warm-up-{target.target.name}.log", port,
                     launch=launch)
     server.start()
@@ -144,7 +145,11 @@ def _serve(target: TargetEnv, ctx, model: str, staging: Path) -> str | None:
         state = server.wait_ready(min(ctx.start_timeout, WARMUP_S))
     finally:
         server.stop()
-    return None if state == "ready" else f"the warm-up server did not become ready ({state}; see its log)"
+    if state != "ready":
+        return f"the warm-up server did not become ready ({state}; see its log)"
+    if not launch.exported(staging, WARM_MAX_BYTES):
+        return "the warm-up's caches were not handed out as plain files and folders within the limits"
+    return None
 
 
 def own_folder(target: TargetEnv, job_key: str, cache: Path) -> Path:
@@ -155,21 +160,27 @@ def own_folder(target: TargetEnv, job_key: str, cache: Path) -> Path:
 
 
 def staging(cache: Path) -> Path:
-    """A fresh folder for one start to write its compile cache into (bound into its sandbox)."""
+    """A fresh folder to unpack one start's compile cache into."""
     root = cache / "compile-cache" / ".staging"
     root.mkdir(parents=True, exist_ok=True)
     return Path(tempfile.mkdtemp(dir=root))
 
 
-def keep(written: Path, own: Path) -> None:
-    """After the server is gone: what it wrote becomes the command's own cache, if it holds only plain
-    files and folders within the disk limit; then the oldest caches go past OWN_MAX_BYTES."""
+def keep(launch: sandbox.Launch, own: Path, cache: Path) -> None:
+    """After the server is gone: the cache its init handed out becomes the command's own, if it holds
+    only plain files and folders within the limits; then the oldest caches go past OWN_MAX_BYTES."""
+    unpacked = staging(cache)
+    if not launch.exported(unpacked, OWN_MAX_BYTES // 4):
+        shutil.rmtree(unpacked, ignore_errors=True)
+        return
+    written = unpacked / Path(INSIDE).name
     try:
         own.parent.mkdir(parents=True, exist_ok=True)
         output.accept(written, own, OWN_MAX_BYTES // 4)
     except (output.UntrustedOutput, OSError):
-        shutil.rmtree(written, ignore_errors=True)
         return
+    finally:
+        shutil.rmtree(unpacked, ignore_errors=True)
     _prune(own.parents[1])
 
 

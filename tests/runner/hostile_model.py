@@ -82,7 +82,43 @@ def sockets():
     secrets = [k for k, v in os.environ.items() if any(c in v for c in HOST["canaries"])]
     home = os.path.exists(HOST["home_secret"])
     report(attack="sockets", reached=reached, secrets=secrets, home_secret_visible=home,
-           proc=sorted(p for p in os.listdir("/proc") if p.isdigit()))
+           proc=sorted(p for p in os.listdir("/proc") if p.isdigit()), init_fds=init_fds(),
+           root_only=[p for p in HOST.get("root_only", []) if os.path.exists(p)])
+
+
+def init_fds():
+    """The sandbox's init, wherever this process can see it: each visible process started with a
+    `--status-fd N` that still holds N, and the descriptors it lists (the runner's pipe, the relay)."""
+    found = {}
+    for pid in (p for p in os.listdir("/proc") if p.isdigit()):
+        try:
+            args = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
+            if b"--status-fd" in args and args[args.index(b"--status-fd") + 1].decode() in os.listdir(f"/proc/{pid}/fd"):
+                found[pid] = os.listdir(f"/proc/{pid}/fd")
+        except (OSError, ValueError, IndexError):
+            pass
+    return found
+
+
+def disk():
+    """The review's payload in the compile cache: 500 MiB reserved without a size (fallocate with
+    FALLOC_FL_KEEP_SIZE: no file-size limit applies) and 20,000 folders, then it waits to be kept."""
+    import ctypes
+    cache = os.environ.get("VLLM_CACHE_ROOT", "/tmp/vllm-cache")
+    os.makedirs(cache, exist_ok=True)
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_longlong, ctypes.c_longlong]
+    fd = os.open(os.path.join(cache, "dm-reserved"), os.O_CREAT | os.O_WRONLY)
+    reserved = libc.fallocate(fd, 1, 0, 500 * 2**20) == 0
+    made = 0
+    for i in range(20000):
+        try:
+            os.mkdir(os.path.join(cache, f"dm-dir-{i}"))
+            made += 1
+        except OSError:
+            break
+    report(attack="disk", reserved=reserved, folders=made)
+    time.sleep(3600)
 
 
 def big_file():
@@ -142,7 +178,7 @@ def marker():
     report(attack="marker", path=path)
 
 
-ACTIONS = {"marker": marker, "plant": plant, "sockets": sockets, "fsize": big_file, "memory": memory, "fork": fork_bomb,
+ACTIONS = {"marker": marker, "disk": disk, "plant": plant, "sockets": sockets, "fsize": big_file, "memory": memory, "fork": fork_bomb,
            "halfline": half_line, "verdict": change_verdicts}
 WHERE = "helper" if IN_HELPER else "server" if IN_SERVER else None
 if WHERE and not os.environ.get("DM_HOSTILE_DONE"):

@@ -29,12 +29,13 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
-from runner.isolation.sandbox import binds, cgroups
+from runner.isolation.sandbox import binds, cgroups, output, userns
 from runner.isolation.sandbox.cgroups import Cgroup
 from runner.isolation.sandbox.files import read_lines
 from runner.isolation.sandbox.limits import Kind, Limits, for_kind
@@ -93,13 +94,27 @@ def detect() -> tuple[bool, str]:
     bwrap = bwrap_path()
     if not bwrap:
         return False, "none: bubblewrap (bwrap) is not installed (plain processes)"
-    probe = subprocess.run([bwrap, *_namespaces(), *binds.system_args(gpu=False), "--proc", "/proc", "--dev", "/dev",
-                            "--", "/usr/bin/env", "true"], capture_output=True, text=True, timeout=60)
+    namespaces, fds = _namespaces()
+    status_r, status_w = os.pipe()
+    init = [sys.executable, "-I", "-S", str(INIT), "--status-fd", str(status_w), "--limits",
+            for_kind("query").to_json(), "--", "/usr/bin/env", "true"]
+    try:
+        probe = subprocess.run([bwrap, *namespaces, *binds.system_args(gpu=False),
+                                *binds.readable_args([*binds.python_installation(sys.executable), str(binds.INTARGET)]),
+                                "--proc", "/proc", "--dev", "/dev", "--", *init], capture_output=True, text=True,
+                               timeout=60, pass_fds=(*fds, status_w))
+    finally:
+        for fd in (status_w, *fds):
+            os.close(fd)
+        events = read_lines(status_r)
     if probe.returncode:
         return False, f"none: bubblewrap cannot make its namespaces here ({probe.stderr.strip()[-300:]}) (plain processes)"
     version = subprocess.run([bwrap, "--version"], capture_output=True, text=True).stdout.strip()
+    nested = next((e for e in events if "nested" in e), {})
+    proc = ("own pid namespace and /proc for the command (the init not in it)" if nested.get("nested") else
+            f"the command shares the init's pid namespace ({nested.get('why') or 'not reported'})")
     return True, (f"{version or 'bubblewrap'}: unprivileged user without capabilities, no network but loopback, "
-                  "own pid/ipc/uts namespaces, allow-listed files read-only, private /tmp, limits")
+                  f"own pid/ipc/uts namespaces, {proc}, allow-listed files read-only, private /tmp, limits")
 
 
 def describe() -> str:
@@ -125,10 +140,22 @@ def how_to_get() -> str:
             "an AppArmor profile allowing it user namespaces: the guide, docs/guide/security.md)")
 
 
-def _namespaces() -> list[str]:
-    return ["--unshare-user", "--uid", str(binds.UID), "--gid", str(binds.UID), "--disable-userns",
-            "--cap-drop", "ALL", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
-            "--unshare-cgroup-try", "--hostname", "sandbox", "--die-with-parent", "--as-pid-1"]
+def _namespaces() -> tuple[list[str], tuple[int, ...]]:
+    """bubblewrap's namespace options and the descriptors they name. The init keeps CAP_SYS_ADMIN in
+    the sandbox's own user namespace to give the command a pid namespace and /proc of its own; it
+    drops it, and the command never has a capability (runner/intarget/sandbox_nest.py). On a root
+    runner the user namespace is made beforehand (runner/isolation/sandbox/userns.py)."""
+    user = ["--unshare-user", "--disable-userns"]
+    fds: tuple[int, ...] = ()
+    if os.geteuid() == 0:
+        try:
+            fd = userns.for_root(binds.UID)
+            user, fds = ["--userns", str(fd), "--assert-userns-disabled"], (fd,)
+        except OSError:
+            pass  # bubblewrap's own: the command then shares the init's /proc (the init says so)
+    return ([*user, "--uid", str(binds.UID), "--gid", str(binds.UID), "--cap-drop", "ALL", "--cap-add",
+             "CAP_SYS_ADMIN", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
+             "--unshare-cgroup-try", "--hostname", "sandbox", "--die-with-parent", "--as-pid-1"], fds)
 
 
 @dataclass
@@ -146,6 +173,8 @@ class Launch:
     _status_r: int | None = None
     _closing: list[int] = field(default_factory=list)
     _sockets: list[socket.socket] = field(default_factory=list)
+    export_file: object | None = None
+    """Where its init writes the `export` folders (a tar stream) once every process is gone."""
 
     def preexec(self) -> None:
         """In the child before exec (Popen's preexec_fn): join the cgroup."""
@@ -182,27 +211,52 @@ class Launch:
         return events
 
 
+    def exported(self, dest: Path, max_bytes: int) -> bool:
+        """After `finished()`: unpack what the init handed out into the fresh folder `dest` (True), or
+        False where it handed out nothing (a limit, no folder) or something that is not plain files
+        and folders (runner/isolation/sandbox/output.py `unpack`)."""
+        exported, self.export_file = self.export_file, None
+        if exported is None:
+            return False
+        with exported:
+            if exported.seek(0, os.SEEK_END) == 0:
+                return False
+            exported.seek(0)
+            try:
+                output.unpack(exported, dest, max_bytes)
+            except output.UntrustedOutput:
+                return False
+        return True
+
+
 def contain(cmd: list[str], *, python: str, env: dict[str, str], kind: Kind, jobs: int = 1, ranks: int = 1,
             readable: list[str] = (), writable: dict[str, str] | None = None, gpu: bool = False,
             listen: socket.socket | None = None, port: int | None = None,
-            seeds: list[tuple[Path, str]] = (), watched: str | None = None) -> Launch:
+            seeds: list[tuple[Path, str]] = (), watched: list[str] = (), export: list[str] = (),
+            disk_mib: int | None = None) -> Launch:
     """`cmd` (run by the target interpreter `python`) in the sandbox, or plainly where there is none
-    (the caller decides whether that is allowed: `required_missing()`, `runner.isolation.trust`). `readable`:
-    the job's inputs; `writable`: host folder -> inside path (a build's fresh output, the trusted
-    warm-up's cache, a job's own compile cache); `watched`: the inside path of a writable folder whose
-    size the init holds to the disk limit; `listen`: a listening socket on our loopback that reaches
-    `port` inside; `seeds`: (folder, inside path) its init copies in before the command starts, in
-    order (runner/serve/compile_cache.py); `ranks`: a server's CPU worker processes (its limits grow).
+    (the caller decides whether that is allowed: `runner.isolation.trust`). `readable`: the job's
+    inputs; `writable`: host folder -> inside path (a stand-in build's fresh output: the one folder of
+    the runner's disk a contained process may write); `watched`: inside paths the init holds to the
+    disk limits (allocated blocks and entries); `export`: folders of its private /tmp the init hands
+    out after every process is gone (`Launch.exported`: a server's compile caches); `listen`: a
+    listening socket on our loopback that reaches `port` inside; `seeds`: (folder, inside path) its
+    init copies in before the command starts, in order (runner/serve/compile_cache.py); `ranks`: a
+    server's CPU worker processes (its limits grow); `disk_mib`: the disk limit of what runs nothing of
+    the docs (the trusted warm-up's caches), instead of the run's.
     SandboxError where a sandbox is required and there is none: nothing runs plainly then."""
     if not active():
         if refused := required_missing():
             raise SandboxError(f"{kind} not started: {refused}")
         return Launch(cmd, dict(env))
     limits = for_kind(kind, jobs, ranks)
+    if disk_mib is not None:
+        limits = replace(limits, disk_mib=disk_mib)
     status_r, status_w = os.pipe()
     os.set_inheritable(status_w, True)
-    fds = [status_w]
-    args = [bwrap_path() or "bwrap", *_namespaces(), "--proc", "/proc", "--dev", "/dev",
+    namespaces, userns_fds = _namespaces()
+    fds = [status_w, *userns_fds]
+    args = [bwrap_path() or "bwrap", *namespaces, "--proc", "/proc", "--dev", "/dev",
             "--size", str(limits.tmp_mib * 2**20), "--tmpfs", "/tmp",
             "--size", str(limits.shm_mib * 2**20), "--tmpfs", "/dev/shm",
             *binds.system_args(gpu), *binds.readable_args([*binds.python_installation(python), str(binds.INTARGET),
@@ -213,8 +267,14 @@ def contain(cmd: list[str], *, python: str, env: dict[str, str], kind: Kind, job
     for i, (folder, dest) in enumerate(seeds):
         args += ["--ro-bind", str(folder), f"{SEED_INSIDE}-{i}"]
         init += ["--seed", f"{SEED_INSIDE}-{i}:{dest}"]
-    if watched:
-        init += ["--watch", watched]
+    for folder in watched:
+        init += ["--watch", folder]
+    exported = None
+    if export:
+        exported = tempfile.TemporaryFile()  # on our side only: the init holds its descriptor, the command not
+        os.set_inheritable(exported.fileno(), True)
+        fds.append(exported.fileno())
+        init += [a for folder in export for a in ("--export", folder)] + ["--export-fd", str(exported.fileno())]
     if listen is not None:
         os.set_inheritable(listen.fileno(), True)
         fds.append(listen.fileno())
@@ -222,8 +282,8 @@ def contain(cmd: list[str], *, python: str, env: dict[str, str], kind: Kind, job
     # bubblewrap's own root and /dev are tmpfs without a size: read-only once everything is mounted
     # (the private /tmp and /dev/shm are mounts of their own, and stay writable)
     argv = [*args, "--remount-ro", "/dev", "--remount-ro", "/", "--chdir", "/tmp", "--", *init, "--", *cmd]
-    return Launch(argv, {**env, **INSIDE_ENV}, tuple(fds), limits, cgroups.create(limits), status_r, [status_w],
-                  [listen] if listen is not None else [])
+    return Launch(argv, {**env, **INSIDE_ENV}, tuple(fds), limits, cgroups.create(limits), status_r,
+                  [status_w, *userns_fds], [listen] if listen is not None else [], exported)
 
 
 def listening_socket(port: int) -> socket.socket:
@@ -237,7 +297,7 @@ def listening_socket(port: int) -> socket.socket:
 
 def run(cmd: list[str], *, python: str, env: dict[str, str], kind: Kind, timeout: float, input: str | None = None,
         readable: list[str] = (), writable: dict[str, str] | None = None, jobs: int = 1, gpu: bool = False,
-        watched: str | None = None) -> tuple[subprocess.CompletedProcess, list[dict]]:
+        watched: list[str] = ()) -> tuple[subprocess.CompletedProcess, list[dict]]:
     """Run a short contained command to its end (an environment query, a stand-in build, an option
     history check): (its result with text output, what the sandbox reported). Its output goes to
     anonymous files (the file-size limit bounds them) and is read back within OUTPUT_CAP; a deadline

@@ -47,8 +47,12 @@ class Limits:
     """Its log (stdout and stderr, a file on the runner's disk): past this the init kills it. vLLM
     logs KBs to MBs, tens of MB at DEBUG."""
     disk_mib: int
-    """What it may write into the one folder on the runner's disk it is given (a server's own compile
-    cache: MBs on a CPU, up to hundreds of MB of kernels on a GPU)."""
+    """What its watched folders may hold, counted in allocated blocks (space reserved without a size
+    counts): a server's compile cache in its private /tmp (MBs on a CPU, up to hundreds of MB of
+    kernels on a GPU), a stand-in build's output on the runner's disk (as large as a twin may be)."""
+    disk_files: int
+    """Files and folders its watched folders may hold (a compile cache: hundreds; thousands of Triton
+    kernels on a GPU): folders and inodes cost the disk too."""
     cpu_s: int
     """CPU seconds per process (RLIMIT_CPU; SIGXCPU past it): a server's compile, start, probes
     and perf take minutes of CPU; a spinning loop is stopped."""
@@ -61,7 +65,7 @@ class Limits:
 
     def describe(self) -> str:
         return (f"memory {self.memory_mib} MiB, {self.tasks} tasks, files up to {self.file_mib} MiB, log up to "
-                f"{self.log_mib} MiB, "
+                f"{self.log_mib} MiB, cache or output up to {self.disk_mib} MiB on disk and {self.disk_files} entries, "
                 f"{self.cpu_s} CPU s per process, /tmp {self.tmp_mib} MiB, /dev/shm {self.shm_mib} MiB")
 
     def to_json(self) -> str:
@@ -99,11 +103,12 @@ def for_kind(kind: Kind, jobs: int = 1, ranks: int = 1) -> Limits:
     base = Limits(memory_mib=memory, tasks=_env_int("TASKS", 1024 * max(ranks, 1)),
                   file_mib=_env_int("FILE_MIB", memory),
                   log_mib=_env_int("LOG_MIB", 256), disk_mib=_env_int("DISK_MIB", 1024),
+                  disk_files=_env_int("DISK_FILES", 50_000),
                   cpu_s=_env_int("CPU_S", 4 * 3600), tmp_mib=_env_int("TMP_MIB", min(4096, memory // 2)),
                   shm_mib=_env_int("SHM_MIB", min(4096, memory // 2)))
     if kind == "build":  # full-size twins: GBs of weights written, as big as the source model
         return replace(base, memory_mib=max(memory, int(_memory_total_mib() * 0.7)), file_mib=max(base.file_mib,
-                       256 * 1024))
+                       256 * 1024), disk_mib=max(base.disk_mib, 512 * 1024))
     if kind == "query":  # `import vllm` and a few prints
         return replace(base, cpu_s=min(base.cpu_s, 600))
     return base
@@ -111,7 +116,8 @@ def for_kind(kind: Kind, jobs: int = 1, ranks: int = 1) -> Limits:
 
 WORDS = {"memory_mib": ("memory", "MiB"), "tasks": ("process and thread count", "tasks"),
          "file_mib": ("file size", "MiB"), "cpu_s": ("CPU time", "s"), "tmp_mib": ("/tmp size", "MiB"),
-         "log_mib": ("log size", "MiB"), "disk_mib": ("compile cache size", "MiB")}
+         "log_mib": ("log size", "MiB"), "disk_mib": ("disk (allocated blocks) of its cache or output", "MiB"),
+         "disk_files": ("number of files and folders in its cache or output", "entries")}
 
 
 def explain(hit: dict) -> str:

