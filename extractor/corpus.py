@@ -10,6 +10,7 @@ Reads are bounded and stay inside the tree (extractor/bounds.py).
 
 from __future__ import annotations
 
+import copy
 import html
 import os
 import re
@@ -264,31 +265,41 @@ def _fence_on_command_line(found: list[Snippet], closing: int, place: Place) -> 
 
 
 def _includes(text: str, place: Place, root: Path, line_offset: int) -> tuple[list[Snippet], list[Diagnostic]]:
-    """`--8<-- "examples/….py"`: read the included Python when the tree has it."""
-    snippets, diagnostics = [], []
+    """`--8<-- "examples/….py"`: read the included Python when the tree has it. Linear in the page: each
+    file is read and parsed once (its snippets copied per include), lines counted on from the include before."""
+    snippets, diagnostics, read = [], [], {}
+    counted, line = 0, 1 + line_offset
     for m in _INCLUDE.finditer(text):
         target = m.group(1).split(":", 1)[0].strip()
         if not (target.endswith(".py") and target.startswith("examples/")):
             continue
-        line = text.count("\n", 0, m.start()) + 1 + line_offset
-        path = root / target
-        if not bounds.within(root, path) or not path.is_file():
-            where = "leads out of" if not bounds.within(root, path) else "is not in"
+        line, counted = line + text.count("\n", counted, m.start()), m.start()
+        if target not in read:
+            read[target] = _included(target, place, root)
+        there, found, diags = read[target]
+        if not there:
+            where = "leads out of" if not bounds.within(root, root / target) else "is not in"
             diagnostics.append(Diagnostic("warning", "unresolved-include",
                                           f"`--8<-- \"{m.group(1)}\"`: {target} {where} this tree; not read",
                                           place.corpus, place.version, place.file, line))
             continue
-        code, diags = read_text(path, place.corpus, place.version, target, root)
-        diagnostics += diags
-        if code is not None:
-            found, diags = from_python(code, place.at(1, context=f"include:{target}"))
-            for snippet in found:  # the reader sees it on the page, at the include line
-                for source in snippet.sources:
-                    source.context = f"include:{target}:{source.line}"
-                    source.line = line
-            snippets += found
-            diagnostics += diags
+        diagnostics += [copy.copy(d) for d in diags]
+        for snippet in (found := copy.deepcopy(found)):  # the reader sees it on the page, at the include line
+            for source in snippet.sources:
+                source.context = f"include:{target}:{source.line}"
+                source.line = line
+        snippets += found
     return snippets, diagnostics
+
+
+def _included(target: str, place: Place, root: Path) -> tuple[bool, list[Snippet], list[Diagnostic]]:
+    """(the file is in the tree, its snippets, the diagnostics of reading it) for an include."""
+    path = root / target
+    if not bounds.within(root, path) or not path.is_file():
+        return False, [], []
+    code, diagnostics = read_text(path, place.corpus, place.version, target, root)
+    found, diags = from_python(code, place.at(1, context=f"include:{target}")) if code is not None else ([], [])
+    return True, found, diagnostics + diags
 
 
 def _recipe_markdown(guide: Guide, place: Place) -> tuple[list[Snippet], list[Diagnostic]]:

@@ -13,7 +13,7 @@ import json
 from typing import Any
 
 from extractor.python_strings import command_strings
-from extractor.python_values import UNRESOLVED, assignments_before, evaluate
+from extractor.python_values import UNRESOLVED, Code, evaluate
 from extractor.records import Diagnostic, Snippet
 from extractor.snippet_builder import Place, build
 
@@ -60,13 +60,14 @@ def from_python(text: str, place: Place) -> tuple[list[Snippet], list[Diagnostic
             "warning", "python-syntax", f"Python block {what} but does not parse: {getattr(err, 'msg', err)}",
             place.corpus, place.version, place.file, line,
         )]
-    snippets = command_strings(text, tree, place)
+    code = Code(text, tree)  # its lines and assignments, looked up per command
+    snippets = command_strings(code, place)
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call) or not (call := _call_name(node)):
             continue
         if not any(kw.arg == "speculative_config" for kw in node.keywords):
             continue
-        snippets.append(_snippet(text, tree, node, call, place))
+        snippets.append(_snippet(code, node, call, place))
     return snippets, []
 
 
@@ -82,8 +83,8 @@ def _what_is_lost(text: str) -> str | None:
     return None
 
 
-def _snippet(text: str, tree: ast.AST, node: ast.Call, call: str, place: Place) -> Snippet:
-    assigned = assignments_before(tree, node.lineno)
+def _snippet(code: Code, node: ast.Call, call: str, place: Place) -> Snippet:
+    assigned = code.assigned_before(node.lineno)
     kwargs: dict[str, Any] = {}
     record: dict[str, Any] = {}
     unresolved: list[str] = []
@@ -111,7 +112,7 @@ def _snippet(text: str, tree: ast.AST, node: ast.Call, call: str, place: Place) 
         "python",
         kwargs_to_argv(model, kwargs),
         {},
-        place.source(node.lineno - 1, ast.get_source_segment(text, node) or ""),
+        place.source(node.lineno - 1, code.segment(node) or ""),
         python={"call": call, "kwargs": record},
         extra_placeholders=[f"<{u}>" if not u.startswith("**") else u for u in unresolved],
         placeholder_models=place.placeholder_models,

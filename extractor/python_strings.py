@@ -15,19 +15,20 @@ import shlex
 
 from extractor.records import Snippet
 from extractor.shell_commands import scan
-from extractor.python_values import UNRESOLVED, assignments_before, evaluate
+from extractor.python_values import UNRESOLVED, Code, evaluate
 from extractor.snippet_builder import Place, from_shell_text
 
 _UNQUOTED_PLACEHOLDER = re.compile(r"'(<[^'<>]*>)'")
 _LITERAL = re.compile(r"([rRuU]?)(\"\"\"|'''|\"|')(.*)\2", re.S)
 
 
-def command_strings(text: str, tree: ast.AST, place: Place) -> list[Snippet]:
+def command_strings(code: Code, place: Place) -> list[Snippet]:
+    tree = code.tree
     out: list[Snippet] = []
     lists: set[int] = set()
     for node in ast.walk(tree):
         if isinstance(node, (ast.List, ast.Tuple)) and _starts_vllm(node):
-            out += _from_list(text, tree, node, place)
+            out += _from_list(code, node, place)
             lists.update(id(e) for e in node.elts)
     for node in ast.walk(tree):
         if isinstance(node, ast.JoinedStr):  # its parts are read with it, never alone
@@ -36,7 +37,7 @@ def command_strings(text: str, tree: ast.AST, place: Place) -> list[Snippet]:
         if id(node) in lists:
             continue
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and "vllm" in node.value:
-            out += _from_string(_as_written(text, node), node.lineno, place)
+            out += _from_string(_as_written(code, node), node.lineno, place)
         elif isinstance(node, ast.JoinedStr):
             # f"vllm serve {model}": a replacement field is the reader's value, `{model}` a placeholder
             value = "".join(v.value if isinstance(v, ast.Constant) else "{" + ast.unparse(v.value) + "}"
@@ -52,11 +53,11 @@ def _starts_vllm(node: ast.List | ast.Tuple) -> bool:
         len(heads) >= 3 and heads[1] == "-m" and heads[2].startswith("vllm.entrypoints")
 
 
-def _as_written(text: str, node: ast.Constant) -> str:
+def _as_written(code: Code, node: ast.Constant) -> str:
     """The string's body as the page shows it: a `\\`-newline inside a Python string joins lines
     the way bash does, so reading the body as shell keeps both the command and its lines (the
     evaluated value has them joined). The value when the literal is not one plain string."""
-    segment = ast.get_source_segment(text, node) or ""
+    segment = code.segment(node) or ""
     m = _LITERAL.fullmatch(segment)
     if not m or m.group(2) in m.group(3).replace("\\" + m.group(2)[0], ""):  # `"a" "b"`: concatenated
         return node.value
@@ -70,8 +71,8 @@ def _from_string(value: str, lineno: int, place: Place) -> list[Snippet]:
     return from_shell_text(value, place.at(place.line + lineno - 1, context=_context(place, "a string")), found=found)
 
 
-def _from_list(text: str, tree: ast.AST, node: ast.List | ast.Tuple, place: Place) -> list[Snippet]:
-    assigned = assignments_before(tree, node.lineno)
+def _from_list(code: Code, node: ast.List | ast.Tuple, place: Place) -> list[Snippet]:
+    assigned = code.assigned_before(node.lineno)
     words = []
     for element in node.elts:
         value = evaluate(element, assigned)

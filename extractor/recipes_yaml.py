@@ -73,13 +73,15 @@ def _str_dict(value: Any, where: str) -> dict[str, str]:
     return {str(k): str(v) for k, v in value.items()}
 
 
-def _path_line(root: yaml.Node, path: tuple[str, ...]) -> int:
+def _path_line(root: yaml.Node, path: tuple[str, ...], keys: dict[int, dict[str, tuple]] | None = None) -> int:
     """0-based line of the node at `path`; where the path ends early, the line of the last key that is
-    there (a feature with only per-hardware args is at its own key, not at the file's line 1)."""
+    there (a feature with only per-hardware args is at its own key, not at the file's line 1). `keys`:
+    each mapping's entries by key, made once for all the paths asked (a scan of the mapping per path
+    cost features x features)."""
+    keys = {} if keys is None else keys
     node, line = root, 0
     for i, key in enumerate(path):
-        entry = next(((k, v) for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == key),
-                     None) if isinstance(node, yaml.MappingNode) else None
+        entry = _entries(node, keys).get(key) if isinstance(node, yaml.MappingNode) else None
         if isinstance(node, yaml.SequenceNode) and key.isdigit() and int(key) < len(node.value):
             entry = (node.value[int(key)], node.value[int(key)])  # a list entry (`omni.tasks.1`) is at its own line
         if entry is None:
@@ -87,6 +89,17 @@ def _path_line(root: yaml.Node, path: tuple[str, ...]) -> int:
         key_node, node = entry
         line = node.start_mark.line if i == len(path) - 1 else key_node.start_mark.line
     return line
+
+
+def _entries(node: yaml.MappingNode, keys: dict[int, dict[str, tuple]]) -> dict[str, tuple]:
+    """A mapping's (key node, value node) by key text, the first of a repeated key."""
+    if id(node) not in keys:
+        found: dict[str, tuple] = {}
+        for k, v in node.value:
+            if isinstance(k, yaml.ScalarNode):
+                found.setdefault(k.value, (k, v))
+        keys[id(node)] = found
+    return keys[id(node)]
 
 
 def _modes(name: str, feature: dict[str, Any]) -> list[tuple[str | None, list[str], list[str] | None, str]]:
@@ -238,9 +251,11 @@ def _commands(root: yaml.Node, data: dict[str, Any], place: Place) -> list[Snipp
             default_features.append(name if modes[0][0] is None else f"{name}:{modes[0][0]}")
             default_args += modes[0][1]
 
+    keys: dict[int, dict[str, tuple]] = {}  # the mappings' entries, indexed once for every command's line
+
     def snippet(node_path: tuple[str, ...], argv: list[str], env: dict[str, str], what: dict[str, Any],
                 heading: str = "") -> Snippet:
-        line = _path_line(root, node_path)
+        line = _path_line(root, node_path, keys)
         text = shell_text(argv, env)
         source = place.at(place.line, url=url, line_links=False, context="recipe:" + ".".join(node_path),
                           heading=heading).source(line, text)

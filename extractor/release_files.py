@@ -26,7 +26,7 @@ What is checked, narrowly (a false alarm is worse than none):
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import astuple, dataclass, field
 from pathlib import Path, PurePosixPath
 
 from packaging.version import Version
@@ -185,32 +185,70 @@ def line_of(source: Source, path: str) -> int:
 
 def check(snippets: list[Snippet], trees: ReleaseTrees, page_text) -> list[Diagnostic]:
     """Add the `file-not-in-release` lint where a source's releases lack a file its command names;
-    `page_text(source)` is the text of the source's page (or ""). Returns diagnostics (trees not had)."""
+    `page_text(source)` is the text of the source's page (or ""). Returns diagnostics (trees not had).
+    Linear in the sources: what is the same for every source of a path (the trees' answers, the
+    message, whether a page writes the file) is found once; a search of the whole page and a scan of
+    the snippet's lints per source made a page repeating such a command cost its square."""
     diagnostics: dict[tuple, Diagnostic] = {}
+    memo = _Memo(trees, page_text)
     for snippet in snippets:
-        for path in named_paths(snippet):
+        paths = named_paths(snippet)
+        held = {astuple(lint) for lint in snippet.lints} if paths else set()
+        for path in paths:
             for source in snippet.sources:
-                lint = _check_source(path, source, trees, page_text, diagnostics)
-                if lint is not None and lint not in snippet.lints:
+                lint = _check_source(path, source, memo, diagnostics)
+                if lint is not None and astuple(lint) not in held:
+                    held.add(astuple(lint))
                     snippet.lints.append(lint)
     return list(diagnostics.values())
 
 
-def _check_source(path: str, source: Source, trees: ReleaseTrees, page_text, diagnostics: dict) -> Lint | None:
+class _Memo:
+    """The answers `_check_source` asks for again and again, each found once per extraction."""
+
+    def __init__(self, trees: ReleaseTrees, page_text):
+        self.trees, self.page_text = trees, page_text
+        self._files: dict[tuple[str, str], tuple[bool, bool]] = {}
+        self._messages: dict[tuple[str, tuple[str, ...]], str] = {}
+        self._writes: dict[tuple[str, str, str, str], bool] = {}
+
+    def has(self, version: str, path: str) -> tuple[bool, bool]:
+        """(the path's top folder is in that release's tree, the file is): the tree must be had."""
+        if (version, path) not in self._files:
+            tree = self.trees.tree(version)
+            self._files[version, path] = (_in_tree(tree, path), _has(tree, path))
+        return self._files[version, path]
+
+    def message(self, path: str, looked: list[str]) -> str:
+        key = (path, tuple(looked))
+        if key not in self._messages:
+            self._messages[key] = message(path, looked, self.trees)
+        return self._messages[key]
+
+    def writes(self, source: Source, path: str) -> bool:
+        """`page_writes` of the source's page (the same page for the same corpus, version and file)."""
+        key = (source.corpus, source.version, source.file, path)
+        if key not in self._writes:
+            self._writes[key] = page_writes(self.page_text(source), path)
+        return self._writes[key]
+
+
+def _check_source(path: str, source: Source, memo: _Memo, diagnostics: dict) -> Lint | None:
+    trees = memo.trees
     looked = []
     for version in releases_for(source, trees):
-        tree = trees.tree(version)
-        if tree is None:  # offline: said once per page and path, never a lint
+        if trees.tree(version) is None:  # offline: said once per page and path, never a lint
             diagnostics.setdefault((source.corpus, source.version, source.file, path), Diagnostic(
                 "warning", "release-tree-unavailable", f"`{path}`: the tree of vLLM {version} could not be had "
                 f"({trees.unavailable.get(version, 'unknown')}); not checked", source.corpus, source.version,
                 source.file, line_of(source, path)))
             return None
-        if not _in_tree(tree, path):
+        in_tree, has = memo.has(version, path)
+        if not in_tree:
             continue  # a folder that release does not have here: not a path into its tree
-        if _has(tree, path):
+        if has:
             return None
         looked.append(version)
-    if not looked or page_writes(page_text(source), path):
+    if not looked or memo.writes(source, path):
         return None
-    return Lint(CODE, message(path, looked, trees), line_of(source, path), source.file, source.corpus, source.version)
+    return Lint(CODE, memo.message(path, looked), line_of(source, path), source.file, source.corpus, source.version)

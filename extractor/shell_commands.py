@@ -77,6 +77,23 @@ class ShellScan:
     """(0-based first line, body) of here-documents: data such as a kubectl manifest."""
 
 
+_ASSIGNED = re.compile(r"(?<![^\s;&|(])([A-Za-z0-9_]+)=")
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def assigned_names(text: str) -> frozenset[str]:
+    """The names a script assigns somewhere: NAME is one when `(^|[\\s;&|(])NAME=` matches in `text`.
+    One pass (a search of the whole script per name cost names x script)."""
+    return frozenset(m[1] for m in _ASSIGNED.finditer(text))
+
+
+def assigns(text: str, name: str, names: frozenset[str]) -> bool:
+    """Whether `(^|[\\s;&|(])NAME=` matches in `text`, given `names = assigned_names(text)`."""
+    if _IDENTIFIER.fullmatch(name):
+        return name in names
+    return re.search(rf"(^|[\s;&|(]){re.escape(name)}=", text) is not None  # not a name: as written
+
+
 def strip_prompts(text: str) -> str:
     """`$ vllm serve …` → `  vllm serve …` (console prompts are not part of the command)."""
     return _PROMPT.sub(lambda m: m.group(1) + "  ", text)
@@ -104,35 +121,50 @@ def simple_commands(tokens: list[Word | Operator]) -> list[tuple[list[Word], int
     return commands
 
 
+_API_SERVER = "vllm.entrypoints.openai.api_server"
+
+
 def _server_args(cmd: list[Word]) -> tuple[list[Word], Lint | None] | None:
     """The arguments after the vLLM server entry point, if `cmd` starts one."""
     n = vllm_entry(cmd)
-    if n is None:
+    if n is None or not _serves(cmd, 0, n):
         return None
-    if n == 3 and cmd[2].text == "vllm.entrypoints.openai.api_server":
+    if n == 3 and cmd[2].text == _API_SERVER:
         return cmd[3:], Lint(
             "legacy-entrypoint",
             "`python -m vllm.entrypoints.openai.api_server` is the legacy entry point; "
             "`vllm serve` is the documented one",
         )
-    return (cmd[n + 1:], None) if [w.text for w in cmd[n:n + 1]] == ["serve"] else None
+    return cmd[n + 1:], None
+
+
+def _serves(cmd: list[Word], k: int, n: int) -> bool:
+    """The vLLM CLI named by the `n` words at `cmd[k]` starts the server."""
+    return (n == 3 and cmd[k + 2].text == _API_SERVER) or (k + n < len(cmd) and cmd[k + n].text == "serve")
 
 
 def _subcommand_args(cmd: list[Word]) -> tuple[list[str], list[Word]] | None:
     """(subcommand words, arguments) for `vllm bench throughput … --speculative-config …` or
     `vllm run-batch … -sc …`: another vLLM subcommand given a speculative config."""
     n = vllm_entry(cmd)
-    if n is None or cmd[n - 1].text == "vllm.entrypoints.openai.api_server" or len(cmd) <= n:
+    found = _subcommand_at(cmd, 0, n) if n is not None else None
+    if found is None or not any(_is_spec_flag(w) for w in cmd[found[1]:]):
         return None
-    sub = [cmd[n].text]
+    return found[0], cmd[found[1]:]
+
+
+def _subcommand_at(cmd: list[Word], k: int, n: int) -> tuple[list[str], int] | None:
+    """(subcommand words, where its arguments start) of the vLLM CLI named by the `n` words at
+    `cmd[k]`, when it names another subcommand than `serve` (whether a speculative config follows
+    is the caller's question)."""
+    if cmd[k + n - 1].text == _API_SERVER or len(cmd) <= k + n:
+        return None
+    sub = [cmd[k + n].text]
     if sub[0] in ("serve", "--version") or sub[0].startswith("-"):
         return None
-    if sub[0] == "bench" and len(cmd) > n + 1 and not cmd[n + 1].text.startswith("-"):
-        sub.append(cmd[n + 1].text)
-    args = cmd[n + len(sub):]
-    if not any(_is_spec_flag(w) for w in args):
-        return None
-    return sub, args
+    if sub[0] == "bench" and len(cmd) > k + n + 1 and not cmd[k + n + 1].text.startswith("-"):
+        sub.append(cmd[k + n + 1].text)
+    return sub, k + n + len(sub)
 
 
 def _is_spec_flag(word: Word) -> bool:
@@ -145,8 +177,26 @@ def _is_fragment(words: list[Word]) -> bool:
     return words[0].text.startswith("-") and any(_is_spec_flag(w) for w in words)
 
 
-def _is_vllm_command(cmd: list[Word]) -> bool:
-    return _server_args(cmd) is not None or _subcommand_args(cmd) is not None
+class _VllmStarts:
+    """`split_at_vllm`'s question, whether `cmd[k:]` is a vLLM command to read (`_server_args` or
+    `_subcommand_args` of it is not None), in constant time per place: the last speculative-config
+    flag of the command is found once, not searched for in the rest at every `vllm` in it."""
+
+    def __init__(self) -> None:
+        self.last_spec: int | None = None
+
+    def __call__(self, cmd: list[Word], k: int) -> bool:
+        n = vllm_entry(cmd, k)
+        if n is None:
+            return False
+        if _serves(cmd, k, n):
+            return True
+        found = _subcommand_at(cmd, k, n)
+        if found is None:
+            return False
+        if self.last_spec is None:
+            self.last_spec = max((i for i, w in enumerate(cmd) if _is_spec_flag(w)), default=-1)
+        return self.last_spec >= found[1]
 
 
 def _docker(cmd: list[Word]) -> tuple[Word, list[str], list[Word], list[Word], bool] | None:
@@ -263,7 +313,7 @@ def _invocations(peeled, start: int, end: int, depth: int) -> list[Invocation]:
             inv.env = env | inv.env
             inv.wrapper = texts(peeled.wrapper) + inv.wrapper
         return inner
-    peeled = split_at_vllm(peeled, _is_vllm_command)
+    peeled = split_at_vllm(peeled, _VllmStarts())
     env_words, rest, wrapper = peeled.env, peeled.command, texts(peeled.wrapper)
     env = _env_dict(env_words)
     server = _server_args(rest)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import json
 import re
@@ -13,7 +14,7 @@ from typing import Any
 from extractor.records import Lint, Snippet, SnippetKind, Source
 from extractor.serve_args import AMBIENT_VARS, ServeArgs, parse_serve_args, placeholders_in
 from extractor.markdown_sources import is_relative_model
-from extractor.shell_commands import Invocation, ShellScan, scan
+from extractor.shell_commands import Invocation, ShellScan, assigned_names, scan
 from extractor.shell_lexer import Word
 
 
@@ -186,34 +187,68 @@ def from_shell_text(text: str, place: Place, extra_env: dict[str, str] | None = 
                     found: ShellScan | None = None) -> list[Snippet]:
     """Every serve/docker/fragment snippet in a shell block starting at `place.line`
     (`extra_env`: variables the surrounding file sets, e.g. a k8s container's `env`;
-    `found`: the block's scan, when the caller already has it)."""
+    `found`: the block's scan, when the caller already has it). Linear in the block: what each
+    command needs of the whole block (its lints, its lines, the names the block assigns) is looked
+    up, not searched for again per command."""
     found = found or scan(text)
     lines = text.split("\n")
+    lints_in = _LintsByLine(found.lints)
+    assigned = _Assigned(text)
+    raws: dict[tuple[int, int], str] = {}  # commands sharing a line (`a; b`) share its text
     out = []
     for inv in found.invocations:
-        _fill_defaults(inv, text)
+        _fill_defaults(inv, assigned)
         inv.env = (extra_env or {}) | inv.env
         if place.model_id and inv.kind in ("serve", "docker"):
             _card_model(inv, place.model_id)
-        lints = [lint for lint in found.lints if lint.line is not None and inv.line <= lint.line <= inv.end_line]
-        lints += inv.lints
+        lints = lints_in.between(inv.line, inv.end_line) + inv.lints
         lints = [replace(lint, line=place.line + lint.line) for lint in lints]
-        raw = textwrap.dedent("\n".join(lines[inv.line:inv.end_line + 1])).strip("\n")
-        out.append(_from_invocation(inv, place.source(inv.line, raw), lints, place.placeholder_models))
+        span = (inv.line, inv.end_line)
+        if span not in raws:
+            raws[span] = textwrap.dedent("\n".join(lines[inv.line:inv.end_line + 1])).strip("\n")
+        out.append(_from_invocation(inv, place.source(inv.line, raws[span]), lints, place.placeholder_models))
     return out
+
+
+class _LintsByLine:
+    """A block's lints, found by line range in O(log n) (in their own order)."""
+
+    def __init__(self, lints: list[Lint]):
+        self.lints = lints
+        self.placed = sorted((lint.line, i) for i, lint in enumerate(lints) if lint.line is not None)
+        self.lines = [line for line, _ in self.placed]
+
+    def between(self, first: int, last: int) -> list[Lint]:
+        lo, hi = bisect.bisect_left(self.lines, first), bisect.bisect_right(self.lines, last)
+        return [self.lints[i] for i in sorted(i for _, i in self.placed[lo:hi])]
 
 
 _DEFAULTED = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*):?-([^$`{}\\]*)\}$")
 
 
-def _fill_defaults(inv: Invocation, text: str) -> None:
+class _Assigned:
+    """The names a block assigns (shell_commands.assigned_names), found when first asked: a search of
+    the whole block per `${NAME:-default}` was quadratic."""
+
+    def __init__(self, text: str):
+        self.text = text
+        self.names: frozenset[str] | None = None
+
+    def __contains__(self, name: str) -> bool:
+        if self.names is None:
+            self.names = assigned_names(self.text)
+        return name in self.names
+
+
+def _fill_defaults(inv: Invocation, assigned: _Assigned) -> None:
     """`${PORT:-8000}` is 8000 in the reader's shell, where PORT is unset (bash's default value): the
-    word takes its default, unless the block itself assigns the variable. Other expansions stay."""
+    word takes its default, unless the block itself assigns the variable (`assigned`: the names the
+    block assigns). Other expansions stay."""
     def filled(word: Word) -> Word:
         kept, out = [], word.text
         for exp in word.expansions:
             m = _DEFAULTED.match(exp)
-            if m and exp in out and not re.search(rf"(^|[\s;&|(]){m[1]}=", text):
+            if m and exp in out and m[1] not in assigned:
                 out = out.replace(exp, m[2], 1)
             else:
                 kept.append(exp)

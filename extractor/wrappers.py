@@ -73,10 +73,10 @@ def peel(words: list[Word]) -> Peeled:
     return out
 
 
-def vllm_entry(words: list[Word]) -> int | None:
-    """How many words name the vLLM CLI at the start of `words` (`vllm` → 1, `python -m
+def vllm_entry(words: list[Word], start: int = 0) -> int | None:
+    """How many words name the vLLM CLI at `words[start]` (`vllm` → 1, `python -m
     vllm.entrypoints.cli.main` → 3, `python -m vllm.entrypoints.openai.api_server` → 3), or None."""
-    texts = [w.text for w in words[:3]]
+    texts = [w.text for w in words[start:start + 3]]
     if texts[:1] == ["vllm"] or (texts and texts[0].endswith("/bin/vllm")):
         return 1
     if len(texts) == 3 and _PYTHON.match(texts[0]) and texts[1] == "-m" and \
@@ -85,16 +85,17 @@ def vllm_entry(words: list[Word]) -> int | None:
     return None
 
 
-def split_at_vllm(peeled: Peeled, runs: Callable[[list[Word]], bool]) -> Peeled:
+def split_at_vllm(peeled: Peeled, runs: Callable[[list[Word], int], bool]) -> Peeled:
     """For a command that is not itself vLLM (`nsys profile -o x vllm serve …`, `kubectl exec p --
-    vllm serve …`): everything before the first place where `runs` says a vLLM command starts
-    becomes wrapper; assignments just before it (`sudo HF_HOME=/x vllm serve`) are environment.
-    Unchanged when there is none."""
+    vllm serve …`): everything before the first place where `runs(command, k)` says a vLLM command
+    starts at `command[k]` becomes wrapper; assignments just before it (`sudo HF_HOME=/x vllm serve`)
+    are environment. Unchanged when there is none. Places are indices, never copies of the rest: a
+    copy per word made a long command cost its square."""
     command = peeled.command
     if not command or vllm_entry(command) is not None or command[0].text in _NOT_WRAPPERS:
         return peeled
     for k in range(1, len(command)):
-        if vllm_entry(command[k:]) is None or not runs(command[k:]):
+        if vllm_entry(command, k) is None or not runs(command, k):
             continue
         head = command[:k]
         tail_env = len(head)

@@ -19,6 +19,7 @@ Decided per source, first rule that applies:
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass
 
@@ -165,9 +166,11 @@ def statements(text: str, stable: str, file: str) -> list[Statement]:
 
 
 def from_statements(found: list[Statement], line: int) -> WrittenFor | None:
-    """The statement nearest before `line` (a command's own image tag counts), else the first."""
-    before = [s for s in found if s.line <= line]
-    chosen = before[-1] if before else (found[0] if found else None)
+    """The statement nearest before `line` (a command's own image tag counts), else the first.
+    `found` is in page order: a binary search (a scan per command cost the square of a page that
+    repeats an install line and a command)."""
+    before = bisect.bisect_right(found, line, key=lambda s: s.line)
+    chosen = found[before - 1] if before else (found[0] if found else None)
     return chosen.written_for if chosen else None
 
 

@@ -19,7 +19,7 @@ import yaml
 from extractor import yaml_nodes
 from extractor.records import Diagnostic, Lint, Snippet
 from extractor.serve_args import placeholders_in
-from extractor.shell_commands import ShellScan, scan
+from extractor.shell_commands import ShellScan, assigned_names, assigns, scan
 from extractor.shell_lexer import Word
 from extractor.snippet_builder import Place, build, from_shell_text
 
@@ -57,13 +57,14 @@ def from_yaml_block(text: str, place: Place) -> tuple[list[Snippet], list[Diagno
                                place.corpus, place.version, place.file, line)]
     snippets: list[Snippet] = []
     consumed: set[int] = set()
+    relay = yaml_nodes.Relaid(text, roots)  # the block's lines and re-laid scalars, made once for all its commands
     for root in roots:
         for node, env in yaml_nodes.walk_scoped(root, _scope, {}):
             if isinstance(node, yaml.MappingNode):
-                snippets += _container(node, text, place, env, consumed)
+                snippets += _container(node, relay, place, env, consumed)
             elif isinstance(node, yaml.ScalarNode) and id(node) not in consumed and isinstance(node.value, str):
                 if "vllm serve" in node.value or "vllm/vllm-" in node.value:
-                    snippets += _script(node, text, place, env)
+                    snippets += _script(node, relay, place, env)
     return snippets, []
 
 
@@ -123,7 +124,8 @@ def _k8s_expand(text: str, values: dict[str, str]) -> str:
     return _K8S_VAR.sub(lambda m: values.get(m[1], m[0]), text)
 
 
-def _container(node: yaml.MappingNode, text: str, place: Place, env: Env, consumed: set[int]) -> list[Snippet]:
+def _container(node: yaml.MappingNode, relay: yaml_nodes.Relaid, place: Place, env: Env,
+               consumed: set[int]) -> list[Snippet]:
     fields = yaml_nodes.mapping(node)
     command = yaml_nodes.strings(fields.get("command"))
     args = yaml_nodes.strings(fields.get("args"))
@@ -137,14 +139,14 @@ def _container(node: yaml.MappingNode, text: str, place: Place, env: Env, consum
     if len(texts) >= 2 and texts[0] in _SHELLS and texts[1] in ("-c", "-lc", "-ec"):
         consumed.update(id(w) for w in words)
         script = words[2] if len(words) > 2 else None
-        return [] if script is None else _script(script, text, place.at(place.line, context="yaml:container"),
+        return [] if script is None else _script(script, relay, place.at(place.line, context="yaml:container"),
                                                   env, k8s=True)
     serve = texts[:2] == ["vllm", "serve"]
     entrypoint = not command and image and _VLLM_IMAGE.match(image)  # the image's entrypoint is the server
     if not serve and not entrypoint:
         return []
     consumed.update(id(w) for w in words)
-    lines = text.split("\n")
+    lines = relay.lines
     end = max(w.end_mark.line for w in words)
     source = place.source(words[0].start_mark.line, "\n".join(lines[node.start_mark.line:end + 1]).rstrip())
     source.context = "yaml:container"
@@ -155,12 +157,14 @@ def _container(node: yaml.MappingNode, text: str, place: Place, env: Env, consum
                   placeholder_models=place.placeholder_models)]
 
 
-def _script(node: yaml.ScalarNode, text: str, place: Place, env: Env, k8s: bool = False) -> list[Snippet]:
+def _script(node: yaml.ScalarNode, relay: yaml_nodes.Relaid, place: Place, env: Env,
+            k8s: bool = False) -> list[Snippet]:
     """The commands of a shell script held in a scalar (a `run: |` block, an `sh -c` argument),
     each at the file line where it starts."""
     # A variable the script assigns itself (`MODEL=x`, `export MODEL=x`) may no longer hold the YAML's value.
-    values = {k: v for k, v in _literals(env).items()
-              if not re.search(rf"(^|[\s;&|(]){re.escape(k)}=", node.value)}
+    literals = _literals(env)
+    names = assigned_names(node.value) if literals else frozenset()  # one pass, not one search per variable
+    values = {k: v for k, v in literals.items() if not assigns(node.value, k, names)}
 
     def scanned(script: str) -> ShellScan:
         found = scan(_k8s_expand(script, values) if k8s else script)
@@ -170,9 +174,9 @@ def _script(node: yaml.ScalarNode, text: str, place: Place, env: Env, k8s: bool 
     found, first, shown, laid = scanned(node.value), yaml_nodes.scalar_line(node), node.value, node.value
     # A folded or quoted scalar joins the file's lines: a copy laid out line for line gives each
     # command's file lines (its words stay the value's: inside '…' the copy's `\`-newlines are text).
-    relaid = yaml_nodes.relaid(text, node)
+    relaid = relay(node)
     if relaid is not None and _placed(found, scanned(relaid)):
-        first, shown, laid = node.start_mark.line, yaml_nodes.span_text(text, node), relaid
+        first, shown, laid = node.start_mark.line, yaml_nodes.span_text(relay.text, node, relay.lines), relaid
     if node.style == ">":
         found = _folded_as_meant(node.value, laid, found, scanned)
     return from_shell_text(shown, place.at(place.line + first), _recorded(env), found=found)

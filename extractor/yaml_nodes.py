@@ -152,27 +152,42 @@ def relaid(text: str, node: yaml.ScalarNode) -> str | None:
 
     None where the value's lines already are the file's (a literal `|` or one-line scalar), and
     where the text cannot be re-laid (the marked text does not parse to the same value)."""
-    start, end = node.start_mark, node.end_mark
-    if node.style == "|" or end.line == start.line or _MARK in text:
+    if not _relayable(node) or _MARK in text:
         return None
     lines = text.split("\n")
-    marked: list[int] = []  # 0-based lines after the first, relative to the first, that got a mark
+    marks = _marks(lines, node)
+    for n, col in marks:
+        lines[n] = lines[n][:col] + _MARK + lines[n][col:]
+    return _laid_out(node, _scalar_at("\n".join(lines), node.start_mark.line, node.start_mark.column), marks)
+
+
+def _relayable(node: yaml.Node) -> bool:
+    return isinstance(node, yaml.ScalarNode) and node.style != "|" and node.end_mark.line != node.start_mark.line
+
+
+def _marks(lines: list[str], node: yaml.ScalarNode) -> list[tuple[int, int]]:
+    """(file line, column) where each line after a scalar's first starts its text inside the scalar."""
+    start, end = node.start_mark, node.end_mark
+    marks = []
     for n in range(start.line + 1, min(end.line, len(lines) - 1) + 1):
         line = lines[n]
         col = len(line) - len(line.lstrip(" \t"))
         if col == len(line) or (n == end.line and col >= end.column):
             continue  # blank lines fold differently once marked; past the end is another node
-        lines[n] = line[:col] + _MARK + line[col:]
-        marked.append(n - start.line)
-    twin = _scalar_at("\n".join(lines), start.line, start.column)
-    if twin is None or twin.value.replace(_MARK, "") != node.value or twin.value.count(_MARK) != len(marked):
+        marks.append((n, col))
+    return marks
+
+
+def _laid_out(node: yaml.ScalarNode, twin: yaml.ScalarNode | None, marks: list[tuple[int, int]]) -> str | None:
+    """The re-laid value from the scalar's twin in the marked text (None when it is not the same value)."""
+    if twin is None or twin.value.replace(_MARK, "") != node.value or twin.value.count(_MARK) != len(marks):
         return None
     out: list[str] = []
     row = 0
-    marks = iter(marked)
+    targets = iter(n - node.start_mark.line for n, _ in marks)  # lines after the first, relative to it
     for ch in twin.value:
         if ch == _MARK:
-            target = next(marks)
+            target = next(targets)
             # Fewer rows than the target: lines were joined; a `\`-newline adds the row and no text.
             # More (a `\n` escape in a quoted scalar): nothing to do, later lines drift.
             out.append("\\\n" * max(0, target - row))
@@ -181,6 +196,63 @@ def relaid(text: str, node: yaml.ScalarNode) -> str | None:
             row += ch == "\n"
             out.append(ch)
     return "".join(out)
+
+
+class Relaid:
+    """`relaid(text, node)` for the scalars of one YAML text, from one parse of it with every
+    multi-line scalar marked at once: a parse per scalar cost the square of a block holding many
+    (4,000 folded commands: 72 s). A mark sits inside its own scalar's text, after the indentation
+    of a line the scanner reads as that scalar's, so it changes no other node's value or structure
+    (a node starting on a line marked for the scalar before it is found one column on); each scalar
+    gets what its own parse gave. A scalar sharing marked lines with another, or a text whose joint
+    parse fails, is re-laid alone, as before."""
+
+    def __init__(self, text: str, roots: list[yaml.Node]):
+        self.text, self.roots = text, roots
+        self.lines = text.split("\n")
+        self._laid: dict[int, str | None] | None = None
+
+    def __call__(self, node: yaml.ScalarNode) -> str | None:
+        if not _relayable(node) or _MARK in self.text:
+            return None
+        if self._laid is None:
+            self._laid = self._all()
+        if id(node) in self._laid:
+            return self._laid[id(node)]
+        return relaid(self.text, node)
+
+    def _all(self) -> dict[int, str | None]:
+        lines = list(self.lines)
+        marked: dict[int, int] = {}  # file line -> the column of its mark
+        nodes: list[tuple[yaml.ScalarNode, list[tuple[int, int]]]] = []
+        for node in (n for root in self.roots for n in walk(root) if _relayable(n)):
+            marks = _marks(self.lines, node)
+            if any(n in marked for n, _ in marks):
+                continue  # lines another scalar marked (no valid text has such): done alone, to be safe
+            marked.update(marks)
+            nodes.append((node, marks))
+        for n, col in marked.items():
+            lines[n] = lines[n][:col] + _MARK + lines[n][col:]
+        try:
+            twins = _scalars_by_place("\n".join(lines))
+        except yaml.YAMLError:
+            return {}
+        laid = {}
+        for node, marks in nodes:
+            start = node.start_mark
+            shift = start.line in marked and marked[start.line] <= start.column
+            laid[id(node)] = _laid_out(node, twins.get((start.line, start.column + shift)), marks)
+        return laid
+
+
+def _scalars_by_place(text: str) -> dict[tuple[int, int], yaml.ScalarNode]:
+    """(line, column) -> the first scalar starting there, in the order `_scalar_at` looks."""
+    found: dict[tuple[int, int], yaml.ScalarNode] = {}
+    for root in compose_all(text):
+        for node in walk(root):
+            if isinstance(node, yaml.ScalarNode):
+                found.setdefault((node.start_mark.line, node.start_mark.column), node)
+    return found
 
 
 def _scalar_at(text: str, line: int, column: int) -> yaml.ScalarNode | None:
@@ -209,12 +281,13 @@ def fold_kept_breaks(text: str, joint: str) -> str:
     return "".join(out)
 
 
-def span_text(text: str, node: yaml.ScalarNode) -> str:
+def span_text(text: str, node: yaml.ScalarNode, lines: list[str] | None = None) -> str:
     """The file lines a scalar spans, from its first line, with what precedes its value on that line
     (`- "`, `args: >`) blanked and a closing quote cut: line i is file line `node.start_mark.line + i`,
-    as written."""
+    as written. `lines`: the text split into lines, when the caller has them (a split per scalar cost
+    the square of a block of many)."""
     start, end = node.start_mark, node.end_mark
-    lines = text.split("\n")[start.line:end.line + 1]
+    lines = (lines if lines is not None else text.split("\n"))[start.line:end.line + 1]
     quoted = node.style in ('"', "'")
     if quoted and len(lines) > 1:
         lines[-1] = lines[-1][:end.column - 1] + lines[-1][end.column:]
