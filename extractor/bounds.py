@@ -25,6 +25,12 @@ MAX_LINE_CHARS = 64 * 1024
 The longest real line is ~3.8 kB (a recipe's speculative-config JSON): 17x that is no command a
 reader copies, and it bounds what one line of a page can put into a command or a snippets.json."""
 
+MAX_COMMANDS_PER_LINE = 32
+"""Commands one line (or one span of lines) of a page may hold (`a; b; c`): each command's record
+carries the text of its lines for annotate, so N commands on a line of L characters would write N x L
+into snippets.json (a 0.1 MB page of `vllm serve m1; vllm serve m2; …` made 302 MB). The real pages
+hold at most 2 on a line. The rest of such a line is left out, said in a lint of the last one kept."""
+
 MAX_HEADING_CHARS = 1000
 """Only this much of a heading is read for its anchor and text (the longest real heading is ~200
 characters): inline Markdown markup is matched with regexes that may be quadratic in a heading's

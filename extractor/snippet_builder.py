@@ -11,6 +11,7 @@ import textwrap
 from dataclasses import dataclass, replace
 from typing import Any
 
+from extractor.bounds import MAX_COMMANDS_PER_LINE
 from extractor.records import Lint, Snippet, SnippetKind, Source
 from extractor.serve_args import AMBIENT_VARS, ServeArgs, parse_serve_args, placeholders_in
 from extractor.markdown_sources import is_relative_model
@@ -195,19 +196,32 @@ def from_shell_text(text: str, place: Place, extra_env: dict[str, str] | None = 
     lints_in = _LintsByLine(found.lints)
     assigned = _Assigned(text)
     raws: dict[tuple[int, int], str] = {}  # commands sharing a line (`a; b`) share its text
+    per_span: dict[tuple[int, int], int] = {}
     out = []
     for inv in found.invocations:
+        span = (inv.line, inv.end_line)
+        per_span[span] = per_span.get(span, 0) + 1
+        if per_span[span] > MAX_COMMANDS_PER_LINE:  # bounded output: see extractor/bounds.py
+            _left_out(out[-1], span, place)
+            continue
         _fill_defaults(inv, assigned)
         inv.env = (extra_env or {}) | inv.env
         if place.model_id and inv.kind in ("serve", "docker"):
             _card_model(inv, place.model_id)
         lints = lints_in.between(inv.line, inv.end_line) + inv.lints
         lints = [replace(lint, line=place.line + lint.line) for lint in lints]
-        span = (inv.line, inv.end_line)
         if span not in raws:
             raws[span] = textwrap.dedent("\n".join(lines[inv.line:inv.end_line + 1])).strip("\n")
         out.append(_from_invocation(inv, place.source(inv.line, raws[span]), lints, place.placeholder_models))
     return out
+
+
+def _left_out(last: Snippet, span: tuple[int, int], place: Place) -> None:
+    """Say once, on the last command kept of a line, that the line's further commands were left out."""
+    line = place.line + span[0]
+    if not any(lint.code == "commands-left-out" and lint.line == line for lint in last.lints):
+        last.lints.append(Lint("commands-left-out", f"more than {MAX_COMMANDS_PER_LINE} commands on this line: the "
+                               "rest are left out (bounded input)", line))
 
 
 class _LintsByLine:

@@ -113,6 +113,24 @@ def test_an_oversized_page_and_a_long_line_are_diagnosed_and_the_rest_is_read(tm
     assert ("docs/long.md", "line-too-long", 8) in diags and ("docs/long.md", "line-too-long", 13) in diags
 
 
+def test_commands_sharing_a_line_are_bounded_and_said(tmp_path):
+    """Each command's record carries its line's text (annotate patches by it): 2,000 commands on one
+    line once wrote 2,000 copies of it. A line keeps MAX_COMMANDS_PER_LINE; the rest are said."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (tmp_path / "mkdocs.yaml").write_text("site_name: t\n")
+    line = "; ".join(f"vllm serve org/m{i}" for i in range(2000))
+    (docs / "many.md").write_text(f"# Many\n\n```bash\n{line}\n```\n\n```bash\nvllm serve a/b; vllm serve c/d\n```\n")
+    catalog, _ = extract(stable=stable_pin(), sources=[tmp_path])
+    models = [s.model for s in catalog.snippets]
+    assert len(models) == bounds.MAX_COMMANDS_PER_LINE + 2 and {"a/b", "c/d"} <= set(models)
+    said = [lint for s in catalog.snippets for lint in s.lints if lint.code == "commands-left-out"]
+    assert len(said) == 1 and said[0].line == 4
+    path = tmp_path / "snippets.json"
+    catalog.write(path)
+    assert path.stat().st_size < 100 * len(line)  # not 2,000 copies of the line
+
+
 def outside_tree(tmp_path: Path) -> tuple[Path, str]:
     """A folder outside the tree, every file of it holding a unique canary string (and a command)."""
     canary = f"canary-{uuid.uuid4().hex}"
