@@ -31,6 +31,12 @@ carries the text of its lines for annotate, so N commands on a line of L charact
 into snippets.json (a 0.1 MB page of `vllm serve m1; vllm serve m2; …` made 302 MB). The real pages
 hold at most 2 on a line. The rest of such a line is left out, said in a lint of the last one kept."""
 
+MAX_RECIPE_WORDS = 50_000
+"""Words one recipe's composed commands may hold together: every command of a recipe carries the
+default features' arguments, so F opt-in features x D default arguments grow as F x D from a file
+of F + D lines. The real recipes compose at most ~1,500. Past it the recipe is a `recipe-shape`
+diagnostic, not read."""
+
 MAX_HEADING_CHARS = 1000
 """Only this much of a heading is read for its anchor and text (the longest real heading is ~200
 characters): inline Markdown markup is matched with regexes that may be quadratic in a heading's

@@ -22,6 +22,7 @@ from typing import Any, NamedTuple
 import yaml
 
 from extractor import yaml_nodes
+from extractor.bounds import MAX_RECIPE_WORDS
 from extractor.records import Diagnostic, Snippet
 from extractor.snippet_builder import Place, build, shell_text
 
@@ -252,9 +253,14 @@ def _commands(root: yaml.Node, data: dict[str, Any], place: Place) -> list[Snipp
             default_args += modes[0][1]
 
     keys: dict[int, dict[str, tuple]] = {}  # the mappings' entries, indexed once for every command's line
+    words = [0]
 
     def snippet(node_path: tuple[str, ...], argv: list[str], env: dict[str, str], what: dict[str, Any],
                 heading: str = "") -> Snippet:
+        words[0] += len(argv)
+        if words[0] > MAX_RECIPE_WORDS:  # bounded output: extractor/bounds.py
+            raise RecipeError(f"its commands compose more than {MAX_RECIPE_WORDS} words together (every command "
+                              "carries the default features' arguments): not read (bounded input)")
         line = _path_line(root, node_path, keys)
         text = shell_text(argv, env)
         source = place.at(place.line, url=url, line_links=False, context="recipe:" + ".".join(node_path),

@@ -131,6 +131,22 @@ def test_commands_sharing_a_line_are_bounded_and_said(tmp_path):
     assert path.stat().st_size < 100 * len(line)  # not 2,000 copies of the line
 
 
+def test_a_recipe_whose_commands_multiply_its_lines_is_refused(tmp_path):
+    """Every recipe command carries the default features' arguments: 2,000 opt-in features x 2,000
+    default arguments would compose 4 million words from 4,000 lines. Refused whole, said."""
+    models = tmp_path / "models" / "org"
+    models.mkdir(parents=True)
+    features = {f"f{i}": {"args": ["--x", "1"]} for i in range(2000)}
+    features["defaults"] = {"args": [f"--d{i}" for i in range(2000)]}
+    recipe = {"model": {"model_id": "org/big"}, "features": features, "opt_in_features": [f"f{i}" for i in range(2000)]}
+    (models / "big.yaml").write_text(yaml.safe_dump(recipe))
+    (models / "ok.yaml").write_text(yaml.safe_dump({"model": {"model_id": "org/ok"}}))
+    (tmp_path / "taxonomy.yaml").write_text("{}\n")
+    catalog, _ = extract(stable=stable_pin(), sources=[tmp_path])
+    assert [s.model for s in catalog.snippets] == ["org/ok"]
+    assert any(d.code == "recipe-shape" and "more than" in d.message for d in catalog.diagnostics)
+
+
 def outside_tree(tmp_path: Path) -> tuple[Path, str]:
     """A folder outside the tree, every file of it holding a unique canary string (and a command)."""
     canary = f"canary-{uuid.uuid4().hex}"
