@@ -265,14 +265,7 @@ def main():
     if export_fd is not None:
         keep.append(export_fd)
     child = start(cmd, limits, keep, report)
-
-    def forward(sig, _frame):
-        try:
-            os.kill(child, sig)
-        except ProcessLookupError:
-            pass
-    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(sig, forward)
+    sandbox_nest.forward_signals(child)
     if listener is not None:
         threading.Thread(target=relay, args=(listener, int(opts["port"])), daemon=True).start()
     peak = {"tasks": 0, "memory_mib": 0}

@@ -3,10 +3,11 @@ sandbox's init (sandbox_init.py), stdlib only (ctypes for the three system calls
 
 Why: the init is pid 1 of the sandbox and holds what the command must not touch — the status pipe,
 the server's listening socket, the compile-cache export file. On a root runner the command's user is
-the host's root, so it could list the init's /proc/1/fd. So the init gives the command a pid
-namespace of its own, with a fresh /proc mounted in a mount namespace of its own: there the init does
-not exist. The first process of that namespace (`reaper`, a fork of the init holding nothing) starts
-the command, forwards signals to it, reaps orphans and hands the command's exit status back.
+the host's root, so it could list the init's /proc/1/fd. So the init's child (`command_side`) lets go of
+everything the init holds and unshares a pid namespace (the init itself could then make no thread);
+the first process of that namespace (`reaper`) mounts a fresh /proc in a mount namespace of its own —
+there the init does not exist — starts the command, forwards signals to it, reaps orphans and hands
+the command's exit status back, and the init's child ends as the command ended.
 
 The init needs CAP_SYS_ADMIN in the sandbox's user namespace for that (bubblewrap `--cap-add`); the
 command never has a capability: the reaper clears every capability set before it starts it, and
@@ -94,8 +95,7 @@ def command_side(cmd, exec_command, keep_open):
         reaper(cmd, exec_command, code_w)
     os.close(code_w)
     drop_capabilities()
-    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(sig, lambda s, _f: _send(first, s))
+    forward_signals(first)
     while True:
         try:
             _, status = os.waitpid(first, 0)
@@ -106,11 +106,15 @@ def command_side(cmd, exec_command, keep_open):
     _end_as(int(text) if text.lstrip("-").isdigit() else os.waitstatus_to_exitcode(status))
 
 
-def _send(pid, sig):
-    try:
-        os.kill(pid, sig)
-    except ProcessLookupError:
-        pass
+def forward_signals(pid):
+    """What stops the sandbox (SIGTERM, SIGINT, SIGHUP) is passed on to `pid`."""
+    def forward(sig, _frame):
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            pass
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, forward)
 
 
 def _end_as(code):
@@ -134,13 +138,7 @@ def reaper(cmd, exec_command, status_w):
         os.close(status_w)  # the command cannot say what its own exit was
         exec_command(cmd)  # never returns
 
-    def forward(sig, _frame):
-        try:
-            os.kill(child, sig)
-        except ProcessLookupError:
-            pass
-    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(sig, forward)
+    forward_signals(child)
     while True:
         try:
             pid, status = os.waitpid(-1, 0)
