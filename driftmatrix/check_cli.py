@@ -171,6 +171,8 @@ def render(console, c: Checked, history) -> None:
             d = a.deprecated
             console.print(f"      [yellow]deprecated since vLLM {escape(d['since'])}: “{escape(d['text'] or '')}”"
                           + (f" → {escape(d['replacement'])}" if d.get("replacement") else ""), soft_wrap=True)
+        if a.plugin:
+            console.print(f"      [yellow]{escape(a.plugin)}", soft_wrap=True)
         if a.model_dependent and any(a.on.values()):
             console.print(f"      [dim]depends on the model: {escape(a.model_dependent)} (runs decide)", soft_wrap=True)
     for r in c.recorded:
@@ -184,14 +186,15 @@ def render(console, c: Checked, history) -> None:
 def cmd_check(args: argparse.Namespace) -> int:
     from common.inert import console_markup, log_json, terminal
     from flaghistory.command_check import check_argv
-    from runner.builds.resolve import stable_pin
+    from runner.jobs.tiers.plugins import plugins_of
+    from driftmatrix.release_pins import todays_stable
     from rich.console import Console
 
     console = Console(stderr=False, highlight=False)
     errors = Console(stderr=True, highlight=False)
     try:
         history = shipped_history()
-        checked, problems = gather(args, history, stable_pin())
+        checked, problems = gather(args, history, todays_stable())
         matrix = load_matrix(args.matrix) if args.matrix else None
     except (CheckInputError, OSError, ValueError) as err:
         errors.print(f"[red]driftmatrix check: {console_markup(err)}", soft_wrap=True)
@@ -199,7 +202,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     for problem in problems:  # a problem names the page and quotes it
         errors.print(f"[red]driftmatrix check: {console_markup(problem)}", soft_wrap=True)
     for c in checked:
-        c.check = check_argv(history, list(c.snippet.argv or []), c.asked)
+        c.check = check_argv(history, list(c.snippet.argv or []), c.asked, plugins_of(c.snippet))
         c.recorded = recorded(matrix, c.snippet) if matrix else []
     if args.run:
         from driftmatrix.sandbox_cli import banner

@@ -62,7 +62,8 @@ def _command_snippets(text: str, stable: str) -> list:
 
 
 def _page_root(page: Path, docs: str | None) -> Path:
-    """The tree the page belongs to: --docs, else its git checkout, else its own folder."""
+    """The tree the page belongs to: --docs, else its git checkout, else the nearest folder above it
+    that is a docs tree or a project's repository (extractor/sites.py), else its own folder."""
     if docs:
         return Path(docs).resolve()
     from common.git import run_git
@@ -73,6 +74,11 @@ def _page_root(page: Path, docs: str | None) -> Path:
             return Path(top.stdout.strip()).resolve()
     except OSError:
         pass
+    from extractor.sites import MKDOCS_CONFIGS, is_repository
+
+    for folder in page.resolve().parents:
+        if any((folder / n).is_file() for n in MKDOCS_CONFIGS) or is_repository(folder):
+            return folder
     return page.parent.resolve()
 
 

@@ -41,8 +41,9 @@ def cmd_extract(args: argparse.Namespace) -> int:
         print(f"driftmatrix extract: --written-for {terminal(err)}", file=sys.stderr)
         return 2
     if args.stable is None:
-        from runner.builds.resolve import stable_pin  # the one place the stable release is pinned
-        args.stable = stable_pin()
+        from driftmatrix.release_pins import todays_stable
+
+        args.stable = todays_stable()
     sources = [Path(s) for s in args.sources]
     failed = []
     if args.vllm_version:
@@ -120,8 +121,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the vLLM versions every page is written for, a PEP 440 specifier (e.g. '>=0.21.0'); "
                         "default: per page (a release's docs: its release line; a recipe: its min_vllm_version; "
                         "an install line on the page; else the stable release and newer)")
-    p.add_argument("--stable", metavar="X", help="the current stable vLLM release (default: the stable target's pin "
-                                                 "in the shipped targets file)")
+    p.add_argument("--stable", metavar="X", help="today's stable vLLM release, for pages that state no version "
+                                                 "(default: the newest release the option history holds)")
     p.add_argument("--url-base", metavar="URL",
                    help="where the pages of a Markdown SOURCE are published (links are URL/<page path>; a GitHub "
                         "blob URL links lines); also the address of a saved page without a canonical link")

@@ -1,6 +1,6 @@
-"""The releases a run's extraction checks the files commands name against (extractor/release_files.py):
-the stable release and the targets' pins, read from the runner's targets here, in the CLI, and passed
-to the extractor, which reads no later stage."""
+"""Which vLLM releases the CLI hands the extractor, which reads no later stage: today's stable
+release (what a page that states no version is written for) and the releases a run's extraction
+checks the files commands name against (extractor/release_files.py)."""
 
 from __future__ import annotations
 
@@ -20,3 +20,22 @@ def release_trees(cache: Path, stable: str | None):
     except TargetConfigError:
         pins = []
     return ReleaseTrees(cache / "sdists", [v for v in dict.fromkeys([stable, *pins]) if v])
+
+
+def todays_stable() -> str:
+    """Today's stable vLLM release: the newest release the option history holds (refreshed with every
+    release by the daily workflow), or the stable target's pin when that is newer. Never only the
+    pin shipped with the targets (the seed's, long superseded); the daily run passes its resolved
+    stable explicitly (`--stable`)."""
+    from common.versions import version_order
+    from flaghistory.commands import shipped
+    from runner.builds.resolve import stable_pin
+    from runner.builds.targets import TargetConfigError
+
+    history = shipped()
+    known = [r for r in (history.releases if history else []) if "dev" not in r and "rc" not in r]
+    try:
+        known.append(stable_pin())
+    except TargetConfigError:
+        pass
+    return max(known, key=version_order)

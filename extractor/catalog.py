@@ -14,7 +14,7 @@ from operator import attrgetter
 from pathlib import Path
 
 from extractor.bounds import read_head
-from extractor import release_files
+from extractor import release_files, sites
 from extractor.corpus import Result, SourceError, Tree, detect, extract_file, extract_html, files_of, is_page, read_text
 from extractor.markdown_sources import card_metadata, card_model_id
 from extractor.records import Catalog, CorpusInfo, Diagnostic, Lint, Snippet, Source, WrittenFor
@@ -123,7 +123,7 @@ def extract(sources: list[Path], on_diagnostic=None, workers: int | None = None,
             unusable.append(str(path))
             diagnostics.append(Diagnostic("error", "bad-source", str(err), file=str(path)))
             continue
-        result = Result(CorpusInfo(tree.kind, tree.version, str(path), tree.layout))
+        result = Result(CorpusInfo(tree.kind, tree.version, str(path), tree.layout, site=sites.described(tree.site)))
         results.append(result)
         trees.append(tree)
         for file in files_of(tree):
@@ -157,6 +157,8 @@ def _prepared(tree: Tree, stable: str, written_for: WrittenFor | None, url_base:
     tree.written_for = written_for or tree.versions()
     tree.url_base = url_base
     tree.placeholder_models = placeholder_words
+    if tree.kind == "site":
+        tree.site = sites.read(tree.root, url_base)
     return tree
 
 

@@ -24,9 +24,10 @@ from extractor.code_blocks import snippets_from_block
 from extractor.markdown_blocks import Headings, code_blocks, title_from_file
 from extractor.python_calls import from_python
 from extractor.recipes_yaml import Guide, from_recipe
-from extractor import markdown_sources, written_for
+from extractor import markdown_sources, sites, written_for
 from extractor.records import CorpusInfo, Diagnostic, Lint, Snippet, WrittenFor
 from extractor.snippet_builder import Place
+from common import vllm_plugins
 from common.git import run_git
 
 DOCS_SITE = "https://docs.vllm.ai/en"
@@ -46,12 +47,14 @@ class SourceError(ValueError):
 @dataclass
 class Tree:
     kind: str
-    """`vllm-docs`, `recipes`, `markdown` or `model-card` (also the corpus name written to sources)."""
+    """`vllm-docs`, `recipes`, `site` (another project's repository: extractor/sites.py), `markdown`
+    or `model-card` (also the corpus name written to sources)."""
     root: Path
     version: str
     layout: str = "docs-tree"
     """`docs-tree`, `sdist` (has PKG-INFO), `git`/`git-tag`, `recipes-repo`, `markdown-file`,
-    `markdown-folder`, `model-card` (a card's README.md) or `model-repo` (a folder holding one)."""
+    `markdown-folder`, `model-card` (a card's README.md), `model-repo` (a folder holding one),
+    `site-docs` (another project's mkdocs site) or `repository` (another project's README + LICENSE)."""
     url_base: str = ""
     """`--url-base`: where the pages of a source that is not the vLLM docs are published."""
     model_id: str = ""
@@ -64,6 +67,8 @@ class Tree:
     written_for: WrittenFor | None = None
     """The versions every page of the tree is written for (an override, a docs tree's release
     line or nightly); None: decided per page (recipes, statements on the page, the default)."""
+    site: sites.Site | None = None
+    """A `site`'s own words about itself (set when the tree is prepared)."""
 
     @property
     def base(self) -> Path:
@@ -119,7 +124,9 @@ def detect(path: Path) -> Tree:
     if not path.exists():
         raise SourceError(f"{path}: no such file or directory")
     if path.is_dir():
-        if (path / "docs").is_dir() and any((path / n).is_file() for n in ("mkdocs.yaml", "mkdocs.yml")):
+        if (path / "docs").is_dir() and any((path / n).is_file() for n in sites.MKDOCS_CONFIGS):
+            if sites.is_third_party(sites.mkdocs_config(path)):
+                return Tree("site", path, _git_ref(path) or path.name, "site-docs")
             pkg_version = _pkg_version(path)
             if pkg_version:
                 return Tree("vllm-docs", path, pkg_version, "sdist")
@@ -129,6 +136,8 @@ def detect(path: Path) -> Tree:
             return Tree("vllm-docs", path, path.name.removeprefix("vllm-"), "docs-tree")
         if (path / "models").is_dir() and ((path / "taxonomy.yaml").is_file() or (path / "strategies").is_dir()):
             return Tree("recipes", path, _git_ref(path) or path.name, "recipes-repo")
+        if sites.is_repository(path) and not markdown_sources.is_card(path / "README.md", path):
+            return Tree("site", path, _git_ref(path) or path.name, "repository")
         if markdown_sources.markdown_files(path, _SKIP_DIRS):
             card = (path / "README.md").is_file() and markdown_sources.is_card(path / "README.md", path)
             return Tree("model-card" if card else "markdown", path, _git_ref(path) or "",
@@ -149,10 +158,11 @@ def files_of(tree: Tree) -> Iterator[Path]:
         yield from markdown_sources.markdown_files(tree.root, _SKIP_DIRS)
         return
     tops = [tree.root / "docs", tree.root / "recipes"] if tree.kind == "vllm-docs" else [tree.root]
+    skip = _SKIP_DIRS | sites.TOOL_DIRS if tree.kind == "site" else _SKIP_DIRS
     for top in tops:
         if not (top.is_dir() or top.is_symlink()):
             continue
-        files, escapes = bounds.walk(tree.root, top, _SKIP_DIRS)
+        files, escapes = bounds.walk(tree.root, top, skip)
         for path in sorted(files + escapes):
             if is_page(tree, path) or (path.is_dir() and path in escapes):
                 yield path
@@ -163,6 +173,10 @@ def is_page(tree: Tree, path: Path) -> bool:
     if tree.kind in ("markdown", "model-card"):
         return path.suffix.lower() in markdown_sources.MARKDOWN_SUFFIXES
     rel = path.relative_to(tree.root)
+    if tree.kind == "site":  # read whole: its charts and manifests too (not its mkdocs config)
+        if path.suffix.lower() in (".yaml", ".yml"):
+            return rel.as_posix() not in sites.MKDOCS_CONFIGS and not sites.is_chart_template(path)
+        return path.suffix.lower() in markdown_sources.MARKDOWN_SUFFIXES
     return path.suffix == ".md" or (path.suffix in (".yaml", ".yml") and "models" in rel.parts[:-1])
 
 
@@ -171,6 +185,8 @@ def page_url(tree: Tree, rel: str) -> str | None:
         return markdown_sources.page_link(tree.url_base, rel)
     if tree.kind == "recipes":
         return f"{RECIPES_REPO}/blob/{tree.version}/{rel}"
+    if tree.kind == "site":
+        return sites.page_url(tree.site, rel, _git_ref(tree.root))
     if not rel.startswith("docs/"):
         return f"https://github.com/vllm-project/vllm/blob/v{tree.version}/{rel}"
     page = rel.removeprefix("docs/").removesuffix(".md")
@@ -325,10 +341,15 @@ def extract_file(tree: Tree, path: Path) -> tuple[list[Snippet], list[Diagnostic
     url = page_url(tree, rel)
     place = Place(tree.kind, tree.version, rel, 1, None, url, line_links="github.com" in (url or ""),
                   model_id=tree.model_id, placeholder_models=tree.placeholder_models)
-    facts = written_for.PageFacts(tree.stable, tree.written_for, text=text, file=rel)
+    if tree.site is not None:
+        text = sites.render(text, tree.site.variables)  # as the site shows it: `vllm=={{ pip_vllm_version }}`
+    facts = written_for.PageFacts(tree.stable, tree.written_for, text=text, file=rel,
+                                  fallback=tree.site.built_on if tree.site else None)
     try:
         if path.suffix.lower() in markdown_sources.MARKDOWN_SUFFIXES:
             found, diags = _markdown(text, place, tree.root)
+        elif tree.kind == "site":
+            found, diags = _site_yaml(text, place)
         else:
             found, diags, guide = from_recipe(text, place)
             if guide is not None:
@@ -338,6 +359,7 @@ def extract_file(tree: Tree, path: Path) -> tuple[list[Snippet], list[Diagnostic
                 facts.recipe = written_for.of_recipe(claim.get("min_vllm_version"), bool(claim.get("nightly_required")),
                                                      f"recipe {rel}", tree.stable)
         written_for.assign(found, facts)
+        _mark_plugin(found, tree, text)
     except RecursionError:
         found, diags = [], [Diagnostic("error", "too-deep", "nesting too deep to read; skipped",
                                        tree.kind, tree.version, rel)]
@@ -347,6 +369,25 @@ def extract_file(tree: Tree, path: Path) -> tuple[list[Snippet], list[Diagnostic
     if any(d.code == "line-too-long" for d in diagnostics):
         found = [s for s in found if not _holds_left_out_line(s)]
     return found, diagnostics + diags + _snippet_problems(found)
+
+
+def _site_yaml(text: str, place: Place) -> tuple[list[Snippet], list[Diagnostic]]:
+    """A YAML file of another project's repository: a chart's values, a Kubernetes manifest."""
+    if "vllm" not in text:
+        return [], []
+    from extractor.yaml_commands import from_yaml_block  # noqa: PLC0415 — YAML files of sites only
+
+    return from_yaml_block(text, place)
+
+
+def _mark_plugin(found: list[Snippet], tree: Tree, text: str) -> None:
+    """The plugin a page is written for: its site's, else one the page names (common/vllm_plugins.py)."""
+    plugin = (tree.site.plugin if tree.site else None) or vllm_plugins.of_text(text)
+    if plugin is None:
+        return
+    for snippet in found:
+        for source in snippet.sources:
+            source.plugin = plugin.name
 
 
 def _holds_left_out_line(snippet: Snippet) -> bool:

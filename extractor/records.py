@@ -89,9 +89,10 @@ class Source:
     """One place where a snippet appears in the docs."""
 
     corpus: str
-    """`vllm-docs`, `recipes`, or `html` (a saved rendered page)."""
+    """`vllm-docs`, `recipes`, `html` (a saved rendered page), `site` (another project's repository:
+    a plugin's docs, a library's, a chart's), `markdown` or `model-card`."""
     version: str
-    """Docs version (`0.33.0`) or recipes ref (`8959cf6`)."""
+    """Docs version (`0.33.0`), recipes ref (`8959cf6`), a site's git ref or folder name."""
     file: str
     """Path relative to the corpus root, POSIX separators."""
     line: int
@@ -111,6 +112,10 @@ class Source:
     front matter `title:`, else its first `# ` heading, else its file name (`cpu.arm.inc.md`); a recipe's
     `meta.title`, else its `model.model_id`; a saved HTML page's `<h1>`, else its `<title>`. Empty in a
     snippets.json written before this field."""
+    plugin: str = ""
+    """The vLLM plugin this page is written for (its site documents it, or the page names it:
+    common/vllm_plugins.py), or "": the values that plugin registers are not decided by a build
+    without it. Absent in a snippets.json written before this field."""
     heading: str = ""
     """The text of the nearest heading above the snippet (where `anchor` points), plain text as the
     page shows it, without Markdown markup; for a command a recipe composes, the feature (and mode) or
@@ -225,6 +230,9 @@ class CorpusInfo:
     """Files read."""
     snippets: int = 0
     """Snippet occurrences found (before merging identical invocations)."""
+    site: dict[str, str] | None = None
+    """A `site` (another project's repository): `{name, repository, url_base, plugin}` as it says of
+    itself (extractor/sites.py); "" where it does not say."""
 
 
 _SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$")

@@ -12,9 +12,15 @@ Decided per source, first rule that applies:
    first; `nightly_required` admits that version's nightly builds);
 4. what the page states, nearest before the command (else the page's first statement): an
    install line (`pip install vllm>=0.21.0`, `uv pip install -U vllm==0.20.1`, a nightly
-   index or `--pre`), a vLLM image tag (`vllm/vllm-openai:v0.21.0`, `:nightly`), a sentence
-   ("requires vLLM 0.21 or later", "vLLM v0.21.0+");
-5. otherwise the current stable release and everything newer.
+   index or `--pre`), a vLLM image tag (`vllm/vllm-openai:v0.21.0`, `:nightly`,
+   `vllm/vllm-tpu:nightly-…`), a plugin's image named after the vLLM it carries
+   (`…/habanalabs/vllm-0.26.0-ptupstream-…`), a sentence ("requires vLLM 0.21 or later", "vLLM
+   v0.21.0+", "built from vLLM's main branch": nightly) — on another project's site read after its
+   mkdocs variables are filled in (`vllm=={{ pip_vllm_version }}`, extractor/sites.py);
+5. another project's own word about itself: its README's "built on vLLM X" (its newest
+   release), X and newer;
+6. otherwise today's stable release and everything newer (the CLI passes the newest release the
+   option history holds, or the run's resolved stable: never a pin shipped long ago).
 """
 
 from __future__ import annotations
@@ -58,7 +64,7 @@ def nightly(stable: str, what: str) -> WrittenFor:
 
 
 def default(stable: str) -> WrittenFor:
-    return WrittenFor(f">={stable}", f"no vLLM version stated: the current stable release ({stable}) and newer", "default")
+    return WrittenFor(f">={stable}", f"no vLLM version stated: today's stable release ({stable}) and newer", "default")
 
 
 def of_docs(version: str, what: str, stable: str) -> WrittenFor | None:
@@ -102,7 +108,13 @@ _OP = r"(?:===|==|~=|!=|<=|>=|<|>)"
 _VER = r"v?\d+(?:\.\d+)*(?:\.\*|[a-z]+\d*)*"
 _REQUIREMENT = re.compile(rf"(?<![\w/.-])vllm(?:\[[\w,\s-]*\])?\s*({_OP}\s*{_VER}(?:\s*,\s*{_OP}\s*{_VER})*)", re.I)
 _NIGHTLY_INSTALL = re.compile(r"wheels\.vllm\.ai/nightly|\s--pre\b", re.I)
-_IMAGE = re.compile(r"\bvllm/vllm-openai(?:-[a-z]+)?:(v?\d+\.\d+(?:\.\d+)?|nightly)\b", re.I)
+_IMAGE = re.compile(r"\bvllm/vllm-(?:openai|tpu)(?:-[a-z]+)?:(v?\d+\.\d+(?:\.\d+)?|nightly(?:-[\w.-]+)?)(?![\w.])", re.I)
+# a plugin's image named after the vLLM it carries: `…/habanalabs/vllm-0.26.0-ptupstream-2.11.0:latest`
+_PLUGIN_IMAGE = re.compile(r"(?<=/)vllm-v?(\d+\.\d+\.\d+)-[\w.-]*(?::[\w.-]+)?", re.I)
+# "built from vLLM's main branch", "the nightly builds of vLLM", "follows the latest vLLM commits"
+_MAIN = re.compile(r"\b(?:vLLM(?:'s)?\s+(?:main\s+branch|nightly\s+(?:builds?|wheels?))|(?:main\s+branch|nightly\s+"
+                   r"(?:builds?|wheels?)|latest\s+commits?)\s+of\s+vLLM|(?:follows?|tracks?)\s+(?:the\s+)?latest\s+"
+                   r"vLLM\s+commits?)\b", re.I)
 _OR_LATER = re.compile(r"\bvLLM\s+(?:version\s+)?v?(\d+\.\d+(?:\.\d+)?)\s*(?:\+|or\s+(?:later|newer|above|higher)|"
                        r"and\s+(?:later|newer|above))", re.I)
 _REQUIRES = re.compile(rf"\b(?:requires?|required|needs?|minimum|at\s+least|supported\s+(?:in|on|since|from)|"
@@ -139,9 +151,16 @@ def _line_statement(text: str, stable: str, where: str) -> WrittenFor | None:
     m = _IMAGE.search(text)
     if m:
         tag = m.group(1)
-        if tag.lower() == "nightly":
+        if tag.lower().startswith("nightly"):
             return nightly(stable, f"image tag ({where}): `{m.group(0)}`")
         return WrittenFor(f"=={tag.lstrip('vV')}", f"image tag ({where}): `{m.group(0)}`", "page")
+    m = _PLUGIN_IMAGE.search(text)
+    if m:
+        return WrittenFor(f"=={m.group(1)}", f"a plugin image built on vLLM {m.group(1)} ({where}): `{m.group(0)}`",
+                          "page")
+    m = _MAIN.search(text)
+    if m:
+        return nightly(stable, f"the page says ({where}): \"{m.group(0)}\"")
     m = _OR_LATER.search(text)
     if m:
         return WrittenFor(f">={m.group(1)}", f"the page says ({where}): \"{m.group(0)}\"", "page")
@@ -189,6 +208,9 @@ class PageFacts:
     text: str = ""
     """The page's text (statements are read from it when nothing above applies)."""
     file: str = ""
+    fallback: WrittenFor | None = None
+    """A page that states nothing: what its site says of itself (extractor/sites.py built_on), else
+    the default (the current stable release and newer)."""
 
 
 def assign(snippets: list[Snippet], facts: PageFacts) -> None:
@@ -207,7 +229,7 @@ def assign(snippets: list[Snippet], facts: PageFacts) -> None:
                 if found is None:
                     found = statements(facts.text, facts.stable, facts.file)
                 end = source.line + source.text.count("\n")
-                source.written_for = from_statements(found, end) or default(facts.stable)
+                source.written_for = from_statements(found, end) or facts.fallback or default(facts.stable)
 
 
 def _recipe_of(snippet: Snippet, facts: PageFacts) -> WrittenFor | None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from common import vllm_plugins
 from flaghistory.commands import deprecation_of, explain_use
 from flaghistory.history import FlagHistory
 from flaghistory.uses import Use, uses_of
@@ -46,12 +47,15 @@ class UseAnswer:
     """{since, text, replacement}: vLLM's deprecation at the newest asked release that takes it."""
     model_dependent: str | None = None
     """Set when whether this known value works depends on the model (runs decide, the history does not)."""
+    plugin: str | None = None
+    """Set when a plugin the page is written for may register this value (common/vllm_plugins.py):
+    "registered by a plugin (vllm-gaudi), cannot say" — the history of stock vLLM does not decide it."""
 
     def as_json(self) -> dict:
         u = self.use
         return {"kind": u.kind, "text": u.text(), "option": u.option, "value": u.value, "key": u.key,
                 "accepted": self.accepted, "unanswered": self.unanswered, "on": self.on, "why": self.why,
-                "deprecated": self.deprecated, "model_dependent": self.model_dependent}
+                "deprecated": self.deprecated, "model_dependent": self.model_dependent, "plugin": self.plugin}
 
 
 @dataclass
@@ -108,12 +112,25 @@ def _answer(history: FlagHistory, use: Use, answers: list[bool | None], asked: l
                      runs_of(history.releases, [a is None for a in answers]), on, why, deprecated, dependent)
 
 
-def check_argv(history: FlagHistory, argv: list[str], asked: list[str]) -> CommandCheck:
-    """`asked`: release versions (a build's `0.20.1+cpu` or a nightly read as the history reads them)."""
+def _plugin_value(use: Use, plugins: list[str]) -> str | None:
+    """The words for a value a plugin the page is written for may register; None for anything else."""
+    if not plugins or use.kind != "value" or use.domain not in vllm_plugins.PLUGIN_OPTIONS:
+        return None
+    return (f"registered by a plugin ({', '.join(plugins)}) through "
+            f"{vllm_plugins.PLUGIN_OPTIONS[use.domain][0]}: stock vLLM's history cannot say")
+
+
+def check_argv(history: FlagHistory, argv: list[str], asked: list[str], plugins: list[str] = ()) -> CommandCheck:
+    """`asked`: release versions (a build's `0.20.1+cpu` or a nightly read as the history reads them);
+    `plugins`: the vLLM plugins the command's page is written for (their values: cannot say)."""
     uses = uses_of(history, argv)
     given = frozenset(u.option for u in uses)
-    table = [[history.accepts_use(u, r, given) for r in history.releases] for u in uses]
+    table = [[None if _plugin_value(u, list(plugins)) else history.accepts_use(u, r, given) for r in history.releases]
+             for u in uses]
     answers = [_answer(history, u, row, asked, given) for u, row in zip(uses, table)]
+    for answer in answers:
+        if why := _plugin_value(answer.use, list(plugins)):
+            answer.plugin, answer.on, answer.why, answer.model_dependent = why, dict.fromkeys(answer.on), {}, None
     whole = [all(row[i] is not False for row in table) for i in range(len(history.releases))]
     unread = [r for r in asked if history.release_for(r) is None]
     return CommandCheck(argv, list(history.releases), runs_of(history.releases, whole), asked, answers, unread)

@@ -19,7 +19,7 @@ def test_catalog_round_trip_and_schema(tmp_path, corpus):
                 "reason", "lints", "sources"} <= set(snippet)
         for source in snippet["sources"]:
             assert set(source) == {"corpus", "version", "file", "line", "anchor", "url", "text", "context", "written_for",
-                                   "title", "heading"}
+                                   "title", "heading", "plugin"}
             assert set(source["written_for"]) == {"spec", "origin", "basis"} and source["written_for"]["origin"]
     again = Catalog.read(path)
     assert [s.to_dict() for s in again.snippets] == [s.to_dict() for s in catalog.snippets]

@@ -25,7 +25,7 @@ from runner.outcomes import subcommands
 from runner.isolation import trust
 from runner.outcomes.evidence_records import LoggedWarning, RaisedException
 from runner.serve.helper_client import HelperAnswer
-from runner.jobs.tiers import twin_artefacts
+from runner.jobs.tiers import plugins, twin_artefacts
 from runner.jobs.tiers.state import JobState, Verdict, fail, literal_env, skip
 
 
@@ -34,6 +34,11 @@ def parse_config(state: JobState) -> Verdict | None:
     sub = subcommands.words(job.snippet)
     if (unsafe := trust.refusal(state.argv, state.options)) and not job.target.target.docker:
         state.skip_at.setdefault("config", unsafe)  # no sandbox: the model's code never runs plainly
+    if refused := plugins.refusal(job.snippet, state.argv, job.target.target):
+        tier, why = refused  # a plugin's value: this build does not decide it
+        if tier == "parse":
+            return skip(why, "parse")
+        state.skip_at.setdefault("config", why)
     want_config = state.wants("config") and not state.placeholders and not state.missing \
         and "config" not in state.skip_at and sub is None
     state.report("config" if want_config else "parse")

@@ -1,0 +1,124 @@
+"""vLLM's plugins, and the values they may register: one place for the extractor (which plugin a
+page is written for), the runner (a value a build without the plugin cannot decide: SKIP) and the
+option history's words ("registered by a plugin, cannot say").
+
+vLLM loads plugins through entry points (`vllm.platform_plugins`: a hardware platform such as
+Intel Gaudi's HPU or Google's TPU; `vllm.general_plugins`: anything else). A plugin may register
+values of these options (vLLM's own mechanism in brackets), so a page written for a plugin can name
+a value no stock vLLM build knows, and a value stock vLLM knows may mean something else on the
+plugin's platform. A build without the plugin decides neither: only a target that installs the
+plugin (its `extra` requirements name the plugin's package) judges such a command past parsing.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+
+PLUGIN_OPTIONS: dict[str, tuple[str, bool]] = {
+    "--quantization": ("register_quantization_config; the platform's supported_quantization", True),
+    "--kv-cache-dtype": ("the platform's cache dtypes (fp8_inc: the HPU's)", True),
+    "--device": ("a platform plugin (vllm.platform_plugins)", True),
+    "--attention-backend": ("the attention backend registry (register_backend)", True),
+    "--distributed-executor-backend": ("the platform's executor", True),
+    "--kv-transfer-config.kv_connector": ("KVConnectorFactory.register_connector", False),
+    "--tool-call-parser": ("ToolParserManager.register_module (--tool-parser-plugin)", False),
+    "--reasoning-parser": ("ReasoningParserManager.register_module", False),
+}
+"""Options whose values a plugin may register: (the mechanism vLLM gives it, whether the platform
+decides what even a stock value does — a quantization method or cache dtype on the HPU is the
+plugin's kernels, not the CPU build's)."""
+
+
+@dataclass(frozen=True)
+class Plugin:
+    name: str
+    """How its project calls itself: `vllm-gaudi`."""
+    package: str
+    """Its package on PyPI (what a targets file's `extra` installs)."""
+    repositories: tuple[str, ...]
+    """Its GitHub `owner/name` (a site's `repo_url` names it)."""
+    words: tuple[str, ...]
+    """What names it on a page (an install line, its import name, its product name)."""
+    hardware: str = ""
+    """The hardware it needs, when it is a platform plugin: a build on other hardware cannot load it."""
+
+
+KNOWN: tuple[Plugin, ...] = (
+    Plugin("vllm-gaudi", "vllm-gaudi", ("vllm-project/vllm-gaudi",),
+           ("vllm-gaudi", "vllm_gaudi", "Hardware Plugin for Intel® Gaudi"), "Intel Gaudi (HPU)"),
+    Plugin("tpu-inference", "tpu-inference", ("vllm-project/tpu-inference",),
+           ("tpu-inference", "tpu_inference", "vllm-tpu"), "Google TPU"),
+    Plugin("vllm-ascend", "vllm-ascend", ("vllm-project/vllm-ascend",), ("vllm-ascend", "vllm_ascend"),
+           "Huawei Ascend (NPU)"),
+    Plugin("vllm-spyre", "vllm-spyre", ("vllm-project/vllm-spyre",), ("vllm-spyre", "vllm_spyre"), "IBM Spyre"),
+    Plugin("vllm-neuron", "vllm-neuron", ("vllm-project/vllm-neuron",), ("vllm-neuron", "vllm_neuron"),
+           "AWS Neuron"),
+    Plugin("vllm-rbln", "vllm-rbln", ("rebellions-sw/vllm-rbln",), ("vllm-rbln", "vllm_rbln"), "Rebellions NPU"),
+    Plugin("vllm-metal", "vllm-metal", ("vllm-project/vllm-metal",), ("vllm-metal", "vllm_metal"), "Apple silicon"),
+)
+_BY_NAME = {p.name: p for p in KNOWN}
+_REPO = re.compile(r"github\.com[/:]([\w.-]+/[\w.-]+?)(?:\.git)?/?$", re.I)
+
+
+def named(name: str) -> Plugin | None:
+    return _BY_NAME.get(name)
+
+
+def of_repository(repo_url: str) -> Plugin | None:
+    """The plugin whose repository a site's `repo_url` is."""
+    m = _REPO.search(repo_url.strip())
+    slug = m.group(1).lower() if m else ""
+    return next((p for p in KNOWN if slug in (r.lower() for r in p.repositories)), None)
+
+
+def of_text(text: str) -> Plugin | None:
+    """The plugin a page names (an install line, its import, its product name), first in KNOWN order."""
+    return next((p for p in KNOWN if any(w in text for w in p.words)), None)
+
+
+def of_env(env: dict[str, str]) -> str | None:
+    """`VLLM_PLUGINS=…` in front of a command: it loads a plugin by its entry point's name."""
+    value = env.get("VLLM_PLUGINS", "").strip()
+    return value or None
+
+
+def installed(plugin: Plugin, requirements: list[str]) -> bool:
+    """A target installs the plugin: its extra requirements name the plugin's package."""
+    want = canonicalize_name(plugin.package)
+    for req in requirements:
+        try:
+            if canonicalize_name(Requirement(req).name) == want:
+                return True
+        except InvalidRequirement:
+            continue
+    return False
+
+
+def values_in(argv: list[str]) -> list[tuple[str, str]]:
+    """(option, value) for each plugin-registrable value the command gives (argv spelled as vLLM's
+    parser reads it: `--opt value`, `--opt=value`, a JSON config's key)."""
+    found = []
+    for i, word in enumerate(argv):
+        option, eq, inline = word.partition("=")
+        value = inline if eq else (argv[i + 1] if i + 1 < len(argv) else "")
+        if option in PLUGIN_OPTIONS and value and not value.startswith("-"):
+            found.append((option, value))
+        elif option == "--kv-transfer-config" and value:
+            connector = _json_key(value, "kv_connector")
+            if connector:
+                found.append(("--kv-transfer-config.kv_connector", connector))
+    return found
+
+
+def _json_key(value: str, key: str) -> str | None:
+    try:
+        data = json.loads(value)
+    except ValueError:
+        return None
+    got = data.get(key) if isinstance(data, dict) else None
+    return got if isinstance(got, str) else None

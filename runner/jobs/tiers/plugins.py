@@ -1,0 +1,67 @@
+"""Values a vLLM plugin registers (common/vllm_plugins.py), on a build without that plugin: not
+decided here. A page written for a plugin (its site documents it, or it names it) may give
+`--quantization inc` or a connector of the plugin's own: a stock build refusing it says nothing about
+the docs (a false alarm), and one accepting it says nothing either — on the plugin's platform the
+plugin's kernels run it. Such a command is judged for real only on a target whose `extra`
+requirements install the plugin; elsewhere:
+
+- a value no stock release knows (the option history) SKIPs the command before parsing: the stock
+  parser would refuse it, the plugin registers it;
+- a stock value of an option the platform decides (a quantization method, a cache dtype) is parsed,
+  and config and deeper SKIP: what it does there is the plugin's.
+"""
+
+from __future__ import annotations
+
+from common import vllm_plugins
+from flaghistory.commands import shipped
+from extractor.records import Snippet
+
+from runner.builds.targets import Target
+
+
+def plugins_of(snippet: Snippet) -> list[str]:
+    """The plugins the command's pages are written for, or that its own `VLLM_PLUGINS=` loads."""
+    named = [s.plugin for s in snippet.sources if getattr(s, "plugin", "")]
+    env = vllm_plugins.of_env(snippet.env)
+    return list(dict.fromkeys(named + ([env] if env else [])))
+
+
+def _missing(names: list[str], target: Target) -> list[str]:
+    """The plugins the target does not install (an unknown name — a VLLM_PLUGINS entry point — never is)."""
+    missing = []
+    for name in names:
+        plugin = vllm_plugins.named(name)
+        if plugin is None or not vllm_plugins.installed(plugin, target.extra):
+            missing.append(name)
+    return missing
+
+
+def _stock(option: str, value: str) -> bool | None:
+    """Whether any stock vLLM release has the value (None: the history does not read the option's values)."""
+    history = shipped()
+    record = (history.values.get(option) if history else None) or {}
+    known = record.get("values")
+    return None if not known else value in known
+
+
+def refusal(snippet: Snippet, argv: list[str], target: Target) -> tuple[str, str] | None:
+    """(the tier from which the command is not decided here — `parse` or `config` —, why), or None."""
+    missing = _missing(plugins_of(snippet), target)
+    given = vllm_plugins.values_in(argv) if missing else []
+    if not given:
+        return None
+    who = ", ".join(missing)
+    unknown = [(o, v) for o, v in given if _stock(o, v) is not True]
+    if unknown:
+        what = ", ".join(f"{o.replace('.', ' ')} {v}" for o, v in unknown)
+        return "parse", (f"registered by a plugin ({who}): {what} is not a value of stock vLLM "
+                         f"({vllm_plugins.PLUGIN_OPTIONS[unknown[0][0]][0]}); not decided by a build without the "
+                         f"plugin — a target that installs it judges it")
+    platform = [(o, v) for o, v in given if vllm_plugins.PLUGIN_OPTIONS[o][1]]
+    if not platform:
+        return None
+    what = ", ".join(f"{o} {v}" for o, v in platform)
+    return "config", (f"registered by a plugin ({who}): on its platform the plugin runs {what} "
+                      f"({vllm_plugins.PLUGIN_OPTIONS[platform[0][0]][0]}); a build without the plugin decides "
+                      "only the parsing — a target that installs it judges the rest")
