@@ -396,6 +396,9 @@ def _holds_left_out_line(snippet: Snippet) -> bool:
     return any(mark in src.text for src in snippet.sources) or any(mark in word for word in snippet.argv)
 
 
+_ECHOED = ("unbalanced-quote", "python-syntax", "python-fence-holds-shell")  # lints that are input problems too
+
+
 def _snippet_problems(snippets: list[Snippet]) -> list[Diagnostic]:
     """Per-snippet input problems, repeated as diagnostics so they reach stderr too."""
     out = []
@@ -407,8 +410,8 @@ def _snippet_problems(snippets: list[Snippet]) -> list[Diagnostic]:
                                   f"--speculative-config is not valid JSON: {err['message']} (line {err['lineno']}, "
                                   f"column {err['colno']} of the value)", src.corpus, src.version, src.file, src.line))
         for lint in snippet.lints:
-            if lint.code == "unbalanced-quote":
-                out.append(Diagnostic("warning", "unbalanced-quote", lint.message, src.corpus, src.version,
+            if lint.code in _ECHOED:
+                out.append(Diagnostic("warning", lint.code, lint.message, src.corpus, src.version,
                                       src.file, lint.line))
     return out
 
@@ -443,6 +446,6 @@ def extract_html(path: Path, stable: str = "", override: WrittenFor | None = Non
     plain = "\n".join(html.unescape(re.sub(r"<[^<>]*>", "", ln)) for ln in text.split("\n"))  # linear: no `<` inside
     written_for.assign(found, written_for.PageFacts(stable, html_versions(version, override, stable), text=plain,
                                                     file=path.name))
-    result.snippets, result.diagnostics = found, result.diagnostics + diags
+    result.snippets, result.diagnostics = found, result.diagnostics + diags + _snippet_problems(found)
     info.snippets = len(found)
     return result

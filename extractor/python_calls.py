@@ -12,6 +12,7 @@ import re
 import json
 from typing import Any
 
+from extractor.python_blocks import Rejection, as_pasted, rejected
 from extractor.python_strings import command_strings
 from extractor.python_values import UNRESOLVED, Code, evaluate
 from extractor.records import Diagnostic, Snippet
@@ -46,21 +47,17 @@ def kwargs_to_argv(model: Any, kwargs: dict[str, Any]) -> list[str]:
 
 def from_python(text: str, place: Place) -> tuple[list[Snippet], list[Diagnostic]]:
     """Snippets for every engine construction with `speculative_config=` in `text`, and for every
-    vLLM command line the code holds as a string or an argument list (extractor/python_strings.py)."""
+    vLLM command line the code holds as a string or an argument list (extractor/python_strings.py),
+    read as a reader pastes the block (extractor/python_blocks.py). A block Python rejects that holds
+    such usage is a snippet that does not run as written (a `python-syntax` lint; extractor/corpus.py
+    repeats it on stderr); one that merely names vllm is pseudo-code: nothing is lost."""
     if "speculative_config" not in text and "vllm" not in text:
         return [], []
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError) as err:
+    pasted, tree = as_pasted(text)
+    if isinstance(tree, Rejection):
         what = _what_is_lost(text)
-        if what is None:  # pseudo-code that merely names vllm (`vllm_config`, an import): nothing lost
-            return [], []
-        line = place.line + (getattr(err, "lineno", 1) or 1) - 1
-        return [], [Diagnostic(
-            "warning", "python-syntax", f"Python block {what} but does not parse: {getattr(err, 'msg', err)}",
-            place.corpus, place.version, place.file, line,
-        )]
-    code = Code(text, tree)  # its lines and assignments, looked up per command
+        return (rejected(text, pasted, tree, what, place) if what else []), []
+    code = Code(pasted, tree)  # its lines and assignments, looked up per command
     snippets = command_strings(code, place)
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call) or not (call := _call_name(node)):

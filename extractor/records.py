@@ -50,6 +50,8 @@ BREAKING_LINTS = frozenset({
     "file-not-in-release",  # a file the command names is not in the tree of the release the page is for
     "fence-on-command-line",  # `vllm serve x  ````: the block never closes, the page shows the command with the
     # backquotes (bash: an unterminated command substitution) and the rest of the page inside it
+    "python-syntax",  # a Python block holding vLLM usage that Python's parser rejects as pasted (dedented):
+    # the reader gets Python's IndentationError/SyntaxError, not the engine (extractor/python_blocks.py)
 })
 """Lints that mean the command a reader runs is not the one the author meant (or cannot start):
 the page is doc-drift on every build, whatever the builds say of the argv the author meant

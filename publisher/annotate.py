@@ -123,7 +123,7 @@ def decision(view: CommandView, source: Source) -> tuple[str, str, str] | None:
     j = view.at(source)
     if j.kind != "doc-drift":
         return None
-    if j.defects:  # the shell does not run it as written: the lines where it ends it, first
+    if j.defects:  # the shell (or Python) does not run it as written: the lines where it ends it, first
         title = defects.title(j.defects)
         body = [views.md_escape(f"Line {d.line}: {d.message.rstrip('.')}.") for d in j.defects]
     elif j.failing:
@@ -150,7 +150,8 @@ def decision(view: CommandView, source: Source) -> tuple[str, str, str] | None:
     checked = ("Checked by driftmatrix" + (" with a random-weight stand-in of the model" if stand_in else "")
                + (f"{',' if stand_in else ''} with a stand-in in place of {', '.join(code_span(p) for p in stood)}"
                   if stood else "") + ".")
-    body.append({"shell": "Read as the shell reads it by driftmatrix.", "history": "Judged by driftmatrix from the "
+    body.append({"shell": "Read as the shell reads it by driftmatrix.", "python": "Read by driftmatrix with Python's own "
+                 "parser, as a reader pastes it.", "history": "Judged by driftmatrix from the "
                  "option history of every vLLM release (no build of the page's versions was checked)."}.get(
         j.decided_by, checked))
     return "warning", title, "\n\n".join(body)

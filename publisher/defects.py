@@ -10,10 +10,16 @@ from typing import Literal
 
 from extractor.records import BREAKING_LINTS, Lint, Snippet, Source
 
-Depth = Literal["shell", "tree"]
+Depth = Literal["shell", "python", "tree"]
 """How deep a defect is found: `shell` (bash, or the shell a YAML runs, does not run the command as
-written), `tree` (a file the command names is not in the release's tree: it cannot start)."""
-_TREE = ("file-not-in-release",)
+written), `python` (Python's parser rejects the block as pasted: extractor/python_blocks.py), `tree`
+(a file the command names is not in the release's tree: it cannot start). Most telling first."""
+_DEPTH: dict[str, Depth] = {"file-not-in-release": "tree", "python-syntax": "python"}
+"""The depth of each breaking lint that is not the shell's (the one list of them)."""
+
+
+def depth_of(lint: Lint) -> Depth:
+    return _DEPTH.get(lint.code, "shell")
 
 
 def of_source(snippet: Snippet, source: Source) -> list[Lint]:
@@ -28,7 +34,8 @@ def of_source(snippet: Snippet, source: Source) -> list[Lint]:
 
 
 def depth(defects: list[Lint]) -> Depth:
-    return "shell" if any(d.code not in _TREE for d in defects) else "tree"
+    found = {depth_of(d) for d in defects}
+    return next(d for d in ("shell", "python", "tree") if d in found)
 
 
 def key(defects: list[Lint]) -> tuple:
@@ -37,10 +44,11 @@ def key(defects: list[Lint]) -> tuple:
 
 
 def sentence(defects: list[Lint], source_file: str) -> str:
-    """One plain sentence: where the shell ends the command, in the lint's words."""
+    """One plain sentence: where the shell ends the command (or Python stops reading the block), in the
+    lint's words."""
     first = defects[0]
-    what = (f"The shell ends this command on line {ends_on(first)}" if first.code not in _TREE
-            else "This command cannot run as written")
+    what = {"shell": f"The shell ends this command on line {ends_on(first)}",
+            "python": "Python does not run this block as written"}.get(depth_of(first), "This command cannot run as written")
     more = [d.line for d in defects[1:]]
     also = f"; likewise line{'s' if len(more) > 1 else ''} {', '.join(map(str, more))}" if more else ""
     return f"{what} ({source_file}:{first.line}: {first.message.rstrip('.')}{also})."
@@ -54,7 +62,10 @@ def ends_on(lint: Lint) -> int:
 
 def title(defects: list[Lint]) -> str:
     """An admonition title: `Does not run as written: the shell ends the command on line 78`."""
-    shell = [d for d in defects if d.code not in _TREE]
-    if not shell:
-        return "Does not run as written: a file it names is not in the release's tree"
-    return f"Does not run as written: the shell ends the command on line {ends_on(shell[0])}"
+    shell = [d for d in defects if depth_of(d) == "shell"]
+    python = [d for d in defects if depth_of(d) == "python"]
+    if shell:
+        return f"Does not run as written: the shell ends the command on line {ends_on(shell[0])}"
+    if python:
+        return f"Does not run as written: Python stops reading the block on line {python[0].line}"
+    return "Does not run as written: a file it names is not in the release's tree"

@@ -16,7 +16,7 @@ builds (runner/outcomes/counts.py retires superseded ones) with the page's `writ
 - `unknown`: no build the page is written for was checked (or they were only skipped).
 
 Two kinds of evidence judge besides the builds (`Judgement.decided_by`):
-- what a reader runs (`shell`, `tree`): a page whose command carries a breaking lint
+- what a reader runs (`shell`, `python`, `tree`): a page whose command carries a breaking lint
   (extractor/records.py BREAKING_LINTS, matched to the page by publisher/defects.py) is doc-drift
   on every build, whatever the builds say of the argv the author meant — they checked a command
   the reader does not run;
@@ -48,8 +48,8 @@ from common.versions import parse_version
 JUDGEMENTS = ("doc-drift", "vllm-regression", "needs-newer", "ok", "unknown")
 """Most severe first: a command on several pages is shown with its most severe judgement."""
 MEANING = {
-    "doc-drift": "fails on a vLLM build its page is written for, or the shell does not run it as written, or the "
-                 "option history says those versions lack one of its options: the docs are wrong for their readers",
+    "doc-drift": "fails on a vLLM build its page is written for, or the shell (or Python) does not run it as written, "
+                 "or the option history says those versions lack one of its options: the docs are wrong for their readers",
     "vllm-regression": "passed on an earlier build the page is written for, fails on a later one: a vLLM bug, not a doc bug",
     "needs-newer": "fails only on builds older than the page's versions: not a doc bug",
     "ok": "runs on the builds its page is written for, as deep as shown",
@@ -60,7 +60,7 @@ REMOVED = ("unrecognized-arguments", "unknown-config-key", "invalid-choice")
 or value at all: on a later build, a deliberate removal, never a regression."""
 UNRECORDED = WrittenFor("", "not recorded (a snippets.json from an older driftmatrix): every build counts", "unrecorded")
 Scope = Literal["in", "older", "newer", "unknown"]
-DecidedBy = Literal["builds", "shell", "tree", "history"]
+DecidedBy = Literal["builds", "shell", "python", "tree", "history"]
 
 
 @dataclass
@@ -104,8 +104,9 @@ class Judgement:
     decided by the history: why the page's versions lack it."""
     decided_by: DecidedBy = "builds"
     """What the judgement rests on: `builds` (the outcomes); `shell` (the shell does not run the
-    command as written: a breaking lint on this page, see `defects`); `tree` (a file it names is not
-    in the release's tree); `history` (the option history, no build of the page's versions checked)."""
+    command as written: a breaking lint on this page, see `defects`); `python` (Python's parser rejects
+    the block as a reader pastes it: nothing of it runs); `tree` (a file it names is not in the release's
+    tree); `history` (the option history, no build of the page's versions checked)."""
     defects: list[Lint] = field(default_factory=list)
     """This page's breaking lints (what the shell runs is not what the author meant), line order."""
     history_release: str | None = None
@@ -118,7 +119,7 @@ class Judgement:
 
     @property
     def depth(self) -> str | None:
-        """How deep the judgement rests: `shell`, `tree` or `history` when they decided it; else the
+        """How deep the judgement rests: `shell`, `python`, `tree` or `history` when they decided it; else the
         failing stage, or the deepest stage shown running."""
         if self.decided_by != "builds":
             return self.decided_by
@@ -204,12 +205,13 @@ def judge(results: Results, snippet: Snippet, wf: WrittenFor, source: Source | N
 
 
 def _with_defects(j: Judgement, found: list[Lint], source: Source) -> Judgement:
-    """A page whose command the shell does not run as written: doc-drift on every build; the
-    builds' own reading (of the command the author meant) follows in the summary."""
+    """A page whose command the shell (or Python) does not run as written: doc-drift on every build;
+    the builds' own reading (of the command the author meant) follows in the summary."""
     builds = j.summary
     j.kind, j.decided_by, j.defects = "doc-drift", defects.depth(found), found
+    meant = j.decided_by != "python"  # a block Python cannot read holds no command as meant: never run
     j.summary = defects.sentence(found, source.file) + (
-        f" The command as meant, on the builds: {builds[:1].lower()}{builds[1:]}" if builds else "")
+        f" The command as meant, on the builds: {builds[:1].lower()}{builds[1:]}" if builds and meant else "")
     return j
 
 

@@ -72,10 +72,11 @@ def body(commands: CommandViews, annotation: ann.Annotation, site_url: str | Non
 
 
 def _evidence_rows(j, command: str, where: str) -> list[str]:
-    """The rows of a doc-drift that no build decided: the shell's reading, or the option history."""
+    """The rows of a doc-drift that no build decided: the shell's (or Python's) reading, or the option history."""
     if j.defects:  # one row per kind of defect: where the shell first ends it (the lines after are its own commands)
-        shell = [d for d in j.defects if defects.depth([d]) == "shell"]
-        tree = [d for d in j.defects if defects.depth([d]) == "tree"]
+        shell = [d for d in j.defects if defects.depth_of(d) == "shell"]
+        python = [d for d in j.defects if defects.depth_of(d) == "python"]
+        tree = [d for d in j.defects if defects.depth_of(d) == "tree"]
         rows = []
         if shell:
             more = [str(d.line) for d in shell[1:]]
@@ -83,6 +84,8 @@ def _evidence_rows(j, command: str, where: str) -> list[str]:
             rows.append(f"| {command} | {table_cell(where)} | {table_cell(j.written_for.spec)} | the shell (bash) | "
                         f"ends the command on line {defects.ends_on(shell[0])} | "
                         f"{table_cell(shell[0].message[:200] + also)} |")
+        rows += [f"| {command} | {table_cell(where)} | {table_cell(j.written_for.spec)} | Python's parser | "
+                 f"stops reading the block on line {d.line} | {table_cell(d.message[:200])} |" for d in python]
         rows += [f"| {command} | {table_cell(where)} | {table_cell(j.written_for.spec)} | the release's tree | "
                  f"a file it names is missing (line {d.line}) | {table_cell(d.message[:200])} |" for d in tree]
         return rows

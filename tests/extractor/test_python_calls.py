@@ -39,7 +39,9 @@ args = AsyncEngineArgs(model=os.environ["MODEL"], speculative_config={"method": 
     assert snippet.speculative_config["method"] == "ngram"
 
 
-def test_calls_without_speculative_config_are_ignored_and_bad_python_is_a_diagnostic():
+def test_calls_without_speculative_config_are_ignored_and_bad_python_does_not_run():
     assert from_python('LLM(model="a")\nspeculative_config = None', PLACE) == ([], [])
-    snippets, diags = from_python("llm = LLM(model='a', speculative_config={\n", PLACE)
-    assert snippets == [] and diags[0].code == "python-syntax" and diags[0].line >= 10
+    (snippet,), diags = from_python("llm = LLM(model='a', speculative_config={\n", PLACE)
+    # issue 45: a snippet that does not run (its lint makes the page doc-drift), no longer only a warning
+    assert diags == [] and not snippet.runnable and snippet.lints[0].code == "python-syntax"
+    assert snippet.lints[0].line >= 10
