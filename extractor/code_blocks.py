@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from extractor.commented import commented_commands
+from extractor.helm_values import from_yaml_fence
 from extractor.python_calls import from_python
 from extractor.records import Diagnostic, Snippet
 from extractor.shell_commands import scan
@@ -44,7 +45,7 @@ def reader_for(lang: str) -> Reader | None:
     if lang in PYTHON_LANGS:
         return from_python
     if lang in YAML_LANGS:
-        return from_yaml_block
+        return from_yaml_fence  # Helm values (extractor/helm_values.py), else extractor/yaml_commands.py
     return None
 
 

@@ -204,7 +204,8 @@ class Diagnostic:
     """A problem with an input file or a snippet that the extractor could not read."""
 
     severity: str
-    """`error` (something was lost) or `warning` (read, but suspicious)."""
+    """`error` (something was lost), `warning` (read, but suspicious) or `info` (read; a fact the
+    reader may want, e.g. a Helm values entry the chart does not deploy)."""
     code: str
     """Stable machine name: `invalid-utf8`, `binary-file`, `too-large`, `yaml-error`, ..."""
     message: str

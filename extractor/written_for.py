@@ -218,6 +218,7 @@ def assign(snippets: list[Snippet], facts: PageFacts) -> None:
     found: list[Statement] | None = None
     for snippet in snippets:
         own = _recipe_of(snippet, facts)
+        image = _image_of(snippet, facts)
         for source in snippet.sources:
             if facts.tree is not None and facts.tree.basis == "override":
                 source.written_for = facts.tree
@@ -225,11 +226,23 @@ def assign(snippets: list[Snippet], facts: PageFacts) -> None:
                 source.written_for = narrowed(facts.tree, own)
             elif own is not None:
                 source.written_for = own
+            elif image is not None:
+                source.written_for = image
             else:
                 if found is None:
                     found = statements(facts.text, facts.stable, facts.file)
                 end = source.line + source.text.count("\n")
                 source.written_for = from_statements(found, end) or facts.fallback or default(facts.stable)
+
+
+def _image_of(snippet: Snippet, facts: PageFacts) -> WrittenFor | None:
+    """The vLLM image the snippet itself runs, when its tag is a version (`vllm/vllm-openai:v0.8.5`;
+    `latest` states nothing): a Helm values entry's `repository` + `tag`, written on two lines that no
+    page statement reads (extractor/helm_values.py). For a `docker run` line it is the statement
+    nearest its command anyway."""
+    if not snippet.image or not _IMAGE.search(snippet.image):
+        return None
+    return _line_statement(snippet.image, facts.stable, f"the image it runs, {facts.file}")
 
 
 def _recipe_of(snippet: Snippet, facts: PageFacts) -> WrittenFor | None:

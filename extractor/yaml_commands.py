@@ -22,6 +22,7 @@ from extractor.serve_args import placeholders_in
 from extractor.shell_commands import ShellScan, assigned_names, assigns, scan
 from extractor.shell_lexer import Word
 from extractor.snippet_builder import Place, build, from_shell_text
+from extractor.wrappers import vllm_entry
 
 _VLLM_IMAGE = re.compile(r"^(docker\.io/)?vllm/vllm-(openai|tpu|omni)")
 _K8S_VAR = re.compile(r"(?<!\$)\$\(([A-Za-z_][A-Za-z0-9_]*)\)")  # k8s substitutes $(VAR) in command/args
@@ -33,6 +34,8 @@ _SHELL_VAR = re.compile(r"^\$(?:([A-Za-z_][A-Za-z0-9_]*)|\{([A-Za-z_][A-Za-z0-9_
 # its value is the reader's own, whatever the docs show.
 _SECRET = re.compile(r"(^|_)(TOKEN|KEY|SECRET|PASSWORD|PASSWD|CREDENTIALS?)(_|$)", re.I)
 _SHELLS = ("sh", "bash", "/bin/sh", "/bin/bash")
+_SHELL_C = re.compile(r"^-[a-z]*c[a-z]*$")  # `-c`, `-lc`, `-exc`: the shell runs the next word as a script
+_API_SERVER = "vllm.entrypoints.openai.api_server"
 
 Env = dict[str, str | None]
 """Variables a YAML mapping sets for what runs under it; None: named but unset (its value comes from
@@ -136,12 +139,15 @@ def _container(node: yaml.MappingNode, relay: yaml_nodes.Relaid, place: Place, e
         return []
     values = _literals(env)
     texts = [_k8s_expand(w.value, values) for w in words]
-    if len(texts) >= 2 and texts[0] in _SHELLS and texts[1] in ("-c", "-lc", "-ec"):
+    if len(texts) >= 2 and texts[0] in _SHELLS and _SHELL_C.match(texts[1]):
         consumed.update(id(w) for w in words)
-        script = words[2] if len(words) > 2 else None
+        # `bash -c -- 'script'`: `--` ends bash's options; the script is the next word
+        at = 3 if texts[2:3] == ["--"] else 2
+        script = words[at] if len(words) > at else None
         return [] if script is None else _script(script, relay, place.at(place.line, context="yaml:container"),
                                                   env, k8s=True)
-    serve = texts[:2] == ["vllm", "serve"]
+    prefix = _server_prefix(texts)
+    serve = prefix is not None
     entrypoint = not command and image and _VLLM_IMAGE.match(image)  # the image's entrypoint is the server
     if not serve and not entrypoint:
         return []
@@ -150,11 +156,25 @@ def _container(node: yaml.MappingNode, relay: yaml_nodes.Relaid, place: Place, e
     end = max(w.end_mark.line for w in words)
     source = place.source(words[0].start_mark.line, "\n".join(lines[node.start_mark.line:end + 1]).rstrip())
     source.context = "yaml:container"
-    argv = texts[2:] if serve else texts
-    return [build("serve" if serve else "docker", argv, _recorded(env), source,
+    skip, lints = prefix if serve else (0, [])
+    argv = texts[skip:]
+    return [build("serve" if serve else "docker", argv, _recorded(env), source, lints=lints,
                   expansions=[[m[0] for m in _K8S_VAR.finditer(a)] for a in argv],
                   image=None if serve else image, docker_options=None if serve else [],
                   placeholder_models=place.placeholder_models)]
+
+
+def _server_prefix(texts: list[str]) -> tuple[int, list[Lint]] | None:
+    """How many words of an exec-form command start the vLLM server (`vllm serve`, `/opt/venv/bin/vllm
+    serve`, `python3 -m vllm.entrypoints.openai.api_server`), with the lint the legacy one gets as in a
+    shell block; None when it is not the server."""
+    n = vllm_entry([Word(t, 0) for t in texts[:3]])
+    if n == 3 and texts[2] == _API_SERVER:
+        return 3, [Lint("legacy-entrypoint", "`python -m vllm.entrypoints.openai.api_server` is the legacy entry "
+                        "point; `vllm serve` is the documented one")]
+    if n is not None and texts[n:n + 1] == ["serve"]:
+        return n + 1, []
+    return None
 
 
 def _script(node: yaml.ScalarNode, relay: yaml_nodes.Relaid, place: Place, env: Env,
