@@ -375,9 +375,9 @@ def _site_yaml(text: str, place: Place) -> tuple[list[Snippet], list[Diagnostic]
     """A YAML file of another project's repository: a chart's values, a Kubernetes manifest."""
     if "vllm" not in text:
         return [], []
-    from extractor.yaml_commands import from_yaml_block  # noqa: PLC0415 — YAML files of sites only
+    from extractor.helm_values import from_yaml_file  # noqa: PLC0415 — YAML files of sites only
 
-    return from_yaml_block(text, place)
+    return from_yaml_file(text, place)
 
 
 def _mark_plugin(found: list[Snippet], tree: Tree, text: str) -> None:

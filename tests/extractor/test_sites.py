@@ -1,0 +1,115 @@
+"""Another project's site is what it says it is (issue 45): read from the real snapshots under
+../shared/corpus/thirdparty, and small sites for what the snapshots do not show."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from extractor.catalog import extract
+from extractor.corpus import detect
+
+CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
+THIRDPARTY = CORPUS / "thirdparty"
+
+
+def site(name: str) -> Path:
+    return next(THIRDPARTY.glob(f"{name}-*"))
+
+
+def sources(catalog):
+    return [src for s in catalog.snippets for src in s.sources]
+
+
+@pytest.mark.parametrize("name", ["vllm-gaudi", "tpu-inference", "speculators", "production-stack"])
+def test_a_third_party_repository_is_a_site_not_vllm_docs(name):
+    tree = detect(site(name))
+    assert tree.kind == "site", (name, tree.kind, tree.layout)
+    catalog, _ = extract([site(name)], stable="0.34.0")
+    assert catalog.corpora[0].name == "site" and catalog.corpora[0].site["name"]
+    for src in sources(catalog):
+        assert src.corpus == "site"
+        assert not (src.url or "").startswith("https://docs.vllm.ai"), src.url  # never a made-up vLLM address
+
+
+def test_vllms_own_docs_stay_vllm_docs():
+    assert detect(CORPUS / "vllm-docs" / "0.20.1").kind == "vllm-docs"
+    assert detect(next((CORPUS / "recipes").iterdir())).kind == "recipes"
+
+
+def test_a_site_links_only_where_it_says_it_lives():
+    catalog, _ = extract([site("speculators")], stable="0.34.0")
+    assert catalog.corpora[0].site["url_base"] == "https://vllm-project.github.io/speculators"
+    docs = [s for s in sources(catalog) if s.file.startswith("docs/")]
+    assert docs and all(s.url.startswith("https://vllm-project.github.io/speculators/") for s in docs)
+    readme = [s for s in sources(catalog) if s.file == "README.md"]
+    assert readme and all(s.url is None for s in readme)  # no commit known: no link rather than a wrong one
+    gaudi, _ = extract([site("vllm-gaudi")], stable="0.34.0")  # its mkdocs config names no site_url
+    assert gaudi.corpora[0].site["url_base"] == "" and all(s.url is None for s in sources(gaudi))
+
+
+def test_a_site_is_read_whole_its_examples_too():
+    catalog, _ = extract([site("tpu-inference")], stable="0.34.0")
+    files = {s.file for s in sources(catalog)}
+    assert any(f.startswith("examples/") for f in files), files
+    assert any(f.startswith("scripts/") for f in files), files
+    assert not any(f.startswith(".buildkite/") for f in files), files  # CI, not instructions
+
+
+def test_the_plugin_a_site_documents_marks_its_pages():
+    catalog, _ = extract([site("vllm-gaudi")], stable="0.34.0")
+    assert catalog.corpora[0].site["plugin"] == "vllm-gaudi"
+    assert {s.plugin for s in sources(catalog)} == {"vllm-gaudi"}
+    speculators, _ = extract([site("speculators")], stable="0.34.0")
+    assert {s.plugin for s in sources(speculators)} == {""}  # a library, not a plugin
+
+
+def test_a_plugin_site_states_the_vllm_its_release_is_built_on():
+    catalog, _ = extract([site("vllm-gaudi")], stable="0.34.0")
+    wf = {s.written_for.spec for s in sources(catalog) if s.file == "docs/configuration/quantization/inc.md"}
+    assert wf == {">=0.26.0"}  # README.md: "Version 0.26.0 … built on vLLM 0.26.0"
+
+
+def test_a_nightly_tpu_image_means_nightly():
+    catalog, _ = extract([site("tpu-inference")], stable="0.34.0")
+    [src] = [s for s in sources(catalog) if s.file.endswith("single-host/deploy-cpu-offload.yaml")]
+    assert src.written_for.basis == "nightly" and "vllm/vllm-tpu:nightly-" in src.written_for.origin
+
+
+def _mini_site(root: Path, extra: str, page: str) -> Path:
+    (root / "docs").mkdir(parents=True)
+    (root / "mkdocs.yml").write_text("site_name: Some Plugin\nrepo_url: https://github.com/example/vllm-thing\n"
+                                     "site_url: !ENV READTHEDOCS_CANONICAL_URL\nplugins:\n  - macros\n" + extra)
+    (root / "docs" / "index.md").write_text(page)
+    return root
+
+
+def test_a_page_with_a_mkdocs_variable_is_written_for_its_value(tmp_path):
+    root = _mini_site(tmp_path / "s", "extra:\n  pip_vllm_version: \"0.11.0\"\n  analytics:\n    provider: x\n",
+                      "# Install\n\n```bash\npip install vllm=={{ pip_vllm_version }}\n"
+                      "vllm serve org/model --max-model-len 1024\n```\n")
+    catalog, _ = extract([root], stable="0.34.0")
+    [src] = sources(catalog)
+    assert src.written_for.spec == "==0.11.0" and "vllm==0.11.0" in src.written_for.origin
+    assert src.url is None  # `site_url: !ENV …` is not known here
+
+
+def test_a_page_that_states_nothing_is_written_for_todays_stable(tmp_path):
+    from driftmatrix.release_pins import todays_stable
+    from flaghistory.commands import shipped
+
+    root = _mini_site(tmp_path / "s", "", "# Serve\n\n```bash\nvllm serve org/model\n```\n")
+    stable = todays_stable()
+    assert stable == shipped().releases[-1]  # the newest release the history holds, not the seed's pin
+    catalog, _ = extract([root], stable=stable)
+    [src] = sources(catalog)
+    assert (src.written_for.spec, src.written_for.basis) == (f">={stable}", "default")
+
+
+def test_main_branch_words_mean_the_nightly_builds(tmp_path):
+    root = _mini_site(tmp_path / "s", "", "# Serve\n\nThis guide is built from vLLM's main branch.\n\n"
+                                          "```bash\nvllm serve org/model\n```\n")
+    catalog, _ = extract([root], stable="0.34.0")
+    [src] = sources(catalog)
+    assert src.written_for.basis == "nightly" and src.written_for.spec == ">0.34.0"
