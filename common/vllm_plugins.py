@@ -122,3 +122,20 @@ def _json_key(value: str, key: str) -> str | None:
         return None
     got = data.get(key) if isinstance(data, dict) else None
     return got if isinstance(got, str) else None
+
+
+def plugins_of(snippet) -> list[str]:
+    """The plugins a command's pages are written for (extractor/records.py Source.plugin), or that its
+    own `VLLM_PLUGINS=` loads."""
+    named = [s.plugin for s in snippet.sources if getattr(s, "plugin", "")]
+    env = of_env(snippet.env or {})
+    return list(dict.fromkeys(named + ([env] if env else [])))
+
+
+def registered_value(kind: str, domain: str, plugins: list[str]) -> str | None:
+    """For a value (the option history's use: kind `value`, its option) a plugin the page is written
+    for may register: the words "registered by a plugin …, cannot say"; None for anything else."""
+    if not plugins or kind != "value" or domain not in PLUGIN_OPTIONS:
+        return None
+    return (f"registered by a plugin ({', '.join(plugins)}) through {PLUGIN_OPTIONS[domain][0]}: "
+            "stock vLLM's history cannot say")

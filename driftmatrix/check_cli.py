@@ -186,7 +186,7 @@ def render(console, c: Checked, history) -> None:
 def cmd_check(args: argparse.Namespace) -> int:
     from common.inert import console_markup, log_json, terminal
     from flaghistory.command_check import check_argv
-    from runner.jobs.tiers.plugins import plugins_of
+    from common.vllm_plugins import plugins_of
     from driftmatrix.release_pins import todays_stable
     from rich.console import Console
 

@@ -113,11 +113,7 @@ def _answer(history: FlagHistory, use: Use, answers: list[bool | None], asked: l
 
 
 def _plugin_value(use: Use, plugins: list[str]) -> str | None:
-    """The words for a value a plugin the page is written for may register; None for anything else."""
-    if not plugins or use.kind != "value" or use.domain not in vllm_plugins.PLUGIN_OPTIONS:
-        return None
-    return (f"registered by a plugin ({', '.join(plugins)}) through "
-            f"{vllm_plugins.PLUGIN_OPTIONS[use.domain][0]}: stock vLLM's history cannot say")
+    return vllm_plugins.registered_value(use.kind, use.domain, plugins)
 
 
 def check_argv(history: FlagHistory, argv: list[str], asked: list[str], plugins: list[str] = ()) -> CommandCheck:

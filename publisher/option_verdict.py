@@ -28,6 +28,7 @@ from flaghistory.uses import uses_of
 from flaghistory.history import FlagHistory
 from runner.outcomes.counts import GOOD, REAL, depth
 from common.versions import parse_version
+from common import vllm_plugins
 
 JUDGED_KINDS = ("serve", "docker", "recipe")
 """Commands whose options are `vllm serve`'s (not a subcommand's, not LLM()'s keyword arguments)."""
@@ -85,7 +86,8 @@ def verdict(history: FlagHistory | None, snippet: Snippet, spec: SpecifierSet, l
     if history is None or snippet.kind not in JUDGED_KINDS:
         return None
     view = page_releases(history, spec, low)
-    uses = uses_of(history, snippet.argv or [])
+    plugins = vllm_plugins.plugins_of(snippet)  # a plugin's values: stock vLLM's history does not decide them
+    uses = [u for u in uses_of(history, snippet.argv or []) if not vllm_plugins.registered_value(u.kind, u.domain, plugins)]
     if not view or not uses:
         return None
     given = frozenset(u.option for u in uses)

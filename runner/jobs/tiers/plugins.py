@@ -20,13 +20,6 @@ from extractor.records import Snippet
 from runner.builds.targets import Target
 
 
-def plugins_of(snippet: Snippet) -> list[str]:
-    """The plugins the command's pages are written for, or that its own `VLLM_PLUGINS=` loads."""
-    named = [s.plugin for s in snippet.sources if getattr(s, "plugin", "")]
-    env = vllm_plugins.of_env(snippet.env)
-    return list(dict.fromkeys(named + ([env] if env else [])))
-
-
 def _missing(names: list[str], target: Target) -> list[str]:
     """The plugins the target does not install (an unknown name — a VLLM_PLUGINS entry point — never is)."""
     missing = []
@@ -47,7 +40,7 @@ def _stock(option: str, value: str) -> bool | None:
 
 def refusal(snippet: Snippet, argv: list[str], target: Target) -> tuple[str, str] | None:
     """(the tier from which the command is not decided here — `parse` or `config` —, why), or None."""
-    missing = _missing(plugins_of(snippet), target)
+    missing = _missing(vllm_plugins.plugins_of(snippet), target)
     given = vllm_plugins.values_in(argv) if missing else []
     if not given:
         return None
