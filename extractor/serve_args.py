@@ -34,7 +34,7 @@ _PLACEHOLDER_TEXT = re.compile(
     r"<[A-Za-z][^<>\n]{0,80}?>"  # <MODEL>, <draft-model>
     r"|(?<!\$)\{[A-Za-z_][^{}\n\"':,]{0,80}\}"  # {your model directory}, not ${VAR}
     r"|(?<![\w.])/path/to/[^\s\"',}]*"  # /path/to/model
-    r"|^(?:\.\.\.|…)$"  # a bare ellipsis: "and more arguments here"
+    r"|<(?:\.\.\.|…)>|(?<![\w.])(?:\.\.\.|…)(?![\w.])"  # an elision: `<...>`, `...`, `'{…}'`, `'{..., "k": 1}'`
     r"|(?i:\byour[-_][\w-]+)"  # your-huggingface-token, YOUR_API_KEY
 )
 _VAR_NAME = re.compile(r"^\$\{?([A-Za-z_][A-Za-z0-9_]*)")
@@ -45,6 +45,16 @@ _ARGS_WORD = re.compile(r"^(?:[<\[]?(?:args|arguments|options|flags|extra[-_ ]ar
 # reader's to fill in; under any other key it is a literal token (`"<think>"`, `"<image>"`).
 _NAMING_KEY = re.compile(r"model|tokenizer|path|dir|file|url|name|repo|revision", re.I)
 _READS_AS_PLACEHOLDER = (re.compile(r"^<[A-Z0-9_ -]+>$"), re.compile(r"^<[^<>]*\s[^<>]*>$|^<your[-_ ]", re.I))
+
+# How many values an option takes, for finding a model written after options (`vllm serve --task
+# transcription openai/whisper-small`: argparse gives `--task` one word, the next is the model).
+# vLLM's switches (booleans) take none: its bool fields are `--enable-…`/`--disable-…`/`--no-…` or these.
+_SWITCH_PREFIXES = ("--enable-", "--disable-", "--no-")
+_SWITCHES = {"--trust-remote-code", "--enforce-eager", "--headless", "--skip-tokenizer-init", "--omni"}
+# Its list-valued options (nargs="+") take every word up to the next option; the rest take one.
+_LIST_VALUED = {"--served-model-name", "--lora-modules", "--prompt-adapters", "--logits-processors",
+                "--cuda-graph-sizes", "--api-key", "--allowed-media-domains", "--collect-detailed-traces",
+                "--ignore-patterns", "--long-lora-scaling-factors"}
 
 _NEGATIVE_NUMBER = re.compile(r"^-\d")
 _HUMAN_INT = re.compile(r"(\d+(?:\.\d+)?)([kKmMgGtT])")
@@ -175,12 +185,37 @@ def parse_serve_args(args: list[str], model_is_positional: bool = True,
     for opt in options:
         if opt.name == "--model" and opt.values and result.model is None:
             result.model = opt.values[0]
+    if result.model is None:
+        _model_after_options(result, args)
     if result.model is not None and (is_args_placeholder(result.model) or is_placeholder_model(result.model, placeholder_models)):
         result.placeholders.append(result.model)
         result.model = None
     _resolve_speculative_config(result)
     _lint_json_values(result)
     return result
+
+
+def _values_taken(opt: Option) -> int | None:
+    """How many of the words after `opt` argparse gives it (None: all of them, a list option)."""
+    if opt.name in _LIST_VALUED:
+        return None
+    return 0 if opt.name in _SWITCHES or opt.name.startswith(_SWITCH_PREFIXES) else 1
+
+
+def _model_after_options(result: ServeArgs, args: list[str]) -> None:
+    """The model written after options (`--task transcription openai/whisper-small`, `--enforce-eager
+    org/model`): the first word an option does not take is argparse's positional. It moves from the
+    option's values to the model, so the command has the id of its model-first spelling; any further
+    words stay where they were written (an option not known to take a list may still take them)."""
+    for opt in result.options:
+        taken = _values_taken(opt)
+        if taken is None or "=" in args[opt.index]:  # `--opt=value` takes no more words
+            continue
+        extra = next((k for k, v in enumerate(opt.values) if k >= taken and not is_args_placeholder(v)), None)
+        if extra is not None:
+            result.model = opt.values.pop(extra)
+            result.positional = result.positional or result.model
+            return
 
 
 def _resolve_speculative_config(result: ServeArgs) -> None:
@@ -216,7 +251,8 @@ def _resolve_speculative_config(result: ServeArgs) -> None:
     try:
         value = json.loads(raw)
     except json.JSONDecodeError as err:
-        result.speculative_config_error = json_error(raw, err)
+        if not _at_placeholder(raw, err.pos):
+            result.speculative_config_error = json_error(raw, err)
         return
     if isinstance(value, dict):
         result.speculative_config = value
@@ -225,6 +261,17 @@ def _resolve_speculative_config(result: ServeArgs) -> None:
             "message": f"expected a JSON object, got {type(value).__name__}",
             "value": raw, "pos": 0, "lineno": 1, "colno": 1,
         }
+
+
+_EXPANSION = re.compile(r"\$(?:\{[^}]*\}|\(|[A-Za-z_][A-Za-z0-9_]*)")
+
+
+def _at_placeholder(raw: str, pos: int) -> bool:
+    """Whether a JSON value breaks only where the reader or the shell fills something in (`'{...}'`,
+    `{…, "k": 1}`, `"num_speculative_tokens": <K>` or `$K`): a placeholder, the command is not
+    runnable as written, and the JSON is not judged."""
+    spans = [*_PLACEHOLDER_TEXT.finditer(raw), *_EXPANSION.finditer(raw)]
+    return any(m.start() <= pos < m.end() for m in spans)
 
 
 def _lint_json_values(result: ServeArgs) -> None:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from extractor.records import Lint
 from extractor.shell_lexer import Operator, Word, lex
-from extractor.wrappers import peel, split_at_vllm, texts, vllm_entry
+from extractor.wrappers import peel, searches_text, split_at_vllm, texts, vllm_entry
 
 _VLLM_SERVER_IMAGE = re.compile(r"^(docker\.io/)?vllm/vllm-(openai|tpu|omni)")
 _ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
@@ -97,6 +97,27 @@ def assigns(text: str, name: str, names: frozenset[str]) -> bool:
 def strip_prompts(text: str) -> str:
     """`$ vllm serve …` → `  vllm serve …` (console prompts are not part of the command)."""
     return _PROMPT.sub(lambda m: m.group(1) + "  ", text)
+
+
+# A line of program output, by the prefix a logger or test runner puts on it: a console block shows
+# the server's log (`INFO 01-02 12:34:56 [api_server.py:123] Running: vllm serve …`), a CI log or a
+# pytest report quoting a command; no shell command starts this way.
+_LOG_LINE = re.compile(
+    r"^[ \t]*(?:"
+    r"\S+\.py::\S*"  # pytest node id: tests/test_serve.py::test_x PASSED
+    r"|(?:PASSED|FAILED|XPASS|XFAIL|SKIPPED)\b"  # pytest outcome first (-rA summaries)
+    r"|\[?\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}"  # [2025-01-01 12:00:00], 2025-01-01T12:00:00.1Z (CI)
+    r"|\([^()\n]*\bpid=\d+\)"  # (APIServer pid=1234), (VllmWorker TP0 pid=7)
+    r"|(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)(?=[:\s\]])"  # INFO 01-02 …, INFO:     (uvicorn)
+    r").*$",
+    re.M,
+)
+
+
+def blank_log_lines(text: str) -> str:
+    """`text` with lines of program output blanked (lines keep their numbers): output is not an
+    instruction, whatever command it quotes."""
+    return _LOG_LINE.sub("", text)
 
 
 def simple_commands(tokens: list[Word | Operator]) -> list[tuple[list[Word], int]]:
@@ -275,7 +296,7 @@ def _shell_c(cmd: list[Word], depth: int) -> list[Invocation]:
 
 def scan(text: str, depth: int = 0) -> ShellScan:
     """Find every serve/docker/subcommand/fragment invocation in `text`."""
-    lexed = lex(strip_prompts(text))
+    lexed = lex(blank_log_lines(strip_prompts(text)))
     found: list[Invocation] = []
     previous: Invocation | None = None  # the invocation that the last simple command was
     for cmd, end in simple_commands(lexed.tokens):
@@ -307,6 +328,8 @@ def _invocations(peeled, start: int, end: int, depth: int) -> list[Invocation]:
     docker = _docker(rest)
     if docker is not None:
         return _docker_invocations(docker, peeled, start, end, depth)
+    if searches_text(rest):  # `pgrep -f "vllm serve"`: a pattern, not a command (nor a quoted one)
+        return []
     if rest[0].text in _SHELLS and depth < 3:
         inner = _shell_c(rest, depth)
         for inv in inner:

@@ -20,7 +20,8 @@ CONTROL_OPERATORS = ("&&", "||", ";;", "|&", ";", "&", "|", "(", ")", "\n")
 # Redirection operators; the word after one is its target, not an argument.
 REDIRECTIONS = ("<<-", "<<<", "<<", ">>", "&>>", "&>", ">&", "<&", ">|", "<>", ">", "<")
 
-_PLACEHOLDER = re.compile(r"<[A-Za-z][^<>\n=]{0,80}?>|\{[A-Za-z_][^{}\n\"':,]{0,80}\}")
+# `<MODEL>`, `<...>` (an elided value), `{your model dir}`.
+_PLACEHOLDER = re.compile(r"<(?:[A-Za-z][^<>\n=]{0,80}?|\.\.\.|…)>|\{[A-Za-z_][^{}\n\"':,]{0,80}\}")
 _PLAIN = re.compile(r"[^ \t\r\n\\'\"$`<>;&|()]+")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SPECIAL_PARAM = re.compile(r"[0-9@*#?$!-]")
@@ -135,7 +136,7 @@ class _Lexer:
                 self._start()
                 self._backquote()
             elif (c == "<" or (c == "{" and self.buf is None)) and (m := _PLACEHOLDER.match(s, self.i)):
-                # `<MODEL>` / `{your model dir}` are documentation placeholders, read as
+                # `<MODEL>` / `<...>` / `{your model dir}` are documentation placeholders, read as
                 # one word (bash would redirect or split them).
                 self._start()
                 self.buf.append(m.group(0))

@@ -21,9 +21,18 @@ _PYTHON = re.compile(r"^(\S*/)?python[0-9.]*$")
 # Wrappers whose options never take a separate value: skip every `-…` word after them.
 _FLAG_ONLY = ("sudo", "nohup", "exec", "time", "command", "nice", "numactl", "taskset", "stdbuf", "setsid",
               "chrt", "ionice", "unbuffer")
+# Programs that match text or processes: `vllm serve` among their arguments is what they look for
+# (`pgrep -f "vllm serve"`, `ps aux | grep 'vllm serve'`, `pkill -f vllm serve`), never a command they run.
+_PATTERN_PROGRAMS = {"grep", "egrep", "fgrep", "zgrep", "rg", "ag", "ack", "pgrep", "pkill", "killall", "pidof",
+                     "ps", "awk", "gawk", "sed"}
 # Programs whose arguments are data, not a command to run: `echo vllm serve x` runs nothing.
-_NOT_WRAPPERS = {"echo", "printf", "grep", "egrep", "rg", "git", "pip", "pip3", "uv", "cat", "alias", "which",
-                 "type", "man", "apt", "apt-get", "conda", "brew", "curl", "wget", "sed", "awk", "tee", "export"}
+_NOT_WRAPPERS = {"echo", "printf", "git", "pip", "pip3", "uv", "cat", "alias", "which", "type", "man", "apt",
+                 "apt-get", "conda", "brew", "curl", "wget", "tee", "export"} | _PATTERN_PROGRAMS
+
+
+def searches_text(command: list[Word]) -> bool:
+    """Whether `command` (wrappers peeled) is a pattern program: none of its words is a command."""
+    return bool(command) and command[0].text.rsplit("/", 1)[-1] in _PATTERN_PROGRAMS
 
 
 @dataclass
