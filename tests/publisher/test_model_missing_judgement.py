@@ -67,3 +67,14 @@ def test_it_is_never_a_vllm_regression(site_inputs, stable_plus, tmp_path):
     j = _judged(stable_plus, tmp_path, [passed[0], _as_unloadable(passed[1], model)], sid)
     assert j.kind == "doc-drift" and j.regression is None, j.summary
     assert j.summary.startswith("The model cannot be loaded as written"), j.summary
+
+
+def test_a_parse_job_failing_at_config_says_where_it_stopped(site_inputs):
+    """The hub is asked at every tier: a parse job's FAIL at config went further than it was to go, so
+    the page does not say it "was to go on up to" the parser."""
+    from publisher.snippet_page import checked
+
+    parsed = next(o for o in _records(site_inputs["parse"]) if o.verdict == "PASS" and o.tier == "parse")
+    failed = _as_unloadable(parsed, "org/absent")
+    assert (failed.verdict, failed.stage, failed.tier) == ("FAIL", "config", "parse")
+    assert checked(failed).endswith(", where it stopped") and "go on up to" not in checked(failed)
