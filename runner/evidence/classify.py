@@ -34,10 +34,17 @@ WRAPPERS = re.compile(r"Engine core initialization failed|Engine process failed 
                       r"Found no NVIDIA driver")
 
 
+MODEL_NOT_FOUND = "model-not-found"
+"""The signature of a model the hub says cannot be loaded as written (runner/models/hub_answer.py): given
+by the runner from the hub's answer, never matched in vLLM's words (offline, vLLM says the same of a
+model that exists)."""
+
+
 @dataclass
 class Signature:
     id: str
-    pattern: re.Pattern
+    pattern: re.Pattern | None
+    """None: given by the runner (`by_id`), never matched."""
     explanation: str
     blame: str = "docs"
     only_on: str | None = None
@@ -47,8 +54,8 @@ class Signature:
 @functools.lru_cache(maxsize=4)
 def load(path: Path = SIGNATURES) -> tuple[list[Signature], list[re.Pattern], list[re.Pattern]]:
     data = yaml.safe_load(path.read_text())
-    sigs = [Signature(s["id"], re.compile(s["pattern"]), s["explanation"], s.get("blame", "docs"), s.get("only_on"))
-            for s in data.get("failures", [])]
+    sigs = [Signature(s["id"], re.compile(s["pattern"]) if "pattern" in s else None, s["explanation"],
+                      s.get("blame", "docs"), s.get("only_on")) for s in data.get("failures", [])]
     warn = data.get("warnings", {})
     return sigs, [re.compile(p) for p in warn.get("benign", [])], [re.compile(p) for p in warn.get("feature", [])]
 
@@ -74,9 +81,14 @@ def match_signature(*texts: str | None, device: str = "cpu") -> Signature | None
             continue
         text = examined(text)
         for sig in sigs:
-            if sig.only_on in (None, device) and sig.pattern.search(text):
+            if sig.pattern and sig.only_on in (None, device) and sig.pattern.search(text):
                 return sig
     return None
+
+
+def by_id(sig_id: str) -> Signature:
+    """A signature of signatures.yaml by its id (one the runner gives rather than matches)."""
+    return next(sig for sig in load()[0] if sig.id == sig_id)
 
 
 def is_feature_warning(message: str) -> bool:

@@ -28,6 +28,8 @@ from urllib.parse import quote, urlsplit
 
 import httpx
 
+from runner.models import hub_answer
+from runner.outcomes.evidence_records import HubAnswer
 from runner.settings import HUB_REQUEST_S, WEIGHTS_DISK_MARGIN_GB, hub_dir
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
@@ -44,7 +46,17 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,95}")
 
 
 class HubError(RuntimeError):
-    """The hub cannot give this model (the message says why): a stand-in or a SKIP, never a FAIL."""
+    """The hub cannot give this model (the message says why): a stand-in or a SKIP, never a FAIL (but
+    NotLoadable)."""
+
+
+class NotLoadable(HubError):
+    """The hub says the model cannot be loaded as the docs name it (runner/models/hub_answer.py): the
+    docs' fault, on every build — the one HubError that is a FAIL, never a stand-in."""
+
+    def __init__(self, answer: HubAnswer):
+        super().__init__(answer.why)
+        self.answer = answer
 
 
 @dataclass(frozen=True)
@@ -128,9 +140,12 @@ def files(model_id: str) -> list[RepoFile]:
     params: dict | None = {"recursive": "true"}
     found: list[RepoFile] = []
     with _client() as client:
-        for _ in range(MAX_PAGES):
+        for page in range(MAX_PAGES):
             try:
-                r = _check(client.get(url, params=params))
+                r = client.get(url, params=params)
+                if page == 0:  # a later page's answer says nothing of the repository
+                    _loadable(model_id, r.status_code, None, r.headers.get("X-Error-Code"))
+                r = _check(r)
                 data = r.json()
             except httpx.HTTPError as err:
                 raise HubError(f"listing its files failed ({type(err).__name__})") from None
@@ -141,6 +156,14 @@ def files(model_id: str) -> list[RepoFile]:
             if url is None:
                 return found
     raise HubError(f"its file listing has more than {MAX_PAGES} pages")
+
+
+def _loadable(model_id: str, status: int, listing: list[RepoFile] | None, error_code: str | None = None) -> None:
+    """NotLoadable when the hub's answer says vLLM cannot load the model as named."""
+    paths = [f.path for f in listing] if listing is not None else None
+    why = hub_answer.unloadable(status, paths)
+    if why:
+        raise NotLoadable(hub_answer.answer(model_id, status, why, paths or [], shown_endpoint(), error_code))
 
 
 def _entries(data) -> list[RepoFile]:
@@ -226,9 +249,9 @@ def fetch_configs(model_id: str, cache: Path) -> Path:
             return final
         for stale in final.parent.glob(f".{final.name}-*"):  # a fetch killed half-way
             shutil.rmtree(stale, ignore_errors=True)
-        listing = files(model_id)
+        listing = _loadable_listing(model_id, final)
         wanted = [f for f in listing if not f.weight and f.path.split("/")[-1] not in OUR_MARKERS]
-        if not any(f.path in ("config.json", "params.json") for f in wanted):
+        if not any(f.path in ("config.json", "params.json") for f in wanted):  # GGUF files only
             raise HubError("no config.json at the repo's top level")
         if sum(f.size for f in wanted) > CONFIG_BYTES_MAX:
             raise HubError(f"its non-weight files take more than {CONFIG_BYTES_MAX // 10**6} MB")
@@ -247,6 +270,21 @@ def fetch_configs(model_id: str, cache: Path) -> Path:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
     return final
+
+
+def _loadable_listing(model_id: str, folder: Path) -> list[RepoFile]:
+    """The repo's listing when vLLM can load the model as named; else NotLoadable, its answer kept for
+    the run's later steps (hub_answer.keep: the step without the token gets 401 where this one got 404)."""
+    found = hub_answer.kept(folder, shown_endpoint())
+    if found:
+        raise NotLoadable(found)
+    try:
+        listing = files(model_id)
+        _loadable(model_id, 200, listing)
+    except NotLoadable as err:
+        hub_answer.keep(folder, err.answer)
+        raise
+    return listing
 
 
 def weight_files(listing: list[RepoFile], folder: Path) -> list[RepoFile]:

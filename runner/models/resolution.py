@@ -4,7 +4,9 @@ A model id is usable when it is an existing local directory, when the model map 
 directory for it, or when the Hugging Face hub is reachable: then its configuration and tokenizer
 files are fetched (runner/models/hub.py) and that folder replaces the id, with the weights only when the
 job starts a server and they fit the weights budget. A model that cannot be had SKIPs the tiers
-that need it (or runs on a stand-in twin with `--stand-ins`) — never a FAIL.
+that need it (or runs on a stand-in twin with `--stand-ins`) — never a FAIL, unless the hub says it
+cannot be loaded as written (runner/models/hub_answer.py): that is the docs' fault, and no twin
+stands in for it.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.models import hub
+from runner.outcomes.evidence_records import HubAnswer
 from runner.settings import cache_dir
 
 STANDIN_MARKER = "driftmatrix-standin.json"
@@ -92,7 +95,9 @@ class Resolution:
     no_weights: dict[str, str] = field(default_factory=dict)
     """Hub models whose folder has no weights although the job starts a server: why (`weights ...`)."""
     unavailable: dict[str, str] = field(default_factory=dict)
-    """Missing models the hub could not give (refused id, gated, not there): why."""
+    """Missing models the hub could not give (refused id, gated, the hub's trouble): why."""
+    unloadable: dict[str, HubAnswer] = field(default_factory=dict)
+    """Models the hub says cannot be loaded as written (not in `missing`: nothing stands in for them)."""
 
 
 class ModelResolver:
@@ -129,7 +134,8 @@ class ModelResolver:
                 res.missing.append(model)
             else:
                 # a draft goes without weights when the served model does (a twin's draft is a twin)
-                bare = model != models[0] and (models[0] in res.no_weights or models[0] in res.missing)
+                bare = model != models[0] and (models[0] in res.no_weights or models[0] in res.missing
+                                               or models[0] in res.unloadable)
                 self._from_hub(model, cache or cache_dir(), weights_budget, res, models[0] if bare else None)
         return res
 
@@ -138,6 +144,9 @@ class ModelResolver:
             lock = self._locks.setdefault(model, threading.Lock())
         with lock:  # jobs side by side: one fetch per model
             folder = self._once((model, "configs"), lambda: hub.fetch_configs(model, cache))
+            if isinstance(folder, HubAnswer):
+                res.unloadable[model] = folder
+                return
             if isinstance(folder, str):
                 res.missing.append(model)
                 res.unavailable[model] = folder
@@ -156,12 +165,15 @@ class ModelResolver:
         else:
             res.from_hub[model] = f"configuration, tokenizer and weights from {where}"
 
-    def _once(self, key: tuple, fetch) -> Path | str | None:
+    def _once(self, key: tuple, fetch) -> Path | str | HubAnswer | None:
         """`fetch()` once per run: its result, or why it failed (the hub's answer, or this machine's
-        disk: either is a SKIP or a stand-in, never a crashed job)."""
+        disk: either is a SKIP or a stand-in, never a crashed job), or the hub's answer that the model
+        cannot be loaded as written."""
         if key not in self._fetched:
             try:
                 self._fetched[key] = fetch()
+            except hub.NotLoadable as err:
+                self._fetched[key] = err.answer
             except (hub.HubError, OSError) as err:
                 why = str(err) if isinstance(err, hub.HubError) else f"storing it failed ({err})"
                 self._fetched[key] = f"weights download failed: {why}" if "weights" in key else why

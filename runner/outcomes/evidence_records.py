@@ -138,6 +138,27 @@ class FailureSignature(JsonRecord):
 
 
 @dataclass
+class HubAnswer(JsonRecord):
+    """The hub's answer that a model of the command cannot be loaded as written: no such repository, or
+    one vLLM reads no model from (runner/models/hub_answer.py decides which answers say so)."""
+
+    model: str
+    """The model id as the docs wrote it."""
+    status: int
+    """The HTTP status of the hub's file listing for it: 404, or 200 with the files below."""
+    why: str
+    """What the answer means, in plain words."""
+    files: list[str]
+    """The files the hub listed at the repository's top level (the first few; none for a 404)."""
+    endpoint: str
+    """The hub asked, as notes show it (scheme, host and port: no credentials)."""
+    asked: str
+    """When (UTC, ISO 8601)."""
+    error_code: str | None = field(default=None, metadata=OPTIONAL)
+    """The hub's `X-Error-Code` header (`RepoNotFound`, `RevisionNotFound`), when it sent one."""
+
+
+@dataclass
 class LoggedWarning(JsonRecord):
     """A WARNING line vLLM logged: from the helper's logging (parse, config: `level`, `logger`) or a
     server's log (`process`)."""

@@ -10,8 +10,9 @@ import copy
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal, NamedTuple, get_args
 
-from runner.outcomes.evidence_records import (json_of, FailureSignature, JsonRecord, LoggedWarning, PerfRun,
-                                              PlaceholderStandIn, ProbeResult, RaisedException, ServerRun, TwinNote)
+from runner.outcomes.evidence_records import (json_of, FailureSignature, HubAnswer, JsonRecord, LoggedWarning,
+                                              PerfRun, PlaceholderStandIn, ProbeResult, RaisedException, ServerRun,
+                                              TwinNote)
 
 SCHEMA = 1
 VerdictName = Literal["PASS", "WARN", "FAIL", "SKIP", "ERROR"]
@@ -95,6 +96,8 @@ class Evidence:
     placeholders: list[PlaceholderStandIn] = field(default_factory=list)
     """Placeholders of the docs replaced by a stand-in for this run (runner/models/placeholders.py); the
     others stayed in the command."""
+    hub: list[HubAnswer] = field(default_factory=list)
+    """The hub's answers that a model of the command cannot be loaded as written (a FAIL's evidence)."""
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Evidence:
@@ -117,7 +120,7 @@ class Evidence:
 _EVIDENCE_FIELDS = {f.name for f in fields(Evidence)}
 _EVIDENCE_RECORDS: dict[str, type[JsonRecord]] = {
     "exception": RaisedException, "signature": FailureSignature, "warnings": LoggedWarning, "probes": ProbeResult,
-    "perf": PerfRun, "server": ServerRun, "twins": TwinNote, "placeholders": PlaceholderStandIn}
+    "perf": PerfRun, "server": ServerRun, "twins": TwinNote, "placeholders": PlaceholderStandIn, "hub": HubAnswer}
 """The evidence fields that hold records (or lists of them); the others are plain JSON values."""
 
 

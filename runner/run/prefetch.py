@@ -42,7 +42,8 @@ def prefetch(opts, say=print) -> int:
         if models and key not in asked:
             res = resolver.resolve(models, opts.cache_dir, budget)
             asked[key] = "; ".join([*(f"{m}: {n}" for m, n in res.from_hub.items()),
-                                    *(f"{m}: {why}" for m, why in res.unavailable.items())])
+                                    *(f"{m}: {why}" for m, why in res.unavailable.items()),
+                                    *(f"{m}: cannot be loaded as written: {a.why}" for m, a in res.unloadable.items())])
     for line in filter(None, asked.values()):
         say(line)
     say(f"{len(asked)} model set(s) asked of the hub")

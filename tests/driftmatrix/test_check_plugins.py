@@ -1,5 +1,5 @@
 """`driftmatrix check` on a plugin's docs (issue 45): the Intel Gaudi plugin's own pages, read from
-../shared/corpus/thirdparty. Its values (`--quantization inc`, `--kv-cache-dtype fp8_inc`) are
+the shared corpus's thirdparty/ (the `corpus` fixture). Its values (`--quantization inc`, `--kv-cache-dtype fp8_inc`) are
 "registered by a plugin, cannot say" — never a failure that would block the plugin's docs changes —
 while an option no vLLM release ever had, on the same site, still fails."""
 
@@ -11,7 +11,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-GAUDI = next((Path(__file__).resolve().parents[2].parent / "shared" / "corpus" / "thirdparty").glob("vllm-gaudi-*"))
+import pytest
+
+
+@pytest.fixture
+def gaudi(corpus) -> Path:
+    return next((corpus / "thirdparty").glob("vllm-gaudi-*"))
 
 
 def check(*args: str) -> tuple[int, list[dict]]:
@@ -25,8 +30,8 @@ def uses(result: dict) -> dict[str, dict]:
     return {u["text"]: u for u in result["uses"]}
 
 
-def test_a_plugin_value_on_the_plugins_page_is_cannot_say():
-    rc, [result] = check(str(GAUDI / "docs" / "configuration" / "quantization" / "inc.md"))
+def test_a_plugin_value_on_the_plugins_page_is_cannot_say(gaudi):
+    rc, [result] = check(str(gaudi / "docs" / "configuration" / "quantization" / "inc.md"))
     assert rc == 0 and not result["failed"]
     for value in ("--quantization inc", "--kv-cache-dtype fp8_inc"):
         use = uses(result)[value]
@@ -34,21 +39,21 @@ def test_a_plugin_value_on_the_plugins_page_is_cannot_say():
         assert set(use["on"].values()) == {None}  # cannot say, on every release asked
 
 
-def test_a_value_no_stock_release_has_fails_alone_but_not_on_the_plugins_site(tmp_path):
+def test_a_value_no_stock_release_has_fails_alone_but_not_on_the_plugins_site(tmp_path, gaudi):
     command = "vllm serve org/m --quantization gaudi_fp8_dynamic"
     rc, [alone] = check(command)
     assert rc == 1 and uses(alone)["--quantization gaudi_fp8_dynamic"]["plugin"] is None
     site = tmp_path / "gaudi"  # the plugin's site as a doc writer's checkout holds it, with one new page
     (site / "docs").mkdir(parents=True)
     for name in ("mkdocs.yaml", "README.md", "LICENSE"):
-        shutil.copy(GAUDI / name, site / name)
+        shutil.copy(gaudi / name, site / name)
     (site / "docs" / "fp8.md").write_text(f"# FP8\n\n```bash\n{command}\n```\n")
     rc, [paged] = check(str(site / "docs" / "fp8.md"))
     assert rc == 0 and "registered by a plugin (vllm-gaudi)" in uses(paged)["--quantization gaudi_fp8_dynamic"]["plugin"]
 
 
-def test_an_option_no_release_has_still_fails_on_the_plugins_site():
-    rc, results = check(str(GAUDI / "docs" / "configuration" / "warm-up" / "managing_warm-up.md"))
+def test_an_option_no_release_has_still_fails_on_the_plugins_site(gaudi):
+    rc, results = check(str(gaudi / "docs" / "configuration" / "warm-up" / "managing_warm-up.md"))
     assert rc == 1
     [bad] = [r for r in results if r["failed"]]
     assert uses(bad)["--weights-load-device"]["accepted"] == []

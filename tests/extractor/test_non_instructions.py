@@ -1,6 +1,6 @@
 """Only instructions are commands (issue 45, point 4): program output in a code block, a process
 pattern that names `vllm serve`, an elided option value and a model written after options are read
-as what they are, on real pages of ../shared/corpus where they occur and inline where they do not."""
+as what they are, on real pages of the shared corpus where they occur and inline where they do not."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Another project's site is what it says it is (issue 45): read from the real snapshots under
-../shared/corpus/thirdparty, and small sites for what the snapshots do not show."""
+"""Another project's site is what it says it is (issue 45): read from the real snapshots in the shared
+corpus's thirdparty/ (the `corpus` fixture), and small sites for what the snapshots do not show."""
 
 from __future__ import annotations
 
@@ -10,12 +10,11 @@ import pytest
 from extractor.catalog import extract
 from extractor.corpus import detect
 
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
-THIRDPARTY = CORPUS / "thirdparty"
 
 
-def site(name: str) -> Path:
-    return next(THIRDPARTY.glob(f"{name}-*"))
+@pytest.fixture
+def site(corpus):
+    return lambda name: next((corpus / "thirdparty").glob(f"{name}-*"))
 
 
 def sources(catalog):
@@ -23,7 +22,7 @@ def sources(catalog):
 
 
 @pytest.mark.parametrize("name", ["vllm-gaudi", "tpu-inference", "speculators", "production-stack"])
-def test_a_third_party_repository_is_a_site_not_vllm_docs(name):
+def test_a_third_party_repository_is_a_site_not_vllm_docs(name, site):
     tree = detect(site(name))
     assert tree.kind == "site", (name, tree.kind, tree.layout)
     catalog, _ = extract([site(name)], stable="0.34.0")
@@ -33,12 +32,12 @@ def test_a_third_party_repository_is_a_site_not_vllm_docs(name):
         assert not (src.url or "").startswith("https://docs.vllm.ai"), src.url  # never a made-up vLLM address
 
 
-def test_vllms_own_docs_stay_vllm_docs():
-    assert detect(CORPUS / "vllm-docs" / "0.20.1").kind == "vllm-docs"
-    assert detect(next((CORPUS / "recipes").iterdir())).kind == "recipes"
+def test_vllms_own_docs_stay_vllm_docs(corpus):
+    assert detect(corpus / "vllm-docs" / "0.20.1").kind == "vllm-docs"
+    assert detect(next((corpus / "recipes").iterdir())).kind == "recipes"
 
 
-def test_a_site_links_only_where_it_says_it_lives():
+def test_a_site_links_only_where_it_says_it_lives(site):
     catalog, _ = extract([site("speculators")], stable="0.34.0")
     assert catalog.corpora[0].site["url_base"] == "https://vllm-project.github.io/speculators"
     docs = [s for s in sources(catalog) if s.file.startswith("docs/")]
@@ -49,7 +48,7 @@ def test_a_site_links_only_where_it_says_it_lives():
     assert gaudi.corpora[0].site["url_base"] == "" and all(s.url is None for s in sources(gaudi))
 
 
-def test_a_site_is_read_whole_its_examples_too():
+def test_a_site_is_read_whole_its_examples_too(site):
     catalog, _ = extract([site("tpu-inference")], stable="0.34.0")
     files = {s.file for s in sources(catalog)}
     assert any(f.startswith("examples/") for f in files), files
@@ -57,7 +56,7 @@ def test_a_site_is_read_whole_its_examples_too():
     assert not any(f.startswith(".buildkite/") for f in files), files  # CI, not instructions
 
 
-def test_the_plugin_a_site_documents_marks_its_pages():
+def test_the_plugin_a_site_documents_marks_its_pages(site):
     catalog, _ = extract([site("vllm-gaudi")], stable="0.34.0")
     assert catalog.corpora[0].site["plugin"] == "vllm-gaudi"
     assert {s.plugin for s in sources(catalog)} == {"vllm-gaudi"}
@@ -65,13 +64,13 @@ def test_the_plugin_a_site_documents_marks_its_pages():
     assert {s.plugin for s in sources(speculators)} == {""}  # a library, not a plugin
 
 
-def test_a_plugin_site_states_the_vllm_its_release_is_built_on():
+def test_a_plugin_site_states_the_vllm_its_release_is_built_on(site):
     catalog, _ = extract([site("vllm-gaudi")], stable="0.34.0")
     wf = {s.written_for.spec for s in sources(catalog) if s.file == "docs/configuration/quantization/inc.md"}
     assert wf == {">=0.26.0"}  # README.md: "Version 0.26.0 … built on vLLM 0.26.0"
 
 
-def test_a_nightly_tpu_image_means_nightly():
+def test_a_nightly_tpu_image_means_nightly(site):
     catalog, _ = extract([site("tpu-inference")], stable="0.34.0")
     [src] = [s for s in sources(catalog) if s.file.endswith("single-host/deploy-cpu-offload.yaml")]
     assert src.written_for.basis == "nightly" and "vllm/vllm-tpu:nightly-" in src.written_for.origin

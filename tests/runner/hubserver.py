@@ -9,8 +9,10 @@ from local folders (one per model id).
   `/cdn/...`, another path, as the hub redirects to its CDN.
 
 With `token`, the API and resolve paths answer 401 without `Authorization: Bearer <token>` (a
-gated repo). `downloads` lists the repo paths whose bytes were served; `extra[model]` adds raw
-listing entries (e.g. a hostile path)."""
+gated repo); the repos in `gated` answer 401 to every request (a gated repo the token has no access
+to), those in `down` 503 (the hub's trouble). `downloads` lists the repo paths whose bytes were
+served, `asked` every request's path but the reachability probe's; `extra[model]` adds raw listing
+entries (e.g. a hostile path)."""
 
 from __future__ import annotations
 
@@ -26,10 +28,12 @@ LFS = (".safetensors", ".bin", ".pt", ".gguf")
 
 class HubServer:
     def __init__(self, repos: dict[str, Path], token: str | None = None, page_size: int = 1000,
-                 extra: dict[str, list[dict]] | None = None):
+                 extra: dict[str, list[dict]] | None = None, gated: set[str] | None = None,
+                 down: set[str] | None = None):
         self.repos, self.token, self.page_size = repos, token, page_size
-        self.extra = extra or {}
+        self.extra, self.gated, self.down = extra or {}, gated or set(), down or set()
         self.downloads: list[str] = []
+        self.asked: list[str] = []
         self.auth_seen: list[str | None] = []
         self._http: ThreadingHTTPServer | None = None
 
@@ -69,7 +73,11 @@ class HubServer:
         if path.startswith("/cdn/"):
             return self._file(req, path[len("/cdn/"):], body)
         self.auth_seen.append(req.headers.get("Authorization"))
-        if self.token and req.headers.get("Authorization") != f"Bearer {self.token}":
+        self.asked.append(path)
+        repo = "/".join(path.removeprefix("/api/models/").lstrip("/").split("/")[:2])
+        if repo in self.down:
+            return _send(req, 503, b'{"error": "Service unavailable"}', body=body)
+        if (self.token and req.headers.get("Authorization") != f"Bearer {self.token}") or repo in self.gated:
             return _send(req, 401, b'{"error": "Access to model is restricted."}', body=body)
         if path.startswith("/api/models/") and "/tree/main" in path:
             model = path[len("/api/models/"):path.index("/tree/main")]

@@ -2,7 +2,8 @@
 (`create_engine_config`: speculative method resolution, cross-feature checks), in one request to
 the target's long-lived helper. The config tier needs every model's config.json: a placeholder
 (not replaced by a stand-in, runner/models/placeholders.py) or a model that cannot be had SKIPs it, after the
-parser has checked the flags.
+parser has checked the flags; a model the hub says cannot be loaded as written FAILs it, whatever tier
+the job asked for (runner/models/hub_answer.py).
 
 A `subcommand` snippet (`vllm bench throughput …`, `vllm run-batch …`) is parsed by that
 subcommand's own parser (and its validate()); it is not a server, so every tier after parse SKIPs
@@ -26,7 +27,7 @@ from runner.isolation import trust
 from runner.outcomes.evidence_records import LoggedWarning, RaisedException
 from runner.serve.helper_client import HelperAnswer
 from runner.jobs.tiers import plugins, twin_artefacts
-from runner.jobs.tiers.state import JobState, Verdict, fail, literal_env, skip
+from runner.jobs.tiers.state import JobState, Verdict, fail, literal_env, skip, unloadable
 
 
 def parse_config(state: JobState) -> Verdict | None:
@@ -40,7 +41,7 @@ def parse_config(state: JobState) -> Verdict | None:
             return skip(why, "parse")
         state.skip_at.setdefault("config", why)
     want_config = state.wants("config") and not state.placeholders and not state.missing \
-        and "config" not in state.skip_at and sub is None
+        and not state.unloadable and "config" not in state.skip_at and sub is None
     state.report("config" if want_config else "parse")
     answer = _ask(state, "config" if want_config else "parse", sub)
     # the helper's warnings as it sent them (JSON from its process), each judged feature or not here
@@ -58,6 +59,8 @@ def parse_config(state: JobState) -> Verdict | None:
         return skip(answer.skip or "the helper could not check it here", answer.stage)
     if answer.result == "failed":
         return _failed(state, answer.stage, answer.error)
+    if state.unloadable:  # the parser took its options; no reader can load its model (asked even at parse)
+        return unloadable(state)
     if answer.stage == "config":
         mismatch = twin_artefacts.resolved_mismatch(state)
         if mismatch:

@@ -4,9 +4,10 @@ checkout from the target's sdist, puts stand-ins in the places of a placeholder 
 path (runner/models/placeholders.py), and substitutes all of it into the argv.
 
 From the hub come configuration and tokenizer files, and weights only for a job that starts a
-server and only within the weights budget (settings.weights_budget_bytes). A model whose weights
-stay on the hub runs on a twin built from its published config with `--stand-ins`; without, the
-tiers that need no weights still run, and the job SKIPs at start.
+server and only within the weights budget (settings.weights_budget_bytes); a model the hub says
+cannot be loaded as written (runner/models/hub_answer.py) FAILs the job after its parser. A model
+whose weights stay on the hub runs on a twin built from its published config with `--stand-ins`;
+without, the tiers that need no weights still run, and the job SKIPs at start.
 
 A `subcommand` snippet (`vllm bench throughput …`) is checked by its own parser only: no model is
 resolved, fetched or stood in for (runner/outcomes/subcommands.py)."""
@@ -17,7 +18,7 @@ from dataclasses import replace
 
 from common.option_tokens import canonical
 
-from runner.models import draft_kinds, placeholders, standins
+from runner.models import draft_kinds, hub_answer, placeholders, standins
 
 from runner.isolation import env_policy
 
@@ -57,6 +58,7 @@ def prepare(state: JobState) -> Verdict | None:
     if models:
         state.report("models")  # a first fetch from the hub may take a while
     res = ctx.resolver.resolve(models, ctx.cache_dir, _weights_budget(state, argv))
+    _unloadable(state, argv, res)
     subs, missing = res.subs, res.missing
     out.evidence.notes.extend(f"{m}: {note}" for m, note in res.from_hub.items())
     # a twin replaces a config-only folder: from the model map always, from the hub when its weights
@@ -147,6 +149,21 @@ def _weights_budget(state: JobState, argv: list[str]) -> int | None:
     if not state.wants("start") or ranks.refusal_on(argv, state.ctx.gpus, state.job.target):
         return None
     return weights_budget_bytes(state.ctx.gpus)
+
+
+def _unloadable(state: JobState, argv: list[str], res: Resolution) -> None:
+    """The hub's answers that a model cannot be loaded as written: the job FAILs after its parser
+    (parse_config), and nothing stands in. Unless the command reads that model other than from the
+    top level of the hub's `main` (`--revision`, `--hf-config-path`): then the answer decides nothing,
+    and the model counts as one the hub could not give (a SKIP, a stand-in)."""
+    for model, found in res.unloadable.items():
+        elsewhere = hub_answer.read_elsewhere(argv, served=model == state.job.snippet.model)
+        if elsewhere is None:
+            state.unloadable.append(found)
+            continue
+        res.missing.append(model)
+        res.unavailable[model] = f"{found.why}, but the command reads it with {elsewhere}, which the hub's main " \
+                                 "listing does not decide"
 
 
 def _hub_limits(state: JobState, res: Resolution) -> None:

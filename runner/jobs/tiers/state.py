@@ -20,7 +20,7 @@ from runner.isolation import env_policy
 from runner.models import placeholders
 from runner.isolation.sandbox import limits
 from runner.jobs.job import Job, RunContext
-from runner.outcomes.evidence_records import FailureSignature, RaisedException, ServerRun, TwinNote
+from runner.outcomes.evidence_records import FailureSignature, HubAnswer, RaisedException, ServerRun, TwinNote
 from runner.outcomes.records import TIERS, Outcome, StageName, TierName, VerdictName
 from runner.serve.server import Server
 from runner.jobs.tiers import twin_artefacts
@@ -68,6 +68,9 @@ class JobState:
     """The target release's `vllm serve` option strings (its helper's parser): `argv` is spelled with them."""
     foreign: list[str] = field(default_factory=list)
     """The code options (runner/isolation/trust.py) the command asks for, as the parser read it."""
+    unloadable: list[HubAnswer] = field(default_factory=list)
+    """The hub's answers that a model of the command cannot be loaded as written (prepare decides):
+    after the parser, the job FAILs with them (`unloadable`)."""
 
     def wants(self, tier: TierName) -> bool:
         """The job asked for `tier` (the tiers up to the one requested run)."""
@@ -143,6 +146,17 @@ def fail(state: JobState, stage: StageName, exc: RaisedException | None, excerpt
     ev.exception = exc
     ev.signature = FailureSignature(sig.id, sig.explanation) if sig else None
     return verdict
+
+
+def unloadable(state: JobState) -> Verdict:
+    """A model the hub says cannot be loaded as written (runner/models/hub_answer.py): a FAIL at config,
+    the tier that reads the model, whatever tier was asked — the hub's answer is the same for every
+    build and no reader can load it, so it is the docs' fault; the answer is the evidence."""
+    sig = classify.by_id(classify.MODEL_NOT_FOUND)
+    ev = state.outcome.evidence
+    ev.hub, ev.signature = list(state.unloadable), FailureSignature(sig.id, sig.explanation)
+    said = "; ".join(f"{a.model}: {a.why}" for a in state.unloadable)
+    return Verdict("FAIL", f"the model cannot be loaded as written ({said})", "config")
 
 
 def crashed(state: JobState, stage: StageName, lines: list[str]) -> Verdict | None:

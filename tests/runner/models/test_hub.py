@@ -118,7 +118,7 @@ def test_gated_without_token_and_absent_models(local_hub, tmp_path, monkeypatch)
     with pytest.raises(hub.HubError, match=r"refused it \(401.*HF_TOKEN is not set"):
         hub.fetch_configs("org/tiny", tmp_path)
     monkeypatch.setenv("HF_TOKEN", TOKEN)
-    with pytest.raises(hub.HubError, match="not on the hub"):
+    with pytest.raises(hub.NotLoadable, match="no such repository on the hub"):
         hub.fetch_configs("org/absent", tmp_path)
 
 
