@@ -109,7 +109,7 @@ def test_run_on_a_real_build_through_the_parse_tier(history):
     [ran] = entry["ran"]
     assert (ran["target"], ran["verdict"], ran["stage"]) == ("stable", "FAIL", "parse")
     assert "unrecognized arguments: --swap-space" in ran["reason"]
-    assert entry["parses_on"] == {ran["version"].split("+")[0]: False}
+    assert entry["parses_on"] == {history.releases[-1]: False}  # asked: today's stable, the history's newest
 
 
 def test_a_parser_name_vllm_removed(history):
@@ -127,15 +127,18 @@ def test_a_parser_name_vllm_removed(history):
 
 def test_a_config_key_vllm_moved_on_a_recipe_page(corpus, history):
     """MiniMax-M2's recipe gives `pass_config.fuse_minimax_qk_norm`, which vLLM deprecated (it now fuses by
-    itself) and then removed: a warning for the page (some of its releases take it), a failure on the newest."""
+    itself) and then removed. The page states no version: it is written for today's stable, which lacks the
+    key — a failure for the page; asked about an older release too, some take it and the newest does not."""
     page = corpus / "recipes" / "8959cf6" / "MiniMax" / "MiniMax-M2.md"
     line = next(i for i, ln in enumerate(page.read_text().splitlines(), 1) if "fuse_minimax_qk_norm" in ln)
     docs = ["--docs", str(corpus / "recipes" / "8959cf6")]
     key = history.keys["--compilation-config"]["keys"]["pass_config.fuse_minimax_qk_norm"]
     code, body, _ = check("--json", f"{page}:{line}", *docs)
-    assert code == 0 and body[0]["failed"] is False  # the page's own releases: not all lack it
+    assert code == 1 and body[0]["failed"] is True and body[0]["asked"] == [history.releases[-1]]
+    code, body, _ = check("--json", f"{page}:{line}", *docs, "--version", key["added"], "--version",
+                          history.releases[-1])
     use = _use(body[0], "--compilation-config key `pass_config.fuse_minimax_qk_norm`")
-    assert False in use["on"].values() and True in use["on"].values()
+    assert use["on"] == {key["added"]: True, history.releases[-1]: False}
     code, body, _ = check("--json", f"{page}:{line}", *docs, "--version", history.releases[-1])
     assert code == 1
     why = _use(body[0], "--compilation-config key `pass_config.fuse_minimax_qk_norm`")["why"][history.releases[-1]]
