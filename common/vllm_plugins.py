@@ -46,15 +46,18 @@ class Plugin:
     """What names it on a page (an install line, its import name, its product name)."""
     hardware: str = ""
     """The hardware it needs, when it is a platform plugin: a build on other hardware cannot load it."""
+    images: tuple[str, ...] = ()
+    """Container images that carry it (`vllm/vllm-tpu`): a command in one is written for it."""
 
 
 KNOWN: tuple[Plugin, ...] = (
     Plugin("vllm-gaudi", "vllm-gaudi", ("vllm-project/vllm-gaudi",),
-           ("vllm-gaudi", "vllm_gaudi", "Hardware Plugin for Intel® Gaudi"), "Intel Gaudi (HPU)"),
+           ("vllm-gaudi", "vllm_gaudi", "Hardware Plugin for Intel® Gaudi"), "Intel Gaudi (HPU)",
+           ("vault.habana.ai/gaudi-docker", "habanalabs/vllm")),
     Plugin("tpu-inference", "tpu-inference", ("vllm-project/tpu-inference",),
-           ("tpu-inference", "tpu_inference", "vllm-tpu"), "Google TPU"),
+           ("tpu-inference", "tpu_inference", "vllm-tpu"), "Google TPU", ("vllm/vllm-tpu",)),
     Plugin("vllm-ascend", "vllm-ascend", ("vllm-project/vllm-ascend",), ("vllm-ascend", "vllm_ascend"),
-           "Huawei Ascend (NPU)"),
+           "Huawei Ascend (NPU)", ("quay.io/ascend/vllm-ascend",)),
     Plugin("vllm-spyre", "vllm-spyre", ("vllm-project/vllm-spyre",), ("vllm-spyre", "vllm_spyre"), "IBM Spyre"),
     Plugin("vllm-neuron", "vllm-neuron", ("vllm-project/vllm-neuron",), ("vllm-neuron", "vllm_neuron"),
            "AWS Neuron"),
@@ -62,6 +65,7 @@ KNOWN: tuple[Plugin, ...] = (
     Plugin("vllm-metal", "vllm-metal", ("vllm-project/vllm-metal",), ("vllm-metal", "vllm_metal"), "Apple silicon"),
 )
 _BY_NAME = {p.name: p for p in KNOWN}
+_INSTALL_LINE = re.compile(r"\b(?:pip3?|uv\s+pip|uv)\s+install\b[^\n]*", re.I)
 _REPO = re.compile(r"github\.com[/:]([\w.-]+/[\w.-]+?)(?:\.git)?/?$", re.I)
 
 
@@ -79,6 +83,21 @@ def of_repository(repo_url: str) -> Plugin | None:
 def of_text(text: str) -> Plugin | None:
     """The plugin a page names (an install line, its import, its product name), first in KNOWN order."""
     return next((p for p in KNOWN if any(w in text for w in p.words)), None)
+
+
+def of_install(text: str) -> Plugin | None:
+    """The plugin a page installs (`pip install vllm-gaudi`, `uv pip install tpu-inference`): a page that
+    only mentions one (a recipe's table of hardware, a list of plugins) is not written for it."""
+    for m in _INSTALL_LINE.finditer(text):
+        found = next((p for p in KNOWN if re.search(rf"(?<![\w-]){re.escape(p.package)}(?![\w-])", m.group(0))), None)
+        if found:
+            return found
+    return None
+
+
+def of_image(image: str | None) -> Plugin | None:
+    """The plugin a container image carries (`vllm/vllm-tpu:nightly`)."""
+    return next((p for p in KNOWN if image and any(image.startswith(i) for i in p.images)), None) if image else None
 
 
 def of_env(env: dict[str, str]) -> str | None:

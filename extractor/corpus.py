@@ -359,7 +359,7 @@ def extract_file(tree: Tree, path: Path) -> tuple[list[Snippet], list[Diagnostic
                 facts.recipe = written_for.of_recipe(claim.get("min_vllm_version"), bool(claim.get("nightly_required")),
                                                      f"recipe {rel}", tree.stable)
         written_for.assign(found, facts)
-        _mark_plugin(found, tree, text)
+        _mark_plugin(found, tree, text, path.suffix.lower() in markdown_sources.MARKDOWN_SUFFIXES)
     except RecursionError:
         found, diags = [], [Diagnostic("error", "too-deep", "nesting too deep to read; skipped",
                                        tree.kind, tree.version, rel)]
@@ -380,13 +380,14 @@ def _site_yaml(text: str, place: Place) -> tuple[list[Snippet], list[Diagnostic]
     return from_yaml_file(text, place)
 
 
-def _mark_plugin(found: list[Snippet], tree: Tree, text: str) -> None:
-    """The plugin a page is written for: its site's, else one the page names (common/vllm_plugins.py)."""
-    plugin = (tree.site.plugin if tree.site else None) or vllm_plugins.of_text(text)
-    if plugin is None:
-        return
+def _mark_plugin(found: list[Snippet], tree: Tree, text: str, markdown: bool) -> None:
+    """The plugin each command of a page is written for (common/vllm_plugins.py): its site's, else the
+    one its image carries (`vllm/vllm-tpu`), else one a Markdown page installs. A page that only names
+    a plugin — a recipe's hardware list — marks nothing: its other commands are for stock vLLM."""
+    page = tree.site.plugin if tree.site else (vllm_plugins.of_install(text) if markdown else None)
     for snippet in found:
-        for source in snippet.sources:
+        plugin = page or vllm_plugins.of_image(snippet.image)
+        for source in snippet.sources if plugin else ():
             source.plugin = plugin.name
 
 

@@ -115,9 +115,9 @@ class Source:
     `meta.title`, else its `model.model_id`; a saved HTML page's `<h1>`, else its `<title>`. Empty in a
     snippets.json written before this field."""
     plugin: str = ""
-    """The vLLM plugin this page is written for (its site documents it, or the page names it:
-    common/vllm_plugins.py), or "": the values that plugin registers are not decided by a build
-    without it. Absent in a snippets.json written before this field."""
+    """The vLLM plugin the command is written for here (its site documents it, its image carries it,
+    or its Markdown page installs it: common/vllm_plugins.py), or "": the values that plugin registers
+    are not decided by a build without it. Absent in a snippets.json written before this field."""
     heading: str = ""
     """The text of the nearest heading above the snippet (where `anchor` points), plain text as the
     page shows it, without Markdown markup; for a command a recipe composes, the feature (and mode) or
