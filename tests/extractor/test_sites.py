@@ -112,3 +112,14 @@ def test_main_branch_words_mean_the_nightly_builds(tmp_path):
     catalog, _ = extract([root], stable="0.34.0")
     [src] = sources(catalog)
     assert src.written_for.basis == "nightly" and src.written_for.spec == ">0.34.0"
+
+
+def test_a_recipe_that_names_a_plugin_marks_only_the_commands_in_its_image(corpus):
+    """models/Google/gemma-4-E2B-it.yaml has a TPU variant (the `vllm/vllm-tpu` image) beside its
+    CUDA commands: only the TPU one is written for the tpu-inference plugin."""
+    recipes = next((corpus / "recipes").iterdir())
+    catalog, _ = extract([recipes], stable="0.34.0")
+    here = [s for s in catalog.snippets if any(src.file == "models/Google/gemma-4-E2B-it.yaml" for src in s.sources)]
+    marked = [s for s in here if any(src.plugin for src in s.sources)]
+    assert len(here) > 3 and len(marked) == 1, [(s.image, [x.plugin for x in s.sources]) for s in here]
+    assert marked[0].image.startswith("vllm/vllm-tpu") and marked[0].sources[0].plugin == "tpu-inference"
