@@ -65,7 +65,7 @@ Every hit in the corpora was read (issue 32: 0.20.1 and 0.33.0 docs, the recipes
 `comment-hides-continuation` has no hit; it is the same defect (bash ends the command there)."""
 
 
-WrittenForBasis = Literal["release", "nightly", "recipe", "page", "default", "override", "unrecorded"]
+WrittenForBasis = Literal["release", "nightly", "recipe", "page", "image", "site", "default", "override", "unrecorded"]
 
 
 @dataclass(frozen=True)
@@ -82,8 +82,10 @@ class WrittenFor:
     the recipe's `min_vllm_version`, the sdist's version, the command-line override)."""
     basis: WrittenForBasis = "default"
     """`release` (versioned docs), `nightly` (docs of main), `recipe` (its `min_vllm_version`),
-    `page` (a statement on the page), `default` (the current stable and newer), `override`
-    (`extract --written-for`), `unrecorded` (a snippets.json written before this field)."""
+    `page` (a statement on the page), `image` (the vLLM inside a pinned image whose tag names no
+    version: `===<tag>`, no build of a version is it), `site` (a site's own word: its README's "built on
+    vLLM X"), `default` (today's stable and newer), `override` (`extract --written-for`), `unrecorded`
+    (a snippets.json written before this field)."""
 
 
 @dataclass

@@ -134,16 +134,17 @@ def _readme(root: Path) -> str:
 
 
 def built_on(root: Path) -> WrittenFor | None:
-    """`>=X` when the README says its newest release is built on vLLM X (the newest such statement):
-    a plugin follows vLLM, so its pages are written for that vLLM and the ones after it."""
+    """X's release line (`==0.26.*`) when the README says its newest release is built on vLLM X (the
+    newest such statement): a plugin is released in step with vLLM ("built on vLLM 0.26.0 and fully
+    compatible with …"), so its pages are written for that vLLM, not for every later one."""
     text = _readme(root)
     found = [(release(m.group(1)), text.count("\n", 0, m.start()) + 1) for m in _BUILT_ON.finditer(text)]
     found = [(v, line) for v, line in found if v is not None]
     if not found:
         return None
     version, line = max(found, key=lambda f: f[0])
-    return WrittenFor(f">={version}", f"the site's README.md:{line}: its newest release is built on vLLM {version}; "
-                      "a page that states no version is written for it and newer", "site")
+    return WrittenFor(f"=={version.major}.{version.minor}.*", f"the site's README.md:{line}: its newest release is "
+                      f"built on vLLM {version}; a page that states no version is written for that release line", "site")
 
 
 def page_url(site: Site | None, rel: str, ref: str | None) -> str | None:

@@ -18,7 +18,7 @@ Decided per source, first rule that applies:
    v0.21.0+", "built from vLLM's main branch": nightly) — on another project's site read after its
    mkdocs variables are filled in (`vllm=={{ pip_vllm_version }}`, extractor/sites.py);
 5. another project's own word about itself: its README's "built on vLLM X" (its newest
-   release), X and newer;
+   release), X's release line (a plugin is released in step with vLLM);
 6. otherwise today's stable release and everything newer (the CLI passes the newest release the
    option history holds, or the run's resolved stable: never a pin shipped long ago).
 """
@@ -111,6 +111,11 @@ _NIGHTLY_INSTALL = re.compile(r"wheels\.vllm\.ai/nightly|\s--pre\b", re.I)
 _IMAGE = re.compile(r"\bvllm/vllm-(?:openai|tpu)(?:-[a-z]+)?:(v?\d+\.\d+(?:\.\d+)?|nightly(?:-[\w.-]+)?)(?![\w.])", re.I)
 # a plugin's image named after the vLLM it carries: `…/habanalabs/vllm-0.26.0-ptupstream-2.11.0:latest`
 _PLUGIN_IMAGE = re.compile(r"(?<=/)vllm-v?(\d+\.\d+\.\d+)-[\w.-]*(?::[\w.-]+)?", re.I)
+# any other image of a vLLM server pinned to a tag (`lmcache/vllm-openai:2025-05-05-v1`, `rocm/vllm:instinct_main`):
+# the command runs the vLLM inside it, whose version the tag does not say
+_OTHER_IMAGE = re.compile(r"(?<![\w./:-])((?:[\w.-]+/)+[\w.-]*vllm[\w.-]*):([A-Za-z0-9_][\w.-]{0,127})(?![\w.:/-])", re.I)
+_IMAGE_KEY = re.compile(r"^\s*(?:-\s+)?image:\s", re.I)
+_TAG_STATES_NOTHING = re.compile(r"^(?:latest|nightly|main|stable)(?:[-_.][\w.-]*)?$", re.I)
 # "built from vLLM's main branch", "the nightly builds of vLLM", "follows the latest vLLM commits"
 _MAIN = re.compile(r"\b(?:vLLM(?:'s)?\s+(?:main\s+branch|nightly\s+(?:builds?|wheels?))|(?:main\s+branch|nightly\s+"
                    r"(?:builds?|wheels?)|latest\s+commits?)\s+of\s+vLLM|(?:follows?|tracks?)\s+(?:the\s+)?latest\s+"
@@ -158,6 +163,8 @@ def _line_statement(text: str, stable: str, where: str) -> WrittenFor | None:
     if m:
         return WrittenFor(f"=={m.group(1)}", f"a plugin image built on vLLM {m.group(1)} ({where}): `{m.group(0)}`",
                           "page")
+    if _IMAGE_KEY.match(text) and (inside := _other_image(text, where)):
+        return inside  # a manifest's container image: the command under it runs that image
     m = _MAIN.search(text)
     if m:
         return nightly(stable, f"the page says ({where}): \"{m.group(0)}\"")
@@ -169,6 +176,17 @@ def _line_statement(text: str, stable: str, where: str) -> WrittenFor | None:
         op = m.group(1) or ">="
         return WrittenFor(f"{op}{m.group(2)}", f"the page says ({where}): \"{m.group(0)}\"", "page")
     return None
+
+
+def _other_image(text: str, where: str) -> WrittenFor | None:
+    """A vLLM server's image pinned to a tag that names no version (`lmcache/vllm-openai:2025-05-05-v1`,
+    `vllm/vllm-tpu:gemma4`): the vLLM inside it, `===<tag>` — no build of a version is it, so its
+    command is not judged on one; `latest`, `nightly…`, `main` state nothing."""
+    m = _OTHER_IMAGE.search(text)
+    if not m or _TAG_STATES_NOTHING.match(m.group(2)):
+        return None
+    return WrittenFor(f"==={m.group(2)}", f"the vLLM inside the image `{m.group(0)}` ({where}), whose tag names no "
+                      "vLLM version: no build of a version is it", "image")
 
 
 def statements(text: str, stable: str, file: str) -> list[Statement]:
@@ -240,9 +258,12 @@ def _image_of(snippet: Snippet, facts: PageFacts) -> WrittenFor | None:
     `latest` states nothing): a Helm values entry's `repository` + `tag`, written on two lines that no
     page statement reads (extractor/helm_values.py). For a `docker run` line it is the statement
     nearest its command anyway."""
-    if not snippet.image or not _IMAGE.search(snippet.image):
+    if not snippet.image:
         return None
-    return _line_statement(snippet.image, facts.stable, f"the image it runs, {facts.file}")
+    where = f"the image it runs, {facts.file}"
+    if _IMAGE.search(snippet.image) or _PLUGIN_IMAGE.search(snippet.image):
+        return _line_statement(snippet.image, facts.stable, where)
+    return _other_image(snippet.image, where)
 
 
 def _recipe_of(snippet: Snippet, facts: PageFacts) -> WrittenFor | None:

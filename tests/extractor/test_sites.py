@@ -67,7 +67,7 @@ def test_the_plugin_a_site_documents_marks_its_pages(site):
 def test_a_plugin_site_states_the_vllm_its_release_is_built_on(site):
     catalog, _ = extract([site("vllm-gaudi")], stable="0.34.0")
     wf = {s.written_for.spec for s in sources(catalog) if s.file == "docs/configuration/quantization/inc.md"}
-    assert wf == {">=0.26.0"}  # README.md: "Version 0.26.0 … built on vLLM 0.26.0"
+    assert wf == {"==0.26.*"}  # README.md: "Version 0.26.0 … built on vLLM 0.26.0": the plugin's release line
 
 
 def test_a_nightly_tpu_image_means_nightly(site):
@@ -123,3 +123,16 @@ def test_a_recipe_that_names_a_plugin_marks_only_the_commands_in_its_image(corpu
     marked = [s for s in here if any(src.plugin for src in s.sources)]
     assert len(here) > 3 and len(marked) == 1, [(s.image, [x.plugin for x in s.sources]) for s in here]
     assert marked[0].image.startswith("vllm/vllm-tpu") and marked[0].sources[0].plugin == "tpu-inference"
+
+
+def test_a_command_in_a_pinned_image_is_written_for_the_vllm_inside_it(site):
+    """The production stack's charts and manifests pin LMCache's vLLM images by date: the command runs
+    the vLLM inside (`===<tag>`: no build of a version is it), not today's; `vllm/vllm-openai:latest` is."""
+    catalog, _ = extract([site("production-stack")], stable="0.34.0")
+    at = {(src.file, src.line): src.written_for for src in sources(catalog)}
+    pinned = at[("tutorials/07-benchmark-multi-round-qa-single-gpu.md", 35)]  # tag "2025-03-10", --swap-space 0
+    assert (pinned.spec, pinned.basis) == ("===2025-03-10", "image"), pinned
+    latest = at[("tutorials/08-benchmark-multi-round-qa-multi-gpu.md", 110)]  # vllm/vllm-openai:latest
+    assert (latest.spec, latest.basis) == (">=0.34.0", "default"), latest
+    manifest = at[("src/gateway_inference_extension/configs/vllm/gpu-deployment.yaml", 19)]  # its container's image
+    assert (manifest.spec, manifest.basis) == ("===2025-05-05-v1", "image"), manifest
