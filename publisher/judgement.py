@@ -227,8 +227,9 @@ def _history_verdict(j: Judgement, snippet: Snippet, spec: SpecifierSet, checks:
     wf = f"{j.written_for.spec or 'any version'} — {j.written_for.origin}"
     if said.kind == "doc-drift":
         j.option_notes = said.notes
+        when = f"removed by vLLM {said.release}" if said.release else "no vLLM release has it"
         j.summary = (f"No build the page is written for ({wf}) was checked; per the option history, the versions "
-                     f"it is written for do not have {', '.join(said.options)} (removed by vLLM {said.release}): "
+                     f"it is written for do not have {', '.join(said.options)} ({when}): "
                      + "; ".join(said.notes) + ".")
     else:
         checked = _versions([k for k in j.checks if k.outcome.verdict in REAL])
