@@ -11,7 +11,6 @@ Reads are bounded and stay inside the tree (extractor/bounds.py).
 from __future__ import annotations
 
 import copy
-import html
 import os
 import re
 import subprocess
@@ -27,7 +26,6 @@ from extractor.recipes_yaml import Guide, from_recipe
 from extractor import markdown_sources, sites, written_for
 from extractor.records import CorpusInfo, Diagnostic, Lint, Snippet, WrittenFor
 from extractor.snippet_builder import Place
-from common import vllm_plugins
 from common.git import run_git
 
 DOCS_SITE = "https://docs.vllm.ai/en"
@@ -349,7 +347,7 @@ def extract_file(tree: Tree, path: Path) -> tuple[list[Snippet], list[Diagnostic
         if path.suffix.lower() in markdown_sources.MARKDOWN_SUFFIXES:
             found, diags = _markdown(text, place, tree.root)
         elif tree.kind == "site":
-            found, diags = _site_yaml(text, place)
+            found, diags = sites.yaml_file(text, place)
         else:
             found, diags, guide = from_recipe(text, place)
             if guide is not None:
@@ -359,7 +357,7 @@ def extract_file(tree: Tree, path: Path) -> tuple[list[Snippet], list[Diagnostic
                 facts.recipe = written_for.of_recipe(claim.get("min_vllm_version"), bool(claim.get("nightly_required")),
                                                      f"recipe {rel}", tree.stable)
         written_for.assign(found, facts)
-        _mark_plugin(found, tree, text, path.suffix.lower() in markdown_sources.MARKDOWN_SUFFIXES)
+        sites.mark_plugins(found, tree.site, text, path.suffix.lower() in markdown_sources.MARKDOWN_SUFFIXES)
     except RecursionError:
         found, diags = [], [Diagnostic("error", "too-deep", "nesting too deep to read; skipped",
                                        tree.kind, tree.version, rel)]
@@ -368,27 +366,7 @@ def extract_file(tree: Tree, path: Path) -> tuple[list[Snippet], list[Diagnostic
                                        tree.kind, tree.version, rel)]
     if any(d.code == "line-too-long" for d in diagnostics):
         found = [s for s in found if not _holds_left_out_line(s)]
-    return found, diagnostics + diags + _snippet_problems(found)
-
-
-def _site_yaml(text: str, place: Place) -> tuple[list[Snippet], list[Diagnostic]]:
-    """A YAML file of another project's repository: a chart's values, a Kubernetes manifest."""
-    if "vllm" not in text:
-        return [], []
-    from extractor.helm_values import from_yaml_file  # noqa: PLC0415 — YAML files of sites only
-
-    return from_yaml_file(text, place)
-
-
-def _mark_plugin(found: list[Snippet], tree: Tree, text: str, markdown: bool) -> None:
-    """The plugin each command of a page is written for (common/vllm_plugins.py): its site's, else the
-    one its image carries (`vllm/vllm-tpu`), else one a Markdown page installs. A page that only names
-    a plugin — a recipe's hardware list — marks nothing: its other commands are for stock vLLM."""
-    page = tree.site.plugin if tree.site else (vllm_plugins.of_install(text) if markdown else None)
-    for snippet in found:
-        plugin = page or vllm_plugins.of_image(snippet.image)
-        for source in snippet.sources if plugin else ():
-            source.plugin = plugin.name
+    return found, diagnostics + diags + snippet_problems(found)
 
 
 def _holds_left_out_line(snippet: Snippet) -> bool:
@@ -400,7 +378,7 @@ def _holds_left_out_line(snippet: Snippet) -> bool:
 _ECHOED = ("unbalanced-quote", "python-syntax", "python-fence-holds-shell")  # lints that are input problems too
 
 
-def _snippet_problems(snippets: list[Snippet]) -> list[Diagnostic]:
+def snippet_problems(snippets: list[Snippet]) -> list[Diagnostic]:
     """Per-snippet input problems, repeated as diagnostics so they reach stderr too."""
     out = []
     for snippet in snippets:
@@ -415,38 +393,3 @@ def _snippet_problems(snippets: list[Snippet]) -> list[Diagnostic]:
                 out.append(Diagnostic("warning", lint.code, lint.message, src.corpus, src.version,
                                       src.file, lint.line))
     return out
-
-
-def html_versions(version: str, override: WrittenFor | None, stable: str) -> WrittenFor | None:
-    """A rendered docs page's versions from its URL: `/en/v0.20.1/` its release line, `/en/latest/`
-    (built from main) the nightly builds; `/en/stable/` or none: the page's own statements."""
-    if override is not None:
-        return override
-    if version == "latest":
-        return written_for.nightly(stable, "a rendered page of docs.vllm.ai/en/latest (built from main)")
-    return written_for.of_docs(version, f"a rendered page of the vLLM {version} docs", stable) if version else None
-
-
-def extract_html(path: Path, stable: str = "", override: WrittenFor | None = None, url_base: str = "",
-                 placeholder_models: frozenset[str] | None = None) -> Result:
-    info = CorpusInfo("html", "", str(path), "html-page", files=1)
-    text, diags = read_text(path, "html", "", path.name, lines=False)
-    result = Result(info, diagnostics=diags)
-    if text is None:
-        return result
-    from extractor.html_pages import from_html  # bs4 is only needed for saved pages
-
-    try:
-        found, diags, version, _url = from_html(path, text, markdown_sources.page_link(url_base, path.name),
-                                              placeholder_models)
-    except Exception as err:  # noqa: BLE001
-        result.diagnostics.append(Diagnostic("error", "internal-error", f"{type(err).__name__}: {err}", "html", "", path.name))
-        return result
-    info.version = version
-    # statements are read from the page's text lines (highlighting splits them into spans)
-    plain = "\n".join(html.unescape(re.sub(r"<[^<>]*>", "", ln)) for ln in text.split("\n"))  # linear: no `<` inside
-    written_for.assign(found, written_for.PageFacts(stable, html_versions(version, override, stable), text=plain,
-                                                    file=path.name))
-    result.snippets, result.diagnostics = found, result.diagnostics + diags + _snippet_problems(found)
-    info.snippets = len(found)
-    return result

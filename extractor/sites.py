@@ -168,3 +168,23 @@ def described(site: Site | None) -> dict[str, str] | None:
     return {"name": site.name, "repository": site.repository, "url_base": site.url_base,
             "plugin": site.plugin.name if site.plugin else "",
             "written_for": site.built_on.spec if site.built_on else ""}
+
+
+def yaml_file(text: str, place) -> tuple[list, list]:
+    """A YAML file of another project's repository: a chart's values, a Kubernetes manifest."""
+    if "vllm" not in text:
+        return [], []
+    from extractor.helm_values import from_yaml_file  # noqa: PLC0415 — YAML files of sites only
+
+    return from_yaml_file(text, place)
+
+
+def mark_plugins(found: list, site: Site | None, text: str, markdown: bool) -> None:
+    """The plugin each command of a page is written for (common/vllm_plugins.py): its site's, else the
+    one its image carries (`vllm/vllm-tpu`), else one a Markdown page installs. A page that only names
+    a plugin — a recipe's hardware list — marks nothing: its other commands are for stock vLLM."""
+    page = site.plugin if site else (vllm_plugins.of_install(text) if markdown else None)
+    for snippet in found:
+        plugin = page or vllm_plugins.of_image(snippet.image)
+        for source in snippet.sources if plugin else ():
+            source.plugin = plugin.name
