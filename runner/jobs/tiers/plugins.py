@@ -45,16 +45,18 @@ def refusal(snippet: Snippet, argv: list[str], target: Target) -> tuple[str, str
     if not given:
         return None
     who = ", ".join(missing)
+    needs = [p.hardware for name in missing if (p := vllm_plugins.named(name)) and p.hardware]
+    where = f" on {' / '.join(needs)}" if needs else ""
     unknown = [(o, v) for o, v in given if _stock(o, v) is not True]
     if unknown:
         what = ", ".join(f"{o.replace('.', ' ')} {v}" for o, v in unknown)
         return "parse", (f"registered by a plugin ({who}): {what} is not a value of stock vLLM "
                          f"({vllm_plugins.PLUGIN_OPTIONS[unknown[0][0]][0]}); not decided by a build without the "
-                         f"plugin — a target that installs it judges it")
+                         f"plugin — a target that installs it judges it{where}")
     platform = [(o, v) for o, v in given if vllm_plugins.PLUGIN_OPTIONS[o][1]]
     if not platform:
         return None
     what = ", ".join(f"{o} {v}" for o, v in platform)
     return "config", (f"registered by a plugin ({who}): on its platform the plugin runs {what} "
                       f"({vllm_plugins.PLUGIN_OPTIONS[platform[0][0]][0]}); a build without the plugin decides "
-                      "only the parsing — a target that installs it judges the rest")
+                      f"only the parsing — a target that installs it judges the rest{where}")
