@@ -114,6 +114,9 @@ _PLUGIN_IMAGE = re.compile(r"(?<=/)vllm-v?(\d+\.\d+\.\d+)-[\w.-]*(?::[\w.-]+)?",
 # any other image of a vLLM server pinned to a tag (`lmcache/vllm-openai:2025-05-05-v1`, `rocm/vllm:instinct_main`):
 # the command runs the vLLM inside it, whose version the tag does not say
 _OTHER_IMAGE = re.compile(r"(?<![\w./:-])((?:[\w.-]+/)+[\w.-]*vllm[\w.-]*):([A-Za-z0-9_][\w.-]{0,127})(?![\w.:/-])", re.I)
+# vLLM's own images under another tag (`vllm/vllm-openai:gemma`, a model's launch build) are built near the
+# page that names them: the page's own statements say more of their vLLM than the tag
+_OFFICIAL = re.compile(r"^(?:docker\.io/)?vllm/", re.I)
 _IMAGE_KEY = re.compile(r"^\s*(?:-\s+)?image:\s", re.I)
 _TAG_STATES_NOTHING = re.compile(r"^(?:latest|nightly|main|stable)(?:[-_.][\w.-]*)?$", re.I)
 # "built from vLLM's main branch", "the nightly builds of vLLM", "follows the latest vLLM commits"
@@ -179,11 +182,12 @@ def _line_statement(text: str, stable: str, where: str) -> WrittenFor | None:
 
 
 def _other_image(text: str, where: str) -> WrittenFor | None:
-    """A vLLM server's image pinned to a tag that names no version (`lmcache/vllm-openai:2025-05-05-v1`,
-    `vllm/vllm-tpu:gemma4`): the vLLM inside it, `===<tag>` — no build of a version is it, so its
-    command is not judged on one; `latest`, `nightly…`, `main` state nothing."""
+    """Another project's vLLM image pinned to a tag that names no version (`lmcache/vllm-openai:2025-05-05-v1`,
+    `rocm/vllm:instinct_main`): the vLLM inside it, `===<tag>` — no build of a version is it, so its
+    command is not judged on one; `latest`, `nightly…`, `main` state nothing, and so does vLLM's own
+    image under a model's tag (`vllm/vllm-openai:gemma`): the page's statements decide."""
     m = _OTHER_IMAGE.search(text)
-    if not m or _TAG_STATES_NOTHING.match(m.group(2)):
+    if not m or _TAG_STATES_NOTHING.match(m.group(2)) or _OFFICIAL.match(m.group(1)):
         return None
     return WrittenFor(f"==={m.group(2)}", f"the vLLM inside the image `{m.group(0)}` ({where}), whose tag names no "
                       "vLLM version: no build of a version is it", "image")
