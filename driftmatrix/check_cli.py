@@ -150,8 +150,8 @@ def render(console, c: Checked, history) -> None:
 
     check = c.check
     some = any(c.check.parses_on(r) is False for r in c.asked)
-    mark = "[red]✗ does not parse on" if rejected(c) else "[yellow]? cannot say whether it parses on" if failed(c) \
-        else "[yellow]⚠ parses on some, not all, of" if some else "[green]✓ parses on"
+    mark = "[red]✗ does not parse on" if rejected(c) else "[yellow]? cannot say whether it parses on" \
+        if failed(c) or not c.asked else "[yellow]⚠ parses on some, not all, of" if some else "[green]✓ parses on"
     console.print(f"[bold]{escape(c.where)}[/]: {escape(shell_text(c.snippet.argv, c.snippet.env))}", soft_wrap=True)
     console.print(f"  {mark}[/] {escape(_listed(c.asked, check.releases) or 'no release the history read')} "
                   f"[dim]({escape(c.basis)})", soft_wrap=True)

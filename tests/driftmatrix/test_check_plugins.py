@@ -57,3 +57,14 @@ def test_an_option_no_release_has_still_fails_on_the_plugins_site(gaudi):
     assert rc == 1
     [bad] = [r for r in results if r["failed"]]
     assert uses(bad)["--weights-load-device"]["accepted"] == []
+
+
+def test_a_command_in_a_pinned_image_is_cannot_say_not_a_tick(corpus):
+    """The production stack's tutorial 07 runs `lmcache/vllm-openai:2025-03-10`: written for the vLLM inside
+    it, no release is asked — neither a failure nor a ✓."""
+    page = next((corpus / "thirdparty").glob("production-stack-*")) / "tutorials" / "07-benchmark-multi-round-qa-single-gpu.md"
+    rc, results = check(str(page))
+    assert rc == 0 and results and all(r["asked"] == [] and not r["failed"] for r in results)
+    text = subprocess.run([sys.executable, "-m", "driftmatrix.cli", "check", "-v", str(page)],
+                          capture_output=True, text=True, timeout=300).stdout
+    assert "? cannot say whether it parses on no release" in text and "✓" not in text
