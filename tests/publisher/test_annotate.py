@@ -19,6 +19,7 @@ from bs4 import BeautifulSoup
 from publisher import annotate as ann
 from publisher.judgement import Judge
 from publisher.results import load
+from runner.builds.resolve import stable_pin
 
 HERE = Path(__file__).resolve().parent
 
@@ -144,7 +145,8 @@ def sample(site_inputs, tmp_path_factory):
     tree = root / "sample-docs"
     shutil.copytree(HERE / "sample-docs", tree)
     snippets = root / "snippets.json"
-    r = subprocess.run([sys.executable, "-m", "driftmatrix.cli", "extract", str(tree), "-q", "-o", str(snippets)],
+    r = subprocess.run([sys.executable, "-m", "driftmatrix.cli", "extract", str(tree), "-q", "--stable", stable_pin(), "-o",
+                        str(snippets)],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     outcomes = root / "outcomes.jsonl"
@@ -284,7 +286,8 @@ def test_symlinks_are_neither_read_nor_written_through(site_inputs, tmp_path):
     (tree / "docs" / "twin.md").symlink_to(tree / "docs" / "containers.md")
     original = (tree / "docs" / "containers.md").read_bytes()
     snippets = tmp_path / "snippets.json"
-    r = subprocess.run([sys.executable, "-m", "driftmatrix.cli", "extract", str(tree), "-q", "-o", str(snippets)],
+    r = subprocess.run([sys.executable, "-m", "driftmatrix.cli", "extract", str(tree), "-q", "--stable", stable_pin(), "-o",
+                        str(snippets)],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     data = json.loads(snippets.read_text())

@@ -59,7 +59,7 @@ def work(corpus: Path, tmp_path_factory) -> Path:
     shutil.copytree(corpus / "recipes" / "8959cf6", work / "recipes")
     (work / "reasoning").mkdir()
     shutil.copy(fetch_docs("0.8.5", cache_dir() / "sdists") / REASONING, work / "reasoning")
-    cli("extract", "-q", "docs-0.20.1", "recipes", "reasoning", "-o", "snippets.json", cwd=work)
+    cli("extract", "-q", "--stable", stable_pin(), "docs-0.20.1", "recipes", "reasoning", "-o", "snippets.json", cwd=work)
     ids = ids_at(Catalog.read(work / "snippets.json"), PLACES)
     assert len(ids) == len(PLACES), ids
     cache = ("--cache-dir", str(cache_dir()))
@@ -227,7 +227,7 @@ def test_an_unknown_speculative_method_is_left_to_the_release(tmp_path):
     (tmp_path / "docs" / "mkdocs.yaml").write_text("site_name: spec\n")
     (tmp_path / "docs" / "docs" / "index.md").write_text(SPEC_PAGE)
     cache = ("--cache-dir", str(cache_dir()))
-    cli("extract", "-q", "docs", "-o", "snippets.json", cwd=tmp_path)
+    cli("extract", "-q", "--stable", stable_pin(), "docs", "-o", "snippets.json", cwd=tmp_path)
     cli("run", "snippets.json", "--tier", "config", "--stand-ins", "-o", "outcomes.jsonl", *cache, cwd=tmp_path)
     cli("fixes", "--snippets", "snippets.json", "--outcomes", "outcomes.jsonl", "-o", "fixes.json", cwd=tmp_path)
     (fix,) = Catalog.read(tmp_path / "fixes.json").snippets
@@ -266,7 +266,7 @@ def test_options_vllm_says_have_no_effect_are_dropped_with_their_values(tmp_path
     (tmp_path / "docs" / "mkdocs.yaml").write_text("site_name: drop\n")
     (tmp_path / "docs" / "docs" / "index.md").write_text(DROP_PAGE)
     cache = ("--cache-dir", str(cache_dir()))
-    cli("extract", "-q", "docs", "-o", "snippets.json", cwd=tmp_path)
+    cli("extract", "-q", "--stable", stable_pin(), "docs", "-o", "snippets.json", cwd=tmp_path)
     cli("run", "snippets.json", "--tier", "parse", "-o", "outcomes.jsonl", *cache, cwd=tmp_path)
     cli("fixes", "--snippets", "snippets.json", "--outcomes", "outcomes.jsonl", "-o", "fixes.json", cwd=tmp_path)
     (fix,) = Catalog.read(tmp_path / "fixes.json").snippets
