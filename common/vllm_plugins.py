@@ -6,8 +6,9 @@ vLLM loads plugins through entry points (`vllm.platform_plugins`: a hardware pla
 Intel Gaudi's HPU or Google's TPU; `vllm.general_plugins`: anything else). A plugin may register
 values of these options (vLLM's own mechanism in brackets), so a page written for a plugin can name
 a value no stock vLLM build knows, and a value stock vLLM knows may mean something else on the
-plugin's platform. A build without the plugin decides neither: only a target that installs the
-plugin (its `extra` requirements name the plugin's package) judges such a command past parsing.
+plugin's platform; a plugin may even add `vllm serve` options (vllm-omni's `--omni`). A build
+without the plugin decides none of it: only a target that installs the plugin (its `extra`
+requirements name the plugin's package) judges such a command past parsing.
 """
 
 from __future__ import annotations
@@ -48,6 +49,8 @@ class Plugin:
     """The hardware it needs, when it is a platform plugin: a build on other hardware cannot load it."""
     images: tuple[str, ...] = ()
     """Container images that carry it (`vllm/vllm-tpu`): a command in one is written for it."""
+    options: tuple[str, ...] = ()
+    """`vllm serve` options it adds (vllm-omni's `--omni`): a command that gives one is written for it."""
 
 
 KNOWN: tuple[Plugin, ...] = (
@@ -61,6 +64,8 @@ KNOWN: tuple[Plugin, ...] = (
     Plugin("vllm-spyre", "vllm-spyre", ("vllm-project/vllm-spyre",), ("vllm-spyre", "vllm_spyre"), "IBM Spyre"),
     Plugin("vllm-neuron", "vllm-neuron", ("vllm-project/vllm-neuron",), ("vllm-neuron", "vllm_neuron"),
            "AWS Neuron"),
+    Plugin("vllm-omni", "vllm-omni", ("vllm-project/vllm-omni",), ("vllm-omni", "vllm_omni"), "",
+           ("vllm/vllm-omni",), ("--omni",)),
     Plugin("vllm-rbln", "vllm-rbln", ("rebellions-sw/vllm-rbln",), ("vllm-rbln", "vllm_rbln"), "Rebellions NPU"),
     Plugin("vllm-metal", "vllm-metal", ("vllm-project/vllm-metal",), ("vllm-metal", "vllm_metal"), "Apple silicon"),
 )
@@ -98,6 +103,12 @@ def of_install(text: str) -> Plugin | None:
 def of_image(image: str | None) -> Plugin | None:
     """The plugin a container image carries (`vllm/vllm-tpu:nightly`)."""
     return next((p for p in KNOWN if image and any(image.startswith(i) for i in p.images)), None) if image else None
+
+
+def of_options(argv: list[str]) -> Plugin | None:
+    """The plugin whose own `vllm serve` option the command gives (`--omni`)."""
+    given = {a.split("=", 1)[0] for a in argv if a.startswith("--")}
+    return next((p for p in KNOWN if given & set(p.options)), None)
 
 
 def of_env(env: dict[str, str]) -> str | None:
@@ -144,11 +155,21 @@ def _json_key(value: str, key: str) -> str | None:
 
 
 def plugins_of(snippet) -> list[str]:
-    """The plugins a command's pages are written for (extractor/records.py Source.plugin), or that its
-    own `VLLM_PLUGINS=` loads."""
+    """The plugins a command's pages are written for (extractor/records.py Source.plugin), that its
+    own `VLLM_PLUGINS=` loads, or whose own option it gives (`--omni`)."""
     named = [s.plugin for s in snippet.sources if getattr(s, "plugin", "")]
     env = of_env(snippet.env or {})
-    return list(dict.fromkeys(named + ([env] if env else [])))
+    own = of_options(snippet.argv or [])
+    return list(dict.fromkeys(named + ([env] if env else []) + ([own.name] if own else [])))
+
+
+def added_option(kind: str, known: bool, plugins: list[str]) -> str | None:
+    """For an option (the option history's use: kind `option`) no stock release has, on a command written
+    for a plugin: the words "an option a plugin may add …, cannot say"; None for anything else."""
+    if not plugins or kind != "option" or known:
+        return None
+    return (f"not an option of stock vLLM: a plugin ({', '.join(plugins)}) may add it (vllm-omni adds --omni); "
+            "stock vLLM's history cannot say")
 
 
 def registered_value(kind: str, domain: str, plugins: list[str]) -> str | None:

@@ -112,8 +112,10 @@ def _answer(history: FlagHistory, use: Use, answers: list[bool | None], asked: l
                      runs_of(history.releases, [a is None for a in answers]), on, why, deprecated, dependent)
 
 
-def _plugin_value(use: Use, plugins: list[str]) -> str | None:
-    return vllm_plugins.registered_value(use.kind, use.domain, plugins)
+def _plugin_value(history: FlagHistory, use: Use, plugins: list[str]) -> str | None:
+    """A value a plugin may register, or an option one may add, on a command written for a plugin."""
+    return vllm_plugins.registered_value(use.kind, use.domain, plugins) or \
+        vllm_plugins.added_option(use.kind, history.record(use.written) is not None, plugins)
 
 
 def check_argv(history: FlagHistory, argv: list[str], asked: list[str], plugins: list[str] = ()) -> CommandCheck:
@@ -121,11 +123,11 @@ def check_argv(history: FlagHistory, argv: list[str], asked: list[str], plugins:
     `plugins`: the vLLM plugins the command's page is written for (their values: cannot say)."""
     uses = uses_of(history, argv)
     given = frozenset(u.option for u in uses)
-    table = [[None if _plugin_value(u, list(plugins)) else history.accepts_use(u, r, given) for r in history.releases]
+    table = [[None if _plugin_value(history, u, list(plugins)) else history.accepts_use(u, r, given) for r in history.releases]
              for u in uses]
     answers = [_answer(history, u, row, asked, given) for u, row in zip(uses, table)]
     for answer in answers:
-        if why := _plugin_value(answer.use, list(plugins)):
+        if why := _plugin_value(history, answer.use, list(plugins)):
             answer.plugin, answer.on, answer.why, answer.model_dependent = why, dict.fromkeys(answer.on), {}, None
     whole = [all(row[i] is not False for row in table) for i in range(len(history.releases))]
     unread = [r for r in asked if history.release_for(r) is None]

@@ -131,8 +131,7 @@ def decision(view: CommandView, source: Source) -> tuple[str, str, str] | None:
         title = views.title("FAIL", first.stage, list(dict.fromkeys(k.version for k in j.failing)))
         body = []
     else:  # the option history: no build of the page's versions was checked
-        when = f"removed by vLLM {j.history_release}" if j.history_release else "no vLLM release has it"
-        title = f"Not an option of the vLLM versions this page is written for ({when})"
+        title = f"Not an option of the vLLM versions this page is written for (removed by vLLM {j.history_release})"
         body = []
     causes = list(dict.fromkeys(views.cause(k.outcome) for k in j.failing if views.cause(k.outcome)))
     # vLLM's own words as code: no link, image, mention or HTML from a message (common/inert.py)

@@ -227,9 +227,8 @@ def _history_verdict(j: Judgement, snippet: Snippet, spec: SpecifierSet, checks:
     wf = f"{j.written_for.spec or 'any version'} — {j.written_for.origin}"
     if said.kind == "doc-drift":
         j.option_notes = said.notes
-        when = f"removed by vLLM {said.release}" if said.release else "no vLLM release has it"
         j.summary = (f"No build the page is written for ({wf}) was checked; per the option history, the versions "
-                     f"it is written for do not have {', '.join(said.options)} ({when}): "
+                     f"it is written for do not have {', '.join(said.options)} (removed by vLLM {said.release}): "
                      + "; ".join(said.notes) + ".")
     else:
         checked = _versions([k for k in j.checks if k.outcome.verdict in REAL])

@@ -23,7 +23,7 @@ from packaging.version import Version
 
 from extractor.records import Snippet
 from extractor.written_for import specifier
-from flaghistory.commands import explain, explain_use, record_of
+from flaghistory.commands import explain_use, record_of
 from flaghistory.uses import uses_of
 from flaghistory.history import FlagHistory
 from runner.outcomes.counts import GOOD, REAL, depth
@@ -41,8 +41,7 @@ class HistoryVerdict:
     """What decides it, as the command gives it (`--swap-space`, `--tool-call-parser qwen3_xml`): removed
     before the page's versions, or added after every build."""
     release: str
-    """doc-drift: the latest release that removed one of them ("" when no release ever had one);
-    needs-newer: the latest that added one."""
+    """doc-drift: the latest release that removed one of them; needs-newer: the latest that added one."""
     notes: list[str] = field(default_factory=list)
     """doc-drift: vLLM's own words per option (removed when, deprecated with which text)."""
 
@@ -94,10 +93,6 @@ def verdict(history: FlagHistory | None, snippet: Snippet, spec: SpecifierSet, l
     given = frozenset(u.option for u in uses)
     built = [(k, v) for k in checks if k.outcome.verdict in REAL and (v := parse_version(k.version)) is not None]
     removed = [found for use in uses if (found := _removed(history, use, view, given, built))]
-    never = [use for use in uses if _never(history, use, view, built)]
-    if never:  # no release ever had it: the page's versions lack it, whichever they are
-        return HistoryVerdict("doc-drift", [u.written for u in never], "",
-                              [explain(history, u.written, view[0]) or "" for u in never])
     if removed:
         return HistoryVerdict("doc-drift", [u.text() for u, _, _ in removed], str(max(g for _, g, _ in removed)),
                               [note for _, _, note in removed if note])
@@ -106,15 +101,6 @@ def verdict(history: FlagHistory | None, snippet: Snippet, spec: SpecifierSet, l
     if added:
         return HistoryVerdict("needs-newer", [u.text() for u, _ in added], str(max(a for _, a in added)))
     return None
-
-
-def _never(history: FlagHistory, use, view: list[str], built: list) -> bool:
-    """An option no release the history read has (the docs of a fork, a typo): not a plugin's doing —
-    a plugin registers values, never `vllm serve` options. A checked build that parsed the command
-    contradicts it."""
-    if use.kind != "option" or history.record(use.written) is not None:
-        return False
-    return all(history.accepts(use.written, r) is False for r in view) and not any(_parsed(k) for k, _ in built)
 
 
 def _first_read(history: FlagHistory, use) -> str | None:

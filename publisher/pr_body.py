@@ -91,8 +91,7 @@ def _evidence_rows(j, command: str, where: str) -> list[str]:
         return rows
     if j.decided_by == "history":
         return [f"| {command} | {table_cell(where)} | {table_cell(j.written_for.spec)} | the option history | "
-                f"{f'removed by vLLM {plain(j.history_release)}' if j.history_release else 'in no vLLM release'} | "
-                f"{table_cell(note[:200])} |" for note in j.option_notes]
+                f"removed by vLLM {plain(j.history_release or '')} | {table_cell(note[:200])} |" for note in j.option_notes]
     return []
 
 

@@ -52,11 +52,25 @@ def test_a_value_no_stock_release_has_fails_alone_but_not_on_the_plugins_site(tm
     assert rc == 0 and "registered by a plugin (vllm-gaudi)" in uses(paged)["--quantization gaudi_fp8_dynamic"]["plugin"]
 
 
-def test_an_option_no_release_has_still_fails_on_the_plugins_site(gaudi):
+def test_a_removed_option_still_fails_on_the_plugins_site_one_none_has_is_cannot_say(tmp_path, gaudi):
+    site = tmp_path / "gaudi"
+    (site / "docs").mkdir(parents=True)
+    for name in ("mkdocs.yaml", "README.md", "LICENSE"):
+        shutil.copy(gaudi / name, site / name)
+    (site / "docs" / "swap.md").write_text("# Swap\n\n```bash\nvllm serve org/m --swap-space 4\n```\n")
+    rc, [removed] = check(str(site / "docs" / "swap.md"))
+    assert rc == 1 and removed["failed"] and uses(removed)["--swap-space"]["on"] == {"0.26.0": False}
+    # `--weights-load-device`: no stock release has it — a plugin may add options (vllm-omni adds --omni)
     rc, results = check(str(gaudi / "docs" / "configuration" / "warm-up" / "managing_warm-up.md"))
-    assert rc == 1
-    [bad] = [r for r in results if r["failed"]]
-    assert uses(bad)["--weights-load-device"]["accepted"] == []
+    assert rc == 0 and not any(r["failed"] for r in results)
+    [warmup] = [r for r in results if "--weights-load-device" in uses(r)]
+    assert "a plugin (vllm-gaudi) may add it" in uses(warmup)["--weights-load-device"]["plugin"]
+
+
+def test_an_option_a_plugin_adds_is_cannot_say_where_the_command_gives_it(corpus):
+    """vllm-omni adds `--omni` to `vllm serve`: the recipes' GLM-Image gives it (models/zai-org/GLM-Image.yaml)."""
+    rc, [alone] = check("vllm serve zai-org/GLM-Image --omni")
+    assert rc == 0 and "vllm-omni" in uses(alone)["--omni"]["plugin"]
 
 
 def test_a_command_in_a_pinned_image_is_cannot_say_not_a_tick(corpus):

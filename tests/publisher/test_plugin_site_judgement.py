@@ -1,10 +1,12 @@
 """Judging a plugin's site with no build of its versions checked (issue 45): the Intel Gaudi plugin's
 pages (the shared corpus's thirdparty/vllm-gaudi-…) are written for vLLM 0.26 (its README: its newest
 release is built on vLLM 0.26.0), a release no target here runs. The option history decides what it
-can: an option no vLLM release ever had is doc-drift; the plugin's own values are not judged."""
+can: an option removed before 0.26 is doc-drift on the plugin's site as anywhere; what a plugin may
+give — its values, an option it adds (vllm-omni adds `--omni`) — is not judged by stock vLLM's history."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 from extractor.catalog import extract
@@ -12,8 +14,8 @@ from publisher.judgement import Judge
 from publisher.results import load
 
 
-def _judged(corpus: Path, tmp_path: Path):
-    catalog, _ = extract([next((corpus / "thirdparty").glob("vllm-gaudi-*"))], stable="0.34.0")
+def _judged(site: Path, tmp_path: Path):
+    catalog, _ = extract([site], stable="0.34.0")
     catalog.write(tmp_path / "snippets.json")
     (tmp_path / "none.jsonl").write_text("")
     results = load(tmp_path / "snippets.json", [tmp_path / "none.jsonl"])
@@ -21,17 +23,27 @@ def _judged(corpus: Path, tmp_path: Path):
     return {(src.file, src.line): judge.of_source(s, src) for s in results.snippets for src in s.sources}
 
 
-def test_an_option_no_release_has_is_doc_drift_by_the_history(corpus, tmp_path):
-    j = _judged(corpus, tmp_path)[("docs/configuration/warm-up/managing_warm-up.md", 49)]
-    assert (j.kind, j.decided_by, j.history_release) == ("doc-drift", "history", ""), j.summary
+def _gaudi(corpus: Path) -> Path:
+    return next((corpus / "thirdparty").glob("vllm-gaudi-*"))
+
+
+def test_a_removed_option_on_the_plugins_site_is_doc_drift_by_the_history(corpus, tmp_path):
+    site = tmp_path / "gaudi"  # the plugin's site with one more page, as a doc writer's change would add it
+    (site / "docs").mkdir(parents=True)
+    for name in ("mkdocs.yaml", "README.md", "LICENSE"):
+        shutil.copy(_gaudi(corpus) / name, site / name)
+    (site / "docs" / "swap.md").write_text("# Swap\n\n```bash\nvllm serve org/m --swap-space 4\n```\n")
+    j = _judged(site, tmp_path)[("docs/swap.md", 4)]
+    assert (j.kind, j.decided_by, j.history_release) == ("doc-drift", "history", "0.18.0"), j.summary
     assert j.written_for.spec == "==0.26.*"
-    assert "--weights-load-device (no vLLM release has it)" in j.summary
-    assert "is not an option of any vLLM release" in j.option_notes[0]
 
 
-def test_the_plugins_own_values_are_not_judged(corpus, tmp_path):
-    j = _judged(corpus, tmp_path)[("docs/configuration/quantization/inc.md", 41)]
-    assert j.kind == "unknown", j.summary  # `--quantization inc --kv-cache-dtype fp8_inc`: the plugin's
+def test_what_a_plugin_may_give_is_not_judged_by_stock_vllms_history(corpus, tmp_path):
+    judged = _judged(_gaudi(corpus), tmp_path / "g")
+    # `--quantization inc --kv-cache-dtype fp8_inc`: the plugin's values
+    assert judged[("docs/configuration/quantization/inc.md", 41)].kind == "unknown"
+    # `--weights-load-device`: no stock release has it; the plugin's page may be right (a plugin can add options)
+    assert judged[("docs/configuration/warm-up/managing_warm-up.md", 49)].kind == "unknown"
 
 
 def test_a_value_a_plugin_may_register_is_left_out_of_the_historys_verdict(corpus):
@@ -41,7 +53,7 @@ def test_a_value_a_plugin_may_register_is_left_out_of_the_historys_verdict(corpu
     from flaghistory.commands import shipped
     from publisher import option_verdict
 
-    catalog, _ = extract([next((corpus / "thirdparty").glob("vllm-gaudi-*"))], stable="0.34.0")
+    catalog, _ = extract([_gaudi(corpus)], stable="0.34.0")
     [s] = [x for x in catalog.snippets if any(src.file == "docs/configuration/quantization/inc.md" for src in x.sources)]
     history = shipped()
     removed = history.values["--tool-call-parser"]["values"]["minimax"]["removed"]

@@ -5,8 +5,8 @@ the docs (a false alarm), and one accepting it says nothing either — on the pl
 plugin's kernels run it. Such a command is judged for real only on a target whose `extra`
 requirements install the plugin; elsewhere:
 
-- a value no stock release knows (the option history) SKIPs the command before parsing: the stock
-  parser would refuse it, the plugin registers it;
+- a value no stock release knows (the option history), or an option none has (vllm-omni adds
+  `--omni`), SKIPs the command before parsing: the stock parser would refuse it, the plugin gives it;
 - a stock value of an option the platform decides (a quantization method, a cache dtype) is parsed,
   and config and deeper SKIP: what it does there is the plugin's.
 """
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from common import vllm_plugins
 from flaghistory.commands import shipped
+from flaghistory.uses import uses_of
 from extractor.records import Snippet
 
 from runner.builds.targets import Target
@@ -38,21 +39,31 @@ def _stock(option: str, value: str) -> bool | None:
     return None if not known else value in known
 
 
+def _foreign_options(argv: list[str]) -> list[str]:
+    """The options no stock release has (the option history), as the command gives them."""
+    history = shipped()
+    if history is None:
+        return []
+    return [u.written for u in uses_of(history, argv) if u.kind == "option" and history.record(u.written) is None]
+
+
 def refusal(snippet: Snippet, argv: list[str], target: Target) -> tuple[str, str] | None:
     """(the tier from which the command is not decided here — `parse` or `config` —, why), or None."""
     missing = _missing(vllm_plugins.plugins_of(snippet), target)
-    given = vllm_plugins.values_in(argv) if missing else []
-    if not given:
+    if not missing:
         return None
     who = ", ".join(missing)
     needs = [p.hardware for name in missing if (p := vllm_plugins.named(name)) and p.hardware]
     where = f" on {' / '.join(needs)}" if needs else ""
-    unknown = [(o, v) for o, v in given if _stock(o, v) is not True]
-    if unknown:
-        what = ", ".join(f"{o.replace('.', ' ')} {v}" for o, v in unknown)
-        return "parse", (f"registered by a plugin ({who}): {what} is not a value of stock vLLM "
-                         f"({vllm_plugins.PLUGIN_OPTIONS[unknown[0][0]][0]}); not decided by a build without the "
-                         f"plugin — a target that installs it judges it{where}")
+    given = vllm_plugins.values_in(argv)
+    unknown = [f"{o.replace('.', ' ')} {v}" for o, v in given if _stock(o, v) is not True]
+    foreign = _foreign_options(argv)
+    if unknown or foreign:
+        how = [vllm_plugins.PLUGIN_OPTIONS[o][0] for o, v in given if _stock(o, v) is not True][:1] or \
+            ["a plugin may add `vllm serve` options: vllm-omni's --omni"]
+        return "parse", (f"registered by a plugin ({who}): {', '.join(foreign + unknown)} is not in stock vLLM "
+                         f"({how[0]}); not decided by a build without the plugin — a target that installs it "
+                         f"judges it{where}")
     platform = [(o, v) for o, v in given if vllm_plugins.PLUGIN_OPTIONS[o][1]]
     if not platform:
         return None

