@@ -153,7 +153,9 @@ def test_annotate_applies_verified_fixes_minimally_and_idempotently(work, annota
     pr = body(views_of(results), recipes, "https://example.org/site")
     assert "## Commands fixed" in pr and "    --disable-log-requests \\" in pr and "    --no-enable-log-requests \\" in pr
     assert "checked on stable (vLLM 0.20.1, CPU build): accepted by the argument parser (not started)" in pr
-    assert "The original fails on stable (vLLM 0.20.1, CPU build) at parse" in pr
+    # Ernie4.5-VL.md:8 says its support "was recently added to vLLM main branch": written for the nightly
+    # builds, so the fix cites the original's failure on the nightly build, the one of the page's versions
+    assert "The original fails on nightly (vLLM 0.32.0, CPU build) at parse" in pr
 
 
 def test_a_bash_only_fix_says_what_was_checked(work, annotated):
