@@ -70,7 +70,9 @@ KNOWN: tuple[Plugin, ...] = (
     Plugin("vllm-metal", "vllm-metal", ("vllm-project/vllm-metal",), ("vllm-metal", "vllm_metal"), "Apple silicon"),
 )
 _BY_NAME = {p.name: p for p in KNOWN}
-_INSTALL_LINE = re.compile(r"\b(?:pip3?|uv\s+pip|uv)\s+install\b[^\n]*", re.I)
+INSTALL = re.compile(r"\b(?:pip3?|uv\s+pip|uv|pipx|poetry)\s+(?:install|add)\b", re.I)
+"""An install command (pip, uv, pipx, poetry): the one reading of "this line installs packages"
+(extractor/written_for.py reads the vLLM version from such a line, of_install the plugin)."""
 _REPO = re.compile(r"github\.com[/:]([\w.-]+/[\w.-]+?)(?:\.git)?/?$", re.I)
 
 
@@ -93,8 +95,10 @@ def of_text(text: str) -> Plugin | None:
 def of_install(text: str) -> Plugin | None:
     """The plugin a page installs (`pip install vllm-gaudi`, `uv pip install tpu-inference`): a page that
     only mentions one (a recipe's table of hardware, a list of plugins) is not written for it."""
-    for m in _INSTALL_LINE.finditer(text):
-        found = next((p for p in KNOWN if re.search(rf"(?<![\w-]){re.escape(p.package)}(?![\w-])", m.group(0))), None)
+    for m in INSTALL.finditer(text):
+        end = text.find("\n", m.start())
+        line = text[m.start():end if end >= 0 else None]
+        found = next((p for p in KNOWN if re.search(rf"(?<![\w-]){re.escape(p.package)}(?![\w-])", line)), None)
         if found:
             return found
     return None

@@ -105,9 +105,10 @@ def read(root: Path, url_base: str = "") -> Site:
                 url_base=url_base or (site_url if isinstance(site_url, str) and site_url.startswith("http") else ""),
                 docs_dir=str(config.get("docs_dir") or "docs").strip("/"),
                 variables=_scalars(config.get("extra")))
+    readme = _readme(root)
     site.plugin = vllm_plugins.of_repository(repo) or vllm_plugins.of_text(site.name) \
-        or vllm_plugins.of_text(_readme(root)[:4000])
-    site.built_on = built_on(root)
+        or vllm_plugins.of_text(readme[:4000])
+    site.built_on = built_on(readme)
     return site
 
 
@@ -133,11 +134,10 @@ def _readme(root: Path) -> str:
     return (bounds.read_head(path, root) or "") if path.is_file() else ""
 
 
-def built_on(root: Path) -> WrittenFor | None:
+def built_on(text: str) -> WrittenFor | None:
     """X's release line (`==0.26.*`) when the README says its newest release is built on vLLM X (the
     newest such statement): a plugin is released in step with vLLM ("built on vLLM 0.26.0 and fully
-    compatible with …"), so its pages are written for that vLLM, not for every later one."""
-    text = _readme(root)
+    compatible with …"), so its pages are written for that vLLM, not for every later one. `text`: its README."""
     found = [(release(m.group(1)), text.count("\n", 0, m.start()) + 1) for m in _BUILT_ON.finditer(text)]
     found = [(v, line) for v, line in found if v is not None]
     if not found:

@@ -34,6 +34,7 @@ from packaging.version import Version
 
 from extractor.records import Snippet, WrittenFor
 from common.versions import parse_version
+from common.vllm_plugins import INSTALL
 
 
 class WrittenForError(ValueError):
@@ -103,7 +104,6 @@ def narrowed(outer: WrittenFor, inner: WrittenFor | None) -> WrittenFor:
 
 # --- statements on a page -------------------------------------------------------------------
 
-_INSTALL = re.compile(r"\b(?:pip3?|uv\s+pip|uv|pipx|poetry)\s+(?:install|add)\b", re.I)
 _OP = r"(?:===|==|~=|!=|<=|>=|<|>)"
 _VER = r"v?\d+(?:\.\d+)*(?:\.\*|[a-z]+\d*)*"
 _REQUIREMENT = re.compile(rf"(?<![\w/.-])vllm(?:\[[\w,\s-]*\])?\s*({_OP}\s*{_VER}(?:\s*,\s*{_OP}\s*{_VER})*)", re.I)
@@ -152,7 +152,7 @@ def _install_statement(text: str, stable: str, where: str) -> WrittenFor | None:
 
 
 def _line_statement(text: str, stable: str, where: str) -> WrittenFor | None:
-    if _INSTALL.search(text):
+    if INSTALL.search(text):
         found = _install_statement(text, stable, f"install line ({where})")
         if found:
             return found
