@@ -43,6 +43,13 @@ def finding(c: Checked) -> bool:
     return any(False in a.on.values() or a.deprecated for a in c.check.uses)
 
 
+def unanswered(c: Checked) -> list[str]:
+    """What of the command the history cannot judge on a release asked (a value whose type it did not
+    read, a placeholder, a plugin's value): said beside a ✓, never hidden under it."""
+    return [a.use.text() for a in c.check.uses if a.use.kind != "option" and c.asked
+            and any(a.on.get(r) is None for r in c.asked if r not in c.check.unread)]
+
+
 def fix_for(history, answer) -> str | None:
     """vLLM's own replacement for what the release rejects, where its text names one."""
     from flaghistory.commands import record_of
@@ -153,14 +160,18 @@ def render(console, c: Checked, history) -> None:
     mark = "[red]✗ does not parse on" if rejected(c) else "[yellow]? cannot say whether it parses on" \
         if failed(c) or not c.asked else "[yellow]⚠ parses on some, not all, of" if some else "[green]✓ parses on"
     console.print(f"[bold]{escape(c.where)}[/]: {escape(shell_text(c.snippet.argv, c.snippet.env))}", soft_wrap=True)
+    unsure = unanswered(c)
+    unsure_text = f" [yellow]— cannot say for {escape(', '.join(unsure))}[/]" if unsure and not rejected(c) else ""
     console.print(f"  {mark}[/] {escape(_listed(c.asked, check.releases) or 'no release the history read')} "
-                  f"[dim]({escape(c.basis)})", soft_wrap=True)
+                  f"[dim]({escape(c.basis)})[/]{unsure_text}", soft_wrap=True)
     if check.unread:
         console.print(f"  [red]cannot say for {escape(', '.join(check.unread))}: the history read releases "
                       f"{escape(check.releases[0])} to {escape(check.releases[-1])}", soft_wrap=True)
     whole = f"{check.oldest} (oldest) … {check.newest} (newest): {_runs(check.parses)}" if check.parses else "none"
     console.print(f"  whole command parses on: {escape(whole)}", soft_wrap=True)
     for a in check.uses:
+        if a.use.kind == "argument" and not a.why and a.use.text() not in unsure:
+            continue  # a well-formed value: the option's own line says the rest
         unknown = f" [dim](cannot say for {escape(_runs(a.unanswered))})[/]" if a.unanswered else ""
         console.print(f"    {escape(a.use.text())}: {escape(_runs(a.accepted))}{unknown}", soft_wrap=True)
         for releases, why in _grouped(a.why, check.releases):

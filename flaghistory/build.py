@@ -24,11 +24,11 @@ from flaghistory.deprecations import deprecations
 from flaghistory.pyindex import Index
 from flaghistory.reader import Reader
 from flaghistory.sources import Release, fetch_sources, list_releases, read_tree
-from flaghistory.value_history import fold_keys, fold_values
+from flaghistory.value_history import fold_args, fold_keys, fold_values
 from flaghistory.values import option_keys, option_values
 
 SCHEMA = 1
-READER_FILES = ("pyindex.py", "reader.py", "dataclass_fields.py", "deprecations.py", "wording.py", "build.py",
+READER_FILES = ("pyindex.py", "reader.py", "arg_types.py", "dataclass_fields.py", "deprecations.py", "wording.py", "build.py",
                 "literals.py", "registries.py", "config_keys.py", "values.py", "value_history.py")
 FETCH_JOBS = 4
 """Downloads at once: sdists are 30–50 MB and PyPI's CDN is not the bottleneck."""
@@ -52,6 +52,9 @@ class ReleaseRead:
     """JSON option → its config class's keys (config_keys.py)."""
     aliases: dict[str, str] = field(default_factory=dict)
     """Short option string → its long option (`-cc` → `--compilation-config`), from one add_argument call."""
+    args: dict[str, str] | None = None
+    """option → what it takes after it (flaghistory/arg_types.py: `one:int`, `none`, `unknown`); None: a
+    read made before arguments were read."""
 
 
 def reader_key() -> str:
@@ -82,7 +85,7 @@ def read_sources(version: str, sources: dict[str, str]) -> ReleaseRead:
     keys, key_values, key_notes = option_keys(index, found)
     return ReleaseRead(version, sorted(found.options), {k: asdict(v) for k, v in sorted(said.items())},
                        _syntax(index), found.diagnostics + value_notes + key_notes, values | key_values, keys,
-                       dict(sorted(found.aliases.items())))
+                       dict(sorted(found.aliases.items())), {k: v.arg or "unknown" for k, v in sorted(found.options.items())})
 
 
 def read_release(release: Release, cache: Path, client: httpx.Client) -> ReleaseRead:
@@ -157,7 +160,7 @@ def assemble(reads: list[ReleaseRead], source: str) -> dict:
         aliases.update({a: o for a, o in read.aliases.items() if a in read.options and o in read.options})
     return {"schema": SCHEMA, "source": source, "releases": releases, "flags": flags, "syntax": syntax,
             "aliases": dict(sorted(aliases.items())),
-            "values": fold_values(usable, _spans), "keys": fold_keys(usable, _spans),
+            "values": fold_values(usable, _spans), "keys": fold_keys(usable, _spans), "args": fold_args(usable, _spans),
             "diagnostics": {r.version: r.diagnostics for r in reads if r.diagnostics}}
 
 

@@ -171,6 +171,8 @@ def explain_use(history: FlagHistory, use, version: str) -> str | None:
         return None
     if use.kind == "option":
         return explain(history, use.written, version)
+    if use.kind == "argument":
+        return _argument_words(history, use, version)
     shown, names = _use_name(history, use)
     record = history.value_record(use)
     if record is None:
@@ -182,9 +184,20 @@ def explain_use(history: FlagHistory, use, version: str) -> str | None:
     return f"{shown} is not in {names} of vLLM {version}"
 
 
+def _argument_words(history: FlagHistory, use, version: str) -> str:
+    """argparse's words, as vLLM's parser of that release prints them (`argument --x/-x: …`)."""
+    answer = history.argument(use, version)
+    names = "/".join([use.option, *sorted(a for a, o in history.aliases.items() if o == use.option)])
+    words = answer.words if answer else ""
+    head = "" if words.startswith("unrecognized") else f"argument {names}: "
+    return f"`{use.text()}`: {head}{words} (vLLM {version}'s parser)"
+
+
 def record_of(history: FlagHistory, use) -> dict | None:
     """The history's record of an option, a value or a key (its span and vLLM's words); None: no
-    release read has it."""
+    release read has it, or an argument (what an option takes has no span of its own to show)."""
+    if use.kind == "argument":
+        return None
     return history.flags.get(use.option) if use.kind == "option" else history.value_record(use)
 
 

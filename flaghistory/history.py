@@ -115,6 +115,25 @@ class FlagHistory:
         return self.data.get("keys") or {}
 
     @property
+    def args(self) -> dict[str, dict]:
+        """option → {spec: span}: what it takes after it (flaghistory/arg_types.py); absent in older files."""
+        return self.data.get("args") or {}
+
+    def arg_spec(self, option: str, release: str) -> str | None:
+        """What the option takes after it in that release (`one:int`, `none`); None: not read there."""
+        return next((spec for spec, span in self.args.get(option, {}).items() if self.within(span, release)), None)
+
+    def argument(self, use, version: str):
+        """flaghistory.arguments.ArgumentAnswer for an `argument` use; None: the history cannot say."""
+        from flaghistory.arguments import judge
+
+        release = self.release_for(version)
+        spec = self.arg_spec(use.option, release) if release else None
+        if spec is None or ARGUMENT_PLACEHOLDER.search(use.value or ""):
+            return None
+        return judge(spec, use.value, use.inline, use.after_model)
+
+    @property
     def aliases(self) -> dict[str, str]:
         """Short option → its long option (`-cc` → `--compilation-config`); absent in older files."""
         return self.data.get("aliases") or {}
@@ -157,6 +176,9 @@ class FlagHistory:
         if use.kind == "option":
             said = self.accepts(use.written, version)
             return None if said is False and self.twin_may_take(use.option, version) else said
+        if use.kind == "argument":
+            answer = self.argument(use, version)
+            return answer.ok if answer else None
         release = self.release_for(version)
         if release is None:
             return None
@@ -217,6 +239,8 @@ class FlagHistory:
 
 PLACEHOLDER = re.compile(r"[<>${}]|^\.\.\.$|^(your|my)[-_]", re.I)
 """A value that stands for the reader's own (`<parser>`, `$PARSER`, `your_parser`): not judged."""
+ARGUMENT_PLACEHOLDER = re.compile(r"<[^<>]*>|\$\{?\w|^\.\.\.$|^(your|my)[-_]", re.I)
+"""The same for an option's word, where braces are JSON's (`{"level": 3}`), not a placeholder's."""
 
 
 def _indexes(record: dict, versions: list[Version]) -> set[int]:

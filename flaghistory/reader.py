@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
+from flaghistory.arg_types import TypeRule, TypeText, field_spec, spec_from_keywords, type_kind
 from flaghistory.dataclass_fields import BoolRule, FieldInfo, FieldKw, KwargsOf, bool_rule, fields_of
 from flaghistory.pyindex import BOOLEAN_OPTIONAL, UNKNOWN, Index, Module, evaluate
 from flaghistory.wording import help_says_deprecated
@@ -36,10 +37,12 @@ class OptionFound:
     choices: tuple | None = field(default=None, repr=False)
     """(module, `choices=` expression, the frame's names) of the add_argument call: values.py evaluates it."""
     source_field: FieldInfo | None = field(default=None, repr=False)
+    """The dataclass field get_kwargs made the option from (its annotation gives Literal / Enum values)."""
     type_text: str = ""
     """The `type=` of a literal add_argument call as written (`json.loads`, `CompilationConfig.from_cli`):
     config_keys.py tells a JSON option and its class from it where no dataclass field made the option."""
-    """The dataclass field get_kwargs made the option from (its annotation gives Literal / Enum values)."""
+    arg: str = ""
+    """What it takes after it and the type of that word (flaghistory/arg_types.py: `one:int`, `none`)."""
 
 
 @dataclass
@@ -68,6 +71,7 @@ class Reader:
     def __init__(self, index: Index, version: str):
         self.index = index
         self.rule: BoolRule = bool_rule(index)
+        self.types = TypeRule(index)
         self.result = ReleaseOptions(version)
         self.visited: set[tuple[int, str]] = set()
 
@@ -177,6 +181,7 @@ class Reader:
         value = self._expr(stmt.value, frame, depth)
         for target in stmt.targets:
             if isinstance(target, ast.Subscript):
+                target.parent_value = stmt.value  # type: ignore[attr-defined]  # the text of a `type` set
                 self._set_item(target, value, frame, depth)
             else:
                 self._bind(target, value, frame)
@@ -189,9 +194,19 @@ class Reader:
             name, key = (evaluate(inner.slice, frame.env, frame.module, self.index),
                          evaluate(target.slice, frame.env, frame.module, self.index))
             if isinstance(owner, KwargsOf) and isinstance(name, str) and isinstance(key, str):
-                owner.overrides.setdefault(name, {})[key] = value
+                # a type is a function: kept as its text (flaghistory/arg_types.py reads it)
+                owner.overrides.setdefault(name, {})[key] = TypeText(ast.unparse(target.parent_value)) \
+                    if key == "type" else value
 
     def _delete(self, target: ast.expr, frame: Frame) -> None:
+        if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Subscript) \
+                and isinstance(target.value.value, ast.Name):  # `del kwargs["f"]["nargs"]`: that keyword gone
+            owner = frame.env.get(target.value.value.id)
+            name = evaluate(target.value.slice, frame.env, frame.module, self.index)
+            key = evaluate(target.slice, frame.env, frame.module, self.index)
+            if isinstance(owner, KwargsOf) and isinstance(name, str) and isinstance(key, str):
+                owner.overrides.setdefault(name, {})[key] = None
+            return
         if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
             owner = frame.env.get(target.value.id)
             name = evaluate(target.slice, frame.env, frame.module, self.index)
@@ -331,6 +346,7 @@ class Reader:
             choices = (frame.module, None, keywords["choices"])
         spread = keywords.get("__field__")
         type_text = next((ast.unparse(kw.value) for kw in call.keywords if kw.arg == "type"), "")
+        arg = self._arg_spec(call, frame, keywords, type_text)
         long = next((n for n in names if n.startswith("--")), None)
         for name in names if long is not None else []:
             if not name.startswith("--"):
@@ -342,6 +358,24 @@ class Reader:
             found.choices = found.choices or choices
             found.source_field = found.source_field or spread
             found.type_text = found.type_text or type_text
+            found.arg = found.arg or ("none" if name.startswith("--no-") and keywords.get("action") == BOOLEAN_OPTIONAL
+                                      else arg)
+
+    def _arg_spec(self, call: ast.Call, frame: Frame, keywords: dict, type_text: str) -> str:
+        """What the option takes (flaghistory/arg_types.py): the rule's reading of its field, or the call's own keywords."""
+        info = keywords.get("__field__")
+        if isinstance(info, FieldInfo):
+            overrides = dict(keywords.get("__overrides__") or {})
+            overrides.update({kw.arg: keywords[kw.arg] for kw in call.keywords if kw.arg in ("action", "nargs")})
+            if type_text:
+                overrides["type"] = TypeText(type_text)
+            return field_spec(self.types, info, overrides, self.index)
+        action_text = next((ast.unparse(kw.value) for kw in call.keywords if kw.arg == "action"), None)
+        action = keywords.get("action")
+        action = action if isinstance(action, str) else action_text
+        nargs = keywords.get("nargs")
+        nargs = nargs if isinstance(nargs, (str, int)) or nargs is None else "?unknown"
+        return spec_from_keywords(action, nargs, type_kind(type_text or "str", self.index))
 
     def _keywords(self, call: ast.Call, frame: Frame, where: str) -> dict:
         """The call's argparse keywords, `**kwargs["field"]` spread in as get_kwargs makes them."""
@@ -352,6 +386,7 @@ class Reader:
             for spread, literal in self._spreads(kw.value, frame):
                 if literal is not None:
                     keywords.update(literal)
+                    keywords.setdefault("__overrides__", {}).update(literal)
                     continue
                 info = spread.source.fields.get(spread.name)
                 if info is None:
@@ -360,6 +395,7 @@ class Reader:
                 keywords["action"] = BOOLEAN_OPTIONAL if self.rule.pair(info) else None
                 keywords["help"] = info.doc
                 keywords["__field__"] = info
+                keywords["__overrides__"] = dict(spread.source.overrides.get(spread.name, {}))
                 keywords.update(spread.source.overrides.get(spread.name, {}))
         for kw in call.keywords:
             if kw.arg is not None:
@@ -374,7 +410,8 @@ class Reader:
                 if key is None:
                     yield from self._spreads(value, frame)
                 elif isinstance(name := evaluate(key, frame.env, frame.module, self.index), str):
-                    yield None, {name: evaluate(value, frame.env, frame.module, self.index)}
+                    yield None, {name: TypeText(ast.unparse(value)) if name == "type" else
+                                 evaluate(value, frame.env, frame.module, self.index)}
             return
         spread = self._expr(node, frame, 0)
         if isinstance(spread, FieldKw):

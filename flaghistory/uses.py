@@ -12,7 +12,9 @@ from typing import Literal
 
 from flaghistory.history import FlagHistory, token
 
-UseKind = Literal["option", "value", "key"]
+UseKind = Literal["option", "value", "key", "argument"]
+"""`argument`: what follows the option (its word, or none) against what the release's parser takes there
+(flaghistory/arguments.py: arity and type)."""
 
 
 @dataclass(frozen=True)
@@ -29,6 +31,10 @@ class Use:
     key: str | None = None
     """key: the dotted key of the JSON option (`method`, `pass_config.enable_fusion`); for a key's
     value, the key it is the value of."""
+    inline: bool = False
+    """argument: the value was given as `--option=value`."""
+    after_model: bool = False
+    """argument: the command gave its model positionally before this option (a flag's next word is then extra)."""
 
     @property
     def domain(self) -> str:
@@ -40,6 +46,10 @@ class Use:
             return self.written
         if self.kind == "key":
             return f"{self.option} key `{self.key}`"
+        if self.kind == "argument" and self.value is None:
+            return f"{self.written} (no value)"
+        if self.kind == "argument" and self.inline:
+            return f"{self.written}={self.value}"
         if self.key:
             return f"{self.option} `{self.key}: {self.value}`"
         return f"{self.written} {self.value}"
@@ -92,18 +102,24 @@ def uses_of(history: FlagHistory, argv: list[str]) -> list[Use]:
             continue  # `-O3`: the value is glued to the option, rewritten before argparse
         value = _value_after(argv, i)
         dotted = written.partition(".")[2] if parsed.syntax == "--option.key" else ""
-        if value is None:
-            continue
-        if dotted:  # `--speculative-config.method eagle3`
-            key = judged_key(history, option, dotted)
-            found.append(Use("key", option, written, key=key))
-            if key == dotted and history.has_values(f"{option}.{key}"):
-                found.append(Use("value", option, written, value=value, key=key))
-        elif history.has_values(option):
-            found.append(Use("value", option, written, value=value))
-        elif history.has_keys(option):
-            found += _json_uses(history, option, written, value)
+        if value is not None:
+            found += _value_uses(history, option, written, value, dotted)
+        if not dotted and history.args:  # after the value's own use: the same text reads as the value first
+            found.append(Use("argument", option, written, value=value, inline="=" in word,
+                             after_model=bool(argv) and token(argv[0]) is None and i > 0))
     return list(dict.fromkeys(found))
+
+
+def _value_uses(history: FlagHistory, option: str, written: str, value: str, dotted: str) -> list[Use]:
+    if dotted:  # `--speculative-config.method eagle3`
+        key = judged_key(history, option, dotted)
+        found = [Use("key", option, written, key=key)]
+        if key == dotted and history.has_values(f"{option}.{key}"):
+            found.append(Use("value", option, written, value=value, key=key))
+        return found
+    if history.has_values(option):
+        return [Use("value", option, written, value=value)]
+    return _json_uses(history, option, written, value) if history.has_keys(option) else []
 
 
 def _json_uses(history: FlagHistory, option: str, written: str, value: str) -> list[Use]:

@@ -78,3 +78,15 @@ def fold_keys(reads: list, spans: Spans) -> dict[str, dict]:
         result[option] = {"class": newest["class"], "where": newest["where"], "read": spans(present, releases),
                           "closed": spans(shut, releases) if any(shut) else None, "keys": _members(sets, spans)}
     return result
+
+
+def fold_args(reads: list, spans: Spans) -> dict[str, dict[str, dict]]:
+    """{option: {spec: span}}: what the option takes after it, release by release (arg_types.py); a
+    release whose arguments were not read is in no spec's span (the history cannot say there)."""
+    usable, releases = _reads(reads, "args")
+    result: dict[str, dict[str, dict]] = {}
+    for option in sorted({o for r in usable for o in r.args}):
+        held = [r.args.get(option) for r in usable]
+        result[option] = {spec: spans([h == spec for h in held], releases)
+                          for spec in sorted({h for h in held if h and h != "unknown"})}
+    return result

@@ -77,10 +77,13 @@ class _Options:
         for use in uses:
             # a plugin option in the command can add names: the same text then reads differently
             name = use.text() + (" (with a plugin)" if use.kind == "value" and self._opened(use, given) else "")
+            name = f"argument {name}" if use.kind == "argument" else name  # `--x 4` is a value's text too
             if name not in self._index:
+                taken = [self.history.accepts_use(use, r, given) is not False for r in self.history.releases]
+                if use.kind == "argument" and all(taken):
+                    continue  # a well-formed value says nothing the option's own ranges do not
                 self._index[name] = len(self.table)
-                self.table.append([use.text(), _ranges([self.history.accepts_use(use, r, given) is not False
-                                                        for r in self.history.releases])])
+                self.table.append([use.text(), _ranges(taken)])
             out.append(self._index[name])
         return out
 

@@ -84,3 +84,57 @@ def compare(history: FlagHistory, version: str, answers: dict) -> Agreement:
     result.parser_options, result.history_options = len(parser), len(ours_all)
     result.only_in_parser, result.only_in_history = sorted(parser - ours_all), sorted(ours_all - parser)
     return result
+
+
+# -- what an option takes after it (issue 46): arity and type -------------------------------------
+PROBES = ["two", "3", "-1", "32k", "32K", "1.5K", "25.6k", "32t", "1.5", "auto", "None", "", "{level:3}",
+          '{"a": 1,}', '{"a": 1}', "[1, 2]", "true"]
+"""Words whose fate differs between int, float, human_readable_int (and its suffixes), optional_type and
+the JSON types."""
+
+
+@dataclass
+class ArgumentAgreement:
+    version: str
+    options: int = 0
+    takes_agree: int = 0
+    types_agree: int = 0
+    types_judged: int = 0
+    history_cannot_say: int = 0
+    """Options whose spec the history does not know there, or probes its spec does not answer."""
+    disagreements: list[dict] = field(default_factory=list)
+    """{option, probe (None: arity), history, build}."""
+
+
+def ask_arguments(python: str, env: dict | None = None) -> dict:
+    return ask_in_target(python, SCRIPT, {"tokens": [], "probes": PROBES}, env)
+
+
+def compare_arguments(history: FlagHistory, version: str, answers: dict) -> ArgumentAgreement:
+    """The history's spec of every long option against the build's own action (nargs) and type function."""
+    from flaghistory.arguments import judge
+
+    result = ArgumentAgreement(version)
+    release = history.release_for(version)
+    for option, real in sorted(answers["arguments"].items()):
+        result.options += 1
+        spec = history.arg_spec(option, release) if release else None
+        if spec is None or spec == "unknown":
+            result.history_cannot_say += 1
+            continue
+        ours = spec.partition(":")[0]
+        if ours != real["takes"]:
+            result.disagreements.append({"option": option, "probe": None, "history": spec, "build": real["takes"]})
+            continue
+        result.takes_agree += 1
+        for probe, took in sorted(real["types"].items()):
+            said = judge(spec, probe, False, False).ok
+            if said is None:
+                result.history_cannot_say += 1
+            elif said == took:
+                result.types_agree += 1
+                result.types_judged += 1
+            else:
+                result.types_judged += 1
+                result.disagreements.append({"option": option, "probe": probe, "history": spec, "build": took})
+    return result

@@ -68,7 +68,7 @@ def docs_uses(catalog, history: FlagHistory) -> list[DocUse]:
         uses = uses_of(history, argv)
         options = frozenset(u.option for u in uses if u.kind == "option")
         for use in uses:
-            if use.kind != "option":
+            if use.kind in ("value", "key"):
                 found.setdefault(DocUse(use, options & opening))
     return sorted(found, key=lambda d: (d.use.kind, d.use.option, d.use.key or "", d.use.value or "",
                                         sorted(d.opened)))

@@ -10,7 +10,7 @@ import pytest
 from extractor.catalog import extract
 
 from runner.builds.resolve import stable_pin
-from runner.builds.history_agreement import ask_parser, compare, docs_tokens
+from runner.builds.history_agreement import ask_arguments, ask_parser, compare, compare_arguments, docs_tokens
 from runner.builds.value_agreement import ask_build, compare_values, docs_uses
 from flaghistory.history import SHIPPED, FlagHistory
 from runner.builds.envs import ensure
@@ -84,3 +84,23 @@ def test_the_history_names_values_and_keys_like_the_build(target, value_catalog)
     # the registries were read from the build, not only its parser
     assert {"--tool-call-parser", "--reasoning-parser", "--quantization", "--speculative-config.method"} <= set(answers["domains"])
     assert answers["keys"]["--speculative-config"]["closed"] is True
+
+
+# -- issue 46: what an option takes after it, and its type -------------------------------------------
+
+@pytest.mark.parametrize("target", [t.name for t in load(DEFAULT_CPU).targets])
+def test_the_history_types_options_like_the_builds_parser(target):
+    """Every long option of the build's serve parser: what the history says it takes after it (none, one,
+    an optional word, several) is its action's nargs, and for every probe word (`two`, `32k`, `1.5K`,
+    `{level:3}`, `None` …) the history's yes/no is the build's own type function's (argparse's
+    `_get_value`); where the history cannot say it is counted apart, never as agreement."""
+    history = FlagHistory.load()
+    env = ensure(next(t for t in load(DEFAULT_CPU).targets if t.name == target), cache_dir())
+    result = compare_arguments(history, env.version, ask_arguments(env.python))
+    assert result.disagreements == [], result.disagreements
+    assert result.options > 300 and result.takes_agree > 0.9 * result.options, result
+    assert result.types_judged > 1000, result  # int, float, human_readable_int, JSON: most options are typed
+    # the ones the issue names, on this build
+    spec = history.arg_spec("--tensor-parallel-size", history.release_for(env.version))
+    assert spec == "one:int"
+    assert history.arg_spec("--max-model-len", history.release_for(env.version)).startswith("one:hint[")
