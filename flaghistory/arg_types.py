@@ -26,8 +26,8 @@ from flaghistory.dataclass_fields import FieldInfo
 from flaghistory.literals import resolve
 from flaghistory.pyindex import BOOLEAN_OPTIONAL, Index
 
-BUILTIN = {"bool", "str", "int", "float", "None", "dict", "list", "tuple", "set", "Literal", "Any"}
-"""Names vLLM's `is_not_builtin` / `contains_type` treat as builtins (`Any` is typing's)."""
+BUILTIN = {"bool", "str", "int", "float", "None", "dict", "list", "tuple", "set"}
+"""The types whose `__module__` is `builtins` (vLLM's `is_not_builtin`); `Literal`, `Any` are typing's."""
 NO_VALUE_ACTIONS = {"store_true", "store_false", "store_const", "count", "help", "version", BOOLEAN_OPTIONAL}
 UNKNOWN_SPEC = "unknown"
 
@@ -125,7 +125,7 @@ class TypeRule:
         """The field's type names as `get_type_hints` flattens them (aliases followed); None: unresolved."""
         names: set[str] = set()
         for name in info.types:
-            if name in BUILTIN:
+            if name in BUILTIN or name in ("Literal", "Any"):
                 names.add(name)
                 continue
             hit = resolve(self.index, info.module, name) if info.module is not None else None

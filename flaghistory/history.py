@@ -239,7 +239,7 @@ class FlagHistory:
 
 PLACEHOLDER = re.compile(r"[<>${}]|^\.\.\.$|^(your|my)[-_]", re.I)
 """A value that stands for the reader's own (`<parser>`, `$PARSER`, `your_parser`): not judged."""
-ARGUMENT_PLACEHOLDER = re.compile(r"<[^<>]*>|\$\{?\w|^\.\.\.$|^(your|my)[-_]", re.I)
+ARGUMENT_PLACEHOLDER = re.compile(r"<[^<>]*>|\$[{(]?\w|\$\(|^\.\.\.$|^(your|my)[-_]", re.I)
 """The same for an option's word, where braces are JSON's (`{"level": 3}`), not a placeholder's."""
 
 
