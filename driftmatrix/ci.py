@@ -18,11 +18,13 @@ import json
 import os
 import re
 import time
-
-import httpx
+from typing import TYPE_CHECKING
 
 from runner.run.budget import GITHUB_JOB_LIMIT_H, LEG_HOURS
 from runner.outcomes.records import TIERS
+
+if TYPE_CHECKING:
+    import httpx
 
 _NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
 MAX_SHARDS = 32
@@ -110,6 +112,8 @@ def choose_runner(env: dict[str, str], wait_s: float, poll_s: float = 30.0, api:
     if not token:
         return {**cpu, "why": "no DRIFTMATRIX_RUNNERS_TOKEN to see whether a GPU runner is online: CPU fallback"}
     deadline = time.monotonic() + wait_s
+    import httpx  # only here: `driftmatrix check` builds this parser too, and must start fast
+
     with httpx.Client(timeout=30) as client:
         while True:
             try:

@@ -102,9 +102,17 @@ def cmd_standin(args: argparse.Namespace) -> int:
     return 0
 
 
+class _Version(argparse.Action):
+    """`--version`, its package metadata read only when asked (importlib.metadata costs `check` 35 ms)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"driftmatrix {version()}")
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="driftmatrix", description=__doc__)
-    parser.add_argument("--version", action="version", version=f"driftmatrix {version()}")
+    parser.add_argument("--version", action=_Version, nargs=0, help="show driftmatrix's version and exit")
     parser.set_defaults(root_parser=parser)  # `run --plan` re-reads a plan entry's arguments with it
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("extract", help="docs trees / pages -> snippets.json")

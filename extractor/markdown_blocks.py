@@ -16,7 +16,6 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from markdown.extensions.toc import IDCOUNT_RE, slugify
 from markdown_it import MarkdownIt
 from markdown_it.rules_block import StateBlock
 
@@ -242,6 +241,8 @@ class Ids:
     def unique(self, anchor: str) -> str:
         """`markdown.extensions.toc.unique(anchor, taken)`, the same id."""
         if anchor in self.taken or not anchor:
+            from markdown.extensions.toc import IDCOUNT_RE  # imported when a page has headings: `check` of a command has none
+
             m = IDCOUNT_RE.match(anchor)
             base, count = (m.group(1), int(m.group(2))) if m else (anchor, 0)
             anchor = f"{base}_{self._free(base, count + 1)}"
@@ -276,6 +277,8 @@ class Headings:
     def heading(self, raw: str, tag: str = "") -> None:
         raw = raw[:MAX_HEADING_CHARS]
         text, explicit = heading_text(raw)
+        from markdown.extensions.toc import slugify  # see Ids.unique
+
         anchor = explicit or slugify(text, "-") or "_"
         self.current = self.used.unique(anchor)
         self._raw, self._text = raw, None

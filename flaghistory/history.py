@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from functools import cached_property
+from functools import cached_property, lru_cache
 from pathlib import Path
 
 from packaging.version import Version
@@ -243,10 +243,16 @@ ARGUMENT_PLACEHOLDER = re.compile(r"<[^<>]*>|\$[{(]?\w|\$\(|^\.\.\.$|^(your|my)[
 """The same for an option's word, where braces are JSON's (`{"level": 3}`), not a placeholder's."""
 
 
+@lru_cache(maxsize=None)
+def _version(text: str) -> Version:
+    """Parsed once: the history names the same few dozen releases in thousands of spans."""
+    return Version(text)
+
+
 def _indexes(record: dict, versions: list[Version]) -> set[int]:
     """Positions in the release list where the option (or syntax) exists."""
-    added = Version(record["added"])
-    removed = Version(record["removed"]) if record.get("removed") else None
-    gaps = [(Version(a), Version(b)) for a, b in record.get("gaps", [])]
+    added = _version(record["added"])
+    removed = _version(record["removed"]) if record.get("removed") else None
+    gaps = [(_version(a), _version(b)) for a, b in record.get("gaps", [])]
     return {i for i, v in enumerate(versions) if v >= added and (removed is None or v < removed)
             and not any(a <= v <= b for a, b in gaps)}
