@@ -199,6 +199,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     from flaghistory.command_check import check_argv
     from common.vllm_plugins import plugins_of
     from driftmatrix.release_pins import todays_stable
+    from driftmatrix.check_head import against_checkout
     from rich.console import Console
 
     console = Console(stderr=False, highlight=False)
@@ -206,6 +207,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     try:
         history = shipped_history()
         checked, problems = gather(args, history, todays_stable())
+        history = against_checkout(history, checked, args)  # a vLLM checkout's pages: its own sources
         matrix = load_matrix(args.matrix) if args.matrix else None
     except (CheckInputError, OSError, ValueError) as err:
         errors.print(f"[red]driftmatrix check: {console_markup(err)}", soft_wrap=True)

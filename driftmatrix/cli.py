@@ -168,7 +168,7 @@ def build_parser() -> argparse.ArgumentParser:
     from driftmatrix.publish_cli import add_parsers
     from driftmatrix.run_cli import add_parsers as add_run
     from driftmatrix.ci import add_parser as add_ci
-    from driftmatrix.gate import add_parser as add_gate
+    from driftmatrix.gate_head import add_parser as add_gate  # the gate's parser, with its modes
     from driftmatrix.sandbox_cli import add_parser as add_sandbox
     from driftmatrix.state_branch import add_parser as add_state
     add_run(sub, str(_cache_dir()))

@@ -22,7 +22,7 @@ from pathlib import Path
 from common.inert import STEP_SUMMARY_CAP, cap, code_span, terminal
 from driftmatrix.sandbox_cli import add_unsandboxed
 from extractor.bounds import read_capped, walk
-from common.git import run_git
+from common.git import prefetch, run_git
 
 DOC_SUFFIXES = (".md", ".markdown", ".yaml", ".yml", ".html", ".htm")
 
@@ -51,6 +51,11 @@ class GateResult:
     run_exit: int = 0
     static: dict[str, dict[str, list[str]]] = field(default_factory=dict)
     """{target: {command id: why}}: not started on that build, as the option history says it rejects them."""
+    mode: str = "builds"
+    """`builds`: run on the targets' builds; `head`: read against the change's own vLLM sources (gate_head.py)."""
+    judged: str = ""
+    """What the commands were judged against, when not the CPU builds (head mode: which commit)."""
+    notes: list[str] = field(default_factory=list)
 
     @property
     def new_drift(self) -> list[Finding]:
@@ -91,6 +96,7 @@ def export_tree(repo: Path, rev: str, paths: list[str], dest: Path) -> Path:
         parts = Path(path).parts
         if kind == "blob" and mode in ("100644", "100755") and ".." not in parts and not Path(path).is_absolute():
             blobs.append((sha, path))
+    prefetch(repo, rev, [path for _, path in blobs])  # a clone without blobs: one fetch, not one per page
     batch = run_git(repo, "cat-file", "--batch", input="".join(f"{sha}\n" for sha, _ in blobs).encode(), text=False)
     if batch.returncode:
         raise GateError(f"git cat-file {rev}: {batch.stderr.decode(errors='replace')[-400:]}")
@@ -241,8 +247,9 @@ def markdown(result: GateResult, tier: str, full: str = "`gate.json` in the gate
     """The gate's summary. Commands, page names and causes are docs and vLLM text: code spans only
     (common/inert.py). The list of new drift comes last, so that a summary cut at GitHub's limit
     (`STEP_SUMMARY_CAP`, at a row, saying where the `full` list is) still says everything else."""
-    lines = [f"### driftmatrix docs gate · parse{' + config' if tier != 'parse' else ''} on CPU builds",
-             f"{len(result.changed)} changed docs file(s), {result.commands} command(s) on them."]
+    depth = result.judged or f"parse{' + config' if tier != 'parse' else ''} on CPU builds"
+    lines = [f"### driftmatrix docs gate · {depth}",
+             f"{len(result.changed)} changed docs file(s), {result.commands} command(s) on them.", *result.notes]
     new = result.new_drift
     old = [f for f in result.findings if f.judgement == "doc-drift" and not f.new]
     if result.run_exit:
@@ -286,11 +293,14 @@ def cmd_gate(args) -> int:
     except Exception as err:  # noqa: BLE001 — a crash is ours: never the exit status of new doc-drift
         print(f"driftmatrix gate: internal error ({type(err).__name__}: {terminal(err)})", file=sys.stderr)
         return 2
+    if advisory := getattr(args, "advisory", ""):  # builds in a vLLM source tree: said, not failed
+        result.notes.append(advisory)
+        _saved(result, Path(args.workdir))
     full = code_span(Path(args.workdir) / "gate.json")
     text = markdown(result, args.tier, full)
     print(terminal(text))  # the Markdown's code spans hold the docs' and vLLM's words
     write(text, args.summary, full)
-    return 1 if result.new_drift else 0
+    return 1 if result.new_drift and not advisory else 0
 
 
 def add_parser(sub) -> None:

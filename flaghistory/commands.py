@@ -10,6 +10,7 @@ from functools import lru_cache
 
 from packaging.version import Version
 
+from flaghistory.head import head_words
 from flaghistory.history import FlagHistory, HistoryError, token
 from flaghistory.uses import Use, uses_of
 
@@ -89,6 +90,8 @@ def explain(history: FlagHistory, option: str, version: str) -> str | None:
     record = history.record(option)
     if record is None:
         return f"{option} is not an option of any vLLM release from {history.releases[0]} to {history.releases[-1]}"
+    if said := head_words(history, record, option, version):  # the change's own head: its words
+        return said
     if record.get("removed") and Version(version) >= Version(record["removed"]):
         return f"{option} was removed in vLLM {record['removed']}{vllm_said(record)}"
     if Version(version) < Version(record["added"]):
@@ -177,6 +180,8 @@ def explain_use(history: FlagHistory, use, version: str) -> str | None:
     record = history.value_record(use)
     if record is None:
         return f"{shown} is in none of {names} of vLLM {history.releases[0]} to {history.releases[-1]}"
+    if said := head_words(history, record, shown, version, names):
+        return said
     if record.get("removed") and Version(version) >= Version(record["removed"]):
         return f"{shown} was removed from {names} in vLLM {record['removed']}{vllm_said(record)}"
     if Version(version) < Version(record["added"]):

@@ -28,7 +28,7 @@ SLOWEST_FIRST = ("test_gemma4.py", "test_serve.py", "test_hostile.py", "test_fix
                  "test_hub.py", "test_standins.py", "test_twins_generic.py", "test_judged.py", "test_hygiene.py",
                  "test_command_page.py", "test_model_missing.py", "test_plugin_values.py",
                  "test_wheel.py", "test_history_agreement.py", "test_matrix_page.py", "test_trust_spellings.py", "test_inert_output.py",
-                 "test_gate.py", "test_cuda_build.py",
+                 "test_gate.py", "test_gate_head.py", "test_cuda_build.py",
                  "test_placeholders.py", "test_browser.py", "test_tiers.py", "test_check.py", "test_precommit_hook.py")
 
 

@@ -293,11 +293,46 @@ def test_the_gate_decides_whether_docs_changed(tmp_path, base, head, docs):
     repo, shas = _docs_repo(tmp_path)
     step = next(s for s in workflow(GATE)["jobs"][0]["steps"] if s.get("id") == "changes")
     env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "BASE_SHA": shas[base], "HEAD_SHA": shas[head],
-           "GITHUB_OUTPUT": str(tmp_path / "output"), "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md")}
+           "GITHUB_OUTPUT": str(tmp_path / "output"), "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
+           "GATE_MODE": workflow(GATE)["env"]["GATE_MODE"]}
     out = bash_step(step["run"], repo.parent, env, tmp_path)
     assert out.returncode == 0, out.stdout + out.stderr
-    assert (tmp_path / "output").read_text() == f"docs={'true' if docs else 'false'}\n"
+    # no vLLM source tree here (vllm/engine.py is not where the option reader starts): the builds
+    assert (tmp_path / "output").read_text() == ("docs=true\nmode=builds\n" if docs else "docs=false\n")
     assert ((tmp_path / "summary.md").exists() and "no docs changed" in (tmp_path / "summary.md").read_text()) != docs
+
+
+@pytest.mark.parametrize("gate_mode,entry,mode", [
+    ("auto", "vllm/engine/arg_utils.py", "head"), ("auto", "vllm/scripts.py", "head"),
+    ("auto", "vllm/other.py", "builds"), ("builds", "vllm/engine/arg_utils.py", "builds"),
+    ("head", "vllm/other.py", "head"), ("bogus", "vllm/scripts.py", None),
+])
+def test_the_gate_judges_a_vllm_tree_against_its_own_sources(tmp_path, gate_mode, entry, mode):
+    """Issue 46: a head that holds the file vLLM's option reader starts from is judged against its own
+    sources (no build, no sandbox); GATE_MODE overrides; anything else is refused."""
+    repo, shas = _docs_repo(tmp_path)
+    (repo / entry).parent.mkdir(parents=True, exist_ok=True)
+    (repo / entry).write_text("x = 1\n")
+    (repo / "docs" / "serving.md").write_text("a docs change\n")
+    subprocess.run(["git", "-C", str(repo), "commit", "-qam", "x"], check=True, capture_output=True,
+                   env={**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+                        "GIT_COMMITTER_EMAIL": "t@t"})
+    subprocess.run(["git", "-C", str(repo), "add", entry], check=True)
+    subprocess.run(["git", "-C", str(repo), "commit", "-qm", "entry"], check=True, capture_output=True,
+                   env={**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+                        "GIT_COMMITTER_EMAIL": "t@t"})
+    head = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], check=True, capture_output=True,
+                          text=True).stdout.strip()
+    step = next(s for s in workflow(GATE)["jobs"][0]["steps"] if s.get("id") == "changes")
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "BASE_SHA": shas["base"], "HEAD_SHA": head,
+           "GITHUB_OUTPUT": str(tmp_path / "output"), "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
+           "GATE_MODE": gate_mode}
+    out = bash_step(step["run"], repo.parent, env, tmp_path)
+    if mode is None:
+        assert out.returncode != 0 and "GATE_MODE must be" in out.stdout
+        return
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert (tmp_path / "output").read_text() == f"docs=true\nmode={mode}\n"
 
 
 def test_the_gate_fails_when_it_cannot_tell(tmp_path):
@@ -309,16 +344,19 @@ def test_the_gate_fails_when_it_cannot_tell(tmp_path):
     assert not (tmp_path / "output").exists()
 
 
-@pytest.mark.parametrize("docs", [False, True])
-def test_without_docs_the_gate_is_green_at_once(tmp_path, docs):
+@pytest.mark.parametrize("docs,mode", [(False, ""), (True, "builds"), (True, "head")])
+def test_without_docs_the_gate_is_green_at_once(tmp_path, docs, mode):
     """GitHub's evaluator on the gate job's steps: no docs changed, nothing after the decision runs and
-    the job succeeds; docs changed, every step runs (the sandbox before the check)."""
-    ran = steps_run(GATE, {"job": "gate", "outputs": {"changes": {"docs": str(docs).lower()}, "python": {"own": "true"}}},
-                    tmp_path)
+    the job succeeds; docs changed, every step of the mode runs — builds: the sandbox before the check
+    on the builds; head (a vLLM source tree): no sandbox, the check against the change's own sources."""
+    outputs = {"changes": {"docs": str(docs).lower(), "mode": mode}, "python": {"own": "true"}}
+    ran = steps_run(GATE, {"job": "gate", "outputs": outputs}, tmp_path)
     after = ran["steps"][[s["id"] for s in ran["steps"]].index("changes") + 1:]
     assert ran["result"] == "success"
-    if docs:
-        assert [s["ran"] for s in after] == [True, True, False, True, True, True]  # setup-python: own Python
+    if mode == "builds":  # sandbox, python, setup-python (own Python), install, head check, builds check, upload
+        assert [s["ran"] for s in after] == [True, True, False, True, False, True, True]
+    elif mode == "head":
+        assert [s["ran"] for s in after] == [False, True, False, True, True, False, True]
     else:
         assert not any(s["ran"] for s in after)
 

@@ -28,7 +28,8 @@ WORKFLOWS = [SCHEDULED, GATE]
 DOCS_CODE = {
     "run": "starts `vllm serve` and the parse/config helper on the docs' commands (models' remote code); "
            "not with --fetch-only, which only downloads",
-    "gate": "the parse and config tiers of `run` on a docs change",
+    "gate": "the parse and config tiers of `run` on a docs change; not with --mode head, which reads a vLLM "
+            "tree's sources statically (ast) and runs nothing",
     "pipeline": "extract -> run -> publish",
     "standin": "builds a stand-in model with a target's transformers from a model's configuration",
     "check": "reads the option history (no vLLM); with --run, the tiers of `run` on the command",
@@ -102,8 +103,13 @@ def invocations(script: str | None) -> list[tuple[str, list[str]]]:
 
 
 def runs_docs_code(step: dict) -> bool:
-    return any(sub in DOCS_CODE and not (sub == "run" and "--fetch-only" in args)
+    return any(sub in DOCS_CODE and not (sub == "run" and "--fetch-only" in args) and not _head_gate(sub, args)
                for sub, args in invocations(step.get("run")))
+
+
+def _head_gate(sub: str, args: list[str]) -> bool:
+    """`driftmatrix gate --mode head`: nothing of the change runs (driftmatrix/gate_head.py)."""
+    return sub == "gate" and ("--mode=head" in args or any(a == "--mode" and b == "head" for a, b in zip(args, args[1:])))
 
 
 def effective_env(doc: dict, job: dict, step: dict) -> dict:

@@ -119,6 +119,10 @@ def test_docs_gate_workflow():
     assert list(on) == ["pull_request", "merge_group"]  # never pull_request_target; no paths (tests/workflow/test_hosted_details.py)
     gate = doc["jobs"]["gate"]
     assert gate["permissions"] == {"contents": "read"}
-    step = next(s for s in gate["steps"] if "driftmatrix gate" in s.get("run", ""))
-    assert "--tier config" in step["run"] and '--base "$BASE_SHA"' in step["run"]
+    steps = [s for s in gate["steps"] if "driftmatrix gate" in s.get("run", "")]
+    head, builds = (next(s for s in steps if f"--mode {m}" in s["run"]) for m in ("head", "builds"))
+    assert "--tier config" in builds["run"] and '--base "$BASE_SHA"' in builds["run"]
+    assert builds["env"]["DRIFTMATRIX_SANDBOX"] == "required"
+    assert '--base "$BASE_SHA"' in head["run"] and '--head "$HEAD_SHA"' in head["run"] and "sandbox" not in head["run"]
+    assert "mode == 'head'" in head["if"] and "mode == 'builds'" in builds["if"]
     assert doc["env"]["BASE_SHA"] == "${{ github.event.pull_request.base.sha || github.event.merge_group.base_sha }}"
