@@ -135,6 +135,19 @@ def _keys(history: FlagHistory, read, label: str) -> dict:
     return folded
 
 
+def _args(history: FlagHistory, read, label: str, last: str) -> dict:
+    """What each option takes after it: the head's spec extends its span (a head read without them,
+    or an option it could not follow, ends every spec: the history cannot say for the head)."""
+    heads = read.args or {}
+    folded = {}
+    for option in sorted(set(history.args) | set(heads)):
+        specs = history.args.get(option, {})
+        mine = heads.get(option)
+        folded[option] = {spec: span for spec in sorted(set(specs) | ({mine} - {None, "unknown"}))
+                          if (span := extend(specs.get(spec), spec == mine, label, last))}
+    return folded
+
+
 def with_head(data: dict, read, label: str, about: dict | None = None) -> dict:
     """The history `data` (schema 1) with `read` appended as its newest release `label`; `about`
     (what the head is: commit, tree, words) is kept under `head`. Maps this fold does not know (added
@@ -157,6 +170,8 @@ def with_head(data: dict, read, label: str, about: dict | None = None) -> dict:
     folded["aliases"] = dict(sorted(aliases.items()))
     folded["values"] = _values(history, read, label)
     folded["keys"] = _keys(history, read, label)
+    if "args" in data or read.args:
+        folded["args"] = _args(history, read, label, last)
     if read.diagnostics:
         folded["diagnostics"] = {**data.get("diagnostics", {}), label: list(read.diagnostics)}
     folded["head"] = {"label": label, "after": last, **(about or {})}
