@@ -292,3 +292,21 @@ def field_spec(rule: TypeRule, info: FieldInfo, overrides: dict, index: Index) -
     nargs = overrides.get("nargs", found.nargs)
     kind = "choice" if found.choice and "type" not in overrides else type_kind(type_text or "str", index)
     return spec_from_keywords(action if isinstance(action, str) or action is None else "custom", nargs, kind)
+
+
+def call_spec(call: ast.Call, keywords: dict, type_text: str, rule: TypeRule, index: Index) -> str:
+    """The spec of one add_argument call: its field's, read through the rule (a `**kwargs["f"]` spread,
+    with the code's edits and the call's own keywords over it), or the call's literal keywords."""
+    info = keywords.get("__field__")
+    if isinstance(info, FieldInfo):
+        overrides = dict(keywords.get("__overrides__") or {})
+        overrides.update({kw.arg: keywords[kw.arg] for kw in call.keywords if kw.arg in ("action", "nargs")})
+        if type_text:
+            overrides["type"] = TypeText(type_text)
+        return field_spec(rule, info, overrides, index)
+    action_text = next((ast.unparse(kw.value) for kw in call.keywords if kw.arg == "action"), None)
+    action = keywords.get("action")
+    action = action if isinstance(action, str) else action_text
+    nargs = keywords.get("nargs")
+    nargs = nargs if isinstance(nargs, (str, int)) or nargs is None else "?unknown"
+    return spec_from_keywords(action, nargs, type_kind(type_text or "str", index))

@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from flaghistory.arg_types import TypeRule, TypeText, field_spec, spec_from_keywords, type_kind
+from flaghistory.arg_types import TypeRule, TypeText, call_spec
 from flaghistory.dataclass_fields import BoolRule, FieldInfo, FieldKw, KwargsOf, bool_rule, fields_of
 from flaghistory.pyindex import BOOLEAN_OPTIONAL, UNKNOWN, Index, Module, evaluate
 from flaghistory.wording import help_says_deprecated
@@ -346,7 +346,7 @@ class Reader:
             choices = (frame.module, None, keywords["choices"])
         spread = keywords.get("__field__")
         type_text = next((ast.unparse(kw.value) for kw in call.keywords if kw.arg == "type"), "")
-        arg = self._arg_spec(call, frame, keywords, type_text)
+        arg = call_spec(call, keywords, type_text, self.types, self.index)
         long = next((n for n in names if n.startswith("--")), None)
         for name in names if long is not None else []:
             if not name.startswith("--"):
@@ -360,22 +360,6 @@ class Reader:
             found.type_text = found.type_text or type_text
             found.arg = found.arg or ("none" if name.startswith("--no-") and keywords.get("action") == BOOLEAN_OPTIONAL
                                       else arg)
-
-    def _arg_spec(self, call: ast.Call, frame: Frame, keywords: dict, type_text: str) -> str:
-        """What the option takes (flaghistory/arg_types.py): the rule's reading of its field, or the call's own keywords."""
-        info = keywords.get("__field__")
-        if isinstance(info, FieldInfo):
-            overrides = dict(keywords.get("__overrides__") or {})
-            overrides.update({kw.arg: keywords[kw.arg] for kw in call.keywords if kw.arg in ("action", "nargs")})
-            if type_text:
-                overrides["type"] = TypeText(type_text)
-            return field_spec(self.types, info, overrides, self.index)
-        action_text = next((ast.unparse(kw.value) for kw in call.keywords if kw.arg == "action"), None)
-        action = keywords.get("action")
-        action = action if isinstance(action, str) else action_text
-        nargs = keywords.get("nargs")
-        nargs = nargs if isinstance(nargs, (str, int)) or nargs is None else "?unknown"
-        return spec_from_keywords(action, nargs, type_kind(type_text or "str", self.index))
 
     def _keywords(self, call: ast.Call, frame: Frame, where: str) -> dict:
         """The call's argparse keywords, `**kwargs["field"]` spread in as get_kwargs makes them."""
