@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from common import vllm_plugins
 from flaghistory.commands import deprecation_of, explain_use
 from flaghistory.history import FlagHistory
+from flaghistory.nearest import nearest
 from flaghistory.uses import Use, uses_of
 
 
@@ -50,12 +51,16 @@ class UseAnswer:
     plugin: str | None = None
     """Set when a plugin the page is written for may register this value (common/vllm_plugins.py):
     "registered by a plugin (vllm-gaudi), cannot say" — the history of stock vLLM does not decide it."""
+    nearest: dict[str, list[str]] = field(default_factory=dict)
+    """Per asked release that rejects a name no release read has: its nearest names there, best
+    first (flaghistory/nearest.py: "did you mean --tool-parser-plugin?"); `why` ends with them too."""
 
     def as_json(self) -> dict:
         u = self.use
         return {"kind": u.kind, "text": u.text(), "option": u.option, "value": u.value, "key": u.key,
                 "accepted": self.accepted, "unanswered": self.unanswered, "on": self.on, "why": self.why,
-                "deprecated": self.deprecated, "model_dependent": self.model_dependent, "plugin": self.plugin}
+                "deprecated": self.deprecated, "model_dependent": self.model_dependent, "plugin": self.plugin,
+                "nearest": self.nearest}
 
 
 @dataclass
@@ -108,8 +113,10 @@ def _answer(history: FlagHistory, use: Use, answers: list[bool | None], asked: l
     taking = [r for r in asked if on[r]]
     deprecated = deprecation_of(history, use, taking[-1]) if taking else None
     dependent = history.values.get(use.domain, {}).get("model_dependent") if use.kind == "value" else None
+    near = {r: list(names) for r, ok in on.items() if ok is False and (names := nearest(history, use, r))}
     return UseAnswer(use, runs_of(history.releases, [a is True for a in answers]),
-                     runs_of(history.releases, [a is None for a in answers]), on, why, deprecated, dependent)
+                     runs_of(history.releases, [a is None for a in answers]), on, why, deprecated, dependent,
+                     nearest=near)
 
 
 def _plugin_value(history: FlagHistory, use: Use, plugins: list[str]) -> str | None:
@@ -129,6 +136,7 @@ def check_argv(history: FlagHistory, argv: list[str], asked: list[str], plugins:
     for answer in answers:
         if why := _plugin_value(history, answer.use, list(plugins)):
             answer.plugin, answer.on, answer.why, answer.model_dependent = why, dict.fromkeys(answer.on), {}, None
+            answer.nearest = {}
     whole = [all(row[i] is not False for row in table) for i in range(len(history.releases))]
     unread = [r for r in asked if history.release_for(r) is None]
     return CommandCheck(argv, list(history.releases), runs_of(history.releases, whole), asked, answers, unread)

@@ -10,6 +10,7 @@ from functools import lru_cache
 
 from packaging.version import Version
 
+from flaghistory import nearest
 from flaghistory.head import head_words
 from flaghistory.history import FlagHistory, HistoryError, token
 from flaghistory.uses import Use, uses_of
@@ -39,6 +40,8 @@ class CommandOptions:
     oldest: str
     unknown: list[str] = field(default_factory=list)
     """Options no release read accepts (a typo, a plugin's option, a placeholder)."""
+    nearest: dict[str, list[str]] = field(default_factory=dict)
+    """Unknown → the names the newest release has nearest to it (flaghistory/nearest.py), where any."""
 
     def text(self) -> str:
         if self.first is None:
@@ -52,7 +55,7 @@ class CommandOptions:
 
     def as_json(self) -> dict:
         return {"first": self.first, "last": self.last, "newest": self.newest, "unknown": self.unknown,
-                "text": self.text()}
+                "nearest": self.nearest, "text": self.text()}
 
 
 def options_of(argv: list[str]) -> list[str]:
@@ -66,9 +69,10 @@ def command_options(history: FlagHistory, argv: list[str]) -> CommandOptions | N
         return None
     given = frozenset(u.option for u in uses)
     valid = history.valid_range(uses, given)
-    unknown = [u.text() for u in uses if _never(history, u, given)]
+    never = [u for u in uses if _never(history, u, given)]
+    near = {u.text(): list(names) for u in never if (names := nearest.nearest(history, u, history.releases[-1]))}
     return CommandOptions(options_of(argv), valid[0] if valid else None, valid[1] if valid else None,
-                          history.releases[-1], history.releases[0], unknown)
+                          history.releases[-1], history.releases[0], [u.text() for u in never], near)
 
 
 def _never(history: FlagHistory, use, given: frozenset[str]) -> bool:
@@ -89,7 +93,9 @@ def explain(history: FlagHistory, option: str, version: str) -> str | None:
         return None
     record = history.record(option)
     if record is None:
-        return f"{option} is not an option of any vLLM release from {history.releases[0]} to {history.releases[-1]}"
+        use = nearest.option_use(history, option)
+        return f"{option} is not an option of any vLLM release from {history.releases[0]} to {history.releases[-1]}" \
+            + (nearest.hint(history, use, version) if use else "")
     if said := head_words(history, record, option, version):  # the change's own head: its words
         return said
     if record.get("removed") and Version(version) >= Version(record["removed"]):
@@ -179,7 +185,8 @@ def explain_use(history: FlagHistory, use, version: str) -> str | None:
     shown, names = _use_name(history, use)
     record = history.value_record(use)
     if record is None:
-        return f"{shown} is in none of {names} of vLLM {history.releases[0]} to {history.releases[-1]}"
+        return f"{shown} is in none of {names} of vLLM {history.releases[0]} to {history.releases[-1]}" \
+            + nearest.hint(history, use, version)
     if said := head_words(history, record, shown, version, names):
         return said
     if record.get("removed") and Version(version) >= Version(record["removed"]):

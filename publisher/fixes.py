@@ -10,6 +10,9 @@ only where the evidence says what the fix is:
   or when vLLM's text says the option has no effect any more; any other rejected option: no candidate;
 - a `key=value` value where the option takes JSON, when a build of the page's versions fails
   on it: the JSON form;
+- an option, value or config key no vLLM release read has, refused by the failing builds, whose
+  releases have one clear nearest name (publisher/nearest_fix.py): that name — a guess from the
+  spelling, verified like any candidate only by running it;
 - an unknown speculative `method` (the engine config refuses it): the config without `method`,
   so the release resolves one for the draft model (the fix's engine config records which);
 - `\\` followed by blanks or a comment (bash ends the command there): `\\`, comments above.
@@ -33,7 +36,7 @@ from extractor.snippet_builder import Place, from_shell_text
 from flaghistory.commands import rejected_options, rejected_tokens, refused_uses, shipped
 from flaghistory.history import FlagHistory
 from publisher import defects
-from publisher import fix_edits, views
+from publisher import fix_edits, nearest_fix, views
 from publisher.judgement import Judge, Judgement
 from publisher.results import Results
 from runner.outcomes.argv_edit import FIX
@@ -54,6 +57,9 @@ def _option_edits(history: FlagHistory, j: Judgement, s: Snippet) -> tuple[list[
                 continue
             record = history.record(option)
             release = history.release_for(k.version)
+            if record is None and (near := nearest_fix.option_edit(history, option, _versions(j))):
+                edits, why = (edits, why) if near[0] in edits else (edits + [near[0]], why + [near[1]])
+                continue
             if record is None or not record.get("removed") or release is None or \
                     Version(release) < Version(record["removed"]):
                 return None  # not a removal the history can vouch for on this build
@@ -82,7 +88,10 @@ def _value_edits(history: FlagHistory, j: Judgement, s: Snippet) -> tuple[list[l
     edits, why = [], []
     for k in j.failing:
         message = k.outcome.evidence.exception and k.outcome.evidence.exception.message
-        for use in refused_uses(history, message):
+        for use in refused_uses(history, message) + nearest_fix.config_keys(history, message, s.argv or []):
+            if near := nearest_fix.use_edit(history, use, s.argv or [], _versions(j)):
+                edits, why = (edits, why) if near[0] in edits else (edits + [near[0]], why + [near[1]])
+                continue
             if use.kind != "value":
                 return None  # a config key vLLM moved: editing JSON is not a mechanical swap
             record, release = history.value_record(use), history.release_for(k.version)
@@ -98,6 +107,11 @@ def _value_edits(history: FlagHistory, j: Judgement, s: Snippet) -> tuple[list[l
                 why.append(f"{use.text()} was removed in vLLM {record['removed']}; vLLM's text names {new} instead"
                            + (f": “{record['deprecation']}”" if record.get("deprecation") else ""))
     return edits, why
+
+
+def _versions(j: Judgement) -> list[str]:
+    """The versions of the builds the command failed on, oldest first: a nearest name must be theirs."""
+    return list(dict.fromkeys(k.version for k in j.failing))
 
 
 def _replacement(history: FlagHistory, option: str, record: dict, version: str, values: list[str]) -> str | None:

@@ -290,7 +290,7 @@ def _summary(j: Judgement, spec: SpecifierSet, older: list[Check]) -> str:
         later = next((k for k in j.checks if k.version == j.works_from and k.outcome.verdict in GOOD), None)
         return f"{_model_sentence(j.failing)}Fails {where}, which the page is written for ({wf})." + (
             f" From vLLM {later.version}: {views.depth_text(later.outcome)}." if later else "") + "".join(
-            f" {note}." for note in j.option_notes)
+            f" {note}" + ("" if note.endswith("?") else ".") for note in j.option_notes)  # "did you mean …?"
     if j.kind == "vllm-regression":
         good, bad = j.regression
         return (f"Passed on vLLM {good.version} (commit {good.column.commit or 'unknown'}; "

@@ -152,3 +152,19 @@ def test_a_value_that_depends_on_the_model_from_the_docs(corpus, history):
     assert code == 0
     method = _use(body[0], "--speculative-config `method: eagle3`")
     assert all(method["on"].values()) and method["model_dependent"]
+
+
+def test_a_name_no_release_has_gets_the_nearest_name():
+    """Issue 46, point 2: an unknown option, value and key each get the nearest name the release asked
+    has — in the text a reader sees and in the JSON (per release that rejects it)."""
+    spec = '{"model": "org/draft", "num_spec_tokens": 3}'
+    command = f"vllm serve m --tool-call-parser-plugin x --load-format safetensor --speculative-config '{spec}'"
+    code, out, err = check("--version", "0.20.1", command)
+    assert code == 1, err
+    assert ("0.20.1: --tool-call-parser-plugin is not an option of any vLLM release from 0.6.0 to "
+            in out and "; did you mean --tool-parser-plugin?" in out)
+    assert "did you mean `safetensors`?" in out and "did you mean `num_speculative_tokens`?" in out
+    code, body, _ = check("--json", "--version", "0.20.1", "vllm serve m --tool-call-parser-plugin x --xyzzy")
+    [entry] = body
+    assert _use(entry, "--tool-call-parser-plugin")["nearest"] == {"0.20.1": ["--tool-parser-plugin"]}
+    assert _use(entry, "--xyzzy")["nearest"] == {} and "did you mean" not in _use(entry, "--xyzzy")["why"]["0.20.1"]

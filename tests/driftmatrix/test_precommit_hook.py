@@ -56,3 +56,18 @@ def test_the_same_check_without_pre_commit(tmp_path):
     done = subprocess.run([sys.executable, "-m", "driftmatrix.cli", "check", "--changed"], cwd=repo,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+TYPO = "# Tools\n\n```bash\nvllm serve Qwen/Qwen3-0.6B \\\n  --tool-call-parser-plugin my_parser.py\n```\n"
+
+
+def test_the_hook_says_the_nearest_name(tmp_path):
+    """The hook's entry (`driftmatrix check` with the changed pages) on an option no release has: the
+    page's line fails, with the nearest name the page's releases have (issue 46, point 2)."""
+    repo = docs_change(tmp_path)
+    (repo / "docs" / "tools.md").write_text(TYPO)
+    done = subprocess.run([sys.executable, "-m", "driftmatrix.cli", "check", "docs/tools.md", "docs/good.md"],
+                          cwd=repo, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "docs/tools.md:4" in done.stdout and "did you mean --tool-parser-plugin?" in done.stdout
+    assert "docs/good.md" not in done.stdout

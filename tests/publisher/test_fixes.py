@@ -278,3 +278,48 @@ def test_options_vllm_says_have_no_effect_are_dropped_with_their_values(tmp_path
     results = load(tmp_path / "snippets.json", [tmp_path / "outcomes.jsonl"], tmp_path / "fixes.json")
     (patch,) = ann.annotate(results, tmp_path / "docs").patches
     assert patch.after == patch.before.replace("    --use-v2-block-manager \\\n    --tokenizer-pool-size 4 \\\n", "")
+
+
+NEAR_PAGE = """# Near names
+
+```bash
+vllm serve Qwen/Qwen3-0.6B \\
+    --tool-call-parser-plugin my_parser.py
+```
+
+```bash
+vllm serve Qwen/Qwen3-0.6B --speculative-config '{"model": "Qwen/Qwen3-0.6B", "num_spec_tokens": 3}'
+```
+"""
+
+
+def test_the_nearest_name_is_a_fix_once_it_runs(tmp_path):
+    """Issue 46, point 2: an option (argparse refuses it) and a speculative config key (the engine
+    config refuses it) that no release has; each one's single clear nearest name is the candidate, labelled
+    a guess; run on both builds as deep as the original was run (config), it is verified, and annotate
+    puts it in the page."""
+    (tmp_path / "docs" / "docs").mkdir(parents=True)
+    (tmp_path / "docs" / "mkdocs.yaml").write_text("site_name: near\n")
+    (tmp_path / "docs" / "docs" / "index.md").write_text(NEAR_PAGE)
+    cache = ("--cache-dir", str(cache_dir()))
+    cli("extract", "-q", "--stable", stable_pin(), "docs", "-o", "snippets.json", cwd=tmp_path)
+    cli("run", "snippets.json", "--tier", "config", "--stand-ins", "-o", "outcomes.jsonl", *cache, cwd=tmp_path)
+    cli("fixes", "--snippets", "snippets.json", "--outcomes", "outcomes.jsonl", "-o", "fixes.json", cwd=tmp_path)
+    found = {s.fix["edits"][0][0]: s for s in Catalog.read(tmp_path / "fixes.json").snippets}
+    option, key = found["--tool-call-parser-plugin"], found['"num_spec_tokens"']
+    assert option.argv == ["Qwen/Qwen3-0.6B", "--tool-parser-plugin", "my_parser.py"]
+    assert key.speculative_config == {"model": "Qwen/Qwen3-0.6B", "num_speculative_tokens": 3}
+    assert all("(a guess from its spelling: only the runs show it works)" in s.fix["why"][0] for s in found.values())
+    results = load(tmp_path / "snippets.json", [tmp_path / "outcomes.jsonl"], tmp_path / "fixes.json")
+    commands = views_of(results)
+    assert commands[option.id].fix is None and commands[key.id].fix is None  # not run yet: not verified
+    cli("run", "fixes.json", "--tier", "config", "--stand-ins", "-o", "outcomes.jsonl", *cache, cwd=tmp_path)
+    results = load(tmp_path / "snippets.json", [tmp_path / "outcomes.jsonl"], tmp_path / "fixes.json")
+    originals = {(s.id, c.version): results.cell(s.id, c) for s in found.values() for c in results.columns}
+    assert {(o.verdict, o.stage) for o in originals.values()} >= {("FAIL", "parse"), ("FAIL", "config")}
+    commands = views_of(results)
+    for s in found.values():
+        assert [c[1] for c in commands[s.id].fix.checks] == ["0.20.1", "0.32.0"], s.id
+    (patch,) = ann.annotate(results, tmp_path / "docs").patches
+    assert len(patch.fixes) == 2 and not patch.inserts
+    assert "    --tool-parser-plugin my_parser.py" in patch.after and '"num_speculative_tokens": 3' in patch.after
