@@ -95,9 +95,10 @@ def test_the_history_s_sentences_end_with_it(history):
 
 def test_the_check_answer_and_the_command_s_options_carry_them(history):
     check = check_argv(history, ["m", "--tool-call-parser-plugin", "x"], [RELEASE, "0.32.0"])
-    (answer,) = check.uses
+    answer = next(a for a in check.uses if a.use.kind == "option")
     assert answer.nearest == {RELEASE: ["--tool-parser-plugin"], "0.32.0": ["--tool-parser-plugin"]}
-    assert check.as_json()["uses"][0]["nearest"] == answer.nearest
+    assert check.as_json()["uses"][check.uses.index(answer)]["nearest"] == answer.nearest
+    assert all(a.nearest == {} for a in check.uses if a is not answer)  # what follows it: no name to offer
     found = command_options(history, ["m", "--tool-call-parser-plugin", "x", "--load-format", "safetensor"])
     assert found.nearest == {"--tool-call-parser-plugin": ["--tool-parser-plugin"],
                              "--load-format safetensor": ["safetensors"]}
