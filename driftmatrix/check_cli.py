@@ -46,7 +46,10 @@ def finding(c: Checked) -> bool:
 def unanswered(c: Checked) -> list[str]:
     """What of the command the history cannot judge on a release asked (a value whose type it did not
     read, a placeholder, a plugin's value): said beside a ✓, never hidden under it."""
+    refused = {a.use.option for a in c.check.uses if a.use.kind == "option" and c.asked
+               and all(a.on.get(r) is False for r in c.asked)}  # an option no asked release has: its word says nothing
     return [a.use.text() for a in c.check.uses if a.use.kind != "option" and c.asked
+            and not (a.use.kind == "argument" and a.use.option in refused)
             and any(a.on.get(r) is None for r in c.asked if r not in c.check.unread)]
 
 
@@ -173,7 +176,8 @@ def render(console, c: Checked, history) -> None:
         if a.use.kind == "argument" and not a.why and a.use.text() not in unsure:
             continue  # a well-formed value: the option's own line says the rest
         unknown = f" [dim](cannot say for {escape(_runs(a.unanswered))})[/]" if a.unanswered else ""
-        console.print(f"    {escape(a.use.text())}: {escape(_runs(a.accepted))}{unknown}", soft_wrap=True)
+        what = " [dim](the word after the option)[/]" if a.use.kind == "argument" else ""
+        console.print(f"    {escape(a.use.text())}{what}: {escape(_runs(a.accepted))}{unknown}", soft_wrap=True)
         for releases, why in _grouped(a.why, check.releases):
             console.print(f"      [red]{escape(releases)}: {escape(why)}", soft_wrap=True)
         if (fix := fix_for(history, a)) and a.why:
