@@ -144,6 +144,29 @@ def _only(catalog, files: set[str]):
     return replace(catalog, snippets=kept)
 
 
+def changed_catalogs(repo: Path, merge_base: str, head: str, paths: list[str], changed: dict[str, str | None],
+                     work: Path, written_for: str | None, stable: str, result: GateResult):
+    """(changed docs pages, head's catalog of them, base's) — written to `work` as head.json and
+    base.json — with the pages that include a changed file counted as changed; None: no docs page changed.
+    Sets `result.changed` and `result.commands`. Both gate modes read the change this way."""
+    with tempfile.TemporaryDirectory() as tmp:
+        head_tree = export_tree(repo, head, paths, Path(tmp) / "head")
+        base_tree = export_tree(repo, merge_base, paths, Path(tmp) / "base")
+        for page in pages_including(head_tree, set(changed)):
+            changed.setdefault(page, page)
+        changed = {k: v for k, v in changed.items() if k.endswith(DOC_SUFFIXES)}
+        result.changed = sorted(changed)
+        if not changed:
+            return None
+        head_cat = _only(_extract(head_tree, work / "head-all.json", written_for, stable), set(changed))
+        base_cat = _only(_extract(base_tree, work / "base-all.json", written_for, stable),
+                         {b for b in changed.values() if b})
+    head_cat.write(work / "head.json")
+    base_cat.write(work / "base.json")
+    result.commands = len(head_cat.snippets)
+    return changed, head_cat, base_cat
+
+
 def judge_change(head_snippets: Path, base_snippets: Path, outcomes: Path, changed: dict[str, str | None]) -> list[Finding]:
     """Every (command, changed page) judgement; doc-drift marked new unless the base page has it."""
     from publisher.judgement import Judge
@@ -178,21 +201,11 @@ def run_gate(repo: Path, base: str, head: str, paths: list[str], targets: Path |
         from runner.builds.targets import default_path
         from runner.builds.resolve import stable_pin
         stable = stable_pin(targets or default_path())
-    with tempfile.TemporaryDirectory() as tmp:
-        head_tree = export_tree(repo, head, paths, Path(tmp) / "head")
-        base_tree = export_tree(repo, _git(repo, "merge-base", base, head).strip(), paths, Path(tmp) / "base")
-        for page in pages_including(head_tree, set(changed)):
-            changed.setdefault(page, page)
-        changed = {k: v for k, v in changed.items() if k.endswith(DOC_SUFFIXES)}
-        result.changed = sorted(changed)
-        if not changed:
-            return _saved(result, work)
-        head_cat = _only(_extract(head_tree, work / "head-all.json", written_for, stable), set(changed))
-        base_cat = _only(_extract(base_tree, work / "base-all.json", written_for, stable),
-                         {b for b in changed.values() if b})
-    head_cat.write(work / "head.json")
-    base_cat.write(work / "base.json")
-    result.commands = len(head_cat.snippets)
+    found = changed_catalogs(repo, _git(repo, "merge-base", base, head).strip(), head, paths, changed, work,
+                             written_for, stable, result)
+    if found is None:
+        return _saved(result, work)
+    changed, head_cat, _ = found
     outcomes = work / "outcomes.jsonl"
     from runner.builds.targets import default_path, load
     result.static = static_rejections(head_cat.snippets, load(targets or default_path()).targets)

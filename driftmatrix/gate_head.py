@@ -22,25 +22,20 @@ source tree it is advisory (released builds are not this change's code): said, n
 from __future__ import annotations
 
 import sys
-import tempfile
 from dataclasses import replace
 from pathlib import Path
 
 from common.inert import code_span, terminal
 from driftmatrix.gate import (
-    DOC_SUFFIXES,
     Finding,
     GateError,
     GateResult,
-    _extract,
     _git,
-    _only,
     _saved,
+    changed_catalogs,
     changed_files,
     cmd_gate,
-    export_tree,
     markdown,
-    pages_including,
 )
 from driftmatrix.gate import add_parser as add_build_parser
 
@@ -160,20 +155,10 @@ def run_head_gate(repo: Path, base: str, head: str, paths: list[str], work: Path
     head_hist, base_hist = _histories(repo, head, merge_base, cache)
     _described(result, head_hist, base_hist)
     stable = stable or todays_stable()
-    with tempfile.TemporaryDirectory() as tmp:
-        head_tree = export_tree(repo, head, paths, Path(tmp) / "head")
-        base_tree = export_tree(repo, merge_base, paths, Path(tmp) / "base")
-        for page in pages_including(head_tree, set(changed)):
-            changed.setdefault(page, page)
-        changed = {k: v for k, v in changed.items() if k.endswith(DOC_SUFFIXES)}
-        result.changed = sorted(changed)
-        if not changed:
-            return _saved(result, work)
-        head_cat = _only(_extract(head_tree, work / "head-all.json", None, stable), set(changed))
-        base_cat = _only(_extract(base_tree, work / "base-all.json", None, stable), {b for b in changed.values() if b})
-    head_cat.write(work / "head.json")
-    base_cat.write(work / "base.json")
-    result.commands = len(head_cat.snippets)
+    found = changed_catalogs(repo, merge_base, head, paths, changed, work, None, stable, result)
+    if found is None:
+        return _saved(result, work)
+    changed, head_cat, base_cat = found
     result.findings = judge_head(head_cat, base_cat, changed, head_hist, base_hist)
     return _saved(result, work)
 
