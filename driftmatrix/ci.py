@@ -7,8 +7,10 @@ can be tested, and handed to the workflow as `$GITHUB_OUTPUT` lines.
   doc-fix PRs are pushed (`--apply`) or only shown (dry run).
 - `runner`: where the run jobs go. GPU runners only when one with the labels is online, asked of
   the GitHub API (a token that may list the repository's or organisation's runners), waiting at
-  most `--wait` minutes; otherwise the CPU fallback on `ubuntu-latest`. A job sent to an offline
-  self-hosted label would wait 24 hours in the queue, and with it everything that needs it.
+  most `--wait` minutes; otherwise the CPU fallback on GitHub's runners (HOSTED_RUNNER). A job sent
+  to an offline self-hosted label would wait 24 hours in the queue, and with it everything that
+  needs it. Self-hosted runners only for the default branch's runs (the job-level `if` of the jobs
+  that run on them says so to GitHub too), and `runners`: how many take the legs, for the plan's cap.
 """
 
 from __future__ import annotations
@@ -28,7 +30,10 @@ if TYPE_CHECKING:
 
 _NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
 MAX_SHARDS = 32
-CPU_RUNNER = "ubuntu-latest"
+HOSTED_RUNNER = "ubuntu-24.04"
+"""The image of every GitHub-hosted job of the scheduled workflow, named (`ubuntu-latest` moved to 26.04
+in late 2026 under the sandbox step, disk figures and guide written for 24.04): the one place to change
+it (the workflow's extract job names it too; tests/workflow/test_workflow.py keeps the two equal)."""
 MAX_WAIT_MINUTES = 40
 """The wait for an online GPU runner stays well inside the extract job's 60-minute timeout."""
 
@@ -74,7 +79,10 @@ def decide_inputs(env: dict[str, str]) -> dict[str, str]:
         raise InputError(f"vars.DRIFTMATRIX_STABLE: not a version, got {stable!r}")
     default_branch = env.get("DEFAULT_BRANCH", "")
     on_default = event == "schedule" or (bool(default_branch) and env.get("REF") == f"refs/heads/{default_branch}")
-    gpu = _flag("gpu", env.get("IN_GPU", ""), default=True) if event == "workflow_dispatch" else True
+    # self-hosted runners take the default branch's runs only: a run of another branch's workflow
+    # file would leave whatever it likes on a runner that later scheduled runs trust
+    wanted = _flag("gpu", env.get("IN_GPU", ""), default=True) if event == "workflow_dispatch" else True
+    gpu = on_default and wanted
     apply_prs = _flag("apply_prs", env.get("IN_APPLY_PRS", ""), default=False)
     return {"targets": ",".join(targets), "tier": tier, "shards": str(int(shards_text)), "stable": stable,
             "leg_hours": f"{leg_hours:g}", "daily_tier": daily,
@@ -82,32 +90,46 @@ def decide_inputs(env: dict[str, str]) -> dict[str, str]:
             "apply_prs": str(on_default and (event == "schedule" or apply_prs)).lower()}
 
 
-def online_runner(repo: str, labels: list[str], token: str, api: str, client: httpx.Client) -> str | None:
-    """Name of an online runner carrying every label (the repository's, then its organisation's)."""
+def labelled_runners(repo: str, labels: list[str], token: str, api: str, client: httpx.Client) -> list[dict]:
+    """The runners carrying every label, as the API lists them (the repository's, else its organisation's)."""
     owner = repo.split("/")[0]
     headers = {"Authorization": f"Bearer {token}", "Accept": "application/vnd.github+json",
                "X-GitHub-Api-Version": "2022-11-28"}
     for path in (f"/repos/{repo}/actions/runners", f"/orgs/{owner}/actions/runners"):
+        found: list[dict] = []
         for page in range(1, 11):  # 100 per page, up to 1,000 runners
             r = client.get(f"{api}{path}", params={"per_page": 100, "page": page}, headers=headers)
             if r.status_code != 200:
                 break  # 403/404: no access to that level; the other may answer
             runners = r.json().get("runners", [])
-            for runner in runners:
-                names = {label.get("name", "").lower() for label in runner.get("labels", [])}
-                if runner.get("status") == "online" and all(label.lower() in names for label in labels):
-                    return runner.get("name") or "?"
+            found += [x for x in runners
+                      if all(label.lower() in {n.get("name", "").lower() for n in x.get("labels", [])} for label in labels)]
             if len(runners) < 100:
                 break
-    return None
+        if found:
+            return found
+    return []
+
+
+def runner_count(env: dict[str, str], registered: int) -> str:
+    """How many self-hosted runners take the legs: `vars.DRIFTMATRIX_GPU_RUNNERS`, else those registered
+    with the labels (online or not: a runner back within the day still takes its share)."""
+    given = (env.get("GPU_RUNNERS") or "").strip()
+    if not given:
+        return str(max(registered, 1))
+    if not given.isdigit() or int(given) < 1:
+        raise InputError(f"vars.DRIFTMATRIX_GPU_RUNNERS: a whole number of runners from 1, got {given!r}")
+    return str(int(given))
 
 
 def choose_runner(env: dict[str, str], wait_s: float, poll_s: float = 30.0, api: str | None = None) -> dict[str, str]:
-    """runs-on for the run jobs, its targets file, and why (for the summary)."""
+    """runs-on for the run jobs, its targets file, how many runners take the legs, and why (for the summary)."""
     labels = [x.strip() for x in env.get("GPU_LABELS", "self-hosted,gpu").split(",") if x.strip()]
-    cpu = {"runner": json.dumps(CPU_RUNNER), "mode": "cpu", "targets_file": "runner/data/targets-ci-cpu.toml"}
+    hosted = json.dumps(HOSTED_RUNNER)
+    cpu = {"runner": hosted, "hosted": hosted, "mode": "cpu", "runners": "",
+           "targets_file": "runner/data/targets-ci-cpu.toml"}
     if env.get("GPU_WANTED", "true") != "true":
-        return {**cpu, "why": "GPU runners not asked for: CPU builds with stand-in models"}
+        return {**cpu, "why": "GPU runners not asked for (or not the default branch): CPU builds with stand-in models"}
     token = env.get("RUNNERS_TOKEN", "")
     if not token:
         return {**cpu, "why": "no DRIFTMATRIX_RUNNERS_TOKEN to see whether a GPU runner is online: CPU fallback"}
@@ -117,12 +139,17 @@ def choose_runner(env: dict[str, str], wait_s: float, poll_s: float = 30.0, api:
     with httpx.Client(timeout=30) as client:
         while True:
             try:
-                name = online_runner(env["REPO"], labels, token, api or env.get("API", "https://api.github.com"), client)
+                found = labelled_runners(env["REPO"], labels, token, api or env.get("API", "https://api.github.com"),
+                                         client)
             except (httpx.HTTPError, ValueError):
-                name = None
-            if name:
-                return {"runner": json.dumps(labels), "mode": "gpu", "targets_file": "runner/data/targets-gpu.toml",
-                        "why": f"GPU runner {name} is online ({', '.join(labels)})"}
+                found = []
+            online = [x for x in found if x.get("status") == "online"]
+            if online:
+                count = runner_count(env, len(found))
+                return {"runner": json.dumps(labels), "hosted": hosted, "mode": "gpu", "runners": count,
+                        "targets_file": "runner/data/targets-gpu.toml",
+                        "why": f"GPU runner {online[0].get('name') or '?'} is online ({', '.join(labels)}); "
+                               f"legs planned for {count} runner(s)"}
             if time.monotonic() + poll_s > deadline:
                 minutes = round(wait_s / 60, 1)
                 return {**cpu, "why": f"no online runner with labels {', '.join(labels)} within {minutes} min: "

@@ -53,6 +53,8 @@ def cmd_publish(args: argparse.Namespace) -> int:
     except ValueError as err:
         console.print(f"[red]driftmatrix publish: {console_markup(err)}", soft_wrap=True)
         return 2
+    if args.snapshot_only:
+        return _snapshot(results, args, console)
     try:
         done = build_site(results, Path(args.site_dir), history_dir=Path(args.run_history) if args.run_history else None,
                           docs=[Path(d) for d in args.docs or []])
@@ -67,6 +69,19 @@ def cmd_publish(args: argparse.Namespace) -> int:
     console.print(f"judgements against the versions each page is written for: {done.judged()}")
     from common.step_summary import write
     write(publish_summary(done, args.site_url), full=PUBLISH_FULL)
+    return 0
+
+
+def _snapshot(results, args: argparse.Namespace, console) -> int:
+    """`--snapshot-only`: this run's matrix.json into --run-history, no site."""
+    from publisher.site import snapshot
+
+    if not args.run_history:
+        console.print("[red]driftmatrix publish: --snapshot-only needs --run-history DIR", soft_wrap=True)
+        return 2
+    path = snapshot(results, Path(args.run_history))
+    console.print(f"{len(results.snippets)} commands x {len(results.columns)} targets: this run's matrix.json kept "
+                  f"as {console_markup(path.name)} in the run history (no site built)")
     return 0
 
 
@@ -182,6 +197,8 @@ def add_parsers(sub) -> None:
                    help="earlier runs' matrix.json (read; this run's is added). The option history of vLLM's releases "
                         "is another thing: `driftmatrix history`. (--history: the old spelling, still read)")
     p.add_argument("--fixes", metavar="FIXES", help="fix candidates (`driftmatrix fixes`); their outcomes in --outcomes")
+    p.add_argument("--snapshot-only", action="store_true",
+                   help="only add this run's matrix.json to --run-history, build no site (the workflow's save-state job)")
     p.add_argument("--site-dir", default="site", help="where the built site goes (default: %(default)s)")
     p.add_argument("--site-url", help="where the site will be served, for links in the CI summary")
     p.add_argument("--docs", action="append", metavar="DOCS_TREE",

@@ -98,8 +98,23 @@ def build_site(results: Results, site_dir: Path, *, history_dir: Path | None = N
     text = json.dumps(doc, indent=1, ensure_ascii=False)
     (site_dir / "matrix.json").write_text(text, encoding="utf-8")
     if history_dir is not None:
-        history_dir.mkdir(parents=True, exist_ok=True)
-        stamp = doc["generated"].replace(":", "").replace("-", "")
-        (history_dir / f"matrix-{stamp}.json").write_text(text, encoding="utf-8")
+        _keep(text, doc, history_dir)
     return Published(site_dir, len(generated), doc, changes, results.problems + past.problems,
                      {"generate_s": round(t1 - t0, 2), "mkdocs_s": round(t2 - t1, 2)}, past.previous)
+
+
+def _keep(text: str, doc: dict, history_dir: Path) -> Path:
+    """This run's matrix.json into the history folder, named by when it was generated."""
+    history_dir.mkdir(parents=True, exist_ok=True)
+    path = history_dir / f"matrix-{doc['generated'].replace(':', '').replace('-', '')}.json"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def snapshot(results: Results, history_dir: Path) -> Path:
+    """This run's matrix.json into the history folder without the site (`publish --snapshot-only`):
+    the scheduled workflow's save-state job keeps the day's history even where the site then fails
+    to build, and renders nothing while it holds write access. The same document as `build_site`'s."""
+    past = run_history.load(history_dir)
+    doc = matrix_json.build(views_of(views.public_results(results), past.snapshots))
+    return _keep(json.dumps(doc, indent=1, ensure_ascii=False), doc, history_dir)

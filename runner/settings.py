@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import os
 from pathlib import Path
+from typing import Literal
 
 START_TIMEOUT_S = 900.0
 """A server must answer /health 200 within this (the default of `run --start-timeout`)."""
@@ -133,15 +134,23 @@ def weights_budget_bytes(gpus: int) -> int:
     return int(value * 1e9) if math.isfinite(value) and value >= 0 else 0
 
 
-def twin_cache_bytes() -> int | None:
+TWIN_FREE_RESERVE_GB = 12.0
+"""With `DRIFTMATRIX_TWIN_CACHE_GB=free`: the disk space twins leave free for what comes after them
+on the cache's disk (the next build's environment, 7-9 GB, and the weights margin)."""
+
+
+def twin_cache_bytes() -> int | None | Literal["free"]:
     """How many bytes of twins the cache keeps (`$DRIFTMATRIX_TWIN_CACHE_GB`; unset or empty: all):
     past it, building a twin drops the least recently used ones not in use (runner/models/twin_cache.py).
-    The scheduled workflow sets 2 on GitHub's runners, whose 14 GB disk the build's environment
-    mostly fills. A value that is not a non-negative number counts as 0 (keep only the twins in
+    `free`: as many as leave TWIN_FREE_RESERVE_GB free on their disk (twin_cache.limit), what the
+    scheduled workflow sets on GitHub's runners, whose cache is on a scratch disk of varying size.
+    A value that is neither a non-negative number nor `free` counts as 0 (keep only the twins in
     use): a typo must not fill the disk."""
     raw = os.environ.get("DRIFTMATRIX_TWIN_CACHE_GB")
     if raw is None or not raw.strip():
         return None
+    if raw.strip().lower() == "free":
+        return "free"
     try:
         value = float(raw)
     except ValueError:

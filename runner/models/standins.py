@@ -27,7 +27,7 @@ from runner.models.resolution import STANDIN_MARKER, is_local_path
 from runner.isolation import sandbox
 from runner.isolation.env_policy import runner_env, without_secrets
 from runner.isolation.sandbox import output
-from runner.settings import STANDIN_BUILD_S, TWIN_MAX_BYTES, twin_cache_bytes
+from runner.settings import STANDIN_BUILD_S, TWIN_MAX_BYTES
 
 BUILDER = runner.INTARGET / "standin_build.py"
 BUILDER_FILES = [BUILDER, *(BUILDER.with_name(f"standin_{m}.py") for m in ("gemma4", "generic", "layout", "processor", "restate",
@@ -272,7 +272,7 @@ def ensure(model_id: str, env: TargetEnv, cache: Path, *, layers: int = 2, token
            draft: draft_kinds.Draft | None = None) -> StandIn:
     """The cached twin of `model_id` for `env`, built the first time. With `leases`, the twin is held
     in use (twin_cache.lease) until the caller closes what is appended there; building a new twin
-    keeps the cache under settings.twin_cache_bytes(). `draft`: the speculative config MODEL_ID is
+    keeps the cache under twin_cache.limit(). `draft`: the speculative config MODEL_ID is
     the draft of (a speculative head is a checkpoint of its own kind: runner/models/draft_kinds.py).
     `split`: the command's parallel sizes the twin must divide by (none for a full-size twin: the
     published sizes already do)."""
@@ -307,5 +307,5 @@ def ensure(model_id: str, env: TargetEnv, cache: Path, *, layers: int = 2, token
         if leases is not None:
             leases.append(twin_cache.lease(out))
         if built:  # only a new twin grows the cache
-            twin_cache.trim(out.parent, twin_cache_bytes())
+            twin_cache.trim(out.parent, twin_cache.limit(out.parent))
         return twin

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import IO
 
 from runner.models.resolution import STANDIN_MARKER
+from runner.settings import TWIN_FREE_RESERVE_GB, twin_cache_bytes
 
 
 def lease(twin_dir: Path) -> IO:
@@ -71,6 +72,20 @@ def _drop_if_unused(folder: Path) -> bool:
         (folder / STANDIN_MARKER).unlink(missing_ok=True)  # first: a half-deleted twin is never "built"
         shutil.rmtree(folder, ignore_errors=True)
         return True
+
+
+def limit(standins: Path) -> int | None:
+    """The bytes of twins `standins` may hold (settings.twin_cache_bytes), with `free` worked out on
+    its disk now: the twins there plus the free space, less settings.TWIN_FREE_RESERVE_GB."""
+    setting = twin_cache_bytes()
+    if setting != "free":
+        return setting
+    probe = standins
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    free = shutil.disk_usage(probe).free
+    held = folder_bytes(standins) if standins.is_dir() else 0
+    return max(0, held + free - int(TWIN_FREE_RESERVE_GB * 1e9))
 
 
 def trim(standins: Path, limit_bytes: int | None) -> list[str]:

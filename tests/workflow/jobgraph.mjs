@@ -38,7 +38,7 @@ function evaluate(expr, ctx, status) {
   const funcs = status ? [
     { name: "success", minArgs: 0, maxArgs: Infinity, call: (...a) => new data.BooleanData(status.success(a.map(x => x.coerceString()))) },
     { name: "failure", minArgs: 0, maxArgs: Infinity, call: (...a) => new data.BooleanData(status.failure(a.map(x => x.coerceString()))) },
-    { name: "cancelled", minArgs: 0, maxArgs: 0, call: () => new data.BooleanData(!!sc.cancelled) },
+    { name: "cancelled", minArgs: 0, maxArgs: 0, call: () => new data.BooleanData(cancelledNow) },
     { name: "always", minArgs: 0, maxArgs: 0, call: () => new data.BooleanData(true) },
   ] : [];
   const tree = new Parser(new Lexer(expr).lex().tokens, CONTEXTS, funcs).parse();
@@ -141,10 +141,14 @@ const visit = (id, path = []) => {
 };
 for (const id of byId.keys()) visit(id);
 
+// The run is cancelled (scenario.cancelled) before any job's `if` is decided, or after the jobs named
+// in scenario.decided_before_cancel (those started and ended as scenario.results says).
+let cancelledNow = false;
 const results = {}, outputs = {}, out = {};
 const ancestors = id => { const s = new Set(); const walk = i => needsOf(i).forEach(n => { if (!s.has(n)) { s.add(n); walk(n); } }); walk(id); return s; };
 for (const id of order) {
   const job = byId.get(id), needs = needsOf(id);
+  cancelledNow = !!sc.cancelled && !(sc.decided_before_cancel || []).includes(id);
   // `if` as written: the converter wraps a condition without a status function as
   // `success() && (<if>)` (docs: "a default status check of success() is applied unless you
   // include one of these functions") and an absent `if` becomes `success()` (range undefined).
@@ -157,7 +161,7 @@ for (const id of order) {
   // is skipped) and the run is not cancelled; failure() — any ancestor job failed; cancelled() —
   // the run was cancelled; always() — true. With arguments they look at the named jobs only.
   const status = {
-    success: a => !sc.cancelled && (a.length ? a : needs).every(n => results[n] === "success"),
+    success: a => !cancelledNow && (a.length ? a : needs).every(n => results[n] === "success"),
     failure: a => [...(a.length ? a : ancestors(id))].some(n => results[n] === "failure"),
   };
   try {

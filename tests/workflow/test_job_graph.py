@@ -22,6 +22,8 @@ WORKFLOW = REPO / ".github" / "workflows" / "driftmatrix.yml"
 GRAPH = REPO / "tests" / "workflow" / "jobgraph.mjs"
 SITE = REPO / "tests" / "fixtures" / "site"
 CLI = [sys.executable, "-m", "driftmatrix.cli"]
+sys.path.insert(0, str(REPO))
+from driftmatrix.ci import HOSTED_RUNNER  # noqa: E402
 
 
 def graph(tmp_path: Path, scenario: dict) -> dict:
@@ -94,7 +96,7 @@ def plan(tmp_path: Path, previous: list[str]) -> dict[str, str]:
 
 def extract_outputs(inputs: dict, runner: dict, planned: dict) -> dict:
     return {"jobs": planned["jobs"], "entries": planned["entries"], "runner": runner["runner"], "mode": runner["mode"],
-            "publish": inputs["publish"], "apply_prs": inputs["apply_prs"]}
+            "hosted": runner["hosted"], "publish": inputs["publish"], "apply_prs": inputs["apply_prs"]}
 
 
 SCHEDULE = {"event_name": "schedule", "ref": "refs/heads/main", "ref_name": "main",
@@ -110,10 +112,13 @@ def inputs_for(scenario: dict, **given: str) -> dict:
 
 
 def published_everywhere(jobs: dict) -> None:
-    """The site was built on the default branch: Pages and the PR job follow, whatever the run did."""
+    """The state saved and the site built on the default branch: Pages and the PR job follow, whatever
+    the run did; every hosted job on the one named image."""
     assert jobs["verify-fixes"]["result"] == "success"  # on the run's own runners and builds
     assert jobs["verify-fixes"]["runs_on"] == jobs["run"]["runs_on"] or jobs["run"]["result"] == "skipped"
+    assert jobs["save-state"]["result"] == "success"
     assert jobs["publish"]["result"] == "success"
+    assert {jobs[j]["runs_on"] for j in ("save-state", "publish", "deploy", "pull-requests")} == {HOSTED_RUNNER}
     assert jobs["deploy"]["result"] == "success"
     assert jobs["pull-requests"]["result"] == "success"
     assert len(jobs["pull-requests"]["matrix"]) == 2
@@ -143,13 +148,13 @@ def test_scheduled_with_gpu_runners(tmp_path, first_run_plan):
 
 def test_gpu_runners_offline_fall_back_to_cpu_in_bounded_time(tmp_path, first_run_plan):
     runner, waited = choose("offline")
-    assert runner["mode"] == "cpu" and json.loads(runner["runner"]) == "ubuntu-latest"
+    assert runner["mode"] == "cpu" and json.loads(runner["runner"]) == HOSTED_RUNNER
     assert waited < 0.05 * 60 + 10  # the configured wait (3 s here), not GitHub's 24-hour queue
     no_token, _ = choose(None)
     assert no_token["mode"] == "cpu"  # cannot see the runners: never sent to a label that may be offline
     jobs = graph(tmp_path, {**SCHEDULE, "outputs": {"extract": extract_outputs(inputs_for(SCHEDULE), runner,
                                                                                first_run_plan)}})
-    assert jobs["run"]["result"] == "success" and jobs["run"]["runs_on"] == "ubuntu-latest"
+    assert jobs["run"]["result"] == "success" and jobs["run"]["runs_on"] == HOSTED_RUNNER
     published_everywhere(jobs)
 
 
@@ -159,7 +164,7 @@ def test_manual_dispatch_without_gpu(tmp_path, first_run_plan):
     assert runner["mode"] == "cpu" and inputs["apply_prs"] == "false"  # the PR job runs, as a dry run
     jobs = graph(tmp_path, {**DISPATCH, "inputs": {"gpu": False, "tier": "config", "shards": 2},
                             "outputs": {"extract": extract_outputs(inputs, runner, first_run_plan)}})
-    assert jobs["run"]["runs_on"] == "ubuntu-latest"
+    assert jobs["run"]["runs_on"] == HOSTED_RUNNER
     published_everywhere(jobs)
 
 
@@ -185,15 +190,15 @@ def test_a_feature_branch_builds_the_site_but_deploys_and_pushes_nothing(tmp_pat
     inputs = inputs_for(branch, IN_APPLY_PRS="true")
     assert inputs["publish"] == "false" and inputs["apply_prs"] == "false"
     jobs = graph(tmp_path, {**branch, "outputs": {"extract": extract_outputs(inputs, choose(None)[0], first_run_plan)}})
-    assert jobs["publish"]["result"] == "success"
+    assert jobs["save-state"]["result"] == jobs["publish"]["result"] == "success"  # merged; the push step: main only
     assert jobs["deploy"]["result"] == "skipped" and jobs["pull-requests"]["result"] == "skipped"
 
 
 def test_a_failed_extract_stops_everything(tmp_path):
     jobs = graph(tmp_path, {**SCHEDULE, "results": {"extract": "failure"}})
     assert {k: v["result"] for k, v in jobs.items()} == {
-        "extract": "failure", "run": "skipped", "verify-fixes": "skipped", "publish": "skipped", "deploy": "skipped",
-        "pull-requests": "skipped"}
+        "extract": "failure", "run": "skipped", "verify-fixes": "skipped", "save-state": "skipped", "publish": "skipped",
+        "deploy": "skipped", "pull-requests": "skipped"}
 
 
 def test_a_failed_fix_check_still_publishes(tmp_path, first_run_plan):
@@ -243,3 +248,77 @@ def test_a_day_over_one_legs_budget_gets_more_legs_and_defers_the_rest(tmp_path)
     jobs = graph(tmp_path, {**SCHEDULE, "outputs": {"extract": out}})
     assert [m["entry"] for m in jobs["run"]["matrix"]] == ["stable-1"]
     published_everywhere(jobs)
+
+
+def test_a_failing_publish_still_saves_the_state(tmp_path, first_run_plan):
+    """save-state comes first and needs no site: a publish (mkdocs) error leaves the day's outcomes saved."""
+    out = extract_outputs(inputs_for(SCHEDULE), choose(None)[0], first_run_plan)
+    jobs = graph(tmp_path, {**SCHEDULE, "outputs": {"extract": out}, "results": {"publish": "failure"}})
+    assert jobs["save-state"]["result"] == "success" and jobs["publish"]["result"] == "failure"
+    assert jobs["deploy"]["result"] == jobs["pull-requests"]["result"] == "skipped"
+
+
+@pytest.mark.parametrize("leg", ["cancelled", "failure"])
+def test_a_cancelled_leg_keeps_what_finished(tmp_path, first_run_plan, leg):
+    """A leg cancelled (its job's limit) or failed: its upload step runs (`always()`, also past the run
+    step's own limit), and save-state merges what it handed in."""
+    out = extract_outputs(inputs_for(SCHEDULE), choose(None)[0], first_run_plan)
+    jobs = graph(tmp_path, {**SCHEDULE, "outputs": {"extract": out}, "results": {"run": leg}})
+    assert jobs["save-state"]["result"] == "success" and jobs["publish"]["result"] == "success"
+    from test_hosted_details import steps_run
+    ran = steps_run(WORKFLOW, {"job": "run", "outputs": {"python": {"own": "false"}}, "outcomes": {"leg": "failure"}},
+                    tmp_path)["steps"]
+    leg_at = next(i for i, s in enumerate(ran) if s["id"] == "leg")
+    assert ran[leg_at]["outcome"] == "failure"
+    assert ran[-1]["ran"] and ran[-1]["if"] == "always()" and ran[-1]["id"] != "leg", ran[-1]  # the upload
+
+
+def test_a_cancelled_run_still_saves_what_finished(tmp_path, first_run_plan):
+    """A maintainer cancels the run mid-day: the legs' uploads run on cancellation, and save-state
+    (`always()`) keeps them; nothing is published from a cancelled run."""
+    out = extract_outputs(inputs_for(SCHEDULE), choose(None)[0], first_run_plan)
+    jobs = graph(tmp_path, {**SCHEDULE, "cancelled": True, "decided_before_cancel": ["extract", "run"],
+                            "outputs": {"extract": out}, "results": {"run": "cancelled"}})
+    assert jobs["save-state"]["result"] == "success"
+    assert jobs["publish"]["result"] == jobs["deploy"]["result"] == jobs["pull-requests"]["result"] == "skipped"
+
+
+PULL_REQUEST = {"event_name": "pull_request", "ref": "refs/pull/7/merge", "ref_name": "7/merge", "repository": "o/r",
+                "event": {"repository": {"default_branch": "main"}, "pull_request": {"number": 7}}}
+
+
+@pytest.mark.parametrize("scenario", [PULL_REQUEST, {**DISPATCH, "ref": "refs/heads/try-this", "ref_name": "try-this"},
+                                      {**PULL_REQUEST, "event_name": "pull_request_target"}],
+                         ids=["pull_request", "dispatch-on-a-branch", "pull_request_target"])
+def test_no_other_event_reaches_a_self_hosted_job(tmp_path, first_run_plan, scenario):
+    """Labels are not access control: were this workflow run by another event or branch with the GPU
+    runner chosen, the jobs that run on self-hosted runners are skipped by their own `if`; the CPU
+    legs on GitHub's runners are not."""
+    gpu = {"runner": json.dumps(["self-hosted", "gpu"]), "hosted": json.dumps(HOSTED_RUNNER), "mode": "gpu"}
+    inputs = {"publish": "false", "apply_prs": "false"}
+    jobs = graph(tmp_path, {**scenario, "outputs": {"extract": extract_outputs(inputs, gpu, first_run_plan)}})
+    assert jobs["run"]["result"] == jobs["verify-fixes"]["result"] == "skipped"
+    assert not any(j["runs_on"] and "self-hosted" in json.dumps(j["runs_on"]) for j in jobs.values()
+                   if j["result"] != "skipped")
+    cpu = {"runner": json.dumps(HOSTED_RUNNER), "hosted": json.dumps(HOSTED_RUNNER), "mode": "cpu"}
+    jobs = graph(tmp_path, {**scenario, "outputs": {"extract": extract_outputs(inputs, cpu, first_run_plan)}})
+    assert jobs["run"]["result"] == "success" and jobs["run"]["runs_on"] == HOSTED_RUNNER
+    # and the choice itself: off the default branch no GPU runner is asked for
+    branch = inputs_for({**DISPATCH, "ref": "refs/heads/try-this"}, IN_GPU="true")
+    assert branch["gpu"] == "false" and choose("online", wanted=branch["gpu"])[0]["mode"] == "cpu"
+
+
+def test_the_runner_count_for_the_plan(monkeypatch):
+    """`runners`: vars.DRIFTMATRIX_GPU_RUNNERS, else the runners registered with the labels."""
+    runner, _ = choose("offline")
+    assert runner["runners"] == ""  # GitHub's runners: no cap beyond the matrix limit
+    server = Runners("online")
+    try:
+        base = {"GPU_WANTED": "true", "REPO": "o/r", "WAIT_MINUTES": "0.05", "RUNNERS_TOKEN": "t", "API": server.url}
+        assert ci("runner", base, "--poll", "0.5")["runners"] == "1"
+        assert ci("runner", {**base, "GPU_RUNNERS": "3"}, "--poll", "0.5")["runners"] == "3"
+        bad = subprocess.run([*CLI, "ci", "runner", "--poll", "0.5"], capture_output=True, text=True, cwd=REPO,
+                             env={**os.environ, **base, "GPU_RUNNERS": "two"})
+        assert bad.returncode == 2 and "DRIFTMATRIX_GPU_RUNNERS" in bad.stdout + bad.stderr
+    finally:
+        server.close()

@@ -248,7 +248,7 @@ def test_secrets_only_where_no_docs_code_runs():
                 holders.add((job["id"], tuple(sorted({sub for sub, _ in invocations(step["run"])})), tuple(secret)))
     assert holders == {("extract", ("ci",), ("RUNNERS_TOKEN",)), ("extract", ("state",), ("GITHUB_TOKEN",)),
                        ("run", ("run",), ("HF_TOKEN",)), ("verify-fixes", ("run",), ("HF_TOKEN",)),
-                       ("publish", ("state",), ("GITHUB_TOKEN",)), ("pull-requests", ("pr",), ("GITHUB_TOKEN",))}
+                       ("save-state", ("state",), ("GITHUB_TOKEN",)), ("pull-requests", ("pr",), ("GITHUB_TOKEN",))}
 
 
 @pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)
@@ -268,7 +268,9 @@ _STUBS = {
                'if [ "$1" = install ]; then /bin/cp "$STATE/bwrap.stub" "$STUBS/bwrap"; /bin/chmod +x "$STUBS/bwrap"; fi\n',
     "tee": 'echo "tee $*" >> "$STATE/log"\n/bin/cat > "$STATE/written"\n',
     "apparmor_parser": 'echo "apparmor_parser $*" >> "$STATE/log"\n'
-                       '[ "$*" = "-r /etc/apparmor.d/bwrap" ] && /bin/cp "$STATE/written" "$STATE/loaded"\n',
+                       '[ "$*" = "-r /etc/apparmor.d/bwrap" ] && /bin/cp "$STATE/written" "$STATE/loaded"\n'
+                       '[ "$*" = "-r $STATE/distro-profile" ] && /bin/cp "$STATE/distro-profile" "$STATE/loaded"\n'
+                       'exit 0\n',
     "sysctl": 'echo "sysctl $*" >> "$STATE/log"\n',
 }
 _BWRAP = ('echo "bwrap $*" >> "$STATE/log"\n'
@@ -282,11 +284,16 @@ def sandbox_script() -> str:
     return scripts.pop()
 
 
-def host(tmp_path: Path, *, bwrap: str, restricted: bool | None, sudo: str) -> tuple[int, str, list[str], Path]:
+DISTRO_PROFILES = ("/etc/apparmor.d/bwrap-userns-restrict", "/usr/share/apparmor/extra-profiles/bwrap-userns-restrict")
+
+
+def host(tmp_path: Path, *, bwrap: str, restricted: bool | None, sudo: str, runner: str = "github-hosted",
+         distro_profile: bool = False) -> tuple[int, str, list[str], Path]:
     """Run the sandbox step as GitHub runs a `shell: bash` step, on a host where bwrap is `absent`,
     `works` or `blocked` (no namespaces), `restricted` is the AppArmor sysctl (None: no such file,
-    Debian) and sudo is `yes`, `password` (not passwordless) or `absent`. PATH holds only the
-    stand-ins; the sysctl file is a file of the test's."""
+    Debian), sudo is `yes`, `password` (not passwordless) or `absent`, `runner` is RUNNER_ENVIRONMENT
+    and `distro_profile` says whether the distribution ships its bwrap-userns-restrict profile. PATH
+    holds only the stand-ins; the sysctl and profile files are files of the test's."""
     stubs, state = tmp_path / "bin", tmp_path / "state"
     stubs.mkdir()
     state.mkdir()
@@ -307,11 +314,16 @@ def host(tmp_path: Path, *, bwrap: str, restricted: bool | None, sudo: str) -> t
     if restricted is not None:
         sysctl.write_text("1\n" if restricted else "0\n")
     script = sandbox_script()
-    assert USERNS_RESTRICTION in script
-    (tmp_path / "step.sh").write_text(script.replace(USERNS_RESTRICTION, str(sysctl)))
+    assert USERNS_RESTRICTION in script and all(p in script for p in DISTRO_PROFILES)
+    script = script.replace(USERNS_RESTRICTION, str(sysctl)).replace(DISTRO_PROFILES[0], str(state / "no-such-profile"))
+    script = script.replace(DISTRO_PROFILES[1], str(state / "distro-profile"))
+    if distro_profile:
+        (state / "distro-profile").write_text("profile bwrap /usr/bin/bwrap { userns, change_profile -> unpriv_bwrap, }\n")
+    (tmp_path / "step.sh").write_text(script)
     out = subprocess.run([shutil.which("bash"), "--noprofile", "--norc", "-eo", "pipefail", str(tmp_path / "step.sh")],
                          capture_output=True, text=True, timeout=60, cwd=tmp_path,
-                         env={"PATH": str(stubs), "STATE": str(state), "STUBS": str(stubs), "HOME": str(tmp_path)})
+                         env={"PATH": str(stubs), "STATE": str(state), "STUBS": str(stubs), "HOME": str(tmp_path),
+                              "RUNNER_ENVIRONMENT": runner})
     log = (state / "log").read_text().splitlines() if (state / "log").exists() else []
     return out.returncode, out.stdout + out.stderr, log, state
 
@@ -358,6 +370,33 @@ def test_self_hosted_debian(tmp_path, restricted):
 def test_fails_the_job_without_a_sandbox(tmp_path, case):
     rc, out, log, state = host(tmp_path, **case)
     assert rc != 0 and "::error::bubblewrap" in out, out
+    assert not any(line.startswith("apparmor_parser") and "distro-profile" in line for line in log)
     if case["restricted"] is not True:  # the profile is only for Ubuntu's restriction
         assert not (state / "loaded").exists() and not any(line.startswith("tee") for line in log)
     assert not any(line.startswith("sysctl") for line in log)
+
+
+@pytest.mark.parametrize("sudo", ["yes", "absent"])
+def test_a_self_hosted_host_keeps_its_apparmor_profiles(tmp_path, sudo):
+    """A self-hosted Ubuntu runner under the restriction: nothing is written to its AppArmor policy;
+    where the distribution ships its own bwrap-userns-restrict profile it is loaded as shipped."""
+    rc, out, log, state = host(tmp_path, bwrap="works", restricted=True, sudo=sudo, runner="self-hosted")
+    assert rc == 0 and not any(line.startswith(("tee", "apparmor_parser")) for line in log)  # already allowed
+    blocked = tmp_path / "blocked"
+    blocked.mkdir()
+    rc, out, log, state = host(blocked, bwrap="blocked", restricted=True, sudo=sudo, runner="self-hosted",
+                               distro_profile=True)
+    assert not any(line.startswith("tee") for line in log) and not (state / "written").exists()
+    if sudo == "yes":
+        assert rc == 0, out
+        assert f"apparmor_parser -r {state / 'distro-profile'}" in log and "the distribution's own" in out
+        assert _profile(state) == ["profile bwrap /usr/bin/bwrap { userns, change_profile -> unpriv_bwrap, }"]
+    else:
+        assert rc == 1 and "never writes a host's AppArmor profiles" in out and not (state / "loaded").exists()
+
+
+def test_a_self_hosted_host_without_a_distribution_profile_is_refused(tmp_path):
+    rc, out, log, state = host(tmp_path, bwrap="blocked", restricted=True, sudo="yes", runner="self-hosted")
+    assert rc == 1 and "::error::AppArmor restricts user namespaces on this self-hosted runner" in out
+    assert "bwrap-userns-restrict" in out  # what its admin can do
+    assert not any(line.startswith(("tee", "apparmor_parser", "sysctl")) for line in log), log

@@ -48,13 +48,14 @@ def test_triggers_and_inputs(wf):
 
 def test_pipeline_jobs(wf):
     jobs = wf["jobs"]
-    assert list(jobs) == ["extract", "run", "verify-fixes", "publish", "deploy", "pull-requests"]
+    assert list(jobs) == ["extract", "run", "verify-fixes", "save-state", "publish", "deploy", "pull-requests"]
     extract = "\n".join(s.get("run", "") for s in jobs["extract"]["steps"])
     for step in ("driftmatrix ci inputs", "driftmatrix ci runner", "driftmatrix resolve", "driftmatrix extract",
                  "driftmatrix state load", "driftmatrix plan"):
         assert step in extract
     # one resolution per run: the plan is made from the resolved file, and shards run exactly the plan
     assert "--targets targets.resolved.toml" in extract and "--require-pinned" in extract
+    assert 'args+=(--runners "$RUNNERS")' in extract  # legs sized to the runners that take them
     run = jobs["run"]
     assert run["runs-on"] == "${{ fromJSON(needs.extract.outputs.runner) }}"
     assert run["strategy"]["matrix"] == {"entry": "${{ fromJSON(needs.extract.outputs.entries) }}"}
@@ -66,24 +67,93 @@ def test_pipeline_jobs(wf):
             script, env = step.get("run", ""), step.get("env", {})
             if "driftmatrix run" in script:
                 assert ("HF_TOKEN" in env) == ("--fetch-only" in script), step.get("name")
+        # the deadline counts from the job's first step, and the step ends before the job does
+        assert job["steps"][0]["id"] == "clock" and "date +%s" in job["steps"][0]["run"]
+        runs = [s for s in job["steps"] if "driftmatrix run" in s.get("run", "") and "--fetch-only" not in s["run"]]
+        assert runs and all('--started-at "$STARTED"' in s["run"] and s["timeout-minutes"] < job["timeout-minutes"] - 10
+                            for s in runs)
+    assert "--max-candidates" in "\n".join(s.get("run", "") for s in jobs["verify-fixes"]["steps"])
     uploads = [s for s in run["steps"] if str(s.get("uses", "")).startswith("actions/upload-artifact")]
     assert uploads and uploads[0]["if"] == "always()"  # a failed shard still hands in its outcomes
-    publish = "\n".join(s.get("run", "") for s in jobs["publish"]["steps"])
-    assert "driftmatrix publish" in publish and "--run-history state/history" in publish
-    save = next(s for s in jobs["publish"]["steps"] if "driftmatrix state save" in s.get("run", ""))
+    save_job = jobs["save-state"]
+    assert save_job["needs"] == ["extract", "run", "verify-fixes"] and "publish" not in str(save_job["if"])
+    save = next(s for s in save_job["steps"] if "driftmatrix state save" in s.get("run", ""))
     assert save["if"] == "needs.extract.outputs.publish == 'true'"  # only the default branch writes the state
-    assert save["continue-on-error"] is True and jobs["publish"]["steps"][-1] is save  # never blocks Pages/PRs
+    assert save["continue-on-error"] is True and save_job["steps"][-1] is save  # never blocks Pages/PRs
+    assert "publish --snapshot-only" in "\n".join(s.get("run", "") for s in save_job["steps"])  # renders nothing
+    publish = "\n".join(s.get("run", "") for s in jobs["publish"]["steps"])
+    assert "driftmatrix publish" in publish and "--run-history merged/history" in publish
+    assert "state save" not in publish and jobs["publish"]["needs"] == ["extract", "save-state"]
+    # write access: the state branch in save-state, and nowhere that renders (publish has read only)
+    writers = {n for n, j in jobs.items() if "write" in (j["permissions"] or {}).values()}
+    assert writers == {"save-state", "deploy"} and jobs["publish"]["permissions"] == {"contents": "read"}
     fixes = jobs["verify-fixes"]
     assert fixes["runs-on"] == run["runs-on"]  # fixes are checked on the builds their originals failed on
     assert "--targets artifacts/inputs/targets.resolved.toml" in "\n".join(s.get("run", "") for s in fixes["steps"])
     assert any(str(s.get("uses", "")).startswith("actions/deploy-pages") for s in jobs["deploy"]["steps"])
     assert jobs["deploy"]["permissions"] == {"pages": "write", "id-token": "write"}
-    step = next(s for s in jobs["pull-requests"]["steps"] if "driftmatrix pr" in s.get("run", ""))
-    assert step["env"]["GITHUB_TOKEN"].startswith("${{ secrets.")
-    assert set(jobs["pull-requests"]["strategy"]["matrix"]["repo"]) == {"vllm-project/vllm", "vllm-project/recipes"}
+    prs = jobs["pull-requests"]
+    step = next(s for s in prs["steps"] if "driftmatrix pr" in s.get("run", ""))
+    # the PR token: an environment's secret (deployment branches: main), and only where the PRs are pushed
+    assert prs["environment"] == "driftmatrix-prs"
+    assert step["env"]["GITHUB_TOKEN"] == ("${{ needs.extract.outputs.apply_prs == 'true' && "
+                                           "secrets.DRIFTMATRIX_PR_TOKEN || '' }}")
+    assert set(prs["strategy"]["matrix"]["repo"]) == {"vllm-project/vllm", "vllm-project/recipes"}
     # no state or environment in the Actions cache (10 GB per repository, evicted): only the option-history sources
     cached = [s["with"]["path"] for j in jobs.values() for s in j["steps"] if str(s.get("uses", "")).startswith("actions/cache")]
     assert cached == ["~/.cache/driftmatrix/flag-history"]
+
+
+def test_one_named_image_for_githubs_runners(wf):
+    """`ubuntu-latest` moves (26.04 in late 2026): every hosted job runs on the image driftmatrix/ci.py names,
+    the extract job by its literal, the others through its `hosted` output (the CPU legs through `runner`)."""
+    from driftmatrix.ci import HOSTED_RUNNER
+    texts = [p.read_text() for p in WORKFLOWS]
+    assert not any("ubuntu-latest" in t for t in texts)
+    jobs = wf["jobs"]
+    assert jobs["extract"]["runs-on"] == HOSTED_RUNNER
+    assert jobs["extract"]["outputs"]["hosted"] == "${{ steps.runner.outputs.hosted }}"
+    for name in ("save-state", "publish", "deploy", "pull-requests"):
+        assert jobs[name]["runs-on"] == "${{ fromJSON(needs.extract.outputs.hosted) }}", name
+    gate = yaml.safe_load((REPO / "workflow-templates" / "driftmatrix-docs-gate.yml").read_text())
+    assert gate["jobs"]["gate"]["runs-on"] == HOSTED_RUNNER  # a template in another repository: its own literal
+
+
+NODE24 = {
+    # action: (first Node 24 major, the pinned commit, its tag, `runs.using` of that commit's action.yml)
+    "actions/checkout": (5, "3d3c42e5aac5ba805825da76410c181273ba90b1", "v7.0.1", "node24"),
+    "actions/setup-python": (6, "5fda3b95a4ea91299a34e894583c3862153e4b97", "v7.0.0", "node24"),
+    "actions/cache": (5, "27d5ce7f107fe9357f9df03efb73ab90386fccae", "v5.0.5", "node24"),
+    "actions/upload-artifact": (6, "bbbca2ddaa5d8feaa63e36b76fdaad77386f024f", "v7.0.0", "node24"),
+    "actions/download-artifact": (7, "3e5f45b2cfb9172054b4087a40e8e0b5a5461e7c", "v8.0.1", "node24"),
+    "actions/deploy-pages": (5, "cd2ce8fcbc39b97be8ca5fce6e763baed58fa128", "v5.0.0", "node24"),
+}
+"""Every action the workflows use, read from each repository at the pinned commit (2026-12-06):
+`runs.using` of its action.yml. GitHub removed Node 20 from its runners on 2026-09-16, so an older
+major fails. actions/upload-pages-artifact is not used: it is composite and calls upload-artifact
+without `overwrite`, so a re-run of publish would fail on its name; publish makes the same
+artifact.tar itself and uploads it with the pinned upload-artifact (pinned end to end)."""
+
+
+@pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)
+def test_every_action_is_a_node24_major_pinned_by_sha(path):
+    found = re.findall(r"^\s*(?:- )?uses:\s*([\w.-]+/[\w.-]+)@([0-9a-f]{40}) # (v(\d+)[\d.]*)\s*$", path.read_text(), re.M)
+    assert found
+    for action, sha, tag, major in found:
+        assert action in NODE24, f"{path.name}: {action} is not in the table of checked Node 24 actions"
+        first, pinned, pinned_tag, using = NODE24[action]
+        assert int(major) >= first and using == "node24", (action, tag)
+        assert (sha, tag) == (pinned, pinned_tag), f"{path.name}: {action}@{sha} {tag} is not the checked pin"
+
+
+def test_every_upload_a_rerun_repeats_overwrites(wf):
+    """"Re-run failed jobs" uploads the same names again: upload-artifact v4+ answers 409 without `overwrite`."""
+    for path in WORKFLOWS:
+        doc = yaml.safe_load(path.read_text())
+        for name, job in doc["jobs"].items():
+            for step in job["steps"]:
+                if str(step.get("uses", "")).startswith("actions/upload-artifact"):
+                    assert step["with"].get("overwrite") is True, (path.name, name, step["with"].get("name"))
 
 
 _PINNED = re.compile(r"^[\w.-]+/[\w.-]+@[0-9a-f]{40} # v\d+(\.\d+)*$")

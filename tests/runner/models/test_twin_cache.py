@@ -60,7 +60,7 @@ def test_no_limit_keeps_every_twin(cpu_envs, tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("raw, limit", [(None, None), ("", None), ("2", 2_000_000_000), ("0.5", 500_000_000),
-                                        ("2GB", 0), ("-1", 0), ("nan", 0)])
+                                        ("2GB", 0), ("-1", 0), ("nan", 0), ("free", "free"), (" FREE ", "free")])
 def test_the_limit_a_variable_sets(raw, limit, monkeypatch):
     """Unset: every twin kept; a typo keeps only the twins in use rather than filling the disk."""
     if raw is None:
@@ -68,3 +68,22 @@ def test_the_limit_a_variable_sets(raw, limit, monkeypatch):
     else:
         monkeypatch.setenv("DRIFTMATRIX_TWIN_CACHE_GB", raw)
     assert twin_cache_bytes() == limit
+
+
+def test_free_keeps_what_leaves_the_reserve_free_on_the_disk(tmp_path, monkeypatch):
+    """`free` (the workflow's setting on GitHub's runners, whose cache is on /mnt): the twins held plus
+    the disk's free space, less the reserve for the next build, measured on the real disk now."""
+    import shutil
+
+    from runner.settings import TWIN_FREE_RESERVE_GB
+    standins_dir = tmp_path / "cache" / "standins"
+    monkeypatch.setenv("DRIFTMATRIX_TWIN_CACHE_GB", "free")
+    free = shutil.disk_usage(tmp_path).free
+    assert abs(twin_cache.limit(standins_dir) - max(0, free - int(TWIN_FREE_RESERVE_GB * 1e9))) < 50e6  # none held yet
+    (standins_dir / "t1").mkdir(parents=True)
+    (standins_dir / "t1" / "model.safetensors").write_bytes(b"\0" * 10_000_000)
+    held = twin_cache.folder_bytes(standins_dir)
+    got = twin_cache.limit(standins_dir)
+    assert abs(got - max(0, held + shutil.disk_usage(tmp_path).free - int(TWIN_FREE_RESERVE_GB * 1e9))) < 50e6
+    monkeypatch.setenv("DRIFTMATRIX_TWIN_CACHE_GB", "3")
+    assert twin_cache.limit(standins_dir) == 3_000_000_000
