@@ -196,3 +196,19 @@ def test_docs_gate_workflow():
     assert '--base "$BASE_SHA"' in head["run"] and '--head "$HEAD_SHA"' in head["run"] and "sandbox" not in head["run"]
     assert "mode == 'head'" in head["if"] and "mode == 'builds'" in builds["if"]
     assert doc["env"]["BASE_SHA"] == "${{ github.event.pull_request.base.sha || github.event.merge_group.base_sha }}"
+
+
+@pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)
+def test_every_import_a_script_makes_exists(path):
+    """The workflows' inline Python (`python -c "from runner.builds.resolve import stable_pin; …"`,
+    heredocs) imports this checkout's own names: one moved away fails every scheduled run at that
+    step (it did: `stable_pin` left runner.builds.targets and extract broke; the rehearsal found it)."""
+    import importlib
+    found = re.findall(r"\bfrom ((?:driftmatrix|runner|publisher|extractor|flaghistory|common)(?:\.\w+)*) import "
+                       r"([\w, ]+?)(?=;|\"|'|\n|$)", path.read_text())
+    if path.name == "driftmatrix.yml":
+        assert len(found) >= 3
+    for module, names in found:
+        mod = importlib.import_module(module)
+        for name in (n.strip() for n in names.split(",")):
+            assert hasattr(mod, name), f"{path.name}: {module} has no {name}"
