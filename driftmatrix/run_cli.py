@@ -45,6 +45,19 @@ def _positive(kind):
     return parse
 
 
+def _job_start(text: str) -> float:
+    """`--started-at`: Unix seconds, not in the future (runner/run/deadline.py)."""
+    from runner.run.deadline import started_at_error
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a time in Unix seconds (`date +%s`): {text!r}") from None
+    if why := started_at_error(value):
+        raise argparse.ArgumentTypeError(why)
+    return value
+
+
 def _picks(tokens: list[str] | None) -> dict | None:
     from runner.run.planning import parse_pick
     if tokens is None:
@@ -124,7 +137,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         workdir=Path(args.workdir) if args.workdir else None, fmt=args.format,
         junit=Path(args.junit) if args.junit else None, target_names=args.target, stand_ins=args.stand_ins,
         jobs=args.jobs, summary=args.summary, share_gpu=args.share_gpu, pick=_picks(args.pick),
-        stop_after=args.stop_after, declared_device=args.declared_device)
+        stop_after=args.stop_after, started_at=args.started_at, declared_device=args.declared_device)
     if args.fetch_only:
         from runner.run.prefetch import prefetch
         return prefetch(opts)
@@ -226,6 +239,10 @@ def _run_parser(sub, cache: str) -> None:
     r.add_argument("--stop-after", type=float, metavar="S",
                    help="start no job after S seconds (a leg's deadline; the jobs in flight finish, every "
                         "finished outcome is kept, the rest is left for the next run)")
+    r.add_argument("--started-at", type=_job_start, metavar="EPOCH_S",
+                   help="when the CI job started, in Unix seconds (`date +%%s` in its first step): --stop-after "
+                        "(the plan's or this command line's) counts from then, so set-up is inside it; a deadline "
+                        "already past starts no job (exit 0, the outcomes file as it was)")
     r.add_argument("--variants", nargs="?", const=["no-spec"], type=_variant_list, metavar="LIST",
                    help="extra runs, comma-separated: no-spec (each snippet with a speculative config, "
                         "without it; the default), self-spec (the served model as its own draft)")

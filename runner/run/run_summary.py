@@ -20,9 +20,13 @@ def verdict_table(outcomes: list[Outcome]) -> str:
     return "\n".join(lines)
 
 
-def run_markdown(outcomes: list[Outcome], tier: str, reused: int, shard: str | None) -> str:
+def run_heading(tier: str, shard: str | None) -> str:
     where = f" · shard {shard}" if shard else ""
-    head = f"### driftmatrix run{where} · tiers up to {tier}\n\n"
+    return f"### driftmatrix run{where} · tiers up to {tier}"
+
+
+def run_markdown(outcomes: list[Outcome], tier: str, reused: int, shard: str | None) -> str:
+    head = run_heading(tier, shard) + "\n\n"
     if not outcomes:
         return head + f"Nothing to run: {reused} job(s) already had an outcome for these builds."
     parts = [head + verdict_table(outcomes)]

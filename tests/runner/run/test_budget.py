@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -164,6 +165,20 @@ def test_a_leg_runs_exactly_its_planned_jobs(day):
         listed = cli("run", "--plan", day / "plan.json", "--entry", run["id"], "--list", "-o",
                      day / "none.jsonl").stdout.splitlines()
         assert sorted(json.loads(ln)[:2] + [json.loads(ln)[3]] for ln in listed) == sorted(run["keys"])
+
+
+def test_a_plan_leg_counts_its_deadline_from_the_job_start(day, tmp_path):
+    """The workflow's run step: the plan gives --stop-after (leg hours and half the margin to the
+    job's limit); a job that started longer ago than that runs none of its leg's jobs."""
+    p = plan(day, "--tier", "probe", "--leg-hours", 0.01)
+    entry = p["runs"][0]
+    stop = float(entry["args"][entry["args"].index("--stop-after") + 1])
+    out, summary = tmp_path / "outcomes.jsonl", tmp_path / "summary.md"
+    late = cli("run", "--plan", day / "plan.json", "--entry", entry["id"], "--started-at", f"{time.time() - stop - 5:.0f}",
+               "-o", out, "--workdir", tmp_path / "work", "--summary", summary, check=False)
+    assert late.returncode == 0, late.stderr[-2000:]
+    assert f"no job started, {entry['jobs']} job(s) left for the next run" in late.stderr, late.stderr[-2000:]
+    assert not out.exists() and "deadline passed" in summary.read_text()
 
 
 def _first_job_timing(tmp_path: Path) -> tuple[float, float]:
