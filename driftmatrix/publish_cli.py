@@ -26,19 +26,37 @@ def _load_or_say(args, command: str):
         return None
 
 
+def _count(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"a whole number from 0, got {text!r}")
+    return int(text)
+
+
 def cmd_fixes(args: argparse.Namespace) -> int:
+    from common.step_summary import escape
     from extractor.records import Catalog
+    from publisher.fix_choice import choose
     from publisher.fixes import candidates
 
     results = _load_or_say(args, "fixes")
     if results is None:
         return 2
     found = candidates(results)
-    Catalog(snippets=found.fixes).write(Path(args.output))
+    chosen = choose(found.fixes, results, args.max_candidates)
+    Catalog(snippets=chosen.fixes).write(Path(args.output))
     for line in found.without:  # why a command has no fix: it quotes the command and vLLM
         print(terminal(line), file=sys.stderr)
-    print(f"{len(found.fixes)} fix candidate(s) written to {args.output}; run them with "
-          f"`driftmatrix run {args.output} -o OUTCOMES` (variant fix), then publish/annotate/pr with --fixes")
+    print(f"{len(chosen.fixes)} fix candidate(s) written to {args.output} ({len(chosen.to_run)} to run, "
+          f"{len(chosen.checked)} with outcomes already); run them with `driftmatrix run {args.output} -o OUTCOMES` "
+          "(variant fix), then publish/annotate/pr with --fixes")
+    if chosen.left_out:
+        from common.step_summary import write
+        text = (f"{len(chosen.left_out)} more fix candidate(s) left out by --max-candidates {args.max_candidates} "
+                f"(the next run ranks them again): {', '.join(f.id for f in chosen.left_out[:20])}"
+                + (", …" if len(chosen.left_out) > 20 else ""))
+        print(text)
+        write(f"### Fix candidates\n\n{len(chosen.to_run)} to run, {len(chosen.checked)} with outcomes already; "
+              f"**{escape(text, 2000)}**.")
     return 0
 
 
@@ -243,6 +261,10 @@ def add_parsers(sub) -> None:
     f.add_argument("--snippets", required=True, help="snippets.json from `driftmatrix extract`")
     f.add_argument("--outcomes", nargs="+", required=True, metavar="OUT", help="outcomes.jsonl files")
     f.add_argument("-o", "--output", default="fixes.json", help="catalog of fixed commands (default: %(default)s)")
+    f.add_argument("--max-candidates", type=_count, metavar="N",
+                   help="at most N candidates still to run (the most places first, then the shallowest tier, then "
+                        "the snippets file's order), written first; those with an outcome wherever they must run "
+                        "are kept beyond N (reused, not run); the rest is left out and said (default: all)")
     f.set_defaults(func=cmd_fixes)
     m = sub.add_parser("merge", help="outcome files -> one, a record per (snippet, variant, build, tier)")
     m.add_argument("outcomes", nargs="+", metavar="OUT", help="outcomes.jsonl files (missing ones are named, skipped)")

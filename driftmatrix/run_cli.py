@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from driftmatrix.sandbox_cli import add_unsandboxed
-from runner.run.budget import GITHUB_JOB_LIMIT_H, LEG_HOURS, MAX_LEGS
+from runner.run.budget import GITHUB_JOB_LIMIT_H, LEG_HOURS, MAX_LEGS, QUEUE_HOURS
 from runner.outcomes.records import TIERS
 from runner.settings import START_TIMEOUT_S
 
@@ -29,6 +29,33 @@ def _variant_list(text: str) -> list[str]:
     if bad or not names:
         raise argparse.ArgumentTypeError(f"unknown variant(s) {', '.join(bad) or text!r}; known: {', '.join(VARIANTS)}")
     return names
+
+
+def _positive(kind):
+    """An argparse type: a number of `kind` above 0."""
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            value = None
+        if value is None or not value > 0 or value == float("inf"):
+            raise argparse.ArgumentTypeError(f"a {'whole ' if kind is int else ''}number above 0, got {text!r}")
+        return value
+    parse.__name__ = kind.__name__  # argparse names the type in its own messages
+    return parse
+
+
+def _job_start(text: str) -> float:
+    """`--started-at`: Unix seconds, not in the future (runner/run/deadline.py)."""
+    from runner.run.deadline import started_at_error
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a time in Unix seconds (`date +%s`): {text!r}") from None
+    if why := started_at_error(value):
+        raise argparse.ArgumentTypeError(why)
+    return value
 
 
 def _picks(tokens: list[str] | None) -> dict | None:
@@ -110,7 +137,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         workdir=Path(args.workdir) if args.workdir else None, fmt=args.format,
         junit=Path(args.junit) if args.junit else None, target_names=args.target, stand_ins=args.stand_ins,
         jobs=args.jobs, summary=args.summary, share_gpu=args.share_gpu, pick=_picks(args.pick),
-        stop_after=args.stop_after, declared_device=args.declared_device)
+        stop_after=args.stop_after, started_at=args.started_at, declared_device=args.declared_device)
     if args.fetch_only:
         from runner.run.prefetch import prefetch
         return prefetch(opts)
@@ -146,11 +173,12 @@ def cmd_plan(args: argparse.Namespace) -> int:
         return 2
     previous = [o for p in args.previous or [] if Path(p).exists() for o in store.read(Path(p))[0]]
     targets = [t for t in tfile.targets if not args.target or t.name in args.target]
-    if args.daily_tier and not args.leg_hours:
-        print("driftmatrix plan: --daily-tier needs --leg-hours", file=sys.stderr)
-        return 2
+    for given, name in ((args.daily_tier, "--daily-tier"), (args.runners, "--runners")):
+        if given and not args.leg_hours:
+            print(f"driftmatrix plan: {name} needs --leg-hours", file=sys.stderr)
+            return 2
     leg = (LegBudget(args.leg_hours * 3600, max(args.max_legs, 1), args.daily_tier, max(args.shards, 1),
-                     args.job_hours * 3600) if args.leg_hours else None)
+                     args.job_hours * 3600, args.runners, args.queue_hours) if args.leg_hours else None)
     result = asdict(todo(Path(args.snippets), Path(args.targets) if args.targets else path, targets, args.tier,
                          previous, args.shards, args.variants, args.stand_ins, detail=args.detail, leg=leg))
     result["entries"] = [r["id"] for r in result["runs"]]
@@ -211,6 +239,10 @@ def _run_parser(sub, cache: str) -> None:
     r.add_argument("--stop-after", type=float, metavar="S",
                    help="start no job after S seconds (a leg's deadline; the jobs in flight finish, every "
                         "finished outcome is kept, the rest is left for the next run)")
+    r.add_argument("--started-at", type=_job_start, metavar="EPOCH_S",
+                   help="when the CI job started, in Unix seconds (`date +%%s` in its first step): --stop-after "
+                        "(the plan's or this command line's) counts from then, so set-up is inside it; a deadline "
+                        "already past starts no job (exit 0, the outcomes file as it was)")
     r.add_argument("--variants", nargs="?", const=["no-spec"], type=_variant_list, metavar="LIST",
                    help="extra runs, comma-separated: no-spec (each snippet with a speculative config, "
                         "without it; the default), self-spec (the served model as its own draft)")
@@ -271,6 +303,14 @@ def add_parsers(sub, cache: str) -> None:
                          "(default: %(default)s, GitHub's)")
     pl.add_argument("--max-legs", type=int, default=MAX_LEGS, metavar="N",
                     help="legs over all targets (default: %(default)s, GitHub's matrix limit)")
+    pl.add_argument("--runners", type=_positive(int), metavar="N",
+                    help="with --leg-hours: how many runners take the legs (self-hosted); the day has at most "
+                         "N x floor(--queue-hours / --leg-hours) legs over all targets (at least N), the rest is "
+                         "left for the next run, the least recently checked first (default: no runner cap, "
+                         "GitHub-hosted runners)")
+    pl.add_argument("--queue-hours", type=_positive(float), default=QUEUE_HOURS, metavar="Q",
+                    help="with --runners: planned hours of legs that may queue on one runner (default: "
+                         "%(default)s; GitHub cancels a job queued 24 h)")
     pl.add_argument("--daily-tier", choices=TIERS, metavar="TIER",
                     help="with --leg-hours: every command at this tier every day; the deeper --tier on the "
                          "share that fits, the least recently checked first")

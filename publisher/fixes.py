@@ -294,7 +294,7 @@ def _candidate(s: Snippet, j: Judgement, history: FlagHistory | None) -> Snippet
         return None
     # run as deep as the original was asked to go (its tier), not only to where it stopped: a fix
     # that gets past the original's failure and then fails further on is not proposed
-    tier = max((k.outcome.tier for k in _must_run_on(j)), key=depth, default=None) or "parse"
+    tier = max((k.outcome.tier for k in must_run_on(j)), key=depth, default=None) or "parse"
     # the command as extracted from the fixed text (argv, model, speculative config, lints), kept
     # under the documented command's id and places: its outcomes are that command's variant `fix`
     return replace(again[0], id=s.id, sources=s.sources,
@@ -320,7 +320,7 @@ def verified(results: Results, judge: Judge, s: Snippet) -> Verified | None:
         return None
     dropped_method = "method" in (s.speculative_config or {}) and "method" not in (fix.speculative_config or {})
     checks = []
-    for k in _must_run_on(judge.of(s)):
+    for k in must_run_on(judge.of(s)):
         o = results.cell(s.id, k.column, FIX)
         if o is None or o.verdict not in GOOD or depth(o.stage) < depth(k.outcome.stage):
             return None
@@ -356,7 +356,7 @@ def checked_text(s: Snippet, j: Judgement, checks: list[tuple[str, str, str]]) -
     return (text[:1].upper() + text[1:] + ". " if text else "") + f"The fixed command was checked on {ran}."
 
 
-def _must_run_on(j: Judgement) -> list:
+def must_run_on(j: Judgement) -> list:
     """Where a fix must run: the builds the original failed on, and every build of the page's
     versions where it ran (a fix must not break those)."""
     must = j.failing + [k for k in j.checks if k.scope == "in" and k.outcome.verdict in GOOD]

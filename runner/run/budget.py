@@ -9,6 +9,11 @@ the same job's last duration, else the mean of like jobs (same tier, build kind,
 mean because legs add times up, and like jobs are bimodal: most SKIP in milliseconds, a few build
 a twin for half a minute), else `runner.run.shards.predicted_cost`.
 
+On self-hosted runners the legs queue for the runners there are, and GitHub cancels a job queued
+24 hours: with `--runners N` a day has at most N × ⌊Q / H⌋ legs over all targets (`leg_cap`; Q =
+`--queue-hours`), shared between the targets by need (`fit_day`), and the rest is deferred by the
+same rotation.
+
 With `--daily-tier` (the scheduled default: `config`), every command is checked daily at that
 tier and the deeper tier (`--tier`) takes the share that still fits, oldest first: the plan says
 how many days a full rotation of the deeper checks takes at this rate.
@@ -33,6 +38,9 @@ LEG_HOURS = 5.0
 leg's deadline, and uploading what it finished."""
 MAX_LEGS = 256
 """GitHub's limit on the jobs one matrix may generate."""
+QUEUE_HOURS = 20.0
+"""Planned hours of legs that may queue on one self-hosted runner: GitHub cancels a job still queued
+after 24 hours, and a leg may run past its plan (to its deadline, then uploads) before the next starts."""
 
 Source = Literal["this job", "this command", "like jobs", "guess"]
 
@@ -172,6 +180,44 @@ def pack(jobs: list[Candidate], budget_s: float, max_legs: int, min_legs: int = 
             leg.remove(newest)
             deferred.append(newest)
     return Packing([sorted(leg, key=Candidate.order) for leg in legs if leg], deferred)
+
+
+def fit(daily: list[Candidate], deeper: list[Candidate], budget_s: float, legs: int, min_legs: int = 1) -> Packing:
+    """One target's jobs in at most `legs` legs: admitted oldest first, packed; the rest deferred."""
+    if legs < 1:  # the day's cap left this target none: all of it waits for the next run
+        return Packing([], sorted(daily + deeper, key=Candidate.order))
+    chosen, deferred = admit(daily, deeper, legs * budget_s * 0.95)
+    packing = pack(chosen, budget_s, legs, min(min_legs, len(chosen)) or 1)
+    return Packing(packing.legs, deferred + packing.deferred)
+
+
+def leg_cap(max_legs: int, leg_hours: float, runners: int | None, queue_hours: float = QUEUE_HOURS) -> int:
+    """Legs a day may have over all targets: `max_legs` (GitHub's matrix limit), and with a known
+    number of `runners` (self-hosted) only what queues on them within `queue_hours` each, at least
+    one leg per runner: a leg queued past 24 hours is cancelled by GitHub and its day lost."""
+    if not runners:
+        return max_legs
+    per_runner = max(1, math.floor(queue_hours / leg_hours + 1e-9))  # 20 / 5 is 4, not 3.999…
+    return min(max_legs, runners * per_runner)
+
+
+def fit_day(targets: list[tuple[list[Candidate], list[Candidate]]], budget_s: float, cap: int,
+            min_legs: int = 1) -> list[Packing]:
+    """Each target's (daily, deeper) jobs in legs, at most `cap` legs over all of them: each target
+    gets the legs it needs alone while the cap lasts; where it does not, one leg at a time round
+    the targets that still need one, the target with the least recent check first (a cap below the
+    number of targets leaves the most recently checked ones none today, not always the same one)."""
+    alone = [fit(daily, deeper, budget_s, cap, min_legs) for daily, deeper in targets]
+    needs = [len(p.legs) for p in alone]
+    age = [min((c.last_checked for c in daily + deeper), default="") for daily, deeper in targets]
+    shares, left = [0] * len(targets), cap
+    turn = sorted(range(len(targets)), key=lambda i: (age[i], i))
+    while left and (wanting := [i for i in turn if shares[i] < needs[i]]):
+        for i in wanting[:left]:
+            shares[i] += 1
+        left -= len(wanting[:left])
+    # a target given all it needs keeps the packing it got alone (a tighter admission would defer jobs that fit)
+    return [p if s == len(p.legs) else fit(*t, budget_s, s, min_legs) for p, s, t in zip(alone, shares, targets)]
 
 
 def _lpt(jobs: list[Candidate], n: int) -> list[list[Candidate]]:

@@ -18,7 +18,7 @@ import time
 
 from extractor.records import Catalog
 from common import step_summary
-from runner.run import junit, planning, run_summary
+from runner.run import deadline as leg_deadline, junit, planning, run_summary
 from runner.run.selection import RunOptions, select
 from runner.isolation import sandbox
 from runner.outcomes import store
@@ -92,7 +92,7 @@ def listing(opts: RunOptions) -> list[JobKey]:
 def run(opts: RunOptions, console=None) -> int:
     from rich.console import Console
     console = console or Console(stderr=True)
-    deadline = time.monotonic() + opts.stop_after if opts.stop_after else None
+    deadline = leg_deadline.monotonic_deadline(opts.stop_after, opts.started_at)
     try:
         tfile: TargetsFile = load(opts.targets or default_path())
     except TargetConfigError as err:
@@ -111,6 +111,8 @@ def run(opts: RunOptions, console=None) -> int:
         console.print(f"[red]driftmatrix run: {tfile.path} has no target {', '.join(unknown)}", soft_wrap=True)
         return 2
     targets = [t for t in tfile.targets if not opts.target_names or t.name in opts.target_names]
+    if leg_deadline.passed(deadline):  # set-up took the leg's time: installing now would only delay the upload
+        return _too_late(opts, console)
     devices = gpu_devices()
     if opts.gpus is not None:  # asked for: the first N visible ones; by index only where no GPU is listed
         # and CUDA_VISIBLE_DEVICES names none (never another runner's GPUs)
@@ -152,8 +154,7 @@ def run(opts: RunOptions, console=None) -> int:
     step_summary.write(run_summary.run_markdown(finished, opts.tier, skipped_done, opts.shard)
                        + "".join(f"\n\n**{step_summary.escape(d.line(), 600)}**" for d in diagnostics), opts.summary)
     if deadline and (left := _not_started(jobs, finished)):
-        text = (f"stopped by its deadline (--stop-after {opts.stop_after:.0f} s): {left} job(s) not started, "
-                "left for the next run; every finished outcome is kept")
+        text = leg_deadline.stopped_text(opts.stop_after, opts.started_at, left)
         console.print(f"[yellow]{text}")
         step_summary.write(f"**{text}.**\n", opts.summary)
     for d in diagnostics:  # last, where a reader of the log looks
@@ -165,6 +166,17 @@ def run(opts: RunOptions, console=None) -> int:
     if errors:
         console.print(f"[red]{errors} job(s) ended in ERROR (ours or the machine's, not the docs'): exit {EXIT_ERRORS}")
         return EXIT_ERRORS
+    return 0
+
+
+def _too_late(opts: RunOptions, console) -> int:
+    """A run whose deadline passed before it began: no job, nothing installed, the outcomes file as
+    it was; the exit status of a run its deadline stopped (0: nothing ended in ERROR)."""
+    text = leg_deadline.passed_at_start_text(opts.stop_after, opts.started_at, len(listing(opts)))
+    console.print(f"[yellow]driftmatrix run: {text}", soft_wrap=True)
+    if opts.junit:
+        junit.write([], opts.junit)
+    step_summary.write(f"{run_summary.run_heading(opts.tier, opts.shard)}\n\n**{text}.**", opts.summary)
     return 0
 
 

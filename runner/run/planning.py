@@ -68,6 +68,12 @@ class Todo:
     """Days until every deeper check due now has run at today's rate (None: none fits a day)."""
     oldest_check: str | None = None
     """The least recent check among the jobs due ("" : some were never checked this deep)."""
+    leg_cap: int | None = None
+    """The most legs the day may have over all targets (budget.leg_cap)."""
+    runners: int | None = None
+    """How many runners take the legs (`--runners`); None: not capped by runners."""
+    queue_hours: float | None = None
+    """With `runners`: the planned hours of legs that may queue on each."""
 
 
 def done_by_version(outcomes: Iterable[Outcome]) -> set[tuple[JobKey, str | None]]:
@@ -176,27 +182,30 @@ class LegBudget:
     """Legs per target at least (`--shards`), so that a short day still spreads over runners."""
     job_limit_s: float = budget.GITHUB_JOB_LIMIT_H * 3600
     """The CI job's hard limit: a leg stops starting jobs halfway between its planned time and this."""
+    runners: int | None = None
+    """How many runners take the legs (`--runners`, self-hosted); None: as many as there are legs."""
+    queue_hours: float = budget.QUEUE_HOURS
+    """Planned hours of legs that may queue on one runner (`--queue-hours`; budget.leg_cap)."""
 
 
 def packed(catalog: Catalog, snippets: Path, targets_path: Path, targets: list[Target], tier: str,
            previous: list[Outcome], variants: list[str] | None, stand_ins: str | None, leg: LegBudget,
            detail: bool = False) -> Todo:
-    """The day's legs, each predicted under `leg.leg_s` from recorded durations; the rest deferred."""
+    """The day's legs, each predicted under `leg.leg_s` from recorded durations, at most
+    `budget.leg_cap` of them over all targets; the rest deferred."""
     done, durations = done_by_version(previous), budget.Durations.from_outcomes(previous)
     pairs = select(catalog, RunOptions(snippets=snippets, output=Path("-"), tier=tier, variants=variants))
-    out = Todo(by_target={t.name: 0 for t in targets}, leg_hours=leg.leg_s / 3600)
-    per_target = max(1, leg.max_legs // max(len(targets), 1))
+    cap = budget.leg_cap(leg.max_legs, leg.leg_s / 3600, leg.runners, leg.queue_hours)
+    out = Todo(by_target={t.name: 0 for t in targets}, leg_hours=leg.leg_s / 3600, leg_cap=cap,
+               runners=leg.runners, queue_hours=leg.queue_hours if leg.runners else None)
     stop_after = leg.leg_s + max(leg.job_limit_s - leg.leg_s, 0) / 2
+    due = [_candidates(pairs, target, tier, leg.daily_tier, done, durations, out) for target in targets]
+    packings = budget.fit_day(due, leg.leg_s, cap, leg.min_legs)
     deep_due = deep_today = 0.0
-    checks: list[str] = []
-    for target in targets:
-        daily, deeper = _candidates(pairs, target, tier, leg.daily_tier, done, durations, out)
-        chosen, deferred = budget.admit(daily, deeper, per_target * leg.leg_s * 0.95)
-        packing = budget.pack(chosen, leg.leg_s, per_target, min(leg.min_legs, len(chosen)) or 1)
-        deferred += packing.deferred
+    for target, (daily, deeper), packing in zip(targets, due, packings):
         deep_due += sum(c.seconds for c in deeper)
         deep_today += sum(c.seconds for legjobs in packing.legs for c in legjobs if not c.daily)
-        for c in deferred:
+        for c in packing.deferred:
             out.deferred += 1
             out.deferred_by_tier[c.key.tier] = out.deferred_by_tier.get(c.key.tier, 0) + 1
         for i, legjobs in enumerate(packing.legs):
@@ -211,8 +220,7 @@ def packed(catalog: Catalog, snippets: Path, targets_path: Path, targets: list[T
             out.by_target[target.name] += len(keys)
             if i + 1 not in out.shards:
                 out.shards.append(i + 1)
-        checks += [c.last_checked for c in daily + deeper]
-    out.oldest_check = min(checks, default=None)
+    out.oldest_check = min((c.last_checked for daily, deeper in due for c in daily + deeper), default=None)
     out.rotation_days = budget.rotation_days(deep_due, deep_today) if leg.daily_tier else None
     out.shards.sort()
     return out

@@ -20,9 +20,13 @@ def verdict_table(outcomes: list[Outcome]) -> str:
     return "\n".join(lines)
 
 
-def run_markdown(outcomes: list[Outcome], tier: str, reused: int, shard: str | None) -> str:
+def run_heading(tier: str, shard: str | None) -> str:
     where = f" · shard {shard}" if shard else ""
-    head = f"### driftmatrix run{where} · tiers up to {tier}\n\n"
+    return f"### driftmatrix run{where} · tiers up to {tier}"
+
+
+def run_markdown(outcomes: list[Outcome], tier: str, reused: int, shard: str | None) -> str:
+    head = run_heading(tier, shard) + "\n\n"
     if not outcomes:
         return head + f"Nothing to run: {reused} job(s) already had an outcome for these builds."
     parts = [head + verdict_table(outcomes)]
@@ -53,10 +57,15 @@ def plan_markdown(plan: dict, tier: str, daily_tier: str | None) -> str:
         how = ", ".join(f"{n} {k}" for k, n in sorted(plan["estimates"].items()))
         lines.append(f"Legs planned under {plan['leg_hours']:g} h each (the longest {longest:.2f} h), times from the "
                      f"recorded durations ({how or 'no jobs'}).")
+    capped = runner_cap(plan)
+    if capped:
+        lines.append(capped)
     if plan.get("deferred"):
         tiers = ", ".join(f"{n} at {t}" for t, n in sorted(plan["deferred_by_tier"].items()))
+        full = plan.get("runners") and len(plan["runs"]) >= plan["leg_cap"]
         lines.append(f"**Deferred to the next run: {plan['deferred']} job(s)** ({tiers}), the least recently checked "
-                     "first then.")
+                     "first then" + (f"; legs were capped by {plan['runners']} runner(s) × {plan['queue_hours']:g} h"
+                                     if full else "") + ".")
     if daily_tier:
         days = plan.get("rotation_days")
         rate = ("every deeper check due has a leg today" if days == 0 else
@@ -67,3 +76,13 @@ def plan_markdown(plan: dict, tier: str, daily_tier: str | None) -> str:
         oldest = plan["oldest_check"] or "never (some jobs due were never checked this deep)"
         lines.append(f"Least recent check among the jobs due: {oldest}.")
     return "\n\n".join(lines)
+
+
+def runner_cap(plan: dict) -> str | None:
+    """The plan's cap by runners (`plan --runners`), in words; None when it has none."""
+    if not plan.get("runners"):
+        return None
+    per = plan["leg_cap"] // plan["runners"]
+    return (f"Legs capped at {plan['leg_cap']} over all targets by {plan['runners']} runner(s) × "
+            f"{plan['queue_hours']:g} h of queued legs each (at most {per} leg(s) of {plan['leg_hours']:g} h per runner: "
+            f"GitHub cancels a job queued 24 h); {len(plan['runs'])} used.")

@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -92,6 +93,57 @@ def _all_keys(p: dict) -> set:
     return {(r["target"], s, v, t) for r in p["runs"] for s, v, t in r["keys"]}
 
 
+def _probe_day(day: Path, path: Path, seconds: float) -> dict[tuple, str]:
+    """The recorded outcomes as a previous day of GPU work: each job `seconds` long and checked at
+    probe at a time of its own (spread over a month), so the rotation has an order to keep. Returns
+    (target, snippet, variant) -> when it was last checked."""
+    rows = [json.loads(ln) for ln in (day / "outcomes.jsonl").read_text().splitlines() if ln.strip()]
+    checked = {}
+    for i, o in enumerate(rows):
+        o.update(tier="probe", duration_s=seconds, started=f"2026-11-{1 + (i * 7919) % 30:02d}T{i % 24:02d}:"
+                                                                   f"{(i * 37) % 60:02d}:{i % 60:02d}+00:00")
+        job = (o["target"]["name"], o["snippet_id"], o["variant"])
+        checked[job] = max(checked.get(job, ""), o["started"])
+    path.write_text("".join(json.dumps(o) + "\n" for o in rows))
+    return checked
+
+
+def test_legs_are_capped_by_the_runners_and_the_most_recently_checked_wait(day, tmp_path):
+    """~80 GPU-hours on 2 self-hosted runners in 5-hour legs: at most 2 x floor(20 / 5) = 8 legs (at
+    most 20 h queued on a runner, never past GitHub's 24 h), the rest deferred: on each target the
+    jobs deferred are all checked more recently than every job that runs."""
+    checked = _probe_day(day, tmp_path / "previous.jsonl", 600.0)
+    free = plan(day, "--tier", "probe", "--leg-hours", 5, previous=tmp_path / "previous.jsonl")
+    assert 75 <= sum(free["planned_hours"].values()) <= 85 and free["deferred"] == 0, free["planned_hours"]
+    assert len(free["runs"]) > 8 and free["runners"] is None
+    summary = tmp_path / "summary.md"
+    capped = plan(day, "--tier", "probe", "--leg-hours", 5, "--runners", 2, previous=tmp_path / "previous.jsonl",
+                  summary=summary)
+    assert len(capped["runs"]) == 8 and capped["leg_cap"] == 8 and capped["runners"] == 2
+    assert sum(capped["planned_hours"].values()) <= 2 * 20
+    assert all(h <= 5 for h in capped["planned_hours"].values())
+    deferred = _all_keys(free) - _all_keys(capped)
+    assert capped["deferred"] == len(deferred) == free["jobs"] - capped["jobs"] > 0
+    for target in free["by_target"]:
+        ran = [checked.get((target, s, v), "") for t, s, v, _ in _all_keys(capped) if t == target]
+        waits = [checked.get((target, s, v), "") for t, s, v, _ in deferred if t == target]
+        assert ran and waits and max(ran) <= min(waits), target
+    text = summary.read_text()
+    assert "legs were capped by 2 runner(s) × 20 h" in text and "Legs capped at 8 over all targets" in text
+
+
+def test_a_cap_below_the_targets_goes_to_the_least_recently_checked_target(day, tmp_path):
+    """One runner and a queue under two legs: one leg a day, to the target whose check is oldest."""
+    _probe_day(day, tmp_path / "previous.jsonl", 600.0)
+    rows = [json.loads(ln) for ln in (tmp_path / "previous.jsonl").read_text().splitlines()]
+    for o in rows:  # stable checked a year later than nightly (the second target): nightly's turn
+        o["started"] = o["started"].replace("2026-", "2027-") if o["target"]["name"] == "stable" else o["started"]
+    (tmp_path / "previous.jsonl").write_text("".join(json.dumps(o) + "\n" for o in rows))
+    one = plan(day, "--tier", "probe", "--leg-hours", 5, "--runners", 1, "--queue-hours", 8,
+               previous=tmp_path / "previous.jsonl")
+    assert [r["target"] for r in one["runs"]] == ["nightly"] and one["leg_cap"] == 1
+
+
 def test_every_command_daily_at_the_daily_tier_and_the_deeper_share_that_fits(day):
     p = plan(day, "--tier", "probe", "--daily-tier", "config", "--leg-hours", 0.01, "--max-legs", 4)
     snippets = json.loads((day / "snippets.json").read_text())["snippets"]
@@ -113,6 +165,20 @@ def test_a_leg_runs_exactly_its_planned_jobs(day):
         listed = cli("run", "--plan", day / "plan.json", "--entry", run["id"], "--list", "-o",
                      day / "none.jsonl").stdout.splitlines()
         assert sorted(json.loads(ln)[:2] + [json.loads(ln)[3]] for ln in listed) == sorted(run["keys"])
+
+
+def test_a_plan_leg_counts_its_deadline_from_the_job_start(day, tmp_path):
+    """The workflow's run step: the plan gives --stop-after (leg hours and half the margin to the
+    job's limit); a job that started longer ago than that runs none of its leg's jobs."""
+    p = plan(day, "--tier", "probe", "--leg-hours", 0.01)
+    entry = p["runs"][0]
+    stop = float(entry["args"][entry["args"].index("--stop-after") + 1])
+    out, summary = tmp_path / "outcomes.jsonl", tmp_path / "summary.md"
+    late = cli("run", "--plan", day / "plan.json", "--entry", entry["id"], "--started-at", f"{time.time() - stop - 5:.0f}",
+               "-o", out, "--workdir", tmp_path / "work", "--summary", summary, check=False)
+    assert late.returncode == 0, late.stderr[-2000:]
+    assert f"no job started, {entry['jobs']} job(s) left for the next run" in late.stderr, late.stderr[-2000:]
+    assert not out.exists() and "deadline passed" in summary.read_text()
 
 
 def _first_job_timing(tmp_path: Path) -> tuple[float, float]:
