@@ -137,7 +137,8 @@ def _serve(target: TargetEnv, ctx, model: str, staging: Path) -> str | None:
     caches = [f"/tmp/{name}" for name in sandbox.CACHE_DIRS]
     launch = sandbox.contain([*target.vllm, "serve", model, *WARMUP_ARGS, "--host", "127.0.0.1", "--port", str(port)],
                              python=target.python, env=env, kind="server", jobs=ctx.jobs, readable=[model],
-                             listen=listen, port=port, watched=caches, export=caches, disk_mib=WARM_MAX_BYTES // 2**20)
+                             listen=listen, port=port, watched=caches, export=caches, disk_mib=WARM_MAX_BYTES // 2**20,
+                             operator_env={**ctx.base_env, **target.env})
     server = Server(launch.argv, launch.env, ctx.workdir / "logs" / f"warm-up-{target.target.name}.log", port,
                     launch=launch)
     server.start()
