@@ -87,7 +87,7 @@ def cmd_standin(args: argparse.Namespace) -> int:
         target = next((t for t in tfile.targets if t.name == args.target), None) if args.target else tfile.targets[-1]
         if target is None:
             raise TargetConfigError(f"no target named {args.target}")
-        env = ensure(target, Path(args.cache_dir), log=lambda m: print(m, file=sys.stderr))
+        env = ensure(target, Path(args.cache_dir), log=lambda m: print(m, file=sys.stderr), base_env=tfile.env)
         from runner.builds import source_trees
         docs_root = source_trees.source_tree(env.version, Path(args.cache_dir)) if not target.docker else None
         twin = build(args.model, env, Path(args.output), cache=Path(args.cache_dir), layers=args.layers,

@@ -70,7 +70,7 @@ class TargetEnv:
     vllm: list[str]
     """How to invoke the `vllm` CLI (argv prefix)."""
     env: dict[str, str] = field(default_factory=dict)
-    """Variables every process for this target gets (cache dir, target env)."""
+    """Variables every process for this target gets (cache dir, the targets file's `[env]`, the target's `env`)."""
     info: dict = field(default_factory=dict)
     """version, commit, distribution, torch, transformers, strategy, path."""
 
@@ -265,7 +265,7 @@ def _query(python: str, env: dict[str, str]) -> dict:
     whatever the environment holds (its .pth files too)."""
     try:
         proc, _ = sandbox.run([python, "-c", INFO_SCRIPT], python=python, kind="query", timeout=HELPER_IMPORT_S,
-                              env={**runner_env(), **without_secrets(env)})
+                              env={**runner_env(), **without_secrets(env)}, operator_env=env)
     except subprocess.TimeoutExpired:
         raise EnvError(f"{python}: importing vllm took longer than {HELPER_IMPORT_S:.0f} s") from None
     except sandbox.SandboxError as err:  # importing vllm runs the environment's code: never plainly here
@@ -285,8 +285,11 @@ def _cache_env(envdir: Path) -> dict[str, str]:
     return {"VLLM_CACHE_ROOT": str(cache)}  # fix 3
 
 
-def ensure(target: Target, cache_dir: Path, log=print) -> TargetEnv:
-    """Return the target's environment, creating it the first time."""
+def ensure(target: Target, cache_dir: Path, log=print, base_env: dict[str, str] | None = None) -> TargetEnv:
+    """Return the target's environment, creating it the first time. `base_env`: the targets file's
+    `[env]`, under the target's own `env` in every process for it, its version query included (a
+    PYTHONPATH given there is where its vLLM lives)."""
+    shared = dict(base_env or {})
     if target.docker:
         if not shutil.which("docker") or subprocess.run(["docker", "info"], capture_output=True).returncode:
             raise EnvError(f"target {target.name}: image {target.docker} needs a running Docker engine")
@@ -298,7 +301,7 @@ def ensure(target: Target, cache_dir: Path, log=print) -> TargetEnv:
         if not Path(python).exists():
             raise EnvError(f"target {target.name}: no Python at {python}")
         state = cache_dir / "envs" / f"python-{target.key()}"
-        env = {**_cache_env(state), **target.env}
+        env = {**_cache_env(state), **shared, **target.env}
         info = _query(python, env) | {"strategy": "existing", "path": python}
         return TargetEnv(target, python, [python, "-m", "vllm.entrypoints.cli.main"], env, info)
     envdir = cache_dir / "envs" / f"{_slug(target.pip)}-{target.key()}"
@@ -322,10 +325,10 @@ def ensure(target: Target, cache_dir: Path, log=print) -> TargetEnv:
                 if without:
                     log(f"target {target.name}: {', '.join(without)} not on the package index: installed "
                         "without (what it provides is missing in this environment; every outcome says so)")
-            env = {**_cache_env(envdir), **target.env}
+            env = {**_cache_env(envdir), **shared, **target.env}
             info = _query(python, env) | {"strategy": strategy, "path": str(envdir), "without": without,
                                           "install_s": round(time.monotonic() - t0, 1)}
             marker.write_text(json.dumps(info, indent=1))
         info = json.loads(marker.read_text())
-    env = {**_cache_env(envdir), **target.env}
+    env = {**_cache_env(envdir), **shared, **target.env}
     return TargetEnv(target, python, [str(envdir / "bin" / "vllm")], env, info)

@@ -62,7 +62,8 @@ def ask_in_target(python: str, script, query, env: dict | None = None) -> dict:
     from runner.isolation import sandbox
     from runner.isolation.env_policy import runner_env, without_secrets
     done, _ = sandbox.run([python, str(script), "-"], python=python, kind="query", timeout=QUERY_TIMEOUT_S,
-                          input=json.dumps(query), env={**runner_env(), **without_secrets(env or {})})
+                          input=json.dumps(query), env={**runner_env(), **without_secrets(env or {})},
+                          operator_env=env or {})
     lines = done.stdout.strip().splitlines()
     if done.returncode != 0 or not lines:
         raise RuntimeError(f"{python} {script.name} exited {done.returncode}: {done.stderr[-2000:]}")

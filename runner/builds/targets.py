@@ -21,6 +21,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from runner.isolation.sandbox.binds import search_path_entries
+
 DATA = runner.DATA
 DEFAULT_CPU = DATA / "targets-cpu.toml"
 DEFAULT_GPU = DATA / "targets-gpu.toml"
@@ -141,7 +143,9 @@ def _tier(value: Any, where: str) -> str | None:
 
 
 def load(path: Path) -> TargetsFile:
-    """Read a targets TOML file; relative paths in it are relative to the file."""
+    """Read a targets TOML file; relative paths in it are relative to the file. PYTHONPATH / PYTHONHOME
+    entries of its `env` tables must be absolute (the sandbox binds them where they are:
+    runner/isolation/sandbox/binds.py `search_path_entries`)."""
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as err:
@@ -177,7 +181,11 @@ def load(path: Path) -> TargetsFile:
     models = {}
     for model_id, local in _str_map(data.get("models", {}), f"{path}: [models]").items():
         models[model_id] = str((path.parent / local).resolve()) if not Path(local).is_absolute() else local
-    return TargetsFile(path, targets, models, _str_map(data.get("env", {}), f"{path}: [env]"))
+    shared = _str_map(data.get("env", {}), f"{path}: [env]")
+    for where, env in [(f"{path}: [env]", shared), *((f"{path}: [targets.{t.name}] env", t.env) for t in targets)]:
+        if refused := search_path_entries(env)[1]:
+            raise TargetConfigError(f"{where}: {'; '.join(refused.values())}")
+    return TargetsFile(path, targets, models, shared)
 
 
 def visible_devices(listed: list[tuple[int, str]], cuda_visible: str | None) -> list[int]:

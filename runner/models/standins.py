@@ -236,7 +236,8 @@ def build(model_or_config: str, env: TargetEnv, out: Path, *, cache: Path, layer
     try:
         proc, events = sandbox.run(cmd, python=env.python, env={**runner_env(), **without_secrets(env.env)},
                                    kind="build", timeout=STANDIN_BUILD_S, readable=readable,
-                                   writable={str(staging): str(staging)}, watched=[str(staging)])
+                                   writable={str(staging): str(staging)}, watched=[str(staging)],
+                                   operator_env=env.env)
     except subprocess.TimeoutExpired:
         shutil.rmtree(staging, ignore_errors=True)
         raise StandInError(f"building a {family} twin took longer than {STANDIN_BUILD_S:.0f} s") from None

