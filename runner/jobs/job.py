@@ -74,10 +74,14 @@ class RunContext:
         name = target.target.name + ("+declared" if declared else "")
         with self._helpers_lock:
             if name not in self.helpers:
-                hub_dir(self.cache_dir).mkdir(parents=True, exist_ok=True)  # models fetched later in the run
-                # it serves every model of the run: the folders they can come from
-                folders = [*self.resolver.model_map.values(), str(hub_dir(self.cache_dir)),
-                           str(self.cache_dir / "standins"), str(self.cache_dir / "sdists")]
+                # it serves every model of the run: the folders they can come from, made now, since the
+                # sandbox binds only what exists when the helper starts (at the first parse, before any
+                # twin is built or model fetched: on a fresh cache, as on the H100 of issue 47, twins
+                # built later were invisible to it and vLLM took their paths for hub ids)
+                made = [hub_dir(self.cache_dir), self.cache_dir / "standins", self.cache_dir / "sdists"]
+                for folder in made:
+                    folder.mkdir(parents=True, exist_ok=True)
+                folders = [*self.resolver.model_map.values(), *map(str, made)]
                 self.helpers[name] = self._new_helper(target, self.workdir / f"helper-{name}.log", folders,
                                                       declared=declared)
             return self.helpers[name]

@@ -79,3 +79,17 @@ def test_perf_pairs_the_command_with_and_without_its_draft(recorded):
         assert doc.target == base.target
         assert doc.evidence.perf.spec_decode["num_drafts"] > 0 and not base.evidence.perf.spec_decode
         assert "--speculative-config" in doc.argv and "--speculative-config" not in base.argv
+
+
+def test_a_model_folder_vllm_could_not_see_is_ours_not_the_docs():
+    """The lent H100's first sandboxed run (issue 47): the helper started before the twin existed, so
+    the twin's folder was not bound and vLLM took its path for a hub id (HFValidationError). Recorded
+    as FAIL then; judged again by today's rules it is an ERROR (the runner's fault), never the docs'."""
+    from runner.jobs.tiers.state import judge_failure
+
+    recorded = [Outcome.from_dict(json.loads(ln))
+                for ln in (FIXTURES / "h100-sandbox-invisible-twin.jsonl").read_text().splitlines() if ln.strip()]
+    assert len(recorded) == 2 and all(o.verdict == "FAIL" and "H100" in o.host["gpus"][0] for o in recorded)
+    for o in recorded:
+        verdict, sig = judge_failure(o.evidence.twins, o.stage, o.evidence.exception, o.target.version, "gpu")
+        assert verdict.verdict == "ERROR" and sig.id == "model-folder-not-visible", (verdict, sig)

@@ -80,3 +80,26 @@ def test_side_by_side_a_failure_outside_a_job_stops_the_run_instead_of_vanishing
     for jobs in ([_job(tmp_path)], [_job(tmp_path, i) for i in range(4)]):
         with pytest.raises(OSError, match="no space left"):
             loop._execute(jobs, ctx, store.Store(tmp_path / "o.jsonl"), opts, None, [], threading.Event())
+
+
+def test_the_helper_sees_twins_built_after_it_started(tmp_path):
+    """The sandbox binds only folders that exist when a process starts, and a target's helper starts at
+    the first parse, before any twin is built or model fetched. On a fresh cache (a GitHub runner's
+    /mnt, the lent H100 of issue 47) the twins folder did not exist yet: the config tier then handed
+    vLLM a twin's path it could not see (HFValidationError, judged a FAIL). The run's model folders
+    are made before the helper, so its real bubblewrap command binds them."""
+    import shutil
+    import sys
+
+    import pytest
+    if not shutil.which("bwrap"):
+        pytest.fail("bubblewrap is missing: run tests/install_tools.sh (the README's test command does)")
+    cache = tmp_path / "fresh-cache"
+    ctx = RunContext(ModelResolver({}, hub=False), tmp_path / "work", cache_dir=cache)
+    (tmp_path / "work").mkdir()
+    helper = ctx.helper(TargetEnv(Target("nightly"), sys.executable, ["vllm"]))
+    argv = helper.launcher().argv
+    binds = {(a, b, c) for a, b, c in zip(argv, argv[1:], argv[2:]) if a == "--ro-bind"}
+    for folder in ("standins", "hub", "sdists"):
+        assert (cache / folder).is_dir()
+        assert ("--ro-bind", str(cache / folder), str(cache / folder)) in binds, folder
