@@ -66,8 +66,7 @@ def build_site(results: Results, site_dir: Path, *, history_dir: Path | None = N
     `annotated`: what `annotate.for_site` made of annotations done elsewhere (instead of `docs`)."""
     t0 = time.monotonic()
     project = project or skeleton()
-    past = run_history.load(history_dir)
-    commands = views_of(views.public_results(results), past.snapshots)  # the one place host paths are taken out
+    past, commands = _commands(results, history_dir)
     if docs:
         annotated = ann.for_site([ann.annotate_tree(commands, tree) for tree in docs])
     if annotated:
@@ -103,6 +102,13 @@ def build_site(results: Results, site_dir: Path, *, history_dir: Path | None = N
                      {"generate_s": round(t1 - t0, 2), "mkdocs_s": round(t2 - t1, 2)}, past.previous)
 
 
+def _commands(results: Results, history_dir: Path | None) -> tuple[run_history.History, list]:
+    """The earlier runs and this run's command views, the site's and the snapshot's alike: the one
+    place host paths are taken out (views.public_results)."""
+    past = run_history.load(history_dir)
+    return past, views_of(views.public_results(results), past.snapshots)
+
+
 def _keep(text: str, doc: dict, history_dir: Path) -> Path:
     """This run's matrix.json into the history folder, named by when it was generated."""
     history_dir.mkdir(parents=True, exist_ok=True)
@@ -115,6 +121,5 @@ def snapshot(results: Results, history_dir: Path) -> Path:
     """This run's matrix.json into the history folder without the site (`publish --snapshot-only`):
     the scheduled workflow's save-state job keeps the day's history even where the site then fails
     to build, and renders nothing while it holds write access. The same document as `build_site`'s."""
-    past = run_history.load(history_dir)
-    doc = matrix_json.build(views_of(views.public_results(results), past.snapshots))
+    doc = matrix_json.build(_commands(results, history_dir)[1])
     return _keep(json.dumps(doc, indent=1, ensure_ascii=False), doc, history_dir)
