@@ -47,6 +47,7 @@ from runner.evidence import classify  # noqa: E402
 from runner.jobs.tiers.state import judge_failure  # noqa: E402
 from runner.models import standins  # noqa: E402
 from runner.outcomes.records import Outcome  # noqa: E402
+from runner.argv.parallel import ranks_of  # noqa: E402
 from runner.serve import ranks  # noqa: E402
 from runner.settings import cache_dir  # noqa: E402
 from runner.builds.targets import DEFAULT_CPU, load  # noqa: E402
@@ -83,7 +84,7 @@ DECIDED = ("PASS", "WARN", "FAIL")
 
 def kind(snippet) -> str:
     """`one`, `ranks`, `ep` (expert parallel on CPU ranks) or why the command's ranks cannot run here."""
-    r = ranks.of(snippet.argv)
+    r = ranks_of(snippet.argv)
     why = ranks.refusal(r, 0, cpu_build=True)
     return why.split(";")[-1].strip() if why else "one" if r.world == 1 else "ep" if r.ep > 1 else "ranks"
 
@@ -96,7 +97,7 @@ def plainness(s) -> tuple:
     its own), no second model or service (`--tokenizer ORG/NAME`, a draft model, a KV-transfer peer),
     fewer arguments."""
     second = any(t.split("=")[0].split(".")[0] in SECOND_MODEL for t in s.argv)
-    return ranks.of(s.argv).world, bool(s.env), second, len(s.argv), s.id
+    return ranks_of(s.argv).world, bool(s.env), second, len(s.argv), s.id
 
 
 def representatives(snippets, planned) -> dict[tuple[str, str], list]:

@@ -72,7 +72,7 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
     found = candidates(load(snippets, [outcomes]))
     Catalog(snippets=found.fixes).write(fixes)
     console.rule(f"4/4 fixes ({len(found.fixes)} candidate(s), run as deep as their originals) and publish")
-    if found.fixes:  # each as deep as its original was run (job_tier), with stand-ins where it had them
+    if found.fixes:  # each as deep as its original was run (runner/argv/tier.py), with stand-ins where it had them
         rc = max(rc, run(RunOptions(tier="probe", stand_ins="tiny", **dict(common, snippets=fixes)), console=console))
     try:
         done = build_site(load(snippets, [outcomes], fixes), out / "site", history_dir=out / "history")

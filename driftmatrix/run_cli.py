@@ -22,7 +22,7 @@ PLANNED = ("snippets", "targets", "target", "tier", "shard", "variants", "stand_
 
 
 def _variant_list(text: str) -> list[str]:
-    from runner.outcomes.argv_edit import VARIANTS
+    from runner.argv.edit import VARIANTS
 
     names = [v.strip() for v in text.split(",") if v.strip()]
     bad = [v for v in names if v not in VARIANTS]

@@ -21,7 +21,7 @@ from extractor.records import Snippet
 from publisher.fixes import must_run_on
 from publisher.judgement import Judge
 from publisher.results import Results
-from runner.outcomes.argv_edit import FIX
+from runner.argv.edit import FIX
 from runner.outcomes.counts import depth
 
 

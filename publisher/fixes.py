@@ -39,7 +39,7 @@ from publisher import defects
 from publisher import fix_edits, nearest_fix, views
 from publisher.judgement import Judge, Judgement
 from publisher.results import Results
-from runner.outcomes.argv_edit import FIX
+from runner.argv.edit import FIX
 from runner.outcomes.counts import GOOD, depth
 
 NO_EFFECT = re.compile(r"\bno (longer has any )?effect\b|\bis ignored\b|\bnow the default\b|\bno longer (needed|used)\b",

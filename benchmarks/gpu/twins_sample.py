@@ -30,7 +30,7 @@ from extractor.catalog import extract  # noqa: E402
 from runner.builds.resolve import stable_pin
 from extractor.records import Catalog  # noqa: E402
 from runner.builds import source_trees  # noqa: E402
-from runner.outcomes.argv_edit import devices_needed  # noqa: E402
+from runner.argv.parallel import ranks_of  # noqa: E402
 from runner.settings import cache_dir  # noqa: E402
 from twins_coverage import named_models, plan_all  # noqa: E402
 
@@ -65,7 +65,7 @@ def main() -> None:
         if not arch:
             continue
         per_arch[arch] += 1
-        if devices_needed(s.argv) > 1:
+        if ranks_of(s.argv).world > 1:
             multi_gpu[arch] += 1
         elif s.runnable and s.kind in RUNNABLE_KINDS and (arch not in best or plainness(s) < plainness(best[arch])):
             best[arch] = s
@@ -74,7 +74,7 @@ def main() -> None:
     Catalog(snippets=sample).write(out)
     if a.extra:  # other one-GPU commands, drawn at random: do they fare as their architecture's sample?
         taken = {s.id for s in sample}
-        rest = [s for s in named if planned[s.model][0] and s.id not in taken and devices_needed(s.argv) == 1
+        rest = [s for s in named if planned[s.model][0] and s.id not in taken and ranks_of(s.argv).world == 1
                 and s.runnable and s.kind in RUNNABLE_KINDS]
         Catalog(snippets=random.Random(a.seed).sample(rest, min(a.extra, len(rest)))).write(
             out.with_name(out.stem + "-extra.json"))

@@ -64,8 +64,8 @@ class Target:
     resolved: str | None = None
     """How the pin was chosen, as `driftmatrix resolve` recorded it."""
     max_tier: str | None = None
-    """The deepest tier this build is run to (None: any). The CUDA wheel on a runner without a GPU
-    stops at `config`: it cannot start a server there."""
+    """The deepest tier this build is run to (None: any; runner/argv/tier.py applies it). The CUDA wheel
+    on a runner without a GPU stops at `config`: it cannot start a server there."""
     label: str | None = None
     """What this column is, in words, for the site and the summaries (e.g. "vLLM stable, CUDA wheel
     on a CPU runner: parse and config")."""
@@ -73,13 +73,6 @@ class Target:
     @property
     def kind(self) -> str:
         return "pip" if self.pip else "python" if self.python else "docker"
-
-    def tier_for(self, tier: str) -> str:
-        """The tier a job asking for `tier` runs to on this build (`max_tier` caps it)."""
-        from runner.outcomes.records import TIERS
-        if self.max_tier and TIERS.index(tier) > TIERS.index(self.max_tier):
-            return self.max_tier
-        return tier
 
     def pinned_version(self) -> str | None:
         """The vLLM version the target pins (`vllm==0.20.1`, `vllm/vllm-openai:v0.20.1`); None when

@@ -1,4 +1,4 @@
-"""The one rule that fits a twin to its command (argv_edit.twin_shape): its parallel split (tensor,
+"""The one rule that fits a twin to its command (runner/argv/shape.py twin_shape): its parallel split (tensor,
 pipeline, expert parallel sizes) and, for a twin from class defaults, its context length: run inside a target env by standin_build.py, next to standin_generic.py, whose tables of
 config keys it reads. Standard library only."""
 

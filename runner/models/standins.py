@@ -60,7 +60,7 @@ FAMILY_ARCHITECTURES = {"qwen3": "Qwen3ForCausalLM", "llama": "LlamaForCausalLM"
 
 SPLIT_FLAGS = {"tp": "--tensor-parallel", "pp": "--pipeline-parallel", "ep": "--expert-parallel",
                "context": "--context"}
-"""The builder's option for each size a twin is fitted to (argv_edit.twin_shape): the parallel sizes
+"""The builder's option for each size a twin is fitted to (runner/argv/shape.py twin_shape): the parallel sizes
 (standin_split.fit_parallel) and the command's context length (standin_split.fit_context)."""
 
 
@@ -206,7 +206,7 @@ def build(model_or_config: str, env: TargetEnv, out: Path, *, cache: Path, layer
           full_size: bool = False, docs_root: Path | None = None, split: dict[str, int] | None = None,
           local_paths: bool = True, draft: draft_kinds.Draft | None = None) -> StandIn:
     """Build a twin into `out` (replaced) with `env`'s Python; raise StandInError if impossible.
-    `split`: the command's parallel sizes and context length (argv_edit.twin_shape), which the twin's
+    `split`: the command's parallel sizes and context length (runner/argv/shape.py twin_shape), which the twin's
     heads, layers and experts must divide by (standin_split.fit_parallel) and a twin from class
     defaults is given (standin_split.fit_context).
     Where its configuration comes from: `plan()`; `draft`: the speculative config it drafts in."""

@@ -22,7 +22,8 @@ from runner.run import deadline as leg_deadline, junit, planning, run_summary
 from runner.run.selection import RunOptions, select
 from runner.isolation import sandbox
 from runner.outcomes import store
-from runner.outcomes.argv_edit import devices_needed, job_tier
+from runner.argv.parallel import ranks_of
+from runner.argv.tier import deepest_tier
 from runner.serve import ranks
 from runner.builds.envs import EnvError, TargetEnv, ensure
 from runner.jobs.execute import JobRunner
@@ -201,8 +202,8 @@ def _jobs(targets, pairs, ctx: RunContext, out_store: store.Store, opts: RunOpti
             unusable(target, "install", str(err), len(pairs))
             continue
         for snippet, variant in pairs:
-            asked = (opts.pick or {}).get((snippet.id, variant), opts.tier)
-            job = Job(snippet, envs[target.name], job_tier(snippet, target.tier_for(asked)), variant)
+            tier = deepest_tier(snippet, target, opts.asked_tier(snippet.id, variant))
+            job = Job(snippet, envs[target.name], tier, variant)
             if job.key() in out_store.done:
                 skipped_done += 1
                 continue
@@ -231,7 +232,7 @@ class CpuSeats:
 
     def needed(self, argv: list[str], gpus: int) -> int:
         """Places a server job takes: one, or all of them for a server of CPU ranks."""
-        return self.places if ranks.on_cpu(ranks.of(argv), gpus) else 1
+        return self.places if ranks.on_cpu(ranks_of(argv), gpus) else 1
 
     def acquire(self, k: int) -> int:
         with self.cv:
@@ -268,7 +269,7 @@ def _execute(jobs: list[Job], ctx: RunContext, out_store: store.Store, opts: Run
         ids: list[int] = []
         serves = TIERS.index(job.tier) >= 2 and job.snippet.kind != "subcommand"  # a subcommand: parser only
         if pool and serves:
-            ids = pool.acquire(min(devices_needed(job.snippet.argv), ctx.gpus))
+            ids = pool.acquire(min(ranks_of(job.snippet.argv).world, ctx.gpus))
         # every server takes a place, so a server of CPU ranks, taking them all, runs alone
         held = seats.acquire(seats.needed(job.snippet.argv, ctx.gpus)) if seats is not None and serves else 0
         alone = seats is not None and held == seats.places > 1

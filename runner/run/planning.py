@@ -20,7 +20,7 @@ from pathlib import Path
 from extractor.records import Catalog
 from runner.run import budget
 from runner.outcomes import counts
-from runner.outcomes.argv_edit import job_tier
+from runner.argv.tier import deepest_tier
 from runner.run.shards import predicted_cost
 from runner.run.selection import RunOptions, select
 from runner.outcomes.records import JobKey, Outcome
@@ -98,7 +98,7 @@ def pending(pairs: list[tuple], target: Target, tier: str, done: set[tuple],
     todo, reused = [], 0
     for snippet, variant in pairs:
         asked = (picked or {}).get((snippet.id, variant), tier)
-        key = JobKey(snippet.id, variant, target.name, pin or "", None, job_tier(snippet, target.tier_for(asked)))
+        key = JobKey(snippet.id, variant, target.name, pin or "", None, deepest_tier(snippet, target, asked))
         if pin and (key, dist) in done:
             reused += 1
         else:
@@ -238,11 +238,11 @@ def _candidates(pairs, target: Target, tier: str, daily_tier: str | None, done: 
         return budget.Candidate(key, est.seconds, durations.last_checked(key), is_daily, replaces)
 
     for snippet, variant in pairs:
-        deep = JobKey(snippet.id, variant, target.name, pin or "", None, job_tier(snippet, target.tier_for(tier)))
+        deep = JobKey(snippet.id, variant, target.name, pin or "", None, deepest_tier(snippet, target, tier))
         if pin and (deep, dist) in done:
             out.reused += 1
             continue
-        low = job_tier(snippet, target.tier_for(daily_tier)) if daily_tier else deep.tier
+        low = deepest_tier(snippet, target, daily_tier) if daily_tier else deep.tier
         if TIERS.index(low) >= TIERS.index(deep.tier):
             daily.append(candidate(snippet, variant, deep, True))
             continue

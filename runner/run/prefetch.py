@@ -10,7 +10,9 @@ needs no token; what could not be fetched SKIPs or gets a stand-in there, with t
 from __future__ import annotations
 
 from extractor.records import Catalog
-from runner.outcomes.argv_edit import VARIANTS, job_tier
+from runner.argv.edit import VARIANTS
+from runner.argv.parallel import ranks_of
+from runner.argv.tier import deepest_tier
 from runner.serve import ranks
 from runner.models.resolution import ModelResolver, needed_models
 from runner.outcomes.records import TIERS
@@ -29,14 +31,15 @@ def prefetch(opts, say=print) -> int:
         say("the hub is not reachable: nothing fetched (the run uses the model map and stand-ins)")
         return 0
     gpus = gpu_count() if opts.gpus is None else opts.gpus
+    targets = [t for t in tfile.targets if not opts.target_names or t.name in opts.target_names]
     asked: dict[tuple, str] = {}
     for snippet, variant in select(Catalog.read(opts.snippets), opts):
         if snippet.placeholders or not snippet.runnable or snippet.kind == "subcommand":
             continue  # a subcommand (`vllm bench …`) is checked by its parser only: no model needed
         models = needed_models(snippet)[:1 if variant in VARIANTS else None]
-        starts = TIERS.index(job_tier(snippet, opts.tier)) >= TIERS.index("start")
+        starts = _starts(snippet, variant, targets, opts)
         # without a GPU a multi-GPU command starts as CPU ranks on a CPU build (runner/serve/ranks.py)
-        placed = ranks.refusal(ranks.of(snippet.argv), gpus, cpu_build=not gpus) is None
+        placed = ranks.refusal(ranks_of(snippet.argv), gpus, cpu_build=not gpus) is None
         budget = weights_budget_bytes(gpus) if starts and placed else None
         key = (tuple(models), budget)
         if models and key not in asked:
@@ -48,3 +51,10 @@ def prefetch(opts, say=print) -> int:
         say(line)
     say(f"{len(asked)} model set(s) asked of the hub")
     return 0
+
+
+def _starts(snippet, variant, targets, opts) -> bool:
+    """A job of this (snippet, variant) starts a server on one of the run's targets: its deepest tier
+    there (as the run decides it, the target's cap included) is `start` or deeper."""
+    asked = opts.asked_tier(snippet.id, variant)
+    return any(TIERS.index(deepest_tier(snippet, t, asked)) >= TIERS.index("start") for t in targets)

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from extractor.records import Catalog
-from runner.outcomes.argv_edit import FIX
+from runner.argv.edit import FIX
 from runner.run import shards
 from runner.settings import DECLARED_DEVICE, START_TIMEOUT_S, cache_dir
 
@@ -48,6 +48,11 @@ class RunOptions:
     started_at: float | None = None
     """When the CI job started (Unix seconds, `--started-at`): `stop_after` counts from then, not
     from this run's start (runner/run/deadline.py)."""
+
+    def asked_tier(self, snippet_id: str, variant: str | None) -> str:
+        """The tier asked of a (snippet, variant)'s jobs: its plan leg's pick, else `tier` (each target
+        may cap it: runner/argv/tier.py)."""
+        return (self.pick or {}).get((snippet_id, variant), self.tier)
 
 
 def select(catalog: Catalog, opts: RunOptions) -> list[tuple]:

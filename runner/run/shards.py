@@ -11,7 +11,7 @@ import re
 
 from runner.models.resolution import billions_of_parameters
 from runner.outcomes.records import TIERS
-from runner.serve import ranks
+from runner.argv.parallel import ranks_of
 
 
 def predicted_cost(snippet, tier: str) -> float:
@@ -27,7 +27,7 @@ def predicted_cost(snippet, tier: str) -> float:
         cost += 60 + 4 * billions + (30 if snippet.speculative_config else 0)
         # each further rank (CPU ranks: runner/serve/ranks.py) ~9 s more to start on 2 cores: 1 rank 37 s,
         # 4 ranks 57 s, 8 ranks 104 s (benchmarks/cpu_ranks.py)
-        cost += 9 * (ranks.of(snippet.argv).world - 1)
+        cost += 9 * (ranks_of(snippet.argv).world - 1)
     if n >= 3:
         cost += 10
     if n >= 4:

@@ -1,5 +1,6 @@
-"""Ranks: how many worker processes a command's parallel sizes ask for, and whether this run can give
-them — one rule for the start tier, the weights budget, the prefetch and the GPU pool.
+"""Ranks: whether this run can give a command the worker processes its parallel sizes ask for
+(runner/argv/parallel.py `ranks_of`: the one rule for how many) — for the start tier, the weights
+budget, the prefetch and the GPU pool.
 
 On a GPU a rank is a GPU: a command asking for more than the run has SKIPs. vLLM's CPU build runs
 the same parallel set-up with one worker process per rank over gloo (tensor, pipeline and data
@@ -13,47 +14,8 @@ on 2 cores, `-tp 2` ('0|1') and `-tp 4` ('0|0|1|1') answer /health in 60-70 s.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from runner.outcomes.argv_edit import parallel_sizes
+from runner.argv.parallel import Ranks, ranks_of
 from runner.settings import CPU_RANKS_MAX, available_gib, server_gib
-
-MULTI_NODE_FLAGS = ("--nnodes", "--node-rank", "--headless", "--data-parallel-start-rank",
-                    "--data-parallel-address", "--data-parallel-rpc-port", "--data-parallel-size-local", "-dpl",
-                    "--master-addr", "--master-port")
-"""Options of one node of a multi-node deployment: its other nodes' ranks are not this command's."""
-
-
-@dataclass(frozen=True)
-class Ranks:
-    """The parallel sizes a command asks for."""
-
-    tp: int = 1
-    """Tensor parallel size."""
-    pp: int = 1
-    """Pipeline parallel size (the layers split into this many stages)."""
-    dp: int = 1
-    """Data parallel size (engine replicas)."""
-    ep: int = 1
-    """Expert parallel size: tp x dp with `--enable-expert-parallel`, else 1."""
-    multi_node: str | None = None
-    """The first option saying this is one node of several, if any."""
-
-    @property
-    def world(self) -> int:
-        """Worker processes: one per device on a GPU, one per rank on a CPU."""
-        return self.tp * self.pp * self.dp
-
-    def describe(self) -> str:
-        parts = [f"{name} {n}" for name, n in (("tensor", self.tp), ("pipeline", self.pp), ("data", self.dp)) if n > 1]
-        ep = f", expert parallel over {self.ep}" if self.ep > 1 else ""
-        return f"{' x '.join(parts) or 'one rank'} parallel{ep}"
-
-
-def of(argv: list[str]) -> Ranks:
-    sizes = parallel_sizes(argv)
-    node = next((t.split("=", 1)[0] for t in argv if t.split("=", 1)[0] in MULTI_NODE_FLAGS), None)
-    return Ranks(sizes["tp"], sizes["pp"], sizes["dp"], sizes["ep"], node)
 
 
 def on_cpu(ranks: Ranks, gpus: int) -> bool:
@@ -86,7 +48,7 @@ def refusal(ranks: Ranks, gpus: int, cpu_build: bool) -> str | None:
 def refusal_on(argv: list[str], gpus: int, target) -> str | None:
     """`refusal` for ARGV on a target environment (runner/builds/envs.py TargetEnv): its ranks run on
     CPU only on vLLM's CPU build run here, not in a container."""
-    return refusal(of(argv), gpus, target.cpu_build and not target.target.docker)
+    return refusal(ranks_of(argv), gpus, target.cpu_build and not target.target.docker)
 
 
 def cpu_binding(world: int, cores: list[int]) -> str:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import httpx
 
-from runner.outcomes.argv_edit import without_options
+from runner.argv.edit import without_options
 from runner.isolation.sandbox import Launch
 from runner.isolation.sandbox.files import open_new
 from runner.evidence.logscan import read_lines

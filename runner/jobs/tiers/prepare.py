@@ -26,7 +26,8 @@ from runner.builds import source_trees
 
 from runner.outcomes import subcommands
 from runner.outcomes.evidence_records import TwinNote
-from runner.outcomes.argv_edit import VARIANTS, twin_shape, variant_argv, without_options
+from runner.argv.edit import VARIANTS, variant_argv, without_options
+from runner.argv.shape import twin_shape
 from runner.serve import ranks
 from runner.models.resolution import Resolution, has_weights, needed_models, substitute
 from runner.settings import weights_budget_bytes

@@ -13,7 +13,8 @@ from extractor.shell_commands import option_value
 from runner.evidence import classify, logscan
 from runner.serve import compile_cache, docker_target, ranks
 from runner.isolation import env_policy, sandbox, trust, unix_relay
-from runner.outcomes.argv_edit import without_options
+from runner.argv.edit import without_options
+from runner.argv.parallel import ranks_of
 from runner.models.resolution import estimated_bytes
 from runner.outcomes.evidence_records import RaisedException, RankRun, ServerRun
 from runner.serve.server import Server, free_port, serve_args
@@ -54,7 +55,7 @@ def _too_big(state: JobState) -> Verdict | None:
     why = ranks.refusal_on(state.argv, ctx.gpus, target)
     if why:
         return skip(why, "start")
-    need = ranks.of(state.argv).world
+    need = ranks_of(state.argv).world
     if ctx.gpu_mem_gb and snippet.model:
         size = estimated_bytes(snippet.model, state.outcome.substitutions.get(snippet.model))
         if size and size > ctx.gpu_mem_gb * 1e9 * need:
@@ -87,7 +88,7 @@ def _server_env(state: JobState) -> dict[str, str]:
     if state.gpu_ids:  # nvidia-smi's indexes are PCI bus order; CUDA's default order is fastest first
         env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, state.gpu_ids))
         env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
-    asked = ranks.of(state.argv)
+    asked = ranks_of(state.argv)
     if "VLLM_CPU_OMP_THREADS_BIND" not in env:  # one the docs or the user set wins
         if ranks.on_cpu(asked, state.ctx.gpus):  # vLLM's own binding refuses more ranks than NUMA nodes
             env["VLLM_CPU_OMP_THREADS_BIND"] = ranks.cpu_binding(asked.world, state.cpu_ids or cpu_cores())
@@ -99,7 +100,7 @@ def _server_env(state: JobState) -> dict[str, str]:
 
 def _rank_run(state: JobState, env: dict[str, str]) -> RankRun | None:
     """What the outcome says of a multi-rank server on CPU (None for one rank or on GPUs)."""
-    asked = ranks.of(state.argv)
+    asked = ranks_of(state.argv)
     if not ranks.on_cpu(asked, state.ctx.gpus):
         return None
     binding = env.get("VLLM_CPU_OMP_THREADS_BIND")
@@ -132,7 +133,7 @@ def _server(state: JobState, env: dict[str, str], port: int) -> Server:
     # its compile cache lives in its private /tmp while it runs (held to the disk limits there), and is
     # handed out by its init once every process is gone: no folder of the runner's disk is writable to it
     launch = sandbox.contain(cmd, python=job.target.python, env=env, kind="server", jobs=ctx.jobs,
-                             ranks=ranks.of(state.argv).world if not state.gpu_ids else 1, readable=models,
+                             ranks=ranks_of(state.argv).world if not state.gpu_ids else 1, readable=models,
                              gpu=bool(state.gpu_ids), listen=listen, port=port,
                              seeds=[*([(warm, "/tmp")] if warm else []), *([(own, "/tmp/vllm-cache")] if own.is_dir()
                                                                            else [])],

@@ -18,7 +18,8 @@ import subprocess
 import pytest
 
 import runner
-from runner.outcomes.argv_edit import context_length, twin_shape
+from runner.argv.context import context_length
+from runner.argv.shape import twin_shape
 
 FITTED = """
 import json, sys

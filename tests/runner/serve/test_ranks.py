@@ -1,6 +1,6 @@
-"""The rank rule (runner/serve/ranks.py) and the twin's fit to a parallel split
-(runner/intarget/standin_split.py), without a server: what a command asks for, whether a run can
-give it, the cores each rank is bound to, and the twin sizes that divide."""
+"""Whether a run can give a command its ranks (runner/serve/ranks.py) and the twin's fit to a parallel
+split (runner/intarget/standin_split.py), without a server: the refusals, the cores each rank is
+bound to, and the twin sizes that divide. What a command asks for: tests/runner/argv/test_parallel.py."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import sys
 import pytest
 
 import runner
+from runner.argv.parallel import ranks_of
 from runner.serve import ranks
 from runner.settings import CPU_RANKS_MAX
 
@@ -20,29 +21,16 @@ import standin_split as split  # noqa: E402
 sys.path.remove(str(INTARGET))
 
 
-@pytest.mark.parametrize("argv, want", [
-    (["m"], (1, 1, 1, 1, 1)),
-    (["m", "-tp", "2", "-pp", "2"], (2, 2, 1, 1, 4)),
-    (["m", "--tensor-parallel-size=4", "--enable-expert-parallel"], (4, 1, 1, 4, 4)),
-    (["m", "--data-parallel-size", "4", "--enable-expert-parallel"], (1, 1, 4, 4, 4)),
-    (["m", "-dp", "2", "-tp", "2", "-ep"], (2, 1, 2, 4, 4)),
-    (["m", "-tp", "<N>"], (1, 1, 1, 1, 1)),
-])
-def test_what_a_command_asks_for(argv, want):
-    r = ranks.of(argv)
-    assert (r.tp, r.pp, r.dp, r.ep, r.world) == want
-
-
 def test_where_ranks_can_run():
-    two = ranks.of(["m", "-tp", "2"])
+    two = ranks_of(["m", "-tp", "2"])
     assert ranks.refusal(two, gpus=2, cpu_build=False) is None
     assert ranks.refusal(two, gpus=1, cpu_build=False) == "needs 2 devices (tensor 2 parallel); this run has 1 GPU(s)"
     assert ranks.refusal(two, gpus=0, cpu_build=True) is None
     assert "not vLLM's CPU build" in ranks.refusal(two, gpus=0, cpu_build=False)
-    assert ranks.on_cpu(two, gpus=0) and not ranks.on_cpu(two, gpus=2) and not ranks.on_cpu(ranks.of(["m"]), 0)
-    node = ranks.of(["m", "-dp", "4", "--data-parallel-size-local", "2", "--data-parallel-address", "10.0.0.1"])
+    assert ranks.on_cpu(two, gpus=0) and not ranks.on_cpu(two, gpus=2) and not ranks.on_cpu(ranks_of(["m"]), 0)
+    node = ranks_of(["m", "-dp", "4", "--data-parallel-size-local", "2", "--data-parallel-address", "10.0.0.1"])
     assert "one node of a multi-node deployment" in ranks.refusal(node, gpus=0, cpu_build=True)
-    many = ranks.of(["m", "-tp", str(CPU_RANKS_MAX * 2)])
+    many = ranks_of(["m", "-tp", str(CPU_RANKS_MAX * 2)])
     assert f"at most {CPU_RANKS_MAX} ranks run on CPU" in ranks.refusal(many, gpus=0, cpu_build=True)
 
 

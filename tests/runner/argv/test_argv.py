@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from runner.outcomes.argv_edit import devices_needed, drop_speculative
+from runner.argv.edit import drop_speculative
 from runner.models.resolution import substitute
 from runner.serve.server import serve_args
 
@@ -36,13 +36,6 @@ def test_drop_speculative_all_spellings():
 def test_serve_args_replace_host_and_port():
     out = serve_args(["m", "--host", "0.0.0.0", "--port=8000", "--max-model-len", "8"], 1234)
     assert out == ["m", "--max-model-len", "8", "--host", "127.0.0.1", "--port", "1234"]
-
-
-def test_devices_needed():
-    assert devices_needed(["m"]) == 1
-    assert devices_needed(["m", "--tensor-parallel-size", "4", "-pp", "2"]) == 8
-    assert devices_needed(["m", "--data-parallel-size=2", "-tp", "2"]) == 4
-    assert devices_needed(["m", "-tp", "<N>"]) == 1
 
 
 def test_files_of_a_vllm_checkout_come_from_the_sdist_tree(tmp_path):
@@ -84,7 +77,7 @@ def test_self_spec_variant_uses_the_served_model_as_draft():
 
     from driftmatrix.run_cli import _variant_list
     from extractor.records import Snippet
-    from runner.outcomes.argv_edit import variant_argv
+    from runner.argv.edit import variant_argv
 
     argv = ["google/gemma-4-E2B-it", "--speculative-config", '{"model": "x-assistant", "num_speculative_tokens": 2}']
     s = Snippet.__new__(Snippet)
