@@ -76,7 +76,7 @@ class Target:
 
     def tier_for(self, tier: str) -> str:
         """The tier a job asking for `tier` runs to on this build (`max_tier` caps it)."""
-        from runner.outcomes.records import TIERS
+        from runner.outcomes.vocabulary import TIERS
         if self.max_tier and TIERS.index(tier) > TIERS.index(self.max_tier):
             return self.max_tier
         return tier
@@ -134,7 +134,7 @@ def _str_map(value: Any, where: str) -> dict[str, str]:
 
 
 def _tier(value: Any, where: str) -> str | None:
-    from runner.outcomes.records import TIERS
+    from runner.outcomes.vocabulary import TIERS
     if value is None:
         return None
     if value not in TIERS:

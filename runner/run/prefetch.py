@@ -13,7 +13,7 @@ from extractor.records import Catalog
 from runner.outcomes.argv_edit import VARIANTS, job_tier
 from runner.serve import ranks
 from runner.models.resolution import ModelResolver, needed_models
-from runner.outcomes.records import TIERS
+from runner.outcomes.vocabulary import TIERS
 from runner.settings import weights_budget_bytes
 from runner.builds.targets import gpu_count, load
 

@@ -10,7 +10,7 @@ import hashlib
 import re
 
 from runner.models.resolution import billions_of_parameters
-from runner.outcomes.records import TIERS
+from runner.outcomes.vocabulary import TIERS
 from runner.serve import ranks
 
 
