@@ -29,12 +29,12 @@ from extractor.records import Catalog  # noqa: E402
 
 from runner.jobs.tiers.state import judge_failure  # noqa: E402
 from runner.outcomes.records import Outcome  # noqa: E402
+from runner.outcomes.vocabulary import GOOD, REAL  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORDS = [ROOT / "tests/fixtures/gpu/twins-h200-0.26.0.jsonl", ROOT / "tests/fixtures/gpu/twins-h200-0.26.0-extra.jsonl"]
 SAMPLES = [ROOT / "benchmarks/gpu/twins-sample-0.26.0.json", ROOT / "benchmarks/gpu/twins-sample-0.26.0-extra.json"]
 TARGETS = ROOT / "benchmarks/gpu/targets-cpu-0.26.0.toml"
-DECIDED = ("PASS", "WARN", "FAIL")
 
 
 def today(o: Outcome, device: str) -> str:
@@ -45,7 +45,7 @@ def today(o: Outcome, device: str) -> str:
 
 
 def same(a: str, b: str) -> bool:
-    return a == b or {a, b} <= {"PASS", "WARN"}
+    return a == b or {a, b} <= set(GOOD)
 
 
 def main() -> None:
@@ -60,7 +60,7 @@ def main() -> None:
             o = Outcome.from_dict(json.loads(line))
             gpu[o.snippet_id] = (o, today(o, "gpu"))
     snippets = [s for path in SAMPLES for s in Catalog.read(path).snippets]
-    wanted = [s for s in snippets if s.id in gpu and (a.all or gpu[s.id][1] in DECIDED)]
+    wanted = [s for s in snippets if s.id in gpu and (a.all or gpu[s.id][1] in REAL)]
     with tempfile.TemporaryDirectory(prefix="dm-agree-") as tmp:
         path = Path(tmp) / "snippets.json"
         Catalog(snippets=wanted).write(path)
@@ -71,18 +71,18 @@ def main() -> None:
     for line in Path(a.out).read_text().splitlines() if Path(a.out).exists() else []:
         o = Outcome.from_dict(json.loads(line))
         cpu[o.snippet_id] = (o, today(o, "cpu"))
-    both = [s for s in wanted if s.id in cpu and gpu[s.id][1] in DECIDED and cpu[s.id][1] in DECIDED]
+    both = [s for s in wanted if s.id in cpu and gpu[s.id][1] in REAL and cpu[s.id][1] in REAL]
     agree = [s for s in both if same(gpu[s.id][1], cpu[s.id][1])]
     print(f"{'snippet':16} {'H200 0.26.0':12} {'CPU 0.26.0':12}  model / why")
     for s in wanted:
         g, c = gpu[s.id], cpu.get(s.id, (None, "-"))
         mark = "" if s in agree else "  <-" if s in both else ""
-        why = next((o.reason for o, v in (c, g) if o is not None and v not in ("PASS", "WARN") and o.reason), "")
+        why = next((o.reason for o, v in (c, g) if o is not None and v not in GOOD and o.reason), "")
         print(f"{s.id:16} {g[1] + '@' + str(g[0].stage):12} {c[1] + '@' + str(c[0].stage if c[0] else '-'):12}  "
               f"{s.model}{mark}  {(why or '')[:150]}")
     share = f"{100 * len(agree) / len(both):.0f} %" if both else "n/a"
     print(f"\ndecided on both: {len(both)}; same verdict: {len(agree)} ({share}); decided on the H200 only: "
-          f"{sum(1 for s in wanted if gpu[s.id][1] in DECIDED and cpu.get(s.id, (0, '-'))[1] not in DECIDED)}")
+          f"{sum(1 for s in wanted if gpu[s.id][1] in REAL and cpu.get(s.id, (0, '-'))[1] not in REAL)}")
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 from extractor.catalog import extract  # noqa: E402
 
 from runner.builds.resolve import stable_pin  # noqa: E402
+from runner.outcomes.vocabulary import GOOD  # noqa: E402
 
 
 def page(ranks: list[int]) -> str:
@@ -67,7 +68,7 @@ def main() -> None:
             binding = (server.get("ranks") or {}).get("binding") or "vLLM's own"
             print(f"{n:5} {o.get('verdict', '-'):7} {server.get('ready_s') or '-':>8} {took:7.0f} "
                   f"{peak.get('memory_mib', '-'):>9} {peak.get('tasks', '-'):>6}  {binding}"
-                  + (f"  ({o.get('reason')})" if o.get("verdict") not in ("PASS", "WARN") else ""))
+                  + (f"  ({o.get('reason')})" if o.get("verdict") not in GOOD else ""))
 
 
 if __name__ == "__main__":

@@ -48,6 +48,7 @@ from runner.jobs.tiers.state import judge_failure  # noqa: E402
 from runner.models import standins  # noqa: E402
 from runner.outcomes.records import Outcome  # noqa: E402
 from runner.argv.parallel import ranks_of  # noqa: E402
+from runner.outcomes.vocabulary import REAL  # noqa: E402
 from runner.serve import ranks  # noqa: E402
 from runner.settings import cache_dir  # noqa: E402
 from runner.builds.targets import DEFAULT_CPU, load  # noqa: E402
@@ -79,7 +80,6 @@ def plan_all(snippets, docs_root: Path, version: str) -> dict[str, tuple[str | N
 
 
 H200 = [ROOT / "tests/fixtures/gpu/twins-h200-0.26.0.jsonl", ROOT / "tests/fixtures/gpu/twins-h200-0.26.0-extra.jsonl"]
-DECIDED = ("PASS", "WARN", "FAIL")
 
 
 def kind(snippet) -> str:
@@ -140,7 +140,7 @@ def reached(o: dict | None) -> bool:
     if not o:
         return False
     started = ((o.get("evidence") or {}).get("server") or {}).get("state") == "ready"
-    return (o["verdict"] in DECIDED and o.get("stage") in ("start", "probe", "perf")) or \
+    return (o["verdict"] in REAL and o.get("stage") in ("start", "probe", "perf")) or \
         (o["verdict"] == "SKIP" and o.get("stage") == "probe" and started)
 
 
@@ -223,7 +223,7 @@ def h200_by_architecture() -> dict[str, tuple[str, str]]:
             arch = next((t.published_architecture for t in o.evidence.twins if t.served), None)
             verdict = o.verdict if o.verdict != "FAIL" else judge_failure(
                 list(o.evidence.twins), o.stage, o.evidence.exception, o.target.version, "gpu")[0].verdict
-            if arch and (arch not in found or (verdict in DECIDED and found[arch][0] not in DECIDED)):
+            if arch and (arch not in found or (verdict in REAL and found[arch][0] not in REAL)):
                 found[arch] = (verdict, o.stage)
     return found
 
@@ -272,7 +272,7 @@ def main() -> None:
             got = got or (fallback if k in ("one", "ranks") else None)
             counted[("cpu", bool(got and got[1]))] += 1
             counted[("cpu-before", k == "one" and bool(got and got[1]))] += 1
-            counted[("h200", k == "one" and row["h200"] in DECIDED)] += 1
+            counted[("h200", k == "one" and row["h200"] in REAL)] += 1
             counted[("why", "reached" if got and got[1] else got[3] if got else why_not(None, k, s.model))] += 1
         rows.append(row)
     print(f"\n{'architecture':44} {'cmds':>5} {'one rank':14} {'CPU ranks':14} {'EP ranks':14} {'H200':6} why not")

@@ -13,7 +13,7 @@ Each is replaced by `…`, keeping what it was (`pid=…`, `0x…`, `… s`).
 What must survive does: a version (`0.34.0`), a source line (`core.py:1136`), a configured limit
 (`within 600 s`: a whole number, not a measurement), a port below the OS's ephemeral range (`:8000`)
 and every option value the command gave (`keep`: text inside one of its argv tokens is not touched).
-Host paths are another rule (publisher/views.py `public_path`), applied before this one.
+Host paths are another rule (publisher/public.py `public_path`), applied before this one.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ import re
 from pathlib import Path
 
 from driftmatrix.sandbox_cli import add_unsandboxed
-from runner.outcomes.records import TIERS
+from runner.outcomes.vocabulary import TIERS
 from driftmatrix.check_inputs import GIVEN, Checked, CheckInputError, gather, shipped_history
 
 # -- judging ------------------------------------------------------------------------------------

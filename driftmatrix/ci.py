@@ -23,7 +23,7 @@ import time
 from typing import TYPE_CHECKING
 
 from runner.run.budget import GITHUB_JOB_LIMIT_H, LEG_HOURS
-from runner.outcomes.records import TIERS
+from runner.outcomes.vocabulary import TIERS
 
 if TYPE_CHECKING:
     import httpx

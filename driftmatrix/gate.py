@@ -171,7 +171,7 @@ def judge_change(head_snippets: Path, base_snippets: Path, outcomes: Path, chang
     """Every (command, changed page) judgement; doc-drift marked new unless the base page has it."""
     from publisher.judgement import Judge
     from publisher.results import load
-    from publisher.views import command
+    from publisher.command_text import command
     head, base = load(head_snippets, [outcomes]), load(base_snippets, [outcomes])
     head_judge, base_judge = Judge(head), Judge(base)
     base_by_id = {s.id: s for s in base.snippets}

@@ -117,7 +117,7 @@ def verdict(history, snippet) -> tuple[str, str]:
 def judge_head(head_cat, base_cat, changed: dict[str, str | None], head_hist, base_hist) -> list[Finding]:
     """Every (command, changed page) judgement; doc-drift is new unless the base page has the same
     command and the base's sources reject it too."""
-    from publisher.views import command
+    from publisher.command_text import command
 
     base_by_id = {s.id: s for s in base_cat.snippets}
     findings = []

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from driftmatrix.sandbox_cli import add_unsandboxed
 from runner.run.budget import GITHUB_JOB_LIMIT_H, LEG_HOURS, MAX_LEGS, QUEUE_HOURS
-from runner.outcomes.records import TIERS
+from runner.outcomes.vocabulary import TIERS
 from runner.settings import START_TIMEOUT_S
 
 PLANNED = ("snippets", "targets", "target", "tier", "shard", "variants", "stand_ins", "only", "pick", "stop_after")

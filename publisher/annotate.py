@@ -29,7 +29,7 @@ from extractor.corpus import SourceError, detect
 from extractor.markdown_blocks import code_blocks
 from extractor.records import Source
 from publisher import defects
-from publisher import fix_edits, views
+from publisher import addresses, causes, escaping, fix_edits, public, verdict_words
 from publisher.command_view import CommandView, CommandViews, views_of
 from publisher.results import Results
 
@@ -125,27 +125,27 @@ def decision(view: CommandView, source: Source) -> tuple[str, str, str] | None:
         return None
     if j.defects:  # the shell (or Python) does not run it as written: the lines where it ends it, first
         title = defects.title(j.defects)
-        body = [views.md_escape(f"Line {d.line}: {d.message.rstrip('.')}.") for d in j.defects]
+        body = [escaping.md_escape(f"Line {d.line}: {d.message.rstrip('.')}.") for d in j.defects]
     elif j.failing:
         first = j.failing[0].outcome
-        title = views.title("FAIL", first.stage, list(dict.fromkeys(k.version for k in j.failing)))
+        title = verdict_words.title("FAIL", first.stage, list(dict.fromkeys(k.version for k in j.failing)))
         body = []
     else:  # the option history: no build of the page's versions was checked
         title = f"Not an option of the vLLM versions this page is written for (removed by vLLM {j.history_release})"
         body = []
-    causes = list(dict.fromkeys(views.cause(k.outcome) for k in j.failing if views.cause(k.outcome)))
+    why = list(dict.fromkeys(causes.cause(k.outcome) for k in j.failing if causes.cause(k.outcome)))
     # vLLM's own words as code: no link, image, mention or HTML from a message (common/inert.py)
-    body += [code_span(c) for c in causes[:2]]
+    body += [code_span(c) for c in why[:2]]
     body += [code_span(note) for note in j.option_notes]  # removed when, in vLLM's words
-    works = "; ".join(views.works_on(k.version, k.outcome) for k in j.working)
+    works = "; ".join(verdict_words.works_on(k.version, k.outcome) for k in j.working)
     if works and j.defects:  # the builds ran the command the author meant, not the one the shell runs
-        body.append(views.md_escape(f"As meant (on one command line): {works}") + ".")
+        body.append(escaping.md_escape(f"As meant (on one command line): {works}") + ".")
     elif works:
-        body.append(views.md_escape(works if works.startswith("vLLM") else works[:1].upper() + works[1:]) + ".")
+        body.append(escaping.md_escape(works if works.startswith("vLLM") else works[:1].upper() + works[1:]) + ".")
     elif j.decided_by == "builds":
         body.append("No checked vLLM version that the page is written for runs it as written.")
-    body.append(f"The page is written for vLLM `{j.written_for.spec}`: {views.md_escape(j.written_for.origin)}.")
-    stand_in = any(views.documented_twin(k.outcome) for k in j.failing)
+    body.append(f"The page is written for vLLM `{j.written_for.spec}`: {escaping.md_escape(j.written_for.origin)}.")
+    stand_in = any(causes.documented_twin(k.outcome) for k in j.failing)
     stood = list(dict.fromkeys(p.placeholder for k in j.failing for p in k.outcome.evidence.placeholders))
     checked = ("Checked by driftmatrix" + (" with a random-weight stand-in of the model" if stand_in else "")
                + (f"{',' if stand_in else ''} with a stand-in in place of {', '.join(code_span(p) for p in stood)}"
@@ -267,7 +267,7 @@ def _fix_lines(lines: list[str], line: int, source: Source, fix) -> tuple[str, t
 
 def annotate(results: Results, tree: Path) -> Annotation:
     """Patch (in memory) every Markdown page of `tree` that the snippets came from."""
-    return annotate_tree(views_of(views.public_results(results)), tree)  # no host path, no text that changes
+    return annotate_tree(views_of(public.public_results(results)), tree)  # no host path, no text that changes
 
 
 def annotate_tree(commands: CommandViews, tree: Path) -> Annotation:
@@ -370,7 +370,7 @@ def for_site(annotations: list[Annotation]) -> dict:
             if not p.inserts and not p.fixes:
                 continue
             one = Annotation(ann.tree, [p])
-            pages.append({"slug": views.page_slug(f"{ann.tree.name}/{p.file}"), "file": p.file, "tree": ann.tree.name,
+            pages.append({"slug": addresses.page_slug(f"{ann.tree.name}/{p.file}"), "file": p.file, "tree": ann.tree.name,
                           "warnings": sum(i.kind == "warning" for i in p.inserts), "fixed": len(p.fixes),
                           "inserts": [vars(i) for i in p.inserts], "fixes": [vars(f) for f in p.fixes],
                           "diff": one.diff()})

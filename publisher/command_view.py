@@ -15,7 +15,7 @@ from typing import Iterator
 
 from extractor.records import Snippet, Source
 from flaghistory.commands import command_options, shipped
-from publisher import fixes, ranges, titles, views
+from publisher import causes, command_text, fixes, ranges, titles
 from publisher import run_history
 from publisher.fixes import Verified
 from publisher.judgement import Judge, Judgement
@@ -103,8 +103,8 @@ def flags_valid(s: Snippet) -> dict | None:
 def cell_notes(o: Outcome, s: Snippet) -> list[str]:
     """A cell's notes: why this verdict, the option history's words on a parse failure, what replaced
     the docs' placeholders, a twin of the model."""
-    notes = [n for n in [views.cause(o)] if n] + views.option_notes(o, s) + views.placeholders_replaced(o)
-    if views.documented_twin(o):
+    notes = [n for n in [causes.cause(o)] if n] + causes.option_notes(o, s) + causes.placeholders_replaced(o)
+    if causes.documented_twin(o):
         notes.append("run with a random-weight stand-in of the model (same architecture)")
     return notes
 
@@ -114,7 +114,7 @@ def _view(results: Results, judge: Judge, known: ranges.Runs, s: Snippet) -> Com
     outcomes = {c.key: o for c in columns if (o := results.cell(s.id, c)) is not None}
     flags = flags_valid(s)
     return CommandView(
-        snippet=s, command=views.command(s), title=titles.snippet_title(s), outcomes=outcomes,
+        snippet=s, command=command_text.command(s), title=titles.snippet_title(s), outcomes=outcomes,
         judgements=judge.all(s), worst=judge.of(s), at_sources=[judge.of_source(s, src) for src in s.sources],
         ranges={key: ranges.of_cell(known, s.id, o, flags) for key, o in outcomes.items()},
         notes={key: cell_notes(o, s) for key, o in outcomes.items()}, flags=flags,
@@ -133,7 +133,7 @@ def _seen(results: Results, by_id: dict[str, CommandView], snapshots: list[dict]
 
 def views_of(results: Results, snapshots: list[dict] | None = None) -> CommandViews:
     """Every command's view, computed once. `results` as they are to be shown (the site, annotate
-    and the PR body pass `views.public_results(...)`); `snapshots`: the earlier publishes'
+    and the PR body pass `public.public_results(...)`); `snapshots`: the earlier publishes'
     matrix.json, for the version ranges and the versions seen passing."""
     snapshots = list(snapshots or [])
     judge = Judge(results)

@@ -22,7 +22,7 @@ from publisher.fixes import must_run_on
 from publisher.judgement import Judge
 from publisher.results import Results
 from runner.argv.edit import FIX
-from runner.outcomes.counts import depth
+from runner.outcomes.vocabulary import depth
 
 
 @dataclass

@@ -36,11 +36,11 @@ from extractor.snippet_builder import Place, from_shell_text
 from flaghistory.commands import rejected_options, rejected_tokens, refused_uses, shipped
 from flaghistory.history import FlagHistory
 from publisher import defects
-from publisher import fix_edits, nearest_fix, views
+from publisher import fix_edits, nearest_fix, verdict_words
 from publisher.judgement import Judge, Judgement
 from publisher.results import Results
 from runner.argv.edit import FIX
-from runner.outcomes.counts import GOOD, depth
+from runner.outcomes.vocabulary import GOOD, depth
 
 NO_EFFECT = re.compile(r"\bno (longer has any )?effect\b|\bis ignored\b|\bnow the default\b|\bno longer (needed|used)\b",
                        re.IGNORECASE)
@@ -326,7 +326,7 @@ def verified(results: Results, judge: Judge, s: Snippet) -> Verified | None:
             return None
         resolved = (o.evidence.effective_config or {}).get("speculative_method") if dropped_method else None
         checks.append((k.column.label, k.version,
-                       views.depth_text(o) + (f", speculative method resolved: {resolved}" if resolved else "")))
+                       verdict_words.depth_text(o) + (f", speculative method resolved: {resolved}" if resolved else "")))
     return Verified(fix, checks, checked_text(s, judge.of(s), checks)) if checks else None
 
 

@@ -37,24 +37,14 @@ from extractor.written_for import WrittenForError, of_docs, specifier
 from flaghistory.commands import explain_use, record_of, shipped
 from flaghistory.uses import uses_of
 from publisher import defects
-from publisher import option_verdict, views
+from publisher import causes, option_verdict, verdict_words
 from publisher.results import Column, Results
 from runner.evidence import classify
 from common.versions import version_order
-from runner.outcomes.counts import GOOD, REAL, depth
+from runner.outcomes.vocabulary import GOOD, JUDGEMENTS, REAL, JudgementKind, depth
 from runner.outcomes.records import Outcome
 from common.versions import parse_version
 
-JUDGEMENTS = ("doc-drift", "vllm-regression", "needs-newer", "ok", "unknown")
-"""Most severe first: a command on several pages is shown with its most severe judgement."""
-MEANING = {
-    "doc-drift": "fails on a vLLM build its page is written for, or the shell (or Python) does not run it as written, "
-                 "or the option history says those versions lack one of its options: the docs are wrong for their readers",
-    "vllm-regression": "passed on an earlier build the page is written for, fails on a later one: a vLLM bug, not a doc bug",
-    "needs-newer": "fails only on builds older than the page's versions: not a doc bug",
-    "ok": "runs on the builds its page is written for, as deep as shown",
-    "unknown": "no build its page is written for was checked",
-}
 REMOVED = ("unrecognized-arguments", "unknown-config-key", "invalid-choice")
 """Failure signatures (runner/data/signatures.yaml) that mean the build does not have the option
 or value at all: on a later build, a deliberate removal, never a regression."""
@@ -82,8 +72,7 @@ class Check:
 
 @dataclass
 class Judgement:
-    kind: str
-    """One of JUDGEMENTS."""
+    kind: JudgementKind
     written_for: WrittenFor
     checks: list[Check] = field(default_factory=list)
     """Every current build with an outcome for the command as documented, oldest first."""
@@ -243,7 +232,7 @@ def _option_history(j: Judgement, snippet: Snippet, newest_fail: Check | None) -
     history = shipped()
     if history is None or newest_fail is None or snippet.kind == "subcommand":
         return  # the history is of `vllm serve`'s options, not of `vllm bench …`'s
-    j.option_notes = list(dict.fromkeys(note for k in j.failing for note in views.option_notes(k.outcome)))
+    j.option_notes = list(dict.fromkeys(note for k in j.failing for note in causes.option_notes(k.outcome)))
     uses = uses_of(history, snippet.argv or [])
     given = frozenset(u.option for u in uses)
     lacking = [u for u in uses if history.accepts_use(u, newest_fail.version, given) is False]
@@ -289,12 +278,12 @@ def _summary(j: Judgement, spec: SpecifierSet, older: list[Check]) -> str:
         where = ", ".join(f"at {k.outcome.stage} on vLLM {k.version}" for k in j.failing)
         later = next((k for k in j.checks if k.version == j.works_from and k.outcome.verdict in GOOD), None)
         return f"{_model_sentence(j.failing)}Fails {where}, which the page is written for ({wf})." + (
-            f" From vLLM {later.version}: {views.depth_text(later.outcome)}." if later else "") + "".join(
+            f" From vLLM {later.version}: {verdict_words.depth_text(later.outcome)}." if later else "") + "".join(
             f" {note}" + ("" if note.endswith("?") else ".") for note in j.option_notes)  # "did you mean …?"
     if j.kind == "vllm-regression":
         good, bad = j.regression
         return (f"Passed on vLLM {good.version} (commit {good.column.commit or 'unknown'}; "
-                f"{views.depth_text(good.outcome)}) and fails at {bad.outcome.stage} on vLLM {bad.version} (commit "
+                f"{verdict_words.depth_text(good.outcome)}) and fails at {bad.outcome.stage} on vLLM {bad.version} (commit "
                 f"{bad.column.commit or 'unknown'}), both builds the page is written for ({wf}): a vLLM regression, "
                 "not a doc bug.")
     if j.kind == "needs-newer":
@@ -305,7 +294,7 @@ def _summary(j: Judgement, spec: SpecifierSet, older: list[Check]) -> str:
                 + "".join(f" {note}." for note in j.newer_notes))
     if j.kind == "ok":
         inside = [k for k in j.checks if k.scope == "in" and k.outcome.verdict in GOOD]
-        return "Runs on " + ", ".join(f"vLLM {k.version} ({views.depth_text(k.outcome)})" for k in inside) + \
+        return "Runs on " + ", ".join(f"vLLM {k.version} ({verdict_words.depth_text(k.outcome)})" for k in inside) + \
             f", which the page is written for ({wf})."
     checked = _versions([k for k in j.checks if k.outcome.verdict in REAL])
     skipped = [k for k in j.checks if k.scope == "in"]

@@ -23,13 +23,13 @@ import re
 from flaghistory.commands import shipped
 from flaghistory.uses import uses_of
 from flaghistory.history import FlagHistory
-from publisher import judgement, ranges, titles, views
+from publisher import addresses, causes, ranges, titles
+from runner.outcomes import vocabulary
 from publisher.command_view import CommandView, CommandViews
 from publisher.results import BUILD_KINDS, Results, build_kind
 from common.versions import version_order
 from common.inert import strip_controls_in
-from runner.outcomes.counts import REAL
-from runner.outcomes.records import TIERS
+from runner.outcomes.vocabulary import REAL, TIERS
 
 SCOPES = {"in": 0, "unknown": 0, "older": 1, "newer": 2}
 
@@ -102,8 +102,8 @@ def _cell(v: CommandView, strings: _Strings, col, j):
         return 0
     check = next((k for k in j.checks if k.column.key == col.key), None)
     found = v.ranges[col.key]  # the view's: the same as matrix.json's
-    detail = " ".join([views.cause(o, limit=400), *views.option_notes(o, v.snippet)]).strip()
-    return [views.VERDICTS.index(o.verdict), TIERS.index(o.stage) if o.stage in TIERS else 0,
+    detail = " ".join([causes.cause(o, limit=400), *causes.option_notes(o, v.snippet)]).strip()
+    return [vocabulary.VERDICTS.index(o.verdict), TIERS.index(o.stage) if o.stage in TIERS else 0,
             found.text() if found else "", strings(detail), SCOPES[check.scope] if check else 0,
             1 if o.stand_in else 0, strings(found.words(col.kind)) if found else -1]
 
@@ -114,7 +114,7 @@ def _runs(known: ranges.Runs, sid: str, versions: dict[str, int]) -> list[list[i
     for k, kind in enumerate(BUILD_KINDS):
         for version, (verdict, stage) in (known.get((sid, kind)) or {}).items():
             if version in versions:
-                out.append([versions[version], views.VERDICTS.index(verdict), TIERS.index(stage) if stage in TIERS else 0, k])
+                out.append([versions[version], vocabulary.VERDICTS.index(verdict), TIERS.index(stage) if stage in TIERS else 0, k])
     return out
 
 
@@ -138,8 +138,8 @@ def build(commands: CommandViews) -> dict:
     for v in commands:
         s = v.snippet
         src = s.sources[0] if s.sources else None
-        key = views.page_key(src) if src else "(no source)"
-        group = groups.setdefault(key, [views.page_slug(key), titles.page_title(src) if src else key,
+        key = addresses.page_key(src) if src else "(no source)"
+        group = groups.setdefault(key, [addresses.page_slug(key), titles.page_title(src) if src else key,
                                         f"{src.file} ({src.corpus} {src.version})" if src else "", []])
         j = v.at_sources[0] if src else v.worst
         cells = [_cell(v, strings, c, j) for c in columns]
@@ -147,17 +147,17 @@ def build(commands: CommandViews) -> dict:
         # and, for a version with no run, the option history answers in the page's script
         bits = (1 if s.speculative_config else 0) | (2 if any(c and c[5] for c in cells) else 0)
         group[3].append([s.id, joined_command(v.command), s.model or "", kinds.index(s.kind), bits,
-                         judgement.JUDGEMENTS.index(j.kind), strings(j.summary), cells,
+                         vocabulary.JUDGEMENTS.index(j.kind), strings(j.summary), cells,
                          options.of(s.argv or []) if s.kind != "subcommand" else [],  # `vllm serve`'s history
                          _runs(known, s.id, index)])
     return {
         "schema": 1,
         "columns": [{"key": c.key, "name": c.name, "version": c.version, "commit": c.commit or "",
                      "date": results.dates.get(c.key, ""), "kind": c.kind, "label": c.label} for c in columns],
-        "buildKinds": list(BUILD_KINDS), "kinds": kinds, "verdicts": list(views.VERDICTS), "icons": views.ICONS,
-        "meaning": views.MEANING, "stages": list(TIERS),
-        "depth": {stage: list(words[:2]) for stage, words in views.DEPTH.items()},
-        "judgements": list(judgement.JUDGEMENTS), "judgementMeaning": judgement.MEANING,
+        "buildKinds": list(BUILD_KINDS), "kinds": kinds, "verdicts": list(vocabulary.VERDICTS), "icons": vocabulary.ICONS,
+        "meaning": vocabulary.VERDICT_MEANING, "stages": list(TIERS),
+        "depth": {stage: list(words[:2]) for stage, words in vocabulary.DEPTH.items()},
+        "judgements": list(vocabulary.JUDGEMENTS), "judgementMeaning": vocabulary.JUDGEMENT_MEANING,
         "strings": strings.items, "groups": sorted(groups.values(), key=lambda g: g[0]),
         "releases": history.releases if history else [], "options": options.table, "versions": versions,
         "real": list(REAL),

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from publisher import views
+from publisher import verdict_words
 from publisher.command_view import CommandView, CommandViews
 from publisher.judgement import UNRECORDED, Judgement
 from publisher.results import Results
-from publisher.views import evidence_href, http_url
+from publisher.addresses import evidence_href
+from publisher.public import http_url
 from runner.outcomes import subcommands
 
 SCHEMA = 1
@@ -30,7 +31,7 @@ def _target(results: Results, c, retired: bool) -> dict:
 
 def _support(v: CommandView, c, retired: bool) -> dict:
     o, found = v.outcomes[c.key], v.ranges[c.key]
-    cell = {"status": o.verdict, "stage": o.stage, "depth": views.depth_text(o, v.snippet), "tier": o.tier,
+    cell = {"status": o.verdict, "stage": o.stage, "depth": verdict_words.depth_text(o, v.snippet), "tier": o.tier,
             "stand_in": o.stand_in, "range": found.as_json() if found else None, "notes": v.notes[c.key],
             "evidence": evidence_href(v.id, c.key)}
     if retired:

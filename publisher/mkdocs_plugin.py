@@ -24,18 +24,15 @@ from mkdocs.config import config_options
 from mkdocs.plugins import BasePlugin
 
 from extractor.markdown_blocks import code_blocks
-from publisher.views import md_escape
+from publisher.escaping import md_escape
+from runner.outcomes.vocabulary import GOOD, STATUS_LINE_DEPTH, STATUS_LINE_ICONS
 # matrix.json text on one line (a newline would end the paragraph or the admonition), and inert in
 # the docs build's log, which is a CI log
 from common.inert import one_line, terminal
 
 log = logging.getLogger("mkdocs.plugins.driftmatrix")
 FETCH_TIMEOUT_S = 15.0
-ICON = {"PASS": "✓", "WARN": "⚠", "FAIL": "✗", "SKIP": "·", "ERROR": "!"}
 CAUSE_CHARS = 140
-SHORT = {"parse": "parses", "config": "config builds", "start": "starts", "probe": "starts, answers",
-         "perf": "starts, measured"}
-"""How far a PASS went, in one or two words (the evidence page says it in full)."""
 
 
 def read_matrix(where: str) -> dict:
@@ -136,13 +133,13 @@ class DriftmatrixPlugin(BasePlugin):
             if cell.get("retired") or target.get("retired"):
                 continue
             status = cell.get("status")
-            what = SHORT.get(cell.get("stage"), cell.get("stage")) if status in ("PASS", "WARN") else \
+            what = STATUS_LINE_DEPTH.get(cell.get("stage"), cell.get("stage")) if status in GOOD else \
                 f"fails at {cell.get('stage')}" if status == "FAIL" else str(status).lower()
             if status == "FAIL" and cell.get("notes"):
                 cause = str(cell["notes"][-1] if len(cell["notes"]) > 1 and "vLLM" in cell["notes"][-1]
                             else cell["notes"][0])  # the option history's words when it has them
                 what = f"{what}: {cause[:CAUSE_CHARS]}{'…' if len(cause) > CAUSE_CHARS else ''}"
-            parts.append(f"{ICON.get(status, '?')} vLLM {target.get('version', '?')} {target.get('name', key)} ({what})")
+            parts.append(f"{STATUS_LINE_ICONS.get(status, '?')} vLLM {target.get('version', '?')} {target.get('name', key)} ({what})")
         judged = one_line(src.get("judgement") or entry.get("judgement") or "not judged")
         text = one_line(" · ".join(parts) or "not run yet")
         link = f"{self.site}/snippets/{quote(sid, safe='')}.html"

@@ -16,7 +16,6 @@ judges nothing. A build of the page's versions, when one was checked, always dec
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
@@ -26,7 +25,7 @@ from extractor.written_for import specifier
 from flaghistory.commands import explain_use, record_of
 from flaghistory.uses import uses_of
 from flaghistory.history import FlagHistory
-from runner.outcomes.counts import GOOD, REAL, depth
+from runner.outcomes.vocabulary import GOOD, REAL, JudgementKind, depth
 from common.versions import parse_version
 from common import vllm_plugins
 
@@ -36,7 +35,8 @@ JUDGED_KINDS = ("serve", "docker", "recipe")
 
 @dataclass
 class HistoryVerdict:
-    kind: Literal["doc-drift", "needs-newer"]
+    kind: JudgementKind
+    """`doc-drift` or `needs-newer`: the only judgements the option history makes."""
     options: list[str]
     """What decides it, as the command gives it (`--swap-space`, `--tool-call-parser qwen3_xml`): removed
     before the page's versions, or added after every build."""

@@ -17,12 +17,14 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 
 from extractor.records import Snippet
-from publisher import judgement, matrix_data, snippet_page, titles, views
+from publisher import (addresses, causes, command_text, escaping, judgement, matrix_data, public, snippet_page, titles,
+                       verdict_words)
+from runner.outcomes import vocabulary
 from publisher.command_view import CommandView, CommandViews
 from publisher.judgement import Judgement
 from publisher.run_history import CHANGE_KINDS, Change
-from publisher.views import evidence_href
-from runner.outcomes.counts import GOOD
+from publisher.addresses import evidence_href
+from runner.outcomes.vocabulary import GOOD
 
 
 def _short(value, limit: int = 160) -> str:
@@ -31,16 +33,19 @@ def _short(value, limit: int = 160) -> str:
 
 
 def _legend() -> Markup:
-    items = "".join(f'<li><span class="dm-cell dm-{v}"><span aria-hidden="true">{views.ICONS[v]}</span> '
-                    f'<span class="dm-v">{v}</span></span> {html.escape(views.MEANING[v])}</li>' for v in views.VERDICTS)
-    depths = " · ".join(f"<b>{html.escape(word)}</b> {html.escape(shown)}" for word, shown, _ in views.DEPTH.values())
-    judged = " · ".join(f'<span class="dm-j dm-j-{k}">{k}</span> {html.escape(judgement.MEANING[k])}'
-                        for k in judgement.JUDGEMENTS)
+    icon = vocabulary.ICONS
+    items = "".join(f'<li><span class="dm-cell dm-{v}"><span aria-hidden="true">{icon[v]}</span> '
+                    f'<span class="dm-v">{v}</span></span> {html.escape(vocabulary.VERDICT_MEANING[v])}</li>'
+                    for v in vocabulary.VERDICTS)
+    depths = " · ".join(f"<b>{html.escape(word)}</b> {html.escape(shown)}" for word, shown, _ in vocabulary.DEPTH.values())
+    judged = " · ".join(f'<span class="dm-j dm-j-{k}">{k}</span> {html.escape(vocabulary.JUDGEMENT_MEANING[k])}'
+                        for k in vocabulary.JUDGEMENTS)
     return Markup(f'<ul class="dm-legend">{items}<li><span class="dm-cell dm-none">· not run</span> not run on this build</li></ul>'
-                  f'<p class="dm-legend">How deep a ✔/⚠ went: {depths}; a ✘ names the stage it stopped at '
-                  f'(<b>at config</b>).</p>'
+                  f'<p class="dm-legend">How deep a {icon["PASS"]}/{icon["WARN"]} went: {depths}; '
+                  f'a {icon["FAIL"]} names the stage it stopped at (<b>at config</b>).</p>'
                   f'<p class="dm-legend">Versions: <b>0.21.0+</b> seen working on 0.21.0 and every newer version of that '
-                  f'kind of build; <b>0.18.0–0.19.1</b> only those; on a ✘ cell, <b>ok 0.21.0+</b> where it did work; '
+                  f'kind of build; <b>0.18.0–0.19.1</b> only those; on a {icon["FAIL"]} cell, <b>ok 0.21.0+</b> where it '
+                  f'did work; '
                   f'<b>options 0.19.0+</b> the releases whose parser has all its options (the option history: for a '
                   f'check that went no deeper than the parser). <i>older</i> / <i>newer</i> (dimmed, dotted): a build '
                   f'outside the versions the page is written for.</p>'
@@ -56,9 +61,9 @@ def _front_matter(title: str) -> Markup:
 def environment() -> Environment:
     env = Environment(loader=PackageLoader("publisher", "templates"), autoescape=select_autoescape(default=True),
                       keep_trailing_newline=True)
-    env.filters["fence"] = lambda text, lang="": Markup(views.fence(str(text), lang))
-    env.filters["md"] = lambda text: Markup(views.md_escape(" ".join(str(text).split())))  # a heading: one line
-    env.filters["http"] = views.http_url
+    env.filters["fence"] = lambda text, lang="": Markup(escaping.fence(str(text), lang))
+    env.filters["md"] = lambda text: Markup(escaping.md_escape(" ".join(str(text).split())))  # a heading: one line
+    env.filters["http"] = public.http_url
     env.filters["short"] = _short
     # One line of HTML: a blank line inside <pre> would end Markdown's raw-HTML block.
     env.filters["oneline"] = lambda text: Markup(html.escape(str(text)).replace("\n", "&#10;"))
@@ -68,7 +73,7 @@ def environment() -> Environment:
 
 
 def short_command(s: Snippet, limit: int = 110) -> str:
-    text = " ".join(views.command(s).split())
+    text = " ".join(command_text.command(s).split())
     return text if len(text) <= limit else text[:limit] + "…"
 
 
@@ -78,12 +83,12 @@ def _cell(v: CommandView, col, j: Judgement | None = None) -> dict | None:
         return None
     check = next((k for k in j.checks if k.column.key == col.key), None) if j else None
     outside = check is not None and check.scope in ("older", "newer")
-    why = views.cause(o, limit=160)
-    tip = (f"{o.verdict} on {col.label}: {views.depth_text(o, s)}" + (f": {why}" if why else "")
+    why = causes.cause(o, limit=160)
+    tip = (f"{o.verdict} on {col.label}: {verdict_words.depth_text(o, s)}" + (f": {why}" if why else "")
            + (" (stand-in model)" if o.stand_in else "")
            + (f" — {check.scope} than the versions the page is written for" if outside else ""))
-    return {"verdict": o.verdict, "icon": views.ICONS.get(o.verdict, "?"), "href": evidence_href(s.id, col.key),
-            "tip": tip, "cause": views.cause(o, limit=100), "depth": views.depth_word(o, s), "outside": outside}
+    return {"verdict": o.verdict, "icon": vocabulary.ICONS.get(o.verdict, "?"), "href": evidence_href(s.id, col.key),
+            "tip": tip, "cause": causes.cause(o, limit=100), "depth": verdict_words.depth_word(o, s), "outside": outside}
 
 
 def _page_rows(commands: CommandViews) -> dict[str, dict]:
@@ -93,9 +98,9 @@ def _page_rows(commands: CommandViews) -> dict[str, dict]:
     for v in commands:
         s = v.snippet
         for src, j in zip(s.sources, v.at_sources):
-            key = views.page_key(src)
+            key = addresses.page_key(src)
             wf = judgement.written_for(src)
-            p = pages.setdefault(key, {"key": key, "slug": views.page_slug(key), "file": src.file, "corpus": src.corpus,
+            p = pages.setdefault(key, {"key": key, "slug": addresses.page_slug(key), "file": src.file, "corpus": src.corpus,
                                        "version": src.version, "url": (src.url or "").split("#")[0] or None,
                                        "written_for": wf, "rows": [], "name": titles.page_title(src)})
             p["rows"].append({"id": s.id, "line": src.line, "url": src.url, "short": short_command(s),
@@ -104,7 +109,7 @@ def _page_rows(commands: CommandViews) -> dict[str, dict]:
     for p in pages.values():
         p["rows"].sort(key=lambda r: r["line"])
         kinds = list({r["id"]: r["judgement"] for r in p["rows"]}.values())  # a command shown twice counts once
-        p.update({k: kinds.count(k) for k in judgement.JUDGEMENTS}, total=len(kinds),
+        p.update({k: kinds.count(k) for k in vocabulary.JUDGEMENTS}, total=len(kinds),
                  title=(f"{p['name']} — " if p["name"] != p["file"] else "") + f"{p['file']} ({p['corpus']} {p['version']})")
     return pages
 
@@ -123,7 +128,7 @@ def _verdict_counts(commands: CommandViews) -> dict[str, dict[str, int]]:
     for c, _, o in _current(commands):
         counts[c.key][o.verdict] = counts[c.key].get(o.verdict, 0) + 1
         if o.verdict in GOOD:
-            word = f"{o.verdict} {views.depth_word(o)}"
+            word = f"{o.verdict} {verdict_words.depth_word(o)}"
             counts[c.key][word] = counts[c.key].get(word, 0) + 1
     return counts
 
@@ -144,9 +149,9 @@ def render(commands: CommandViews, doc: dict, changes: list[Change], *,
     pages = _page_rows(commands)
     ranked = sorted(pages.values(), key=lambda p: (-p["doc-drift"], -p["vllm-regression"], -p["needs-newer"], p["key"]))
     shorts = {s.id: short_command(s, 80) for s in results.snippets}
-    judged = {k: sum(1 for v in commands if v.worst.kind == k) for k in judgement.JUDGEMENTS}
-    common = {"columns": results.columns, "dates": results.dates, "verdicts": views.VERDICTS, "icons": views.ICONS,
-              "judgements": judgement.JUDGEMENTS, "depth_words": [w for w, _, _ in views.DEPTH.values()]}
+    judged = {k: sum(1 for v in commands if v.worst.kind == k) for k in vocabulary.JUDGEMENTS}
+    common = {"columns": results.columns, "dates": results.dates, "verdicts": vocabulary.VERDICTS, "icons": vocabulary.ICONS,
+              "judgements": vocabulary.JUDGEMENTS, "depth_words": [w for w, _, _ in vocabulary.DEPTH.values()]}
     out = {
         "index.md": env.get_template("index.md.j2").render(
             total=len(results.snippets), generated=doc["generated"], counts=_verdict_counts(commands), changes=changes,

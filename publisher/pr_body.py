@@ -14,10 +14,10 @@ from urllib.parse import quote
 from common.inert import code_block, code_span, plain, table_cell, unclosed
 from publisher import annotate as ann
 from publisher import defects
-from publisher import views
+from publisher import causes, verdict_words
 from publisher.command_view import CommandViews
 from publisher.results import Results
-from publisher.views import cause
+from publisher.causes import cause
 from runner.outcomes import subcommands
 
 BODY_LIMIT = 65_536
@@ -128,13 +128,13 @@ def regressions(commands: CommandViews, tree: Path, link) -> list[str]:
                 continue
             good, bad = j.regression
             exc = bad.outcome.evidence.exception
-            where = views.location(exc)
+            where = causes.location(exc)
             out += [f"### {code_span(subcommands.program(s))} regression: runs on vLLM {plain(good.version)}, fails "
                     f"on vLLM {plain(bad.version)}", "",
                     f"Command ({link(s.id)}, documented at {code_span(f'{src.file}:{src.line}')}):", "",
                     code_block(view.command, "bash"), "",
                     f"- vLLM {plain(good.version)} (commit {code_span(good.column.commit or 'unknown')}): "
-                    f"{views.depth_text(good.outcome, s)}",
+                    f"{verdict_words.depth_text(good.outcome, s)}",
                     f"- vLLM {plain(bad.version)} (commit {code_span(bad.column.commit or 'unknown')}): fails at "
                     f"{plain(bad.outcome.stage)}: {code_span((exc and exc.type) or bad.outcome.verdict)}: "
                     f"{code_span((exc and exc.message) or bad.outcome.reason or '')}"

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from publisher import annotate as ann
-from publisher import views
+from publisher import public
 from publisher.command_view import CommandViews, views_of
 from publisher.git_push import (DEFAULT_IDENTITY, Git, LeaseRefused, PrError, fetch, local_default, push,
                                 refusal, same_tree)
@@ -112,7 +112,7 @@ def run_pr(opts: PrOptions, say=print) -> int:
     if why:  # by name alone, before any network: a dry run refuses what --apply would
         out(f"driftmatrix pr: refused: {why}; nothing was fetched or pushed")
         return 2
-    results = views.public_results(load(opts.snippets, opts.outcomes, opts.fixes))  # no host path in a PR
+    results = public.public_results(load(opts.snippets, opts.outcomes, opts.fixes))  # no host path in a PR
     for problem in results.problems:
         out(f"warning: {problem}")
     commands = views_of(results)  # what the patches and the body both say

@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from runner.outcomes.counts import GOOD, REAL, depth
+from runner.outcomes.vocabulary import GOOD, REAL, depth
 from common.versions import version_order
 
 CHANGE_KINDS = {

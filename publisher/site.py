@@ -2,7 +2,7 @@
 project at the repository root (mkdocs.yml + docs/), build it with `mkdocs build --strict`,
 and put matrix.json next to it (and into the history folder). Every page, matrix.json and the
 annotated docs are rendered from one set of command views (publisher/command_view.py), built
-from `views.public_results(results)`: no host path reaches the site."""
+from `public.public_results(results)`: no host path reaches the site."""
 
 from __future__ import annotations
 
@@ -18,9 +18,9 @@ from pathlib import Path
 from common.inert import strip_controls
 from publisher import annotate as ann
 from publisher import run_history
-from publisher import matrix_json, pages, search_index, views
+from publisher import matrix_json, pages, public, search_index
 from publisher.command_view import views_of
-from publisher.judgement import JUDGEMENTS
+from runner.outcomes.vocabulary import JUDGEMENTS
 from publisher.results import Results
 
 PACKAGED = Path(__file__).resolve().parent / "site_skeleton"
@@ -70,7 +70,7 @@ def build_site(results: Results, site_dir: Path, *, history_dir: Path | None = N
     if docs:
         annotated = ann.for_site([ann.annotate_tree(commands, tree) for tree in docs])
     if annotated:
-        annotated = {**annotated, "problems": [views.public_text(p) for p in annotated.get("problems", [])]}
+        annotated = {**annotated, "problems": [public.public_text(p) for p in annotated.get("problems", [])]}
     doc = matrix_json.build(commands)
     if past.previous:
         doc["previous"] = past.previous.get("generated")
@@ -104,9 +104,9 @@ def build_site(results: Results, site_dir: Path, *, history_dir: Path | None = N
 
 def _commands(results: Results, history_dir: Path | None) -> tuple[run_history.History, list]:
     """The earlier runs and this run's command views, the site's and the snapshot's alike: the one
-    place host paths are taken out (views.public_results)."""
+    place host paths are taken out (public.public_results)."""
     past = run_history.load(history_dir)
-    return past, views_of(views.public_results(results), past.snapshots)
+    return past, views_of(public.public_results(results), past.snapshots)
 
 
 def _keep(text: str, doc: dict, history_dir: Path) -> Path:

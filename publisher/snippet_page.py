@@ -15,18 +15,14 @@ from jinja2 import Environment
 from markupsafe import Markup
 
 from extractor.records import Snippet
-from publisher import perf_view, views
+from publisher import addresses, causes, command_text, perf_view, verdict_words
 from publisher.command_view import CommandView, CommandViews
 from runner.outcomes import subcommands
-from runner.outcomes.counts import GOOD, depth
+from runner.outcomes.vocabulary import GOOD, ICONS, PLAIN_STAGE, depth
 from runner.outcomes.records import Outcome
 
 COMMAND_WIDTH = 80
 """A one-line command longer than this is shown one option per line, with ` \\` continuations."""
-
-PLAIN_STAGE = {"parse": "the argument parser", "config": "the engine config", "start": "server start",
-               "probe": "requests answered", "perf": "speed measured"}
-"""How far a run was checked, in words (`checked up to: requests answered`)."""
 
 PROBES = {"models": "list models", "json_schema": "structured output (json_schema)", "chat": "chat",
           "stream": "streaming chat", "tools": "tool call", "tool": "tool call", "image": "image input"}
@@ -113,7 +109,7 @@ def checked(o: Outcome, s: Snippet | None = None) -> str:
     """`requests answered` / `server start, where it stopped (it was to go on up to: requests answered)`;
     a subcommand snippet (`vllm bench throughput …`): its own argument parser, and no further."""
     planned = PLAIN_STAGE.get(o.tier, o.tier)
-    if views.parser_only(o, s):
+    if verdict_words.parser_only(o, s):
         return (f"the argument parser of {subcommands.program(s)}, which accepted it; not run further: it is "
                 "not a server")
     if s is not None and subcommands.words(s) and o.verdict in GOOD + ("FAIL",) and o.stage == "parse":
@@ -141,7 +137,7 @@ def models(s: Snippet, o: Outcome) -> tuple[list[tuple[str, str, str]], dict[str
 def model_summary(o: Outcome) -> str:
     """The Verdicts table's Model cell."""
     if o.stand_in:
-        return "random-weight twin" if views.documented_twin(o) else "a placeholder's stand-in"
+        return "random-weight twin" if causes.documented_twin(o) else "a placeholder's stand-in"
     return "not loaded" if o.stage == "parse" or o.verdict == "SKIP" else "as documented"
 
 
@@ -156,8 +152,8 @@ def ran(o: Outcome) -> str:
     ready = o.evidence.server and o.evidence.server.ready_s
     if ready is not None:
         parts[-1] += f" (server ready after {perf_view.number(ready, 's')})"
-    if views.ranks_text(o):
-        parts.append(views.ranks_text(o))
+    if verdict_words.ranks_text(o):
+        parts.append(verdict_words.ranks_text(o))
     gpus = [str(g) for g in (o.host or {}).get("gpus") or []]
     if gpus:
         names = {}
@@ -220,7 +216,7 @@ def short_cause(o: Outcome) -> str:
     """The Verdicts table's cause: where, not the whole message (that is in the build's section)."""
     exc = o.evidence.exception
     if o.verdict == "FAIL" and exc:
-        where = views.location(exc).rsplit("/", 1)[-1]
+        where = causes.location(exc).rsplit("/", 1)[-1]
         return f"{exc.type}" + (f" at {where}" if where else "")
     if o.verdict == "WARN":
         feature = [w for w in o.evidence.warnings if w.feature]
@@ -229,7 +225,7 @@ def short_cause(o: Outcome) -> str:
     sig = o.evidence.signature
     if sig:
         return sig.id or ""
-    return views._clip(o.reason or "", 100)
+    return causes.clip_public(o.reason or "", 100)
 
 
 def warnings(o: Outcome) -> tuple[list[dict], list[dict], int]:
@@ -276,11 +272,11 @@ def section(s: Snippet, o: Outcome) -> dict:
     twins, other = models(s, o)
     feature, noise, noise_n = warnings(o)
     return {"checked": checked(o, s), "twins": twins, "substituted": other, "ran": ran(o), "build": build(o),
-            "reason": reason_shown(o), "location": views.location(o.evidence.exception),
-            "argv": wrapped_command(views.run_as(s, o.argv)) if o.argv else "", "feature": feature, "noise": noise, "noise_n": noise_n,
+            "reason": reason_shown(o), "location": causes.location(o.evidence.exception),
+            "argv": wrapped_command(command_text.run_as(s, o.argv)) if o.argv else "", "feature": feature, "noise": noise, "noise_n": noise_n,
             "spec": perf_view.spec_counters(o.evidence.spec_decode), "config": config_rows(o), "probes": probes(o),
-            "options": views.option_notes(o, s), "gpu_memory": gpu_memory(o),
-            "documented_twin": views.documented_twin(o),
+            "options": causes.option_notes(o, s), "gpu_memory": gpu_memory(o),
+            "documented_twin": causes.documented_twin(o),
             "perf_acceptance": perf_view.acceptance(o.evidence.perf and o.evidence.perf.spec_decode)}
 
 
@@ -289,21 +285,36 @@ def section(s: Snippet, o: Outcome) -> dict:
 def render(env: Environment, commands: CommandViews, view: CommandView) -> str:
     results, s = commands.results, view.snippet
     rows = [(c, o) for c in results.columns if (o := view.outcomes.get(c.key))]
-    diffs = views.config_differences({c.key: o for c, o in rows})
+    diffs = config_differences({c.key: o for c, o in rows})
     variants = [{"variant": name, "what": perf_view.VARIANTS.get(name, name), "label": c.label, "key": c.key, "o": o,
-                 "depth": views.depth_text(o, s), "cause": views.cause(o)}
+                 "depth": verdict_words.depth_text(o, s), "cause": causes.cause(o)}
                 for name in results.variants(s.id) for c in results.columns if (o := results.cell(s.id, c, name))]
     retired = [(c, o) for c in results.retired if (o := view.outcomes.get(c.key))]
     fix = view.fix_candidate
     return env.get_template("snippet.md.j2").render(
         s=s, title=view.title, command=wrapped_command(view.command), flags=view.flags,
         spec_json=json.dumps(s.speculative_config) if s.speculative_config else "",
-        page_slugs=[views.page_slug(views.page_key(src)) for src in s.sources],
+        page_slugs=[addresses.page_slug(addresses.page_key(src)) for src in s.sources],
         judgements=view.judgements, source_judgements=[j.kind for j in view.at_sources],
-        rows=rows, depths={c.key: views.depth_text(o, s) for c, o in rows},
+        rows=rows, depths={c.key: verdict_words.depth_text(o, s) for c, o in rows},
         subcommand=subcommands.program(s) if subcommands.words(s) else "",
         short_causes={c.key: short_cause(o) for c, o in rows}, models={c.key: model_summary(o) for c, o in rows},
         sections={c.key: section(s, o) for c, o in rows}, speed=perf_view.tables(results, s.id, bool(s.speculative_config)),
         diffs=diffs, flipped=[k for k, vals in diffs.items() if all(isinstance(v, bool) for v in vals.values())],
-        icons=views.ICONS, variants=variants, seen=view.seen, retired=retired, lines=lines_html,
+        icons=ICONS, variants=variants, seen=view.seen, retired=retired, lines=lines_html,
         fix=fix, fix_command=wrapped_command(fix.fix["text"]) if fix else "", fix_verified=view.fix)
+
+
+def config_differences(by_column: dict[str, Outcome]) -> dict[str, dict[str, object]]:
+    """Effective-config keys whose values differ between targets: key -> {column: value}.
+    Paths (model dirs, the draft's) differ by construction and are left out."""
+    keys = sorted({k for o in by_column.values() for k in o.evidence.effective_config})
+    out = {}
+    for k in keys:
+        if k in ("model", "draft_model", "speculative_config", "engine_version"):
+            continue
+        values = {col: o.evidence.effective_config.get(k) for col, o in by_column.items()
+                  if k in o.evidence.effective_config}
+        if len(values) > 1 and len({repr(v) for v in values.values()}) > 1:
+            out[k] = values
+    return out

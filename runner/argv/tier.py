@@ -4,7 +4,7 @@ jobs asks (runner/run/loop.py, planning.py, prefetch.py)."""
 from __future__ import annotations
 
 from extractor.records import Snippet
-from runner.outcomes.records import TIERS
+from runner.outcomes.vocabulary import TIERS
 
 
 def deepest_tier(snippet: Snippet, target, asked: str) -> str:

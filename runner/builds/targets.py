@@ -127,7 +127,7 @@ def _str_map(value: Any, where: str) -> dict[str, str]:
 
 
 def _tier(value: Any, where: str) -> str | None:
-    from runner.outcomes.records import TIERS
+    from runner.outcomes.vocabulary import TIERS
     if value is None:
         return None
     if value not in TIERS:

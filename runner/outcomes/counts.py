@@ -21,20 +21,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 
-
 from runner.outcomes.evidence_records import LoggedWarning
-from runner.outcomes.records import TIERS, Outcome, TargetRef, VerdictName
+from runner.outcomes.records import Outcome, TargetRef
+from runner.outcomes.vocabulary import REAL, TIERS, VerdictName, depth
 from common.versions import version_order
-
-REAL = ("PASS", "WARN", "FAIL")
-"""Verdicts about the command (SKIP: not checked; ERROR: the check broke)."""
-GOOD = ("PASS", "WARN")
-"""It runs (a WARN runs: a warning is a warning, not a failure)."""
-
-
-def depth(stage: str) -> int:
-    """How far a stage goes: parse 0 … perf 4 (-1 for anything else)."""
-    return TIERS.index(stage) if stage in TIERS else -1
 
 
 def is_done(o: Outcome) -> bool:

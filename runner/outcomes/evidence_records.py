@@ -109,7 +109,7 @@ class RaisedException(JsonRecord):
     """Its message, clipped (runner/evidence/logscan.py)."""
     location: CodeLocation | str | None
     """Where vLLM raised it (for an exception from a server log, the deepest vLLM frame of the root-cause
-    traceback); None when no frame was vLLM's. A string is read and shown as it is (publisher/views.py
+    traceback); None when no frame was vLLM's. A string is read and shown as it is (publisher/causes.py
     `location` has always taken one)."""
     traceback: str | None = field(default=None, metadata=OPTIONAL)
     """The helper's traceback text (parse and config tiers; written as null when it sent none)."""

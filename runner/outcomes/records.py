@@ -8,21 +8,14 @@ from __future__ import annotations
 
 import copy
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, Literal, NamedTuple, get_args
+from typing import Any, NamedTuple
 
 from runner.outcomes.evidence_records import (json_of, FailureSignature, HubAnswer, JsonRecord, LoggedWarning,
                                               PerfRun, PlaceholderStandIn, ProbeResult, RaisedException, ServerRun,
                                               TwinNote)
+from runner.outcomes.vocabulary import StageName, TierName, VerdictName
 
 SCHEMA = 1
-VerdictName = Literal["PASS", "WARN", "FAIL", "SKIP", "ERROR"]
-"""What a job amounts to (docs/guide/judgements.md, Verdicts); the one list of verdicts."""
-VERDICTS: tuple[VerdictName, ...] = get_args(VerdictName)
-TierName = Literal["parse", "config", "start", "probe", "perf"]
-"""The tiers, in the order they run (a job asked for one runs the ones before it); the one list of tiers."""
-TIERS: tuple[TierName, ...] = get_args(TierName)
-StageName = TierName
-"""Where a verdict was reached: one of the tiers (the first failing one, or the last run)."""
 
 
 class JobKey(NamedTuple):
@@ -173,7 +166,7 @@ class Outcome:
     def from_dict(cls, data: dict[str, Any]) -> Outcome:
         """Read tolerantly: keys this version does not know are dropped, and a verdict, tier or stage
         outside the Literals is kept as read (a later version's; readers take an unknown stage as
-        no depth, counts.depth) rather than losing the line."""
+        no depth, vocabulary.depth) rather than losing the line."""
         known = {f.name for f in fields(cls)}
         kw = {k: v for k, v in data.items() if k in known}
         kw["target"] = TargetRef(**data["target"])

@@ -29,7 +29,8 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from runner.outcomes import counts
-from runner.outcomes.records import TIERS, JobKey, Outcome
+from runner.outcomes.records import JobKey, Outcome
+from runner.outcomes.vocabulary import TIERS
 
 GITHUB_JOB_LIMIT_H = 6.0
 """A GitHub-hosted or self-hosted job's hard limit (jobs.<id>.timeout-minutes cannot exceed 360)."""

@@ -29,7 +29,8 @@ from runner.builds.envs import EnvError, TargetEnv, ensure
 from runner.jobs.execute import JobRunner
 from runner.jobs.job import Job, RunContext, host_facts
 from runner.models.resolution import ModelResolver
-from runner.outcomes.records import TIERS, VERDICTS, JobKey, Outcome
+from runner.outcomes.records import JobKey, Outcome
+from runner.outcomes.vocabulary import TIERS, VERDICTS
 from common.inert import console_markup, log_json, terminal
 from common.redact import Redactor
 from runner.settings import cpu_slots, default_jobs

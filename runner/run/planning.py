@@ -161,7 +161,7 @@ def pick_token(key: JobKey) -> str:
 
 def parse_pick(token: str) -> tuple[tuple[str, str | None], str]:
     """`SNIPPET[+VARIANT]:TIER` -> ((snippet id, variant), tier)."""
-    from runner.outcomes.records import TIERS
+    from runner.outcomes.vocabulary import TIERS
     job, _, tier = token.rpartition(":")
     if not job or tier not in TIERS:
         raise ValueError(f"--pick expects SNIPPET[+VARIANT]:TIER with a tier of {', '.join(TIERS)}, got {token!r}")
@@ -228,7 +228,7 @@ def packed(catalog: Catalog, snippets: Path, targets_path: Path, targets: list[T
 
 def _candidates(pairs, target: Target, tier: str, daily_tier: str | None, done: set, durations, out: Todo):
     """(daily candidates, deeper candidates) of one target; counts the reused ones on `out`."""
-    from runner.outcomes.records import TIERS
+    from runner.outcomes.vocabulary import TIERS
     pin, dist = target.pinned_version(), _distribution(target)
     daily, deeper = [], []
 

@@ -15,7 +15,7 @@ from runner.argv.parallel import ranks_of
 from runner.argv.tier import deepest_tier
 from runner.serve import ranks
 from runner.models.resolution import ModelResolver, needed_models
-from runner.outcomes.records import TIERS
+from runner.outcomes.vocabulary import TIERS
 from runner.settings import weights_budget_bytes
 from runner.builds.targets import gpu_count, load
 

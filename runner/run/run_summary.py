@@ -7,7 +7,8 @@ from collections import Counter
 
 from common.inert import code_span
 from common.step_summary import escape
-from runner.outcomes.records import VERDICTS, Outcome
+from runner.outcomes.records import Outcome
+from runner.outcomes.vocabulary import VERDICTS
 
 
 def verdict_table(outcomes: list[Outcome]) -> str:

@@ -10,8 +10,8 @@ import hashlib
 import re
 
 from runner.models.resolution import billions_of_parameters
-from runner.outcomes.records import TIERS
 from runner.argv.parallel import ranks_of
+from runner.outcomes.vocabulary import TIERS
 
 
 def predicted_cost(snippet, tier: str) -> float:

@@ -74,12 +74,12 @@ def test_a_value_the_release_lacks_and_one_that_depends_on_the_model(history):
 
 
 def test_the_matrix_s_verdicts_for_the_exact_command(tmp_path):
-    from publisher import matrix_json, views
+    from publisher import matrix_json, public
     from publisher.command_view import views_of
     from publisher.results import load
 
     site = REPO / "tests" / "fixtures" / "site"  # real records of a CPU run (tests/fixtures/site/regenerate.sh)
-    commands = views_of(views.public_results(load(site / "snippets.json", [site / "outcomes-cpu-parse.jsonl"])))
+    commands = views_of(public.public_results(load(site / "snippets.json", [site / "outcomes-cpu-parse.jsonl"])))
     (tmp_path / "matrix.json").write_text(json.dumps(matrix_json.build(commands)))
     view = next(v for v in commands if v.snippet.kind == "serve" and v.outcomes)
     code, body, err = check("--json", "--matrix", str(tmp_path / "matrix.json"),

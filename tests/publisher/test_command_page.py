@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from publisher import views
+from publisher import causes, command_text, public
 from publisher.results import load
 from sitehttp import serve_dir
 
@@ -38,7 +38,7 @@ def publish(snippets: Path, outcomes: list[Path], out: Path) -> Path:
 def gpu_site(tmp_path_factory):
     root = publish(GPU_SNIPPETS, GPU_OUTCOMES, tmp_path_factory.mktemp("command-page") / "site")
     httpd, base = serve_dir(root)
-    yield base, views.public_results(load(GPU_SNIPPETS, GPU_OUTCOMES))
+    yield base, public.public_results(load(GPU_SNIPPETS, GPU_OUTCOMES))
     httpd.shutdown()
 
 
@@ -104,7 +104,7 @@ def test_the_whole_command_is_visible_and_copies_as_written(gpu_site, tab, artif
     context.grant_permissions(["clipboard-read", "clipboard-write"], origin=base)
     page.goto(f"{base}/snippets/{SPEC}.html")
     snippet = next(s for s in results.snippets if s.id == SPEC)
-    written = views.command(snippet)
+    written = command_text.command(snippet)
     assert len(written) > 120 and "\n" not in written  # a long one-liner in the docs
     code = page.locator(".dm-command pre > code").first
     assert code.is_visible()
@@ -132,7 +132,7 @@ def test_the_cause_is_said_once(gpu_site, tab):
     assert text.count(exc.message) == 1
     facts = heading.locator("xpath=following::table[contains(@class,'dm-facts')][1]").inner_text()
     assert exc.message in facts and exc.type in facts
-    assert "raised at " + views.location(exc) in flat(facts)
+    assert "raised at " + causes.location(exc) in flat(facts)
     _, warn = section(page, results, "0.21.0")
     feature = next(w for w in warn.evidence.warnings if w.feature)
     assert warn.verdict == "WARN" and feature.message in warn.reason

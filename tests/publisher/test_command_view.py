@@ -7,14 +7,15 @@ from __future__ import annotations
 import pytest
 
 from publisher import annotate as ann
-from publisher import judgement, matrix_data, matrix_json, pages, pr_body, views
+from publisher import judgement, matrix_data, matrix_json, pages, pr_body, public
+from runner.outcomes import vocabulary
 from publisher.command_view import views_of
 from publisher.results import load
 
 
 @pytest.fixture(scope="module")
 def commands(stable_plus, site_inputs):
-    return views_of(views.public_results(load(stable_plus, [site_inputs["parse"], site_inputs["config"]])))
+    return views_of(public.public_results(load(stable_plus, [site_inputs["parse"], site_inputs["config"]])))
 
 
 def test_one_view_per_command_in_the_snippets_order(commands):
@@ -23,7 +24,7 @@ def test_one_view_per_command_in_the_snippets_order(commands):
     assert {"doc-drift", "ok"} <= kinds  # the fixture judges both ways: the test below compares something
     for v in commands:
         assert [v.at(src) for src in v.snippet.sources] == v.at_sources
-        assert v.worst.kind == min((j.kind for j in v.judgements), key=judgement.JUDGEMENTS.index)
+        assert v.worst.kind == min((j.kind for j in v.judgements), key=vocabulary.JUDGEMENTS.index)
         assert set(v.ranges) == set(v.notes) == set(v.outcomes)
 
 
@@ -39,7 +40,7 @@ def test_matrix_json_and_matrix_data_say_what_the_view_says(commands):
             found = v.ranges[key]
             assert cell["notes"] == v.notes[key] and cell["range"] == (found.as_json() if found else None)
         row = rows[v.id]
-        assert judgement.JUDGEMENTS[row[5]] == v.at_sources[0].kind
+        assert vocabulary.JUDGEMENTS[row[5]] == v.at_sources[0].kind
 
 
 def test_the_outputs_judge_nothing_themselves(commands, corpus, monkeypatch):

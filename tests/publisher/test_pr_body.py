@@ -19,7 +19,7 @@ from extractor.catalog import extract
 from runner.builds.resolve import stable_pin
 from extractor.written_for import override
 from publisher import annotate as ann
-from publisher import pr_body, views
+from publisher import pr_body, public
 from publisher.command_view import views_of
 from publisher.results import load
 
@@ -47,7 +47,7 @@ def _day(tree_and_snippets, run: str):
     tree, snippets = tree_and_snippets
     results = load(snippets, [RUNS / f"outcomes-{run}.jsonl"])
     annotation = ann.annotate(results, tree)
-    return results, annotation, pr_body.fit(pr_body.body(views_of(views.public_results(results)), annotation, SITE), SITE)
+    return results, annotation, pr_body.fit(pr_body.body(views_of(public.public_results(results)), annotation, SITE), SITE)
 
 
 def test_two_runs_of_the_same_failure_give_the_same_bytes(tree_and_snippets):
@@ -90,6 +90,6 @@ def test_public_text_made_public_again_is_unchanged(tree_and_snippets):
     """`pr` makes the records public, and `annotate` (which it calls) does too: the second pass
     changes nothing (the runs' `private /tmp` sandbox note once became `……/tmp`)."""
     _, snippets = tree_and_snippets
-    once = views.public_results(load(snippets, [RUNS / "outcomes-run1.jsonl"]))
+    once = public.public_results(load(snippets, [RUNS / "outcomes-run1.jsonl"]))
     assert any("…/tmp" in str(o.host) for o in once.cells.values())
-    assert views.public_results(once).cells == once.cells
+    assert public.public_results(once).cells == once.cells

@@ -17,7 +17,7 @@ from extractor.catalog import extract
 from runner.builds.resolve import stable_pin
 from extractor.written_for import override
 from publisher import annotate as ann
-from publisher import pr_body, views
+from publisher import pr_body, public
 from publisher.command_view import views_of
 from publisher.results import load
 from runner.outcomes.evidence_records import RaisedException
@@ -63,7 +63,7 @@ def inputs(tmp_path_factory):
                 Outcome(regression.id, OLD, "parse", "parse", "PASS", started="2026-12-02T16:00:00+00:00"),
                 _fail(regression.id, NEW, f"broken {mdcheck.HOSTILE}\n{mdcheck.MULTILINE}", log)]
     (tmp / "outcomes.jsonl").write_text("".join(json.dumps(o.to_dict()) + "\n" for o in outcomes), encoding="utf-8")
-    results = views.public_results(load(tmp / "snippets.json", [tmp / "outcomes.jsonl"]))
+    results = public.public_results(load(tmp / "snippets.json", [tmp / "outcomes.jsonl"]))
     annotation = ann.annotate(results, tree)
     assert [len(p.inserts) for p in annotation.patches] == [1], annotation.problems
     fix = ann.FixApplied(drift.id, 4, f"vllm serve x --dtype '{VALUE}'\n{mdcheck.MULTILINE}", mdcheck.HOSTILE,
@@ -105,7 +105,7 @@ def test_every_table_row_keeps_its_cells(inputs):
 
 @pytest.mark.parametrize("message", [mdcheck.HOSTILE, mdcheck.MULTILINE, "`" * 40, "xx|||||", "@a " * 30])
 def test_one_hostile_cause_in_a_row(inputs, message):
-    """Each hostile message alone, as the one cause of a PR row (`views.cause`)."""
+    """Each hostile message alone, as the one cause of a PR row (`causes.cause`)."""
     results, annotation, drift, _ = copy.deepcopy(inputs)
     for o in results.cells.values():
         if o.snippet_id == drift.id:

@@ -16,7 +16,7 @@ from extractor.written_for import specifier
 from flaghistory.commands import explain_failure, shipped
 from flaghistory.history import FlagHistory
 from publisher import annotate as ann
-from publisher import fixes, matrix_json, option_verdict, views
+from publisher import causes, fixes, matrix_json, option_verdict
 from publisher.command_view import views_of
 from publisher.judgement import Judge, judge
 from publisher.option_verdict import lower_bound
@@ -159,7 +159,7 @@ def test_the_option_history_judges_a_config_key_too(tmp_path):
     assert j.option_notes[0].startswith("`use_inductor` was removed from the keys of --compilation-config")
     assert record["deprecation"] in j.option_notes[0] and record["deprecation"] in j.summary
     # the build's own refusal (pydantic's words) explained from the history, on the cell
-    cell = views.option_notes(j.checks[0].outcome)
+    cell = causes.option_notes(j.checks[0].outcome)
     assert cell and cell[0].startswith("`use_inductor` was removed")
 
 

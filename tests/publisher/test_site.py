@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from bs4 import BeautifulSoup
 
-from publisher.judgement import JUDGEMENTS
+from runner.outcomes.vocabulary import JUDGEMENTS
 from publisher.results import load
 
 HERE_REPO = Path(__file__).resolve().parents[2]

@@ -21,7 +21,8 @@ from runner.models import placeholders
 from runner.isolation.sandbox import limits
 from runner.jobs.job import Job, RunContext
 from runner.outcomes.evidence_records import FailureSignature, HubAnswer, RaisedException, ServerRun, TwinNote
-from runner.outcomes.records import TIERS, Outcome, StageName, TierName, VerdictName
+from runner.outcomes.records import Outcome
+from runner.outcomes.vocabulary import TIERS, StageName, TierName, VerdictName
 from runner.serve.server import Server
 from runner.jobs.tiers import twin_artefacts
 

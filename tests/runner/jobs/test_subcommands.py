@@ -215,14 +215,14 @@ def published(runs, subcommand_docs):
 
 
 def test_command_text_is_the_subcommand(published, subcommand_docs):
-    from publisher import matrix_data, pages, views
+    from publisher import command_text, matrix_data, pages
     results, commands = published
     _, s = subcommand_docs
     bench = s["bench-throughput-with-n-gram"]
-    assert "vllm bench throughput" in views.command(bench) and "vllm serve" not in views.command(bench)
-    rebuilt = views.command(dataclasses.replace(bench, sources=[]))  # no source text: rebuilt from the record
+    assert "vllm bench throughput" in command_text.command(bench) and "vllm serve" not in command_text.command(bench)
+    rebuilt = command_text.command(dataclasses.replace(bench, sources=[]))  # no source text: rebuilt from the record
     assert rebuilt.startswith("VLLM_WORKER_MULTIPROC_METHOD=spawn vllm bench throughput --dataset-name=hf ")
-    assert views.command(dataclasses.replace(s["batch-with-a-speculative-config"], sources=[])).startswith(
+    assert command_text.command(dataclasses.replace(s["batch-with-a-speculative-config"], sources=[])).startswith(
         "vllm run-batch -i ")
     assert pages.short_command(bench).startswith("VLLM_WORKER_MULTIPROC_METHOD=spawn \\ vllm bench throughput")
     rows = [row for g in matrix_data.build(commands)["groups"] for row in g[3]]

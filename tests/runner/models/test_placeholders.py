@@ -21,7 +21,7 @@ from extractor.catalog import extract
 
 from runner.builds.resolve import stable_pin
 from extractor.records import Catalog
-from publisher import views
+from publisher import causes
 from publisher.snippet_page import model_summary
 from runner.models import placeholders
 from runner.builds.targets import DEFAULT_CPU
@@ -109,7 +109,7 @@ def test_a_failure_behind_a_placeholder_model_is_the_commands(ran):
     assert o.evidence.placeholders[0].placeholder == "{your model directory}"
     assert "model: placeholder `{your model directory}`, replaced by a stand-in" in " ".join(o.evidence.notes)
     assert "{your model directory}" not in o.argv
-    assert views.placeholders_replaced(o)[0].startswith("model: placeholder `{your model directory}`, replaced by a "
+    assert causes.placeholders_replaced(o)[0].startswith("model: placeholder `{your model directory}`, replaced by a "
                                                         "stand-in")
 
 
@@ -119,7 +119,7 @@ def test_a_placeholder_model_has_its_config_built_on_a_twin(ran):
     assert (o.stage, o.verdict) == ("config", "PASS"), o.reason  # before: SKIP, placeholder <model>
     assert o.stand_in and o.evidence.placeholders[0].twin is True and not o.evidence.twins
     assert o.evidence.effective_config  # vLLM built it
-    assert not views.documented_twin(o) and model_summary(o) == "a placeholder's stand-in"
+    assert not causes.documented_twin(o) and model_summary(o) == "a placeholder's stand-in"
 
 
 def test_other_placeholders_keep_todays_skip(ran):

@@ -143,7 +143,7 @@ def test_read_records_are_typed_and_tolerant():
                                "exception": {"type": "E", "message": "m", "location": "vllm/x.py:3"},
                                "warnings": [{"file": "f", "line": 1, "message": "w", "feature": True}],
                                "perf": {"single": {"streams": 1}, "concurrent": {"streams": 16}, "spec_decode": None}}})
-    assert o.stage == o.tier == "warmup"  # a later version's tier: kept as read (counts.depth: no depth)
+    assert o.stage == o.tier == "warmup"  # a later version's tier: kept as read (vocabulary.depth: no depth)
     assert o.evidence.exception.location == "vllm/x.py:3"  # an early version's location, kept as it is
     assert isinstance(o.evidence.warnings[0], LoggedWarning) and o.evidence.warnings[0].feature
     assert isinstance(o.evidence.perf, PerfRun) and o.evidence.perf.concurrent.streams == 16
