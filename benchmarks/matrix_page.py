@@ -55,7 +55,7 @@ def earlier_snapshot(results, history: Path) -> None:
 
     from publisher.results import merge
     outcomes = []
-    for (sid, variant, key), o in list(results.cells.items())[7:] + list(results.cells.items())[:7]:
+    for _key, o in list(results.cells.items())[7:] + list(results.cells.items())[:7]:
         o = copy.deepcopy(o)
         o.target = dataclasses.replace(o.target, version=OLDER.get(o.target.version, o.target.version))
         outcomes.append(o)
@@ -77,10 +77,10 @@ def measure(base: str, chromium: str) -> dict:
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
             sizes: dict[str, tuple[int, int]] = {}
 
-            def got(response):
+            def got(response, sizes=sizes):  # this visit's sizes, not the next one's
                 try:
                     body = response.body()
-                except Exception:  # a redirect or an aborted request has no body
+                except Exception:  # noqa: BLE001 — a redirect or an aborted request has no body
                     return
                 sizes[response.url.replace(base, "")] = (len(body), len(gzip.compress(body, 6)))
             page.on("response", got)

@@ -25,7 +25,7 @@ sys.path.insert(0, str(REPO))
 
 from extractor.catalog import extract  # noqa: E402
 
-from runner.builds.resolve import stable_pin
+from runner.builds.resolve import stable_pin  # noqa: E402
 from publisher.results import merge  # noqa: E402
 from publisher.site import build_site  # noqa: E402
 from runner.outcomes import store  # noqa: E402

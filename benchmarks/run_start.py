@@ -37,7 +37,7 @@ from runner.models.resolution import ModelResolver  # noqa: E402
 from runner.serve.server import free_port  # noqa: E402
 from runner.models.standins import build  # noqa: E402
 from runner.builds.targets import DEFAULT_CPU, load  # noqa: E402
-from runner.settings import cache_dir
+from runner.settings import cache_dir  # noqa: E402
 
 CACHE = cache_dir()
 

@@ -65,7 +65,7 @@ def _picks(tokens: list[str] | None) -> dict | None:
     try:
         return dict(parse_pick(t) for t in tokens)
     except ValueError as err:
-        raise SystemExit(f"driftmatrix run: {err}")
+        raise SystemExit(f"driftmatrix run: {err}") from None
 
 
 def _declared_device(text: str) -> dict | None:
@@ -98,10 +98,10 @@ def _from_plan(args: argparse.Namespace, parser: argparse.ArgumentParser) -> arg
         plan = json.loads(Path(args.plan).read_text(encoding="utf-8"))
         entry = next(r for r in plan["runs"] if r["id"] == args.entry)
     except (OSError, ValueError, KeyError, TypeError) as err:
-        raise SystemExit(f"driftmatrix run: {args.plan}: not a readable plan ({type(err).__name__}: {err})")
+        raise SystemExit(f"driftmatrix run: {args.plan}: not a readable plan ({type(err).__name__}: {err})") from None
     except StopIteration:
         ids = ", ".join(r.get("id", "?") for r in plan.get("runs", [])) or "none"
-        raise SystemExit(f"driftmatrix run: {args.plan} has no entry {args.entry!r} (entries: {ids})")
+        raise SystemExit(f"driftmatrix run: {args.plan} has no entry {args.entry!r} (entries: {ids})") from None
     defaults = parser.parse_args(["run", "-"])
     twice = [a for a in PLANNED if a != "snippets" and getattr(args, a) != getattr(defaults, a)]
     if args.snippets or twice:

@@ -171,7 +171,7 @@ def _vllm_config(config: yaml.Node, composed: Composed) -> None:
     fields = yaml_nodes.mapping(config)
     _apply(composed.template.vllm_config, fields, config, composed)
     known = {rule.key for rule in composed.template.vllm_config} | VLLM_CONFIG_NOT_FLAGS
-    for key, value in config.value:
+    for key, _value in config.value:
         name = getattr(key, "value", None)
         if name not in known:
             composed.problem("warning", "helm-key-not-on-command-line", key,

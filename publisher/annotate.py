@@ -287,7 +287,7 @@ def annotate_tree(commands: CommandViews, tree: Path) -> Annotation:
         for src in view.snippet.sources:
             if src.corpus == info.kind and src.file.endswith(".md") and _page(tree, src.file, ann.problems):
                 wanted.setdefault(src.file, []).append((view, src))
-    for rel, places in wanted.items():
+    for places in wanted.values():
         places.sort(key=lambda p: (p[1].version != info.version, p[1].line))
     for rel in sorted(set(wanted) | _annotated_earlier(tree, set(wanted), ann.problems)):
         text = _read(tree / rel, rel, ann.problems)

@@ -35,7 +35,7 @@ def apply(lines: list[str], edits: list[list[str]]) -> list[str] | None:
         line = out[hit]
         indent = line[: len(line) - len(line.lstrip())]
         if new or old.startswith("\\"):  # a `\\` at a line's end: only it goes
-            replaced = _token(old).sub(lambda _: new.replace("\n", "\n" + indent), line, count=1)
+            replaced = _token(old).sub(lambda _: new.replace("\n", "\n" + indent), line, count=1)  # noqa: B023 — called here
         else:  # a dropped option takes the blanks after it (`--x --y v` → `--y v`), at the end those before it
             m = re.compile(_token(old).pattern + r"[ \t]*").search(line)
             replaced = line[:m.start()] + line[m.end():]

@@ -41,14 +41,13 @@ class Pull:
     number: int
     html_url: str
     state: str
-    head_ref: str
     title: str
     body: str
 
     @classmethod
     def of(cls, data: dict) -> Pull:
-        return cls(data["number"], data.get("html_url", ""), data.get("state", ""),
-                   (data.get("head") or {}).get("ref", ""), data.get("title", ""), data.get("body") or "")
+        return cls(data["number"], data.get("html_url", ""), data.get("state", ""), data.get("title", ""),
+                   data.get("body") or "")
 
 
 def rate_limit_wait(r: httpx.Response, now: float | None = None) -> float | None:

@@ -67,7 +67,7 @@ def runs(snapshots: list[dict], results: Results) -> Runs:
                 if cell.get("status") in REAL and t.get("version"):
                     found.setdefault((sid, build_kind(t.get("distribution"))), {})[t["version"]] = \
                         (cell["status"], cell.get("stage", ""))
-    for (sid, variant, key), o in results.cells.items():
+    for (sid, variant, _target), o in results.cells.items():
         if variant is None and o.verdict in REAL:
             found.setdefault((sid, build_kind(o.target.distribution)), {})[o.target.version] = (o.verdict, o.stage)
     return found

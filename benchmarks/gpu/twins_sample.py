@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from extractor.catalog import extract  # noqa: E402
 
-from runner.builds.resolve import stable_pin
+from runner.builds.resolve import stable_pin  # noqa: E402
 from extractor.records import Catalog  # noqa: E402
 from runner.builds import source_trees  # noqa: E402
 from runner.argv.parallel import ranks_of  # noqa: E402

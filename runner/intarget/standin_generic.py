@@ -289,7 +289,7 @@ def shrink_text(cfg: dict, source: dict) -> None:
             cfg[k] = 2 if heads and cfg[k] < heads else 4
     for k, v in list(cfg.items()):  # expert MLPs narrower than the dense one, as in the real models
         if "intermediate_size" in k or k in FFN:
-            cfg[k] = _each(v, lambda _: 64 if k.startswith(("moe_", "shared_expert")) or "expert" in k else 128)
+            cfg[k] = _each(v, lambda _: 64 if k.startswith(("moe_", "shared_expert")) or "expert" in k else 128)  # noqa: B023
     shrink_moe(cfg)
     if any(cfg.get(k) is not None for k in (*MLA, *MLA_KEPT)):
         cfg.update({k: v for k, v in MLA.items() if cfg.get(k) is not None})

@@ -55,6 +55,11 @@ def _pattern(key: str, kind: str):
         else None
 
 
+def _sliding(key: str):
+    """KEY where some layers are sliding-window ones, else None (MiMo-V2's swa_* sizes)."""
+    return lambda cfg: cfg.get(key) if "sliding_attention" in (cfg.get("layer_types") or []) else None
+
+
 ROTARY_DIM_READERS = ("minimax_m2",)
 """Model types whose vLLM implementation reads `config.rotary_dim` while the class's defaults leave the
 partial rotary factor unset (None: all of the head; `to_dict` drops it)."""
@@ -85,10 +90,8 @@ RESTATED = {
     "layernorm_epsilon": lambda cfg: cfg.get("rms_norm_eps") if str(cfg.get("model_type")).startswith("mimo_v2") else None,
     # transformers' HY V3 router always renormalises its top-k weights; vLLM's reads route_norm
     "route_norm": lambda cfg: True if cfg.get("model_type") == "hy_v3" else None,
-    **{f"swa_{k}": (lambda k: lambda cfg: cfg.get(k) if "sliding_attention" in (cfg.get("layer_types") or []) else None)(k)
-       for k in ("num_attention_heads", "num_key_value_heads", "head_dim", "v_head_dim")},
-    "sliding_window_size": lambda cfg: cfg.get("sliding_window")
-    if "sliding_attention" in (cfg.get("layer_types") or []) else None,
+    **{f"swa_{k}": _sliding(k) for k in ("num_attention_heads", "num_key_value_heads", "head_dim", "v_head_dim")},
+    "sliding_window_size": _sliding("sliding_window"),
 }
 
 

@@ -34,8 +34,10 @@ os.dup2(2, 1)
 sys.stdout = sys.stderr
 
 
-from vllm_paths import relative as rel  # next to this file, so on sys.path when run as a script
-from vllm_symbols import FOUND, find
+# Below the line that takes stdout for the protocol (PROTO), so nothing imported can print into it; next to
+# this file, so on sys.path when run as a script.
+from vllm_paths import relative as rel  # noqa: E402
+from vllm_symbols import FOUND, find  # noqa: E402
 
 
 class Collector(logging.Handler):

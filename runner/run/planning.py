@@ -202,7 +202,7 @@ def packed(catalog: Catalog, snippets: Path, targets_path: Path, targets: list[T
     due = [_candidates(pairs, target, tier, leg.daily_tier, done, durations, out) for target in targets]
     packings = budget.fit_day(due, leg.leg_s, cap, leg.min_legs)
     deep_due = deep_today = 0.0
-    for target, (daily, deeper), packing in zip(targets, due, packings):
+    for target, (_daily, deeper), packing in zip(targets, due, packings):
         deep_due += sum(c.seconds for c in deeper)
         deep_today += sum(c.seconds for legjobs in packing.legs for c in legjobs if not c.daily)
         for c in packing.deferred:

@@ -19,10 +19,11 @@ it is kept (`keep`) only when it holds plain files and folders within the limits
 runner's disk is writable to a server. A command can spoil only its own later starts. The folders of
 all commands together stay under OWN_MAX_BYTES, the least recently used dropped first.
 
-Where the warm-up cannot run (no sandbox, a docker target, a GPU run, it failed) jobs start cold; said in the
-outcome's notes. On a GPU run there is none: its server is contained without the GPU's devices, so a
-CUDA build's would only fail (a device's time spent on a twin build and a failed start per target), and
-what it would keep (inductor's C++ headers, the CPU warm-up's kernels) is not what a GPU start compiles.
+Where the warm-up cannot run (no sandbox, a docker target, a GPU run, it failed) jobs start cold; one that
+failed is not tried again in the same process (`_failed`). On a GPU run there is none: its server is
+contained without the GPU's devices, so a CUDA build's would only fail (a device's time spent on a twin
+build and a failed start per target), and what it would keep (inductor's C++ headers, the CPU warm-up's
+kernels) is not what a GPU start compiles.
 """
 
 from __future__ import annotations
@@ -123,11 +124,6 @@ def _warm_up(target: TargetEnv, ctx, final: Path) -> None:
             why = f"the warm cache was refused: {err}"
     shutil.rmtree(staging, ignore_errors=True)
     _failed[str(final)] = why[:2000]
-
-
-def why_cold(target: TargetEnv, cache: Path) -> str | None:
-    """Why the target's jobs start cold in this run (the warm-up failed), if they do."""
-    return _failed.get(str(folder(target, cache)))
 
 
 def _serve(target: TargetEnv, ctx, model: str, staging: Path) -> str | None:

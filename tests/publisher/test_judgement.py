@@ -57,7 +57,7 @@ def test_matrix_json_and_the_pages_say_the_judgement(judged):
         assert entry["judgement"] == judge.of(s).kind
         assert [x["judgement"] for x in entry["sources"]] == [judge.of_source(s, src).kind for src in s.sources]
         assert rows[s.id] == judge.of_source(s, s.sources[0]).kind  # grouped under its first page
-        for key, cell in entry["support"].items():
+        for cell in entry["support"].values():
             assert cell["depth"]  # how deep every verdict went
         page = BeautifulSoup((root / "site" / "snippets" / f"{s.id}.html").read_text(), "html.parser")
         shown = {span.get_text() for span in page.select("table.dm-judgements .dm-j")}

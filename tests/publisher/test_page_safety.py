@@ -61,7 +61,7 @@ def test_no_page_runs_anything(site, browser):
     tabs = [context.new_page() for _ in paths]
     for tab, path in zip(tabs, paths):  # all at once: each waits for its own `load` below
         tab.goto(f"{base}/{path.relative_to(root).as_posix()}", wait_until="commit")
-    for tab, path in zip(tabs, paths):
+    for tab in tabs:
         tab.wait_for_load_state("load")
         tab.evaluate("document.querySelectorAll('details').forEach(d => d.open = true)")
     tabs[0].wait_for_timeout(300)  # an <img onerror> in a just-opened <details> gets its turn

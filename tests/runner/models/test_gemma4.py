@@ -68,7 +68,7 @@ def _cfg(twin) -> dict:
 
 
 def test_gemma4_twins_keep_the_structure(cpu_envs):
-    for name, env in cpu_envs.items():
+    for env in cpu_envs.values():
         # the same calls the runner makes, so the served test below reuses these twins
         target = standins.ensure("google/gemma-4-E2B-it", env, CACHE)
         assistant = standins.ensure("google/gemma-4-E2B-it-assistant", env, CACHE, layers=1, tokenizer_from=target.dir)
@@ -226,7 +226,7 @@ def test_the_recipes_gemma4_spec_commands_end_to_end(gemma_run):
     assert "Google/Gemma4.md" in files and {f"models/Google/gemma-4-{m}-it.yaml" for m in ("E2B", "31B")} <= files
     e2b = pick(items, _recipe(recipes, "models/Google/gemma-4-E2B-it.yaml").id, "nightly")
     assert e2b.verdict == "SKIP" and e2b.evidence.signature.id == "cuda-only-code-on-cpu"  # centroid head
-    for sid, snippet in recipes.items():
+    for sid in recipes:
         assert "nightly" in {o.target.name for o in items if o.snippet_id == sid}
         for o in [o for o in items if o.snippet_id == sid]:
             target = o.target.name

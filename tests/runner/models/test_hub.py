@@ -203,7 +203,7 @@ def test_runs_on_files_fetched_from_the_hub(tiny_models, tmp_path):
                 _done(_run(snippets, work, env, *args, "--fetch-only"))
                 env.pop("HF_TOKEN")  # the repo is gated: only the fetched folder can serve it now
             runs[name] = (work, _run(snippets, work, env, *args))
-        for work, proc in runs.values():
+        for _work, proc in runs.values():
             _done(proc)
     config, started, skipped = (outcomes(runs[n][0] / "outcomes.jsonl") for n in ("config", "stand-ins", "skip"))
 

@@ -38,7 +38,7 @@ KV_CACHE = ("0.33.0", "docs/features/quantization/quantized_kvcache.md", 49)
 def pages(corpus, tmp_path_factory):
     """{(version, page, line): snippet} for the pages above, extracted by the real extractor."""
     found = {}
-    for version, page, line in (P2P, SPEC, MEDIA, CLUSTER, KV_CACHE):
+    for version, page, _line in (P2P, SPEC, MEDIA, CLUSTER, KV_CACHE):
         catalog, _ = extract(stable=stable_pin(), sources=[corpus / "vllm-docs" / version / page])
         for s in catalog.snippets:
             found[(version, page, s.sources[0].line)] = s

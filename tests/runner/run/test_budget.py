@@ -149,7 +149,7 @@ def test_every_command_daily_at_the_daily_tier_and_the_deeper_share_that_fits(da
     snippets = json.loads((day / "snippets.json").read_text())["snippets"]
     per_target, jobs_of = {}, {}
     for run in p["runs"]:
-        for s, v, t in run["keys"]:
+        for s, v, _target in run["keys"]:
             per_target.setdefault(run["target"], set()).add((s, v))
             jobs_of[run["target"]] = jobs_of.get(run["target"], 0) + 1
     assert jobs_of == {t: len(jobs) for t, jobs in per_target.items()}, "a command twice on one target in a day"
