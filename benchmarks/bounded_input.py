@@ -55,10 +55,10 @@ def log_lines(line_bytes: int) -> list[str]:
 
 
 def modules(old: Path | None) -> tuple[ModuleType, ModuleType, ModuleType]:
-    """(extractor.catalog, runner.evidence.logscan, runner.evidence.classify): the repository's, or `old`'s."""
+    """(extractor.catalog, runner.diagnosis.logscan, runner.diagnosis.classify): the repository's, or `old`'s."""
     if old is None:
         from extractor import catalog
-        from runner.evidence import classify, logscan
+        from runner.diagnosis import classify, logscan
         return catalog, logscan, classify
     sys.path.insert(0, str(old))
     from extractor import catalog  # from `old`: first on the path

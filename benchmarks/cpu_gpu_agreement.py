@@ -1,7 +1,7 @@
 """CPU and GPU verdicts of the same vLLM version (issue 35): the commands the H200 twin sample decided
 on CUDA vLLM 0.26.0 (benchmarks/gpu/README.md, run 3; records in tests/fixtures/gpu/), run again on
 vLLM's CPU build of 0.26.0 (benchmarks/gpu/targets-cpu-0.26.0.toml: the transformers the CUDA payload
-resolved to, so both builds get the same twins) at the probe tier with stand-ins, and compared.
+resolved to, so both builds get the same twins) at the probe tier with twins, and compared.
 
 The H200 verdicts are judged again by today's rules (runner/jobs/tiers/state.judge_failure: a FAIL
 that is the twin's or the machine's is no longer a FAIL), as the CPU ones are when they are made.
@@ -25,10 +25,10 @@ from pathlib import Path
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 
-from extractor.records import Catalog  # noqa: E402
+from extractor.snippet_record import Catalog  # noqa: E402
 
 from runner.jobs.tiers.state import judge_failure  # noqa: E402
-from runner.outcomes.records import Outcome  # noqa: E402
+from runner.outcomes.outcome_record import Outcome  # noqa: E402
 from runner.outcomes.vocabulary import GOOD, REAL  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -552,7 +552,7 @@ def main() -> int:
     out.mkdir(parents=True, exist_ok=False)
     t0 = time.monotonic()
     env = git_env(out)
-    os.environ.update(env)  # git's stand-in for github.com, for every job and the next morning
+    os.environ.update(env)  # git's fake for github.com, for every job and the next morning
     remotes(out, args.docs, args.recipes)
     inputs, extract = extract_job(out, args, env)
     table = [extract]

@@ -1,6 +1,6 @@
 """Runner overhead for one start+probe job vs the bare `vllm serve` start-up to /health.
 
-Builds a Qwen3 stand-in with the nightly target's Python, then N interleaved rounds (medians):
+Builds a Qwen3 twin with the nightly target's Python, then N interleaved rounds (medians):
   bare    - `vllm serve DIR --max-model-len 512` from the target env, polled every 0.1 s
             until GET /health is 200 (then killed);
   runner  - the same command as a docs snippet through `driftmatrix run --tier probe`:
@@ -35,7 +35,7 @@ from runner.jobs.execute import JobRunner  # noqa: E402
 from runner.jobs.job import Job, RunContext  # noqa: E402
 from runner.models.resolution import ModelResolver  # noqa: E402
 from runner.serve.server import free_port  # noqa: E402
-from runner.models.standins import build  # noqa: E402
+from runner.models.twins import build  # noqa: E402
 from runner.builds.targets import DEFAULT_CPU, load  # noqa: E402
 from runner.settings import cache_dir  # noqa: E402
 
@@ -76,7 +76,7 @@ def main() -> None:
         build("Qwen/Qwen3-0.6B", env, model, cache=CACHE)
         bare(env, model)  # warm vLLM's compile cache once, for both sides alike
         snippets, ids = catalog_of(docs_tree(tmp / "docs", f"# b\n\n```bash\nvllm serve {model} --max-model-len 512\n```\n"))
-        from extractor.records import Catalog
+        from extractor.snippet_record import Catalog
         snippet = Catalog.read(snippets).snippets[0]
         ctx = RunContext(ModelResolver({}, hub=False), tmp / "work", base_env=tfile.env)
         runner = JobRunner(ctx)

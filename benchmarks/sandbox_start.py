@@ -32,7 +32,7 @@ from runhelp import catalog_of, docs_tree  # noqa: E402
 
 from runner.builds.envs import ensure  # noqa: E402
 from runner.settings import cache_dir  # noqa: E402
-from runner.models.standins import ensure as ensure_twin  # noqa: E402
+from runner.models.twins import ensure as ensure_twin  # noqa: E402
 from runner.builds.targets import DEFAULT_CPU, load  # noqa: E402
 
 CACHE = cache_dir()

@@ -1,5 +1,5 @@
 """Jobs side by side on a machine without a GPU: the same start-tier jobs (two commands x the two
-default CPU targets, stand-in twins) through `driftmatrix run --jobs 1` and `--jobs 2`, and the
+default CPU targets, twins) through `driftmatrix run --jobs 1` and `--jobs 2`, and the
 wall time of each, with each job's worker on its own cores and with vLLM's own binding. Backs
 settings.CPU_SERVERS_SIDE_BY_SIDE (the `run --jobs` default on a CPU) and settings.cpu_slots.
 

@@ -5,7 +5,7 @@ GPU), and why the rest do not.
 Steps, all offline (no hub; HF_HUB_OFFLINE=1):
 1. extract the 0.33.0 docs tree and the recipes snapshot; take every command that names a model
    (not a placeholder) and plan its served model's twin the way the runner does
-   (runner/models/standins.plan: model map -> hub -> vLLM's supported-models table of the target
+   (runner/models/twins.plan: model map -> hub -> vLLM's supported-models table of the target
    version -> the model id's family), so each command gets an architecture or a reason; and its ranks
    (runner/serve/ranks.py: one, several on CPU, or why not here);
 2. per architecture, representatives (the plainest runnable command: fewest ranks, no environment
@@ -41,12 +41,12 @@ os.environ["HF_HUB_OFFLINE"] = "1"  # what this machine has: no hub
 from extractor.catalog import extract  # noqa: E402
 
 from runner.builds.resolve import stable_pin  # noqa: E402
-from extractor.records import Catalog  # noqa: E402
+from extractor.snippet_record import Catalog  # noqa: E402
 from runner.builds import source_trees  # noqa: E402
-from runner.evidence import classify  # noqa: E402
+from runner.diagnosis import classify  # noqa: E402
 from runner.jobs.tiers.state import judge_failure  # noqa: E402
-from runner.models import standins  # noqa: E402
-from runner.outcomes.records import Outcome  # noqa: E402
+from runner.models import twins  # noqa: E402
+from runner.outcomes.outcome_record import Outcome  # noqa: E402
 from runner.argv.parallel import ranks_of  # noqa: E402
 from runner.outcomes.vocabulary import REAL  # noqa: E402
 from runner.serve import ranks  # noqa: E402
@@ -70,8 +70,8 @@ def plan_all(snippets, docs_root: Path, version: str) -> dict[str, tuple[str | N
         if s.model is None or s.model in out:
             continue
         try:
-            how = standins.plan(s.model, CACHE, docs_root=docs_root, version=version)
-        except standins.StandInError as err:
+            how = twins.plan(s.model, CACHE, docs_root=docs_root, version=version)
+        except twins.TwinError as err:
             out[s.model] = (None, str(err))
             continue
         src = "config.json" if how.config_path else how.table or f"the model id's family ({how.family})"

@@ -159,7 +159,7 @@ def _json_key(value: str, key: str) -> str | None:
 
 
 def plugins_of(snippet) -> list[str]:
-    """The plugins a command's pages are written for (extractor/records.py Source.plugin), that its
+    """The plugins a command's pages are written for (extractor/snippet_record.py Source.plugin), that its
     own `VLLM_PLUGINS=` loads, or whose own option it gives (`--omni`)."""
     named = [s.plugin for s in snippet.sources if getattr(s, "plugin", "")]
     env = of_env(snippet.env or {})

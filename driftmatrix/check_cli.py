@@ -100,7 +100,7 @@ def run_on_target(c: Checked, args: argparse.Namespace) -> list[dict]:
     """The command through the tiers on a real build (`driftmatrix run` on a one-command catalog)."""
     import tempfile
 
-    from extractor.records import Catalog
+    from extractor.snippet_record import Catalog
     from runner.outcomes import store
     from runner.run.loop import run
     from runner.run.selection import RunOptions

@@ -75,11 +75,11 @@ def cmd_extract(args: argparse.Namespace) -> int:
     return 1 if unusable or failed else 0
 
 
-def cmd_standin(args: argparse.Namespace) -> int:
+def cmd_twin(args: argparse.Namespace) -> int:
     import json
 
     from runner.builds.envs import EnvError, ensure
-    from runner.models.standins import StandInError, build
+    from runner.models.twins import TwinError, build
     from runner.builds.targets import TargetConfigError, default_path, load
 
     try:
@@ -94,7 +94,7 @@ def cmd_standin(args: argparse.Namespace) -> int:
                      tokenizer_from=args.tokenizer_from, full_size=args.full_size, docs_root=docs_root,
                      split={"tp": args.tensor_parallel, "pp": args.pipeline_parallel, "ep": args.expert_parallel,
                             "context": args.max_model_len or 1})
-    except (TargetConfigError, EnvError, StandInError) as err:
+    except (TargetConfigError, EnvError, TwinError) as err:
         from common.inert import terminal
         print(f"driftmatrix standin: {terminal(err)}", file=sys.stderr)
         return 1
@@ -161,7 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument("--max-model-len", type=int, metavar="N",
                     help="the command's context length: a twin from class defaults gets at least it")
     st.add_argument("--cache-dir", default=str(_cache_dir()), help="environments and configs (default: %(default)s)")
-    st.set_defaults(func=cmd_standin)
+    st.set_defaults(func=cmd_twin)
     from driftmatrix.check_cli import add_parser as add_check
     from driftmatrix.flaghistory_cli import add_parser as add_history
     from driftmatrix.pipeline import add_parser as add_pipeline

@@ -1,7 +1,7 @@
 """`driftmatrix pipeline`: the whole chain on one machine without a GPU (the README's main
 job): extract the pinned stable's docs (its sdist from PyPI) and the embedded sample docs
 (which carry the Gemma 4 speculative-decoding case) -> parse + config tiers on the default
-CPU targets -> start + probe with random-weight stand-ins for the Gemma 4 commands with a
+CPU targets -> start + probe with random-weight twins for the Gemma 4 commands with a
 speculative config -> publish the site locally, and say where to open it."""
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
     from extractor.catalog import extract
     from common.package_index import PackageIndexError
     from extractor.sdist import fetch_docs
-    from extractor.records import Catalog
+    from extractor.snippet_record import Catalog
     from publisher.fixes import candidates
     from publisher.results import load
     from publisher.site import PublishError, build_site
@@ -72,7 +72,7 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
     found = candidates(load(snippets, [outcomes]))
     Catalog(snippets=found.fixes).write(fixes)
     console.rule(f"4/4 fixes ({len(found.fixes)} candidate(s), run as deep as their originals) and publish")
-    if found.fixes:  # each as deep as its original was run (runner/argv/tier.py), with stand-ins where it had them
+    if found.fixes:  # each as deep as its original was run (runner/argv/tier.py), with twins where it had them
         rc = max(rc, run(RunOptions(tier="probe", stand_ins="tiny", **dict(common, snippets=fixes)), console=console))
     try:
         done = build_site(load(snippets, [outcomes], fixes), out / "site", history_dir=out / "history")

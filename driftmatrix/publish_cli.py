@@ -34,7 +34,7 @@ def _count(text: str) -> int:
 
 def cmd_fixes(args: argparse.Namespace) -> int:
     from common.step_summary import escape
-    from extractor.records import Catalog
+    from extractor.snippet_record import Catalog
     from publisher.fix_choice import choose
     from publisher.fixes import candidates
 

@@ -18,7 +18,7 @@ from extractor import release_files, sites
 from extractor.corpus import Result, SourceError, Tree, detect, extract_file, files_of, is_page, read_text
 from extractor.html_source import extract_html
 from extractor.markdown_sources import card_metadata, card_model_id
-from extractor.records import Catalog, CorpusInfo, Diagnostic, Lint, Snippet, Source, WrittenFor
+from extractor.snippet_record import Catalog, CorpusInfo, Diagnostic, Lint, Snippet, Source, WrittenFor
 from extractor.release_files import ReleaseTrees
 from extractor.serve_args import placeholder_model_words
 

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from extractor.commented import commented_commands
 from extractor.helm_values import from_yaml_fence
 from extractor.python_calls import from_python
-from extractor.records import Diagnostic, Snippet
+from extractor.snippet_record import Diagnostic, Snippet
 from extractor.shell_commands import scan
 from extractor.snippet_builder import Place, from_shell_text
 from extractor.yaml_commands import from_yaml_block

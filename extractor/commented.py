@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from extractor.records import Snippet
+from extractor.snippet_record import Snippet
 from extractor.snippet_builder import Place, from_shell_text
 
 _COMMENTED = re.compile(r"^[ \t]*#+[ \t]?(.*)$")

@@ -24,7 +24,7 @@ from extractor.markdown_blocks import Headings, code_blocks, title_from_file
 from extractor.python_calls import from_python
 from extractor.recipes_yaml import Guide, from_recipe
 from extractor import markdown_sources, sites, written_for
-from extractor.records import CorpusInfo, Diagnostic, Lint, Snippet, WrittenFor
+from extractor.snippet_record import CorpusInfo, Diagnostic, Lint, Snippet, WrittenFor
 from extractor.snippet_builder import Place
 from common.git import run_git
 

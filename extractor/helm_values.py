@@ -21,7 +21,7 @@ import yaml
 from extractor import yaml_nodes
 from extractor.helm_chart import (BOOL_TAG, MODEL_SPEC_NOT_FLAGS, VLLM_CONFIG_NOT_FLAGS, Rule, Template, go_string,
                                   kv_transfer_config, template_for, truthy)
-from extractor.records import Diagnostic, Snippet
+from extractor.snippet_record import Diagnostic, Snippet
 from extractor.snippet_builder import Place, build
 from extractor.yaml_commands import from_yaml_block
 

@@ -14,7 +14,7 @@ from bs4 import BeautifulSoup, Tag
 
 from extractor.code_blocks import snippets_from_block
 from extractor.markdown_blocks import title_from_file
-from extractor.records import Diagnostic, Snippet
+from extractor.snippet_record import Diagnostic, Snippet
 from extractor.snippet_builder import Place
 
 _VERSION_IN_URL = re.compile(r"/en/(v?\d+\.\d+(?:\.\d+)?[^/]*|latest|stable)/")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from extractor import markdown_sources, written_for
 from extractor.corpus import Result, snippet_problems, read_text
-from extractor.records import CorpusInfo, Diagnostic, WrittenFor
+from extractor.snippet_record import CorpusInfo, Diagnostic, WrittenFor
 
 
 def html_versions(version: str, override: WrittenFor | None, stable: str) -> WrittenFor | None:

@@ -3,7 +3,7 @@
 The reader copies the block as the page shows it and drops the indentation the whole block shares
 (`textwrap.dedent`: a block indented inside a list item is still pasted flush left). What Python's
 parser (`ast.parse`, this interpreter's) rejects then does not run as written: a `python-syntax`
-lint (extractor/records.py BREAKING_LINTS), doc-drift on its page (publisher/defects.py).
+lint (extractor/snippet_record.py BREAKING_LINTS), doc-drift on its page (publisher/defects.py).
 Only the parser decides: `compile`'s later checks (`'return' outside function`, top-level `await`)
 reject excerpts of a function body that the docs show on purpose (0.33.0 docs/training/async_rl.md),
 and Jupyter runs top-level `await`.
@@ -22,7 +22,7 @@ import sys
 import textwrap
 from dataclasses import dataclass
 
-from extractor.records import Lint, Snippet
+from extractor.snippet_record import Lint, Snippet
 from extractor.shell_commands import ShellScan, scan
 from extractor.snippet_builder import Place, build, from_shell_text, snippet_id
 

@@ -15,7 +15,7 @@ from typing import Any
 from extractor.python_blocks import Rejection, as_pasted, rejected
 from extractor.python_strings import command_strings
 from extractor.python_values import UNRESOLVED, Code, evaluate
-from extractor.records import Diagnostic, Snippet
+from extractor.snippet_record import Diagnostic, Snippet
 from extractor.snippet_builder import Place, build
 
 CALLS = {"LLM", "AsyncEngineArgs", "EngineArgs", "AsyncLLMEngine", "LLMEngine"}

@@ -13,7 +13,7 @@ import ast
 import re
 import shlex
 
-from extractor.records import Snippet
+from extractor.snippet_record import Snippet
 from extractor.shell_commands import scan
 from extractor.python_values import UNRESOLVED, Code, evaluate
 from extractor.snippet_builder import Place, from_shell_text

@@ -23,7 +23,7 @@ import yaml
 
 from extractor import yaml_nodes
 from extractor.bounds import MAX_RECIPE_WORDS
-from extractor.records import Diagnostic, Snippet
+from extractor.snippet_record import Diagnostic, Snippet
 from extractor.snippet_builder import Place, build, shell_text
 
 RECIPES_SITE = "https://recipes.vllm.ai"

@@ -31,7 +31,7 @@ from pathlib import Path, PurePosixPath
 
 from packaging.version import Version
 
-from extractor.records import Diagnostic, Lint, Snippet, Source
+from extractor.snippet_record import Diagnostic, Lint, Snippet, Source
 from extractor.written_for import specifier
 from common.versions import parse_version
 

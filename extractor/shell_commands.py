@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from extractor.records import Lint
+from extractor.snippet_record import Lint
 from extractor.shell_lexer import Operator, Word, lex
 from extractor.wrappers import peel, searches_text, split_at_vllm, texts, vllm_entry
 

@@ -20,7 +20,7 @@ import yaml
 from common import vllm_plugins
 from common.vllm_plugins import Plugin
 from extractor import bounds, yaml_nodes
-from extractor.records import WrittenFor
+from extractor.snippet_record import WrittenFor
 from extractor.written_for import release
 
 MKDOCS_CONFIGS = ("mkdocs.yaml", "mkdocs.yml")

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from extractor.bounds import MAX_COMMANDS_PER_LINE
-from extractor.records import Lint, Snippet, SnippetKind, Source
+from extractor.snippet_record import Lint, Snippet, SnippetKind, Source
 from extractor.serve_args import AMBIENT_VARS, ServeArgs, parse_serve_args, placeholders_in
 from extractor.markdown_sources import is_relative_model
 from extractor.shell_commands import Invocation, ShellScan, assigned_names, scan

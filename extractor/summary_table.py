@@ -7,7 +7,7 @@ from rich.table import Table
 
 from common.inert import console_markup
 from extractor.catalog import Summary
-from extractor.records import KINDS
+from extractor.snippet_record import KINDS
 
 
 def render(summary: Summary, console: Console) -> None:

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 
-from extractor.records import Snippet, WrittenFor
+from extractor.snippet_record import Snippet, WrittenFor
 from common.versions import parse_version
 from common.vllm_plugins import INSTALL
 

@@ -17,7 +17,7 @@ import re
 import yaml
 
 from extractor import yaml_nodes
-from extractor.records import Diagnostic, Lint, Snippet
+from extractor.snippet_record import Diagnostic, Lint, Snippet
 from extractor.serve_args import placeholders_in
 from extractor.shell_commands import ShellScan, assigned_names, assigns, scan
 from extractor.shell_lexer import Word

@@ -27,7 +27,7 @@ from common.inert import code_span, one_line, strip_controls
 from extractor import bounds
 from extractor.corpus import SourceError, detect
 from extractor.markdown_blocks import code_blocks
-from extractor.records import Source
+from extractor.snippet_record import Source
 from publisher import defects
 from publisher import addresses, causes, escaping, fix_edits, public, verdict_words
 from publisher.command_view import CommandView, CommandViews, views_of
@@ -145,10 +145,10 @@ def decision(view: CommandView, source: Source) -> tuple[str, str, str] | None:
     elif j.decided_by == "builds":
         body.append("No checked vLLM version that the page is written for runs it as written.")
     body.append(f"The page is written for vLLM `{j.written_for.spec}`: {escaping.md_escape(j.written_for.origin)}.")
-    stand_in = any(causes.documented_twin(k.outcome) for k in j.failing)
+    twin_ran = any(causes.documented_twin(k.outcome) for k in j.failing)
     stood = list(dict.fromkeys(p.placeholder for k in j.failing for p in k.outcome.evidence.placeholders))
-    checked = ("Checked by driftmatrix" + (" with a random-weight stand-in of the model" if stand_in else "")
-               + (f"{',' if stand_in else ''} with a stand-in in place of {', '.join(code_span(p) for p in stood)}"
+    checked = ("Checked by driftmatrix" + (" with a random-weight stand-in of the model" if twin_ran else "")
+               + (f"{',' if twin_ran else ''} with a stand-in in place of {', '.join(code_span(p) for p in stood)}"
                   if stood else "") + ".")
     body.append({"shell": "Read as the shell reads it by driftmatrix.", "python": "Read by driftmatrix with Python's own "
                  "parser, as a reader pastes it.", "history": "Judged by driftmatrix from the "

@@ -4,11 +4,11 @@ the docs' models and placeholders. Host paths are taken out here too (publisher/
 
 from __future__ import annotations
 
-from extractor.records import Snippet
+from extractor.snippet_record import Snippet
 from flaghistory.commands import explain_failure, shipped
 from publisher.public import public_text
-from runner.outcomes.evidence_records import RaisedException
-from runner.outcomes.records import Outcome
+from runner.outcomes.evidence_record import RaisedException
+from runner.outcomes.outcome_record import Outcome
 
 
 def location(exc: RaisedException | None) -> str:
@@ -58,5 +58,5 @@ def placeholders_replaced(o: Outcome) -> list[str]:
 
 
 def documented_twin(o: Outcome) -> bool:
-    """A random-weight twin of the documented model ran (not only a placeholder's stand-in)."""
+    """A random-weight twin of the documented model ran (not only a placeholder's replacement)."""
     return o.stand_in and (bool(o.evidence.twins) or not any(p.twin for p in o.evidence.placeholders))

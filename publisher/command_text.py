@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shlex
 
-from extractor.records import Snippet
+from extractor.snippet_record import Snippet
 from runner.outcomes import subcommands
 
 

@@ -13,14 +13,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterator
 
-from extractor.records import Snippet, Source
+from extractor.snippet_record import Snippet, Source
 from flaghistory.commands import command_options, shipped
 from publisher import causes, command_text, fixes, ranges, titles
 from publisher import run_history
 from publisher.fixes import Verified
 from publisher.judgement import Judge, Judgement
 from publisher.results import Results
-from runner.outcomes.records import Outcome
+from runner.outcomes.outcome_record import Outcome
 
 
 @dataclass

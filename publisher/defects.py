@@ -1,4 +1,4 @@
-"""What a reader runs: the breaking lints (extractor/records.py BREAKING_LINTS) of one place where a
+"""What a reader runs: the breaking lints (extractor/snippet_record.py BREAKING_LINTS) of one place where a
 command appears. A command shared by several pages (its id hashes the argv the author meant) may
 be written correctly on one page and broken on another: a lint belongs to the place whose file and
 version it names, at or after the command's first line and before the command's next place in
@@ -8,18 +8,18 @@ from __future__ import annotations
 
 from typing import Literal
 
-from extractor.records import BREAKING_LINTS, Lint, Snippet, Source
+from extractor.snippet_record import BREAKING_LINTS, Lint, Snippet, Source
 
-Depth = Literal["shell", "python", "tree"]
+Decider = Literal["shell", "python", "tree"]
 """How deep a defect is found: `shell` (bash, or the shell a YAML runs, does not run the command as
 written), `python` (Python's parser rejects the block as pasted: extractor/python_blocks.py), `tree`
 (a file the command names is not in the release's tree: it cannot start). Most telling first."""
-_DEPTH: dict[str, Depth] = {"file-not-in-release": "tree", "python-syntax": "python"}
+_DECIDER: dict[str, Decider] = {"file-not-in-release": "tree", "python-syntax": "python"}
 """The depth of each breaking lint that is not the shell's (the one list of them)."""
 
 
-def depth_of(lint: Lint) -> Depth:
-    return _DEPTH.get(lint.code, "shell")
+def decider_of(lint: Lint) -> Decider:
+    return _DECIDER.get(lint.code, "shell")
 
 
 def of_source(snippet: Snippet, source: Source) -> list[Lint]:
@@ -33,8 +33,8 @@ def of_source(snippet: Snippet, source: Source) -> list[Lint]:
                   key=lambda lint: lint.line)
 
 
-def depth(defects: list[Lint]) -> Depth:
-    found = {depth_of(d) for d in defects}
+def decider(defects: list[Lint]) -> Decider:
+    found = {decider_of(d) for d in defects}
     return next(d for d in ("shell", "python", "tree") if d in found)
 
 
@@ -48,7 +48,7 @@ def sentence(defects: list[Lint], source_file: str) -> str:
     lint's words."""
     first = defects[0]
     what = {"shell": f"The shell ends this command on line {ends_on(first)}",
-            "python": "Python does not run this block as written"}.get(depth_of(first), "This command cannot run as written")
+            "python": "Python does not run this block as written"}.get(decider_of(first), "This command cannot run as written")
     more = [d.line for d in defects[1:]]
     also = f"; likewise line{'s' if len(more) > 1 else ''} {', '.join(map(str, more))}" if more else ""
     return f"{what} ({source_file}:{first.line}: {first.message.rstrip('.')}{also})."
@@ -62,8 +62,8 @@ def ends_on(lint: Lint) -> int:
 
 def title(defects: list[Lint]) -> str:
     """An admonition title: `Does not run as written: the shell ends the command on line 78`."""
-    shell = [d for d in defects if depth_of(d) == "shell"]
-    python = [d for d in defects if depth_of(d) == "python"]
+    shell = [d for d in defects if decider_of(d) == "shell"]
+    python = [d for d in defects if decider_of(d) == "python"]
     if shell:
         return f"Does not run as written: the shell ends the command on line {ends_on(shell[0])}"
     if python:

@@ -17,12 +17,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from extractor.records import Snippet
+from extractor.snippet_record import Snippet
 from publisher.fixes import must_run_on
 from publisher.judgement import Judge
 from publisher.results import Results
 from runner.argv.edit import FIX
-from runner.outcomes.vocabulary import depth
+from runner.outcomes.vocabulary import stage_rank
 
 
 @dataclass
@@ -44,7 +44,7 @@ def choose(fixes: list[Snippet], results: Results, limit: int | None) -> Choice:
     if limit is None:
         return Choice(fixes, to_run, checked, [])
     order = {f.id: i for i, f in enumerate(fixes)}
-    ranked = sorted(to_run, key=lambda f: (-len(f.sources), depth(f.fix["tier"]), order[f.id]))
+    ranked = sorted(to_run, key=lambda f: (-len(f.sources), stage_rank(f.fix["tier"]), order[f.id]))
     return Choice(ranked[:limit] + checked, ranked[:limit], checked, ranked[limit:])
 
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 
 from packaging.version import Version
 
-from extractor.records import Snippet
+from extractor.snippet_record import Snippet
 from extractor.snippet_builder import Place, from_shell_text
 from flaghistory.commands import rejected_options, rejected_tokens, refused_uses, shipped
 from flaghistory.history import FlagHistory
@@ -40,7 +40,7 @@ from publisher import fix_edits, nearest_fix, verdict_words
 from publisher.judgement import Judge, Judgement
 from publisher.results import Results
 from runner.argv.edit import FIX
-from runner.outcomes.vocabulary import GOOD, depth
+from runner.outcomes.vocabulary import GOOD, stage_rank
 
 NO_EFFECT = re.compile(r"\bno (longer has any )?effect\b|\bis ignored\b|\bnow the default\b|\bno longer (needed|used)\b",
                        re.IGNORECASE)
@@ -294,7 +294,7 @@ def _candidate(s: Snippet, j: Judgement, history: FlagHistory | None) -> Snippet
         return None
     # run as deep as the original was asked to go (its tier), not only to where it stopped: a fix
     # that gets past the original's failure and then fails further on is not proposed
-    tier = max((k.outcome.tier for k in must_run_on(j)), key=depth, default=None) or "parse"
+    tier = max((k.outcome.tier for k in must_run_on(j)), key=stage_rank, default=None) or "parse"
     # the command as extracted from the fixed text (argv, model, speculative config, lints), kept
     # under the documented command's id and places: its outcomes are that command's variant `fix`
     return replace(again[0], id=s.id, sources=s.sources,
@@ -322,7 +322,7 @@ def verified(results: Results, judge: Judge, s: Snippet) -> Verified | None:
     checks = []
     for k in must_run_on(judge.of(s)):
         o = results.cell(s.id, k.column, FIX)
-        if o is None or o.verdict not in GOOD or depth(o.stage) < depth(k.outcome.stage):
+        if o is None or o.verdict not in GOOD or stage_rank(o.stage) < stage_rank(k.outcome.stage):
             return None
         resolved = (o.evidence.effective_config or {}).get("speculative_method") if dropped_method else None
         checks.append((k.column.label, k.version,

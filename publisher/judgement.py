@@ -17,7 +17,7 @@ builds (runner/outcomes/counts.py retires superseded ones) with the page's `writ
 
 Two kinds of evidence judge besides the builds (`Judgement.decided_by`):
 - what a reader runs (`shell`, `python`, `tree`): a page whose command carries a breaking lint
-  (extractor/records.py BREAKING_LINTS, matched to the page by publisher/defects.py) is doc-drift
+  (extractor/snippet_record.py BREAKING_LINTS, matched to the page by publisher/defects.py) is doc-drift
   on every build, whatever the builds say of the argv the author meant — they checked a command
   the reader does not run;
 - the option history (`history`), only where no build of the page's versions was checked
@@ -32,17 +32,17 @@ from typing import Literal
 
 from packaging.specifiers import SpecifierSet
 
-from extractor.records import Lint, Snippet, Source, WrittenFor
+from extractor.snippet_record import Lint, Snippet, Source, WrittenFor
 from extractor.written_for import WrittenForError, of_docs, specifier
 from flaghistory.commands import explain_use, record_of, shipped
 from flaghistory.uses import uses_of
 from publisher import defects
 from publisher import causes, option_verdict, verdict_words
 from publisher.results import Column, Results
-from runner.evidence import classify
+from runner.diagnosis import classify
 from common.versions import version_order
-from runner.outcomes.vocabulary import GOOD, JUDGEMENTS, REAL, JudgementKind, depth
-from runner.outcomes.records import Outcome
+from runner.outcomes.vocabulary import GOOD, JUDGEMENTS, REAL, JudgementKind, stage_rank
+from runner.outcomes.outcome_record import Outcome
 from common.versions import parse_version
 
 REMOVED = ("unrecognized-arguments", "unknown-config-key", "invalid-choice")
@@ -121,9 +121,9 @@ class Judgement:
             return self.regression[1].outcome.stage
         good = [k for k in self.checks if k.outcome.verdict in GOOD and k.scope == "in"] or self.working
         if good:
-            return max((k.outcome.stage for k in good), key=depth)
+            return max((k.outcome.stage for k in good), key=stage_rank)
         # needs-newer with no run of the page's versions: it rests on the older builds' failures
-        return max((k.outcome.stage for k in self.checks if k.outcome.verdict == "FAIL"), key=depth, default=None)
+        return max((k.outcome.stage for k in self.checks if k.outcome.verdict == "FAIL"), key=stage_rank, default=None)
 
 
 def written_for(source: Source) -> WrittenFor:
@@ -170,7 +170,7 @@ def judge(results: Results, snippet: Snippet, wf: WrittenFor, source: Source | N
     drift, regressed = [], []
     for f in (k for k in inside if k.outcome.verdict == "FAIL"):
         earlier = [g for g in goods if version_order(g.version) < version_order(f.version)
-                   and depth(g.outcome.stage) >= depth(f.outcome.stage)] if not _not_vllm(f.outcome) else []
+                   and stage_rank(g.outcome.stage) >= stage_rank(f.outcome.stage)] if not _not_vllm(f.outcome) else []
         if earlier:
             regressed.append((earlier[-1], f))
         else:
@@ -200,7 +200,7 @@ def _with_defects(j: Judgement, found: list[Lint], source: Source) -> Judgement:
     """A page whose command the shell (or Python) does not run as written: doc-drift on every build;
     the builds' own reading (of the command the author meant) follows in the summary."""
     builds = j.summary
-    j.kind, j.decided_by, j.defects = "doc-drift", defects.depth(found), found
+    j.kind, j.decided_by, j.defects = "doc-drift", defects.decider(found), found
     meant = j.decided_by != "python"  # a block Python cannot read holds no command as meant: never run
     j.summary = defects.sentence(found, source.file) + (
         f" The command as meant, on the builds: {builds[:1].lower()}{builds[1:]}" if builds and meant else "")
@@ -253,7 +253,7 @@ def _signature(o: Outcome) -> str | None:
     """The failure's signature id: the recorded one, or the exception matched now (records written
     before a signature existed)."""
     exc, recorded = o.evidence.exception, o.evidence.signature
-    return (recorded and recorded.id) or getattr(classify.match_signature(exc.one_line() if exc else None), "id", None)
+    return (recorded and recorded.id) or getattr(classify.match_signature(exc.type_and_message() if exc else None), "id", None)
 
 
 def _not_vllm(o: Outcome) -> bool:

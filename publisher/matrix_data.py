@@ -8,7 +8,7 @@ Layout (keep docs/javascripts/matrix.js in step):
   groups:  [[slug, title, where, rows]]; row = [id, command, model, kind, flags, judgement, summary (string), cells,
            options, runs]; a (string) is an index into `strings`
   cell:    0 (not run) or [verdict, stage, range text, cause (string), scope, stand_in, range in words (string or -1)]
-  flags:   1 speculative config, 2 ran with a stand-in
+  flags:   1 speculative config, 2 ran with a twin
   scope:   0 the page's versions (or unknown), 1 older, 2 newer than them
   options: indexes into `options` ([an option, a value or a key as the command gives it (flaghistory/uses.py),
            [[first, last] release indexes where it exists or the history cannot say]]) over `releases`

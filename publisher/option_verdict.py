@@ -20,12 +20,12 @@ from dataclasses import dataclass, field
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from extractor.records import Snippet
+from extractor.snippet_record import Snippet
 from extractor.written_for import specifier
 from flaghistory.commands import explain_use, record_of
 from flaghistory.uses import uses_of
 from flaghistory.history import FlagHistory
-from runner.outcomes.vocabulary import GOOD, REAL, JudgementKind, depth
+from runner.outcomes.vocabulary import GOOD, REAL, JudgementKind, stage_rank
 from common.versions import parse_version
 from common import vllm_plugins
 
@@ -75,7 +75,7 @@ def page_releases(history: FlagHistory, spec: SpecifierSet, low: Version | None)
 
 def _parsed(check) -> bool:
     """The build's parser accepted the command's options."""
-    return check.outcome.verdict in GOOD or (check.outcome.verdict == "FAIL" and depth(check.outcome.stage) > depth("parse"))
+    return check.outcome.verdict in GOOD or (check.outcome.verdict == "FAIL" and stage_rank(check.outcome.stage) > stage_rank("parse"))
 
 
 def verdict(history: FlagHistory | None, snippet: Snippet, spec: SpecifierSet, low: Version | None,

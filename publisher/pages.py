@@ -16,7 +16,7 @@ import json
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 
-from extractor.records import Snippet
+from extractor.snippet_record import Snippet
 from publisher import (addresses, causes, command_text, escaping, judgement, matrix_data, public, snippet_page, titles,
                        verdict_words)
 from runner.outcomes import vocabulary

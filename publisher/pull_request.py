@@ -71,7 +71,7 @@ class PrOptions:
 
 
 @dataclass
-class Target:
+class PushDestination:
     """Where the branch is pushed: the docs repository itself, or a fork of it."""
 
     repo: str
@@ -149,25 +149,25 @@ def _dry_run(opts: PrOptions, commands: CommandViews, out) -> int:
 
 
 def _apply(opts: PrOptions, commands: CommandViews, git: Git, gh: GitHub, redact, out) -> int:
-    base, target = _prepare(opts, git, gh, out)
+    base, destination = _prepare(opts, git, gh, out)
     git("checkout", "-q", "-f", "-B", opts.branch, f"refs/remotes/{opts.remote}/{base}")
     annotation = ann.annotate_tree(commands, opts.checkout)
     ann.write_tree(annotation, opts.checkout)
-    pull = gh.open_pull(target.owner, opts.branch)
+    pull = gh.open_pull(destination.owner, opts.branch)
     if not annotation.patches:
         return _close(opts, gh, pull, base, redact, out)
     sha = _commit(git, annotation, redact)
-    pushed = _push(git, opts, target, sha, out)
+    pushed = _push(git, opts, destination, sha, out)
     text = redact(fit(body(commands, annotation, opts.site_url), opts.site_url))
     try:
-        pull = _open_or_update(opts, gh, pull, target, base, text, out)
+        pull = _open_or_update(opts, gh, pull, destination, base, text, out)
     except GitHubError as err:
         step = "updating" if pull else "opening"
-        return _undo(opts, git, target, base, sha, pushed, f"{step} the PR failed: {err}", out)
+        return _undo(opts, git, destination, base, sha, pushed, f"{step} the PR failed: {err}", out)
     return 0
 
 
-def _prepare(opts: PrOptions, git: Git, gh: GitHub, out) -> tuple[str, Target]:
+def _prepare(opts: PrOptions, git: Git, gh: GitHub, out) -> tuple[str, PushDestination]:
     """Everything that can refuse, before anything is written: where the branch goes, the base,
     the names it must not have (and GitHub's own protection of it there); then both branches
     fetched by name (the workflow's clone is shallow and single-branch)."""
@@ -176,29 +176,29 @@ def _prepare(opts: PrOptions, git: Git, gh: GitHub, out) -> tuple[str, Target]:
     why = refusal(opts.branch, _names(base, upstream.get("default_branch")))
     if why:  # before a fork is created for it
         raise Refused(why)
-    target = _target(opts, gh, upstream, out)
-    why = refusal(opts.branch, _names(None, target.default))
-    if not why and gh.branch_protected(target.repo, opts.branch):
-        why = f"--branch {opts.branch} is a protected branch of {target.repo} (GitHub reports `protected: true`)"
+    destination = _destination(opts, gh, upstream, out)
+    why = refusal(opts.branch, _names(None, destination.default))
+    if not why and gh.branch_protected(destination.repo, opts.branch):
+        why = f"--branch {opts.branch} is a protected branch of {destination.repo} (GitHub reports `protected: true`)"
     if why:
         raise Refused(why)
     if fetch(git, opts.remote, base, f"refs/remotes/{opts.remote}/{base}") is None:
         raise PrError(f"the base branch {base} is not on {opts.remote}")
-    target.tip = fetch(git, target.where, opts.branch, target.tracking)
-    return base, target
+    destination.tip = fetch(git, destination.where, opts.branch, destination.tracking)
+    return base, destination
 
 
-def _target(opts: PrOptions, gh: GitHub, upstream: dict, out) -> Target:
+def _destination(opts: PrOptions, gh: GitHub, upstream: dict, out) -> PushDestination:
     upstream_name = upstream.get("full_name") or opts.repo
     if opts.push_to_fork:
         fork = check_fork(gh.repository(opts.push_to_fork), upstream_name)
     elif (upstream.get("permissions") or {}).get("push", True):  # not said: try, git tells if not
-        return Target(opts.repo, opts.remote, f"refs/remotes/{opts.remote}/{opts.branch}",
+        return PushDestination(opts.repo, opts.remote, f"refs/remotes/{opts.remote}/{opts.branch}",
                       default=upstream.get("default_branch"))
     else:
         out(f"the token may not push to {upstream_name}: the branch goes to the token user's fork")
         fork = gh.user_fork(upstream, out)
-    return Target(fork["full_name"], fork["clone_url"], FORK_TRACKING.format(branch=opts.branch), fork=True,
+    return PushDestination(fork["full_name"], fork["clone_url"], FORK_TRACKING.format(branch=opts.branch), fork=True,
                   default=fork.get("default_branch"))
 
 
@@ -212,27 +212,27 @@ def _commit(git: Git, annotation: ann.Annotation, redact) -> str:
     return git("rev-parse", "HEAD")
 
 
-def _push(git: Git, opts: PrOptions, target: Target, sha: str, out) -> bool:
+def _push(git: Git, opts: PrOptions, destination: PushDestination, sha: str, out) -> bool:
     """Push unless the fetched tip has the same tree; True when something was pushed."""
-    if same_tree(git, sha, target.tip):
-        out(f"branch {opts.branch}: same content as on {target.repo}, not pushed")
+    if same_tree(git, sha, destination.tip):
+        out(f"branch {opts.branch}: same content as on {destination.repo}, not pushed")
         return False
     try:
-        push(git, target.where, opts.branch, sha, target.tip)
+        push(git, destination.where, opts.branch, sha, destination.tip)
     except LeaseRefused as err:
-        raise PrError(f"push refused: {opts.branch} on {target.repo} is no longer at {_at(target.tip)}, where this "
+        raise PrError(f"push refused: {opts.branch} on {destination.repo} is no longer at {_at(destination.tip)}, where this "
                       f"run fetched it: someone else pushed to it ({err}). Nothing was pushed and no PR was opened or "
                       "edited; look at that push, then re-run (a re-run rebuilds the branch and replaces it)") from None
-    out(f"pushed {opts.branch} to {target.repo}: {_at(target.tip)} -> {sha[:12]}, leased on {_at(target.tip)}")
+    out(f"pushed {opts.branch} to {destination.repo}: {_at(destination.tip)} -> {sha[:12]}, leased on {_at(destination.tip)}")
     return True
 
 
-def _open_or_update(opts: PrOptions, gh: GitHub, pull, target: Target, base: str, text: str, out):
+def _open_or_update(opts: PrOptions, gh: GitHub, pull, destination: PushDestination, base: str, text: str, out):
     if pull:
         gh.update_pull(pull.number, title=TITLE, body=text)
         out(f"updated PR #{pull.number} ({pull.html_url})")
         return pull
-    pull = gh.create_pull(TITLE, target.head(opts.branch), base, text)
+    pull = gh.create_pull(TITLE, destination.head(opts.branch), base, text)
     out(f"opened PR #{pull.number} ({pull.html_url})")
     if opts.label:
         try:  # the PR stands without its label: say so, keep it
@@ -242,7 +242,7 @@ def _open_or_update(opts: PrOptions, gh: GitHub, pull, target: Target, base: str
     return pull
 
 
-def _undo(opts: PrOptions, git: Git, target: Target, base: str, sha: str, pushed: bool, what: str, out) -> int:
+def _undo(opts: PrOptions, git: Git, destination: PushDestination, base: str, sha: str, pushed: bool, what: str, out) -> int:
     """After a push, the PR step failed: put the branch back where it was (a lease on this run's
     push, so a newer push by someone else is never undone), or say what is left and how to recover."""
     out(f"driftmatrix pr: {what}")
@@ -250,15 +250,15 @@ def _undo(opts: PrOptions, git: Git, target: Target, base: str, sha: str, pushed
         out("nothing was pushed by this run: the branch and the PR are as they were")
         return 1
     try:
-        push(git, target.where, opts.branch, target.tip, sha)
+        push(git, destination.where, opts.branch, destination.tip, sha)
     except PrError as again:
-        compare = f"https://github.com/{opts.repo}/compare/{base}...{target.head(opts.branch)}"
-        out(f"rolling the push back failed too ({again}): {opts.branch} on {target.repo} holds {sha[:12]} without "
+        compare = f"https://github.com/{opts.repo}/compare/{base}...{destination.head(opts.branch)}"
+        out(f"rolling the push back failed too ({again}): {opts.branch} on {destination.repo} holds {sha[:12]} without "
             "its PR. Re-run `driftmatrix pr --apply` once the cause is fixed (it finds the branch unchanged and only "
             f"opens or updates the PR), or open it by hand: {compare}")
         return 1
-    back = f"back at {target.tip[:12]}" if target.tip else "deleted again"
-    out(f"rolled back: {opts.branch} on {target.repo} is {back}; the remote is as this run found it. "
+    back = f"back at {destination.tip[:12]}" if destination.tip else "deleted again"
+    out(f"rolled back: {opts.branch} on {destination.repo} is {back}; the remote is as this run found it. "
         "Re-run once the cause is fixed.")
     return 1
 

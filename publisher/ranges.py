@@ -15,7 +15,7 @@ from typing import Literal
 from publisher.results import Results, build_kind
 from common.versions import version_order
 from runner.outcomes.vocabulary import GOOD, REAL
-from runner.outcomes.records import Outcome
+from runner.outcomes.outcome_record import Outcome
 
 
 @dataclass(frozen=True)

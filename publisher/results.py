@@ -16,9 +16,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from extractor.records import Catalog, Snippet
+from extractor.snippet_record import Catalog, Snippet
 from runner.outcomes import counts, store
-from runner.outcomes.records import Outcome, TargetRef
+from runner.outcomes.outcome_record import Outcome, TargetRef
 
 
 BUILD_KINDS = ("CPU build", "CUDA build", "container image", "build")

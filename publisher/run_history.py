@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from runner.outcomes.vocabulary import GOOD, REAL, depth
+from runner.outcomes.vocabulary import GOOD, REAL, stage_rank
 from common.versions import version_order
 
 CHANGE_KINDS = {
@@ -121,10 +121,10 @@ def _kind(before: _Cell, after: _Cell) -> str | None:
     newer = version_order(after.version) > version_order(before.version) or (
         after.version == before.version and after.date >= before.date)
     if good_before:  # now FAIL
-        if depth(after.stage) > depth(before.stage):
+        if stage_rank(after.stage) > stage_rank(before.stage):
             return "newly found"  # it went deeper than it had run before
         return "changed on the same build" if same or not newer else "regressed"
-    if depth(after.stage) < depth(before.stage):
+    if stage_rank(after.stage) < stage_rank(before.stage):
         return None  # runs, but not checked as deep as it failed before: nothing to say yet
     return "changed on the same build" if same or not newer else "fixed"
 

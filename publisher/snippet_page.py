@@ -14,12 +14,12 @@ from datetime import datetime, timezone
 from jinja2 import Environment
 from markupsafe import Markup
 
-from extractor.records import Snippet
+from extractor.snippet_record import Snippet
 from publisher import addresses, causes, command_text, perf_view, verdict_words
 from publisher.command_view import CommandView, CommandViews
 from runner.outcomes import subcommands
-from runner.outcomes.vocabulary import GOOD, ICONS, PLAIN_STAGE, depth
-from runner.outcomes.records import Outcome
+from runner.outcomes.vocabulary import GOOD, ICONS, PLAIN_STAGE, stage_rank
+from runner.outcomes.outcome_record import Outcome
 
 COMMAND_WIDTH = 80
 """A one-line command longer than this is shown one option per line, with ` \\` continuations."""
@@ -118,7 +118,7 @@ def checked(o: Outcome, s: Snippet | None = None) -> str:
         return PLAIN_STAGE.get(o.stage, o.stage) + ("" if o.stage == o.tier else f" (it was to go on up to: {planned})")
     if o.verdict == "FAIL":  # a model the hub says no reader can load fails at config even in a parse job
         return f"{PLAIN_STAGE.get(o.stage, o.stage)}, where it stopped" + (
-            "" if depth(o.stage) >= depth(o.tier) else f" (it was to go on up to: {planned})")
+            "" if stage_rank(o.stage) >= stage_rank(o.tier) else f" (it was to go on up to: {planned})")
     return f"not checked (it was to go up to: {planned})"
 
 

@@ -3,9 +3,9 @@ where a FAIL stopped, how many ranks ran, the admonition title of a failure."""
 
 from __future__ import annotations
 
-from extractor.records import Snippet
+from extractor.snippet_record import Snippet
 from runner.outcomes import subcommands
-from runner.outcomes.records import Outcome
+from runner.outcomes.outcome_record import Outcome
 from runner.outcomes.vocabulary import DEPTH, GOOD, STAGE_TITLE
 
 

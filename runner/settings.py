@@ -29,7 +29,7 @@ STOP_GRACE_S = 15.0
 TWIN_MAX_BYTES = 512 * 2**30
 """A twin folder larger than this is refused (a full-size twin of the largest documented model is
 hundreds of GB; a tiny one MBs)."""
-STANDIN_BUILD_S = 1800.0
+TWIN_BUILD_S = 1800.0
 """Building one twin in a target's environment (a full-size twin writes GBs)."""
 CPU_SERVERS_SIDE_BY_SIDE = 2
 """Jobs run at once on a machine without a GPU (`run --jobs` default). Measured on 2 cores
@@ -109,7 +109,7 @@ def cache_dir() -> Path:
 
 WEIGHTS_BUDGET_GB_GPU = 50.0
 """Default disk budget for model weights fetched from the hub on a machine with a GPU: room for a
-few 7-20 B models in bf16, not for a 70 B one (those run on stand-ins unless the budget is raised)."""
+few 7-20 B models in bf16, not for a 70 B one (those run on twins unless the budget is raised)."""
 WEIGHTS_BUDGET_GB_CPU = 2.0
 """Default without a GPU: vLLM's CPU build serves at most a ~1 B model in reasonable time, and a CI
 runner's disk is small."""

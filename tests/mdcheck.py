@@ -69,7 +69,7 @@ def render(markdown: str) -> Rendered:
     return out
 
 
-def one_line(text: str) -> str:
+def collapsed(text: str) -> str:
     return " ".join(text.split())
 
 

@@ -80,4 +80,4 @@ def test_its_tables_cover_every_word_in_order():
     assert list(DEPTH) == list(STAGE_TITLE) == list(PLAIN_STAGE) == list(STATUS_LINE_DEPTH) == list(TIERS)
     assert list(JUDGEMENT_MEANING) == list(JUDGEMENTS)
     assert GOOD == REAL[:len(GOOD)] and set(REAL) < set(VERDICTS)
-    assert [vocabulary.depth(t) for t in TIERS] == list(range(len(TIERS))) and vocabulary.depth("warmup") == -1
+    assert [vocabulary.stage_rank(t) for t in TIERS] == list(range(len(TIERS))) and vocabulary.stage_rank("warmup") == -1

@@ -1,7 +1,7 @@
 """The H200 sample of issue 22: one documented command per architecture, for the start tier with twins.
 
 From the vLLM 0.33.0 docs + recipes, every command that names a model gets its served model's
-architecture the way the runner plans a twin offline on the GPU target (runner/standins.plan with
+architecture the way the runner plans a twin offline on the GPU target (runner/models/twins.plan with
 the supported-models table of that target's vLLM, here 0.21.0). Per architecture, the
 representative is the plainest runnable command (fewest env settings, then arguments) among those one GPU can hold
 (tensor x pipeline x data parallel = 1): what a one-H200 machine can start at all. Writes the
@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from extractor.catalog import extract  # noqa: E402
 
 from runner.builds.resolve import stable_pin  # noqa: E402
-from extractor.records import Catalog  # noqa: E402
+from extractor.snippet_record import Catalog  # noqa: E402
 from runner.builds import source_trees  # noqa: E402
 from runner.argv.parallel import ranks_of  # noqa: E402
 from runner.settings import cache_dir  # noqa: E402

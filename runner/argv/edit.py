@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Callable
 
-from extractor.records import Snippet
+from extractor.snippet_record import Snippet
 from extractor.shell_commands import SPEC_FLAGS
 
 VARIANTS = ("no-spec", "self-spec")

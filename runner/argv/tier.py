@@ -3,7 +3,7 @@ jobs asks (runner/run/loop.py, planning.py, prefetch.py)."""
 
 from __future__ import annotations
 
-from extractor.records import Snippet
+from extractor.snippet_record import Snippet
 from runner.outcomes.vocabulary import TIERS
 
 

@@ -71,7 +71,7 @@ TABLE: dict[str, Where] = {
     "WeightTransferEngineFactory": Where(("vllm.distributed.weight_transfer.factory",),
                                          absent="no weight-transfer engine registry: the backend Literal stands"),
     "VllmConfig": Where(("vllm.config",), absent="no VllmConfig: JSON options without a parser-built class unknown"),
-    # the configuration classes vLLM ships for models transformers lacks (standin_vllm_config.py, issue 35)
+    # the configuration classes vLLM ships for models transformers lacks (twin_vllm_config.py, issue 35)
     "vllm": Where(("vllm:",)),
     "_CONFIG_REGISTRY": Where(("vllm.transformers_utils.config",),
                               absent="no configuration classes of vLLM's own: such architectures get no twin"),

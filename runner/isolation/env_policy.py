@@ -1,6 +1,6 @@
 """What environment the processes driftmatrix starts may see — the one place that decides, both ways.
 
-Two sources of variables reach a `vllm serve` (or the parse/config helper, a stand-in build, an
+Two sources of variables reach a `vllm serve` (or the parse/config helper, a twin build, an
 environment query, a pip install):
 
 - the runner's own environment, which on a CI runner holds secrets (HF_TOKEN, GITHUB_TOKEN,

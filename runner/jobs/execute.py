@@ -12,7 +12,7 @@ from pathlib import Path
 
 from runner.serve.helper_client import HelperError
 from runner.jobs.job import Job, RunContext, host_facts
-from runner.outcomes.records import Outcome, TargetRef
+from runner.outcomes.outcome_record import Outcome, TargetRef
 from runner.isolation.sandbox.limits import for_kind
 from runner.jobs.tiers import STEPS
 from runner.jobs.tiers.state import JobState, apply, error, finish

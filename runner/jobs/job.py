@@ -12,13 +12,13 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from extractor.records import Snippet
+from extractor.snippet_record import Snippet
 from runner.serve import compile_cache, docker_target, helper_client
 from runner.isolation import env_policy, sandbox
 from runner.builds.envs import TargetEnv
 from runner.serve.helper_client import Helper
 from runner.models.resolution import ModelResolver
-from runner.outcomes.records import JobKey
+from runner.outcomes.outcome_record import JobKey
 from common.redact import Redactor
 from runner.settings import DECLARED_DEVICE, START_TIMEOUT_S, cache_dir, hub_dir
 
@@ -96,7 +96,7 @@ class RunContext:
     def _new_helper(self, target: TargetEnv, log: Path, readable: list[str], attempts: int = 2,
                     declared: bool = False, shared: bool = True) -> Helper:
         """Offline always, whether the hub answers or not: every model vLLM is given is a local folder
-        (model map, stand-in, or fetched from the hub beforehand by runner/models/hub.py), so the config tier
+        (model map, twin, or fetched from the hub beforehand by runner/models/hub.py), so the config tier
         checks exactly the files we fetched and never downloads itself; no token either (the
         allow-listed environment has none)."""
         if not target.target.docker:

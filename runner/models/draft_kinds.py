@@ -2,7 +2,7 @@
 
 A twin decides a verdict only when its architecture and model type are the checkpoint's. For a
 served model and an ordinary draft model, offline, the supported-models table or the model id's
-family names a plausible architecture (runner/standins.plan). A draft that is a speculative *head*
+family names a plausible architecture (runner/models/twins.plan). A draft that is a speculative *head*
 is another kind of checkpoint: an MLP speculator, an EAGLE / EAGLE-3 head, Medusa heads, a DFlash
 or DSpark drafter, an MTP head. Its id often names its target (`ibm-ai-platform/llama3-8b-accelerator`,
 `RedHatAI/Llama-3.1-8B-Instruct-speculator.eagle3`), and a twin of that target's family makes vLLM
@@ -28,7 +28,7 @@ class Kind:
     what: str
     """In words, for a reason: `an MLP speculator`."""
     families: frozenset[str] = frozenset()
-    """Twin builder families whose twins are checkpoints of this kind (runner/models/standins.py)."""
+    """Twin builder families whose twins are checkpoints of this kind (runner/models/twins.py)."""
     builder: str | None = None
     """The family that builds any checkpoint of this kind offline, from the method alone."""
     architecture: str | None = None

@@ -29,7 +29,7 @@ from urllib.parse import quote, urlsplit
 import httpx
 
 from runner.models import hub_answer
-from runner.outcomes.evidence_records import HubAnswer
+from runner.outcomes.evidence_record import HubAnswer
 from runner.settings import HUB_REQUEST_S, WEIGHTS_DISK_MARGIN_GB, hub_dir
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
@@ -46,13 +46,13 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,95}")
 
 
 class HubError(RuntimeError):
-    """The hub cannot give this model (the message says why): a stand-in or a SKIP, never a FAIL (but
+    """The hub cannot give this model (the message says why): a twin or a SKIP, never a FAIL (but
     NotLoadable)."""
 
 
 class NotLoadable(HubError):
     """The hub says the model cannot be loaded as the docs name it (runner/models/hub_answer.py): the
-    docs' fault, on every build — the one HubError that is a FAIL, never a stand-in."""
+    docs' fault, on every build — the one HubError that is a FAIL, never a twin."""
 
     def __init__(self, answer: HubAnswer):
         super().__init__(answer.why)

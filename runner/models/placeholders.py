@@ -2,7 +2,7 @@
 
 The docs write the reader's own model or file as a placeholder (`vllm serve {your model directory}`,
 `<MODEL>`, `$MODEL`, `/path/to/model`, `my-model`). The snippet record keeps saying so
-(`placeholders`, `runnable: False`); the runner puts a stand-in in its place for the tiers that do not
+(`placeholders`, `runnable: False`); the runner puts a replacement in its place for the tiers that do not
 need the real one. The served model's place gets a name for the parser (it reads only the word) and,
 for the config tier with `--stand-ins`, the twin of a small dense decoder (TWIN_OF); a file or folder
 gets a path that does not exist; a draft model inside the speculative config gets a name (its type
@@ -10,10 +10,10 @@ decides the speculative config, so the config tier SKIPs). Any other placeholder
 address, `<args…>`, an API key) stays, and the command is judged as before: SKIP on any parse error
 but an unknown flag.
 
-What a stand-in can decide (`blamed`): a failure that names a stand-in, the placeholder, or the option
-holding it, is the stand-in's (SKIP); so is every config failure on a stand-in (the reader's model or
+What a replacement can decide (`blamed`): a failure that names a replacement, the placeholder, or the option
+holding it, is the replacement's (SKIP); so is every config failure on a replacement (the reader's model or
 file might not fail so). Any other parse failure is the command's. A start/probe tier never runs on a
-stand-in: a server is the reader's model or nothing.
+replacement: a server is the reader's model or nothing.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from runner.outcomes.evidence_records import PlaceholderStandIn
+from runner.outcomes.evidence_record import PlaceholderReplacement
 from extractor.serve_args import SPEC_FLAG, is_args_placeholder, parse_serve_args
 
 TWIN_OF = "Qwen/Qwen3-0.6B"
@@ -51,13 +51,13 @@ class StoodIn:
     twin: bool = False
     """The value is a random-weight twin's folder (TWIN_OF), so the config tier can run."""
 
-    def record(self) -> PlaceholderStandIn:
+    def record(self) -> PlaceholderReplacement:
         """What the outcome's evidence says of it."""
-        return PlaceholderStandIn(self.placeholder, self.role, self.value, list(self.flags), self.twin)
+        return PlaceholderReplacement(self.placeholder, self.role, self.value, list(self.flags), self.twin)
 
 
 def plan(snippet) -> list[StoodIn]:
-    """The snippet's placeholders that a stand-in may replace (model, draft model, path); the others
+    """The snippet's placeholders that may be replaced (model, draft model, path); the others
     stay in the command (see `kept`)."""
     if not snippet.placeholders or snippet.kind == "subcommand":
         return []
@@ -79,13 +79,13 @@ def plan(snippet) -> list[StoodIn]:
 
 
 def kept(snippet, stood: list[StoodIn]) -> list[str]:
-    """The placeholders still in the command: every one a stand-in does not cover."""
+    """The placeholders still in the command: every one a replacement does not cover."""
     covered = [s.placeholder for s in stood]
     return [p for p in snippet.placeholders if not any(p == c or p in c for c in covered)]
 
 
 def apply(argv: list[str], stood: list[StoodIn]) -> list[str]:
-    """The argv with each stand-in in its placeholder's place: a model as a whole word (`model` is
+    """The argv with each replacement in its placeholder's place: a model as a whole word (`model` is
     also part of option names), a path or draft wherever its text is (`name=/path/to/x`, JSON)."""
     out = []
     for word in argv:
@@ -101,7 +101,7 @@ def apply(argv: list[str], stood: list[StoodIn]) -> list[str]:
 
 
 def blamed(message: str, stood: list[StoodIn], flags: bool = True) -> StoodIn | None:
-    """The stand-in a message names (its value, its placeholder, or — with `flags`, for a failure — an
+    """The replacement a message names (its value, its placeholder, or — with `flags`, for a failure — an
     option holding it: argparse may shorten the value), or None. A warning about the option itself
     (`--model` given as an option, not positionally) is the command's: `flags=False`."""
     text = message or ""
@@ -113,7 +113,7 @@ def blamed(message: str, stood: list[StoodIn], flags: bool = True) -> StoodIn | 
 
 
 def note(s: StoodIn) -> str:
-    """What the outcome says about one stand-in (shown on the command page)."""
+    """What the outcome says about one replacement (shown on the command page)."""
     what = {"model": f"a random-weight twin of {TWIN_OF} for the config tier, not the reader's model" if s.twin
             else "a name: the parser reads only the word",
             "draft model": "a name: the parser reads only the word",

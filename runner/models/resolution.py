@@ -4,7 +4,7 @@ A model id is usable when it is an existing local directory, when the model map 
 directory for it, or when the Hugging Face hub is reachable: then its configuration and tokenizer
 files are fetched (runner/models/hub.py) and that folder replaces the id, with the weights only when the
 job starts a server and they fit the weights budget. A model that cannot be had SKIPs the tiers
-that need it (or runs on a stand-in twin with `--stand-ins`) — never a FAIL, unless the hub says it
+that need it (or runs on a twin with `--stand-ins`) — never a FAIL, unless the hub says it
 cannot be loaded as written (runner/models/hub_answer.py): that is the docs' fault, and no twin
 stands in for it.
 """
@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from runner.models import hub
-from runner.outcomes.evidence_records import HubAnswer
+from runner.outcomes.evidence_record import HubAnswer
 from runner.settings import cache_dir
 
-STANDIN_MARKER = "driftmatrix-standin.json"
+TWIN_MARKER = "driftmatrix-standin.json"
 
 
 def needed_models(snippet) -> list[str]:
@@ -167,7 +167,7 @@ class ModelResolver:
 
     def _once(self, key: tuple, fetch) -> Path | str | HubAnswer | None:
         """`fetch()` once per run: its result, or why it failed (the hub's answer, or this machine's
-        disk: either is a SKIP or a stand-in, never a crashed job), or the hub's answer that the model
+        disk: either is a SKIP or a twin, never a crashed job), or the hub's answer that the model
         cannot be loaded as written."""
         if key not in self._fetched:
             try:
@@ -180,8 +180,8 @@ class ModelResolver:
         return self._fetched[key]
 
     @staticmethod
-    def is_stand_in(path: str) -> bool:
-        return (Path(path) / STANDIN_MARKER).exists()
+    def is_twin(path: str) -> bool:
+        return (Path(path) / TWIN_MARKER).exists()
 
     @staticmethod
     def takes_images(path: str) -> bool:

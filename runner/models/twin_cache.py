@@ -6,7 +6,7 @@ Twins are cheap to rebuild (seconds, random weights), so the cache keeps the rec
 and drops the rest once it passes `settings.twin_cache_bytes()`.
 
 Two lock files beside each twin folder keep this safe between parallel jobs and processes:
-`<twin>.lock`, held exclusively while the twin is built or looked up (standins.ensure), and
+`<twin>.lock`, held exclusively while the twin is built or looked up (twins_dir.ensure), and
 `<twin>.use`, held shared by every job that uses the twin until the job ends (a lease). A twin is
 dropped only when both can be taken exclusively at once, so no job loses its model mid-run and
 no lookup returns a folder being deleted. A twin's last use is its marker file's mtime.
@@ -20,7 +20,7 @@ import shutil
 from pathlib import Path
 from typing import IO
 
-from runner.models.resolution import STANDIN_MARKER
+from runner.models.resolution import TWIN_MARKER
 from runner.settings import TWIN_FREE_RESERVE_GB, twin_cache_bytes
 
 
@@ -29,7 +29,7 @@ def lease(twin_dir: Path) -> IO:
     held = open(f"{twin_dir}.use", "a")
     fcntl.flock(held, fcntl.LOCK_SH)
     try:
-        os.utime(twin_dir / STANDIN_MARKER)  # its last use: what the cache keeps longest
+        os.utime(twin_dir / TWIN_MARKER)  # its last use: what the cache keeps longest
     except OSError:
         pass
     return held
@@ -50,10 +50,10 @@ def folder_bytes(root: Path) -> int:
     return total
 
 
-def _twins_oldest_first(standins: Path) -> list[tuple[Path, int]]:
+def _twins_oldest_first(twins_dir: Path) -> list[tuple[Path, int]]:
     """Each finished twin folder with its size, least recently used first."""
     found = []
-    for marker in standins.glob(f"*/{STANDIN_MARKER}"):
+    for marker in twins_dir.glob(f"*/{TWIN_MARKER}"):
         try:
             found.append((marker.stat().st_mtime, marker.parent))
         except OSError:
@@ -69,31 +69,31 @@ def _drop_if_unused(folder: Path) -> bool:
             fcntl.flock(used, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             return False
-        (folder / STANDIN_MARKER).unlink(missing_ok=True)  # first: a half-deleted twin is never "built"
+        (folder / TWIN_MARKER).unlink(missing_ok=True)  # first: a half-deleted twin is never "built"
         shutil.rmtree(folder, ignore_errors=True)
         return True
 
 
-def limit(standins: Path) -> int | None:
-    """The bytes of twins `standins` may hold (settings.twin_cache_bytes), with `free` worked out on
+def limit(twins_dir: Path) -> int | None:
+    """The bytes of twins `twins_dir` may hold (settings.twin_cache_bytes), with `free` worked out on
     its disk now: the twins there plus the free space, less settings.TWIN_FREE_RESERVE_GB."""
     setting = twin_cache_bytes()
     if setting != "free":
         return setting
-    probe = standins
+    probe = twins_dir
     while not probe.exists() and probe != probe.parent:
         probe = probe.parent
     free = shutil.disk_usage(probe).free
-    held = folder_bytes(standins) if standins.is_dir() else 0
+    held = folder_bytes(twins_dir) if twins_dir.is_dir() else 0
     return max(0, held + free - int(TWIN_FREE_RESERVE_GB * 1e9))
 
 
-def trim(standins: Path, limit_bytes: int | None) -> list[str]:
-    """Drop least recently used twins until `standins` holds at most `limit_bytes` (None: no
+def trim(twins_dir: Path, limit_bytes: int | None) -> list[str]:
+    """Drop least recently used twins until `twins_dir` holds at most `limit_bytes` (None: no
     limit); twins in use stay, even above the limit. Returns the names of the twins dropped."""
-    if limit_bytes is None or not standins.is_dir():
+    if limit_bytes is None or not twins_dir.is_dir():
         return []
-    twins = _twins_oldest_first(standins)
+    twins = _twins_oldest_first(twins_dir)
     total = sum(size for _, size in twins)
     dropped = []
     for folder, size in twins:

@@ -21,9 +21,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 
-from runner.outcomes.evidence_records import LoggedWarning
-from runner.outcomes.records import Outcome, TargetRef
-from runner.outcomes.vocabulary import REAL, TIERS, VerdictName, depth
+from runner.outcomes.evidence_record import LoggedWarning
+from runner.outcomes.outcome_record import Outcome, TargetRef
+from runner.outcomes.vocabulary import REAL, TIERS, VerdictName, stage_rank
 from common.versions import version_order
 
 
@@ -45,11 +45,11 @@ def passed(warnings: list[LoggedWarning]) -> tuple[VerdictName, str | None]:
 def as_counted(o: Outcome) -> Outcome:
     """The outcome as it counts: a SKIP reached at a stage after parse is the PASS/WARN of the stage
     before it, with "<stage> not checked: <why>" (a copy; any other outcome as it is)."""
-    if o.verdict != "SKIP" or depth(o.stage) <= 0:
+    if o.verdict != "SKIP" or stage_rank(o.stage) <= 0:
         return o
     verdict, warned = passed(o.evidence.warnings)
     why = f"{o.stage} not checked: {o.reason or 'no reason recorded'}"
-    return replace(o, verdict=verdict, stage=TIERS[depth(o.stage) - 1], reason=f"{warned}; {why}" if warned else why)
+    return replace(o, verdict=verdict, stage=TIERS[stage_rank(o.stage) - 1], reason=f"{warned}; {why}" if warned else why)
 
 
 def rank(o: Outcome) -> tuple:
@@ -57,7 +57,7 @@ def rank(o: Outcome) -> tuple:
     outcome as it counts: `as_counted`)."""
     o = as_counted(o)
     kind = 2 if o.verdict in REAL else 1 if o.verdict == "SKIP" else 0
-    return (kind, depth(o.stage), o.started or "")
+    return (kind, stage_rank(o.stage), o.started or "")
 
 
 def best(outcomes: Iterable[Outcome]) -> Outcome | None:

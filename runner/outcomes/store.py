@@ -13,7 +13,7 @@ import threading
 from pathlib import Path
 
 from runner.outcomes import counts
-from runner.outcomes.records import Outcome
+from runner.outcomes.outcome_record import Outcome
 
 
 def read(path: Path) -> tuple[list[Outcome], list[str]]:

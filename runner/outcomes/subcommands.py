@@ -2,11 +2,11 @@
 (`vllm bench throughput|latency|serve …`, `vllm run-batch …`). The runner checks each with that
 subcommand's own argument parser and its validate(), in the target's helper (the parse tier);
 none of them is a server, so the config, start, probe and perf tiers SKIP with `reason()`.
-No model is fetched and no stand-in is built for them: a parser needs neither."""
+No model is fetched and no twin is built for them: a parser needs neither."""
 
 from __future__ import annotations
 
-from extractor.records import Snippet
+from extractor.snippet_record import Snippet
 
 WHAT = {
     ("bench", "serve"): "a benchmark client",

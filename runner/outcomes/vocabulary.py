@@ -41,7 +41,7 @@ StageName = TierName
 """Where a verdict was reached: one of the tiers (the first failing one, or the last run)."""
 
 
-def depth(stage: str) -> int:
+def stage_rank(stage: str) -> int:
     """How far a stage goes: parse 0 … perf 4 (-1 for anything else)."""
     return TIERS.index(stage) if stage in TIERS else -1
 

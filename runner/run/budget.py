@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from runner.outcomes import counts
-from runner.outcomes.records import JobKey, Outcome
+from runner.outcomes.outcome_record import JobKey, Outcome
 from runner.outcomes.vocabulary import TIERS
 
 GITHUB_JOB_LIMIT_H = 6.0
@@ -65,7 +65,7 @@ class Durations:
     by_job: dict[tuple, float] = field(default_factory=dict)
     """(snippet, variant, target name, tier) -> seconds of its latest outcome."""
     by_class: dict[tuple, float] = field(default_factory=dict)
-    """(tier, distribution, stand-in) -> mean seconds of those outcomes."""
+    """(tier, distribution, twin) -> mean seconds of those outcomes."""
     checked: dict[tuple, str] = field(default_factory=dict)
     """(snippet, variant, target name, tier) -> UTC ISO time of the latest counted outcome at that
     tier or deeper."""

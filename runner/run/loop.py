@@ -16,7 +16,7 @@ import signal
 import threading
 import time
 
-from extractor.records import Catalog
+from extractor.snippet_record import Catalog
 from common import step_summary
 from runner.run import deadline as leg_deadline, junit, planning, run_summary
 from runner.run.selection import RunOptions, select
@@ -29,7 +29,7 @@ from runner.builds.envs import EnvError, TargetEnv, ensure
 from runner.jobs.execute import JobRunner
 from runner.jobs.job import Job, RunContext, host_facts
 from runner.models.resolution import ModelResolver
-from runner.outcomes.records import JobKey, Outcome
+from runner.outcomes.outcome_record import JobKey, Outcome
 from runner.outcomes.vocabulary import TIERS, VERDICTS
 from common.inert import console_markup, log_json, terminal
 from common.redact import Redactor

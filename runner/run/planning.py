@@ -17,13 +17,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from extractor.records import Catalog
+from extractor.snippet_record import Catalog
 from runner.run import budget
 from runner.outcomes import counts
 from runner.argv.tier import deepest_tier
 from runner.run.shards import predicted_cost
 from runner.run.selection import RunOptions, select
-from runner.outcomes.records import JobKey, Outcome
+from runner.outcomes.outcome_record import JobKey, Outcome
 from runner.builds.targets import Target
 
 

@@ -4,12 +4,12 @@ The workflow runs this as its own step — the only one that holds the HF token 
 that runs the jobs: no code from the docs or a model repository runs in a process that has the
 token (a process can read the environment of another of the same user in /proc). The run step
 then finds every model in the hub folder (runner/models/hub.py reuses a fetched folder as it is) and
-needs no token; what could not be fetched SKIPs or gets a stand-in there, with the reason.
+needs no token; what could not be fetched SKIPs or gets a twin there, with the reason.
 """
 
 from __future__ import annotations
 
-from extractor.records import Catalog
+from extractor.snippet_record import Catalog
 from runner.argv.edit import VARIANTS
 from runner.argv.parallel import ranks_of
 from runner.argv.tier import deepest_tier

@@ -7,7 +7,7 @@ from collections import Counter
 
 from common.inert import code_span
 from common.step_summary import escape
-from runner.outcomes.records import Outcome
+from runner.outcomes.outcome_record import Outcome
 from runner.outcomes.vocabulary import VERDICTS
 
 

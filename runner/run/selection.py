@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from extractor.records import Catalog
+from extractor.snippet_record import Catalog
 from runner.argv.edit import FIX
 from runner.run import shards
 from runner.settings import DECLARED_DEVICE, START_TIMEOUT_S, cache_dir

@@ -17,7 +17,7 @@ from runner.outcomes.vocabulary import TIERS
 def predicted_cost(snippet, tier: str) -> float:
     """Seconds, roughly: what the job will cost if it runs to its last tier."""
     n = TIERS.index(tier)
-    if (snippet.reason or "").startswith("placeholder") and snippet.kind != "subcommand":  # stand-ins: no server
+    if (snippet.reason or "").startswith("placeholder") and snippet.kind != "subcommand":  # twins: no server
         return 0.05 + (2.0 if n >= 1 else 0)  # (runner/models/placeholders.py)
     if not snippet.runnable or snippet.kind == "subcommand":  # subcommands: their parser (runner/outcomes/subcommands.py)
         return 0.05

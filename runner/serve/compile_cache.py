@@ -39,7 +39,7 @@ from pathlib import Path
 
 from runner.isolation import env_policy, sandbox
 
-from runner.models import standins
+from runner.models import twins
 from runner.models.twin_cache import folder_bytes
 from runner.builds.envs import TargetEnv
 from runner.isolation.sandbox import output
@@ -104,9 +104,9 @@ def _warm_up(target: TargetEnv, ctx, final: Path) -> None:
     t0 = time.monotonic()
     why, leases = None, []
     try:
-        twin = standins.ensure("Qwen/Qwen3-0.6B", target, ctx.cache_dir, leases=leases)
+        twin = twins.ensure("Qwen/Qwen3-0.6B", target, ctx.cache_dir, leases=leases)
         why = _serve(target, ctx, twin.dir, staging)
-    except (standins.StandInError, OSError) as err:
+    except (twins.TwinError, OSError) as err:
         why = str(err)
     finally:
         for held in leases:

@@ -24,7 +24,7 @@ import httpx
 from runner.argv.edit import without_options
 from runner.isolation.sandbox import Launch
 from runner.isolation.sandbox.files import open_new
-from runner.evidence.logscan import read_lines
+from runner.diagnosis.logscan import read_lines
 from runner.settings import STOP_GRACE_S
 
 HOST_FLAGS = {"--host", "--port", "--uds"}

@@ -44,14 +44,14 @@ def _para(text: str) -> mdcheck.Rendered:
 @settings(max_examples=300, deadline=None)
 def test_a_code_span_holds_any_text_exactly(text):
     r = _para(inert.code_span(text))
-    shown = mdcheck.one_line(text)
+    shown = mdcheck.collapsed(text)
     assert r.code == ([shown] if shown else []) and not (r.links or r.images or r.html)
     assert "".join(r.prose) == "before  after"
 
 
 def test_code_span_samples_and_limit():
     for text in SAMPLES:
-        assert _para(inert.code_span(text)).code == [mdcheck.one_line(text)], text
+        assert _para(inert.code_span(text)).code == [mdcheck.collapsed(text)], text
     assert _para(inert.code_span("x" * 50, limit=10)).code == ["x" * 9 + "…"]
     assert inert.code_span("") == "" and inert.code_span(None) == "`None`"
 
@@ -61,7 +61,7 @@ def test_code_span_samples_and_limit():
 def test_a_table_cell_holds_any_text_and_stays_one_cell(text):
     table = f"| a | b |\n|---|---|\n| {inert.table_cell(text)} | z |\n"
     r = mdcheck.render(table)
-    shown = mdcheck.one_line(text)
+    shown = mdcheck.collapsed(text)
     assert mdcheck.table_cells(table) == [2, 2]
     assert r.code == ([shown] if shown else []) and not (r.links or r.images or r.html)
 
@@ -92,7 +92,7 @@ def test_prose_is_escaped_and_defused(text):
     assert not (r.links or r.images or r.html or r.code)
     prose = "".join(r.prose)
     wj = inert.WORD_JOINER
-    assert prose.replace(wj, "") == f"before {mdcheck.one_line(text)} after".replace(wj, "")
+    assert prose.replace(wj, "") == f"before {mdcheck.collapsed(text)} after".replace(wj, "")
     assert "\n" not in shown and "|" not in shown.replace("\\|", "")
 
 

@@ -71,11 +71,11 @@ def test_the_summary_says_the_nearest_name(tmp_path):
     release has, as the CPU builds' argparse refuses it — the new doc-drift's cause ends with the
     nearest name (issue 46, point 2), inside its code span like the rest of vLLM's and the docs' words."""
     from extractor.catalog import extract
-    from extractor.records import Catalog
+    from extractor.snippet_record import Catalog
     from driftmatrix.gate import GateResult, judge_change, markdown
     from runner.builds.resolve import stable_pin
-    from runner.outcomes.evidence_records import RaisedException
-    from runner.outcomes.records import Evidence, Outcome, TargetRef
+    from runner.outcomes.evidence_record import RaisedException
+    from runner.outcomes.outcome_record import Evidence, Outcome, TargetRef
 
     (tmp_path / "docs" / "docs").mkdir(parents=True)
     (tmp_path / "docs" / "mkdocs.yaml").write_text("site_name: docs\n")

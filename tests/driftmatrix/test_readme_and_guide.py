@@ -31,7 +31,7 @@ CORPUS_READERS = {
 """The tracked files that may name the corpus beside the checkout: each reads it at run time."""
 NAMED_PATH = re.compile(r"(?<![\w/.~<>-])(?:driftmatrix|extractor|runner|publisher|flaghistory|common|tests|benchmarks|docs"
                         r"|workflow-templates|\.github|\.ci)/[\w./-]*")
-"""A file or folder of this repository named in prose (`runner/models/hub.py`, `runner/models/standins.ensure`)."""
+"""A file or folder of this repository named in prose (`runner/models/hub.py`, `runner/models/twins.ensure`)."""
 NOT_OURS = {"driftmatrix/doc-warnings": "the doc-fix PR's branch name",
             "docs/models/supported_models.md": "a file of vLLM's own tree"}
 OUTSIDE = re.compile(r"\.\./shared\b|\b(?:DESIGN|GPU|VLLM-CPU)\.md\b")

@@ -7,7 +7,7 @@ import pytest
 from extractor.catalog import extract
 
 from runner.builds.resolve import stable_pin
-from extractor.records import Catalog
+from extractor.snippet_record import Catalog
 
 
 @pytest.fixture(scope="session")

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from extractor.catalog import extract, merge
-from extractor.records import Lint, Snippet, Source
+from extractor.snippet_record import Lint, Snippet, Source
 from extractor.release_files import CODE, ReleaseTrees
 from runner.builds.resolve import stable_pin
 

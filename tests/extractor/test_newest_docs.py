@@ -12,7 +12,7 @@ from extractor.catalog import extract
 
 from runner.builds.resolve import stable_pin
 from extractor.python_calls import from_python
-from extractor.records import Catalog
+from extractor.snippet_record import Catalog
 from extractor.snippet_builder import Place, from_shell_text
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from extractor.corpus import _markdown
-from extractor.records import BREAKING_LINTS
+from extractor.snippet_record import BREAKING_LINTS
 from extractor.snippet_builder import Place
 
 CORPUS = Path(__file__).parents[2].parent / "shared" / "corpus"

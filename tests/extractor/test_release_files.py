@@ -10,7 +10,7 @@ import pytest
 from extractor.catalog import extract
 
 from runner.builds.resolve import stable_pin
-from extractor.records import BREAKING_LINTS
+from extractor.snippet_record import BREAKING_LINTS
 from extractor.release_files import CODE, ReleaseTrees, named_paths
 from extractor.written_for import override
 from runner.builds import source_trees

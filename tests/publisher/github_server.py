@@ -1,4 +1,4 @@
-"""A local stand-in for the GitHub REST endpoints `driftmatrix pr` uses, answering with the
+"""A local fake for the GitHub REST endpoints `driftmatrix pr` uses, answering with the
 documented response shapes: pulls (docs.github.com/rest/pulls/pulls), labels, repositories
 with the token's `permissions` (rest/repos/repos#get-a-repository), the authenticated user
 (rest/users/users), forks (rest/repos/forks: 202, the fork created as a real bare clone of the
@@ -20,7 +20,7 @@ from urllib.parse import parse_qs, unquote
 DOCS = "https://docs.github.com/rest"
 
 
-class GitHubStandIn:
+class LocalGitHub:
     def __init__(self, login: str = "driftmatrix-bot", forks_dir: Path | None = None):
         self.pulls: list[dict] = []
         self.requests: list[dict] = []
@@ -150,7 +150,7 @@ class GitHubStandIn:
         return None
 
 
-def _handler(server: GitHubStandIn):
+def _handler(server: LocalGitHub):
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, *args):
             pass

@@ -2,7 +2,7 @@
 real runs write (tests/fixtures/site, tests/fixtures/gpu): a doc page path that closes `<title>`,
 headings, anchors and command text with HTML, source URLs that are `javascript:`/`data:`, causes
 and log excerpts with HTML, Markdown link and image syntax, mentions and bare web URLs (`WEB`), an
-annotated page with `annotate`'s own admonition and fix for them, and host paths (stand-ins, caches, a home
+annotated page with `annotate`'s own admonition and fix for them, and host paths (twins, caches, a home
 checkout, pytest's tmp dir, this checkout, a venv's vLLM) in every outcome field that can hold one.
 
 Each script payload sets `window.__pwned` to its own number: a failing test says which one ran."""
@@ -12,14 +12,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from extractor.records import Catalog, Lint, Snippet, Source, WrittenFor
-from runner.outcomes.records import Evidence, Outcome, TargetRef
+from extractor.snippet_record import Catalog, Lint, Snippet, Source, WrittenFor
+from runner.outcomes.outcome_record import Evidence, Outcome, TargetRef
 
 REPO = Path(__file__).resolve().parents[2]
 IMG = "<img src=x onerror=window.__pwned=2>"
 PAGE_FILE = "docs/</title><script>window.__pwned=1</script>.md"
 HTML_FILE = "page</title><svg onload=window.__pwned=6>.html"
-STANDIN = "/root/dmcache/standins/Qwen-Qwen3-8B-65b193c28268"
+TWIN_PATH = "/root/dmcache/standins/Qwen-Qwen3-8B-65b193c28268"
 CACHED = "/root/.cache/driftmatrix/standins/google-gemma-4-E2B-it-0383a4e826fe"
 VLLM_FILE = "/root/venv/lib/python3.11/site-packages/vllm/engine/arg_utils.py"
 WEB = ("@vllm-project/some-team ![](https://evil.example/p.png) [fix](https://evil.example) https://evil.example/bare "
@@ -60,23 +60,23 @@ def _fail(tmp: Path) -> Outcome:
     log = (f'ERROR [core.py:1136]   File "{VLLM_FILE}", line 1907, in create_engine_config\n'
            f'ERROR   File "/home/someone/checkout/runner/vllm_helper.py", line 155, in answer\n\n'
            f"{IMG} <script>window.__pwned=15</script> {MD_LINK}\nlog written to {tmp}/run/server.log\n"
-           f"model {STANDIN} from {REPO}/tests/x.json")
-    exc = {"type": "ValueError", "message": f"bad value {IMG} {MD_LINK} for {STANDIN}/config.json",
+           f"model {TWIN_PATH} from {REPO}/tests/x.json")
+    exc = {"type": "ValueError", "message": f"bad value {IMG} {MD_LINK} for {TWIN_PATH}/config.json",
            "location": {"file": VLLM_FILE, "line": 1907, "function": f"create_engine_config{IMG}"},
            "final": f"RuntimeError: Engine core initialization failed {IMG} {WEB}",
            "traceback": f'Traceback:\n  File "/home/someone/checkout/runner/vllm_helper.py", line 155\n'
                         f'  File "{VLLM_FILE}", line 1907\nValueError: bad'}
     return Outcome("s-0000000000a1", TargetRef("stable", "0.20.1", "132765e35", "vllm", "2.11.0", "5.8.0"),
                    "config", "config", "FAIL", reason=f"{exc['type']}: {exc['message']}", stand_in=True,
-                   substitutions={"Qwen/Qwen3-8B": STANDIN, "tokenizer": f"{tmp}/tok"},
-                   argv=[STANDIN, "--max-model-len", "4096", "--download-dir", "/tmp/pytest-of-x/pytest-1/dl"],
+                   substitutions={"Qwen/Qwen3-8B": TWIN_PATH, "tokenizer": f"{tmp}/tok"},
+                   argv=[TWIN_PATH, "--max-model-len", "4096", "--download-dir", "/tmp/pytest-of-x/pytest-1/dl"],
                    evidence=Evidence.from_json(dict(exception=exc, signature={"id": f"sig{IMG}", "explanation": MD_LINK},
                                      warnings=[{"file": "/root/site-0.20.1/vllm/config/speculative.py", "line": 3,
                                                 "message": f"careful {IMG}", "feature": False}],
-                                     effective_config={"model": STANDIN, "tokenizer": f"/home/someone/checkout/tok{IMG}",
+                                     effective_config={"model": TWIN_PATH, "tokenizer": f"/home/someone/checkout/tok{IMG}",
                                                        "download_dir": str(tmp), "max_model_len": 4096},
                                      log_excerpt=log,
-                                     notes=[f"Qwen/Qwen3-8B: stand-in qwen3 twin at {STANDIN} {MD_LINK}",
+                                     notes=[f"Qwen/Qwen3-8B: stand-in qwen3 twin at {TWIN_PATH} {MD_LINK}",
                                             f"carried from /home/someone/checkout/runner/envs.py and {REPO}/runner/x.py",
                                             f"scratch in /tmp/pytest-of-x/pytest-1/work and {tmp}"])),
                    started="2026-12-02T16:37:37+00:00", duration_s=12.5, host={"hostname": "vm", "cpus": 2})

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from publisher.snippet_page import contained, ran
-from runner.outcomes.records import Outcome, TargetRef
+from runner.outcomes.outcome_record import Outcome, TargetRef
 
 
 def outcome(host: dict) -> Outcome:

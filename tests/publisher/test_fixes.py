@@ -17,7 +17,7 @@ import pytest
 from extractor.catalog import extract
 
 from runner.builds.resolve import stable_pin
-from extractor.records import Catalog
+from extractor.snippet_record import Catalog
 from extractor.sdist import fetch_docs
 from publisher import annotate as ann
 from publisher.command_view import views_of

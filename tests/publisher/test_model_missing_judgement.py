@@ -13,7 +13,7 @@ from publisher.judgement import Judge
 from publisher.results import load
 from runner.jobs.tiers.state import apply, unloadable
 from runner.models import hub_answer
-from runner.outcomes.records import Outcome
+from runner.outcomes.outcome_record import Outcome
 
 HUB = "the hub at http://127.0.0.1:8123"
 

@@ -20,8 +20,8 @@ from publisher import annotate as ann
 from publisher import pr_body, public
 from publisher.command_view import views_of
 from publisher.results import load
-from runner.outcomes.evidence_records import RaisedException
-from runner.outcomes.records import Evidence, Outcome, TargetRef
+from runner.outcomes.evidence_record import RaisedException
+from runner.outcomes.outcome_record import Evidence, Outcome, TargetRef
 
 SITE = "https://example.test/dm"
 PAGE = "docs/@vllm-project |x| ``` <img src=x onerror=alert(3)> [p](https:evil.example).md"
@@ -112,4 +112,4 @@ def test_one_hostile_cause_in_a_row(inputs, message):
             o.evidence.exception.message = message
     r = mdcheck.assert_inert(pr_body.body(views_of(results), annotation, SITE), allowed_links=(f"{SITE}/snippets/",),
                              allowed_html=OWN_HTML)
-    assert any(mdcheck.one_line(message)[:150] in c for c in r.code)
+    assert any(mdcheck.collapsed(message)[:150] in c for c in r.code)

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from github_server import GitHubStandIn
+from github_server import LocalGitHub
 from prhelp import (remote_and_checkout, BRANCH, SITE, bare_remote, git, in_process, new_token, pr_args, refs,
                     shallow_checkout, tip)
 
@@ -22,7 +22,7 @@ def fork_world(seed, site_inputs, stable_plus):
     root.mkdir()
     upstream = bare_remote(seed, root / "upstream.git")
     checkout = shallow_checkout(upstream, root / "checkout")
-    server = GitHubStandIn(login="dm-bot", forks_dir=root)
+    server = LocalGitHub(login="dm-bot", forks_dir=root)
     server.add_repo("vllm-project/vllm", upstream, push=False)
     server.fail("POST", r"/pulls$", 429, "You have exceeded a secondary rate limit. Please wait a few minutes "
                 "before you try again.", headers={"Retry-After": "1"})
@@ -77,7 +77,7 @@ def test_explicit_fork_second_run_updates_and_pushes_nothing(fork_world):
 def failing(seed, site_inputs, stable_plus):
     """The API refusing at each step: nothing must be left half done."""
     root, remote, checkout = remote_and_checkout(seed, "failing")
-    server = GitHubStandIn()
+    server = LocalGitHub()
     server.add_repo("vllm-project/vllm", remote)
     lines = [ln for ln in site_inputs["parse"].read_text().splitlines() if ln.strip()]
     gone = next(json.loads(ln)["snippet_id"] for ln in lines if json.loads(ln)["verdict"] == "FAIL")

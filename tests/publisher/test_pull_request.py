@@ -19,8 +19,8 @@ import types
 
 import pytest
 
-from extractor.records import BREAKING_LINTS, Catalog
-from github_server import GitHubStandIn
+from extractor.snippet_record import BREAKING_LINTS, Catalog
+from github_server import LocalGitHub
 from prhelp import (remote_and_checkout, BRANCH, bare_remote, git, in_process, new_token, pr_args, racing_hook, refs,
                     tip, updates)
 
@@ -29,7 +29,7 @@ from prhelp import (remote_and_checkout, BRANCH, bare_remote, git, in_process, n
 def world(seed, site_inputs, stable_plus):
     root, remote, checkout = remote_and_checkout(seed, "main")
     token = new_token()
-    server = GitHubStandIn()
+    server = LocalGitHub()
     server.add_repo("vllm-project/vllm", remote)
     lines = [ln for ln in site_inputs["parse"].read_text().splitlines() if ln.strip()]
     # a later run where every command checked runs (the nightly's PASSes)
@@ -181,7 +181,7 @@ def small(tmp_path_factory):
     remote = bare_remote(seed, root / "remote.git")
     checkout = root / "checkout"
     git(root, "clone", "-q", "--depth", "50", f"file://{remote}", str(checkout))
-    server = GitHubStandIn()
+    server = LocalGitHub()
     server.add_repo("o/docs", remote, default_branch="trunk", protected=("docs/locked",))
     yield {"remote": remote, "checkout": checkout, "server": server}
     server.close()

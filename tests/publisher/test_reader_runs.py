@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from extractor.catalog import extract
-from extractor.records import Catalog
+from extractor.snippet_record import Catalog
 from extractor.sdist import fetch_docs
 from extractor.written_for import specifier
 from flaghistory.commands import explain_failure, shipped

@@ -27,9 +27,9 @@ def cpu_envs():
 @pytest.fixture(scope="session")
 def tiny_models(cpu_envs):
     """A Qwen3 twin and a 1-layer draft sharing its tokenizer, built with the nightly env once per
-    content hash into the driftmatrix cache (runner/standins.ensure), not once per session; the
+    content hash into the driftmatrix cache (runner/models/twins.ensure), not once per session; the
     runs of `--stand-ins` for Qwen/Qwen3-0.6B get the same twin."""
-    from runner.models.standins import ensure as ensure_twin
+    from runner.models.twins import ensure as ensure_twin
     env = cpu_envs["nightly"]
     target = Path(ensure_twin("Qwen/Qwen3-0.6B", env, CACHE).dir)
     draft = Path(ensure_twin("Qwen/Qwen3-0.6B", env, CACHE, layers=1, tokenizer_from=str(target)).dir)

@@ -15,7 +15,7 @@ from pathlib import Path
 from extractor.catalog import extract
 
 from runner.builds.resolve import stable_pin
-from runner.outcomes.records import Outcome
+from runner.outcomes.outcome_record import Outcome
 from runner.settings import cache_dir
 
 HERE = Path(__file__).resolve().parent

@@ -5,7 +5,7 @@ as a required check (every PR and merge-queue entry, green at once when no docs 
 
 The workflows are read with GitHub's own parser (steps.mjs), which steps run is decided with its
 expression evaluator (steprun.mjs), and the steps' scripts run in real bash (as GitHub runs a
-`shell: bash` step: `bash --noprofile --norc -eo pipefail`) on real git repositories, with stand-ins
+`shell: bash` step: `bash --noprofile --norc -eo pipefail`) on real git repositories, with fakes
 only for what the runner machine provides (its python3, `git clone`, a failing `driftmatrix pr`)."""
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def uses(step: dict, prefix: str | tuple) -> bool:
 
 
 def tools(bin_dir: Path, *names: str) -> None:
-    """Links to the host's own programs, so that PATH can hold only these and the stand-ins."""
+    """Links to the host's own programs, so that PATH can hold only these and the fakes."""
     bin_dir.mkdir(exist_ok=True)
     for name in names:
         (bin_dir / name).symlink_to(shutil.which(name))
@@ -86,7 +86,7 @@ def test_every_job_that_runs_python_picks_it_first():
 
 def _choose_python(tmp_path: Path, runner: str | None, version: tuple | None, venv: bool = True) -> tuple[str, str]:
     """Run the choice on a machine whose python3 is `version` (None: none) and can (`venv`) or cannot
-    (Debian without python3-venv) make a venv. The stand-in python3 is the real interpreter reporting
+    (Debian without python3-venv) make a venv. The fake python3 is the real interpreter reporting
     that version; PATH holds only it and mktemp/rm."""
     script = next(s["run"] for s in workflow(SCHEDULED)["jobs"][0]["steps"] if s.get("id") == "python")
     bin_dir = tmp_path / "bin"

@@ -5,7 +5,7 @@ bubblewrap, lets it make user namespaces under Ubuntu 24.04's AppArmor restricti
 /usr/bin/bwrap only, never the restriction turned off) and fails the job where it still cannot.
 
 The steps are read with GitHub's own workflow parser (tests/workflow/steps.mjs), and the sandbox
-step's script is run with stand-ins for sudo, apt-get, apparmor_parser and bwrap on the hosts it
+step's script is run with fakes for sudo, apt-get, apparmor_parser and bwrap on the hosts it
 meets: GitHub's ubuntu-24.04, self-hosted Ubuntu and Debian, with and without sudo."""
 
 from __future__ import annotations
@@ -293,7 +293,7 @@ def host(tmp_path: Path, *, bwrap: str, restricted: bool | None, sudo: str, runn
     `works` or `blocked` (no namespaces), `restricted` is the AppArmor sysctl (None: no such file,
     Debian), sudo is `yes`, `password` (not passwordless) or `absent`, `runner` is RUNNER_ENVIRONMENT
     and `distro_profile` says whether the distribution ships its bwrap-userns-restrict profile. PATH
-    holds only the stand-ins; the sysctl and profile files are files of the test's."""
+    holds only the fakes; the sysctl and profile files are files of the test's."""
     stubs, state = tmp_path / "bin", tmp_path / "state"
     stubs.mkdir()
     state.mkdir()

@@ -1,4 +1,4 @@
-"""Contain what the docs make us run: `vllm serve`, the parse/config helper, stand-in builds and
+"""Contain what the docs make us run: `vllm serve`, the parse/config helper, twin builds and
 queries of a target environment execute model repositories' code (`--trust-remote-code`) and
 docs-chosen options on machines that hold tokens and push to vLLM.
 
@@ -10,7 +10,7 @@ size-limited /tmp and /dev/shm; and a pid-1 init of ours (runner/intarget/sandbo
 enforces the limits (runner/isolation/sandbox/limits.py) and relays the server's port.
 
 Nothing a contained process writes is ever followed or trusted by the runner: it can write only
-its private tmpfs (gone when it exits) and, for a stand-in build, one fresh folder that is
+its private tmpfs (gone when it exits) and, for a twin build, one fresh folder that is
 checked before it is accepted (runner/isolation/sandbox/output.py). Logs are files the runner opens itself
 (runner/isolation/sandbox/files.py) in folders no sandbox sees; the server's port is a listening socket
 handed in, not a socket file; the compile cache a job starts with is a trusted warm-up's, copied
@@ -240,7 +240,7 @@ def contain(cmd: list[str], *, python: str, env: dict[str, str], kind: Kind, job
     file's env of this target (its `[env]` under the target's own), never the docs': the folders its
     PYTHONPATH / PYTHONHOME name hold the interpreter's code too and are bound read-only with its
     installation (binds.python_installation). `readable`: the job's
-    inputs; `writable`: host folder -> inside path (a stand-in build's fresh output: the one folder of
+    inputs; `writable`: host folder -> inside path (a twin build's fresh output: the one folder of
     the runner's disk a contained process may write); `watched`: inside paths the init holds to the
     disk limits (allocated blocks and entries); `export`: folders of its private /tmp the init hands
     out after every process is gone (`Launch.exported`: a server's compile caches); `listen`: a
@@ -303,7 +303,7 @@ def run(cmd: list[str], *, python: str, env: dict[str, str], kind: Kind, timeout
         readable: list[str] = (), writable: dict[str, str] | None = None, jobs: int = 1, gpu: bool = False,
         watched: list[str] = (), operator_env: Mapping[str, str] | None = None
         ) -> tuple[subprocess.CompletedProcess, list[dict]]:
-    """Run a short contained command to its end (an environment query, a stand-in build, an option
+    """Run a short contained command to its end (an environment query, a twin build, an option
     history check): (its result with text output, what the sandbox reported). Its output goes to
     anonymous files (the file-size limit bounds them) and is read back within OUTPUT_CAP; a deadline
     is a TimeoutExpired, as with subprocess.run; SandboxError and `operator_env` as for `contain`."""

@@ -21,7 +21,7 @@ from typing import Literal
 MIB = 2**20
 
 Kind = Literal["server", "helper", "build", "query"]
-"""What the contained process is: a `vllm serve`, the parse/config helper, a stand-in build, or a
+"""What the contained process is: a `vllm serve`, the parse/config helper, a twin build, or a
 short query of a target environment."""
 
 
@@ -42,14 +42,14 @@ class Limits:
     """The largest file one of its processes may write (RLIMIT_FSIZE: EFBIG or SIGXFSZ past it). As
     large as its memory: vLLM sizes shared-memory segments (its message queues, the multimodal
     cache) by the GB, and no file in its private tmpfs can be larger than its memory anyway. A
-    stand-in build writes full-size twins of tens of GB to disk, so builds get more."""
+    twin build writes full-size twins of tens of GB to disk, so builds get more."""
     log_mib: int
     """Its log (stdout and stderr, a file on the runner's disk): past this the init kills it. vLLM
     logs KBs to MBs, tens of MB at DEBUG."""
     disk_mib: int
     """What its watched folders may hold, counted in allocated blocks (space reserved without a size
     counts): a server's compile cache in its private /tmp (MBs on a CPU, up to hundreds of MB of
-    kernels on a GPU), a stand-in build's output on the runner's disk (as large as a twin may be)."""
+    kernels on a GPU), a twin build's output on the runner's disk (as large as a twin may be)."""
     disk_files: int
     """Files and folders its watched folders may hold (a compile cache: hundreds; thousands of Triton
     kernels on a GPU): folders and inodes cost the disk too."""

@@ -1,4 +1,4 @@
-"""Accepting a folder a contained process wrote (a stand-in twin, a warm compile cache) only when it
+"""Accepting a folder a contained process wrote (a twin, a warm compile cache) only when it
 holds nothing the runner or a later sandbox could be led astray by: regular files and folders, no
 symbolic link, device, socket or pipe, no hard link to anything else, within a size counted as the
 disk holds it (allocated blocks) and a number of entries. Checked with lstat (nothing followed),

@@ -16,7 +16,7 @@ from runner.jobs.tiers.state import JobState, Verdict
 Tier = Callable[[JobState], "Verdict | None"]
 
 STEPS: tuple[tuple[str, Tier], ...] = (
-    ("parse", prepare),  # before the parse tier: what will run (models, stand-ins, files)
+    ("parse", prepare),  # before the parse tier: what will run (models, twins, files)
     ("parse", parse_config),
     ("start", start),
     ("probe", probe),

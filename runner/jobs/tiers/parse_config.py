@@ -1,7 +1,7 @@
 """The parse tier (the target's own `vllm serve` parser and its validation) and the config tier
 (`create_engine_config`: speculative method resolution, cross-feature checks), in one request to
 the target's long-lived helper. The config tier needs every model's config.json: a placeholder
-(not replaced by a stand-in, runner/models/placeholders.py) or a model that cannot be had SKIPs it, after the
+(not replaced, runner/models/placeholders.py) or a model that cannot be had SKIPs it, after the
 parser has checked the flags; a model the hub says cannot be loaded as written FAILs it, whatever tier
 the job asked for (runner/models/hub_answer.py).
 
@@ -17,14 +17,14 @@ with what, for this command, the missing device or the declaration decided."""
 
 from __future__ import annotations
 
-from runner.evidence import classify
+from runner.diagnosis import classify
 
 from runner.models import placeholders
 
 from runner.outcomes import subcommands
 
 from runner.isolation import trust
-from runner.outcomes.evidence_records import LoggedWarning, RaisedException
+from runner.outcomes.evidence_record import LoggedWarning, RaisedException
 from runner.serve.helper_client import HelperAnswer
 from runner.jobs.tiers import plugins, twin_artefacts
 from runner.jobs.tiers.state import JobState, Verdict, fail, literal_env, skip, unloadable
@@ -81,7 +81,7 @@ def parse_config(state: JobState) -> Verdict | None:
 
 
 def _feature(state: JobState, message: str) -> bool:
-    """A warning about a documented feature, unless it names a placeholder's stand-in (runner/models/placeholders.py)."""
+    """A warning about a documented feature, unless it names a placeholder's replacement (runner/models/placeholders.py)."""
     return classify.is_feature_warning(message) and not placeholders.blamed(message, state.stood_in, flags=False)
 
 
@@ -158,7 +158,7 @@ def _failed(state: JobState, stage: str, err: dict) -> Verdict:
     unknown_flag = "unrecognized arguments" in message and not any(p in message for p in kept)
     if kept and not unknown_flag:  # a value we had to leave unfilled may be the cause
         return skip(f"placeholder {', '.join(kept)} must be filled in (parse error on it: {message})", stage)
-    # a stand-in's failure is no finding: one it names, and any config built on one (runner/models/placeholders.py)
+    # a replacement's failure is no finding: one it names, and any config built on one (runner/models/placeholders.py)
     stood = placeholders.blamed(message, state.stood_in) or (state.stood_in[0] if stage == "config" and
                                                             state.stood_in else None)
     if stood:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import httpx
 
-from runner.outcomes.evidence_records import PerfRun
+from runner.outcomes.evidence_record import PerfRun
 from runner.serve import throughput
 from runner.serve.server import gpu_memory_used
 from runner.jobs.tiers.state import JobState, Verdict, error

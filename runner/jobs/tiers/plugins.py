@@ -16,7 +16,7 @@ from __future__ import annotations
 from common import vllm_plugins
 from flaghistory.commands import shipped
 from flaghistory.uses import uses_of
-from extractor.records import Snippet
+from extractor.snippet_record import Snippet
 
 from runner.builds.targets import Target
 

@@ -1,6 +1,6 @@
 """Before any tier: what the job will run. SKIPs what cannot run as written, resolves the models
-(the model map, the hub, or a stand-in twin), takes files the docs name relative to a vLLM
-checkout from the target's sdist, puts stand-ins in the places of a placeholder model, draft or
+(the model map, the hub, or a twin), takes files the docs name relative to a vLLM
+checkout from the target's sdist, puts replacements in the places of a placeholder model, draft or
 path (runner/models/placeholders.py), and substitutes all of it into the argv.
 
 From the hub come configuration and tokenizer files, and weights only for a job that starts a
@@ -18,14 +18,14 @@ from dataclasses import replace
 
 from common.option_tokens import canonical
 
-from runner.models import draft_kinds, hub_answer, placeholders, standins
+from runner.models import draft_kinds, hub_answer, placeholders, twins
 
 from runner.isolation import env_policy
 
 from runner.builds import source_trees
 
 from runner.outcomes import subcommands
-from runner.outcomes.evidence_records import TwinNote
+from runner.outcomes.evidence_record import TwinNote
 from runner.argv.edit import VARIANTS, variant_argv, without_options
 from runner.argv.shape import twin_shape
 from runner.serve import ranks
@@ -69,17 +69,17 @@ def prepare(state: JobState) -> Verdict | None:
     missing += [m for m in models if m in configs_only]
     if missing and ctx.stand_ins:
         state.report("stand-in")
-        missing = _stand_ins(state, models, subs, missing, configs_only, res.no_weights)
+        missing = _build_twins(state, models, subs, missing, configs_only, res.no_weights)
     subs.update(_source_files(state, argv))
     stood = _placeholder_twin(state, stood, argv)
     state.argv = placeholders.apply(substitute(argv, subs), stood)
     if state.weightless:  # vLLM initialises the weights itself: the command's own load format cannot apply
-        state.argv = [*without_options(state.argv, "--load-format".__eq__), *standins.WEIGHTLESS]
-        state.outcome.evidence.notes.append(f"{' '.join(standins.WEIGHTLESS)} added: the twin has no weights "
+        state.argv = [*without_options(state.argv, "--load-format".__eq__), *twins.WEIGHTLESS]
+        state.outcome.evidence.notes.append(f"{' '.join(twins.WEIGHTLESS)} added: the twin has no weights "
                                             "(an architecture only vLLM describes); weight loading is not checked")
     state.missing = missing
     out.argv, out.substitutions = state.argv, subs
-    out.stand_in = any(ctx.resolver.is_stand_in(p) for p in subs.values()) or any(s.twin for s in stood)
+    out.stand_in = any(ctx.resolver.is_twin(p) for p in subs.values()) or any(s.twin for s in stood)
     _hub_limits(state, res)
     return None
 
@@ -102,7 +102,7 @@ def _as_parsed(state: JobState, argv: list[str]) -> list[str]:
 
 
 def _placeholders(state: JobState) -> list[placeholders.StoodIn]:
-    """Stand-ins for the placeholder model, draft and paths (runner/models/placeholders.py), in the state; where
+    """Replacements for the placeholder model, draft and paths (runner/models/placeholders.py), in the state; where
     one stands in, the tiers it cannot decide SKIP: start always (a server runs the reader's model or
     nothing), config for a draft (its type decides the speculative config)."""
     stood = state.stood_in = placeholders.plan(state.job.snippet)
@@ -123,7 +123,7 @@ def _placeholders(state: JobState) -> list[placeholders.StoodIn]:
 
 
 def _placeholder_twin(state: JobState, stood: list, argv: list[str]) -> list:
-    """The placeholder model's stand-in for the config tier: a twin of placeholders.TWIN_OF (with
+    """The placeholder model's replacement for the config tier: a twin of placeholders.TWIN_OF (with
     `--stand-ins`), else the parser's name and the config tier SKIPs. Notes say what replaced what."""
     model = next((s for s in stood if s.role == "model"), None)
     if model and state.wants("config") and not state.placeholders and "config" not in state.skip_at:
@@ -132,10 +132,10 @@ def _placeholder_twin(state: JobState, stood: list, argv: list[str]) -> list:
                                        "model config (`run --stand-ins` checks it on a stand-in)")
         else:
             try:
-                twin = standins.ensure(placeholders.TWIN_OF, state.job.target, state.ctx.cache_dir,
+                twin = twins.ensure(placeholders.TWIN_OF, state.job.target, state.ctx.cache_dir,
                                        split=twin_shape(argv), leases=state.leases)
                 stood = [replace(s, value=twin.dir, twin=True) if s is model else s for s in stood]
-            except standins.StandInError as err:
+            except twins.TwinError as err:
                 state.skip_at["config"] = f"placeholder {model.placeholder} must be filled in (no stand-in: {err})"
     state.stood_in = stood
     state.outcome.evidence.placeholders = [s.record() for s in stood]
@@ -156,7 +156,7 @@ def _unloadable(state: JobState, argv: list[str], res: Resolution) -> None:
     """The hub's answers that a model cannot be loaded as written: the job FAILs after its parser
     (parse_config), and nothing stands in. Unless the command reads that model other than from the
     top level of the hub's `main` (`--revision`, `--hf-config-path`): then the answer decides nothing,
-    and the model counts as one the hub could not give (a SKIP, a stand-in)."""
+    and the model counts as one the hub could not give (a SKIP, a twin)."""
     for model, found in res.unloadable.items():
         elsewhere = hub_answer.read_elsewhere(argv, served=model == state.job.snippet.model)
         if elsewhere is None:
@@ -172,17 +172,17 @@ def _hub_limits(state: JobState, res: Resolution) -> None:
     left there without a twin in their place (start SKIPs). The tiers before still run for real."""
     refused = [m for m in state.missing if m in res.unavailable]
     if refused:
-        twins = f"; no stand-in: {'; '.join(state.why_not)}" if state.why_not else ""
+        no_twin = f"; no stand-in: {'; '.join(state.why_not)}" if state.why_not else ""
         why = "; ".join(f"{m}: {res.unavailable[m]}" for m in refused)
-        state.skip_at["config"] = f"model not available here ({why}{twins})"
+        state.skip_at["config"] = f"model not available here ({why}{no_twin})"
     bare = [m for m, folder in state.outcome.substitutions.items()
-            if m in res.no_weights and not state.ctx.resolver.is_stand_in(folder)]
+            if m in res.no_weights and not state.ctx.resolver.is_twin(folder)]
     if bare and not state.missing:
-        twins = f"; no stand-in: {'; '.join(state.why_not)}" if state.why_not else \
+        no_twin = f"; no stand-in: {'; '.join(state.why_not)}" if state.why_not else \
             "; `run --stand-ins` starts a twin built from its published config; DRIFTMATRIX_WEIGHTS_BUDGET_GB " \
             "sets the budget"
         why = "; ".join(f"{m}: {res.no_weights[m]}" for m in bare)
-        state.skip_at["start"] = f"model weights not here ({why}{twins})"
+        state.skip_at["start"] = f"model weights not here ({why}{no_twin})"
 
 
 def _env_policy(state: JobState) -> None:
@@ -230,7 +230,7 @@ def _source_files(state: JobState, argv: list[str]) -> dict[str, str]:
     return files
 
 
-def _stand_ins(state: JobState, models: list[str], subs: dict, missing: list[str],
+def _build_twins(state: JobState, models: list[str], subs: dict, missing: list[str],
                configs: dict[str, str], no_weights: dict[str, str]) -> list[str]:
     """Twins for the missing models (the served one first; a draft shares its tokenizer); returns
     the models still missing. `configs`: model-map entries or hub folders holding a config.json but
@@ -244,13 +244,13 @@ def _stand_ins(state: JobState, models: list[str], subs: dict, missing: list[str
             continue
         served = subs.get(models[0])  # never a folder the docs name: only what we resolved or built
         try:
-            twin = standins.ensure(model, target, state.ctx.cache_dir, layers=2 if i == 0 else 1,
+            twin = twins.ensure(model, target, state.ctx.cache_dir, layers=2 if i == 0 else 1,
                                    tokenizer_from=served if i > 0 else None, config_from=configs.get(model),
                                    full_size=state.ctx.stand_ins == "full", docs_root=docs_root,
                                    split=twin_shape(variant_argv(state.job.snippet, state.job.variant)),
                                    leases=state.leases,
                                    draft=draft_kinds.of(state.job.snippet.speculative_config, models[0]) if i else None)
-        except standins.StandInError as err:
+        except twins.TwinError as err:
             state.why_not.append(str(err))
             if model in no_weights:  # the hub's config still serves the tiers before start
                 subs[model] = configs[model]

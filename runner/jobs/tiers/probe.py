@@ -6,8 +6,8 @@ failed probe is judged by the server's own traceback when it logged one."""
 from __future__ import annotations
 
 from extractor.shell_commands import SPEC_FLAGS
-from runner.evidence import classify, logscan
-from runner.outcomes.evidence_records import ProbeResult, RaisedException
+from runner.diagnosis import classify, logscan
+from runner.outcomes.evidence_record import ProbeResult, RaisedException
 from runner.serve import probes
 from runner.jobs.tiers.state import JobState, Verdict, crashed, error, fail, sandbox_limit
 

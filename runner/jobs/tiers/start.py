@@ -10,13 +10,13 @@ from __future__ import annotations
 import os
 
 from extractor.shell_commands import option_value
-from runner.evidence import classify, logscan
+from runner.diagnosis import classify, logscan
 from runner.serve import compile_cache, docker_target, ranks
 from runner.isolation import env_policy, sandbox, trust, unix_relay
 from runner.argv.edit import without_options
 from runner.argv.parallel import ranks_of
 from runner.models.resolution import estimated_bytes
-from runner.outcomes.evidence_records import RaisedException, RankRun, ServerRun
+from runner.outcomes.evidence_record import RaisedException, RankRun, ServerRun
 from runner.serve.server import Server, free_port, serve_args
 from runner.settings import SHARED_GPU_MEMORY, cpu_cores
 from runner.jobs.tiers.state import (JobState, Verdict, crashed, error, fail, literal_env, read_log, sandbox_limit,

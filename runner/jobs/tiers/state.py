@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from runner.evidence import classify, logscan
+from runner.diagnosis import classify, logscan
 
 from runner.outcomes import counts
 
@@ -20,8 +20,8 @@ from runner.isolation import env_policy
 from runner.models import placeholders
 from runner.isolation.sandbox import limits
 from runner.jobs.job import Job, RunContext
-from runner.outcomes.evidence_records import FailureSignature, HubAnswer, RaisedException, ServerRun, TwinNote
-from runner.outcomes.records import Outcome
+from runner.outcomes.evidence_record import FailureSignature, HubAnswer, RaisedException, ServerRun, TwinNote
+from runner.outcomes.outcome_record import Outcome
 from runner.outcomes.vocabulary import TIERS, StageName, TierName, VerdictName
 from runner.serve.server import Server
 from runner.jobs.tiers import twin_artefacts
@@ -47,9 +47,9 @@ class JobState:
     argv: list[str] = field(default_factory=list)
     """The command actually run: the variant applied, models and files substituted."""
     missing: list[str] = field(default_factory=list)
-    """Models that could not be had (no model-map entry, no hub, no stand-in)."""
+    """Models that could not be had (no model-map entry, no hub, no twin)."""
     why_not: list[str] = field(default_factory=list)
-    """Why a stand-in could not be built, per missing model."""
+    """Why a twin could not be built, per missing model."""
     skip_at: dict[TierName, str] = field(default_factory=dict)
     """Tier -> why it cannot run here though the tiers before it can (prepare decides: a model the hub
     refused SKIPs config, weights left on the hub without a twin SKIP start)."""
@@ -60,9 +60,9 @@ class JobState:
     """The twins this job uses, held until `close()` so the cache never drops them mid-job
     (runner/models/twin_cache.py)."""
     stood_in: list = field(default_factory=list)
-    """Placeholders replaced by a stand-in (runner/placeholders.StoodIn; prepare decides)."""
+    """Placeholders replaced for the run (runner/placeholders.StoodIn; prepare decides)."""
     weightless: bool = False
-    """The served model is a twin without weights (runner/models/standins.py WEIGHTLESS)."""
+    """The served model is a twin without weights (runner/models/twins.py WEIGHTLESS)."""
     report: Callable[[str], None] = lambda stage: None
     """Progress: called with the stage the job is entering."""
     options: list[str] | None = None
@@ -79,7 +79,7 @@ class JobState:
 
     @property
     def placeholders(self) -> list[str]:
-        """The placeholders still in the command: those no stand-in replaced (runner/models/placeholders.py)."""
+        """The placeholders still in the command: those not replaced (runner/models/placeholders.py)."""
         return placeholders.kept(self.job.snippet, self.stood_in)
 
     def close(self) -> None:
@@ -121,7 +121,7 @@ def error(reason: str, stage: StageName | None = None) -> Verdict:
 
 def judge_failure(twins: list[TwinNote], stage: StageName, exc: RaisedException | None, version: str, device: str,
                   excerpt: str | None = None, frames: str | None = None) -> tuple[Verdict, classify.Signature | None]:
-    """The verdict on a failure and the signature it matched: raised where vLLM loads a stand-in
+    """The verdict on a failure and the signature it matched: raised where vLLM loads a twin
     twin's own parts it is the twin's (SKIP, runner/jobs/tiers/twin_artefacts.py); a known signature may
     say it is the machine's (ERROR) or something that cannot be had here (SKIP); else FAIL. Pure, so
     a recorded outcome can be judged again by today's rules."""
@@ -130,8 +130,8 @@ def judge_failure(twins: list[TwinNote], stage: StageName, exc: RaisedException 
         return skip(twin, stage), None
     where = exc.location if exc and exc.location and not isinstance(exc.location, str) else None
     raised = f"raised in {where.file} in {where.function}" if where else None  # the frame, when no log shows it
-    sig = classify.match_signature(exc.one_line() if exc else None, excerpt, raised, device=device)
-    line = exception_line(exc) if exc else "see the log excerpt"
+    sig = classify.match_signature(exc.type_and_message() if exc else None, excerpt, raised, device=device)
+    line = exception_summary(exc) if exc else "see the log excerpt"
     if sig and sig.blame == "unavailable":
         return skip(f"{sig.explanation} ({line})", stage), sig
     if sig and sig.blame == "infra":
@@ -191,7 +191,7 @@ def apply(out: Outcome, v: Verdict) -> None:
         out.stage = v.stage
 
 
-def exception_line(exc: RaisedException) -> str:
+def exception_summary(exc: RaisedException) -> str:
     """`Type: message` on one line; pydantic's first line only counts errors, so add the next."""
     lines = [ln.strip() for ln in str(exc.message or "").splitlines() if ln.strip()]
     text = " ".join(lines[:2]) if lines and re.match(r"\d+ validation errors? for", lines[0]) else (lines or [""])[0]

@@ -1,4 +1,4 @@
-"""Failures that belong to a stand-in twin, not to the documented command.
+"""Failures that belong to a twin, not to the documented command.
 
 A twin is ours: its config.json (from a configuration class's defaults when the published one
 cannot be had), its trained tokenizer, its missing processor files and its random weights. When
@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from runner.outcomes.evidence_records import RaisedException, TwinNote
+from runner.outcomes.evidence_record import RaisedException, TwinNote
 
 if TYPE_CHECKING:  # state.fail() asks `reason` first: no import cycle at run time
     from runner.jobs.tiers.state import JobState
@@ -71,7 +71,7 @@ MODEL_BUILT = re.compile(r"vllm/model_executor/models/[^\s\"]+\.py.*\b__init__\b
 # a special token the twin's trained tokenizer has not (KeyError: '<|end|>')
 MISSING_TOKEN = re.compile(r"^'?<[^'\s]{1,40}>'?$")
 # the model's quantization: twins are bf16 and never carry the published quantization_config
-# (runner/intarget/standin_generic.py), so vLLM's check of it says nothing about the command
+# (runner/intarget/twin_generic.py), so vLLM's check of it says nothing about the command
 QUANTIZATION = re.compile(r"(?i)cannot find the config file for \w+|quantization_config|quant(ization)? config")
 # the environment, not the twin: an optional package missing is said by its own signature
 NOT_THE_TWIN = ("ImportError", "ModuleNotFoundError")

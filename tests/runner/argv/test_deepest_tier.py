@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from extractor.records import Snippet
+from extractor.snippet_record import Snippet
 from runner.argv.tier import deepest_tier
 from runner.builds.targets import load
 

@@ -81,13 +81,13 @@ def test_a_child_gets_an_allow_list_of_our_environment():
 def test_a_local_folder_named_by_the_docs_is_never_read(tmp_path):
     """`vllm serve /some/dir`: the docs author's folder, not ours to read — even where it exists here."""
     from runner.models.resolution import ModelResolver
-    from runner.models.standins import StandInError, plan
+    from runner.models.twins import TwinError, plan
     secret = tmp_path / "models" / "secret"
     secret.mkdir(parents=True)
     (secret / "config.json").write_text('{"architectures": ["SecretForCausalLM"], "model_type": "secret"}')
     res = ModelResolver({}, hub=False).resolve([str(secret)])
     assert res.missing == [str(secret)] and "never reads" in res.unavailable[str(secret)] and not res.subs
-    with pytest.raises(StandInError):
+    with pytest.raises(TwinError):
         plan(str(secret), tmp_path / "cache", local_paths=False)
     assert plan(str(secret), tmp_path / "cache").config_path == secret / "config.json"  # given by the user: read
 
@@ -120,7 +120,7 @@ def test_without_bubblewrap_remote_code_and_the_gate_refuse(tiny_models, tmp_pat
 
 
 def test_required_means_no_process_kind_runs_plainly(tmp_path, monkeypatch):
-    """`DRIFTMATRIX_SANDBOX=required` with bubblewrap hidden: the target-environment query, a stand-in
+    """`DRIFTMATRIX_SANDBOX=required` with bubblewrap hidden: the target-environment query, a twin
     build, the option-history query and the parse/config helper each refuse with one clear error,
     and the target's vLLM (a fake build that leaves a file when imported: tests/runner/fake_vllm.py) is
     never imported outside a sandbox. The review saw the environment query import it plainly."""
@@ -128,7 +128,7 @@ def test_required_means_no_process_kind_runs_plainly(tmp_path, monkeypatch):
 
     from runner.builds import envs, history_agreement
     from runner.builds.targets import Target
-    from runner.models import standins
+    from runner.models import twins
     from runner.isolation import sandbox
     from runner.serve import helper_client
     markers = tmp_path / "markers"
@@ -146,8 +146,8 @@ def test_required_means_no_process_kind_runs_plainly(tmp_path, monkeypatch):
         config = tmp_path / "model"
         config.mkdir()
         (config / "config.json").write_text('{"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3"}')
-        with pytest.raises(standins.StandInError, match="build not started: a sandbox is required"):
-            standins.build("org/m", env, tmp_path / "twin", cache=tmp_path / "cache", config_from=str(config))
+        with pytest.raises(twins.TwinError, match="build not started: a sandbox is required"):
+            twins.build("org/m", env, tmp_path / "twin", cache=tmp_path / "cache", config_from=str(config))
         helper = helper_client.contained(python, {}, tmp_path / "helper.log")
         with pytest.raises(helper_client.HelperError, match="a sandbox is required"):
             helper.start()

@@ -30,7 +30,7 @@ from runhelp import HERE, rejudged
 
 from runner.jobs.tiers.state import judge_failure
 from runner.models.resolution import ModelResolver
-from runner.outcomes.records import Outcome
+from runner.outcomes.outcome_record import Outcome
 from runner.serve import probes
 
 RUN = HERE.parent / "fixtures" / "twins-cpu" / "false-fails-0.32.0.jsonl"

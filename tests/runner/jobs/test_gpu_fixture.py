@@ -9,7 +9,7 @@ import json
 import pytest
 from runhelp import HERE
 
-from runner.outcomes.records import Outcome
+from runner.outcomes.outcome_record import Outcome
 
 FIXTURES = HERE.parent / "fixtures" / "gpu"
 

@@ -17,7 +17,7 @@ import json
 import pytest
 from runhelp import HERE, rejudged
 
-from runner.outcomes.records import Outcome
+from runner.outcomes.outcome_record import Outcome
 from runner.jobs.tiers import twin_artefacts
 
 FIXTURES = HERE.parent / "fixtures" / "gpu"
@@ -83,7 +83,7 @@ def test_a_defaults_config_context_length_and_a_missing_gpu_count_are_not_the_do
 
 
 def test_multimodal_twins_answer_images_with_their_processor_files(sample):
-    """Processor files from the class defaults (runner/intarget/standin_processor.py): Qwen2.5-VL's
+    """Processor files from the class defaults (runner/intarget/twin_processor.py): Qwen2.5-VL's
     twin starts and its image probe is answered on the H200, as on CPU."""
     passed = [o for o in sample.values() if o.verdict == "PASS"]
     assert len(passed) >= 8

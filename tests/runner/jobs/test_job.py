@@ -37,7 +37,7 @@ def test_jobs_side_by_side_share_one_helper_per_target(tmp_path, monkeypatch):
 
 
 def _job(tmp_path, i: int = 1):
-    from extractor.records import Snippet
+    from extractor.snippet_record import Snippet
     from runner.jobs.job import Job
 
     snippet = Snippet(id=f"s-{i:012d}", kind="serve", argv=["org/m-1B"], env={}, model="org/m-1B",

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from runhelp import CACHE, catalog_of, docs_tree
 
-from extractor.records import Catalog
+from extractor.snippet_record import Catalog
 from runner.run import shards
 from runner.outcomes import subcommands
 from runner.jobs.execute import JobRunner

@@ -74,7 +74,7 @@ def test_max_model_len_beyond_the_model_fails_at_config(config_run):
     assert o.evidence.signature.id == "max-model-len-too-large"
 
 
-def test_draft_config_resolves_method_and_is_a_stand_in(config_run, tiny_models):
+def test_draft_config_resolves_method_and_is_a_twin(config_run, tiny_models):
     items, ids, *_ = config_run
     o = pick(items, ids["draft-model"][0], "nightly")
     assert o.verdict == "PASS" and o.stage == "config"

@@ -14,8 +14,8 @@ from runhelp import CACHE, outcomes, run_cli
 from extractor.catalog import extract
 
 from runner.builds.resolve import stable_pin
-from extractor.records import Catalog
-from runner.models import draft_kinds, standins
+from extractor.snippet_record import Catalog
+from runner.models import draft_kinds, twins
 from runner.builds import source_trees
 from runner.models.resolution import needed_models
 
@@ -32,11 +32,11 @@ def _plans(snippet, version: str):
     """(the twin the draft got before: its target's family or table row, the plan now or why not)."""
     served, draft = needed_models(snippet)
     root = source_trees.source_tree(version, CACHE)
-    before = standins._offline(draft, root, version)
+    before = twins._offline(draft, root, version)
     try:
-        after = standins.plan(draft, CACHE, None, root, version, False,
+        after = twins.plan(draft, CACHE, None, root, version, False,
                               draft_kinds.of(snippet.speculative_config, served))
-    except standins.StandInError as err:
+    except twins.TwinError as err:
         after = str(err)
     return before, after
 
@@ -121,7 +121,7 @@ def test_an_mlp_speculator_twin_keeps_its_published_keys(mlp_run, cpu_envs, tmp_
         "architectures": ["MLPSpeculatorPreTrainedModel"], "model_type": "mlp_speculator", "emb_dim": 4096,
         "inner_dim": 3072, "n_predict": 4, "top_k_tokens_per_head": [4, 3, 2, 2], "n_candidates": 4,
         "scale_input": True, "tie_weights": True, "vocab_size": 128256}))
-    twin = standins.build("ibm-ai-platform/llama3-8b-accelerator", cpu_envs["stable"], tmp_path / "twin", cache=CACHE,
+    twin = twins.build("ibm-ai-platform/llama3-8b-accelerator", cpu_envs["stable"], tmp_path / "twin", cache=CACHE,
                           config_from=str(published), tokenizer_from=served, local_paths=False,
                           draft=draft_kinds.Draft("mlp_speculator", "meta-llama/Meta-Llama-3.1-8B-Instruct"))
     cfg = json.loads((tmp_path / "twin" / "config.json").read_text())
@@ -142,6 +142,6 @@ def test_a_cached_twin_of_another_type_is_not_reused_for_a_head(cpu_envs, monkey
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     env, head = cpu_envs["stable"], "RedHatAI/Qwen3-32B-speculator.eagle3"
     root = source_trees.source_tree(env.version, CACHE)
-    assert standins.ensure(head, env, CACHE, layers=1, docs_root=root).family == "qwen3"  # no draft: cached
-    with pytest.raises(standins.StandInError, match="is an EAGLE-3 head"):
-        standins.ensure(head, env, CACHE, layers=1, docs_root=root, draft=draft_kinds.Draft("eagle3", "Qwen/Qwen3-32B"))
+    assert twins.ensure(head, env, CACHE, layers=1, docs_root=root).family == "qwen3"  # no draft: cached
+    with pytest.raises(twins.TwinError, match="is an EAGLE-3 head"):
+        twins.ensure(head, env, CACHE, layers=1, docs_root=root, draft=draft_kinds.Draft("eagle3", "Qwen/Qwen3-32B"))

@@ -19,7 +19,7 @@ from runhelp import CACHE, outcomes, pick, run_argv, run_cli
 from extractor.catalog import extract
 
 from runner.builds.resolve import stable_pin
-from runner.models import standins
+from runner.models import twins
 from runner.builds.targets import DEFAULT_CPU
 
 DOC = """# Gemma 4 under test
@@ -70,8 +70,8 @@ def _cfg(twin) -> dict:
 def test_gemma4_twins_keep_the_structure(cpu_envs):
     for env in cpu_envs.values():
         # the same calls the runner makes, so the served test below reuses these twins
-        target = standins.ensure("google/gemma-4-E2B-it", env, CACHE)
-        assistant = standins.ensure("google/gemma-4-E2B-it-assistant", env, CACHE, layers=1, tokenizer_from=target.dir)
+        target = twins.ensure("google/gemma-4-E2B-it", env, CACHE)
+        assistant = twins.ensure("google/gemma-4-E2B-it-assistant", env, CACHE, layers=1, tokenizer_from=target.dir)
         cfg, vocab = _cfg(target), _vocab(Path(target.dir))
         ids = {v: k for k, v in vocab.items()}
         assert cfg["architectures"] == ["Gemma4ForConditionalGeneration"] and cfg["model_type"] == "gemma4"
@@ -104,8 +104,8 @@ def test_gemma4_twins_keep_the_structure(cpu_envs):
         assert a["use_ordered_embeddings"] and len(vocab) % a["num_centroids"] == 0  # E2B: centroid LM head
         order = _int64_tensor(Path(assistant.dir) / "model.safetensors", "masked_embedding.token_ordering")
         assert sorted(order) == list(range(len(vocab)))
-    big = standins.ensure("google/gemma-4-31B-it-assistant", cpu_envs["nightly"], CACHE, layers=1,
-                          tokenizer_from=standins.ensure("google/gemma-4-31B-it", cpu_envs["nightly"], CACHE).dir)
+    big = twins.ensure("google/gemma-4-31B-it-assistant", cpu_envs["nightly"], CACHE, layers=1,
+                          tokenizer_from=twins.ensure("google/gemma-4-31B-it", cpu_envs["nightly"], CACHE).dir)
     b = _cfg(big)
     assert not b["use_ordered_embeddings"] and b["text_config"]["attention_k_eq_v"]
 
@@ -244,7 +244,7 @@ def test_the_seed_case_judged(gemma_run):
     bound; 0.32.0 starts it). Judged on the 0.32.0 build alone, where it warns and proceeds: ok,
     with its WARN shown. The recipe's Markdown page says to install the nightly: for its readers
     the 0.20.1 failure is a build older than the page's, not a doc bug."""
-    from extractor.records import Catalog
+    from extractor.snippet_record import Catalog
     from publisher.judgement import Judge
     from publisher.results import merge
 

@@ -31,7 +31,7 @@ def fake_repo(root, weights: dict[str, int] | None = None):
     (root / "extra" / "README.txt").write_text("subfolder file")
     for name, size in (weights or {"model.safetensors": 300_000, "pytorch_model.bin": 300_000}).items():
         (root / name).write_bytes(os.urandom(size))
-    (root / "driftmatrix-standin.json").write_text("{}")  # a repo cannot label itself a stand-in
+    (root / "driftmatrix-standin.json").write_text("{}")  # a repo cannot label itself a twin
     return root
 
 
@@ -180,7 +180,7 @@ def test_runs_on_files_fetched_from_the_hub(tiny_models, tmp_path):
     """Three runs, side by side, each with its own hub folder: the config tier on configuration
     and tokenizer only; the start tier with a 2 MB budget and --stand-ins (the tiny model's 0.7 MB
     of weights are fetched and served; the 3 MB one runs on a twin of its published config); the
-    start tier without stand-ins (checked through config, then SKIP at start)."""
+    start tier without twins (checked through config, then SKIP at start)."""
     tiny = tmp_path / "repos" / "tiny"
     shutil.copytree(tiny_models["target"], tiny, ignore=shutil.ignore_patterns("driftmatrix-*"))
     big = tmp_path / "repos" / "big"

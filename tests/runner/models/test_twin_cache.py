@@ -8,9 +8,9 @@ import sys
 
 import pytest
 
-from runner.models import standins, twin_cache
+from runner.models import twins, twin_cache
 from runner.settings import twin_cache_bytes
-from runner.models.resolution import STANDIN_MARKER
+from runner.models.resolution import TWIN_MARKER
 
 
 def _holder(use_file: str) -> subprocess.Popen:
@@ -25,20 +25,20 @@ def _holder(use_file: str) -> subprocess.Popen:
 def test_the_cache_drops_least_recently_used_twins_but_never_one_in_use(cpu_envs, tmp_path, monkeypatch):
     env, cache = cpu_envs["nightly"], tmp_path / "cache"
     held = []
-    a = standins.ensure("Qwen/Qwen3-0.6B", env, cache, leases=held)
+    a = twins.ensure("Qwen/Qwen3-0.6B", env, cache, leases=held)
     one = twin_cache.folder_bytes(cache / "standins")
     monkeypatch.setenv("DRIFTMATRIX_TWIN_CACHE_GB", str(one * 1.5 / 1e9))  # room for one twin
 
-    b = standins.ensure("Qwen/Qwen3-8B", env, cache, layers=1)
-    assert (cache / "standins" / a.dir.split("/")[-1] / STANDIN_MARKER).exists(), "a twin in use was dropped"
-    assert (cache / "standins" / b.dir.split("/")[-1] / STANDIN_MARKER).exists(), "the twin just built was dropped"
+    b = twins.ensure("Qwen/Qwen3-8B", env, cache, layers=1)
+    assert (cache / "standins" / a.dir.split("/")[-1] / TWIN_MARKER).exists(), "a twin in use was dropped"
+    assert (cache / "standins" / b.dir.split("/")[-1] / TWIN_MARKER).exists(), "the twin just built was dropped"
 
     for lease in held:  # the job that used `a` ended
         lease.close()
     other = _holder(f"{b.dir}.use")  # `b` is now in use by another process
     try:
-        c = standins.ensure("Qwen/Qwen3-4B", env, cache, layers=1)
-        names = {p.parent.name for p in (cache / "standins").glob(f"*/{STANDIN_MARKER}")}
+        c = twins.ensure("Qwen/Qwen3-4B", env, cache, layers=1)
+        names = {p.parent.name for p in (cache / "standins").glob(f"*/{TWIN_MARKER}")}
         assert names == {b.dir.split("/")[-1], c.dir.split("/")[-1]}, names  # `a`: least recent, free
     finally:
         other.kill()
@@ -46,17 +46,17 @@ def test_the_cache_drops_least_recently_used_twins_but_never_one_in_use(cpu_envs
     assert twin_cache.trim(cache / "standins", int(one * 1.5)) == [b.dir.split("/")[-1]]
     assert twin_cache.folder_bytes(cache / "standins") <= one * 1.5
 
-    again = standins.ensure("Qwen/Qwen3-0.6B", env, cache)  # a dropped twin is simply built again
+    again = twins.ensure("Qwen/Qwen3-0.6B", env, cache)  # a dropped twin is simply built again
     assert again.dir == a.dir and (cache / "standins" / a.dir.split("/")[-1] / "config.json").exists()
 
 
 def test_no_limit_keeps_every_twin(cpu_envs, tmp_path, monkeypatch):
     monkeypatch.delenv("DRIFTMATRIX_TWIN_CACHE_GB", raising=False)
     env, cache = cpu_envs["nightly"], tmp_path / "cache"
-    standins.ensure("Qwen/Qwen3-0.6B", env, cache)
-    standins.ensure("Qwen/Qwen3-8B", env, cache, layers=1)
+    twins.ensure("Qwen/Qwen3-0.6B", env, cache)
+    twins.ensure("Qwen/Qwen3-8B", env, cache, layers=1)
     assert twin_cache.trim(cache / "standins", None) == []
-    assert len(list((cache / "standins").glob(f"*/{STANDIN_MARKER}"))) == 2
+    assert len(list((cache / "standins").glob(f"*/{TWIN_MARKER}"))) == 2
 
 
 @pytest.mark.parametrize("raw, limit", [(None, None), ("", None), ("2", 2_000_000_000), ("0.5", 500_000_000),
@@ -76,14 +76,14 @@ def test_free_keeps_what_leaves_the_reserve_free_on_the_disk(tmp_path, monkeypat
     import shutil
 
     from runner.settings import TWIN_FREE_RESERVE_GB
-    standins_dir = tmp_path / "cache" / "standins"
+    twins_dir = tmp_path / "cache" / "standins"
     monkeypatch.setenv("DRIFTMATRIX_TWIN_CACHE_GB", "free")
     free = shutil.disk_usage(tmp_path).free
-    assert abs(twin_cache.limit(standins_dir) - max(0, free - int(TWIN_FREE_RESERVE_GB * 1e9))) < 50e6  # none held yet
-    (standins_dir / "t1").mkdir(parents=True)
-    (standins_dir / "t1" / "model.safetensors").write_bytes(b"\0" * 10_000_000)
-    held = twin_cache.folder_bytes(standins_dir)
-    got = twin_cache.limit(standins_dir)
+    assert abs(twin_cache.limit(twins_dir) - max(0, free - int(TWIN_FREE_RESERVE_GB * 1e9))) < 50e6  # none held yet
+    (twins_dir / "t1").mkdir(parents=True)
+    (twins_dir / "t1" / "model.safetensors").write_bytes(b"\0" * 10_000_000)
+    held = twin_cache.folder_bytes(twins_dir)
+    got = twin_cache.limit(twins_dir)
     assert abs(got - max(0, held + shutil.disk_usage(tmp_path).free - int(TWIN_FREE_RESERVE_GB * 1e9))) < 50e6
     monkeypatch.setenv("DRIFTMATRIX_TWIN_CACHE_GB", "3")
-    assert twin_cache.limit(standins_dir) == 3_000_000_000
+    assert twin_cache.limit(twins_dir) == 3_000_000_000

@@ -24,7 +24,7 @@ from runner.argv.shape import twin_shape
 FITTED = """
 import json, sys
 sys.path.insert(0, sys.argv[1])
-import standin_build, standin_generic as g
+import twin_build, twin_generic as g
 out = {}
 for name, (arch, split, given) in json.loads(sys.argv[2]).items():
     source, _, _ = g.source_config(arch, None)
@@ -38,7 +38,7 @@ for name, (arch, split, given) in json.loads(sys.argv[2]).items():
                                              "moe_layer_freq", "swa_num_attention_heads", "num_attention_heads",
                                              "expert_hidden_dim", "moe_intermediate_size", "route_norm",
                                              "rotary_dim", "head_dim")}}
-out["markers"] = standin_build.parser_markers()
+out["markers"] = twin_build.parser_markers()
 print(json.dumps(out))
 """
 

@@ -1,5 +1,5 @@
 """The same twin on every build (issue 35): a twin's sizes come from one rule over the model's config
-and the command (runner/intarget/standin_generic.py shrinking, standin_split.py fitting the parallel
+and the command (runner/intarget/twin_generic.py shrinking, twin_split.py fitting the parallel
 split), so the twins a command gets from two builds' transformers (5.8.1 on stable, 5.19.0 on
 nightly) have the same heads, KV heads, layers, widths, experts and top-k, even where the two
 transformers releases give the architecture's configuration class other defaults or key names."""
@@ -20,7 +20,7 @@ CASES = {"Qwen3MoeForCausalLM": {"tp": 4, "ep": 4}, "DeepseekV3ForCausalLM": {"t
 SIZES = """
 import json, sys
 sys.path.insert(0, sys.argv[1])
-import standin_generic as g
+import twin_generic as g
 out = {}
 for arch, split in json.loads(sys.argv[2]).items():
     try:

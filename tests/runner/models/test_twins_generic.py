@@ -1,4 +1,4 @@
-"""Generic stand-in twins (runner/intarget/standin_generic.py, `standin_build.py --family generic`):
+"""Generic twins (runner/intarget/twin_generic.py, `twin_build.py --family generic`):
 architectures outside the qwen3/llama/gemma4 families, built from the nightly target's (vLLM 0.32.0,
 transformers 5.19) configuration-class defaults or from a published config.json, and checked by that
 build's own config tier (`create_engine_config` in one vllm_helper process for all of them): it accepts
@@ -24,7 +24,7 @@ from runhelp import HERE, catalog_of, docs_tree, outcomes, run_cli
 from runner.isolation.env_policy import without_secrets
 from runner.serve.helper_client import contained
 
-BUILDER = HERE.parent.parent / "runner" / "intarget" / "standin_build.py"
+BUILDER = HERE.parent.parent / "runner" / "intarget" / "twin_build.py"
 SLIDING, FULL, LINEAR = "sliding_attention", "full_attention", "linear_attention"
 
 
@@ -94,7 +94,7 @@ PUBLISHED = {"deepseek-v3": DEEPSEEK_V3, "qwen2.5-vl-7b": QWEN25_VL}
 
 
 def build(env, out, *args: str) -> tuple[subprocess.CompletedProcess, float]:
-    """The builder in the target env, as runner/standins.build runs it; (process, seconds)."""
+    """The builder in the target env, as runner/models/twins.build runs it; (process, seconds)."""
     t0 = time.monotonic()
     proc = subprocess.run([env.python, str(BUILDER), "--family", "generic", "--out", str(out), *args],
                           capture_output=True, text=True, timeout=900,
@@ -251,12 +251,12 @@ def test_unknown_architecture_is_refused_in_one_line(cpu_envs, tmp_path):
 
 
 def test_layer_patterns_of_published_configs_keep_one_of_each_kind():
-    """The shrink rules alone (standin_generic imports only the standard library at module level), on
+    """The shrink rules alone (twin_generic imports only the standard library at module level), on
     layer patterns the defaults above do not have: Nemotron-H's pattern string, Gemma 3's 5:1 pattern
     with a truncated last period, Qwen2-MoE's dense layers among sparse ones, Phi-3.5's longrope."""
     sys.path.insert(0, str(BUILDER.parent))
     try:
-        import standin_generic as generic
+        import twin_generic as generic
     finally:
         sys.path.remove(str(BUILDER.parent))
     notes: list[str] = []

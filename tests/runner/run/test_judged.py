@@ -126,7 +126,7 @@ def test_a_superseded_nightly_is_history_not_judgement(nightly_moved):
 
 
 def test_merge_and_the_site_count_the_same_outcome(cpu_envs, tmp_path):
-    """The recorded config run (with stand-ins) and a real run today of the same jobs without them,
+    """The recorded config run (with twins) and a real run today of the same jobs without them,
     which can only SKIP at config (no model here): the workflow's state (`merge`) keeps the recorded
     verdicts, as the site does — one rule for which outcome of a job counts."""
     site = HERE.parent / "fixtures" / "site"

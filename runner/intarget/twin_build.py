@@ -1,9 +1,9 @@
-"""Build a stand-in ("twin") model directory; run by a *target* env's Python.
+"""Build a twin model directory; run by a *target* env's Python.
 
-    python standin_build.py --family qwen3|llama|gemma4|gemma4_text|gemma4_assistant --out DIR
+    python twin_build.py --family qwen3|llama|gemma4|gemma4_text|gemma4_assistant --out DIR
                             [--model-id ID] [--config-json FILE] [--layers N] [--head-dim D]
                             [--tokenizer-from DIR] [--seed S] [--full-size]
-    python standin_build.py --family generic --out DIR --model-id ID (--config-json FILE | --architecture ARCH)
+    python twin_build.py --family generic --out DIR --model-id ID (--config-json FILE | --architecture ARCH)
                             [--layers N] [--tokenizer-from DIR] [--seed S] [--full-size] [--tensor-parallel N]
                             [--pipeline-parallel N] [--expert-parallel N]
 
@@ -14,11 +14,11 @@ bf16 safetensors; the tokenizer is a byte-level BPE trained offline on this inte
 own standard library sources, with the family's special tokens and chat template.  With
 `--tokenizer-from` the tokenizer (and so the vocabulary) is copied from another twin, so a
 draft and its target can be used together for speculative decoding.  Gemma 4 (multimodal
-model, text-only model, assistant) is built by standin_gemma4.py next to this file.
+model, text-only model, assistant) is built by twin_gemma4.py next to this file.
 
-`--family generic` (standin_generic.py) twins any architecture the env's transformers knows, from
+`--family generic` (twin_generic.py) twins any architecture the env's transformers knows, from
 its config.json or, with `--architecture` alone, its configuration class's defaults; qwen3, llama
-and gemma4 stay special cases (see standin_generic's docstring for why).  An architecture
+and gemma4 stay special cases (see twin_generic's docstring for why).  An architecture
 transformers does not know exits 1 with the reason on one stderr line.
 
 With `--full-size` nothing is shrunk: the twin has the source's hidden sizes, layer counts and
@@ -38,13 +38,13 @@ import shutil
 import sysconfig
 from pathlib import Path
 
-import standin_gemma4  # next to this file, so on sys.path when run as a script
-import standin_generic
-import standin_layout
-import standin_processor
-import standin_restate
-import standin_split
-import standin_vllm_config
+import twin_gemma4  # next to this file, so on sys.path when run as a script
+import twin_generic
+import twin_layout
+import twin_processor
+import twin_restate
+import twin_split
+import twin_vllm_config
 
 VOCAB = 2000
 CHATML = (
@@ -106,13 +106,13 @@ def parser_markers() -> list[str]:
     return [*PARSER_MARKERS, *sorted(found - set(PARSER_MARKERS) - {"<s>", "</s>", "<pad>"})]
 
 
-# the generic family's tokenizer (standin_generic.py, when the model type has no known set): ChatML's
+# the generic family's tokenizer (twin_generic.py, when the model type has no known set): ChatML's
 # layout with <s> ... </s> turns, so </s> also ends a reply; the parsers' markers (parser_markers)
 GENERIC_TOKENIZER = {"special": ["<s>", "</s>", "<pad>", "<tool_call>", "</tool_call>"],
                      "eos": "</s>", "pad": "<pad>",
                      "bos": "<s>", "template": CHATML.replace("<|im_start|>", "<s>").replace("<|im_end|>", "</s>"),
                      "named": {}}
-# built by standin_gemma4.py (multimodal model + assistant); config class for the offline defaults
+# built by twin_gemma4.py (multimodal model + assistant); config class for the offline defaults
 GEMMA4 = {"gemma4": "Gemma4Config", "gemma4_text": "Gemma4TextConfig", "gemma4_assistant": "Gemma4AssistantConfig"}
 SHRINK = {"hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4, "vocab_size": VOCAB}
 
@@ -145,7 +145,7 @@ def train_tokenizer(out: Path, family: str, vocab_size: int | None = None):
     from transformers import PreTrainedTokenizerFast
 
     if family in GEMMA4 or family == "generic":
-        spec = standin_gemma4.TOKENIZER if family in GEMMA4 else GENERIC_TOKENIZER
+        spec = twin_gemma4.TOKENIZER if family in GEMMA4 else GENERIC_TOKENIZER
         special, eos, pad, bos, template, named = (spec["special"], spec["eos"], spec["pad"], spec["bos"],
                                                    spec["template"], spec["named"])
         if family == "generic":
@@ -169,7 +169,7 @@ def train_tokenizer(out: Path, family: str, vocab_size: int | None = None):
 
 
 def split_of(a) -> dict:
-    """The command's parallel sizes the twin is fitted to (standin_split.fit_parallel)."""
+    """The command's parallel sizes the twin is fitted to (twin_split.fit_parallel)."""
     return {"tp": a.tensor_parallel, "pp": a.pipeline_parallel, "ep": a.expert_parallel, "context": a.context}
 
 
@@ -190,9 +190,9 @@ def twin_config(family: str, source: dict, layers: int, head_dim: int, ids: dict
         cfg["num_key_value_heads"] = 2 if grouped else 4
         cfg["head_dim"] = head_dim
         cfg["num_hidden_layers"] = layers
-        standin_split.fit_parallel(cfg, split or {}, notes if notes is not None else [])
+        twin_split.fit_parallel(cfg, split or {}, notes if notes is not None else [])
         if defaults:
-            standin_split.fit_context(cfg, (split or {}).get("context"), notes if notes is not None else [])
+            twin_split.fit_context(cfg, (split or {}).get("context"), notes if notes is not None else [])
         layers = cfg["num_hidden_layers"]  # a stage per pipeline rank may have added layers
     if isinstance(cfg.get("layer_types"), list):  # keep the sliding/full pattern's start
         cfg["layer_types"] = (cfg["layer_types"] * layers)[:layers]
@@ -218,14 +218,14 @@ def copy_tokenizer(out: Path, source: str):
 
 
 def build_generic(a, out: Path) -> dict:
-    """`--family generic`: the config by standin_generic's rules, the weights by the architecture's own
+    """`--family generic`: the config by twin_generic's rules, the weights by the architecture's own
     transformers class (its checkpoint layout), the tokenizer trained (or copied) here."""
     import torch
     import transformers
 
     if bool(a.config_json) == bool(a.architecture):
         raise SystemExit("--family generic takes one of --config-json or --architecture")
-    g = standin_generic
+    g = twin_generic
     given = json.loads(Path(a.config_json).read_text()) if a.config_json else None
     try:
         source, arch, config_source = g.source_config(a.architecture, given)
@@ -233,14 +233,14 @@ def build_generic(a, out: Path) -> dict:
         cls, cls_note = g.model_class(arch, model_type)
     except g.NoTwin:  # an architecture vLLM describes itself: its own configuration class, no weights
         arch = (given or {}).get("architectures", [a.architecture])[0] if given else a.architecture
-        return standin_vllm_config.build(a, out, arch, given, g, train_tokenizer, copy_tokenizer, split_of(a))
+        return twin_vllm_config.build(a, out, arch, given, g, train_tokenizer, copy_tokenizer, split_of(a))
     cfg, needed, notes = g.twin_config(source, a.layers, a.full_size, split_of(a), defaults=given is None)
     tokenizer = copy_tokenizer(out, a.tokenizer_from) if a.tokenizer_from else \
         train_tokenizer(out, g.tokenizer_family(model_type), needed)
     processor_files = []
     try:  # multimodal: the processor vLLM loads at start, its placeholder tokens in the vocabulary
-        processor_files = standin_processor.save_processor(out, cfg, arch, model_type, notes)
-    except standin_processor.NoProcessor as exc:
+        processor_files = twin_processor.save_processor(out, cfg, arch, model_type, notes)
+    except twin_processor.NoProcessor as exc:
         notes.append(f"no processor files: {exc}")
     tokenizer = transformers.AutoTokenizer.from_pretrained(out) if processor_files else tokenizer
     vocab = tokenizer.get_vocab()
@@ -251,11 +251,11 @@ def build_generic(a, out: Path) -> dict:
     full_size_defaults(a.full_size)
     torch.manual_seed(a.seed)
     model = cls(config).to(torch.bfloat16)
-    standin_restate.add_implied(model, config.get_text_config(), notes)  # before saving: config.json gets them
+    twin_restate.add_implied(model, config.get_text_config(), notes)  # before saving: config.json gets them
     params = sum(p.numel() for p in model.parameters())
     notes += [f"full size: {params / 1e9:.2f} B parameters"] if a.full_size else []
     model.save_pretrained(out, safe_serialization=True)
-    notes += standin_layout.as_published(out, model, model_type)
+    notes += twin_layout.as_published(out, model, model_type)
     if cls.__name__ != arch:  # save_pretrained names the class it saved; vLLM resolves the published name
         (out / "config.json").write_text(json.dumps({**json.loads((out / "config.json").read_text()),
                                                       "architectures": [arch]}, indent=2))
@@ -325,7 +325,7 @@ def main():
         if a.tokenizer_from and (Path(a.tokenizer_from) / "config.json").exists():  # the target this drafts for
             target = json.loads((Path(a.tokenizer_from) / "config.json").read_text())
             backbone = (target.get("text_config") or target).get("hidden_size", 64)
-        built = standin_gemma4.build(a.family, out, source, a.model_id, a.layers, tokenizer, a.seed, backbone,
+        built = twin_gemma4.build(a.family, out, source, a.model_id, a.layers, tokenizer, a.seed, backbone,
                                      full=a.full_size)
         bos, eos = built.pop("bos"), built.pop("eos")
     else:

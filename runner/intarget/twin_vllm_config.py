@@ -1,12 +1,12 @@
 """Twins of architectures transformers lacks but vLLM describes itself: run inside a target env by
-standin_build.py (`--family generic`), next to standin_generic.py.
+twin_build.py (`--family generic`), next to twin_generic.py.
 
 vLLM ships configuration classes for models transformers does not know (vllm/transformers_utils/
 configs/, registered by model type in vllm.transformers_utils.config's `_CONFIG_REGISTRY`, which
 vLLM itself uses to read such a model's config.json). Such a twin's config is that class's defaults
-(or the given config.json) shrunk by standin_generic's rules; its tokenizer is trained here. It has
+(or the given config.json) shrunk by twin_generic's rules; its tokenizer is trained here. It has
 no weights: no library here knows the checkpoint's layout, so vLLM initialises them itself
-(`--load-format dummy`, which the runner adds and says so: runner/models/standins.py `WEIGHTLESS`).
+(`--load-format dummy`, which the runner adds and says so: runner/models/twins.py `WEIGHTLESS`).
 Everything vLLM does before loading weights — the config class, the architecture's resolution, the
 parallel split, the model's construction, the KV cache, the server — runs as for the real model.
 """
@@ -38,7 +38,7 @@ def config_class(arch: str):
 
 def build(a, out, arch: str, given: dict | None, generic, train_tokenizer, copy_tokenizer, split: dict) -> dict:
     """Config and tokenizer of ARCH's twin from vLLM's configuration class (no weights); the builder's
-    answer (as standin_build.build_generic's), or SystemExit when vLLM has no class for ARCH."""
+    answer (as twin_build.build_generic's), or SystemExit when vLLM has no class for ARCH."""
     import transformers
     from vllm_symbols import find
 

@@ -1,6 +1,6 @@
 """Build an MLP speculator twin (`model_type: mlp_speculator`); run by a *target* env's Python.
 
-    python standin_mlp_speculator.py --family mlp_speculator --out DIR [--model-id ID]
+    python twin_mlp_speculator.py --family mlp_speculator --out DIR [--model-id ID]
                                      [--config-json FILE] [--tokenizer-from DIR] [--seed S] [--full-size]
 
 An MLP speculator (IBM's `*-accelerator` checkpoints, speculative method `mlp_speculator`) is no

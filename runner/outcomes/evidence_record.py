@@ -106,7 +106,7 @@ class RaisedException(JsonRecord):
     type: str | None
     """The exception's class name (`ValueError`)."""
     message: str | None
-    """Its message, clipped (runner/evidence/logscan.py)."""
+    """Its message, clipped (runner/diagnosis/logscan.py)."""
     location: CodeLocation | str | None
     """Where vLLM raised it (for an exception from a server log, the deepest vLLM frame of the root-cause
     traceback); None when no frame was vLLM's. A string is read and shown as it is (publisher/causes.py
@@ -122,7 +122,7 @@ class RaisedException(JsonRecord):
         """The helper's error answer: its type, message, location and traceback (null when absent)."""
         return cls.from_json({k: err.get(k) for k in ("type", "message", "location", "traceback")})
 
-    def one_line(self) -> str:
+    def type_and_message(self) -> str:
         """`Type: message`, for matching signatures."""
         return f"{self.type}: {self.message}"
 
@@ -295,7 +295,7 @@ class ServerRun(JsonRecord):
 
 @dataclass
 class TwinNote(JsonRecord):
-    """A stand-in twin used for a model (runner/models/standins.py)."""
+    """A twin used for a model (runner/models/twins.py)."""
 
     model: str
     """The model it stands in for."""
@@ -317,8 +317,8 @@ class TwinNote(JsonRecord):
 
 
 @dataclass
-class PlaceholderStandIn(JsonRecord):
-    """A placeholder of the docs replaced by a stand-in for the run (runner/models/placeholders.py)."""
+class PlaceholderReplacement(JsonRecord):
+    """A placeholder of the docs replaced for the run (runner/models/placeholders.py)."""
 
     placeholder: str
     """As the docs write it (`{your model directory}`)."""

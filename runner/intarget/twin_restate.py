@@ -1,11 +1,11 @@
 """Keys a configuration class states in one form that vLLM's implementation reads in another, and
-widths a tower's layers meet at: run inside a target env by standin_build.py, next to
-standin_generic.py. A twin from a class's defaults (no published config.json here) gets vLLM's form
+widths a tower's layers meet at: run inside a target env by twin_build.py, next to
+twin_generic.py. A twin from a class's defaults (no published config.json here) gets vLLM's form
 too, from keys of the same config; a published config states both. Standard library only."""
 
 from __future__ import annotations
 
-import standin_generic as g
+import twin_generic as g
 
 # keys a transformers implementation implies that its config class does not carry (so its defaults
 # lack them): architecture prefix -> (parameter, keys).  DeepSeek V3 there always has a router bias and

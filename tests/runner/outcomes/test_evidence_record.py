@@ -1,4 +1,4 @@
-"""The evidence records (runner/outcomes/evidence_records.py) read and write outcomes.jsonl byte for
+"""The evidence records (runner/outcomes/evidence_record.py) read and write outcomes.jsonl byte for
 byte: every recorded outcome under tests/fixtures/ comes back as it was written, and what the tiers
 build has the keys the writers wrote before these records (a null where they wrote one, nothing where
 they left a key out)."""
@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from runner.evidence import classify, logscan
+from runner.diagnosis import classify, logscan
 from runner.outcomes import store
-from runner.outcomes.evidence_records import (CodeLocation, LoggedWarning, PerfRun, ProbeResult, RaisedException,
+from runner.outcomes.evidence_record import (CodeLocation, LoggedWarning, PerfRun, ProbeResult, RaisedException,
                                               ServerRun, TwinNote)
-from runner.outcomes.records import Evidence, Outcome, TargetRef
+from runner.outcomes.outcome_record import Evidence, Outcome, TargetRef
 
 FIXTURES = Path(__file__).parents[2] / "fixtures"
 RECORDED = sorted(p for p in FIXTURES.rglob("*.jsonl*") if p.suffix in (".jsonl", ".gz"))
@@ -143,7 +143,7 @@ def test_read_records_are_typed_and_tolerant():
                                "exception": {"type": "E", "message": "m", "location": "vllm/x.py:3"},
                                "warnings": [{"file": "f", "line": 1, "message": "w", "feature": True}],
                                "perf": {"single": {"streams": 1}, "concurrent": {"streams": 16}, "spec_decode": None}}})
-    assert o.stage == o.tier == "warmup"  # a later version's tier: kept as read (vocabulary.depth: no depth)
+    assert o.stage == o.tier == "warmup"  # a later version's tier: kept as read (vocabulary.stage_rank: no depth)
     assert o.evidence.exception.location == "vllm/x.py:3"  # an early version's location, kept as it is
     assert isinstance(o.evidence.warnings[0], LoggedWarning) and o.evidence.warnings[0].feature
     assert isinstance(o.evidence.perf, PerfRun) and o.evidence.perf.concurrent.streams == 16

@@ -1,5 +1,5 @@
-"""Stand-in twins: built offline in each target env (served for real with `run --stand-ins` in
-test_standins_served.py, a module of its own so that pytest-xdist's --dist loadfile can run the two
+"""Twins: built offline in each target env (served for real with `run --stand-ins` in
+test_twins_served.py, a module of its own so that pytest-xdist's --dist loadfile can run the two
 side by side)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import sys
 import pytest
 from runhelp import CACHE, HERE
 
-from runner.models.standins import StandInError, build
+from runner.models.twins import TwinError, build
 
 REPO = HERE.parent.parent
 
@@ -72,7 +72,7 @@ def test_draft_twin_shares_the_tokenizer(cpu_envs, tmp_path):
 
 
 def test_a_model_without_any_configuration_is_refused(cpu_envs, tmp_path, corpus):
-    with pytest.raises(StandInError, match="no configuration for acme/unlisted-7B: .*not in docs/models/supported_models.md"):
+    with pytest.raises(TwinError, match="no configuration for acme/unlisted-7B: .*not in docs/models/supported_models.md"):
         build("acme/unlisted-7B", cpu_envs["nightly"], tmp_path / "x", cache=CACHE,
               docs_root=corpus / "vllm-docs" / "0.33.0")
 

@@ -1,10 +1,10 @@
 """The one rule that fits a twin to its command (runner/argv/shape.py twin_shape): its parallel split (tensor,
-pipeline, expert parallel sizes) and, for a twin from class defaults, its context length: run inside a target env by standin_build.py, next to standin_generic.py, whose tables of
+pipeline, expert parallel sizes) and, for a twin from class defaults, its context length: run inside a target env by twin_build.py, next to twin_generic.py, whose tables of
 config keys it reads. Standard library only."""
 
 from __future__ import annotations
 
-import standin_generic as g
+import twin_generic as g
 
 
 def fit_parallel(cfg: dict, split: dict, notes: list[str]) -> None:

@@ -5,7 +5,7 @@ patch and merge sizes), so a twin without one SKIPs at start as a twin artefact.
 the processor class per model type (AutoProcessor's mapping) and the classes of its parts (image /
 video processor, feature extractor) per model type too; each part is built with its class defaults,
 which are the published processors' defaults (patch 14, merge 2, ...), and the twin's vision tower
-keeps the patch and merge sizes of its config (standin_generic shrinks widths and depths only).
+keeps the patch and merge sizes of its config (twin_generic shrinks widths and depths only).
 
 The placeholder tokens a processor writes into prompts (`<|image_pad|>`, `<image>`, ...) must be
 tokens of the twin's vocabulary at the ids the config names for them (`image_token_id`, ...), as in

@@ -1,6 +1,6 @@
 """Generic twins: a tiny random-weight copy of any architecture the installed transformers knows.
 
-Used inside a target env by standin_build.py (`--family generic`, which builds the model and the
+Used inside a target env by twin_build.py (`--family generic`, which builds the model and the
 tokenizer); imports only the standard library at module level, transformers where it needs it.
 The config is the model's own config.json or, offline, the defaults of the configuration class
 transformers maps the architecture to.  Sizes shrink by the config's own keys (the rule tables
@@ -9,12 +9,12 @@ paths branch on: architecture, model type, the per-layer pattern (attention kind
 linear-attention/Mamba blocks), MoE routing, MLA ranks, rope type and parameters, multimodal token
 ids.  The weights come from the transformers model class itself (its checkpoint layout), random,
 bf16.  Quantization is not reproduced: `quantization_config` is dropped and noted.  The tokenizer
-(standin_build.train_tokenizer) has the qwen3 or llama special tokens and chat template for qwen* /
+(twin_build.train_tokenizer) has the qwen3 or llama special tokens and chat template for qwen* /
 llama* model types, else GENERIC_TOKENIZER's; it is padded up to the config's highest token id.
 
 Special cases built elsewhere, because what they need is in no config key: qwen3 / llama
-(standin_build.twin_config) are the first families, whose twins (hidden 64) cached runs and tests
-already use; gemma4 (standin_gemma4.py) needs the image soft-token budget and processor, the
+(twin_build.twin_config) are the first families, whose twins (hidden 64) cached runs and tests
+already use; gemma4 (twin_gemma4.py) needs the image soft-token budget and processor, the
 assistant's KV sharing with its target and centroid LM head, and the KV-shared layers' projections
 the published checkpoints carry.
 """
@@ -103,7 +103,7 @@ TOKEN_ID = re.compile(r"_token_(id|index)$")
 
 
 def sibling(name: str):
-    """A builder module next to this file (standin_split, standin_restate, which read this module's
+    """A builder module next to this file (twin_split, twin_restate, which read this module's
     tables), wherever this file was loaded from: a target's Python runs it as a script, a test loads it
     by its path."""
     import importlib
@@ -342,7 +342,7 @@ def shrink_tower(cfg: dict, text_hidden: int | None, notes: list[str], where: st
             cfg[k] = TOWER_SET[k]
         elif ("intermediate_size" in k or k in FFN) and is_count(v):
             cfg[k] = 128
-    sibling("standin_restate").tie_tower_widths(cfg, notes, where)
+    sibling("twin_restate").tie_tower_widths(cfg, notes, where)
     depth = next((cfg[k] for k in TOWER_DEPTH if is_count(cfg.get(k))), 2)
     for k in TOWER_INDEX_LISTS:  # indices of blocks: those kept, at least the last one
         if isinstance(cfg.get(k), list) and cfg[k]:
@@ -394,7 +394,7 @@ def token_ids(cfg: dict) -> list[int]:
 
 
 def tokenizer_family(model_type: str) -> str:
-    """Whose special tokens and chat template standin_build.train_tokenizer gives the twin."""
+    """Whose special tokens and chat template twin_build.train_tokenizer gives the twin."""
     return "qwen3" if model_type.startswith("qwen") else "llama" if model_type.startswith("llama") else "generic"
 
 
@@ -409,20 +409,20 @@ def set_vocab(cfg: dict, size: int, ids: dict, role: str = "text") -> None:
 def twin_config(source: dict, layers: int, full: bool = False, split: dict | None = None, defaults: bool = False
                 ) -> tuple[dict, int, list[str]]:
     """(shrunk config dict, the vocabulary size it needs, notes); FULL: the source's sizes as they are;
-    SPLIT: the command's parallel sizes ({tp, pp, ep}) the twin must divide by (standin_split.fit_parallel)
-    and its context length, given to a twin from class DEFAULTS (standin_split.fit_context)."""
+    SPLIT: the command's parallel sizes ({tp, pp, ep}) the twin must divide by (twin_split.fit_parallel)
+    and its context length, given to a twin from class DEFAULTS (twin_split.fit_context)."""
     notes = [f"{k} dropped" + (" (the twin is bf16: quantization is not reproduced)" if k == "quantization_config"
                                else " (vLLM's own implementation is used)" if k == "auto_map" else "")
              for k in DROPPED[:3] if source.get(k)]
     cfg = {k: v for k, v in source.items() if k not in DROPPED}
     cfg = cfg if full else shrink(cfg, layers, notes)
     if not full:
-        standin_split = sibling("standin_split")  # it reads this module's tables
-        standin_split.fit_parallel(cfg, split or {}, notes)
+        twin_split = sibling("twin_split")  # it reads this module's tables
+        twin_split.fit_parallel(cfg, split or {}, notes)
         if defaults:  # a published config states the context it has and every key vLLM reads
-            standin_split.fit_context(cfg, (split or {}).get("context"), notes)
+            twin_split.fit_context(cfg, (split or {}).get("context"), notes)
             for sub in [cfg, *(s for _, s, role in sub_configs(cfg, "text") if role == "text")]:
-                sibling("standin_restate").restate(sub, notes)
+                sibling("twin_restate").restate(sub, notes)
     text = cfg["text_config"] if isinstance(cfg.get("text_config"), dict) else cfg
     own = cfg.get("model_type") in OWN_ENCODING  # vLLM's own encoder emits ids up to the config's size
     floor = (text.get("vocab_size") or VOCAB) if full or own else VOCAB

@@ -1,4 +1,4 @@
-"""Gemma 4 twins: the multimodal model and its assistant (draft) model; used by standin_build.py.
+"""Gemma 4 twins: the multimodal model and its assistant (draft) model; used by twin_build.py.
 
 Runs inside a target env (torch / transformers / tokenizers only).  Config dicts are written in
 transformers 5.8's layout (`global_head_dim`) and handed to the *installed* config classes, which

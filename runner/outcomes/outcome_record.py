@@ -10,8 +10,8 @@ import copy
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, NamedTuple
 
-from runner.outcomes.evidence_records import (json_of, FailureSignature, HubAnswer, JsonRecord, LoggedWarning,
-                                              PerfRun, PlaceholderStandIn, ProbeResult, RaisedException, ServerRun,
+from runner.outcomes.evidence_record import (json_of, FailureSignature, HubAnswer, JsonRecord, LoggedWarning,
+                                              PerfRun, PlaceholderReplacement, ProbeResult, RaisedException, ServerRun,
                                               TwinNote)
 from runner.outcomes.vocabulary import StageName, TierName, VerdictName
 
@@ -85,9 +85,9 @@ class Evidence:
     env_dropped: list[str] = field(default_factory=list)
     """Names of the documented env assignments not passed to vLLM (runner/isolation/env_policy.py)."""
     twins: list[TwinNote] = field(default_factory=list)
-    """Stand-in twins used; a twin whose `counts` is False stands in for another model (the job SKIPs)."""
-    placeholders: list[PlaceholderStandIn] = field(default_factory=list)
-    """Placeholders of the docs replaced by a stand-in for this run (runner/models/placeholders.py); the
+    """Twins used; a twin whose `counts` is False stands in for another model (the job SKIPs)."""
+    placeholders: list[PlaceholderReplacement] = field(default_factory=list)
+    """Placeholders of the docs replaced for this run (runner/models/placeholders.py); the
     others stayed in the command."""
     hub: list[HubAnswer] = field(default_factory=list)
     """The hub's answers that a model of the command cannot be loaded as written (a FAIL's evidence)."""
@@ -113,7 +113,7 @@ class Evidence:
 _EVIDENCE_FIELDS = {f.name for f in fields(Evidence)}
 _EVIDENCE_RECORDS: dict[str, type[JsonRecord]] = {
     "exception": RaisedException, "signature": FailureSignature, "warnings": LoggedWarning, "probes": ProbeResult,
-    "perf": PerfRun, "server": ServerRun, "twins": TwinNote, "placeholders": PlaceholderStandIn, "hub": HubAnswer}
+    "perf": PerfRun, "server": ServerRun, "twins": TwinNote, "placeholders": PlaceholderReplacement, "hub": HubAnswer}
 """The evidence fields that hold records (or lists of them); the others are plain JSON values."""
 
 
@@ -137,7 +137,7 @@ class Outcome:
     """None for the command as documented; `no-spec` for the counterfactual without its
     speculative config."""
     stand_in: bool = False
-    """True when a model was replaced by a local stand-in (see `substitutions`)."""
+    """True when a model was replaced by a local twin (see `substitutions`)."""
     substitutions: dict[str, str] = field(default_factory=dict)
     """Model id -> local directory used in its place."""
     argv: list[str] = field(default_factory=list)
@@ -166,7 +166,7 @@ class Outcome:
     def from_dict(cls, data: dict[str, Any]) -> Outcome:
         """Read tolerantly: keys this version does not know are dropped, and a verdict, tier or stage
         outside the Literals is kept as read (a later version's; readers take an unknown stage as
-        no depth, vocabulary.depth) rather than losing the line."""
+        no depth, vocabulary.stage_rank) rather than losing the line."""
         known = {f.name for f in fields(cls)}
         kw = {k: v for k, v in data.items() if k in known}
         kw["target"] = TargetRef(**data["target"])

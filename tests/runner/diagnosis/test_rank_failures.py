@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from runner.evidence import classify, logscan
+from runner.diagnosis import classify, logscan
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "ranks"
 

@@ -1,5 +1,5 @@
 """`run --stand-ins` on both CPU targets: twins built offline in each target env and served for real
-(the twins themselves are checked in test_standins.py)."""
+(the twins themselves are checked in test_twins.py)."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ vllm serve acme/unlisted-7B --max-model-len 1024
 """
 
 
-def test_run_with_stand_ins_on_both_targets(cpu_envs, tmp_path):
+def test_run_with_twins_on_both_targets(cpu_envs, tmp_path):
     """Both targets' runs side by side. The Qwen3 command with its draft runs on 0.20.1 only: on
     0.32.0 the same server (a Qwen3 twin from transformers' defaults, offline, and a 1-layer draft
     twin sharing its tokenizer) is the served tests' draft-model command (test_serve.py)."""
@@ -97,8 +97,8 @@ def test_a_multimodal_twin_answers_an_image_with_its_processor_files(cpu_envs, t
     """Qwen3-VL-MoE from its configuration class's defaults, every rule a multimodal MoE twin needs:
     the processor vLLM loads at start, built from transformers' class defaults with the placeholder
     tokens at the config's ids, vLLM's own placeholder strings in the chat template and the patch grid
-    of the twin's tower (runner/intarget/standin_processor.py); norm_topk_prob implied by the model's
-    router; the fused experts saved in the published orientation (standin_layout.py). Before, this
+    of the twin's tower (runner/intarget/twin_processor.py); norm_topk_prob implied by the model's
+    router; the fused experts saved in the published orientation (twin_layout.py). Before, this
     twin SKIPped at start on the H200 (processor, then norm_topk_prob), then on CPU (the experts'
     orientation); with a template dropping image parts the image probe failed "Failed to apply
     prompt replacement", with 14-pixel patches for a 16-pixel tower in the patch embedding."""

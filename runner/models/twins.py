@@ -1,6 +1,6 @@
-"""Stand-in models ("twins"): tiny, architecture-preserving copies of documented models.
+"""Twins: tiny, architecture-preserving copies of documented models.
 
-A twin is built by `standin_build.py` inside a target's environment (with that env's own
+A twin is built by `twin_build.py` inside a target's environment (with that env's own
 transformers, since config layouts change between releases), cached under
 `<cache>/standins/` by a hash of everything that shapes it, and marked with
 `driftmatrix-standin.json` so every outcome obtained with it says `stand_in: true`.
@@ -23,17 +23,17 @@ import httpx
 from common.filelock import exclusive
 from runner.models import draft_kinds, supported_models, twin_cache
 from runner.builds.envs import TargetEnv
-from runner.models.resolution import STANDIN_MARKER, is_local_path
+from runner.models.resolution import TWIN_MARKER, is_local_path
 from runner.isolation import sandbox
 from runner.isolation.env_policy import runner_env, without_secrets
 from runner.isolation.sandbox import output
-from runner.settings import STANDIN_BUILD_S, TWIN_MAX_BYTES
+from runner.settings import TWIN_BUILD_S, TWIN_MAX_BYTES
 
-BUILDER = runner.INTARGET / "standin_build.py"
-BUILDER_FILES = [BUILDER, *(BUILDER.with_name(f"standin_{m}.py") for m in ("gemma4", "generic", "layout", "processor", "restate",
+BUILDER = runner.INTARGET / "twin_build.py"
+BUILDER_FILES = [BUILDER, *(BUILDER.with_name(f"twin_{m}.py") for m in ("gemma4", "generic", "layout", "processor", "restate",
                                                                                 "split", "vllm_config"))]
 # families built by a script of their own (the others' twins keep their cache keys when it changes)
-OWN_BUILDERS = {"mlp_speculator": BUILDER.with_name("standin_mlp_speculator.py")}
+OWN_BUILDERS = {"mlp_speculator": BUILDER.with_name("twin_mlp_speculator.py")}
 # model id families the builder knows; the first match wins. Qwen3 and Llama 3 are the dense
 # decoders only: `Qwen3-8B`, `Hermes-3-Llama-3.1-8B`, not a later generation (`Qwen3.5-4B`,
 # `Llama-4-…`), a mixture of experts (`Qwen3-30B-A3B`) or another kind (`Qwen3-VL-32B`,
@@ -51,7 +51,7 @@ NOT_DENSE = re.compile(r"(?i)[-_]a\d+(\.\d+)?b([-_.]|$)|nemotron|[-_](vl|vision|
 # a given config's `model_type` names the family directly (twins are built per model type)
 MODEL_TYPES = frozenset({"qwen3", "llama", "gemma4", "gemma4_text", "gemma4_assistant", "mlp_speculator"})
 # the architecture each hand-built family makes; any other architecture is built by the generic
-# builder (runner/intarget/standin_generic.py) from its config's own keys
+# builder (runner/intarget/twin_generic.py) from its config's own keys
 FAMILY_ARCHITECTURES = {"qwen3": "Qwen3ForCausalLM", "llama": "LlamaForCausalLM",
                         "gemma4": "Gemma4ForConditionalGeneration", "gemma4_text": "Gemma4ForCausalLM",
                         "gemma4_assistant": "Gemma4AssistantForCausalLM",
@@ -61,19 +61,19 @@ FAMILY_ARCHITECTURES = {"qwen3": "Qwen3ForCausalLM", "llama": "LlamaForCausalLM"
 SPLIT_FLAGS = {"tp": "--tensor-parallel", "pp": "--pipeline-parallel", "ep": "--expert-parallel",
                "context": "--context"}
 """The builder's option for each size a twin is fitted to (runner/argv/shape.py twin_shape): the parallel sizes
-(standin_split.fit_parallel) and the command's context length (standin_split.fit_context)."""
+(twin_split.fit_parallel) and the command's context length (twin_split.fit_context)."""
 
 
 WEIGHTLESS = ["--load-format", "dummy"]
 """What a server of a weightless twin is given: vLLM's own random initialisation of the weights."""
 
 
-class StandInError(RuntimeError):
+class TwinError(RuntimeError):
     """No twin can be built for this model here (the reason says why): a SKIP, not a FAIL."""
 
 
 @dataclass
-class StandIn:
+class Twin:
     """What the marker file records about a twin."""
 
     model_id: str
@@ -98,7 +98,7 @@ class StandIn:
     """The real model's architecture: from its config, or vLLM's supported-models table (offline);
     None when only the model id's family was known (the legacy fallback, not validated)."""
     weightless: bool = False
-    """No weights: an architecture only vLLM describes (intarget/standin_vllm_config.py); vLLM
+    """No weights: an architecture only vLLM describes (intarget/twin_vllm_config.py); vLLM
     initialises them itself (WEIGHTLESS)."""
 
 
@@ -158,7 +158,7 @@ def plan(model_or_config: str, cache: Path, config_from: str | None = None, docs
     """Where the twin's config comes from, in order: the model map (`config_from`) or MODEL_OR_CONFIG
     itself, the hub (config only), and offline the architecture vLLM's own supported-models table
     (`docs_root`: the target's docs) names for the model id, built from that architecture's
-    configuration class defaults; else the model id's family (legacy); else StandInError. With
+    configuration class defaults; else the model id's family (legacy); else TwinError. With
     `local_paths` False (the model was named by the docs) MODEL_OR_CONFIG is never read as a path: a
     local path named by the docs is never read from the host. `draft`: the speculative config this
     model is the draft of; a speculative head is built offline only by a builder of its own kind
@@ -178,7 +178,7 @@ def plan(model_or_config: str, cache: Path, config_from: str | None = None, docs
         f"a {how.family} model guessed from its id ({how.architecture})"
     why = draft_kinds.wrong_type(draft, model_or_config, how.family, source)
     if why:
-        raise StandInError(why)
+        raise TwinError(why)
     return how
 
 
@@ -198,17 +198,17 @@ def _offline(model_or_config: str, docs_root: Path | None, version: str) -> Plan
     if guessed is not None:
         return Plan(guessed, None, FAMILY_ARCHITECTURES.get(guessed))
     where = f"; not in {supported_models.TABLE} of vLLM {version}" if docs_root else ""
-    raise StandInError(f"no configuration for {model_or_config}: no model-map entry, the hub not reachable{where}")
+    raise TwinError(f"no configuration for {model_or_config}: no model-map entry, the hub not reachable{where}")
 
 
 def build(model_or_config: str, env: TargetEnv, out: Path, *, cache: Path, layers: int = 2,
           tokenizer_from: str | None = None, seed: int = 0, config_from: str | None = None,
           full_size: bool = False, docs_root: Path | None = None, split: dict[str, int] | None = None,
-          local_paths: bool = True, draft: draft_kinds.Draft | None = None) -> StandIn:
-    """Build a twin into `out` (replaced) with `env`'s Python; raise StandInError if impossible.
+          local_paths: bool = True, draft: draft_kinds.Draft | None = None) -> Twin:
+    """Build a twin into `out` (replaced) with `env`'s Python; raise TwinError if impossible.
     `split`: the command's parallel sizes and context length (runner/argv/shape.py twin_shape), which the twin's
-    heads, layers and experts must divide by (standin_split.fit_parallel) and a twin from class
-    defaults is given (standin_split.fit_context).
+    heads, layers and experts must divide by (twin_split.fit_parallel) and a twin from class
+    defaults is given (twin_split.fit_context).
     Where its configuration comes from: `plan()`; `draft`: the speculative config it drafts in."""
     how = plan(model_or_config, cache, config_from, docs_root, env.version, local_paths, draft)
     config_path, family = how.config_path, how.family
@@ -235,42 +235,42 @@ def build(model_or_config: str, env: TargetEnv, out: Path, *, cache: Path, layer
     readable = [str(p) for p in (config_path.parent if config_path else None, tokenizer_from) if p]
     try:
         proc, events = sandbox.run(cmd, python=env.python, env={**runner_env(), **without_secrets(env.env)},
-                                   kind="build", timeout=STANDIN_BUILD_S, readable=readable,
+                                   kind="build", timeout=TWIN_BUILD_S, readable=readable,
                                    writable={str(staging): str(staging)}, watched=[str(staging)],
                                    operator_env=env.env)
     except subprocess.TimeoutExpired:
         shutil.rmtree(staging, ignore_errors=True)
-        raise StandInError(f"building a {family} twin took longer than {STANDIN_BUILD_S:.0f} s") from None
+        raise TwinError(f"building a {family} twin took longer than {TWIN_BUILD_S:.0f} s") from None
     except sandbox.SandboxError as err:
         shutil.rmtree(staging, ignore_errors=True)
-        raise StandInError(f"no {family} twin built: {err}") from None
+        raise TwinError(f"no {family} twin built: {err}") from None
     if proc.returncode:
         shutil.rmtree(staging, ignore_errors=True)
         tail = "\n".join(proc.stderr.strip().splitlines()[-5:])
         hit = next((e for e in events if "limit" in e), None)
         why = f" (the sandbox stopped it at its {hit['limit']} limit)" if hit else ""
-        raise StandInError(f"building a {family} twin with transformers {env.info.get('transformers')} failed{why}: "
+        raise TwinError(f"building a {family} twin with transformers {env.info.get('transformers')} failed{why}: "
                            f"{tail}")
     try:
         output.accept(staging, out, TWIN_MAX_BYTES)
     except (output.UntrustedOutput, OSError) as err:
-        raise StandInError(f"the {family} twin's build left something that is not a plain file: {err}") from None
+        raise TwinError(f"the {family} twin's build left something that is not a plain file: {err}") from None
     built = json.loads(proc.stdout.strip().splitlines()[-1])
     source = f"config.json from {config_path}" if config_path else built["config_source"]
     if how.table:
         source += f"; architecture {how.architecture} from {how.table}"
-    twin = StandIn(model_or_config, str(out), family, source, built["transformers"],
+    twin = Twin(model_or_config, str(out), family, source, built["transformers"],
                    len(built.get("layer_types") or []) or layers, tokenizer_from, built.get("architectures"),
                    built.get("layer_types"), built.get("notes") or [], full_size, how.architecture,
                    bool(built.get("weightless")))
-    (out / STANDIN_MARKER).write_text(json.dumps(asdict(twin), indent=1))
+    (out / TWIN_MARKER).write_text(json.dumps(asdict(twin), indent=1))
     return twin
 
 
 def ensure(model_id: str, env: TargetEnv, cache: Path, *, layers: int = 2, tokenizer_from: str | None = None,
            config_from: str | None = None, full_size: bool = False, docs_root: Path | None = None,
            split: dict[str, int] | None = None, leases: list | None = None,
-           draft: draft_kinds.Draft | None = None) -> StandIn:
+           draft: draft_kinds.Draft | None = None) -> Twin:
     """The cached twin of `model_id` for `env`, built the first time. With `leases`, the twin is held
     in use (twin_cache.lease) until the caller closes what is appended there; building a new twin
     keeps the cache under twin_cache.limit(). `draft`: the speculative config MODEL_ID is
@@ -299,12 +299,12 @@ def ensure(model_id: str, env: TargetEnv, cache: Path, *, layers: int = 2, token
     out = cache / "standins" / f"{re.sub(r'[^A-Za-z0-9.]+', '-', model_id)[-50:]}-{key}"
     out.parent.mkdir(parents=True, exist_ok=True)
     with exclusive(Path(f"{out}.lock")):  # parallel GPU workers may want the same twin
-        marker = out / STANDIN_MARKER
+        marker = out / TWIN_MARKER
         built = not marker.exists()
         twin = build(model_id, env, out, cache=cache, layers=layers, tokenizer_from=tokenizer_from,
                      config_from=config_from, full_size=full_size, docs_root=docs_root,
                      split=None if full_size else split, local_paths=False, draft=draft) \
-            if built else StandIn(**json.loads(marker.read_text()))
+            if built else Twin(**json.loads(marker.read_text()))
         if leases is not None:
             leases.append(twin_cache.lease(out))
         if built:  # only a new twin grows the cache

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from runner.intarget.vllm_paths import relative
-from runner.outcomes.evidence_records import CodeLocation
+from runner.outcomes.evidence_record import CodeLocation
 
 MAX_LINE_SCAN = 16 * 1024
 """Only this much of each log line is examined (the longest real line, the engine's config, is
@@ -44,7 +44,7 @@ LINE_PREFIX = re.compile(r"^(?:\([^)]*\bpid=\d+\)\s?)?(?:(?:DEBUG|INFO|WARNING|E
 CHAINED = ("During handling of the above exception", "The above exception was the direct cause")
 FRAME = re.compile(r'^\s+File "(?P<path>[^"]+)", line (?P<line>\d+), in (?P<func>.+)$')
 # An exception line `Type: message`: the type is a dotted name ending in one of EXC_SUFFIXES, or
-# holding `Error` with no dot after it (`ExceptionGroupErrors`); read by `exception_line`, in linear time.
+# holding `Error` with no dot after it (`ExceptionGroupErrors`); read by `parse_exception_line`, in linear time.
 EXC_TYPE = re.compile(r"[A-Za-z_][\w.]*")
 EXC_SUFFIXES = ("Error", "Exception", "Exit", "Interrupt", "Warning", "Failure")
 # `[^()]*`, not `[^)]*`: a scan for the version stops at the next `(`, so repeated headers cost linear time
@@ -116,7 +116,7 @@ def log_lines(lines: list[str]) -> list[LogLine]:
     return out
 
 
-def exception_line(text: str, cut: int = 0) -> tuple[str, str] | None:
+def parse_exception_line(text: str, cut: int = 0) -> tuple[str, str] | None:
     """(type, message) when `text` (a stripped traceback line; `cut` characters of it not examined)
     is an exception line `Type: message` or a bare `Type`; its message clipped. Linear time."""
     name, colon, rest = text.partition(":")
@@ -182,7 +182,7 @@ def tracebacks(lines: list[str]) -> list[Traceback]:
                 if text.startswith((" ", "\t")) or not text.strip() or set(text.strip()) <= set("^~ "):
                     i += 1  # source line, caret markers, blank
                     continue
-                exc = exception_line(text.strip(), len(lines[i]) - len(head(lines[i])))
+                exc = parse_exception_line(text.strip(), len(lines[i]) - len(head(lines[i])))
                 if exc:
                     between = " ".join(strip(x) for x in lines[out[-1].end + 1:start]) if out else ""
                     out.append(Traceback(*exc, frames, start, i, any(c in between for c in CHAINED)))

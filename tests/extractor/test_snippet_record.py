@@ -5,7 +5,7 @@ import pytest
 from extractor.catalog import extract
 
 from runner.builds.resolve import stable_pin
-from extractor.records import SCHEMA, SNIPPET_KINDS, Catalog, Snippet
+from extractor.snippet_record import SCHEMA, SNIPPET_KINDS, Catalog, Snippet
 
 
 def test_catalog_round_trip_and_schema(tmp_path, corpus):

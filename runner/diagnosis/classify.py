@@ -14,8 +14,8 @@ from pathlib import Path
 
 import yaml
 
-from runner.evidence import logscan
-from runner.outcomes.evidence_records import LoggedWarning
+from runner.diagnosis import logscan
+from runner.outcomes.evidence_record import LoggedWarning
 
 SIGNATURES = runner.DATA / "signatures.yaml"
 MAX_MATCH_LINE = 4096
