@@ -10,19 +10,15 @@ checked), keeping only the packages the table can point into; they are cached un
 
 from __future__ import annotations
 
-import runner
 import ast
 import json
-import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
 
 import httpx
 
 from flaghistory.sources import Release, fetch_sources, list_releases, read_tree
-
-sys.path.insert(0, str(runner.INTARGET))
-import vllm_symbols  # noqa: E402  (stdlib only: the same file the target's Python imports)
+from runner.intarget import vllm_symbols  # stdlib only: the same file the target's Python imports
 
 KEEP_DIRS = ("vllm/config", "vllm/utils", "vllm/engine", "vllm/entrypoints", "vllm/platforms", "vllm/usage")
 KEEP_FILES = ("vllm/model_executor/__init__.py", "vllm/model_executor/models/__init__.py",

@@ -17,7 +17,12 @@ import socket
 import sys
 import threading
 
-from sandbox_init import pump  # next to this file (mounted together): one byte pump for both relays
+if not __package__:  # run by path (a target's Python, `-I`): PEP 366, as the package this folder is,
+    # so that `from . import sibling` finds the files next to this one (and import-linter sees it)
+    sys.path.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    __package__ = os.path.basename(os.path.dirname(os.path.abspath(__file__)))
+
+from .sandbox_init import pump  # noqa: E402  (next to this file, mounted together: one byte pump for both relays)
 
 
 def listen(path):

@@ -35,6 +35,11 @@ import tempfile
 import threading
 import traceback
 
+if not __package__:  # run by path (a target's Python, `-I`): PEP 366, as the package this folder is,
+    # so that `from . import sibling` finds the files next to this one (and import-linter sees it)
+    sys.path.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    __package__ = os.path.basename(os.path.dirname(os.path.abspath(__file__)))
+
 DECLARATION_ENV = "DRIFTMATRIX_DECLARED_DEVICE"
 DEFAULT = {"capability": "9.0", "name": "NVIDIA H200", "memory_gib": 140, "count": 8}
 """An H200-like host: compute capability 9.0, 140 GiB per GPU, 8 GPUs (runner/settings.py sends it)."""
@@ -331,7 +336,7 @@ def install(state: Declared) -> None:
     """Make vLLM's current platform the declared CUDA device, unless vLLM finds a platform itself
     (then nothing is declared: the real device answers). Sets `state.unavailable` on failure."""
     import importlib.util
-    from vllm_symbols import find
+    from .vllm_symbols import find
     platforms = find("platforms")
     qualname = platforms.resolve_current_platform_cls_qualname()
     if not qualname.endswith("UnspecifiedPlatform"):
@@ -434,7 +439,7 @@ def _version() -> str:
 
 
 def main() -> int:
-    import vllm_helper  # first: it takes the protocol's stdout before anything can print
+    from . import vllm_helper  # first: it takes the protocol's stdout before anything can print
     try:
         decl = json.loads(os.environ.get(DECLARATION_ENV) or "{}")
     except ValueError:

@@ -36,9 +36,12 @@ import sys
 import threading
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # `-I` leaves our own folder off the path
-import sandbox_export  # noqa: E402  (next to this file, read-only, ours)
-import sandbox_nest  # noqa: E402
+if not __package__:  # run by path (a target's Python, `-I`): PEP 366, as the package this folder is,
+    # so that `from . import sibling` finds the files next to this one (and import-linter sees it)
+    sys.path.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    __package__ = os.path.basename(os.path.dirname(os.path.abspath(__file__)))
+from . import sandbox_export  # noqa: E402  (next to this file, read-only, ours)
+from . import sandbox_nest  # noqa: E402
 
 TICK_S = 0.1
 PR_SET_DUMPABLE = 4

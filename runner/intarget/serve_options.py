@@ -15,7 +15,10 @@ import json
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+if not __package__:  # run by path (a target's Python, `-I`): PEP 366, as the package this folder is,
+    # so that `from . import sibling` finds the files next to this one (and import-linter sees it)
+    sys.path.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    __package__ = os.path.basename(os.path.dirname(os.path.abspath(__file__)))
 
 
 class _Captured(Exception):
@@ -81,8 +84,8 @@ def arguments(serve, probes):
 
 
 def main():
-    import vllm_helper  # its import points fd 1 at stderr and keeps the original stdout as PROTO
-    from vllm_helper import build_parser
+    from . import vllm_helper  # its import points fd 1 at stderr and keeps the original stdout as PROTO
+    from .vllm_helper import build_parser
 
     query = json.load(sys.stdin)
     tokens, probes = (query, None) if isinstance(query, list) else (query["tokens"], query.get("probes"))

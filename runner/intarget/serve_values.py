@@ -33,7 +33,10 @@ import os
 import sys
 import typing
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+if not __package__:  # run by path (a target's Python, `-I`): PEP 366, as the package this folder is,
+    # so that `from . import sibling` finds the files next to this one (and import-linter sees it)
+    sys.path.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    __package__ = os.path.basename(os.path.dirname(os.path.abspath(__file__)))
 
 BOGUS = "driftmatrix_no_such_key"
 REJECTS = ("unexpected keyword argument", "Unexpected keyword argument", "unexpected_keyword_argument",
@@ -133,7 +136,7 @@ def choices_domains(serve, domains, actions):
 
 
 def registry_domains(domains, unknown):
-    from vllm_symbols import find
+    from .vllm_symbols import find
     for option, key, table, plugin in ((TOOL, "ToolParserManager", "tool_parsers", "--tool-parser-plugin"),
                                        (REASONING, "ReasoningParserManager", "reasoning_parsers",
                                         "--reasoning-parser-plugin")):
@@ -154,7 +157,7 @@ def registry_domains(domains, unknown):
 def weight_transfer_backends(domains, unknown):
     """`--weight-transfer-config.backend` is `Literal[...] | str`: the engine factory's registry (names
     registered when its module is imported) decides when the engine is made."""
-    from vllm_symbols import find
+    from .vllm_symbols import find
     domain = "--weight-transfer-config.backend"
     if domain not in domains:
         return
@@ -192,7 +195,7 @@ def _tokenizer_fold(find):
 def field_domains(serve, domains, actions, unknown):
     """Options without choices whose EngineArgs field is a Literal or an Enum (`str | ConfigFormat`
     is shown as a metavar, not choices; an enum is parsed by its config's validator)."""
-    from vllm_symbols import find
+    from .vllm_symbols import find
     engine_args = find("AsyncEngineArgs")
     hints = _hints(engine_args) if engine_args is not None and dataclasses.is_dataclass(engine_args) else {}
     for action in serve._actions:
@@ -341,7 +344,7 @@ def rejected(error, key):
 
 
 def json_keys(serve, keys, domains, actions, unknown):
-    from vllm_symbols import find
+    from .vllm_symbols import find
     for action in serve._actions:
         name = _long(action)
         if name is None or not (name.endswith("-config") or _dataclass_in(action.type) is not None):
@@ -416,7 +419,7 @@ def answer(use, domains, keys, actions, serve):
 
 def _attention_backend(value, record):
     """AttentionConfig's own validator turns the string into the enum (`auto` -> None)."""
-    from vllm_symbols import find
+    from .vllm_symbols import find
     attention_config = find("AttentionConfig")
     if attention_config is not None:
         try:
@@ -431,8 +434,8 @@ def _attention_backend(value, record):
 
 
 def main():
-    import vllm_helper  # its import points fd 1 at stderr and keeps the original stdout as PROTO
-    from vllm_helper import build_parser
+    from . import vllm_helper  # its import points fd 1 at stderr and keeps the original stdout as PROTO
+    from .vllm_helper import build_parser
 
     query = json.load(sys.stdin)
     parser, _serve_cmd, _patched = build_parser()

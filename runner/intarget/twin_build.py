@@ -35,16 +35,22 @@ import json
 import os
 import re
 import shutil
+import sys
 import sysconfig
 from pathlib import Path
 
-import twin_gemma4  # next to this file, so on sys.path when run as a script
-import twin_generic
-import twin_layout
-import twin_processor
-import twin_restate
-import twin_split
-import twin_vllm_config
+if not __package__:  # run by path (a target's Python, `-I`): PEP 366, as the package this folder is,
+    # so that `from . import sibling` finds the files next to this one (and import-linter sees it)
+    sys.path.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    __package__ = os.path.basename(os.path.dirname(os.path.abspath(__file__)))
+
+from . import standin_gemma4  # noqa: E402  (next to this file)
+from . import standin_generic  # noqa: E402
+from . import standin_layout  # noqa: E402
+from . import standin_processor  # noqa: E402
+from . import standin_restate  # noqa: E402
+from . import standin_split  # noqa: E402
+from . import standin_vllm_config  # noqa: E402
 
 VOCAB = 2000
 CHATML = (

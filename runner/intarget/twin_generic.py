@@ -23,7 +23,14 @@ from __future__ import annotations
 
 import copy
 import math
+import os
 import re
+import sys
+
+if not __package__:  # run by path (a target's Python, `-I`): PEP 366, as the package this folder is,
+    # so that `from . import sibling` finds the files next to this one (and import-linter sees it)
+    sys.path.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    __package__ = os.path.basename(os.path.dirname(os.path.abspath(__file__)))
 
 VOCAB = 2000
 
@@ -107,13 +114,8 @@ def sibling(name: str):
     tables), wherever this file was loaded from: a target's Python runs it as a script, a test loads it
     by its path."""
     import importlib
-    import os
-    import sys
 
-    here = os.path.dirname(os.path.abspath(__file__))
-    if here not in sys.path:
-        sys.path.insert(0, here)
-    return importlib.import_module(name)
+    return importlib.import_module(f".{name}", __package__)  # by name: they import this module
 
 
 class NoTwin(Exception):

@@ -5,7 +5,15 @@ too, from keys of the same config; a published config states both. Standard libr
 
 from __future__ import annotations
 
-import twin_generic as g
+import os
+import sys
+
+if not __package__:  # run by path (a target's Python, `-I`): PEP 366, as the package this folder is,
+    # so that `from . import sibling` finds the files next to this one (and import-linter sees it)
+    sys.path.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    __package__ = os.path.basename(os.path.dirname(os.path.abspath(__file__)))
+
+from . import standin_generic as g  # noqa: E402
 
 # keys a transformers implementation implies that its config class does not carry (so its defaults
 # lack them): architecture prefix -> (parameter, keys).  DeepSeek V3 there always has a router bias and

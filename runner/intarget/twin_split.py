@@ -4,7 +4,15 @@ config keys it reads. Standard library only."""
 
 from __future__ import annotations
 
-import twin_generic as g
+import os
+import sys
+
+if not __package__:  # run by path (a target's Python, `-I`): PEP 366, as the package this folder is,
+    # so that `from . import sibling` finds the files next to this one (and import-linter sees it)
+    sys.path.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    __package__ = os.path.basename(os.path.dirname(os.path.abspath(__file__)))
+
+from . import standin_generic as g  # noqa: E402
 
 
 def fit_parallel(cfg: dict, split: dict, notes: list[str]) -> None:

@@ -13,7 +13,14 @@ parallel split, the model's construction, the KV cache, the server — runs as f
 
 from __future__ import annotations
 
+import os
 import re
+import sys
+
+if not __package__:  # run by path (a target's Python, `-I`): PEP 366, as the package this folder is,
+    # so that `from . import sibling` finds the files next to this one (and import-linter sees it)
+    sys.path.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    __package__ = os.path.basename(os.path.dirname(os.path.abspath(__file__)))
 
 SUFFIX = re.compile(r"(For[A-Z]\w*|Model|LMHeadModel)$")
 
@@ -25,7 +32,7 @@ def _stem(name: str) -> str:
 def config_class(arch: str):
     """(model type, vLLM's configuration class) whose class name is ARCH's stem + `Config`
     (`Step3p5ForCausalLM` -> `Step3p5Config`), or None. Imports vLLM (only on this path)."""
-    from vllm_symbols import find
+    from .vllm_symbols import find
 
     registry = find("_CONFIG_REGISTRY") or {}
     stem = _stem(SUFFIX.sub("", arch))
@@ -40,7 +47,7 @@ def build(a, out, arch: str, given: dict | None, generic, train_tokenizer, copy_
     """Config and tokenizer of ARCH's twin from vLLM's configuration class (no weights); the builder's
     answer (as twin_build.build_generic's), or SystemExit when vLLM has no class for ARCH."""
     import transformers
-    from vllm_symbols import find
+    from .vllm_symbols import find
 
     vllm = find("vllm")
     found = config_class(arch)

@@ -34,10 +34,14 @@ os.dup2(2, 1)
 sys.stdout = sys.stderr
 
 
-# Below the line that takes stdout for the protocol (PROTO), so nothing imported can print into it; next to
-# this file, so on sys.path when run as a script.
-from vllm_paths import relative as rel  # noqa: E402
-from vllm_symbols import FOUND, find  # noqa: E402
+# Below the line that takes stdout for the protocol (PROTO), so nothing imported can print into it.
+if not __package__:  # run by path (a target's Python, `-I`): PEP 366, as the package this folder is,
+    # so that `from . import sibling` finds the files next to this one (and import-linter sees it)
+    sys.path.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    __package__ = os.path.basename(os.path.dirname(os.path.abspath(__file__)))
+
+from .vllm_paths import relative as rel  # noqa: E402  (next to this file)
+from .vllm_symbols import FOUND, find  # noqa: E402
 
 
 class Collector(logging.Handler):

@@ -26,8 +26,9 @@ from pathlib import Path
 from runner.isolation.env_policy import without_secrets
 from runner.serve.helper_client import HELPER
 
-INNER = "/driftmatrix"
-"""runner/intarget/, mounted read-only: the helper and the container's relay."""
+INNER = f"/driftmatrix/{HELPER.parent.name}"
+"""runner/intarget/, mounted read-only under its own name (its scripts import each other as that
+package, PEP 366): the helper and the container's relay."""
 INNER_HELPER = f"{INNER}/{HELPER.name}"
 INNER_RELAY = f"{INNER}/container_relay.py"
 RELAY_MOUNT = "/driftmatrix-relay"
