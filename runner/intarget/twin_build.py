@@ -44,13 +44,13 @@ if not __package__:  # run by path (a target's Python, `-I`): PEP 366, as the pa
     sys.path.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     __package__ = os.path.basename(os.path.dirname(os.path.abspath(__file__)))
 
-from . import standin_gemma4  # noqa: E402  (next to this file)
-from . import standin_generic  # noqa: E402
-from . import standin_layout  # noqa: E402
-from . import standin_processor  # noqa: E402
-from . import standin_restate  # noqa: E402
-from . import standin_split  # noqa: E402
-from . import standin_vllm_config  # noqa: E402
+from . import twin_gemma4  # noqa: E402  (next to this file)
+from . import twin_generic  # noqa: E402
+from . import twin_layout  # noqa: E402
+from . import twin_processor  # noqa: E402
+from . import twin_restate  # noqa: E402
+from . import twin_split  # noqa: E402
+from . import twin_vllm_config  # noqa: E402
 
 VOCAB = 2000
 CHATML = (

@@ -13,7 +13,7 @@ if not __package__:  # run by path (a target's Python, `-I`): PEP 366, as the pa
     sys.path.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     __package__ = os.path.basename(os.path.dirname(os.path.abspath(__file__)))
 
-from . import standin_generic as g  # noqa: E402
+from . import twin_generic as g  # noqa: E402
 
 # keys a transformers implementation implies that its config class does not carry (so its defaults
 # lack them): architecture prefix -> (parameter, keys).  DeepSeek V3 there always has a router bias and
