@@ -1,6 +1,6 @@
 """Only what pyproject.toml cannot say: the wheel carries the site skeleton (the repository's
 mkdocs.yml + docs/, which `driftmatrix publish` builds the site from) as
-`publisher/site_skeleton`, so an installed driftmatrix publishes from any directory. A source
+`driftmatrix/publisher/site_skeleton`, so an installed driftmatrix publishes from any directory. A source
 checkout and an editable install read them from the repository root instead."""
 
 import shutil
@@ -17,7 +17,7 @@ class BuildWithSiteSkeleton(build_py):
         super().run()
         if getattr(self, "editable_mode", False):
             return
-        dest = Path(self.build_lib) / "publisher" / "site_skeleton"
+        dest = Path(self.build_lib) / "driftmatrix" / "publisher" / "site_skeleton"
         shutil.rmtree(dest, ignore_errors=True)
         shutil.copytree(HERE / "docs", dest / "docs")
         shutil.copy(HERE / "mkdocs.yml", dest / "mkdocs.yml")

@@ -59,7 +59,7 @@ def _front_matter(title: str) -> Markup:
 
 
 def environment() -> Environment:
-    env = Environment(loader=PackageLoader("publisher", "templates"), autoescape=select_autoescape(default=True),
+    env = Environment(loader=PackageLoader(__package__, "templates"), autoescape=select_autoescape(default=True),
                       keep_trailing_newline=True)
     env.filters["fence"] = lambda text, lang="": Markup(escaping.fence(str(text), lang))
     env.filters["md"] = lambda text: Markup(escaping.md_escape(" ".join(str(text).split())))  # a heading: one line

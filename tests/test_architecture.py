@@ -11,7 +11,10 @@ from pathlib import Path
 import grimp
 
 REPO = Path(__file__).resolve().parents[1]
-PACKAGES = ("driftmatrix", "publisher", "runner", "extractor", "flaghistory", "common")
+PACKAGES = ("driftmatrix",)
+"""The one installed name: the stages (extractor/, runner/, ... at the root) are driftmatrix.<stage>
+through the links driftmatrix/<stage> -> ../<stage> (grimp follows them)."""
+STAGES = ("common", "extractor", "flaghistory", "publisher", "runner")
 
 
 def test_the_import_contracts_are_kept():
@@ -19,6 +22,33 @@ def test_the_import_contracts_are_kept():
     proc = subprocess.run([str(lint), "--no-cache"], cwd=REPO, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     assert "0 broken" in proc.stdout and "5 kept" in proc.stdout, proc.stdout[-2000:]
+
+
+def test_nothing_imports_a_stage_by_its_bare_name():
+    """`import runner` / `from common import x` would work in a checkout (its root is on the path)
+    and break installed, where only `driftmatrix` is at the top: every import, at any depth, of
+    every Python file here says `driftmatrix.<stage>`."""
+    import ast
+
+    bare = []
+    for path in sorted(REPO.rglob("*.py")):
+        relative = path.relative_to(REPO)
+        if relative.parts[0] in (".venv", "build", "site", ".git") or \
+                (relative.parts[0] == "driftmatrix" and len(relative.parts) > 1 and relative.parts[1] in STAGES):
+            continue  # a virtual environment, build output, or the same file through a link
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module else []
+            bare += [f"{relative}:{node.lineno}: {n}" for n in names if n.split(".")[0] in STAGES]
+    assert bare == []
+
+
+def test_every_stage_is_in_the_namespace():
+    """driftmatrix/<stage> is a relative link to the stage's folder (what git holds, what an
+    editable install and grimp read through)."""
+    for stage in STAGES:
+        link = REPO / "driftmatrix" / stage
+        assert link.is_symlink() and link.readlink() == Path("..") / stage, stage
 
 
 def _cycles(graph: grimp.ImportGraph) -> list[list[str]]:
