@@ -21,7 +21,10 @@ def test_the_import_contracts_are_kept():
     lint = Path(sys.executable).with_name("lint-imports")
     proc = subprocess.run([str(lint), "--no-cache"], cwd=REPO, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
-    assert "0 broken" in proc.stdout and "5 kept" in proc.stdout, proc.stdout[-2000:]
+    import tomllib
+
+    contracts = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    assert "0 broken" in proc.stdout and f"{len(contracts)} kept" in proc.stdout, proc.stdout[-2000:]
 
 
 def test_nothing_imports_a_stage_by_its_bare_name():
