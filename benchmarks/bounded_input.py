@@ -28,7 +28,7 @@ from types import ModuleType
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from timing import best  # noqa: E402
-from runner.builds.resolve import stable_pin  # noqa: E402
+from driftmatrix.runner.builds.resolve import stable_pin  # noqa: E402
 
 
 def bomb_tree(root: Path, levels: int) -> Path:
@@ -55,14 +55,14 @@ def log_lines(line_bytes: int) -> list[str]:
 
 
 def modules(old: Path | None) -> tuple[ModuleType, ModuleType, ModuleType]:
-    """(extractor.catalog, runner.diagnosis.logscan, runner.diagnosis.classify): the repository's, or `old`'s."""
+    """(driftmatrix.extractor.catalog, driftmatrix.runner.diagnosis.logscan, driftmatrix.runner.diagnosis.classify): the repository's, or `old`'s."""
     if old is None:
-        from extractor import catalog
-        from runner.diagnosis import classify, logscan
+        from driftmatrix.extractor import catalog
+        from driftmatrix.runner.diagnosis import classify, logscan
         return catalog, logscan, classify
     sys.path.insert(0, str(old))
-    from extractor import catalog  # from `old`: first on the path
-    import runner
+    from driftmatrix.extractor import catalog  # from `old`: first on the path
+    from driftmatrix import runner
     loaded = []
     for name in ("logscan", "classify"):  # old classify imports old logscan
         spec = importlib.util.spec_from_file_location(f"runner.{name}", old / "runner" / f"{name}.py")

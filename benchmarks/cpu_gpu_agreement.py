@@ -25,11 +25,11 @@ from pathlib import Path
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 
-from extractor.snippet_record import Catalog  # noqa: E402
+from driftmatrix.extractor.snippet_record import Catalog  # noqa: E402
 
-from runner.jobs.tiers.state import judge_failure  # noqa: E402
-from runner.outcomes.outcome_record import Outcome  # noqa: E402
-from runner.outcomes.vocabulary import GOOD, REAL  # noqa: E402
+from driftmatrix.runner.jobs.tiers.state import judge_failure  # noqa: E402
+from driftmatrix.runner.outcomes.outcome_record import Outcome  # noqa: E402
+from driftmatrix.runner.outcomes.vocabulary import GOOD, REAL  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORDS = [ROOT / "tests/fixtures/gpu/twins-h200-0.26.0.jsonl", ROOT / "tests/fixtures/gpu/twins-h200-0.26.0-extra.jsonl"]

@@ -21,10 +21,10 @@ from pathlib import Path
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 
-from extractor.catalog import extract  # noqa: E402
+from driftmatrix.extractor.catalog import extract  # noqa: E402
 
-from runner.builds.resolve import stable_pin  # noqa: E402
-from runner.outcomes.vocabulary import GOOD  # noqa: E402
+from driftmatrix.runner.builds.resolve import stable_pin  # noqa: E402
+from driftmatrix.runner.outcomes.vocabulary import GOOD  # noqa: E402
 
 
 def page(ranks: list[int]) -> str:

@@ -4,7 +4,7 @@ A docs page is untrusted; the security review found extraction quadratic in repe
 merge compared every source with every other: 2,500 copies of a command 5 s, 5,000 25 s, 10,000 84 s,
 a 5 MiB page about 1.4 h). Reports, best of N runs (wall clock, and the process's CPU time: on a shared
 machine the wall clock counts others' work too), each page extracted in process
-through `extractor.catalog.extract` (what `driftmatrix extract` runs; without the release-files check,
+through `driftmatrix.extractor.catalog.extract` (what `driftmatrix extract` runs; without the release-files check,
 which needs the releases' sdists) and its snippets.json written:
   blocks   - `vllm serve org/m --max-model-len 256` in a fenced ```bash block of its own, 2,500 / 5,000 /
              10,000 times
@@ -70,10 +70,10 @@ def mixed(size: int) -> str:
 
 
 def catalog_module(old: Path | None) -> tuple[ModuleType, int]:
-    """(extractor.catalog, MAX_PAGE_BYTES): the repository's, or `old`'s."""
+    """(driftmatrix.extractor.catalog, MAX_PAGE_BYTES): the repository's, or `old`'s."""
     if old is not None:
         sys.path.insert(0, str(old))  # `old`'s extractor first on the path
-    from extractor import bounds, catalog
+    from driftmatrix.extractor import bounds, catalog
     return catalog, bounds.MAX_PAGE_BYTES
 
 
@@ -107,7 +107,7 @@ def main() -> int:
     parser.add_argument("--old", type=Path, help="measure the code in this folder instead")
     args = parser.parse_args()
     catalog, limit = catalog_module(args.old)
-    from runner.builds.resolve import stable_pin
+    from driftmatrix.runner.builds.resolve import stable_pin
     stable = stable_pin()
     print(f"code: {args.old or 'this repository'}; best of {args.runs}")
     with tempfile.TemporaryDirectory() as tmp:

@@ -40,8 +40,8 @@ def git(repo: Path, *args: str) -> str:
 def vllm_tree(version: str) -> Path:
     import httpx
 
-    from flaghistory.sources import fetch_sources, list_releases
-    from runner.settings import cache_dir
+    from driftmatrix.flaghistory.sources import fetch_sources, list_releases
+    from driftmatrix.runner.settings import cache_dir
 
     with httpx.Client(timeout=120, follow_redirects=True) as client:
         release = next(r for r in list_releases(client, since=version) if r.version == version)

@@ -12,7 +12,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from flaghistory.build import build
+from driftmatrix.flaghistory.build import build
 
 
 def timed(cache: Path) -> tuple[float, dict]:

@@ -14,15 +14,15 @@ import sys
 import time
 from pathlib import Path
 
-from extractor.catalog import extract
+from driftmatrix.extractor.catalog import extract
 
-from runner.builds.resolve import stable_pin
-from runner.builds.history_agreement import ask_parser, compare, docs_tokens
-from runner.builds.value_agreement import ask_build, compare_values, docs_uses
-from flaghistory.history import FlagHistory
-from runner.builds.envs import ensure
-from runner.settings import cache_dir
-from runner.builds.targets import DEFAULT_CPU, load
+from driftmatrix.runner.builds.resolve import stable_pin
+from driftmatrix.runner.builds.history_agreement import ask_parser, compare, docs_tokens
+from driftmatrix.runner.builds.value_agreement import ask_build, compare_values, docs_uses
+from driftmatrix.flaghistory.history import FlagHistory
+from driftmatrix.runner.builds.envs import ensure
+from driftmatrix.runner.settings import cache_dir
+from driftmatrix.runner.builds.targets import DEFAULT_CPU, load
 
 
 

@@ -20,7 +20,7 @@ import threading
 import time
 from pathlib import Path
 
-from runner.models.twin_cache import folder_bytes  # du's count: hard links once, no symlink followed
+from driftmatrix.runner.models.twin_cache import folder_bytes  # du's count: hard links once, no symlink followed
 
 
 def tree_rss(pid: int) -> int:

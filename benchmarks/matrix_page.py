@@ -29,9 +29,9 @@ sys.path.insert(0, str(REPO / "tests" / "publisher"))
 from publish import synthetic_results  # noqa: E402
 from sitehttp import serve_dir  # noqa: E402
 
-from publisher import matrix_json  # noqa: E402
-from publisher.command_view import views_of  # noqa: E402
-from publisher.site import build_site  # noqa: E402
+from driftmatrix.publisher import matrix_json  # noqa: E402
+from driftmatrix.publisher.command_view import views_of  # noqa: E402
+from driftmatrix.publisher.site import build_site  # noqa: E402
 
 OLDER = {"0.20.1": "0.19.1", "0.21.0": "0.20.0", "0.32.0": "0.31.0", "0.33.0": "0.32.0"}
 
@@ -53,7 +53,7 @@ def earlier_snapshot(results, history: Path) -> None:
     import copy
     import dataclasses
 
-    from publisher.results import merge
+    from driftmatrix.publisher.results import merge
     outcomes = []
     for _key, o in list(results.cells.items())[7:] + list(results.cells.items())[:7]:
         o = copy.deepcopy(o)

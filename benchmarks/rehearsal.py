@@ -57,9 +57,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from runner.builds.envs import _slug  # noqa: E402
-from runner.settings import cache_dir  # noqa: E402
-from runner.builds.targets import load  # noqa: E402
+from driftmatrix.runner.builds.envs import _slug  # noqa: E402
+from driftmatrix.runner.settings import cache_dir  # noqa: E402
+from driftmatrix.runner.builds.targets import load  # noqa: E402
 
 WORKFLOW = REPO / ".github" / "workflows" / "driftmatrix.yml"
 DM = [sys.executable, "-m", "driftmatrix.cli"]

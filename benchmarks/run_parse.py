@@ -16,15 +16,15 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from extractor.catalog import extract
+from driftmatrix.extractor.catalog import extract
 
-from runner.builds.resolve import stable_pin
-from runner.builds.envs import ensure
-from runner.jobs.execute import JobRunner
-from runner.jobs.job import Job, RunContext
-from runner.models.resolution import ModelResolver
-from runner.builds.targets import DEFAULT_CPU, load
-from runner.settings import cache_dir
+from driftmatrix.runner.builds.resolve import stable_pin
+from driftmatrix.runner.builds.envs import ensure
+from driftmatrix.runner.jobs.execute import JobRunner
+from driftmatrix.runner.jobs.job import Job, RunContext
+from driftmatrix.runner.models.resolution import ModelResolver
+from driftmatrix.runner.builds.targets import DEFAULT_CPU, load
+from driftmatrix.runner.settings import cache_dir
 
 CACHE = cache_dir()
 

@@ -30,14 +30,14 @@ sys.path.insert(0, str(REPO / "tests" / "runner"))
 
 from runhelp import catalog_of, docs_tree  # noqa: E402
 
-from runner.builds.envs import ensure  # noqa: E402
-from runner.jobs.execute import JobRunner  # noqa: E402
-from runner.jobs.job import Job, RunContext  # noqa: E402
-from runner.models.resolution import ModelResolver  # noqa: E402
-from runner.serve.server import free_port  # noqa: E402
-from runner.models.twins import build  # noqa: E402
-from runner.builds.targets import DEFAULT_CPU, load  # noqa: E402
-from runner.settings import cache_dir  # noqa: E402
+from driftmatrix.runner.builds.envs import ensure  # noqa: E402
+from driftmatrix.runner.jobs.execute import JobRunner  # noqa: E402
+from driftmatrix.runner.jobs.job import Job, RunContext  # noqa: E402
+from driftmatrix.runner.models.resolution import ModelResolver  # noqa: E402
+from driftmatrix.runner.serve.server import free_port  # noqa: E402
+from driftmatrix.runner.models.twins import build  # noqa: E402
+from driftmatrix.runner.builds.targets import DEFAULT_CPU, load  # noqa: E402
+from driftmatrix.runner.settings import cache_dir  # noqa: E402
 
 CACHE = cache_dir()
 
@@ -76,7 +76,7 @@ def main() -> None:
         build("Qwen/Qwen3-0.6B", env, model, cache=CACHE)
         bare(env, model)  # warm vLLM's compile cache once, for both sides alike
         snippets, ids = catalog_of(docs_tree(tmp / "docs", f"# b\n\n```bash\nvllm serve {model} --max-model-len 512\n```\n"))
-        from extractor.snippet_record import Catalog
+        from driftmatrix.extractor.snippet_record import Catalog
         snippet = Catalog.read(snippets).snippets[0]
         ctx = RunContext(ModelResolver({}, hub=False), tmp / "work", base_env=tfile.env)
         runner = JobRunner(ctx)

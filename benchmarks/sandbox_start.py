@@ -30,10 +30,10 @@ sys.path.insert(0, str(REPO / "tests" / "runner"))
 
 from runhelp import catalog_of, docs_tree  # noqa: E402
 
-from runner.builds.envs import ensure  # noqa: E402
-from runner.settings import cache_dir  # noqa: E402
-from runner.models.twins import ensure as ensure_twin  # noqa: E402
-from runner.builds.targets import DEFAULT_CPU, load  # noqa: E402
+from driftmatrix.runner.builds.envs import ensure  # noqa: E402
+from driftmatrix.runner.settings import cache_dir  # noqa: E402
+from driftmatrix.runner.models.twins import ensure as ensure_twin  # noqa: E402
+from driftmatrix.runner.builds.targets import DEFAULT_CPU, load  # noqa: E402
 
 CACHE = cache_dir()
 COMMANDS = {"plain": "vllm serve org/tiny --max-model-len 256",

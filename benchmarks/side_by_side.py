@@ -15,10 +15,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from extractor.catalog import extract
+from driftmatrix.extractor.catalog import extract
 
-from runner.builds.resolve import stable_pin
-from runner.settings import cache_dir
+from driftmatrix.runner.builds.resolve import stable_pin
+from driftmatrix.runner.settings import cache_dir
 
 PAGE = """# bench
 

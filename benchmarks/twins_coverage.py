@@ -38,20 +38,20 @@ from pathlib import Path
 
 os.environ["HF_HUB_OFFLINE"] = "1"  # what this machine has: no hub
 
-from extractor.catalog import extract  # noqa: E402
+from driftmatrix.extractor.catalog import extract  # noqa: E402
 
-from runner.builds.resolve import stable_pin  # noqa: E402
-from extractor.snippet_record import Catalog  # noqa: E402
-from runner.builds import source_trees  # noqa: E402
-from runner.diagnosis import classify  # noqa: E402
-from runner.jobs.tiers.state import judge_failure  # noqa: E402
-from runner.models import twins  # noqa: E402
-from runner.outcomes.outcome_record import Outcome  # noqa: E402
-from runner.argv.parallel import ranks_of  # noqa: E402
-from runner.outcomes.vocabulary import REAL  # noqa: E402
-from runner.serve import ranks  # noqa: E402
-from runner.settings import cache_dir  # noqa: E402
-from runner.builds.targets import DEFAULT_CPU, load  # noqa: E402
+from driftmatrix.runner.builds.resolve import stable_pin  # noqa: E402
+from driftmatrix.extractor.snippet_record import Catalog  # noqa: E402
+from driftmatrix.runner.builds import source_trees  # noqa: E402
+from driftmatrix.runner.diagnosis import classify  # noqa: E402
+from driftmatrix.runner.jobs.tiers.state import judge_failure  # noqa: E402
+from driftmatrix.runner.models import twins  # noqa: E402
+from driftmatrix.runner.outcomes.outcome_record import Outcome  # noqa: E402
+from driftmatrix.runner.argv.parallel import ranks_of  # noqa: E402
+from driftmatrix.runner.outcomes.vocabulary import REAL  # noqa: E402
+from driftmatrix.runner.serve import ranks  # noqa: E402
+from driftmatrix.runner.settings import cache_dir  # noqa: E402
+from driftmatrix.runner.builds.targets import DEFAULT_CPU, load  # noqa: E402
 
 CACHE = cache_dir()
 ROOT = Path(__file__).resolve().parents[1]

@@ -145,7 +145,7 @@ def workflow_command(command: str, message: object = "", **properties: object) -
     """One of driftmatrix's own workflow commands (`::error file=x,line=3::message`), escaped as
     the runner unescapes (ActionCommand.cs: data `%`, CR, LF; properties also `:` and `,`), so
     that a message from outside stays this command's data, one line. Print it with
-    `common.inert_stdio.emit`, which passes the stream guard."""
+    `driftmatrix.common.inert_stdio.emit`, which passes the stream guard."""
     props = ",".join(f"{k}={_escaped(strip_controls(v), _PROPERTY_ESCAPES)}" for k, v in properties.items())
     return f"::{command}{' ' + props if props else ''}::{_escaped(strip_controls(message), _DATA_ESCAPES)}"
 

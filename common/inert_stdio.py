@@ -20,7 +20,7 @@ import sys
 from collections.abc import Iterator
 from typing import TextIO
 
-from common.inert import defuse_commands, strip_controls
+from driftmatrix.common.inert import defuse_commands, strip_controls
 
 
 class InertStream:

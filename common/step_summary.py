@@ -3,7 +3,7 @@
 Text from the docs and from vLLM (snippet reasons, exception messages) is untrusted: it is cut
 short and shown as code (common/inert.py), so that it cannot open HTML, links, images or table
 cells, nor mention anyone. Every summary goes through `write`, which keeps a step under GitHub's
-limit (`common.inert.STEP_SUMMARY_CAP`).
+limit (`driftmatrix.common.inert.STEP_SUMMARY_CAP`).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import argparse
 import os
 from pathlib import Path
 
-from common.inert import STEP_SUMMARY_CAP, cap, clip, code_block, code_span, plain
+from driftmatrix.common.inert import STEP_SUMMARY_CAP, cap, clip, code_block, code_span, plain
 
 FULL_LIST = "the job's outcomes file (`outcomes.jsonl`, uploaded as its artifact)"
 """Where a summary cut at the cap says the rest is, unless its writer says better."""
@@ -20,7 +20,7 @@ FULL_LIST = "the job's outcomes file (`outcomes.jsonl`, uploaded as its artifact
 
 def escape(text: object, limit: int = 160) -> str:
     """One line of text for a prose position or a table cell: escaped and defused
-    (`common.inert.plain`). Docs and vLLM text goes in `code_span` instead."""
+    (`driftmatrix.common.inert.plain`). Docs and vLLM text goes in `code_span` instead."""
     return plain(text, limit)
 
 
@@ -51,9 +51,9 @@ def log_tail(title: str, log: Path, lines: int = 20) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m common.step_summary --title T --log FILE`: a log's tail into this step's summary,
+    """`python -m driftmatrix.common.step_summary --title T --log FILE`: a log's tail into this step's summary,
     capped like every summary (a workflow step that has only bash and driftmatrix's Python)."""
-    p = argparse.ArgumentParser(prog="python -m common.step_summary")
+    p = argparse.ArgumentParser(prog="python -m driftmatrix.common.step_summary")
     p.add_argument("--title", required=True)
     p.add_argument("--log", required=True, type=Path)
     p.add_argument("--lines", type=int, default=20)

@@ -18,7 +18,7 @@ import re
 from pathlib import Path
 
 from driftmatrix.sandbox_cli import add_unsandboxed
-from runner.outcomes.vocabulary import TIERS
+from driftmatrix.runner.outcomes.vocabulary import TIERS
 from driftmatrix.check_inputs import GIVEN, Checked, CheckInputError, gather, shipped_history
 
 # -- judging ------------------------------------------------------------------------------------
@@ -55,7 +55,7 @@ def unanswered(c: Checked) -> list[str]:
 
 def fix_for(history, answer) -> str | None:
     """vLLM's own replacement for what the release rejects, where its text names one."""
-    from flaghistory.commands import record_of
+    from driftmatrix.flaghistory.commands import record_of
 
     use = answer.use
     replacement = (record_of(history, use) or {}).get("replacement")
@@ -100,10 +100,10 @@ def run_on_target(c: Checked, args: argparse.Namespace) -> list[dict]:
     """The command through the tiers on a real build (`driftmatrix run` on a one-command catalog)."""
     import tempfile
 
-    from extractor.snippet_record import Catalog
-    from runner.outcomes import store
-    from runner.run.loop import run
-    from runner.run.selection import RunOptions
+    from driftmatrix.extractor.snippet_record import Catalog
+    from driftmatrix.runner.outcomes import store
+    from driftmatrix.runner.run.loop import run
+    from driftmatrix.runner.run.selection import RunOptions
 
     with tempfile.TemporaryDirectory(prefix="driftmatrix-check-") as tmp:
         snippets, outcomes = Path(tmp) / "snippets.json", Path(tmp) / "outcomes.jsonl"
@@ -123,7 +123,7 @@ def _runs(runs: list[list[str]]) -> str:
 
 def _listed(releases: list[str], every: list[str]) -> str:
     """The releases as runs of the history's releases (`0.20.1–0.34.0`); others named as given."""
-    from flaghistory.command_check import runs_of
+    from driftmatrix.flaghistory.command_check import runs_of
 
     known = set(releases)
     runs = _runs(runs_of(every, [r in known for r in every]))
@@ -143,7 +143,7 @@ def _grouped(why: dict[str, str], every: list[str]) -> list[tuple[str, str]]:
 
 
 def as_json(c: Checked, history) -> dict:
-    from extractor.snippet_builder import shell_text
+    from driftmatrix.extractor.snippet_builder import shell_text
 
     body = c.check.as_json()
     body.update(where=c.where, basis=c.basis, command=shell_text(c.snippet.argv, c.snippet.env),
@@ -155,8 +155,8 @@ def as_json(c: Checked, history) -> dict:
 
 
 def render(console, c: Checked, history) -> None:
-    from common.inert import console_markup as escape  # docs and vLLM text: no control code, markup or command
-    from extractor.snippet_builder import shell_text
+    from driftmatrix.common.inert import console_markup as escape  # docs and vLLM text: no control code, markup or command
+    from driftmatrix.extractor.snippet_builder import shell_text
 
     check = c.check
     some = any(c.check.parses_on(r) is False for r in c.asked)
@@ -199,9 +199,9 @@ def render(console, c: Checked, history) -> None:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from common.inert import console_markup, log_json, terminal
-    from flaghistory.command_check import check_argv
-    from common.vllm_plugins import plugins_of
+    from driftmatrix.common.inert import console_markup, log_json, terminal
+    from driftmatrix.flaghistory.command_check import check_argv
+    from driftmatrix.common.vllm_plugins import plugins_of
     from driftmatrix.release_pins import todays_stable
     from driftmatrix.check_head import against_checkout
     from rich.console import Console

@@ -19,7 +19,7 @@ from driftmatrix.check_inputs import GIVEN, CheckInputError, _page_root
 
 def _vllm_pages(checked: list, docs: str | None) -> tuple[Path | None, list]:
     """The first vLLM source tree among the pages' trees, and the commands of its pages."""
-    from flaghistory.head_sources import is_vllm_worktree
+    from driftmatrix.flaghistory.head_sources import is_vllm_worktree
 
     roots: dict[Path, list] = {}
     page_roots: dict[str, Path] = {}  # a page's root asked of git once, not once per command
@@ -38,9 +38,9 @@ def _vllm_pages(checked: list, docs: str | None) -> tuple[Path | None, list]:
 def against_checkout(history, checked: list, args):
     """The history to check with: `history` with a vLLM checkout's own sources as its newest release
     when the pages belong to one (their commands then asked about it), else `history` itself."""
-    from flaghistory.head import HeadError
-    from flaghistory.head_sources import SourcesError, at_worktree, head_history
-    from runner.settings import cache_dir
+    from driftmatrix.flaghistory.head import HeadError
+    from driftmatrix.flaghistory.head_sources import SourcesError, at_worktree, head_history
+    from driftmatrix.runner.settings import cache_dir
 
     root, pages = _vllm_pages(checked, getattr(args, "docs", None))
     if root is None:

@@ -41,7 +41,7 @@ class Checked:
 
 
 def shipped_history():
-    from flaghistory.commands import shipped
+    from driftmatrix.flaghistory.commands import shipped
 
     history = shipped()
     if history is None:
@@ -50,7 +50,7 @@ def shipped_history():
 
 
 def _command_snippets(text: str, stable: str) -> list:
-    from extractor.snippet_builder import Place, from_shell_text
+    from driftmatrix.extractor.snippet_builder import Place, from_shell_text
 
     place = Place("check", stable, "<command>", 1)
     # options alone (`--max-model-len 4096 …`) are read as `vllm serve`'s
@@ -66,7 +66,7 @@ def _page_root(page: Path, docs: str | None) -> Path:
     that is a docs tree or a project's repository (extractor/sites.py), else its own folder."""
     if docs:
         return Path(docs).resolve()
-    from common.git import run_git
+    from driftmatrix.common.git import run_git
 
     try:
         top = run_git(page.parent, "rev-parse", "--show-toplevel", timeout=10)
@@ -74,7 +74,7 @@ def _page_root(page: Path, docs: str | None) -> Path:
             return Path(top.stdout.strip()).resolve()
     except OSError:
         pass
-    from extractor.sites import MKDOCS_CONFIGS, is_repository
+    from driftmatrix.extractor.sites import MKDOCS_CONFIGS, is_repository
 
     for folder in page.resolve().parents:
         if any((folder / n).is_file() for n in MKDOCS_CONFIGS) or is_repository(folder):
@@ -84,8 +84,8 @@ def _page_root(page: Path, docs: str | None) -> Path:
 
 def _page_snippets(roots: dict[Path, Path], stable: str) -> tuple[list, list[str]]:
     """Every page's commands, each tree read once (`roots`: page -> its tree's root)."""
-    from extractor.catalog import extract_pages
-    from extractor.corpus import SourceError
+    from driftmatrix.extractor.catalog import extract_pages
+    from driftmatrix.extractor.corpus import SourceError
 
     snippets, problems = [], []
     by_root: dict[Path, list[Path]] = {}
@@ -103,8 +103,8 @@ def _page_snippets(roots: dict[Path, Path], stable: str) -> tuple[list, list[str
 
 
 def _page_releases(history, source) -> tuple[list[str], str]:
-    from publisher.judgement import written_for
-    from publisher.option_verdict import releases_written_for
+    from driftmatrix.publisher.judgement import written_for
+    from driftmatrix.publisher.option_verdict import releases_written_for
 
     claim = written_for(source)
     releases = releases_written_for(history, claim.spec)
@@ -151,7 +151,7 @@ def gather(args: argparse.Namespace, history, stable: str) -> tuple[list[Checked
 
 def changed_pages(rev: str) -> list[str]:
     """The doc writer's mode: the pages changed against REV (the working tree, staged or not)."""
-    from common.git import run_git
+    from driftmatrix.common.git import run_git
 
     done = run_git(Path.cwd(), "diff", "--name-only", "--diff-filter=ACMR", "-z", rev, "--", ".", timeout=30)
     if done.returncode != 0:

@@ -22,8 +22,8 @@ import re
 import time
 from typing import TYPE_CHECKING
 
-from runner.run.budget import GITHUB_JOB_LIMIT_H, LEG_HOURS
-from runner.outcomes.vocabulary import TIERS
+from driftmatrix.runner.run.budget import GITHUB_JOB_LIMIT_H, LEG_HOURS
+from driftmatrix.runner.outcomes.vocabulary import TIERS
 
 if TYPE_CHECKING:
     import httpx
@@ -163,9 +163,9 @@ def _emit(values: dict[str, str]) -> None:
 
 
 def cmd_ci(args: argparse.Namespace) -> int:
-    from common.inert import workflow_command
-    from common.inert_stdio import emit
-    from common.step_summary import escape, write
+    from driftmatrix.common.inert import workflow_command
+    from driftmatrix.common.inert_stdio import emit
+    from driftmatrix.common.step_summary import escape, write
     env = dict(os.environ)
     try:
         if args.action == "inputs":

@@ -6,8 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from extractor import SAMPLE_DOCS
-from runner.settings import cache_dir
+from driftmatrix.extractor import SAMPLE_DOCS
+from driftmatrix.runner.settings import cache_dir
 
 
 def version() -> str:
@@ -27,10 +27,10 @@ def cmd_extract(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from driftmatrix.release_pins import release_trees
-    from common.inert import terminal
-    from extractor.catalog import extract, summarize
-    from extractor.summary_table import render
-    from extractor.written_for import WrittenForError, override, release
+    from driftmatrix.common.inert import terminal
+    from driftmatrix.extractor.catalog import extract, summarize
+    from driftmatrix.extractor.summary_table import render
+    from driftmatrix.extractor.written_for import WrittenForError, override, release
 
     if args.stable is not None and release(args.stable) is None:
         print(f"driftmatrix extract: --stable {args.stable!r} is not a vLLM version (e.g. 0.20.1)", file=sys.stderr)
@@ -47,8 +47,8 @@ def cmd_extract(args: argparse.Namespace) -> int:
     sources = [Path(s) for s in args.sources]
     failed = []
     if args.vllm_version:
-        from common.package_index import PackageIndexError  # httpx only when downloading
-        from extractor.sdist import fetch_docs
+        from driftmatrix.common.package_index import PackageIndexError  # httpx only when downloading
+        from driftmatrix.extractor.sdist import fetch_docs
     for version in args.vllm_version or []:
         try:
             sources.append(fetch_docs(version, Path(args.cache_dir) / "sdists"))
@@ -67,7 +67,7 @@ def cmd_extract(args: argparse.Namespace) -> int:
     console = Console(stderr=False)
     render(summarize(catalog), console)
     console.print(f"wrote {args.output}", markup=False)
-    from common.step_summary import escape, write
+    from driftmatrix.common.step_summary import escape, write
     pages = {src.file for s in catalog.snippets for src in s.sources}
     write(f"### Extract\n\n{len(catalog.snippets)} distinct commands from {len(pages)} pages"
           + (f"; could not read: {escape(', '.join(map(str, [*unusable, *failed])))}" if unusable or failed else ""),
@@ -78,9 +78,9 @@ def cmd_extract(args: argparse.Namespace) -> int:
 def cmd_twin(args: argparse.Namespace) -> int:
     import json
 
-    from runner.builds.envs import EnvError, ensure
-    from runner.models.twins import TwinError, build
-    from runner.builds.targets import TargetConfigError, default_path, load
+    from driftmatrix.runner.builds.envs import EnvError, ensure
+    from driftmatrix.runner.models.twins import TwinError, build
+    from driftmatrix.runner.builds.targets import TargetConfigError, default_path, load
 
     try:
         tfile = load(Path(args.targets) if args.targets else default_path())
@@ -88,14 +88,14 @@ def cmd_twin(args: argparse.Namespace) -> int:
         if target is None:
             raise TargetConfigError(f"no target named {args.target}")
         env = ensure(target, Path(args.cache_dir), log=lambda m: print(m, file=sys.stderr), base_env=tfile.env)
-        from runner.builds import source_trees
+        from driftmatrix.runner.builds import source_trees
         docs_root = source_trees.source_tree(env.version, Path(args.cache_dir)) if not target.docker else None
         twin = build(args.model, env, Path(args.output), cache=Path(args.cache_dir), layers=args.layers,
                      tokenizer_from=args.tokenizer_from, full_size=args.full_size, docs_root=docs_root,
                      split={"tp": args.tensor_parallel, "pp": args.pipeline_parallel, "ep": args.expert_parallel,
                             "context": args.max_model_len or 1})
     except (TargetConfigError, EnvError, TwinError) as err:
-        from common.inert import terminal
+        from driftmatrix.common.inert import terminal
         print(f"driftmatrix standin: {terminal(err)}", file=sys.stderr)
         return 1
     print(json.dumps(twin.__dict__, indent=1))
@@ -184,7 +184,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from common.inert_stdio import guard_stdio
+    from driftmatrix.common.inert_stdio import guard_stdio
     with guard_stdio():  # a CI log reads every line: none may be a workflow command or a control code
         args = build_parser().parse_args(argv)
         from driftmatrix.sandbox_cli import apply_unsandboxed
@@ -196,8 +196,8 @@ def _print_diagnostic(diag) -> None:
     """The extractor's diagnostic line, its docs text (message, file name) made inert first."""
     from dataclasses import replace
 
-    from common.inert import terminal
-    from extractor.catalog import print_diagnostic
+    from driftmatrix.common.inert import terminal
+    from driftmatrix.extractor.catalog import print_diagnostic
     print_diagnostic(replace(diag, message=terminal(diag.message), file=terminal(diag.file) if diag.file else diag.file))
 
 

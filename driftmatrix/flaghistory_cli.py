@@ -9,12 +9,12 @@ from pathlib import Path
 
 
 def cmd_history(args: argparse.Namespace) -> int:
-    from common.inert import console_markup
-    from common.versions import parse_version
+    from driftmatrix.common.inert import console_markup
+    from driftmatrix.common.versions import parse_version
     from rich.console import Console
 
-    from common.package_index import PackageIndexError
-    from flaghistory.build import ReleaseRead, build
+    from driftmatrix.common.package_index import PackageIndexError
+    from driftmatrix.flaghistory.build import ReleaseRead, build
 
     console = Console(stderr=True)
     if parse_version(args.since) is None:

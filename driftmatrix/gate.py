@@ -19,10 +19,10 @@ import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from common.inert import STEP_SUMMARY_CAP, cap, code_span, terminal
+from driftmatrix.common.inert import STEP_SUMMARY_CAP, cap, code_span, terminal
 from driftmatrix.sandbox_cli import add_unsandboxed
-from extractor.bounds import read_capped, walk
-from common.git import prefetch, run_git
+from driftmatrix.extractor.bounds import read_capped, walk
+from driftmatrix.common.git import prefetch, run_git
 
 DOC_SUFFIXES = (".md", ".markdown", ".yaml", ".yml", ".html", ".htm")
 
@@ -126,8 +126,8 @@ def pages_including(tree: Path, changed: set[str]) -> set[str]:
 
 
 def _extract(tree: Path, out: Path, written_for: str | None, stable: str | None):
-    from extractor.catalog import extract
-    from extractor.written_for import override
+    from driftmatrix.extractor.catalog import extract
+    from driftmatrix.extractor.written_for import override
     catalog, _ = extract([tree], stable=stable, written_for=override(written_for) if written_for else None)
     catalog.write(out)
     return catalog
@@ -169,9 +169,9 @@ def changed_catalogs(repo: Path, merge_base: str, head: str, paths: list[str], c
 
 def judge_change(head_snippets: Path, base_snippets: Path, outcomes: Path, changed: dict[str, str | None]) -> list[Finding]:
     """Every (command, changed page) judgement; doc-drift marked new unless the base page has it."""
-    from publisher.judgement import Judge
-    from publisher.results import load
-    from publisher.command_text import command
+    from driftmatrix.publisher.judgement import Judge
+    from driftmatrix.publisher.results import load
+    from driftmatrix.publisher.command_text import command
     head, base = load(head_snippets, [outcomes]), load(base_snippets, [outcomes])
     head_judge, base_judge = Judge(head), Judge(base)
     base_by_id = {s.id: s for s in base.snippets}
@@ -191,15 +191,15 @@ def judge_change(head_snippets: Path, base_snippets: Path, outcomes: Path, chang
 
 def run_gate(repo: Path, base: str, head: str, paths: list[str], targets: Path | None, tier: str, work: Path,
              written_for: str | None = None, stable: str | None = None, cache_dir: Path | None = None) -> GateResult:
-    from runner.run.loop import run
-    from runner.run.selection import RunOptions
-    from runner.settings import cache_dir as default_cache
+    from driftmatrix.runner.run.loop import run
+    from driftmatrix.runner.run.selection import RunOptions
+    from driftmatrix.runner.settings import cache_dir as default_cache
     result = GateResult()
     changed = changed_files(repo, base, head, paths)
     work.mkdir(parents=True, exist_ok=True)
     if stable is None:  # pages without versions of their own: the stable of the builds checked
-        from runner.builds.targets import default_path
-        from runner.builds.resolve import stable_pin
+        from driftmatrix.runner.builds.targets import default_path
+        from driftmatrix.runner.builds.resolve import stable_pin
         stable = stable_pin(targets or default_path())
     found = changed_catalogs(repo, _git(repo, "merge-base", base, head).strip(), head, paths, changed, work,
                              written_for, stable, result)
@@ -207,7 +207,7 @@ def run_gate(repo: Path, base: str, head: str, paths: list[str], targets: Path |
         return _saved(result, work)
     changed, head_cat, _ = found
     outcomes = work / "outcomes.jsonl"
-    from runner.builds.targets import default_path, load
+    from driftmatrix.runner.builds.targets import default_path, load
     result.static = static_rejections(head_cat.snippets, load(targets or default_path()).targets)
     for target in load(targets or default_path()).targets:
         started = [s.id for s in head_cat.snippets if s.id not in result.static.get(target.name, {})]
@@ -227,9 +227,9 @@ def static_rejections(snippets: list, targets: list) -> dict[str, dict[str, list
     not started there (the judgement reads the history for them, as for any build not checked). A
     name no release ever had is left to the build (the history may have missed a way vLLM takes it), and
     so is a `--disable-x` whose `--enable-x` the release has (the history cannot say: twin_may_take)."""
-    from flaghistory.commands import explain_use, record_of, shipped
-    from flaghistory.uses import uses_of
-    from publisher.option_verdict import JUDGED_KINDS
+    from driftmatrix.flaghistory.commands import explain_use, record_of, shipped
+    from driftmatrix.flaghistory.uses import uses_of
+    from driftmatrix.publisher.option_verdict import JUDGED_KINDS
 
     history = shipped()
     found: dict[str, dict[str, list[str]]] = {}
@@ -287,8 +287,8 @@ def markdown(result: GateResult, tier: str, full: str = "`gate.json` in the gate
 def cmd_gate(args) -> int:
     import sys
 
-    from runner.isolation import sandbox
-    from common.step_summary import write
+    from driftmatrix.runner.isolation import sandbox
+    from driftmatrix.common.step_summary import write
     # a docs pull request is code from anyone: its commands run contained or not at all
     if not args.unsandboxed:
         sandbox.set_mode("required", "driftmatrix gate")

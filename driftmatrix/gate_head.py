@@ -25,7 +25,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from common.inert import code_span, terminal
+from driftmatrix.common.inert import code_span, terminal
 from driftmatrix.gate import (
     Finding,
     GateError,
@@ -48,7 +48,7 @@ ADVISORY = ("Advisory: the builds checked are released vLLM, not this change's c
 def chosen_mode(args) -> str:
     """`head` where the change's head is a vLLM source tree (or `--mode head`), else `builds`; a
     build run in a vLLM source tree is marked advisory on `args`."""
-    from flaghistory.head_sources import is_vllm_commit
+    from driftmatrix.flaghistory.head_sources import is_vllm_commit
 
     vllm_tree = is_vllm_commit(Path(args.repo), args.head)
     if args.mode == "head" or (args.mode == "auto" and vllm_tree):
@@ -77,8 +77,8 @@ def add_parser(sub) -> None:
 def _histories(repo: Path, head: str, merge_base: str, cache: Path):
     """(head history, its label, base history, its label): the shipped history with the head's
     sources (and the base's, when `vllm/` differs) as the newest release."""
-    from flaghistory.commands import shipped
-    from flaghistory.head_sources import at_commit, head_history, is_vllm_commit
+    from driftmatrix.flaghistory.commands import shipped
+    from driftmatrix.flaghistory.head_sources import at_commit, head_history, is_vllm_commit
 
     shipped_history = shipped()
     if shipped_history is None:
@@ -99,9 +99,9 @@ def verdict(history, snippet) -> tuple[str, str]:
     """(judgement, why) of one command against the history's head: `doc-drift` when the head lacks
     an option, value or key of it (`check_argv`'s answer), `ok` when it parses there, `unknown` for
     what is not `vllm serve`'s options (LLM() arguments, another subcommand)."""
-    from common.vllm_plugins import plugins_of
-    from flaghistory.command_check import check_argv
-    from publisher.option_verdict import JUDGED_KINDS
+    from driftmatrix.common.vllm_plugins import plugins_of
+    from driftmatrix.flaghistory.command_check import check_argv
+    from driftmatrix.publisher.option_verdict import JUDGED_KINDS
 
     label = history.releases[-1]
     if snippet.kind not in JUDGED_KINDS:
@@ -117,7 +117,7 @@ def verdict(history, snippet) -> tuple[str, str]:
 def judge_head(head_cat, base_cat, changed: dict[str, str | None], head_hist, base_hist) -> list[Finding]:
     """Every (command, changed page) judgement; doc-drift is new unless the base page has the same
     command and the base's sources reject it too."""
-    from publisher.command_text import command
+    from driftmatrix.publisher.command_text import command
 
     base_by_id = {s.id: s for s in base_cat.snippets}
     findings = []
@@ -166,10 +166,10 @@ def run_head_gate(repo: Path, base: str, head: str, paths: list[str], work: Path
 def cmd_gate_head(args) -> int:
     """Head mode's exit status: 1 new doc-drift, 2 the change or the sources could not be read (never
     read as new doc-drift), 0 otherwise."""
-    from common.step_summary import write
-    from flaghistory.head import HeadError
-    from flaghistory.head_sources import SourcesError
-    from runner.settings import cache_dir
+    from driftmatrix.common.step_summary import write
+    from driftmatrix.flaghistory.head import HeadError
+    from driftmatrix.flaghistory.head_sources import SourcesError
+    from driftmatrix.runner.settings import cache_dir
 
     cache = (Path(args.cache_dir) if args.cache_dir else cache_dir()) / "head-reads"
     try:

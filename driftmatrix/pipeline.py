@@ -26,18 +26,18 @@ def gemma4_cases(catalog, limit: int) -> list[str]:
 def cmd_pipeline(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from extractor import SAMPLE_DOCS
-    from extractor.catalog import extract
-    from common.package_index import PackageIndexError
-    from extractor.sdist import fetch_docs
-    from extractor.snippet_record import Catalog
-    from publisher.fixes import candidates
-    from publisher.results import load
-    from publisher.site import PublishError, build_site
-    from runner.run.loop import run
-    from runner.run.selection import RunOptions
-    from runner.builds.resolve import stable_pin
-    from common.inert import console_markup
+    from driftmatrix.extractor import SAMPLE_DOCS
+    from driftmatrix.extractor.catalog import extract
+    from driftmatrix.common.package_index import PackageIndexError
+    from driftmatrix.extractor.sdist import fetch_docs
+    from driftmatrix.extractor.snippet_record import Catalog
+    from driftmatrix.publisher.fixes import candidates
+    from driftmatrix.publisher.results import load
+    from driftmatrix.publisher.site import PublishError, build_site
+    from driftmatrix.runner.run.loop import run
+    from driftmatrix.runner.run.selection import RunOptions
+    from driftmatrix.runner.builds.resolve import stable_pin
+    from driftmatrix.common.inert import console_markup
 
     console = Console(stderr=True)
     console.print(banner(), soft_wrap=True)  # said at the start and at the end: contained or not

@@ -8,11 +8,11 @@ import sys
 from pathlib import Path
 from urllib.parse import quote
 
-from common.inert import code_span, console_markup, terminal
+from driftmatrix.common.inert import code_span, console_markup, terminal
 
 
 def _load(args):
-    from publisher.results import load
+    from driftmatrix.publisher.results import load
     fixes = getattr(args, "fixes", None)
     return load(Path(args.snippets), [Path(p) for p in args.outcomes], Path(fixes) if fixes else None)
 
@@ -33,10 +33,10 @@ def _count(text: str) -> int:
 
 
 def cmd_fixes(args: argparse.Namespace) -> int:
-    from common.step_summary import escape
-    from extractor.snippet_record import Catalog
-    from publisher.fix_choice import choose
-    from publisher.fixes import candidates
+    from driftmatrix.common.step_summary import escape
+    from driftmatrix.extractor.snippet_record import Catalog
+    from driftmatrix.publisher.fix_choice import choose
+    from driftmatrix.publisher.fixes import candidates
 
     results = _load_or_say(args, "fixes")
     if results is None:
@@ -50,7 +50,7 @@ def cmd_fixes(args: argparse.Namespace) -> int:
           f"{len(chosen.checked)} with outcomes already); run them with `driftmatrix run {args.output} -o OUTCOMES` "
           "(variant fix), then publish/annotate/pr with --fixes")
     if chosen.left_out:
-        from common.step_summary import write
+        from driftmatrix.common.step_summary import write
         text = (f"{len(chosen.left_out)} more fix candidate(s) left out by --max-candidates {args.max_candidates} "
                 f"(the next run ranks them again): {', '.join(f.id for f in chosen.left_out[:20])}"
                 + (", …" if len(chosen.left_out) > 20 else ""))
@@ -63,7 +63,7 @@ def cmd_fixes(args: argparse.Namespace) -> int:
 def cmd_publish(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from publisher.site import PublishError, build_site
+    from driftmatrix.publisher.site import PublishError, build_site
 
     console = Console(stderr=True)
     try:
@@ -85,14 +85,14 @@ def cmd_publish(args: argparse.Namespace) -> int:
                   f"into {done.site_dir} (generate {done.timings['generate_s']} s, mkdocs {done.timings['mkdocs_s']} s); "
                   f"{len(done.changes)} verdict change(s) since the previous run; matrix.json beside it")
     console.print(f"judgements against the versions each page is written for: {done.judged()}")
-    from common.step_summary import write
+    from driftmatrix.common.step_summary import write
     write(publish_summary(done, args.site_url), full=PUBLISH_FULL)
     return 0
 
 
 def _snapshot(results, args: argparse.Namespace, console) -> int:
     """`--snapshot-only`: this run's matrix.json into --run-history, no site."""
-    from publisher.site import snapshot
+    from driftmatrix.publisher.site import snapshot
 
     if not args.run_history:
         console.print("[red]driftmatrix publish: --snapshot-only needs --run-history DIR", soft_wrap=True)
@@ -111,7 +111,7 @@ def publish_summary(done, site_url: str | None) -> str:
     """Markdown for the CI job page: the judgements, the doc-drift new since the previous run, changes."""
     from collections import Counter
 
-    from common.step_summary import escape
+    from driftmatrix.common.step_summary import escape
     now = done.matrix.get("snippets", {})
     before = (done.previous or {}).get("snippets", {}) if done.previous is not None else None
     new = [sid for sid, e in now.items() if e["judgement"] == "doc-drift"
@@ -144,7 +144,7 @@ def _place(entry: dict) -> str:
 
 
 def cmd_annotate(args: argparse.Namespace) -> int:
-    from publisher import annotate as ann
+    from driftmatrix.publisher import annotate as ann
 
     results = _load_or_say(args, "annotate")
     if results is None:
@@ -167,7 +167,7 @@ def cmd_annotate(args: argparse.Namespace) -> int:
 def cmd_pr(args: argparse.Namespace) -> int:
     import re
 
-    from publisher.pull_request import PrOptions, run_pr
+    from driftmatrix.publisher.pull_request import PrOptions, run_pr
 
     try:
         for flag, value in (("--repo", args.repo), ("--push-to-fork", args.push_to_fork)):
@@ -188,7 +188,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
     shards start from a copy of the previous state, so plain concatenation would grow daily."""
     import json
 
-    from runner.outcomes import counts, store
+    from driftmatrix.runner.outcomes import counts, store
 
     jobs: dict = {}
     for path in args.outcomes:

@@ -10,9 +10,9 @@ from pathlib import Path
 def release_trees(cache: Path, stable: str | None):
     """Where the files commands name in vLLM's tree are looked for (extractor/release_files.py): each
     page's own release, and the stable release and the targets' pins for a page written for a range."""
-    from extractor.release_files import ReleaseTrees
-    from runner.builds.targets import TargetConfigError, default_path, load
-    from runner.builds.resolve import stable_pin
+    from driftmatrix.extractor.release_files import ReleaseTrees
+    from driftmatrix.runner.builds.targets import TargetConfigError, default_path, load
+    from driftmatrix.runner.builds.resolve import stable_pin
 
     try:
         pins = [t.pinned_version() for t in load(default_path()).targets]
@@ -27,10 +27,10 @@ def todays_stable() -> str:
     release by the daily workflow), or the stable target's pin when that is newer. Never only the
     pin shipped with the targets (the seed's, long superseded); the daily run passes its resolved
     stable explicitly (`--stable`)."""
-    from common.versions import version_order
-    from flaghistory.commands import shipped
-    from runner.builds.resolve import stable_pin
-    from runner.builds.targets import TargetConfigError
+    from driftmatrix.common.versions import version_order
+    from driftmatrix.flaghistory.commands import shipped
+    from driftmatrix.runner.builds.resolve import stable_pin
+    from driftmatrix.runner.builds.targets import TargetConfigError
 
     history = shipped()
     known = [r for r in (history.releases if history else []) if "dev" not in r and "rc" not in r]

@@ -13,16 +13,16 @@ import sys
 from pathlib import Path
 
 from driftmatrix.sandbox_cli import add_unsandboxed
-from runner.run.budget import GITHUB_JOB_LIMIT_H, LEG_HOURS, MAX_LEGS, QUEUE_HOURS
-from runner.outcomes.vocabulary import TIERS
-from runner.settings import START_TIMEOUT_S
+from driftmatrix.runner.run.budget import GITHUB_JOB_LIMIT_H, LEG_HOURS, MAX_LEGS, QUEUE_HOURS
+from driftmatrix.runner.outcomes.vocabulary import TIERS
+from driftmatrix.runner.settings import START_TIMEOUT_S
 
 PLANNED = ("snippets", "targets", "target", "tier", "shard", "variants", "stand_ins", "only", "pick", "stop_after")
 """`run` arguments a plan fixes (runner/run/planning.py `run_args`)."""
 
 
 def _variant_list(text: str) -> list[str]:
-    from runner.argv.edit import VARIANTS
+    from driftmatrix.runner.argv.edit import VARIANTS
 
     names = [v.strip() for v in text.split(",") if v.strip()]
     bad = [v for v in names if v not in VARIANTS]
@@ -47,7 +47,7 @@ def _positive(kind):
 
 def _job_start(text: str) -> float:
     """`--started-at`: Unix seconds, not in the future (runner/run/deadline.py)."""
-    from runner.run.deadline import started_at_error
+    from driftmatrix.runner.run.deadline import started_at_error
 
     try:
         value = float(text)
@@ -59,7 +59,7 @@ def _job_start(text: str) -> float:
 
 
 def _picks(tokens: list[str] | None) -> dict | None:
-    from runner.run.planning import parse_pick
+    from driftmatrix.runner.run.planning import parse_pick
     if tokens is None:
         return None
     try:
@@ -70,7 +70,7 @@ def _picks(tokens: list[str] | None) -> dict | None:
 
 def _declared_device(text: str) -> dict | None:
     """`9.0`, `9.0,140` or `9.0,140,8` (capability, GiB per GPU, GPUs), or `none`."""
-    from runner.settings import DECLARED_DEVICE
+    from driftmatrix.runner.settings import DECLARED_DEVICE
 
     if text.strip().lower() in ("none", "off", "no"):
         return None
@@ -116,8 +116,8 @@ def _from_plan(args: argparse.Namespace, parser: argparse.ArgumentParser) -> arg
 def cmd_run(args: argparse.Namespace) -> int:
     import signal
 
-    from runner.run.loop import listing, run
-    from runner.run.selection import RunOptions
+    from driftmatrix.runner.run.loop import listing, run
+    from driftmatrix.runner.run.selection import RunOptions
 
     if args.plan:
         args = _from_plan(args, args.root_parser)
@@ -139,7 +139,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         jobs=args.jobs, summary=args.summary, share_gpu=args.share_gpu, pick=_picks(args.pick),
         stop_after=args.stop_after, started_at=args.started_at, declared_device=args.declared_device)
     if args.fetch_only:
-        from runner.run.prefetch import prefetch
+        from driftmatrix.runner.run.prefetch import prefetch
         return prefetch(opts)
     if args.list:
         for key in listing(opts):
@@ -153,10 +153,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_plan(args: argparse.Namespace) -> int:
     from dataclasses import asdict
 
-    from runner.outcomes import store
-    from runner.builds.resolve import check_exact
-    from runner.builds.targets import TargetConfigError, default_path, load
-    from runner.run.planning import LegBudget, todo
+    from driftmatrix.runner.outcomes import store
+    from driftmatrix.runner.builds.resolve import check_exact
+    from driftmatrix.runner.builds.targets import TargetConfigError, default_path, load
+    from driftmatrix.runner.run.planning import LegBudget, todo
 
     path = Path(args.targets) if args.targets else default_path()
     try:
@@ -183,8 +183,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
                          previous, args.shards, args.variants, args.stand_ins, detail=args.detail, leg=leg))
     result["entries"] = [r["id"] for r in result["runs"]]
     text = json.dumps(result)
-    from common.step_summary import write
-    from runner.run.run_summary import plan_markdown
+    from driftmatrix.common.step_summary import write
+    from driftmatrix.runner.run.run_summary import plan_markdown
     write(plan_markdown(result, args.tier, args.daily_tier), full="`plan.json` (in the run's `inputs` artifact)")
     if args.output:
         Path(args.output).write_text(text + "\n", encoding="utf-8")
@@ -193,8 +193,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def cmd_resolve(args: argparse.Namespace) -> int:
-    from runner.builds.resolve import ResolveError, dump, resolve
-    from runner.builds.targets import TargetConfigError, default_path, load
+    from driftmatrix.runner.builds.resolve import ResolveError, dump, resolve
+    from driftmatrix.runner.builds.targets import TargetConfigError, default_path, load
 
     source = Path(args.targets) if args.targets else default_path()
     try:
@@ -203,8 +203,8 @@ def cmd_resolve(args: argparse.Namespace) -> int:
         print(f"driftmatrix resolve: {err}", file=sys.stderr)
         return 2
     dump(resolved, Path(args.output), source)
-    from common.inert import table_cell
-    from common.step_summary import escape, write
+    from driftmatrix.common.inert import table_cell
+    from driftmatrix.common.step_summary import escape, write
     write("### Builds of this run\n\n| target | installs | how it was chosen |\n|---|---|---|\n" + "\n".join(
         f"| {escape(t.name)} | {table_cell(t.pip or t.docker or t.python)}"  # as code: no backslash shown
         f"{' from ' + table_cell(', '.join(t.index_urls)) if t.index_urls else ''} | {escape(t.resolved or '')} |"

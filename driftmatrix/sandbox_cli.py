@@ -15,13 +15,13 @@ def add_unsandboxed(parser: argparse.ArgumentParser) -> None:
 
 def apply_unsandboxed(args: argparse.Namespace) -> None:
     if getattr(args, "unsandboxed", False):
-        from runner.isolation import sandbox
+        from driftmatrix.runner.isolation import sandbox
         sandbox.set_mode("off", "--unsandboxed")
 
 
 def banner() -> str:
     """One line for the start and end of a run: contained or not, and how to get it."""
-    from runner.isolation import sandbox
+    from driftmatrix.runner.isolation import sandbox
     if sandbox.active():
         return f"contained: code from the docs runs in a sandbox ({sandbox.describe()})"
     chosen, why = sandbox.mode()
@@ -36,8 +36,8 @@ def banner() -> str:
 
 
 def cmd_sandbox(args: argparse.Namespace) -> int:
-    from runner.isolation import sandbox
-    from runner.isolation.sandbox.limits import for_kind
+    from driftmatrix.runner.isolation import sandbox
+    from driftmatrix.runner.isolation.sandbox.limits import for_kind
     print(banner())
     if sandbox.active():
         print(f"limits per server: {for_kind('server').describe()}")

@@ -22,8 +22,8 @@ import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 
-from publisher.git_push import Git, PrError
-from common.redact import Redactor
+from driftmatrix.publisher.git_push import Git, PrError
+from driftmatrix.common.redact import Redactor
 
 BRANCH = "driftmatrix-state"
 FILES = ("outcomes.jsonl", "history")
@@ -130,7 +130,7 @@ def cmd_state(args: argparse.Namespace) -> int:
             print(save(args.remote, args.branch, Path(args.dir),
                        f"driftmatrix state {when}" + (f" (run {run})" if run else "")))
     except (StateError, PrError) as err:
-        from common.inert import terminal
+        from driftmatrix.common.inert import terminal
         print(f"driftmatrix state {args.action}: {terminal(err)}", file=sys.stderr)  # git's words
         return 1
     return 0

@@ -1,7 +1,7 @@
 """Stage 1 (docs/guide/extraction.md): docs trees, recipes and saved pages -> `snippets.json`.
 
-Entry point: `extractor.catalog.extract(paths) -> (Catalog, unusable)`; records in
-`extractor.snippet_record`; one reader module per source kind.
+Entry point: `driftmatrix.extractor.catalog.extract(paths) -> (Catalog, unusable)`; records in
+`driftmatrix.extractor.snippet_record`; one reader module per source kind.
 """
 
 from pathlib import Path

@@ -13,14 +13,14 @@ from datetime import datetime, timezone
 from operator import attrgetter
 from pathlib import Path
 
-from extractor.bounds import read_head
-from extractor import release_files, sites
-from extractor.corpus import Result, SourceError, Tree, detect, extract_file, files_of, is_page, read_text
-from extractor.html_source import extract_html
-from extractor.markdown_sources import card_metadata, card_model_id
-from extractor.snippet_record import Catalog, CorpusInfo, Diagnostic, Lint, Snippet, Source, WrittenFor
-from extractor.release_files import ReleaseTrees
-from extractor.serve_args import placeholder_model_words
+from driftmatrix.extractor.bounds import read_head
+from driftmatrix.extractor import release_files, sites
+from driftmatrix.extractor.corpus import Result, SourceError, Tree, detect, extract_file, files_of, is_page, read_text
+from driftmatrix.extractor.html_source import extract_html
+from driftmatrix.extractor.markdown_sources import card_metadata, card_model_id
+from driftmatrix.extractor.snippet_record import Catalog, CorpusInfo, Diagnostic, Lint, Snippet, Source, WrittenFor
+from driftmatrix.extractor.release_files import ReleaseTrees
+from driftmatrix.extractor.serve_args import placeholder_model_words
 
 
 def merge(snippets: list[Snippet]) -> list[Snippet]:

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from extractor.commented import commented_commands
-from extractor.helm_values import from_yaml_fence
-from extractor.python_calls import from_python
-from extractor.snippet_record import Diagnostic, Snippet
-from extractor.shell_commands import scan
-from extractor.snippet_builder import Place, from_shell_text
-from extractor.yaml_commands import from_yaml_block
+from driftmatrix.extractor.commented import commented_commands
+from driftmatrix.extractor.helm_values import from_yaml_fence
+from driftmatrix.extractor.python_calls import from_python
+from driftmatrix.extractor.snippet_record import Diagnostic, Snippet
+from driftmatrix.extractor.shell_commands import scan
+from driftmatrix.extractor.snippet_builder import Place, from_shell_text
+from driftmatrix.extractor.yaml_commands import from_yaml_block
 
 SHELL_LANGS = {
     "", "bash", "sh", "shell", "console", "zsh", "ksh", "shell-session", "shellsession",

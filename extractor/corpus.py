@@ -18,15 +18,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from extractor import bounds
-from extractor.code_blocks import snippets_from_block
-from extractor.markdown_blocks import Headings, code_blocks, title_from_file
-from extractor.python_calls import from_python
-from extractor.recipes_yaml import Guide, from_recipe
-from extractor import markdown_sources, sites, written_for
-from extractor.snippet_record import CorpusInfo, Diagnostic, Lint, Snippet, WrittenFor
-from extractor.snippet_builder import Place
-from common.git import run_git
+from driftmatrix.extractor import bounds
+from driftmatrix.extractor.code_blocks import snippets_from_block
+from driftmatrix.extractor.markdown_blocks import Headings, code_blocks, title_from_file
+from driftmatrix.extractor.python_calls import from_python
+from driftmatrix.extractor.recipes_yaml import Guide, from_recipe
+from driftmatrix.extractor import markdown_sources, sites, written_for
+from driftmatrix.extractor.snippet_record import CorpusInfo, Diagnostic, Lint, Snippet, WrittenFor
+from driftmatrix.extractor.snippet_builder import Place
+from driftmatrix.common.git import run_git
 
 DOCS_SITE = "https://docs.vllm.ai/en"
 RECIPES_REPO = "https://github.com/vllm-project/recipes"

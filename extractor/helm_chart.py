@@ -15,7 +15,7 @@ from decimal import Decimal
 
 import yaml
 
-from extractor import yaml_nodes
+from driftmatrix.extractor import yaml_nodes
 
 _INT = "tag:yaml.org,2002:int"
 _FLOAT = "tag:yaml.org,2002:float"

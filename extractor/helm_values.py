@@ -18,12 +18,12 @@ from pathlib import PurePosixPath
 
 import yaml
 
-from extractor import yaml_nodes
-from extractor.helm_chart import (BOOL_TAG, MODEL_SPEC_NOT_FLAGS, VLLM_CONFIG_NOT_FLAGS, Rule, Template, go_string,
+from driftmatrix.extractor import yaml_nodes
+from driftmatrix.extractor.helm_chart import (BOOL_TAG, MODEL_SPEC_NOT_FLAGS, VLLM_CONFIG_NOT_FLAGS, Rule, Template, go_string,
                                   kv_transfer_config, template_for, truthy)
-from extractor.snippet_record import Diagnostic, Snippet
-from extractor.snippet_builder import Place, build
-from extractor.yaml_commands import from_yaml_block
+from driftmatrix.extractor.snippet_record import Diagnostic, Snippet
+from driftmatrix.extractor.snippet_builder import Place, build
+from driftmatrix.extractor.yaml_commands import from_yaml_block
 
 _K8S_NAME_VALUE = ("name", "value")
 

@@ -12,10 +12,10 @@ from pathlib import Path
 
 from bs4 import BeautifulSoup, Tag
 
-from extractor.code_blocks import snippets_from_block
-from extractor.markdown_blocks import title_from_file
-from extractor.snippet_record import Diagnostic, Snippet
-from extractor.snippet_builder import Place
+from driftmatrix.extractor.code_blocks import snippets_from_block
+from driftmatrix.extractor.markdown_blocks import title_from_file
+from driftmatrix.extractor.snippet_record import Diagnostic, Snippet
+from driftmatrix.extractor.snippet_builder import Place
 
 _VERSION_IN_URL = re.compile(r"/en/(v?\d+\.\d+(?:\.\d+)?[^/]*|latest|stable)/")
 _VLLM_DOCS = re.compile(r"^https?://(docs\.vllm\.ai|vllm\.readthedocs\.io)/")

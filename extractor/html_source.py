@@ -7,9 +7,9 @@ import html
 import re
 from pathlib import Path
 
-from extractor import markdown_sources, written_for
-from extractor.corpus import Result, snippet_problems, read_text
-from extractor.snippet_record import CorpusInfo, Diagnostic, WrittenFor
+from driftmatrix.extractor import markdown_sources, written_for
+from driftmatrix.extractor.corpus import Result, snippet_problems, read_text
+from driftmatrix.extractor.snippet_record import CorpusInfo, Diagnostic, WrittenFor
 
 
 def html_versions(version: str, override: WrittenFor | None, stable: str) -> WrittenFor | None:
@@ -29,7 +29,7 @@ def extract_html(path: Path, stable: str = "", override: WrittenFor | None = Non
     result = Result(info, diagnostics=diags)
     if text is None:
         return result
-    from extractor.html_pages import from_html  # bs4 is only needed for saved pages
+    from driftmatrix.extractor.html_pages import from_html  # bs4 is only needed for saved pages
 
     try:
         found, diags, version, _url = from_html(path, text, markdown_sources.page_link(url_base, path.name),

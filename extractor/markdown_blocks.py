@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from markdown_it import MarkdownIt
 from markdown_it.rules_block import StateBlock
 
-from extractor.bounds import MAX_HEADING_CHARS
+from driftmatrix.extractor.bounds import MAX_HEADING_CHARS
 
 _CONTAINER = re.compile(r"^(===[+!]*|!!!|\?\?\?\+?)[ \t]+\S")
 _QUOTE_MARKERS = re.compile(r"^[ \t]*(>[ \t]?)*")
@@ -198,7 +198,7 @@ def front_matter(text: str) -> tuple[str | None, str]:
         return None, text
     import yaml  # only for the few pages with front matter
 
-    from extractor.yaml_nodes import load  # noqa: PLC0415
+    from driftmatrix.extractor.yaml_nodes import load  # noqa: PLC0415
 
     try:
         meta = load(m.group(1))

@@ -14,8 +14,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from extractor import bounds
-from extractor.markdown_blocks import _FRONT_MATTER
+from driftmatrix.extractor import bounds
+from driftmatrix.extractor.markdown_blocks import _FRONT_MATTER
 
 MARKDOWN_SUFFIXES = (".md", ".markdown")
 # Front-matter keys the Hugging Face hub reads from a model card (its "model card metadata").
@@ -31,7 +31,7 @@ def card_metadata(text: str) -> dict | None:
         return None
     import yaml  # noqa: PLC0415 — only for pages with front matter
 
-    from extractor.yaml_nodes import load  # noqa: PLC0415
+    from driftmatrix.extractor.yaml_nodes import load  # noqa: PLC0415
 
     try:
         meta = load(m.group(1))

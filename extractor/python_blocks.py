@@ -22,9 +22,9 @@ import sys
 import textwrap
 from dataclasses import dataclass
 
-from extractor.snippet_record import Lint, Snippet
-from extractor.shell_commands import ShellScan, scan
-from extractor.snippet_builder import Place, build, from_shell_text, snippet_id
+from driftmatrix.extractor.snippet_record import Lint, Snippet
+from driftmatrix.extractor.shell_commands import ShellScan, scan
+from driftmatrix.extractor.snippet_builder import Place, build, from_shell_text, snippet_id
 
 PARSER = f"Python {sys.version_info.major}.{sys.version_info.minor}"
 """Whose parser judged: a syntax newer than it (a later Python's) would read as an error."""

@@ -12,11 +12,11 @@ import re
 import json
 from typing import Any
 
-from extractor.python_blocks import Rejection, as_pasted, rejected
-from extractor.python_strings import command_strings
-from extractor.python_values import UNRESOLVED, Code, evaluate
-from extractor.snippet_record import Diagnostic, Snippet
-from extractor.snippet_builder import Place, build
+from driftmatrix.extractor.python_blocks import Rejection, as_pasted, rejected
+from driftmatrix.extractor.python_strings import command_strings
+from driftmatrix.extractor.python_values import UNRESOLVED, Code, evaluate
+from driftmatrix.extractor.snippet_record import Diagnostic, Snippet
+from driftmatrix.extractor.snippet_builder import Place, build
 
 CALLS = {"LLM", "AsyncEngineArgs", "EngineArgs", "AsyncLLMEngine", "LLMEngine"}
 

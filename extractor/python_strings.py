@@ -13,10 +13,10 @@ import ast
 import re
 import shlex
 
-from extractor.snippet_record import Snippet
-from extractor.shell_commands import scan
-from extractor.python_values import UNRESOLVED, Code, evaluate
-from extractor.snippet_builder import Place, from_shell_text
+from driftmatrix.extractor.snippet_record import Snippet
+from driftmatrix.extractor.shell_commands import scan
+from driftmatrix.extractor.python_values import UNRESOLVED, Code, evaluate
+from driftmatrix.extractor.snippet_builder import Place, from_shell_text
 
 _UNQUOTED_PLACEHOLDER = re.compile(r"'(<[^'<>]*>)'")
 _LITERAL = re.compile(r"([rRuU]?)(\"\"\"|'''|\"|')(.*)\2", re.S)

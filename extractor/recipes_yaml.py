@@ -21,10 +21,10 @@ from typing import Any, NamedTuple
 
 import yaml
 
-from extractor import yaml_nodes
-from extractor.bounds import MAX_RECIPE_WORDS
-from extractor.snippet_record import Diagnostic, Snippet
-from extractor.snippet_builder import Place, build, shell_text
+from driftmatrix.extractor import yaml_nodes
+from driftmatrix.extractor.bounds import MAX_RECIPE_WORDS
+from driftmatrix.extractor.snippet_record import Diagnostic, Snippet
+from driftmatrix.extractor.snippet_builder import Place, build, shell_text
 
 RECIPES_SITE = "https://recipes.vllm.ai"
 

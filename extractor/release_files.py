@@ -19,7 +19,7 @@ What is checked, narrowly (a false alarm is worse than none):
   stable release, the targets' pins, a release's docs being extracted); the lint only when none
   of them has the file. The nightly builds (docs of main): not checked (no release tree).
 - a release tree is the docs tree being extracted when it is one (an sdist or a checkout, with its
-  own examples/), else the release's sdist (extractor.sdist.fetch_docs, cached). Where it cannot be
+  own examples/), else the release's sdist (driftmatrix.extractor.sdist.fetch_docs, cached). Where it cannot be
   had (offline), a `release-tree-unavailable` diagnostic, never a lint.
 """
 
@@ -31,9 +31,9 @@ from pathlib import Path, PurePosixPath
 
 from packaging.version import Version
 
-from extractor.snippet_record import Diagnostic, Lint, Snippet, Source
-from extractor.written_for import specifier
-from common.versions import parse_version
+from driftmatrix.extractor.snippet_record import Diagnostic, Lint, Snippet, Source
+from driftmatrix.extractor.written_for import specifier
+from driftmatrix.common.versions import parse_version
 
 CODE = "file-not-in-release"
 _KINDS = ("serve", "recipe", "subcommand", "python")
@@ -43,7 +43,7 @@ def named_paths(snippet: Snippet) -> list[str]:
     """The relative paths into vLLM's tree the command names (in argv order, each once)."""
     if snippet.kind not in _KINDS or snippet.fix is not None:
         return []
-    from extractor.sdist import KEEP_DIRS  # the top-level folders a release tree here holds (httpx: lazily)
+    from driftmatrix.extractor.sdist import KEEP_DIRS  # the top-level folders a release tree here holds (httpx: lazily)
     found = []
     for value in option_values(snippet.argv):
         path = value.removeprefix("./")
@@ -87,7 +87,7 @@ class ReleaseTrees:
         return self._found[version]
 
     def _fetch(self, version: str) -> Path | None:
-        from extractor.sdist import release_tree  # httpx: lazily
+        from driftmatrix.extractor.sdist import release_tree  # httpx: lazily
 
         tree, why = release_tree(version, self.cache_dir)
         if why:

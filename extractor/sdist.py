@@ -14,8 +14,8 @@ from pathlib import Path, PurePosixPath
 
 import httpx
 
-from common.filelock import exclusive
-from common.package_index import PackageIndexError, download, index_json, index_url
+from driftmatrix.common.filelock import exclusive
+from driftmatrix.common.package_index import PackageIndexError, download, index_json, index_url
 
 KEEP_DIRS = ("docs", "recipes", "examples")
 """The folders unpacked (the sdist's others are not: extractor/release_files.py checks paths into these only)."""

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from extractor.snippet_record import Lint
+from driftmatrix.extractor.snippet_record import Lint
 
 # Short aliases vLLM registers, expanded so `-tp 2` and `--tensor-parallel-size 2` share an id.
 ALIASES = {

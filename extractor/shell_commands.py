@@ -12,9 +12,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from extractor.snippet_record import Lint
-from extractor.shell_lexer import Operator, Word, lex
-from extractor.wrappers import peel, searches_text, split_at_vllm, texts, vllm_entry
+from driftmatrix.extractor.snippet_record import Lint
+from driftmatrix.extractor.shell_lexer import Operator, Word, lex
+from driftmatrix.extractor.wrappers import peel, searches_text, split_at_vllm, texts, vllm_entry
 
 _VLLM_SERVER_IMAGE = re.compile(r"^(docker\.io/)?vllm/vllm-(openai|tpu|omni)")
 _ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from extractor.snippet_record import Lint
+from driftmatrix.extractor.snippet_record import Lint
 
 # Operators that end a simple command.
 CONTROL_OPERATORS = ("&&", "||", ";;", "|&", ";", "&", "|", "(", ")", "\n")

@@ -17,11 +17,11 @@ from pathlib import Path
 
 import yaml
 
-from common import vllm_plugins
-from common.vllm_plugins import Plugin
-from extractor import bounds, yaml_nodes
-from extractor.snippet_record import WrittenFor
-from extractor.written_for import release
+from driftmatrix.common import vllm_plugins
+from driftmatrix.common.vllm_plugins import Plugin
+from driftmatrix.extractor import bounds, yaml_nodes
+from driftmatrix.extractor.snippet_record import WrittenFor
+from driftmatrix.extractor.written_for import release
 
 MKDOCS_CONFIGS = ("mkdocs.yaml", "mkdocs.yml")
 TOOL_DIRS = frozenset({".github", ".buildkite", ".jenkins", ".circleci", ".gitlab", ".devcontainer", ".vscode",
@@ -174,7 +174,7 @@ def yaml_file(text: str, place) -> tuple[list, list]:
     """A YAML file of another project's repository: a chart's values, a Kubernetes manifest."""
     if "vllm" not in text:
         return [], []
-    from extractor.helm_values import from_yaml_file  # noqa: PLC0415 — YAML files of sites only
+    from driftmatrix.extractor.helm_values import from_yaml_file  # noqa: PLC0415 — YAML files of sites only
 
     return from_yaml_file(text, place)
 

@@ -11,12 +11,12 @@ import textwrap
 from dataclasses import dataclass, replace
 from typing import Any
 
-from extractor.bounds import MAX_COMMANDS_PER_LINE
-from extractor.snippet_record import Lint, Snippet, SnippetKind, Source
-from extractor.serve_args import AMBIENT_VARS, ServeArgs, parse_serve_args, placeholders_in
-from extractor.markdown_sources import is_relative_model
-from extractor.shell_commands import Invocation, ShellScan, assigned_names, scan
-from extractor.shell_lexer import Word
+from driftmatrix.extractor.bounds import MAX_COMMANDS_PER_LINE
+from driftmatrix.extractor.snippet_record import Lint, Snippet, SnippetKind, Source
+from driftmatrix.extractor.serve_args import AMBIENT_VARS, ServeArgs, parse_serve_args, placeholders_in
+from driftmatrix.extractor.markdown_sources import is_relative_model
+from driftmatrix.extractor.shell_commands import Invocation, ShellScan, assigned_names, scan
+from driftmatrix.extractor.shell_lexer import Word
 
 
 @dataclass(frozen=True)

@@ -5,9 +5,9 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from common.inert import console_markup
-from extractor.catalog import Summary
-from extractor.snippet_record import KINDS
+from driftmatrix.common.inert import console_markup
+from driftmatrix.extractor.catalog import Summary
+from driftmatrix.extractor.snippet_record import KINDS
 
 
 def render(summary: Summary, console: Console) -> None:

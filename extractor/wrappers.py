@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from extractor.shell_lexer import Word
+from driftmatrix.extractor.shell_lexer import Word
 
 _ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
 _PYTHON = re.compile(r"^(\S*/)?python[0-9.]*$")

@@ -32,9 +32,9 @@ from dataclasses import dataclass
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 
-from extractor.snippet_record import Snippet, WrittenFor
-from common.versions import parse_version
-from common.vllm_plugins import INSTALL
+from driftmatrix.extractor.snippet_record import Snippet, WrittenFor
+from driftmatrix.common.versions import parse_version
+from driftmatrix.common.vllm_plugins import INSTALL
 
 
 class WrittenForError(ValueError):

@@ -16,13 +16,13 @@ import re
 
 import yaml
 
-from extractor import yaml_nodes
-from extractor.snippet_record import Diagnostic, Lint, Snippet
-from extractor.serve_args import placeholders_in
-from extractor.shell_commands import ShellScan, assigned_names, assigns, scan
-from extractor.shell_lexer import Word
-from extractor.snippet_builder import Place, build, from_shell_text
-from extractor.wrappers import vllm_entry
+from driftmatrix.extractor import yaml_nodes
+from driftmatrix.extractor.snippet_record import Diagnostic, Lint, Snippet
+from driftmatrix.extractor.serve_args import placeholders_in
+from driftmatrix.extractor.shell_commands import ShellScan, assigned_names, assigns, scan
+from driftmatrix.extractor.shell_lexer import Word
+from driftmatrix.extractor.snippet_builder import Place, build, from_shell_text
+from driftmatrix.extractor.wrappers import vllm_entry
 
 _VLLM_IMAGE = re.compile(r"^(docker\.io/)?vllm/vllm-(openai|tpu|omni)")
 _K8S_VAR = re.compile(r"(?<!\$)\$\(([A-Za-z_][A-Za-z0-9_]*)\)")  # k8s substitutes $(VAR) in command/args

@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 import yaml
 
-from extractor.bounds import MAX_YAML_ALIAS_GROWTH
+from driftmatrix.extractor.bounds import MAX_YAML_ALIAS_GROWTH
 
 Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 NULL_TAG = "tag:yaml.org,2002:null"

@@ -22,9 +22,9 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from flaghistory.dataclass_fields import FieldInfo
-from flaghistory.literals import resolve
-from flaghistory.pyindex import BOOLEAN_OPTIONAL, Index
+from driftmatrix.flaghistory.dataclass_fields import FieldInfo
+from driftmatrix.flaghistory.literals import resolve
+from driftmatrix.flaghistory.pyindex import BOOLEAN_OPTIONAL, Index
 
 BUILTIN = {"bool", "str", "int", "float", "None", "dict", "list", "tuple", "set"}
 """The types whose `__module__` is `builtins` (vLLM's `is_not_builtin`); `Literal`, `Any` are typing's."""

@@ -19,13 +19,13 @@ from typing import Callable
 
 import httpx
 
-from common.package_index import PackageIndexError, index_url
-from flaghistory.deprecations import deprecations
-from flaghistory.pyindex import Index
-from flaghistory.reader import Reader
-from flaghistory.sources import Release, fetch_sources, list_releases, read_tree
-from flaghistory.value_history import fold_args, fold_keys, fold_values
-from flaghistory.values import option_keys, option_values
+from driftmatrix.common.package_index import PackageIndexError, index_url
+from driftmatrix.flaghistory.deprecations import deprecations
+from driftmatrix.flaghistory.pyindex import Index
+from driftmatrix.flaghistory.reader import Reader
+from driftmatrix.flaghistory.sources import Release, fetch_sources, list_releases, read_tree
+from driftmatrix.flaghistory.value_history import fold_args, fold_keys, fold_values
+from driftmatrix.flaghistory.values import option_keys, option_values
 
 SCHEMA = 1
 READER_FILES = ("pyindex.py", "reader.py", "arg_types.py", "dataclass_fields.py", "deprecations.py", "wording.py", "build.py",

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from common import vllm_plugins
-from flaghistory.commands import deprecation_of, explain_use
-from flaghistory.history import FlagHistory
-from flaghistory.nearest import nearest
-from flaghistory.uses import Use, uses_of
+from driftmatrix.common import vllm_plugins
+from driftmatrix.flaghistory.commands import deprecation_of, explain_use
+from driftmatrix.flaghistory.history import FlagHistory
+from driftmatrix.flaghistory.nearest import nearest
+from driftmatrix.flaghistory.uses import Use, uses_of
 
 
 def runs_of(releases: list[str], good: list[bool]) -> list[list[str]]:

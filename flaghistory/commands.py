@@ -10,10 +10,10 @@ from functools import lru_cache
 
 from packaging.version import Version
 
-from flaghistory import nearest
-from flaghistory.head import head_words
-from flaghistory.history import FlagHistory, HistoryError, token
-from flaghistory.uses import Use, uses_of
+from driftmatrix.flaghistory import nearest
+from driftmatrix.flaghistory.head import head_words
+from driftmatrix.flaghistory.history import FlagHistory, HistoryError, token
+from driftmatrix.flaghistory.uses import Use, uses_of
 
 UNRECOGNIZED = re.compile(r"unrecognized arguments?: (.+)")
 
@@ -146,7 +146,7 @@ KEY_ERROR = re.compile(r"^(\S+)\n\s+(?:Unexpected keyword argument|Extra inputs 
 
 
 def refused_uses(history: FlagHistory, message: str | None) -> list:
-    """The option values and config keys a build's error names as unknown, as flaghistory.uses.Use."""
+    """The option values and config keys a build's error names as unknown, as driftmatrix.flaghistory.uses.Use."""
     text = message or ""
     found = [Use("value", history.canonical(o), o, value=v) for o, v in INVALID_CHOICE.findall(text)]
     found += [Use("value", NAMED[kind], NAMED[kind], value=v) for kind, v in INVALID_NAME.findall(text)]

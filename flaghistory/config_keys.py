@@ -18,11 +18,11 @@ import ast
 import re
 from dataclasses import dataclass, field
 
-from flaghistory.dataclass_fields import FieldInfo, decorated_dataclass, fields_of
-from flaghistory.literals import memo, nodes, origin, strings
-from flaghistory.pyindex import Index, Module
-from flaghistory.reader import ReleaseOptions
-from flaghistory.wording import REPLACING, help_says_deprecated
+from driftmatrix.flaghistory.dataclass_fields import FieldInfo, decorated_dataclass, fields_of
+from driftmatrix.flaghistory.literals import memo, nodes, origin, strings
+from driftmatrix.flaghistory.pyindex import Index, Module
+from driftmatrix.flaghistory.reader import ReleaseOptions
+from driftmatrix.flaghistory.wording import REPLACING, help_says_deprecated
 
 MAX_NESTING = 3
 SCALARS = {"bool", "str", "int", "float", "None", "dict", "list", "Any"}

@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from flaghistory.pyindex import Index, Module
+from driftmatrix.flaghistory.pyindex import Index, Module
 
 WRAPPERS = ("Annotated", "InitVar", "SkipValidation")
 """Annotations vLLM's get_type_hints unwraps to their first argument (pydantic's SkipValidation[T]

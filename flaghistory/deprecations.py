@@ -12,9 +12,9 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from flaghistory.pyindex import Index
-from flaghistory.reader import ReleaseOptions
-from flaghistory.wording import replacement, subjects
+from driftmatrix.flaghistory.pyindex import Index
+from driftmatrix.flaghistory.reader import ReleaseOptions
+from driftmatrix.flaghistory.wording import replacement, subjects
 
 MAX_TEXT = 400
 

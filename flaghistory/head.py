@@ -3,7 +3,7 @@ request's head, a working tree), read by the same reader as every release.
 
 In vLLM's own repository a docs page on main is written for the code beside it, not for a
 release: a page that documents an option the change adds must pass, and one that keeps an option
-the change removes must fail. So the head's read (a `flaghistory.build.ReleaseRead`) is folded into
+the change removes must fail. So the head's read (a `driftmatrix.flaghistory.build.ReleaseRead`) is folded into
 the spans of the shipped history exactly as `build.assemble` would have folded it as the newest
 release — an option the head lacks gets `removed=<head>`, one only the head has `added=<head>`, one
 the head brings back a gap — and every reader of the history (`check_argv`, `explain_use`) answers
@@ -20,7 +20,7 @@ import copy
 
 from packaging.version import Version
 
-from flaghistory.history import FlagHistory, _indexes
+from driftmatrix.flaghistory.history import FlagHistory, _indexes
 
 HEAD_KINDS = ("head", "worktree")
 """`head`: a commit's sources (the gate); `worktree`: a checkout's files as they are (`check`)."""

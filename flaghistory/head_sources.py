@@ -20,11 +20,11 @@ import os
 from dataclasses import asdict, dataclass
 from pathlib import Path, PurePosixPath
 
-from common.git import prefetch, run_git
-from flaghistory.build import ReleaseRead, read_sources, reader_key
-from flaghistory.head import head_label, with_head
-from flaghistory.history import FlagHistory
-from flaghistory.sources import (
+from driftmatrix.common.git import prefetch, run_git
+from driftmatrix.flaghistory.build import ReleaseRead, read_sources, reader_key
+from driftmatrix.flaghistory.head import head_label, with_head
+from driftmatrix.flaghistory.history import FlagHistory
+from driftmatrix.flaghistory.sources import (
     KEEP_DIRS,
     KEEP_REGISTRY_DIRS,
     KEEP_TOP,

@@ -16,8 +16,8 @@ from functools import cached_property, lru_cache
 from pathlib import Path
 
 from packaging.version import Version
-from common.option_tokens import Token, matches, token  # noqa: F401 (Token, token: this module's readers use them)
-from common.versions import parse_version
+from driftmatrix.common.option_tokens import Token, matches, token  # noqa: F401 (Token, token: this module's readers use them)
+from driftmatrix.common.versions import parse_version
 
 SHIPPED = Path(__file__).resolve().parent / "data" / "flag-history.json"
 READS = (1,)
@@ -124,8 +124,8 @@ class FlagHistory:
         return next((spec for spec, span in self.args.get(option, {}).items() if self.within(span, release)), None)
 
     def argument(self, use, version: str):
-        """flaghistory.arguments.ArgumentAnswer for an `argument` use; None: the history cannot say."""
-        from flaghistory.arguments import judge
+        """driftmatrix.flaghistory.arguments.ArgumentAnswer for an `argument` use; None: the history cannot say."""
+        from driftmatrix.flaghistory.arguments import judge
 
         release = self.release_for(version)
         spec = self.arg_spec(use.option, release) if release else None
@@ -215,7 +215,7 @@ class FlagHistory:
 
     def valid_range(self, options: list, command_options: frozenset[str] = frozenset()) -> tuple[str, str] | None:
         """First and last release of the newest unbroken run of releases accepting every option (an
-        option string, or a flaghistory.uses.Use: then an unanswered value counts as accepted)."""
+        option string, or a driftmatrix.flaghistory.uses.Use: then an unanswered value counts as accepted)."""
         good = [all(self._takes(o, r, command_options) for o in options) for r in self.releases]
         if not any(good):
             return None

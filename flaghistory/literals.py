@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ast
 
-from flaghistory.pyindex import Index, Module, absolute_module, evaluate
+from driftmatrix.flaghistory.pyindex import Index, Module, absolute_module, evaluate
 
 MAX_DEPTH = 8
 WRAPPERS = ("Optional", "Union", "Annotated", "SkipValidation")

@@ -27,8 +27,8 @@ from __future__ import annotations
 from difflib import SequenceMatcher
 from functools import lru_cache
 
-from flaghistory.history import FlagHistory, token
-from flaghistory.uses import Use
+from driftmatrix.flaghistory.history import FlagHistory, token
+from driftmatrix.flaghistory.uses import Use
 
 OFFER = 0.75
 """The least score a name is offered at ("did you mean")."""

@@ -14,10 +14,10 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from flaghistory.arg_types import TypeRule, TypeText, call_spec
-from flaghistory.dataclass_fields import BoolRule, FieldInfo, FieldKw, KwargsOf, bool_rule, fields_of
-from flaghistory.pyindex import BOOLEAN_OPTIONAL, UNKNOWN, Index, Module, evaluate
-from flaghistory.wording import help_says_deprecated
+from driftmatrix.flaghistory.arg_types import TypeRule, TypeText, call_spec
+from driftmatrix.flaghistory.dataclass_fields import BoolRule, FieldInfo, FieldKw, KwargsOf, bool_rule, fields_of
+from driftmatrix.flaghistory.pyindex import BOOLEAN_OPTIONAL, UNKNOWN, Index, Module, evaluate
+from driftmatrix.flaghistory.wording import help_says_deprecated
 
 KWARGS_FACTORIES = ("get_kwargs", "_compute_kwargs")
 PARSER_BUILDERS = ("add_argument_group", "add_mutually_exclusive_group")

@@ -24,8 +24,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from flaghistory.literals import enum_values, is_enum, nodes, strings
-from flaghistory.pyindex import Index, Module, evaluate
+from driftmatrix.flaghistory.literals import enum_values, is_enum, nodes, strings
+from driftmatrix.flaghistory.pyindex import Index, Module, evaluate
 
 TOOL_PACKAGES = ("vllm.tool_parsers", "vllm.entrypoints.openai.tool_parsers")
 REASONING_PACKAGES = ("vllm.reasoning", "vllm.entrypoints.openai.reasoning_parsers")

@@ -19,9 +19,9 @@ from pathlib import Path, PurePosixPath
 import httpx
 from packaging.version import Version
 
-from common.filelock import exclusive
-from common.package_index import MAX_SDIST_BYTES, PackageIndexError, download, index_json, index_url
-from common.versions import parse_version
+from driftmatrix.common.filelock import exclusive
+from driftmatrix.common.package_index import MAX_SDIST_BYTES, PackageIndexError, download, index_json, index_url
+from driftmatrix.common.versions import parse_version
 KEEP_DIRS = ("vllm/config", "vllm/engine", "vllm/entrypoints", "vllm/utils")
 """Where the serve parser, the engine-args dataclasses and FlexibleArgumentParser live (across
 0.6 … 0.34: `vllm/scripts.py`, `vllm/config.py` and `vllm/utils.py` before they became packages)."""

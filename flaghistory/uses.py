@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass
 from typing import Literal
 
-from flaghistory.history import FlagHistory, token
+from driftmatrix.flaghistory.history import FlagHistory, token
 
 UseKind = Literal["option", "value", "key", "argument"]
 """`argument`: what follows the option (its word, or none) against what the release's parser takes there

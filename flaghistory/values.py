@@ -13,13 +13,13 @@ from __future__ import annotations
 import ast
 import re
 
-from flaghistory.config_keys import json_options, no_class, read_keys
-from flaghistory.deprecations import deprecation_texts
-from flaghistory.literals import memo, nodes, origin, strings
-from flaghistory.pyindex import Index, evaluate
-from flaghistory.reader import OptionFound, ReleaseOptions
-from flaghistory.registries import EXTRA_RULES, RULES, Found
-from flaghistory.wording import REPLACING
+from driftmatrix.flaghistory.config_keys import json_options, no_class, read_keys
+from driftmatrix.flaghistory.deprecations import deprecation_texts
+from driftmatrix.flaghistory.literals import memo, nodes, origin, strings
+from driftmatrix.flaghistory.pyindex import Index, evaluate
+from driftmatrix.flaghistory.reader import OptionFound, ReleaseOptions
+from driftmatrix.flaghistory.registries import EXTRA_RULES, RULES, Found
+from driftmatrix.flaghistory.wording import REPLACING
 
 DOMAINS = {
     "--tool-call-parser": "tool-call parsers",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from extractor.snippet_record import Source
+from driftmatrix.extractor.snippet_record import Source
 
 
 def evidence_href(snippet_id: str, column_key: str) -> str:

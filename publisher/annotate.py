@@ -12,7 +12,7 @@ fixed command's warning disappears. Nothing else on the page changes.
 The tree is untrusted input: a page is read only where it lies inside the tree and is no symbolic
 link (nothing is read, nor written, through a link; a link out of the tree is reported among the
 problems, and the page a link inside it points to is annotated under its own path), and only up to
-extractor.bounds.MAX_PAGE_BYTES.
+driftmatrix.extractor.bounds.MAX_PAGE_BYTES.
 """
 
 from __future__ import annotations
@@ -23,15 +23,15 @@ import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from common.inert import code_span, one_line, strip_controls
-from extractor import bounds
-from extractor.corpus import SourceError, detect
-from extractor.markdown_blocks import code_blocks
-from extractor.snippet_record import Source
-from publisher import defects
-from publisher import addresses, causes, escaping, fix_edits, public, verdict_words
-from publisher.command_view import CommandView, CommandViews, views_of
-from publisher.results import Results
+from driftmatrix.common.inert import code_span, one_line, strip_controls
+from driftmatrix.extractor import bounds
+from driftmatrix.extractor.corpus import SourceError, detect
+from driftmatrix.extractor.markdown_blocks import code_blocks
+from driftmatrix.extractor.snippet_record import Source
+from driftmatrix.publisher import defects
+from driftmatrix.publisher import addresses, causes, escaping, fix_edits, public, verdict_words
+from driftmatrix.publisher.command_view import CommandView, CommandViews, views_of
+from driftmatrix.publisher.results import Results
 
 BEGIN = "<!-- driftmatrix:begin {} -->"
 END = "<!-- driftmatrix:end {} -->"

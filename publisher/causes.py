@@ -4,11 +4,11 @@ the docs' models and placeholders. Host paths are taken out here too (publisher/
 
 from __future__ import annotations
 
-from extractor.snippet_record import Snippet
-from flaghistory.commands import explain_failure, shipped
-from publisher.public import public_text
-from runner.outcomes.evidence_record import RaisedException
-from runner.outcomes.outcome_record import Outcome
+from driftmatrix.extractor.snippet_record import Snippet
+from driftmatrix.flaghistory.commands import explain_failure, shipped
+from driftmatrix.publisher.public import public_text
+from driftmatrix.runner.outcomes.evidence_record import RaisedException
+from driftmatrix.runner.outcomes.outcome_record import Outcome
 
 
 def location(exc: RaisedException | None) -> str:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import shlex
 
-from extractor.snippet_record import Snippet
-from runner.outcomes import subcommands
+from driftmatrix.extractor.snippet_record import Snippet
+from driftmatrix.runner.outcomes import subcommands
 
 
 def command(snippet: Snippet) -> str:

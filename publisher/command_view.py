@@ -13,14 +13,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterator
 
-from extractor.snippet_record import Snippet, Source
-from flaghistory.commands import command_options, shipped
-from publisher import causes, command_text, fixes, ranges, titles
-from publisher import run_history
-from publisher.fixes import Verified
-from publisher.judgement import Judge, Judgement
-from publisher.results import Results
-from runner.outcomes.outcome_record import Outcome
+from driftmatrix.extractor.snippet_record import Snippet, Source
+from driftmatrix.flaghistory.commands import command_options, shipped
+from driftmatrix.publisher import causes, command_text, fixes, ranges, titles
+from driftmatrix.publisher import run_history
+from driftmatrix.publisher.fixes import Verified
+from driftmatrix.publisher.judgement import Judge, Judgement
+from driftmatrix.publisher.results import Results
+from driftmatrix.runner.outcomes.outcome_record import Outcome
 
 
 @dataclass

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from extractor.snippet_record import BREAKING_LINTS, Lint, Snippet, Source
+from driftmatrix.extractor.snippet_record import BREAKING_LINTS, Lint, Snippet, Source
 
 Decider = Literal["shell", "python", "tree"]
 """How deep a defect is found: `shell` (bash, or the shell a YAML runs, does not run the command as

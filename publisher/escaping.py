@@ -6,7 +6,7 @@ from __future__ import annotations
 import html
 import re
 
-from common.inert import code_block, strip_controls
+from driftmatrix.common.inert import code_block, strip_controls
 
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]{}<>#!])")
 

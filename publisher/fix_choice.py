@@ -7,7 +7,7 @@ most pages), then the cheapest to verify (the shallowest tier the fix runs to: m
 per hour), then the snippets file's order. They come first in the catalog, in that order, so the
 run reaches the best-ranked before its deadline.
 
-A candidate whose fix already has an outcome on every build it must run on (publisher.fixes
+A candidate whose fix already has an outcome on every build it must run on (driftmatrix.publisher.fixes
 `must_run_on`) costs nothing — `driftmatrix run` reuses those outcomes — and is kept beyond N:
 a verified fix never drops out of the site and the PRs because of the cap, and the candidates
 checked yesterday make room for the ones left out, which the next run ranks again.
@@ -17,12 +17,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from extractor.snippet_record import Snippet
-from publisher.fixes import must_run_on
-from publisher.judgement import Judge
-from publisher.results import Results
-from runner.argv.edit import FIX
-from runner.outcomes.vocabulary import stage_rank
+from driftmatrix.extractor.snippet_record import Snippet
+from driftmatrix.publisher.fixes import must_run_on
+from driftmatrix.publisher.judgement import Judge
+from driftmatrix.publisher.results import Results
+from driftmatrix.runner.argv.edit import FIX
+from driftmatrix.runner.outcomes.vocabulary import stage_rank
 
 
 @dataclass

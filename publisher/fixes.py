@@ -31,16 +31,16 @@ from dataclasses import dataclass, replace
 
 from packaging.version import Version
 
-from extractor.snippet_record import Snippet
-from extractor.snippet_builder import Place, from_shell_text
-from flaghistory.commands import rejected_options, rejected_tokens, refused_uses, shipped
-from flaghistory.history import FlagHistory
-from publisher import defects
-from publisher import fix_edits, nearest_fix, verdict_words
-from publisher.judgement import Judge, Judgement
-from publisher.results import Results
-from runner.argv.edit import FIX
-from runner.outcomes.vocabulary import GOOD, stage_rank
+from driftmatrix.extractor.snippet_record import Snippet
+from driftmatrix.extractor.snippet_builder import Place, from_shell_text
+from driftmatrix.flaghistory.commands import rejected_options, rejected_tokens, refused_uses, shipped
+from driftmatrix.flaghistory.history import FlagHistory
+from driftmatrix.publisher import defects
+from driftmatrix.publisher import fix_edits, nearest_fix, verdict_words
+from driftmatrix.publisher.judgement import Judge, Judgement
+from driftmatrix.publisher.results import Results
+from driftmatrix.runner.argv.edit import FIX
+from driftmatrix.runner.outcomes.vocabulary import GOOD, stage_rank
 
 NO_EFFECT = re.compile(r"\bno (longer has any )?effect\b|\bis ignored\b|\bnow the default\b|\bno longer (needed|used)\b",
                        re.IGNORECASE)

@@ -18,7 +18,7 @@ import os
 import re
 import subprocess
 from pathlib import Path
-from common.git import run_git
+from driftmatrix.common.git import run_git
 
 DEFAULT_IDENTITY = "driftmatrix <driftmatrix@users.noreply.github.com>"
 PROTECTED = ("main", "master", "release/*", "releases/*", "gh-pages")

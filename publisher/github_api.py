@@ -19,7 +19,7 @@ from urllib.parse import quote
 
 import httpx
 
-from common.redact import Redactor
+from driftmatrix.common.redact import Redactor
 
 API = "https://api.github.com"
 MAX_RETRIES = 3

@@ -32,18 +32,18 @@ from typing import Literal
 
 from packaging.specifiers import SpecifierSet
 
-from extractor.snippet_record import Lint, Snippet, Source, WrittenFor
-from extractor.written_for import WrittenForError, of_docs, specifier
-from flaghistory.commands import explain_use, record_of, shipped
-from flaghistory.uses import uses_of
-from publisher import defects
-from publisher import causes, option_verdict, verdict_words
-from publisher.results import Column, Results
-from runner.diagnosis import classify
-from common.versions import version_order
-from runner.outcomes.vocabulary import GOOD, JUDGEMENTS, REAL, JudgementKind, stage_rank
-from runner.outcomes.outcome_record import Outcome
-from common.versions import parse_version
+from driftmatrix.extractor.snippet_record import Lint, Snippet, Source, WrittenFor
+from driftmatrix.extractor.written_for import WrittenForError, of_docs, specifier
+from driftmatrix.flaghistory.commands import explain_use, record_of, shipped
+from driftmatrix.flaghistory.uses import uses_of
+from driftmatrix.publisher import defects
+from driftmatrix.publisher import causes, option_verdict, verdict_words
+from driftmatrix.publisher.results import Column, Results
+from driftmatrix.runner.diagnosis import classify
+from driftmatrix.common.versions import version_order
+from driftmatrix.runner.outcomes.vocabulary import GOOD, JUDGEMENTS, REAL, JudgementKind, stage_rank
+from driftmatrix.runner.outcomes.outcome_record import Outcome
+from driftmatrix.common.versions import parse_version
 
 REMOVED = ("unrecognized-arguments", "unknown-config-key", "invalid-choice")
 """Failure signatures (runner/data/signatures.yaml) that mean the build does not have the option

@@ -20,16 +20,16 @@ from __future__ import annotations
 import json
 import re
 
-from flaghistory.commands import shipped
-from flaghistory.uses import uses_of
-from flaghistory.history import FlagHistory
-from publisher import addresses, causes, ranges, titles
-from runner.outcomes import vocabulary
-from publisher.command_view import CommandView, CommandViews
-from publisher.results import BUILD_KINDS, Results, build_kind
-from common.versions import version_order
-from common.inert import strip_controls_in
-from runner.outcomes.vocabulary import REAL, TIERS
+from driftmatrix.flaghistory.commands import shipped
+from driftmatrix.flaghistory.uses import uses_of
+from driftmatrix.flaghistory.history import FlagHistory
+from driftmatrix.publisher import addresses, causes, ranges, titles
+from driftmatrix.runner.outcomes import vocabulary
+from driftmatrix.publisher.command_view import CommandView, CommandViews
+from driftmatrix.publisher.results import BUILD_KINDS, Results, build_kind
+from driftmatrix.common.versions import version_order
+from driftmatrix.common.inert import strip_controls_in
+from driftmatrix.runner.outcomes.vocabulary import REAL, TIERS
 
 SCOPES = {"in": 0, "unknown": 0, "older": 1, "newer": 2}
 

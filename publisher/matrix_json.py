@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from publisher import verdict_words
-from publisher.command_view import CommandView, CommandViews
-from publisher.judgement import UNRECORDED, Judgement
-from publisher.results import Results
-from publisher.addresses import evidence_href
-from publisher.public import http_url
-from runner.outcomes import subcommands
+from driftmatrix.publisher import verdict_words
+from driftmatrix.publisher.command_view import CommandView, CommandViews
+from driftmatrix.publisher.judgement import UNRECORDED, Judgement
+from driftmatrix.publisher.results import Results
+from driftmatrix.publisher.addresses import evidence_href
+from driftmatrix.publisher.public import http_url
+from driftmatrix.runner.outcomes import subcommands
 
 SCHEMA = 1
 

@@ -23,12 +23,12 @@ from urllib.parse import quote
 from mkdocs.config import config_options
 from mkdocs.plugins import BasePlugin
 
-from extractor.markdown_blocks import code_blocks
-from publisher.escaping import md_escape
-from runner.outcomes.vocabulary import GOOD, STATUS_LINE_DEPTH, STATUS_LINE_ICONS
+from driftmatrix.extractor.markdown_blocks import code_blocks
+from driftmatrix.publisher.escaping import md_escape
+from driftmatrix.runner.outcomes.vocabulary import GOOD, STATUS_LINE_DEPTH, STATUS_LINE_ICONS
 # matrix.json text on one line (a newline would end the paragraph or the admonition), and inert in
 # the docs build's log, which is a CI log
-from common.inert import one_line, terminal
+from driftmatrix.common.inert import one_line, terminal
 
 log = logging.getLogger("mkdocs.plugins.driftmatrix")
 FETCH_TIMEOUT_S = 15.0

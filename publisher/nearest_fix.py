@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import re
 
-from flaghistory import nearest
-from flaghistory.commands import KEY_ERROR
-from flaghistory.history import FlagHistory, token
-from flaghistory.uses import Use
+from driftmatrix.flaghistory import nearest
+from driftmatrix.flaghistory.commands import KEY_ERROR
+from driftmatrix.flaghistory.history import FlagHistory, token
+from driftmatrix.flaghistory.uses import Use
 
 Edit = tuple[list[str], str]
 """([old, new] as publisher/fix_edits.py applies it, why in words)."""
@@ -75,7 +75,7 @@ config class, not the option (vLLM 0.20.1's `SpeculativeConfig` at the config ti
 
 def config_keys(history: FlagHistory, message: str | None, argv: list[str]) -> list[Use]:
     """The keys no release read has that such a message names, as Uses of the command's option whose
-    config class it names. Keys some release has are left to flaghistory.commands.refused_uses: only
+    config class it names. Keys some release has are left to driftmatrix.flaghistory.commands.refused_uses: only
     a nearest name is read here."""
     given = {history.canonical(t.name): a.split("=", 1)[0] for a in argv if (t := token(a)) and not t.syntax}
     found = []

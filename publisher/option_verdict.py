@@ -20,14 +20,14 @@ from dataclasses import dataclass, field
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from extractor.snippet_record import Snippet
-from extractor.written_for import specifier
-from flaghistory.commands import explain_use, record_of
-from flaghistory.uses import uses_of
-from flaghistory.history import FlagHistory
-from runner.outcomes.vocabulary import GOOD, REAL, JudgementKind, stage_rank
-from common.versions import parse_version
-from common import vllm_plugins
+from driftmatrix.extractor.snippet_record import Snippet
+from driftmatrix.extractor.written_for import specifier
+from driftmatrix.flaghistory.commands import explain_use, record_of
+from driftmatrix.flaghistory.uses import uses_of
+from driftmatrix.flaghistory.history import FlagHistory
+from driftmatrix.runner.outcomes.vocabulary import GOOD, REAL, JudgementKind, stage_rank
+from driftmatrix.common.versions import parse_version
+from driftmatrix.common import vllm_plugins
 
 JUDGED_KINDS = ("serve", "docker", "recipe")
 """Commands whose options are `vllm serve`'s (not a subcommand's, not LLM()'s keyword arguments)."""

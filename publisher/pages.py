@@ -16,15 +16,15 @@ import json
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 
-from extractor.snippet_record import Snippet
-from publisher import (addresses, causes, command_text, escaping, judgement, matrix_data, public, snippet_page, titles,
+from driftmatrix.extractor.snippet_record import Snippet
+from driftmatrix.publisher import (addresses, causes, command_text, escaping, judgement, matrix_data, public, snippet_page, titles,
                        verdict_words)
-from runner.outcomes import vocabulary
-from publisher.command_view import CommandView, CommandViews
-from publisher.judgement import Judgement
-from publisher.run_history import CHANGE_KINDS, Change
-from publisher.addresses import evidence_href
-from runner.outcomes.vocabulary import GOOD
+from driftmatrix.runner.outcomes import vocabulary
+from driftmatrix.publisher.command_view import CommandView, CommandViews
+from driftmatrix.publisher.judgement import Judgement
+from driftmatrix.publisher.run_history import CHANGE_KINDS, Change
+from driftmatrix.publisher.addresses import evidence_href
+from driftmatrix.runner.outcomes.vocabulary import GOOD
 
 
 def _short(value, limit: int = 160) -> str:

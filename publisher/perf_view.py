@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from publisher.results import Column, Results
-from runner.outcomes.outcome_record import Outcome
+from driftmatrix.publisher.results import Column, Results
+from driftmatrix.runner.outcomes.outcome_record import Outcome
 
 VARIANTS = {
     None: "as documented",

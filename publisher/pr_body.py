@@ -11,14 +11,14 @@ from __future__ import annotations
 from pathlib import Path
 from urllib.parse import quote
 
-from common.inert import code_block, code_span, plain, table_cell, unclosed
-from publisher import annotate as ann
-from publisher import defects
-from publisher import causes, verdict_words
-from publisher.command_view import CommandViews
-from publisher.results import Results
-from publisher.causes import cause
-from runner.outcomes import subcommands
+from driftmatrix.common.inert import code_block, code_span, plain, table_cell, unclosed
+from driftmatrix.publisher import annotate as ann
+from driftmatrix.publisher import defects
+from driftmatrix.publisher import causes, verdict_words
+from driftmatrix.publisher.command_view import CommandViews
+from driftmatrix.publisher.results import Results
+from driftmatrix.publisher.causes import cause
+from driftmatrix.runner.outcomes import subcommands
 
 BODY_LIMIT = 65_536
 """GitHub refuses a longer PR body (422 "body is too long (maximum is 65536 characters)")."""

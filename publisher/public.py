@@ -13,11 +13,11 @@ import re
 import tempfile
 from pathlib import Path
 
-from common.stable_text import stable_value
-from publisher.results import Results
-from runner.intarget.vllm_paths import relative
-from runner.outcomes.evidence_record import JsonRecord
-from runner.outcomes.outcome_record import Outcome
+from driftmatrix.common.stable_text import stable_value
+from driftmatrix.publisher.results import Results
+from driftmatrix.runner.intarget.vllm_paths import relative
+from driftmatrix.runner.outcomes.evidence_record import JsonRecord
+from driftmatrix.runner.outcomes.outcome_record import Outcome
 
 _CHECKOUT = Path(__file__).resolve().parents[1]
 _ABS_PATH = re.compile(r"(?:\bfile://|(?<![\w.~/…-]))(?P<path>/[\w.@+-][^\s'\"<>|;:,()\[\]{}`\\]*)")

@@ -22,16 +22,16 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from publisher import annotate as ann
-from publisher import public
-from publisher.command_view import CommandViews, views_of
-from publisher.git_push import (DEFAULT_IDENTITY, Git, LeaseRefused, PrError, fetch, local_default, push,
+from driftmatrix.publisher import annotate as ann
+from driftmatrix.publisher import public
+from driftmatrix.publisher.command_view import CommandViews, views_of
+from driftmatrix.publisher.git_push import (DEFAULT_IDENTITY, Git, LeaseRefused, PrError, fetch, local_default, push,
                                 refusal, same_tree)
-from publisher.github_api import API, GitHub, GitHubError, check_fork
-from publisher.pr_body import body, fit
-from publisher.results import load
-from common.redact import Redactor
-from common.inert import terminal
+from driftmatrix.publisher.github_api import API, GitHub, GitHubError, check_fork
+from driftmatrix.publisher.pr_body import body, fit
+from driftmatrix.publisher.results import load
+from driftmatrix.common.redact import Redactor
+from driftmatrix.common.inert import terminal
 
 __all__ = ["Git", "PrError", "PrOptions", "body", "run_pr"]  # state.py and the tests import from here
 

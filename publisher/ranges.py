@@ -12,10 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from publisher.results import Results, build_kind
-from common.versions import version_order
-from runner.outcomes.vocabulary import GOOD, REAL
-from runner.outcomes.outcome_record import Outcome
+from driftmatrix.publisher.results import Results, build_kind
+from driftmatrix.common.versions import version_order
+from driftmatrix.runner.outcomes.vocabulary import GOOD, REAL
+from driftmatrix.runner.outcomes.outcome_record import Outcome
 
 
 @dataclass(frozen=True)

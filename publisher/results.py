@@ -16,9 +16,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from extractor.snippet_record import Catalog, Snippet
-from runner.outcomes import counts, store
-from runner.outcomes.outcome_record import Outcome, TargetRef
+from driftmatrix.extractor.snippet_record import Catalog, Snippet
+from driftmatrix.runner.outcomes import counts, store
+from driftmatrix.runner.outcomes.outcome_record import Outcome, TargetRef
 
 
 BUILD_KINDS = ("CPU build", "CUDA build", "container image", "build")
@@ -139,7 +139,7 @@ def load(snippets: Path, outcome_files: list[Path], fixes: Path | None = None) -
         catalog = Catalog.read(snippets)
     except (OSError, ValueError, KeyError, TypeError) as err:
         raise ValueError(f"{snippets}: not a readable snippets.json ({type(err).__name__}: {err})") from err
-    from runner.outcomes.target_diagnostic import RECORD
+    from driftmatrix.runner.outcomes.target_diagnostic import RECORD
 
     outcomes: list[Outcome] = []
     problems: list[str] = []

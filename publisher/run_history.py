@@ -10,8 +10,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from runner.outcomes.vocabulary import GOOD, REAL, stage_rank
-from common.versions import version_order
+from driftmatrix.runner.outcomes.vocabulary import GOOD, REAL, stage_rank
+from driftmatrix.common.versions import version_order
 
 CHANGE_KINDS = {
     "regressed": "ran on the previous build of this target, fails on its newer build as deep as it ran before",

@@ -15,13 +15,13 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from common.inert import strip_controls
-from publisher import annotate as ann
-from publisher import run_history
-from publisher import matrix_json, pages, public, search_index
-from publisher.command_view import views_of
-from runner.outcomes.vocabulary import JUDGEMENTS
-from publisher.results import Results
+from driftmatrix.common.inert import strip_controls
+from driftmatrix.publisher import annotate as ann
+from driftmatrix.publisher import run_history
+from driftmatrix.publisher import matrix_json, pages, public, search_index
+from driftmatrix.publisher.command_view import views_of
+from driftmatrix.runner.outcomes.vocabulary import JUDGEMENTS
+from driftmatrix.publisher.results import Results
 
 PACKAGED = Path(__file__).resolve().parent / "site_skeleton"
 """Where a wheel carries the site skeleton (setup.py copies the repository's mkdocs.yml + docs/)."""

@@ -14,12 +14,12 @@ from datetime import datetime, timezone
 from jinja2 import Environment
 from markupsafe import Markup
 
-from extractor.snippet_record import Snippet
-from publisher import addresses, causes, command_text, perf_view, verdict_words
-from publisher.command_view import CommandView, CommandViews
-from runner.outcomes import subcommands
-from runner.outcomes.vocabulary import GOOD, ICONS, PLAIN_STAGE, stage_rank
-from runner.outcomes.outcome_record import Outcome
+from driftmatrix.extractor.snippet_record import Snippet
+from driftmatrix.publisher import addresses, causes, command_text, perf_view, verdict_words
+from driftmatrix.publisher.command_view import CommandView, CommandViews
+from driftmatrix.runner.outcomes import subcommands
+from driftmatrix.runner.outcomes.vocabulary import GOOD, ICONS, PLAIN_STAGE, stage_rank
+from driftmatrix.runner.outcomes.outcome_record import Outcome
 
 COMMAND_WIDTH = 80
 """A one-line command longer than this is shown one option per line, with ` \\` continuations."""

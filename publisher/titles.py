@@ -10,8 +10,8 @@ has neither, and then a command's page is called by its model, as before.
 
 from __future__ import annotations
 
-from common.inert import one_line  # a title on one line: a newline would end the table row or heading
-from extractor.snippet_record import Snippet, Source
+from driftmatrix.common.inert import one_line  # a title on one line: a newline would end the table row or heading
+from driftmatrix.extractor.snippet_record import Snippet, Source
 
 SEPARATOR = " › "
 """Between a page's title and the heading a command sits under."""

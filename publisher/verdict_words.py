@@ -3,10 +3,10 @@ where a FAIL stopped, how many ranks ran, the admonition title of a failure."""
 
 from __future__ import annotations
 
-from extractor.snippet_record import Snippet
-from runner.outcomes import subcommands
-from runner.outcomes.outcome_record import Outcome
-from runner.outcomes.vocabulary import DEPTH, GOOD, STAGE_TITLE
+from driftmatrix.extractor.snippet_record import Snippet
+from driftmatrix.runner.outcomes import subcommands
+from driftmatrix.runner.outcomes.outcome_record import Outcome
+from driftmatrix.runner.outcomes.vocabulary import DEPTH, GOOD, STAGE_TITLE
 
 
 def parser_only(o: Outcome, snippet: Snippet | None) -> bool:

@@ -1,7 +1,7 @@
 """Stage 2 (docs/guide/running.md): Snippet x Target -> Outcome.
 
-Entry point: `runner.run.loop.run(RunOptions)`; records in `runner.outcomes.outcome_record`; targets (CPU builds,
-existing environments, docker images) in `runner.builds.targets`/`runner.builds.envs`; one module per
+Entry point: `driftmatrix.runner.run.loop.run(RunOptions)`; records in `driftmatrix.runner.outcomes.outcome_record`; targets (CPU builds,
+existing environments, docker images) in `driftmatrix.runner.builds.targets`/`driftmatrix.runner.builds.envs`; one module per
 tier concern (server start, probes, perf, log scanning, classification).
 """
 

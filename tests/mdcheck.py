@@ -25,7 +25,7 @@ MARKERS = ("@vllm-project", "evil.example", "onerror", "<!--", "<details><summar
 """Parts of the hostile texts that must never be outside code."""
 LINKABLE = ("@vllm", "://", "www.", "#123", "@evil")
 """What GitHub links in prose (a mention, a bare URL, an email, a reference): escaped and defused
-prose (`common.inert.plain`) may show the hostile text, never these."""
+prose (`driftmatrix.common.inert.plain`) may show the hostile text, never these."""
 
 
 @dataclass

@@ -28,7 +28,7 @@ def test_the_import_contracts_are_kept():
 
 
 def test_nothing_imports_a_stage_by_its_bare_name():
-    """`import runner` / `from common import x` would work in a checkout (its root is on the path)
+    """`import runner` / `from driftmatrix.common import x` would work in a checkout (its root is on the path)
     and break installed, where only `driftmatrix` is at the top: every import, at any depth, of
     every Python file here says `driftmatrix.<stage>`."""
     import ast

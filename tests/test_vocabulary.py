@@ -7,8 +7,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from runner.outcomes import vocabulary
-from runner.outcomes.vocabulary import (DEPTH, GOOD, ICONS, JUDGEMENT_MEANING, JUDGEMENTS, PLAIN_STAGE, REAL,
+from driftmatrix.runner.outcomes import vocabulary
+from driftmatrix.runner.outcomes.vocabulary import (DEPTH, GOOD, ICONS, JUDGEMENT_MEANING, JUDGEMENTS, PLAIN_STAGE, REAL,
                                         STAGE_TITLE, STATUS_LINE_DEPTH, STATUS_LINE_ICONS, TIERS, VERDICT_MEANING,
                                         VERDICTS)
 

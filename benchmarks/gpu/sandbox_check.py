@@ -11,7 +11,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from runner.isolation import sandbox  # noqa: E402
+from driftmatrix.runner.isolation import sandbox  # noqa: E402
 
 PROBE = r'''
 import json, os, socket, time

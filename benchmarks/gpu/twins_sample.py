@@ -25,13 +25,13 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from extractor.catalog import extract  # noqa: E402
+from driftmatrix.extractor.catalog import extract  # noqa: E402
 
-from runner.builds.resolve import stable_pin  # noqa: E402
-from extractor.snippet_record import Catalog  # noqa: E402
-from runner.builds import source_trees  # noqa: E402
-from runner.argv.parallel import ranks_of  # noqa: E402
-from runner.settings import cache_dir  # noqa: E402
+from driftmatrix.runner.builds.resolve import stable_pin  # noqa: E402
+from driftmatrix.extractor.snippet_record import Catalog  # noqa: E402
+from driftmatrix.runner.builds import source_trees  # noqa: E402
+from driftmatrix.runner.argv.parallel import ranks_of  # noqa: E402
+from driftmatrix.runner.settings import cache_dir  # noqa: E402
 from twins_coverage import named_models, plan_all  # noqa: E402
 
 RUNNABLE_KINDS = ("serve", "docker", "recipe")

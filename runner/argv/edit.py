@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from typing import Callable
 
-from extractor.snippet_record import Snippet
-from extractor.shell_commands import SPEC_FLAGS
+from driftmatrix.extractor.snippet_record import Snippet
+from driftmatrix.extractor.shell_commands import SPEC_FLAGS
 
 VARIANTS = ("no-spec", "self-spec")
 FIX = "fix"

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from runner.argv.context import context_length
-from runner.argv.parallel import ranks_of
+from driftmatrix.runner.argv.context import context_length
+from driftmatrix.runner.argv.parallel import ranks_of
 
 
 def twin_shape(argv: list[str]) -> dict[str, int]:

@@ -3,8 +3,8 @@ jobs asks (runner/run/loop.py, planning.py, prefetch.py)."""
 
 from __future__ import annotations
 
-from extractor.snippet_record import Snippet
-from runner.outcomes.vocabulary import TIERS
+from driftmatrix.extractor.snippet_record import Snippet
+from driftmatrix.runner.outcomes.vocabulary import TIERS
 
 
 def deepest_tier(snippet: Snippet, target, asked: str) -> str:

@@ -33,10 +33,10 @@ from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
-from runner.isolation import sandbox
-from runner.isolation.env_policy import runner_env, without_secrets
-from runner.settings import HELPER_IMPORT_S
-from runner.builds.targets import Target
+from driftmatrix.runner.isolation import sandbox
+from driftmatrix.runner.isolation.env_policy import runner_env, without_secrets
+from driftmatrix.runner.settings import HELPER_IMPORT_S
+from driftmatrix.runner.builds.targets import Target
 
 MARKER = "driftmatrix-env.json"
 INFO_SCRIPT = r"""

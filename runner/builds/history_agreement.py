@@ -8,12 +8,12 @@ matching) and the history answers for the same version; every disagreement is li
 
 from __future__ import annotations
 
-import runner
+from driftmatrix import runner
 import json
 import re
 from dataclasses import dataclass, field
 
-from flaghistory.history import FlagHistory
+from driftmatrix.flaghistory.history import FlagHistory
 
 SCRIPT = runner.INTARGET / "serve_options.py"
 NOT_AN_OPTION = re.compile(r"^-\d|^-+$|[\s{}<>$]")
@@ -59,8 +59,8 @@ def ask_in_target(python: str, script, query, env: dict | None = None) -> dict:
     """An in-target script's JSON answer (its last stdout line) to `query` (JSON on its stdin). Asked in
     the sandbox (runner/sandbox): the query comes from the docs and importing vLLM runs whatever the
     target environment holds."""
-    from runner.isolation import sandbox
-    from runner.isolation.env_policy import runner_env, without_secrets
+    from driftmatrix.runner.isolation import sandbox
+    from driftmatrix.runner.isolation.env_policy import runner_env, without_secrets
     done, _ = sandbox.run([python, str(script), "-"], python=python, kind="query", timeout=QUERY_TIMEOUT_S,
                           input=json.dumps(query), env={**runner_env(), **without_secrets(env or {})},
                           operator_env=env or {})
@@ -113,7 +113,7 @@ def ask_arguments(python: str, env: dict | None = None) -> dict:
 
 def compare_arguments(history: FlagHistory, version: str, answers: dict) -> ArgumentAgreement:
     """The history's spec of every long option against the build's own action (nargs) and type function."""
-    from flaghistory.arguments import judge
+    from driftmatrix.flaghistory.arguments import judge
 
     result = ArgumentAgreement(version)
     release = history.release_for(version)

@@ -30,8 +30,8 @@ from urllib.parse import unquote
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from runner.builds.targets import STABLE, Target, TargetConfigError, TargetsFile, default_path, load
-from common.versions import parse_version
+from driftmatrix.runner.builds.targets import STABLE, Target, TargetConfigError, TargetsFile, default_path, load
+from driftmatrix.common.versions import parse_version
 
 if TYPE_CHECKING:  # httpx is imported where a client is made: `stable_pin` (every extract) stays light
     import httpx
@@ -67,7 +67,7 @@ def newest_release(project: str, client: httpx.Client, index: str | None = None)
 def _versions(project: str, client: httpx.Client, index: str | None) -> set[Version]:
     import httpx
 
-    from common.package_index import PackageIndexError, index_json, index_url
+    from driftmatrix.common.package_index import PackageIndexError, index_json, index_url
     try:
         files = index_json(client, (index or index_url()).rstrip("/"), project)["files"]
     except (PackageIndexError, httpx.HTTPError) as err:
@@ -178,7 +178,7 @@ def _relative(path: str, to: Path) -> str:
 
 
 def dump(tfile: TargetsFile, path: Path, source: Path | None = None) -> None:
-    """Write a targets file that `runner.builds.targets.load` reads back to the same targets."""
+    """Write a targets file that `driftmatrix.runner.builds.targets.load` reads back to the same targets."""
     here = path.parent
     lines = [f"# resolved by `driftmatrix resolve` from {source.name if source else tfile.path.name}: "
              "every shard of this run installs exactly these builds", ""]

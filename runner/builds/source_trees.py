@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-from extractor.release_files import option_values
+from driftmatrix.extractor.release_files import option_values
 
 DIRS = ("examples/", "docs/")  # argv values that name files of a vLLM checkout
 
@@ -27,7 +27,7 @@ def names_source_files(argv: list[str]) -> bool:
 def release_source(version: str | None, cache_dir: Path) -> tuple[Path | None, str | None]:
     """(the build's release tree, None) or (None, why it could not be had: said in the outcome that
     needed it); asked once per version and cache in a process."""
-    from extractor.sdist import release_tree
+    from driftmatrix.extractor.sdist import release_tree
 
     release = (version or "").split("+")[0]
     if not release:

@@ -17,8 +17,8 @@ from pathlib import Path, PurePosixPath
 
 import httpx
 
-from flaghistory.sources import Release, fetch_sources, list_releases, read_tree
-from runner.intarget import vllm_symbols  # stdlib only: the same file the target's Python imports
+from driftmatrix.flaghistory.sources import Release, fetch_sources, list_releases, read_tree
+from driftmatrix.runner.intarget import vllm_symbols  # stdlib only: the same file the target's Python imports
 
 KEEP_DIRS = ("vllm/config", "vllm/utils", "vllm/engine", "vllm/entrypoints", "vllm/platforms", "vllm/usage")
 KEEP_FILES = ("vllm/model_executor/__init__.py", "vllm/model_executor/models/__init__.py",
@@ -148,7 +148,7 @@ def check(version: str, sources: dict[str, str]) -> Found:
 
 
 def releases(client: httpx.Client, cache_dir: Path) -> list[Release]:
-    """The releases the option history reads (flaghistory.sources.list_releases: every final release
+    """The releases the option history reads (driftmatrix.flaghistory.sources.list_releases: every final release
     since 0.6.0 that has a sdist), as the index lists them now; the last list read when the index
     cannot be reached, so that a second check is offline."""
     saved = sources_cache(cache_dir) / "releases.json"

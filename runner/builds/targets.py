@@ -1,14 +1,14 @@
 """Targets: the vLLM builds a run is made against, read from a TOML config file.
 
 A target says how to obtain vLLM (a pip requirement, an existing Python environment,
-or a Docker image); `runner.builds.envs` turns it into a usable environment.  The file may also
+or a Docker image); `driftmatrix.runner.builds.envs` turns it into a usable environment.  The file may also
 carry a model map (model id -> local directory) and environment variables for every
 server the runner starts.
 """
 
 from __future__ import annotations
 
-import runner
+from driftmatrix import runner
 import hashlib
 import json
 import os
@@ -21,7 +21,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from runner.isolation.sandbox.binds import search_path_entries
+from driftmatrix.runner.isolation.sandbox.binds import search_path_entries
 
 DATA = runner.DATA
 DEFAULT_CPU = DATA / "targets-cpu.toml"
@@ -127,7 +127,7 @@ def _str_map(value: Any, where: str) -> dict[str, str]:
 
 
 def _tier(value: Any, where: str) -> str | None:
-    from runner.outcomes.vocabulary import TIERS
+    from driftmatrix.runner.outcomes.vocabulary import TIERS
     if value is None:
         return None
     if value not in TIERS:

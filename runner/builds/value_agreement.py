@@ -1,6 +1,6 @@
 """The history's values and JSON keys checked against a real build (issue 34).
 
-For every value and key use the docs' commands make (flaghistory.uses.uses_of: `--tool-call-parser
+For every value and key use the docs' commands make (driftmatrix.flaghistory.uses.uses_of: `--tool-call-parser
 qwen3_xml`, `--speculative-config '{"method": "eagle3"}'` gives key `method` and value `eagle3`), the
 build answers in its sandbox (runner/intarget/serve_values.py: the parser's choices, the registries'
 own tables, the config classes' fields and whether they reject a key they lack) and the history
@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-import runner
-from flaghistory.history import PLACEHOLDER, FlagHistory
-from flaghistory.uses import Use, uses_of
-from runner.builds.history_agreement import ask_in_target
+from driftmatrix import runner
+from driftmatrix.flaghistory.history import PLACEHOLDER, FlagHistory
+from driftmatrix.flaghistory.uses import Use, uses_of
+from driftmatrix.runner.builds.history_agreement import ask_in_target
 
 SCRIPT = runner.INTARGET / "serve_values.py"
 

@@ -6,7 +6,7 @@ MAX_MATCH_LINE characters of each line and MAX_MATCH_CHARS in all (`examined`)."
 
 from __future__ import annotations
 
-import runner
+from driftmatrix import runner
 import functools
 import re
 from dataclasses import dataclass
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import yaml
 
-from runner.diagnosis import logscan
-from runner.outcomes.evidence_record import LoggedWarning
+from driftmatrix.runner.diagnosis import logscan
+from driftmatrix.runner.outcomes.evidence_record import LoggedWarning
 
 SIGNATURES = runner.DATA / "signatures.yaml"
 MAX_MATCH_LINE = 4096

@@ -16,8 +16,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from runner.intarget.vllm_paths import relative
-from runner.outcomes.evidence_record import CodeLocation
+from driftmatrix.runner.intarget.vllm_paths import relative
+from driftmatrix.runner.outcomes.evidence_record import CodeLocation
 
 MAX_LINE_SCAN = 16 * 1024
 """Only this much of each log line is examined (the longest real line, the engine's config, is

@@ -1,7 +1,7 @@
 """Runs inside a target's Python: the names this vLLM build knows for option values and JSON keys.
 
 stdin: a JSON object `{"uses": [{"kind": "value"|"key", "option": "--tool-call-parser", "key": null,
-"value": "hermes"}, ...]}` (flaghistory.uses.Use as data: the docs' values are data here, compared
+"value": "hermes"}, ...]}` (driftmatrix.flaghistory.uses.Use as data: the docs' values are data here, compared
 and handed to vLLM's own parse functions, never evaluated). Answer: one JSON line on the original
 stdout (vLLM's logging goes to stderr, as in vllm_helper.py), or the file named by argv[1]:
 

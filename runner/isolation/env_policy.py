@@ -23,7 +23,7 @@ import os
 import re
 from typing import Literal
 
-from common.redact import SECRET_NAME
+from driftmatrix.common.redact import SECRET_NAME
 
 KEEP_ANYWAY = frozenset({"HF_HUB_OFFLINE", "VLLM_API_KEY"})
 """Names the secret rule would catch that carry no secret of ours (VLLM_API_KEY only ever comes from

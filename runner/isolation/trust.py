@@ -22,8 +22,8 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from common.option_tokens import spelled_as, token
-from runner.isolation import sandbox
+from driftmatrix.common.option_tokens import spelled_as, token
+from driftmatrix.runner.isolation import sandbox
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
 """One job = one snippet (or its counterfactual variant) x one target, through the tiers: a loop
-over `runner.jobs.tiers.STEPS` up to the tier the job asks for; the first step that decides ends it.
+over `driftmatrix.runner.jobs.tiers.STEPS` up to the tier the job asks for; the first step that decides ends it.
 parse and config run in the target's long-lived helper; start, probe and perf on a real server."""
 
 from __future__ import annotations
@@ -10,12 +10,12 @@ import traceback
 from datetime import datetime, timezone
 from pathlib import Path
 
-from runner.serve.helper_client import HelperError
-from runner.jobs.job import Job, RunContext, host_facts
-from runner.outcomes.outcome_record import Outcome, TargetRef
-from runner.isolation.sandbox.limits import for_kind
-from runner.jobs.tiers import STEPS
-from runner.jobs.tiers.state import JobState, apply, error, finish
+from driftmatrix.runner.serve.helper_client import HelperError
+from driftmatrix.runner.jobs.job import Job, RunContext, host_facts
+from driftmatrix.runner.outcomes.outcome_record import Outcome, TargetRef
+from driftmatrix.runner.isolation.sandbox.limits import for_kind
+from driftmatrix.runner.jobs.tiers import STEPS
+from driftmatrix.runner.jobs.tiers.state import JobState, apply, error, finish
 
 
 class JobRunner:

@@ -12,15 +12,15 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from extractor.snippet_record import Snippet
-from runner.serve import compile_cache, docker_target, helper_client
-from runner.isolation import env_policy, sandbox
-from runner.builds.envs import TargetEnv
-from runner.serve.helper_client import Helper
-from runner.models.resolution import ModelResolver
-from runner.outcomes.outcome_record import JobKey
-from common.redact import Redactor
-from runner.settings import DECLARED_DEVICE, START_TIMEOUT_S, cache_dir, hub_dir
+from driftmatrix.extractor.snippet_record import Snippet
+from driftmatrix.runner.serve import compile_cache, docker_target, helper_client
+from driftmatrix.runner.isolation import env_policy, sandbox
+from driftmatrix.runner.builds.envs import TargetEnv
+from driftmatrix.runner.serve.helper_client import Helper
+from driftmatrix.runner.models.resolution import ModelResolver
+from driftmatrix.runner.outcomes.outcome_record import JobKey
+from driftmatrix.common.redact import Redactor
+from driftmatrix.runner.settings import DECLARED_DEVICE, START_TIMEOUT_S, cache_dir, hub_dir
 
 
 @dataclass

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
-from runner.builds.envs import TargetEnv
-from runner.serve.helper_client import HelperError
-from runner.jobs.job import RunContext
-from runner.builds.targets import Target
+from driftmatrix.runner.builds.envs import TargetEnv
+from driftmatrix.runner.serve.helper_client import HelperError
+from driftmatrix.runner.jobs.job import RunContext
+from driftmatrix.runner.builds.targets import Target
 
 
 def build_of(target: Target) -> str:

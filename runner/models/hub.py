@@ -28,9 +28,9 @@ from urllib.parse import quote, urlsplit
 
 import httpx
 
-from runner.models import hub_answer
-from runner.outcomes.evidence_record import HubAnswer
-from runner.settings import HUB_REQUEST_S, WEIGHTS_DISK_MARGIN_GB, hub_dir
+from driftmatrix.runner.models import hub_answer
+from driftmatrix.runner.outcomes.evidence_record import HubAnswer
+from driftmatrix.runner.settings import HUB_REQUEST_S, WEIGHTS_DISK_MARGIN_GB, hub_dir
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
 HUB_MARKER = "driftmatrix-hub.json"

@@ -26,7 +26,7 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from runner.outcomes.evidence_record import HubAnswer
+from driftmatrix.runner.outcomes.evidence_record import HubAnswer
 
 MAX_AGE_S = 12 * 3600
 """How long a kept answer stands for later runs: longer than a workflow run, shorter than its schedule."""

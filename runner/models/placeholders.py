@@ -21,8 +21,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from runner.outcomes.evidence_record import PlaceholderReplacement
-from extractor.serve_args import SPEC_FLAG, is_args_placeholder, parse_serve_args
+from driftmatrix.runner.outcomes.evidence_record import PlaceholderReplacement
+from driftmatrix.extractor.serve_args import SPEC_FLAG, is_args_placeholder, parse_serve_args
 
 TWIN_OF = "Qwen/Qwen3-0.6B"
 """The model whose twin stands in for a placeholder model: a small dense decoder whose twin every build

@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runner.models import hub
-from runner.outcomes.evidence_record import HubAnswer
-from runner.settings import cache_dir
+from driftmatrix.runner.models import hub
+from driftmatrix.runner.outcomes.evidence_record import HubAnswer
+from driftmatrix.runner.settings import cache_dir
 
 TWIN_MARKER = "driftmatrix-standin.json"
 

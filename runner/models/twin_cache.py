@@ -20,8 +20,8 @@ import shutil
 from pathlib import Path
 from typing import IO
 
-from runner.models.resolution import TWIN_MARKER
-from runner.settings import TWIN_FREE_RESERVE_GB, twin_cache_bytes
+from driftmatrix.runner.models.resolution import TWIN_MARKER
+from driftmatrix.runner.settings import TWIN_FREE_RESERVE_GB, twin_cache_bytes
 
 
 def lease(twin_dir: Path) -> IO:

@@ -8,7 +8,7 @@ transformers, since config layouts change between releases), cached under
 
 from __future__ import annotations
 
-import runner
+from driftmatrix import runner
 import hashlib
 import json
 import os
@@ -20,14 +20,14 @@ from pathlib import Path
 
 import httpx
 
-from common.filelock import exclusive
-from runner.models import draft_kinds, supported_models, twin_cache
-from runner.builds.envs import TargetEnv
-from runner.models.resolution import TWIN_MARKER, is_local_path
-from runner.isolation import sandbox
-from runner.isolation.env_policy import runner_env, without_secrets
-from runner.isolation.sandbox import output
-from runner.settings import TWIN_BUILD_S, TWIN_MAX_BYTES
+from driftmatrix.common.filelock import exclusive
+from driftmatrix.runner.models import draft_kinds, supported_models, twin_cache
+from driftmatrix.runner.builds.envs import TargetEnv
+from driftmatrix.runner.models.resolution import TWIN_MARKER, is_local_path
+from driftmatrix.runner.isolation import sandbox
+from driftmatrix.runner.isolation.env_policy import runner_env, without_secrets
+from driftmatrix.runner.isolation.sandbox import output
+from driftmatrix.runner.settings import TWIN_BUILD_S, TWIN_MAX_BYTES
 
 BUILDER = runner.INTARGET / "twin_build.py"
 BUILDER_FILES = [BUILDER, *(BUILDER.with_name(f"twin_{m}.py") for m in ("gemma4", "generic", "layout", "processor", "restate",
@@ -118,7 +118,7 @@ def _hub_config(model_id: str, cache: Path) -> Path | None:
         return path
     if os.environ.get("HF_HUB_OFFLINE") == "1":
         return None
-    from runner.models import hub  # the same endpoint (HF_ENDPOINT) and id rules as every other fetch
+    from driftmatrix.runner.models import hub  # the same endpoint (HF_ENDPOINT) and id rules as every other fetch
     try:
         r = httpx.get(f"{hub.endpoint()}/{hub.check_id(model_id)}/resolve/main/config.json",
                       headers=hub.auth_headers(), timeout=10, follow_redirects=True)

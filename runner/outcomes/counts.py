@@ -21,10 +21,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 
-from runner.outcomes.evidence_record import LoggedWarning
-from runner.outcomes.outcome_record import Outcome, TargetRef
-from runner.outcomes.vocabulary import REAL, TIERS, VerdictName, stage_rank
-from common.versions import version_order
+from driftmatrix.runner.outcomes.evidence_record import LoggedWarning
+from driftmatrix.runner.outcomes.outcome_record import Outcome, TargetRef
+from driftmatrix.runner.outcomes.vocabulary import REAL, TIERS, VerdictName, stage_rank
+from driftmatrix.common.versions import version_order
 
 
 def is_done(o: Outcome) -> bool:

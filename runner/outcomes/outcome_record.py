@@ -10,10 +10,10 @@ import copy
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, NamedTuple
 
-from runner.outcomes.evidence_record import (json_of, FailureSignature, HubAnswer, JsonRecord, LoggedWarning,
+from driftmatrix.runner.outcomes.evidence_record import (json_of, FailureSignature, HubAnswer, JsonRecord, LoggedWarning,
                                               PerfRun, PlaceholderReplacement, ProbeResult, RaisedException, ServerRun,
                                               TwinNote)
-from runner.outcomes.vocabulary import StageName, TierName, VerdictName
+from driftmatrix.runner.outcomes.vocabulary import StageName, TierName, VerdictName
 
 SCHEMA = 1
 

@@ -12,8 +12,8 @@ import os
 import threading
 from pathlib import Path
 
-from runner.outcomes import counts
-from runner.outcomes.outcome_record import Outcome
+from driftmatrix.runner.outcomes import counts
+from driftmatrix.runner.outcomes.outcome_record import Outcome
 
 
 def read(path: Path) -> tuple[list[Outcome], list[str]]:

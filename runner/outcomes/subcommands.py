@@ -6,7 +6,7 @@ No model is fetched and no twin is built for them: a parser needs neither."""
 
 from __future__ import annotations
 
-from extractor.snippet_record import Snippet
+from driftmatrix.extractor.snippet_record import Snippet
 
 WHAT = {
     ("bench", "serve"): "a benchmark client",

@@ -7,7 +7,7 @@ what does not fit to the next run — the least recently checked command first, 
 is checked in turn. Predictions come from what earlier runs recorded (`Outcome.duration_s`):
 the same job's last duration, else the mean of like jobs (same tier, build kind, twin or not; a
 mean because legs add times up, and like jobs are bimodal: most SKIP in milliseconds, a few build
-a twin for half a minute), else `runner.run.shards.predicted_cost`.
+a twin for half a minute), else `driftmatrix.runner.run.shards.predicted_cost`.
 
 On self-hosted runners the legs queue for the runners there are, and GitHub cancels a job queued
 24 hours: with `--runners N` a day has at most N × ⌊Q / H⌋ legs over all targets (`leg_cap`; Q =
@@ -28,9 +28,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from runner.outcomes import counts
-from runner.outcomes.outcome_record import JobKey, Outcome
-from runner.outcomes.vocabulary import TIERS
+from driftmatrix.runner.outcomes import counts
+from driftmatrix.runner.outcomes.outcome_record import JobKey, Outcome
+from driftmatrix.runner.outcomes.vocabulary import TIERS
 
 GITHUB_JOB_LIMIT_H = 6.0
 """A GitHub-hosted or self-hosted job's hard limit (jobs.<id>.timeout-minutes cannot exceed 360)."""

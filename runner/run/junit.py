@@ -6,7 +6,7 @@ import xml.etree.ElementTree as ET
 from collections import defaultdict
 from pathlib import Path
 
-from runner.outcomes.outcome_record import Outcome
+from driftmatrix.runner.outcomes.outcome_record import Outcome
 
 
 def write(outcomes: list[Outcome], path: Path) -> None:

@@ -16,27 +16,27 @@ import signal
 import threading
 import time
 
-from extractor.snippet_record import Catalog
-from common import step_summary
-from runner.run import deadline as leg_deadline, junit, planning, run_summary
-from runner.run.selection import RunOptions, select
-from runner.isolation import sandbox
-from runner.outcomes import store
-from runner.argv.parallel import ranks_of
-from runner.argv.tier import deepest_tier
-from runner.serve import ranks
-from runner.builds.envs import EnvError, TargetEnv, ensure
-from runner.jobs.execute import JobRunner
-from runner.jobs.job import Job, RunContext, host_facts
-from runner.models.resolution import ModelResolver
-from runner.outcomes.outcome_record import JobKey, Outcome
-from runner.outcomes.vocabulary import TIERS, VERDICTS
-from common.inert import console_markup, log_json, terminal
-from common.redact import Redactor
-from runner.settings import cpu_slots, default_jobs
-from runner.jobs.target_check import build_of, helpers_start
-from runner.outcomes.target_diagnostic import TargetDiagnostic
-from runner.builds.targets import TargetConfigError, TargetsFile, default_path, gpu_devices, load
+from driftmatrix.extractor.snippet_record import Catalog
+from driftmatrix.common import step_summary
+from driftmatrix.runner.run import deadline as leg_deadline, junit, planning, run_summary
+from driftmatrix.runner.run.selection import RunOptions, select
+from driftmatrix.runner.isolation import sandbox
+from driftmatrix.runner.outcomes import store
+from driftmatrix.runner.argv.parallel import ranks_of
+from driftmatrix.runner.argv.tier import deepest_tier
+from driftmatrix.runner.serve import ranks
+from driftmatrix.runner.builds.envs import EnvError, TargetEnv, ensure
+from driftmatrix.runner.jobs.execute import JobRunner
+from driftmatrix.runner.jobs.job import Job, RunContext, host_facts
+from driftmatrix.runner.models.resolution import ModelResolver
+from driftmatrix.runner.outcomes.outcome_record import JobKey, Outcome
+from driftmatrix.runner.outcomes.vocabulary import TIERS, VERDICTS
+from driftmatrix.common.inert import console_markup, log_json, terminal
+from driftmatrix.common.redact import Redactor
+from driftmatrix.runner.settings import cpu_slots, default_jobs
+from driftmatrix.runner.jobs.target_check import build_of, helpers_start
+from driftmatrix.runner.outcomes.target_diagnostic import TargetDiagnostic
+from driftmatrix.runner.builds.targets import TargetConfigError, TargetsFile, default_path, gpu_devices, load
 
 EXIT_ERRORS = 3
 """Some job ended in ERROR (its outcome says why; the other outcomes are written as usual)."""

@@ -8,7 +8,7 @@ exact pin — the nightly too — and "done" is known for all of them before ins
 `plan` and `run` agree by construction: the plan emits, per (target, shard) with work, the
 exact `driftmatrix run` arguments that shard runs with (`run_args`), and the workflow runs
 those arguments (`driftmatrix run --plan plan.json --entry ID`); both sides pick a shard's
-jobs with the same function (`pending` over `runner.run.selection.select`).
+jobs with the same function (`pending` over `driftmatrix.runner.run.selection.select`).
 """
 
 from __future__ import annotations
@@ -17,14 +17,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from extractor.snippet_record import Catalog
-from runner.run import budget
-from runner.outcomes import counts
-from runner.argv.tier import deepest_tier
-from runner.run.shards import predicted_cost
-from runner.run.selection import RunOptions, select
-from runner.outcomes.outcome_record import JobKey, Outcome
-from runner.builds.targets import Target
+from driftmatrix.extractor.snippet_record import Catalog
+from driftmatrix.runner.run import budget
+from driftmatrix.runner.outcomes import counts
+from driftmatrix.runner.argv.tier import deepest_tier
+from driftmatrix.runner.run.shards import predicted_cost
+from driftmatrix.runner.run.selection import RunOptions, select
+from driftmatrix.runner.outcomes.outcome_record import JobKey, Outcome
+from driftmatrix.runner.builds.targets import Target
 
 
 @dataclass
@@ -161,7 +161,7 @@ def pick_token(key: JobKey) -> str:
 
 def parse_pick(token: str) -> tuple[tuple[str, str | None], str]:
     """`SNIPPET[+VARIANT]:TIER` -> ((snippet id, variant), tier)."""
-    from runner.outcomes.vocabulary import TIERS
+    from driftmatrix.runner.outcomes.vocabulary import TIERS
     job, _, tier = token.rpartition(":")
     if not job or tier not in TIERS:
         raise ValueError(f"--pick expects SNIPPET[+VARIANT]:TIER with a tier of {', '.join(TIERS)}, got {token!r}")
@@ -228,7 +228,7 @@ def packed(catalog: Catalog, snippets: Path, targets_path: Path, targets: list[T
 
 def _candidates(pairs, target: Target, tier: str, daily_tier: str | None, done: set, durations, out: Todo):
     """(daily candidates, deeper candidates) of one target; counts the reused ones on `out`."""
-    from runner.outcomes.vocabulary import TIERS
+    from driftmatrix.runner.outcomes.vocabulary import TIERS
     pin, dist = target.pinned_version(), _distribution(target)
     daily, deeper = [], []
 

@@ -9,22 +9,22 @@ needs no token; what could not be fetched SKIPs or gets a twin there, with the r
 
 from __future__ import annotations
 
-from extractor.snippet_record import Catalog
-from runner.argv.edit import VARIANTS
-from runner.argv.parallel import ranks_of
-from runner.argv.tier import deepest_tier
-from runner.serve import ranks
-from runner.models.resolution import ModelResolver, needed_models
-from runner.outcomes.vocabulary import TIERS
-from runner.settings import weights_budget_bytes
-from runner.builds.targets import gpu_count, load
+from driftmatrix.extractor.snippet_record import Catalog
+from driftmatrix.runner.argv.edit import VARIANTS
+from driftmatrix.runner.argv.parallel import ranks_of
+from driftmatrix.runner.argv.tier import deepest_tier
+from driftmatrix.runner.serve import ranks
+from driftmatrix.runner.models.resolution import ModelResolver, needed_models
+from driftmatrix.runner.outcomes.vocabulary import TIERS
+from driftmatrix.runner.settings import weights_budget_bytes
+from driftmatrix.runner.builds.targets import gpu_count, load
 
 
 def prefetch(opts, say=print) -> int:
     """Fetch configs (and weights within the budget, for jobs that start a server); 0 always: what
     cannot be fetched is the run step's to report, per job."""
-    from runner.run.selection import select
-    from runner.builds.targets import default_path
+    from driftmatrix.runner.run.selection import select
+    from driftmatrix.runner.builds.targets import default_path
     tfile = load(opts.targets or default_path())
     resolver = ModelResolver(tfile.models)
     if not resolver.hub:

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from collections import Counter
 
-from common.inert import code_span
-from common.step_summary import escape
-from runner.outcomes.outcome_record import Outcome
-from runner.outcomes.vocabulary import VERDICTS
+from driftmatrix.common.inert import code_span
+from driftmatrix.common.step_summary import escape
+from driftmatrix.runner.outcomes.outcome_record import Outcome
+from driftmatrix.runner.outcomes.vocabulary import VERDICTS
 
 
 def verdict_table(outcomes: list[Outcome]) -> str:

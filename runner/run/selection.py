@@ -6,10 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from extractor.snippet_record import Catalog
-from runner.argv.edit import FIX
-from runner.run import shards
-from runner.settings import DECLARED_DEVICE, START_TIMEOUT_S, cache_dir
+from driftmatrix.extractor.snippet_record import Catalog
+from driftmatrix.runner.argv.edit import FIX
+from driftmatrix.runner.run import shards
+from driftmatrix.runner.settings import DECLARED_DEVICE, START_TIMEOUT_S, cache_dir
 
 
 @dataclass

@@ -9,9 +9,9 @@ from __future__ import annotations
 import hashlib
 import re
 
-from runner.models.resolution import billions_of_parameters
-from runner.argv.parallel import ranks_of
-from runner.outcomes.vocabulary import TIERS
+from driftmatrix.runner.models.resolution import billions_of_parameters
+from driftmatrix.runner.argv.parallel import ranks_of
+from driftmatrix.runner.outcomes.vocabulary import TIERS
 
 
 def predicted_cost(snippet, tier: str) -> float:

@@ -37,13 +37,13 @@ import threading
 import time
 from pathlib import Path
 
-from runner.isolation import env_policy, sandbox
+from driftmatrix.runner.isolation import env_policy, sandbox
 
-from runner.models import twins
-from runner.models.twin_cache import folder_bytes
-from runner.builds.envs import TargetEnv
-from runner.isolation.sandbox import output
-from runner.serve.server import Server, free_port
+from driftmatrix.runner.models import twins
+from driftmatrix.runner.models.twin_cache import folder_bytes
+from driftmatrix.runner.builds.envs import TargetEnv
+from driftmatrix.runner.isolation.sandbox import output
+from driftmatrix.runner.serve.server import Server, free_port
 
 INSIDE = "/tmp/vllm-cache"
 """Where a contained server keeps vLLM's cache (its VLLM_CACHE_ROOT: runner/isolation/sandbox INSIDE_ENV)."""

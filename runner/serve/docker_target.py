@@ -23,8 +23,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from runner.isolation.env_policy import without_secrets
-from runner.serve.helper_client import HELPER
+from driftmatrix.runner.isolation.env_policy import without_secrets
+from driftmatrix.runner.serve.helper_client import HELPER
 
 INNER = f"/driftmatrix/{HELPER.parent.name}"
 """runner/intarget/, mounted read-only under its own name (its scripts import each other as that

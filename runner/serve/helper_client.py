@@ -8,7 +8,7 @@ restarted; it can never hold the run.
 
 from __future__ import annotations
 
-import runner
+from driftmatrix import runner
 import json
 import os
 import signal
@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from runner.isolation import sandbox, trust
-from runner.isolation.env_policy import runner_env, without_secrets
-from runner.isolation.sandbox import Launch, limits
-from runner.isolation.sandbox.files import LineReader, ProtocolError, open_new, read_tail
-from runner.settings import HELPER_ANSWER_S, HELPER_IMPORT_S
+from driftmatrix.runner.isolation import sandbox, trust
+from driftmatrix.runner.isolation.env_policy import runner_env, without_secrets
+from driftmatrix.runner.isolation.sandbox import Launch, limits
+from driftmatrix.runner.isolation.sandbox.files import LineReader, ProtocolError, open_new, read_tail
+from driftmatrix.runner.settings import HELPER_ANSWER_S, HELPER_IMPORT_S
 
 HELPER = runner.INTARGET / "vllm_helper.py"
 DECLARED_HELPER = HELPER.with_name("declared_device.py")

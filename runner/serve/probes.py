@@ -18,7 +18,7 @@ from typing import Callable
 
 import httpx
 
-from runner.settings import PROBE_BODY_BYTES, PROBE_READ_S, PROBE_REQUEST_S, PROBE_TOTAL_S
+from driftmatrix.runner.settings import PROBE_BODY_BYTES, PROBE_READ_S, PROBE_REQUEST_S, PROBE_TOTAL_S
 
 SCHEMA = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
 TOOL = {"type": "function", "function": {

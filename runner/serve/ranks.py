@@ -14,8 +14,8 @@ on 2 cores, `-tp 2` ('0|1') and `-tp 4` ('0|0|1|1') answer /health in 60-70 s.
 
 from __future__ import annotations
 
-from runner.argv.parallel import Ranks, ranks_of
-from runner.settings import CPU_RANKS_MAX, available_gib, server_gib
+from driftmatrix.runner.argv.parallel import Ranks, ranks_of
+from driftmatrix.runner.settings import CPU_RANKS_MAX, available_gib, server_gib
 
 
 def on_cpu(ranks: Ranks, gpus: int) -> bool:

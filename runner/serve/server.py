@@ -21,11 +21,11 @@ from pathlib import Path
 
 import httpx
 
-from runner.argv.edit import without_options
-from runner.isolation.sandbox import Launch
-from runner.isolation.sandbox.files import open_new
-from runner.diagnosis.logscan import read_lines
-from runner.settings import STOP_GRACE_S
+from driftmatrix.runner.argv.edit import without_options
+from driftmatrix.runner.isolation.sandbox import Launch
+from driftmatrix.runner.isolation.sandbox.files import open_new
+from driftmatrix.runner.diagnosis.logscan import read_lines
+from driftmatrix.runner.settings import STOP_GRACE_S
 
 HOST_FLAGS = {"--host", "--port", "--uds"}
 

@@ -18,8 +18,8 @@ import time
 
 import httpx
 
-from runner.serve.probes import fetch, spec_decode_metrics
-from runner.settings import PERF_REQUEST_S
+from driftmatrix.runner.serve.probes import fetch, spec_decode_metrics
+from driftmatrix.runner.settings import PERF_REQUEST_S
 
 PROMPT = "Tell a long story about a lighthouse keeper and the ships that pass in the night."
 

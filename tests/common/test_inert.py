@@ -17,7 +17,7 @@ import mdcheck
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from common import inert
+from driftmatrix.common import inert
 
 TRICKY = st.text(alphabet=st.sampled_from(list("`~|\\ \n\r\t@#<>![]()*_-:/&;ab")) | st.characters(
     blacklist_categories=("Cs", "Cc")), max_size=80)

@@ -13,8 +13,8 @@ import actions_log
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from common import inert
-from common.inert_stdio import InertStream, emit, guard_stdio, guarded
+from driftmatrix.common import inert
+from driftmatrix.common.inert_stdio import InertStream, emit, guard_stdio, guarded
 
 PIECES = st.lists(st.sampled_from([":", "::", "#", "##", "[", "]", " ", "\t", "\n", "\r", "\u3000", "error", "add-mask",
                                    "x", "\x1b", "[31m", "\x07", "\u2060"]), max_size=40).map("".join)

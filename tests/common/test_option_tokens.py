@@ -3,7 +3,7 @@ FlexibleArgumentParser's `_` for `-`, with a release's options known and unknown
 
 from __future__ import annotations
 
-from common.option_tokens import canonical, may_ask_for, resolve
+from driftmatrix.common.option_tokens import canonical, may_ask_for, resolve
 
 OPTIONS = {"--trust-remote-code", "--trust-request-chat-template", "--tensor-parallel-size", "-tp", "--max-model-len",
            "--speculative-config", "--host", "--port", "--no-enable-prefix-caching", "--enable-prefix-caching"}

@@ -7,7 +7,7 @@ import json
 import re
 from pathlib import Path
 
-from common.stable_text import stable
+from driftmatrix.common.stable_text import stable
 
 GPU = Path(__file__).resolve().parents[1] / "fixtures" / "gpu"
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from extractor.snippet_builder import shell_text
-from flaghistory.history import SHIPPED, FlagHistory
+from driftmatrix.extractor.snippet_builder import shell_text
+from driftmatrix.flaghistory.history import SHIPPED, FlagHistory
 
 REPO = Path(__file__).resolve().parents[2]
 GEMMA = "recipes/8959cf6/Google/Gemma4.md"
@@ -74,9 +74,9 @@ def test_a_value_the_release_lacks_and_one_that_depends_on_the_model(history):
 
 
 def test_the_matrix_s_verdicts_for_the_exact_command(tmp_path):
-    from publisher import matrix_json, public
-    from publisher.command_view import views_of
-    from publisher.results import load
+    from driftmatrix.publisher import matrix_json, public
+    from driftmatrix.publisher.command_view import views_of
+    from driftmatrix.publisher.results import load
 
     site = REPO / "tests" / "fixtures" / "site"  # real records of a CPU run (tests/fixtures/site/regenerate.sh)
     commands = views_of(public.public_results(load(site / "snippets.json", [site / "outcomes-cpu-parse.jsonl"])))

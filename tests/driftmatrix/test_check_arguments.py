@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from flaghistory.history import SHIPPED, FlagHistory
+from driftmatrix.flaghistory.history import SHIPPED, FlagHistory
 from tests.driftmatrix.test_check import check
 
 

@@ -70,12 +70,12 @@ def test_the_summary_says_the_nearest_name(tmp_path):
     """No build started here: the gate's judging and summary of a page added with an option no
     release has, as the CPU builds' argparse refuses it — the new doc-drift's cause ends with the
     nearest name (issue 46, point 2), inside its code span like the rest of vLLM's and the docs' words."""
-    from extractor.catalog import extract
-    from extractor.snippet_record import Catalog
+    from driftmatrix.extractor.catalog import extract
+    from driftmatrix.extractor.snippet_record import Catalog
     from driftmatrix.gate import GateResult, judge_change, markdown
-    from runner.builds.resolve import stable_pin
-    from runner.outcomes.evidence_record import RaisedException
-    from runner.outcomes.outcome_record import Evidence, Outcome, TargetRef
+    from driftmatrix.runner.builds.resolve import stable_pin
+    from driftmatrix.runner.outcomes.evidence_record import RaisedException
+    from driftmatrix.runner.outcomes.outcome_record import Evidence, Outcome, TargetRef
 
     (tmp_path / "docs" / "docs").mkdir(parents=True)
     (tmp_path / "docs" / "mkdocs.yaml").write_text("site_name: docs\n")

@@ -20,10 +20,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from flaghistory.build import read_sources
-from flaghistory.head_sources import at_worktree
-from flaghistory.sources import fetch_sources, list_releases
-from runner.settings import cache_dir
+from driftmatrix.flaghistory.build import read_sources
+from driftmatrix.flaghistory.head_sources import at_worktree
+from driftmatrix.flaghistory.sources import fetch_sources, list_releases
+from driftmatrix.runner.settings import cache_dir
 
 REPO = Path(__file__).resolve().parents[2]
 GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
@@ -220,7 +220,7 @@ def test_builds_mode_in_a_vllm_tree_is_advisory_and_head_mode_needs_one(vllm_rep
 
 def test_a_clone_without_blobs_fetches_the_sources_in_one_batch(vllm_repo, tmp_path):
     """The workflow clones `--filter=blob:none`: the few hundred source files the reader keeps are
-    fetched in one batch per side (`common.git.prefetch`), not one fetch per file (5,000 fetches and six
+    fetched in one batch per side (`driftmatrix.common.git.prefetch`), not one fetch per file (5,000 fetches and six
     minutes before), and the answers are the full clone's."""
     repo, _ = vllm_repo
     git(repo, "config", "uploadpack.allowFilter", "true")

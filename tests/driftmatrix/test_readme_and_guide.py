@@ -15,7 +15,7 @@ from markdown.extensions.toc import slugify
 from markdown_it import MarkdownIt
 
 from driftmatrix.cli import build_parser
-from runner.run import loop
+from driftmatrix.runner.run import loop
 
 REPO = Path(__file__).resolve().parents[2]
 README = REPO / "README.md"

@@ -13,8 +13,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from runner.builds.resolve import ResolveError, check_exact, dump, newest_release, resolve
-from runner.builds.targets import DEFAULT_CPU, DEFAULT_GPU, TargetConfigError, load, visible_devices
+from driftmatrix.runner.builds.resolve import ResolveError, check_exact, dump, newest_release, resolve
+from driftmatrix.runner.builds.targets import DEFAULT_CPU, DEFAULT_GPU, TargetConfigError, load, visible_devices
 
 REPO = Path(__file__).resolve().parents[2]
 SITE = REPO / "tests" / "fixtures" / "site"
@@ -96,7 +96,7 @@ def test_the_repository_pin_wins_and_pinned_targets_stay(tmp_path):
 
 
 def test_a_nightly_index_without_commit_wheels_is_an_error(nightly_index):
-    from runner.builds.resolve import nightly_build
+    from driftmatrix.runner.builds.resolve import nightly_build
     with httpx.Client(timeout=10) as client, pytest.raises(ResolveError, match="not a nightly index"):
         nightly_build("vllm", f"{nightly_index}/0.20.1", client)
 
@@ -174,7 +174,7 @@ def test_gpus_are_counted_as_cuda_counts_them():
 
 
 def test_summaries_escape_what_the_docs_wrote():
-    from common.step_summary import escape
+    from driftmatrix.common.step_summary import escape
     text = escape("<script>alert(1)</script> [x](javascript:1) | `code`\nnext")
     assert "<" not in text and "\\[x\\](javascript" in text and "\\|" in text and "\n" not in text
     assert escape("unrecognized arguments: '--foo' \"x\"") == "unrecognized arguments: '--foo' \"x\""
@@ -184,7 +184,7 @@ def test_the_cpu_fallback_checks_todays_vllm(tmp_path, nightly_index):
     """No GPU runner: the exact newest vLLM release and a nightly commit's wheel (parse and config),
     and the newest CPU build (all tiers, twins); each column says what it is, and the stable docs
     the extract job reads are the stable release's."""
-    from runner.builds.resolve import stable_pin
+    from driftmatrix.runner.builds.resolve import stable_pin
     source = tmp_path / "targets.toml"
     source.write_text((REPO / "runner/data/targets-ci-cpu.toml").read_text().replace("https://wheels.vllm.ai",
                                                                                        nightly_index))

@@ -8,7 +8,7 @@ from __future__ import annotations
 import types
 
 import mdcheck
-from common.inert import STEP_SUMMARY_CAP
+from driftmatrix.common.inert import STEP_SUMMARY_CAP
 from driftmatrix.gate import Finding, GateResult, markdown
 from driftmatrix.publish_cli import publish_summary
 

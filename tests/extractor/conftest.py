@@ -4,10 +4,10 @@ from pathlib import Path
 
 import pytest
 
-from extractor.catalog import extract
+from driftmatrix.extractor.catalog import extract
 
-from runner.builds.resolve import stable_pin
-from extractor.snippet_record import Catalog
+from driftmatrix.runner.builds.resolve import stable_pin
+from driftmatrix.extractor.snippet_record import Catalog
 
 
 @pytest.fixture(scope="session")
@@ -35,9 +35,9 @@ def snippets_from(real_catalog: Catalog):
 def sdist_0340() -> tuple[Path, Catalog]:
     """The vllm 0.34.0 sdist's docs, examples and recipes tree (newer than the corpora's recipes
     snapshot: presets with `runbook:` text), fetched once into the driftmatrix cache, and its catalog."""
-    from common.package_index import PackageIndexError
-    from extractor.sdist import fetch_docs
-    from runner.settings import cache_dir
+    from driftmatrix.common.package_index import PackageIndexError
+    from driftmatrix.extractor.sdist import fetch_docs
+    from driftmatrix.runner.settings import cache_dir
     try:
         tree = fetch_docs("0.34.0", cache_dir() / "sdists")
     except PackageIndexError as err:

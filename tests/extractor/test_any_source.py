@@ -8,9 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from extractor.catalog import extract
+from driftmatrix.extractor.catalog import extract
 
-from runner.builds.resolve import stable_pin
+from driftmatrix.runner.builds.resolve import stable_pin
 
 CARD = """---
 license: apache-2.0

@@ -8,11 +8,11 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from extractor.catalog import extract
+from driftmatrix.extractor.catalog import extract
 
-from runner.builds.resolve import stable_pin
-from extractor.corpus import _markdown
-from extractor.snippet_builder import Place
+from driftmatrix.runner.builds.resolve import stable_pin
+from driftmatrix.extractor.corpus import _markdown
+from driftmatrix.extractor.snippet_builder import Place
 
 GOOD = "# Good\n\n```bash\nvllm serve good/model --port 8001\n```\n"
 YAML_BOMB = 'a: &a ["x","x","x","x","x","x","x","x","x"]\n' + "".join(

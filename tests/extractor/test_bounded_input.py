@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from extractor import bounds, yaml_nodes
-from extractor.catalog import extract
-from runner.builds.resolve import stable_pin
+from driftmatrix.extractor import bounds, yaml_nodes
+from driftmatrix.extractor.catalog import extract
+from driftmatrix.runner.builds.resolve import stable_pin
 
 GOOD_RECIPE = "model:\n  model_id: org/good\n  base_args: [--max-model-len, '4096']\n"
 GOOD_PAGE = "# Good\n\n```bash\nvllm serve good/model --port 8001\n```\n"

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from extractor.python_calls import from_python
-from extractor.snippet_builder import Place, from_shell_text
+from driftmatrix.extractor.python_calls import from_python
+from driftmatrix.extractor.snippet_builder import Place, from_shell_text
 
 
 def _line_of(path: Path, needle: str, start: int = 1) -> int:
@@ -149,8 +149,8 @@ def test_placeholder_words_are_not_models(snippets_from, file, word):
 
 
 def test_more_placeholder_words_can_be_given(tmp_path):
-    from extractor.catalog import extract
-    from runner.builds.resolve import stable_pin
+    from driftmatrix.extractor.catalog import extract
+    from driftmatrix.runner.builds.resolve import stable_pin
 
     page = tmp_path / "runbook.md"
     page.write_text("# Runbook\n\n```bash\nvllm serve the-model-you-picked --port 8000\n```\n")
@@ -162,8 +162,8 @@ def test_more_placeholder_words_can_be_given(tmp_path):
 def test_more_placeholder_words_add_to_the_shipped_ones_for_that_run_only(tmp_path):
     """`--placeholder-model X` once replaced the shipped words (`my-model` turned into a model to fetch)
     and stayed for every later extraction in the process: the words are now an argument of the run."""
-    from extractor.catalog import extract
-    from runner.builds.resolve import stable_pin
+    from driftmatrix.extractor.catalog import extract
+    from driftmatrix.runner.builds.resolve import stable_pin
 
     page = tmp_path / "runbook.md"
     page.write_text("# Runbook\n\n```bash\nvllm serve the-model-you-picked --port 8000\n```\n\n"
@@ -196,7 +196,7 @@ def test_a_placeholder_in_a_json_model_value_still_counts():
 def test_a_placeholder_word_keeps_the_commands_id():
     """The id hashes the model position as written: a command whose first word stopped counting as a
     model (`vllm serve model …`) keeps the id its recorded outcomes and history are filed under."""
-    from extractor.serve_args import parse_serve_args
+    from driftmatrix.extractor.serve_args import parse_serve_args
 
     assert parse_serve_args(["model", "--port", "8000"]).canonical() == ["model", "--port", "8000"]
     assert parse_serve_args(["<args...>"]).canonical() == ["<args...>"]

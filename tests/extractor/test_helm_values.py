@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from extractor.corpus import detect, extract_file
-from extractor.helm_chart import go_float
-from extractor.helm_values import compose, from_helm_values, from_yaml_fence, from_yaml_file
-from extractor.snippet_builder import Place
-from extractor.yaml_commands import from_yaml_block
-from extractor.yaml_nodes import compose_all
+from driftmatrix.extractor.corpus import detect, extract_file
+from driftmatrix.extractor.helm_chart import go_float
+from driftmatrix.extractor.helm_values import compose, from_helm_values, from_yaml_fence, from_yaml_file
+from driftmatrix.extractor.snippet_builder import Place
+from driftmatrix.extractor.yaml_commands import from_yaml_block
+from driftmatrix.extractor.yaml_nodes import compose_all
 
 THIRDPARTY = Path(__file__).parents[2].parent / "shared" / "corpus" / "thirdparty"
 STACK = THIRDPARTY / "production-stack-a6c01db"

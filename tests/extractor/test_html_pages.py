@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from extractor.catalog import extract
+from driftmatrix.extractor.catalog import extract
 
-from runner.builds.resolve import stable_pin
+from driftmatrix.runner.builds.resolve import stable_pin
 
 PAGES = [
     "benchmarking/cli.md",

@@ -3,9 +3,9 @@
 import shutil
 from pathlib import Path
 
-from extractor.catalog import extract
+from driftmatrix.extractor.catalog import extract
 
-from runner.builds.resolve import stable_pin
+from driftmatrix.runner.builds.resolve import stable_pin
 
 
 def test_included_example_is_extracted_and_missing_one_is_reported(tmp_path: Path, corpus: Path):

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from extractor.catalog import extract, merge
-from extractor.snippet_record import Lint, Snippet, Source
-from extractor.release_files import CODE, ReleaseTrees
-from runner.builds.resolve import stable_pin
+from driftmatrix.extractor.catalog import extract, merge
+from driftmatrix.extractor.snippet_record import Lint, Snippet, Source
+from driftmatrix.extractor.release_files import CODE, ReleaseTrees
+from driftmatrix.runner.builds.resolve import stable_pin
 
 CMD = "vllm serve org/m --max-model-len 256"
 LINEAR = 2.2

@@ -3,7 +3,7 @@ from pathlib import Path
 import markdown
 from bs4 import BeautifulSoup
 
-from extractor.markdown_blocks import code_blocks
+from driftmatrix.extractor.markdown_blocks import code_blocks
 
 # The Markdown extensions of the vLLM mkdocs.yaml that shape headings and blocks.
 VLLM_DOCS_EXTENSIONS = ["attr_list", "md_in_html", "admonition", "pymdownx.details", "pymdownx.superfences",

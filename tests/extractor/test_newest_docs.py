@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from extractor.catalog import extract
+from driftmatrix.extractor.catalog import extract
 
-from runner.builds.resolve import stable_pin
-from extractor.python_calls import from_python
-from extractor.snippet_record import Catalog
-from extractor.snippet_builder import Place, from_shell_text
+from driftmatrix.runner.builds.resolve import stable_pin
+from driftmatrix.extractor.python_calls import from_python
+from driftmatrix.extractor.snippet_record import Catalog
+from driftmatrix.extractor.snippet_builder import Place, from_shell_text
 
 
 def at(catalog: Catalog, file: str, line: int, version: str | None = None):

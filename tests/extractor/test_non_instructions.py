@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from extractor.catalog import extract
-from extractor.serve_args import parse_serve_args, placeholders_in
-from extractor.shell_commands import blank_log_lines
-from extractor.snippet_builder import Place, from_shell_text
-from runner.builds.resolve import stable_pin
+from driftmatrix.extractor.catalog import extract
+from driftmatrix.extractor.serve_args import parse_serve_args, placeholders_in
+from driftmatrix.extractor.shell_commands import blank_log_lines
+from driftmatrix.extractor.snippet_builder import Place, from_shell_text
+from driftmatrix.runner.builds.resolve import stable_pin
 
 CORPUS = Path(__file__).parents[2].parent / "shared" / "corpus"
 PRODUCTION_STACK = CORPUS / "thirdparty" / "production-stack-a6c01db"

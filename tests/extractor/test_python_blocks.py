@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from extractor.corpus import _markdown
-from extractor.snippet_record import BREAKING_LINTS
-from extractor.snippet_builder import Place
+from driftmatrix.extractor.corpus import _markdown
+from driftmatrix.extractor.snippet_record import BREAKING_LINTS
+from driftmatrix.extractor.snippet_builder import Place
 
 CORPUS = Path(__file__).parents[2].parent / "shared" / "corpus"
 PLACE = Place("vllm-docs", "0.0.0", "docs/list.md", 1)
@@ -78,7 +78,7 @@ def test_a_shell_command_under_a_python_fence_is_read_as_the_shell_block_it_is(t
     """vllm-gaudi docs/configuration/warm-up/managing_warm-up.md:44: ```python around `export …` and
     `VAR=… \\` … `vllm serve …` lines (49-55). Its reader runs it in a shell (the page calls it "the serving command");
     Python would stop on line 11 of it. Before: only a warning, the command lost."""
-    from extractor.corpus import detect, extract_file
+    from driftmatrix.extractor.corpus import detect, extract_file
     root = CORPUS / "thirdparty" / "vllm-gaudi-091bbadd"
     page = root / "docs" / "configuration" / "warm-up" / "managing_warm-up.md"
     found, diags = extract_file(detect(root), page)
@@ -96,7 +96,7 @@ def test_a_shell_command_under_a_python_fence_is_read_as_the_shell_block_it_is(t
 
 
 def test_the_lint_reaches_stderr_from_a_page(tmp_path):
-    from extractor.corpus import detect, extract_file
+    from driftmatrix.extractor.corpus import detect, extract_file
     docs = tmp_path / "docs"
     docs.mkdir()
     (tmp_path / "mkdocs.yaml").write_text("site_name: t\n")

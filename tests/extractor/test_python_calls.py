@@ -1,5 +1,5 @@
-from extractor.python_calls import from_python
-from extractor.snippet_builder import Place
+from driftmatrix.extractor.python_calls import from_python
+from driftmatrix.extractor.snippet_builder import Place
 
 PLACE = Place("vllm-docs", "9.9", "docs/x.md", 10)
 

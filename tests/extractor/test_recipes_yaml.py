@@ -1,5 +1,5 @@
-from extractor.recipes_yaml import from_recipe
-from extractor.snippet_builder import Place
+from driftmatrix.extractor.recipes_yaml import from_recipe
+from driftmatrix.extractor.snippet_builder import Place
 
 RECIPE = """meta:
   title: T
@@ -60,8 +60,8 @@ def test_not_a_recipe_is_a_warning():
 
 
 def test_flag_and_value_in_one_args_item_is_split(corpus):
-    from extractor.catalog import extract
-    from runner.builds.resolve import stable_pin
+    from driftmatrix.extractor.catalog import extract
+    from driftmatrix.runner.builds.resolve import stable_pin
     catalog, _ = extract(stable=stable_pin(), sources=[corpus / "vllm-docs" / "0.33.0"])
     mimo = [s for s in catalog.snippets if s.model == "XiaomiMiMo/MiMo-V2.5-Pro" and s.kind == "recipe"]
     assert mimo and all("--max-model-len auto" not in s.argv for s in mimo)

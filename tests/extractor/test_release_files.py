@@ -7,14 +7,14 @@ import shutil
 
 import pytest
 
-from extractor.catalog import extract
+from driftmatrix.extractor.catalog import extract
 
-from runner.builds.resolve import stable_pin
-from extractor.snippet_record import BREAKING_LINTS
-from extractor.release_files import CODE, ReleaseTrees, named_paths
-from extractor.written_for import override
-from runner.builds import source_trees
-from runner.settings import cache_dir
+from driftmatrix.runner.builds.resolve import stable_pin
+from driftmatrix.extractor.snippet_record import BREAKING_LINTS
+from driftmatrix.extractor.release_files import CODE, ReleaseTrees, named_paths
+from driftmatrix.extractor.written_for import override
+from driftmatrix.runner.builds import source_trees
+from driftmatrix.runner.settings import cache_dir
 
 CLI_PAGE = "docs/benchmarking/cli.md"
 MOVED = "examples/template_vlm2vec_phi3v.jinja"

@@ -16,11 +16,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from extractor.catalog import extract
+from driftmatrix.extractor.catalog import extract
 
-from runner.builds.resolve import stable_pin
-from common.package_index import PackageIndexError
-from extractor.sdist import fetch_docs
+from driftmatrix.runner.builds.resolve import stable_pin
+from driftmatrix.common.package_index import PackageIndexError
+from driftmatrix.extractor.sdist import fetch_docs
 
 
 def _sdist(corpus: Path, out: Path, version: str = "0.20.1") -> bytes:
@@ -127,7 +127,7 @@ def test_fetches_side_by_side_leave_one_whole_tree(index, tmp_path):
     url, _ = index
     alone = fetch_docs("0.20.1", tmp_path / "alone", index=url)
     files = sorted(str(p.relative_to(alone)) for p in alone.rglob("*"))
-    code = ("import sys; from pathlib import Path; from extractor.sdist import fetch_docs; "
+    code = ("import sys; from pathlib import Path; from driftmatrix.extractor.sdist import fetch_docs; "
             "print(fetch_docs('0.20.1', Path(sys.argv[1]), index=sys.argv[2]))")
     procs = [subprocess.Popen([sys.executable, "-c", code, str(tmp_path / "shared"), url], stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True) for _ in range(6)]
@@ -154,7 +154,7 @@ def test_source_fetches_side_by_side_leave_one_whole_tree(index, tmp_path):
     (root / "files" / "src").mkdir()
     (root / "files" / "src" / "vllm-0.20.1.tar.gz").write_bytes(buf.getvalue())
     release = [f"{url}/../files/src/vllm-0.20.1.tar.gz", hashlib.sha256(buf.getvalue()).hexdigest()]
-    code = ("import sys, httpx; from pathlib import Path; from flaghistory.sources import Release, fetch_sources; "
+    code = ("import sys, httpx; from pathlib import Path; from driftmatrix.flaghistory.sources import Release, fetch_sources; "
             "keep = lambda inner, head: True; "
             "print(fetch_sources(Release('0.20.1', sys.argv[2], sys.argv[3]), Path(sys.argv[1]), "
             "httpx.Client(follow_redirects=True), keep=keep))")

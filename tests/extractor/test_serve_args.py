@@ -1,6 +1,6 @@
 import pytest
 
-from extractor.serve_args import parse_serve_args, placeholders_in
+from driftmatrix.extractor.serve_args import parse_serve_args, placeholders_in
 
 
 def test_model_positional_or_flag():

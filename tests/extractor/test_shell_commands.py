@@ -1,4 +1,4 @@
-from extractor.shell_commands import scan
+from driftmatrix.extractor.shell_commands import scan
 
 
 def one(text):

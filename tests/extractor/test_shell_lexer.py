@@ -1,4 +1,4 @@
-from extractor.shell_lexer import Operator, Word, lex
+from driftmatrix.extractor.shell_lexer import Operator, Word, lex
 
 
 def words(text):

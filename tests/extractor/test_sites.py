@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from extractor.catalog import extract
-from extractor.corpus import detect
+from driftmatrix.extractor.catalog import extract
+from driftmatrix.extractor.corpus import detect
 
 
 
@@ -96,7 +96,7 @@ def test_a_page_with_a_mkdocs_variable_is_written_for_its_value(tmp_path):
 
 def test_a_page_that_states_nothing_is_written_for_todays_stable(tmp_path):
     from driftmatrix.release_pins import todays_stable
-    from flaghistory.commands import shipped
+    from driftmatrix.flaghistory.commands import shipped
 
     root = _mini_site(tmp_path / "s", "", "# Serve\n\n```bash\nvllm serve org/model\n```\n")
     stable = todays_stable()

@@ -2,10 +2,10 @@ import json
 
 import pytest
 
-from extractor.catalog import extract
+from driftmatrix.extractor.catalog import extract
 
-from runner.builds.resolve import stable_pin
-from extractor.snippet_record import SCHEMA, SNIPPET_KINDS, Catalog, Snippet
+from driftmatrix.runner.builds.resolve import stable_pin
+from driftmatrix.extractor.snippet_record import SCHEMA, SNIPPET_KINDS, Catalog, Snippet
 
 
 def test_catalog_round_trip_and_schema(tmp_path, corpus):

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from extractor.catalog import extract
+from driftmatrix.extractor.catalog import extract
 
-from runner.builds.resolve import stable_pin
-from extractor.markdown_blocks import code_blocks, plain_text, title_from_file
-from extractor.snippet_record import Catalog, Source
+from driftmatrix.runner.builds.resolve import stable_pin
+from driftmatrix.extractor.markdown_blocks import code_blocks, plain_text, title_from_file
+from driftmatrix.extractor.snippet_record import Catalog, Source
 from test_html_pages import MKDOCS  # the same mkdocs config the HTML-page tests build with
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "site" / "snippets.json"

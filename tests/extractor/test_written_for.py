@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from packaging.specifiers import SpecifierSet
 
-from extractor.catalog import extract
+from driftmatrix.extractor.catalog import extract
 
-from extractor.written_for import WrittenForError, override, statements
+from driftmatrix.extractor.written_for import WrittenForError, override, statements
 
 
 def _tree(root: Path, page: str, name: str = "notes") -> Path:

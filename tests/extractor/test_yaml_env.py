@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from extractor.corpus import detect, extract_file
-from extractor.serve_args import parse_serve_args
-from extractor.snippet_builder import Place, snippet_id
-from extractor.yaml_commands import from_yaml_block
+from driftmatrix.extractor.corpus import detect, extract_file
+from driftmatrix.extractor.serve_args import parse_serve_args
+from driftmatrix.extractor.snippet_builder import Place, snippet_id
+from driftmatrix.extractor.yaml_commands import from_yaml_block
 
 VERSIONS = ["0.20.1", "0.33.0"]
 

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from flaghistory.build import build
-from flaghistory.history import SHIPPED, FlagHistory
-from runner.settings import cache_dir
+from driftmatrix.flaghistory.build import build
+from driftmatrix.flaghistory.history import SHIPPED, FlagHistory
+from driftmatrix.runner.settings import cache_dir
 
 REPO = Path(__file__).resolve().parents[2]
 PINNED = ["0.20.1", "0.32.0"]

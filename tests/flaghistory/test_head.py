@@ -10,14 +10,14 @@ import json
 import httpx
 import pytest
 
-from flaghistory.build import ReleaseRead, assemble, read_all
-from flaghistory.command_check import check_argv
-from flaghistory.commands import explain, explain_use
-from flaghistory.head import HeadError, head_label, with_head
-from flaghistory.history import FlagHistory
-from flaghistory.sources import list_releases
-from flaghistory.uses import Use
-from runner.settings import cache_dir
+from driftmatrix.flaghistory.build import ReleaseRead, assemble, read_all
+from driftmatrix.flaghistory.command_check import check_argv
+from driftmatrix.flaghistory.commands import explain, explain_use
+from driftmatrix.flaghistory.head import HeadError, head_label, with_head
+from driftmatrix.flaghistory.history import FlagHistory
+from driftmatrix.flaghistory.sources import list_releases
+from driftmatrix.flaghistory.uses import Use
+from driftmatrix.runner.settings import cache_dir
 
 
 def _domain(names, deprecated=None, open_=None, fold=None, where="vllm/config/x.py"):

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from flaghistory.commands import command_options, explain, rejected_options
-from flaghistory.history import SHIPPED, FlagHistory, HistoryError, token
+from driftmatrix.flaghistory.commands import command_options, explain, rejected_options
+from driftmatrix.flaghistory.history import SHIPPED, FlagHistory, HistoryError, token
 
 
 @pytest.fixture(scope="module")

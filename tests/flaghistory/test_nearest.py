@@ -8,11 +8,11 @@ import json
 
 import pytest
 
-from flaghistory import nearest
-from flaghistory.command_check import check_argv
-from flaghistory.commands import command_options, explain, explain_use
-from flaghistory.history import SHIPPED, FlagHistory
-from flaghistory.uses import Use, uses_of
+from driftmatrix.flaghistory import nearest
+from driftmatrix.flaghistory.command_check import check_argv
+from driftmatrix.flaghistory.commands import command_options, explain, explain_use
+from driftmatrix.flaghistory.history import SHIPPED, FlagHistory
+from driftmatrix.flaghistory.uses import Use, uses_of
 
 RELEASE = "0.20.1"
 

@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from flaghistory.command_check import check_argv, runs_of
-from flaghistory.history import SHIPPED, FlagHistory
-from flaghistory.uses import Use, uses_of
+from driftmatrix.flaghistory.command_check import check_argv, runs_of
+from driftmatrix.flaghistory.history import SHIPPED, FlagHistory
+from driftmatrix.flaghistory.uses import Use, uses_of
 
 
 @pytest.fixture(scope="module")
@@ -85,7 +85,7 @@ def test_a_disable_option_beside_its_enable_twin_is_not_a_no(history):
 def test_flags_valid_names_what_no_release_has(history):
     """`unknown` in flags_valid: what no release read takes and some refuse (the docs' plugin example
     parser `example`); releases whose names were not read say nothing either way."""
-    from flaghistory.commands import command_options
+    from driftmatrix.flaghistory.commands import command_options
 
     found = command_options(history, ["m", "--reasoning-parser", "example", "--max-model-len", "8"])
     assert found.first is None and found.unknown == ["--reasoning-parser example"]

@@ -9,12 +9,12 @@ import json
 
 import pytest
 
-from flaghistory.build import build
-from flaghistory.history import SHIPPED, FlagHistory
-from flaghistory.literals import strings
-from flaghistory.pyindex import Index
-from flaghistory.uses import Use, uses_of
-from runner.settings import cache_dir
+from driftmatrix.flaghistory.build import build
+from driftmatrix.flaghistory.history import SHIPPED, FlagHistory
+from driftmatrix.flaghistory.literals import strings
+from driftmatrix.flaghistory.pyindex import Index
+from driftmatrix.flaghistory.uses import Use, uses_of
+from driftmatrix.runner.settings import cache_dir
 
 RELEASES = ["0.10.2", "0.11.0", "0.12.0", "0.13.0", "0.20.1", "0.32.0", "0.34.0"]
 SPEC_0_20_1 = {

@@ -30,8 +30,8 @@ def written_for(snippets: Path, spec: str, out: Path) -> Path:
     written for 0.33.*, where no checked build is; this makes the 0.20.1/0.32.0 runs judgeable)."""
     import dataclasses
 
-    from extractor.snippet_record import Catalog
-    from extractor.written_for import override
+    from driftmatrix.extractor.snippet_record import Catalog
+    from driftmatrix.extractor.written_for import override
 
     catalog = Catalog.read(snippets)
     for s in catalog.snippets:

@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from extractor.snippet_record import Catalog, Lint, Snippet, Source, WrittenFor
-from runner.outcomes.outcome_record import Evidence, Outcome, TargetRef
+from driftmatrix.extractor.snippet_record import Catalog, Lint, Snippet, Source, WrittenFor
+from driftmatrix.runner.outcomes.outcome_record import Evidence, Outcome, TargetRef
 
 REPO = Path(__file__).resolve().parents[2]
 IMG = "<img src=x onerror=window.__pwned=2>"
@@ -117,9 +117,9 @@ def annotated(tmp: Path) -> dict:
     """The site's "annotated pages" input for the hostile command, as `publish --docs` makes it: the
     admonition `annotate` writes for it (`decision`: its causes, option notes and where it runs) and
     a verified fix whose command, reasons and checks carry the hostile texts."""
-    from publisher import annotate as ann
-    from publisher.command_view import views_of
-    from publisher.results import load
+    from driftmatrix.publisher import annotate as ann
+    from driftmatrix.publisher.command_view import views_of
+    from driftmatrix.publisher.results import load
 
     results = load(tmp / "snippets.json", [tmp / "outcomes.jsonl"])
     s = next(x for x in results.snippets if x.id == "s-0000000000a1")

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 from bs4 import BeautifulSoup
 
-from publisher import annotate as ann
-from publisher.judgement import Judge
-from publisher.results import load
-from runner.builds.resolve import stable_pin
+from driftmatrix.publisher import annotate as ann
+from driftmatrix.publisher.judgement import Judge
+from driftmatrix.publisher.results import load
+from driftmatrix.runner.builds.resolve import stable_pin
 
 HERE = Path(__file__).resolve().parent
 

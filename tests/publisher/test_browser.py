@@ -13,7 +13,7 @@ import pytest
 
 from sitehttp import serve_dir
 from test_matrix_page import show_all
-from publisher.results import load
+from driftmatrix.publisher.results import load
 
 XSS = "<script>window.__pwned = 1</script><img src=x onerror=\"window.__pwned = 2\">"
 

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from publisher import causes, command_text, public
-from publisher.results import load
+from driftmatrix.publisher import causes, command_text, public
+from driftmatrix.publisher.results import load
 from sitehttp import serve_dir
 
 REPO = Path(__file__).resolve().parents[2]

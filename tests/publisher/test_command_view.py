@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from publisher import annotate as ann
-from publisher import judgement, matrix_data, matrix_json, pages, pr_body, public
-from runner.outcomes import vocabulary
-from publisher.command_view import views_of
-from publisher.results import load
+from driftmatrix.publisher import annotate as ann
+from driftmatrix.publisher import judgement, matrix_data, matrix_json, pages, pr_body, public
+from driftmatrix.runner.outcomes import vocabulary
+from driftmatrix.publisher.command_view import views_of
+from driftmatrix.publisher.results import load
 
 
 @pytest.fixture(scope="module")
@@ -63,8 +63,8 @@ def test_the_outputs_judge_nothing_themselves(commands, corpus, monkeypatch):
 def test_the_my_version_table_holds_values_and_keys_too(commands):
     """matrix-data.js's option table (the "my version" selector): a command's values and config keys as
     the history reads them, each with the releases that take it; flags_valid counts them as well."""
-    from flaghistory.commands import shipped
-    from flaghistory.uses import uses_of
+    from driftmatrix.flaghistory.commands import shipped
+    from driftmatrix.flaghistory.uses import uses_of
 
     history = shipped()
     data = matrix_data.build(commands)

@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-from publisher.snippet_page import contained, ran
-from runner.outcomes.outcome_record import Outcome, TargetRef
+from driftmatrix.publisher.snippet_page import contained, ran
+from driftmatrix.runner.outcomes.outcome_record import Outcome, TargetRef
 
 
 def outcome(host: dict) -> Outcome:

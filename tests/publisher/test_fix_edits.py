@@ -3,8 +3,8 @@ quoting is respected, and key=value becomes JSON only where it has one reading."
 
 from __future__ import annotations
 
-from publisher.fix_edits import apply, backslash_edits
-from publisher.fixes import json_form
+from driftmatrix.publisher.fix_edits import apply, backslash_edits
+from driftmatrix.publisher.fixes import json_form
 
 
 def test_an_edit_takes_the_whole_option_not_a_prefix():

@@ -14,17 +14,17 @@ from pathlib import Path
 
 import pytest
 
-from extractor.catalog import extract
+from driftmatrix.extractor.catalog import extract
 
-from runner.builds.resolve import stable_pin
-from extractor.snippet_record import Catalog
-from extractor.sdist import fetch_docs
-from publisher import annotate as ann
-from publisher.command_view import views_of
-from publisher.pull_request import body
-from publisher.results import load
-from runner.outcomes import store
-from runner.settings import cache_dir
+from driftmatrix.runner.builds.resolve import stable_pin
+from driftmatrix.extractor.snippet_record import Catalog
+from driftmatrix.extractor.sdist import fetch_docs
+from driftmatrix.publisher import annotate as ann
+from driftmatrix.publisher.command_view import views_of
+from driftmatrix.publisher.pull_request import body
+from driftmatrix.publisher.results import load
+from driftmatrix.runner.outcomes import store
+from driftmatrix.runner.settings import cache_dir
 
 REPO = Path(__file__).resolve().parents[2]
 PLACES = {  # (corpus, file, line): what the page shows there
@@ -185,7 +185,7 @@ def test_a_bash_only_fix_says_what_was_checked(work, annotated):
 def test_a_fixed_command_page_shows_its_fix(work, annotated):
     """The command page of a command with a fix: the fixed command and why (`driftmatrix pipeline`
     builds such pages; the fix record is a dict, which the page once read as an object)."""
-    from publisher import pages, snippet_page
+    from driftmatrix.publisher import pages, snippet_page
 
     results = annotated[0]
     ernie = _ids(work)[("recipes", "Ernie/Ernie4.5-VL.md", 60)]

@@ -15,8 +15,8 @@ import sys
 import pytest
 from bs4 import BeautifulSoup
 
-from publisher.judgement import Judge
-from publisher.results import load
+from driftmatrix.publisher.judgement import Judge
+from driftmatrix.publisher.results import load
 
 
 def _cli(*args) -> subprocess.CompletedProcess:

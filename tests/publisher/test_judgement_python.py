@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from extractor.catalog import extract
-from publisher import annotate as ann
-from publisher import matrix_json, pr_body
-from publisher.command_view import views_of
-from publisher.judgement import Judge
-from publisher.results import load
+from driftmatrix.extractor.catalog import extract
+from driftmatrix.publisher import annotate as ann
+from driftmatrix.publisher import matrix_json, pr_body
+from driftmatrix.publisher.command_view import views_of
+from driftmatrix.publisher.judgement import Judge
+from driftmatrix.publisher.results import load
 
 PAGE = """# Offline inference
 

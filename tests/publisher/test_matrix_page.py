@@ -12,9 +12,9 @@ import sys
 
 import pytest
 
-from flaghistory.commands import shipped
-from flaghistory.uses import uses_of
-from publisher.results import load
+from driftmatrix.flaghistory.commands import shipped
+from driftmatrix.flaghistory.uses import uses_of
+from driftmatrix.publisher.results import load
 from sitehttp import serve_dir
 
 PHONE = {"width": 390, "height": 844}

@@ -15,9 +15,9 @@ import pytest
 from sitehttp import serve_dir
 from test_annotate import vllm_markdown_extensions
 
-from publisher import matrix_json
-from publisher.command_view import views_of
-from publisher.results import load
+from driftmatrix.publisher import matrix_json
+from driftmatrix.publisher.command_view import views_of
+from driftmatrix.publisher.results import load
 
 PAGES = ["docs/serving/data_parallel_deployment.md", "docs/features/lora.md"]
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 import json
 from types import SimpleNamespace
 
-from publisher.judgement import Judge
-from publisher.results import load
-from runner.jobs.tiers.state import apply, unloadable
-from runner.models import hub_answer
-from runner.outcomes.outcome_record import Outcome
+from driftmatrix.publisher.judgement import Judge
+from driftmatrix.publisher.results import load
+from driftmatrix.runner.jobs.tiers.state import apply, unloadable
+from driftmatrix.runner.models import hub_answer
+from driftmatrix.runner.outcomes.outcome_record import Outcome
 
 HUB = "the hub at http://127.0.0.1:8123"
 
@@ -72,7 +72,7 @@ def test_it_is_never_a_vllm_regression(site_inputs, stable_plus, tmp_path):
 def test_a_parse_job_failing_at_config_says_where_it_stopped(site_inputs):
     """The hub is asked at every tier: a parse job's FAIL at config went further than it was to go, so
     the page does not say it "was to go on up to" the parser."""
-    from publisher.snippet_page import checked
+    from driftmatrix.publisher.snippet_page import checked
 
     parsed = next(o for o in _records(site_inputs["parse"]) if o.verdict == "PASS" and o.tier == "parse")
     failed = _as_unloadable(parsed, "org/absent")

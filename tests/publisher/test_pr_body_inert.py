@@ -13,15 +13,15 @@ import json
 import pytest
 
 import mdcheck
-from extractor.catalog import extract
-from runner.builds.resolve import stable_pin
-from extractor.written_for import override
-from publisher import annotate as ann
-from publisher import pr_body, public
-from publisher.command_view import views_of
-from publisher.results import load
-from runner.outcomes.evidence_record import RaisedException
-from runner.outcomes.outcome_record import Evidence, Outcome, TargetRef
+from driftmatrix.extractor.catalog import extract
+from driftmatrix.runner.builds.resolve import stable_pin
+from driftmatrix.extractor.written_for import override
+from driftmatrix.publisher import annotate as ann
+from driftmatrix.publisher import pr_body, public
+from driftmatrix.publisher.command_view import views_of
+from driftmatrix.publisher.results import load
+from driftmatrix.runner.outcomes.evidence_record import RaisedException
+from driftmatrix.runner.outcomes.outcome_record import Evidence, Outcome, TargetRef
 
 SITE = "https://example.test/dm"
 PAGE = "docs/@vllm-project |x| ``` <img src=x onerror=alert(3)> [p](https:evil.example).md"

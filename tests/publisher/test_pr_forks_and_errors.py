@@ -129,7 +129,7 @@ def test_updating_the_pr_refused_puts_the_branch_back(failing):
 
 
 def test_a_body_over_githubs_limit_is_cut_with_the_site_link():
-    from publisher.pr_body import BODY_LIMIT, fit
+    from driftmatrix.publisher.pr_body import BODY_LIMIT, fit
 
     rows = [f"| `s-{i:05d}` | `docs/page.md:{i}` | FAIL (parse) | {'x' * 80} |" for i in range(100)]
     evidence = ["<details><summary>Log excerpt</summary>", "", "````", *("log line " * 12 for _ in range(600))]
@@ -157,6 +157,6 @@ def test_what_counts_as_a_rate_limit(status, headers, message, wait):
     reset); a 403 without them is a permission problem and is not retried."""
     import httpx
 
-    from publisher.github_api import rate_limit_wait
+    from driftmatrix.publisher.github_api import rate_limit_wait
 
     assert rate_limit_wait(httpx.Response(status, headers=headers, json={"message": message}), now=1000.0) == wait

@@ -12,9 +12,9 @@ import types
 
 import mdcheck
 
-from common.inert import STEP_SUMMARY_CAP
+from driftmatrix.common.inert import STEP_SUMMARY_CAP
 from driftmatrix.publish_cli import PUBLISH_FULL, publish_summary
-from common.step_summary import write
+from driftmatrix.common.step_summary import write
 
 SITE_URL = "https://example.test/dm"
 

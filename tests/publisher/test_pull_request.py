@@ -19,7 +19,7 @@ import types
 
 import pytest
 
-from extractor.snippet_record import BREAKING_LINTS, Catalog
+from driftmatrix.extractor.snippet_record import BREAKING_LINTS, Catalog
 from github_server import LocalGitHub
 from prhelp import (remote_and_checkout, BRANCH, bare_remote, git, in_process, new_token, pr_args, racing_hook, refs,
                     tip, updates)

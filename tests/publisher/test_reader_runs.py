@@ -9,20 +9,20 @@ from pathlib import Path
 
 import pytest
 
-from extractor.catalog import extract
-from extractor.snippet_record import Catalog
-from extractor.sdist import fetch_docs
-from extractor.written_for import specifier
-from flaghistory.commands import explain_failure, shipped
-from flaghistory.history import FlagHistory
-from publisher import annotate as ann
-from publisher import causes, fixes, matrix_json, option_verdict
-from publisher.command_view import views_of
-from publisher.judgement import Judge, judge
-from publisher.option_verdict import lower_bound
-from publisher.results import load
-from runner.outcomes.store import read as read_outcomes
-from runner.settings import cache_dir
+from driftmatrix.extractor.catalog import extract
+from driftmatrix.extractor.snippet_record import Catalog
+from driftmatrix.extractor.sdist import fetch_docs
+from driftmatrix.extractor.written_for import specifier
+from driftmatrix.flaghistory.commands import explain_failure, shipped
+from driftmatrix.flaghistory.history import FlagHistory
+from driftmatrix.publisher import annotate as ann
+from driftmatrix.publisher import causes, fixes, matrix_json, option_verdict
+from driftmatrix.publisher.command_view import views_of
+from driftmatrix.publisher.judgement import Judge, judge
+from driftmatrix.publisher.option_verdict import lower_bound
+from driftmatrix.publisher.results import load
+from driftmatrix.runner.outcomes.store import read as read_outcomes
+from driftmatrix.runner.settings import cache_dir
 
 HERE = Path(__file__).resolve().parent
 SITE = HERE.parent / "fixtures" / "site"

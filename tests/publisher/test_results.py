@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from publisher.results import load
+from driftmatrix.publisher.results import load
 
 
 def test_split_files_merge_to_the_same_table(site_inputs, tmp_path):
@@ -54,7 +54,7 @@ def test_tier_config_alone_publishes_what_the_two_passes_do(stable_plus, site_in
     pipeline (parse, then config). One rule (runner/counts.as_counted): the parser's PASS with "config not
     checked: <why>". The recorded config run of the real 0.33.0 speculative-decoding pages, alone and
     after the recorded parse run of the same commands: the same judgement for every command."""
-    from publisher.judgement import Judge
+    from driftmatrix.publisher.judgement import Judge
 
     config = [json.loads(ln) for ln in site_inputs["config"].read_text().splitlines() if ln.strip()]
     ids = {r["snippet_id"] for r in config}

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from bs4 import BeautifulSoup
 
-from runner.outcomes.vocabulary import JUDGEMENTS
-from publisher.results import load
+from driftmatrix.runner.outcomes.vocabulary import JUDGEMENTS
+from driftmatrix.publisher.results import load
 
 HERE_REPO = Path(__file__).resolve().parents[2]
 

@@ -1,6 +1,6 @@
 """Titles from the doc page and the nearest heading, escaped exactly once: a docs tree whose headings
 hold `<target-model>` (in a code span, as the vLLM docs write placeholders) and hostile HTML goes
-through the real extractor and a real site build (publisher.site.build_site, `mkdocs build
+through the real extractor and a real site build (driftmatrix.publisher.site.build_site, `mkdocs build
 --strict`); in a real headless Chromium over real HTTP the browser tab's title, the h1, the header's
 title and the search (index and results) read as the docs wrote it — `<target-model>`, never
 `&lt;target-model&gt;` — and nothing runs."""
@@ -13,12 +13,12 @@ import time
 import pytest
 from bs4 import BeautifulSoup
 
-from extractor.catalog import extract
+from driftmatrix.extractor.catalog import extract
 
-from runner.builds.resolve import stable_pin
-from publisher.results import load
-from publisher.site import build_site
-from publisher.titles import snippet_title
+from driftmatrix.runner.builds.resolve import stable_pin
+from driftmatrix.publisher.results import load
+from driftmatrix.publisher.site import build_site
+from driftmatrix.publisher.titles import snippet_title
 from sitehttp import serve_dir
 
 SITE_NAME = "driftmatrix — the vLLM docs, run"

@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 import shutil
 
-from publisher import matrix_json, pages
-from publisher.command_view import views_of
-from publisher.results import load
-from runner.outcomes.target_diagnostic import TargetDiagnostic
+from driftmatrix.publisher import matrix_json, pages
+from driftmatrix.publisher.command_view import views_of
+from driftmatrix.publisher.results import load
+from driftmatrix.runner.outcomes.target_diagnostic import TargetDiagnostic
 
 
 def _index(results) -> str:

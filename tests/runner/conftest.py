@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from runhelp import CACHE, HERE, catalog_of, docs_tree, once_per_session, outcomes, run_argv, run_cli
 
-from runner.builds.envs import ensure
-from runner.builds.targets import DEFAULT_CPU, load
+from driftmatrix.runner.builds.envs import ensure
+from driftmatrix.runner.builds.targets import DEFAULT_CPU, load
 
 
 @pytest.fixture(scope="session")
@@ -29,7 +29,7 @@ def tiny_models(cpu_envs):
     """A Qwen3 twin and a 1-layer draft sharing its tokenizer, built with the nightly env once per
     content hash into the driftmatrix cache (runner/models/twins.ensure), not once per session; the
     runs of `--stand-ins` for Qwen/Qwen3-0.6B get the same twin."""
-    from runner.models.twins import ensure as ensure_twin
+    from driftmatrix.runner.models.twins import ensure as ensure_twin
     env = cpu_envs["nightly"]
     target = Path(ensure_twin("Qwen/Qwen3-0.6B", env, CACHE).dir)
     draft = Path(ensure_twin("Qwen/Qwen3-0.6B", env, CACHE, layers=1, tokenizer_from=str(target)).dir)

@@ -12,11 +12,11 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from extractor.catalog import extract
+from driftmatrix.extractor.catalog import extract
 
-from runner.builds.resolve import stable_pin
-from runner.outcomes.outcome_record import Outcome
-from runner.settings import cache_dir
+from driftmatrix.runner.builds.resolve import stable_pin
+from driftmatrix.runner.outcomes.outcome_record import Outcome
+from driftmatrix.runner.settings import cache_dir
 
 HERE = Path(__file__).resolve().parent
 CACHE = cache_dir()
@@ -84,7 +84,7 @@ def once_per_session(tmp_path_factory, name: str, make: Callable[[Path], object]
 def rejudged(o: Outcome, device: str = "gpu") -> str:
     """A recorded outcome's verdict by today's rules (runner/jobs/tiers/state.judge_failure): a FAIL may
     now be the twin's or the machine's; other verdicts stand."""
-    from runner.jobs.tiers.state import judge_failure
+    from driftmatrix.runner.jobs.tiers.state import judge_failure
 
     if o.verdict != "FAIL":
         return o.verdict

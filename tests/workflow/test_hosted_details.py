@@ -23,7 +23,7 @@ import mdcheck
 import pytest
 from test_sandbox_steps import GATE, REPO, SCHEDULED, WORKFLOWS, workflow
 
-from common.inert import STEP_SUMMARY_CAP
+from driftmatrix.common.inert import STEP_SUMMARY_CAP
 
 STEPRUN = REPO / "tests" / "workflow" / "steprun.mjs"
 BASH = shutil.which("bash")
@@ -243,7 +243,7 @@ def test_the_pr_summary_is_capped(tmp_path):
     log.write_text("\n".join(["x" * 3_000_000, *[f"line {i} " + "y" * 60 for i in range(30_000)], "the last line"]))
     summary = tmp_path / "summary.md"
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    base = [sys.executable, "-m", "common.step_summary", "--title", "PR", "--log", str(log), "--summary", str(summary)]
+    base = [sys.executable, "-m", "driftmatrix.common.step_summary", "--title", "PR", "--log", str(log), "--summary", str(summary)]
     subprocess.run([*base, "--lines", "25"], check=True, env=env, cwd=tmp_path)
     first = summary.read_text()
     assert "the last line" in first and len(first.encode()) < 60_000  # long lines cut, the end kept

@@ -200,9 +200,9 @@ def test_docs_gate_workflow():
 
 @pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)
 def test_every_import_a_script_makes_exists(path):
-    """The workflows' inline Python (`python -c "from runner.builds.resolve import stable_pin; …"`,
+    """The workflows' inline Python (`python -c "from driftmatrix.runner.builds.resolve import stable_pin; …"`,
     heredocs) imports this checkout's own names: one moved away fails every scheduled run at that
-    step (it did: `stable_pin` left runner.builds.targets and extract broke; the rehearsal found it)."""
+    step (it did: `stable_pin` left driftmatrix.runner.builds.targets and extract broke; the rehearsal found it)."""
     import importlib
     found = re.findall(r"\bfrom ((?:driftmatrix|runner|publisher|extractor|flaghistory|common)(?:\.\w+)*) import "
                        r"([\w, ]+?)(?=;|\"|'|\n|$)", path.read_text())

@@ -36,10 +36,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
-from runner.isolation.sandbox import binds, cgroups, output, userns
-from runner.isolation.sandbox.cgroups import Cgroup
-from runner.isolation.sandbox.files import read_lines
-from runner.isolation.sandbox.limits import Kind, Limits, for_kind
+from driftmatrix.runner.isolation.sandbox import binds, cgroups, output, userns
+from driftmatrix.runner.isolation.sandbox.cgroups import Cgroup
+from driftmatrix.runner.isolation.sandbox.files import read_lines
+from driftmatrix.runner.isolation.sandbox.limits import Kind, Limits, for_kind
 
 Mode = Literal["auto", "required", "off"]
 INIT = binds.INTARGET / "sandbox_init.py"
@@ -236,7 +236,7 @@ def contain(cmd: list[str], *, python: str, env: dict[str, str], kind: Kind, job
             seeds: list[tuple[Path, str]] = (), watched: list[str] = (), export: list[str] = (),
             disk_mib: int | None = None, operator_env: Mapping[str, str] | None = None) -> Launch:
     """`cmd` (run by the target interpreter `python`) in the sandbox, or plainly where there is none
-    (the caller decides whether that is allowed: `runner.isolation.trust`). `operator_env`: the targets
+    (the caller decides whether that is allowed: `driftmatrix.runner.isolation.trust`). `operator_env`: the targets
     file's env of this target (its `[env]` under the target's own), never the docs': the folders its
     PYTHONPATH / PYTHONHOME name hold the interpreter's code too and are bound read-only with its
     installation (binds.python_installation). `readable`: the job's

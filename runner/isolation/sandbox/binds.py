@@ -19,7 +19,7 @@ cache (other jobs' logs, the state), `/etc`'s secrets (`shadow`, ssh keys).
 
 from __future__ import annotations
 
-import runner
+from driftmatrix import runner
 import atexit
 import functools
 import glob

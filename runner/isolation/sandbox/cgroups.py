@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from runner.isolation.sandbox.limits import MIB, Limits
+from driftmatrix.runner.isolation.sandbox.limits import MIB, Limits
 
 _serial = itertools.count()
 BWRAP_TASKS = 4

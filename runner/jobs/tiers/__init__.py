@@ -1,17 +1,17 @@
 """The tiers, cheapest first: each a function `(JobState) -> Verdict | None` (None: go on), run by
-`runner.jobs.execute` in this order up to the tier the job asks for. `prepare` always runs; the
+`driftmatrix.runner.jobs.execute` in this order up to the tier the job asks for. `prepare` always runs; the
 parse tier's module also runs the config tier (one helper request)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from runner.jobs.tiers.parse_config import parse_config
-from runner.jobs.tiers.perf import perf
-from runner.jobs.tiers.prepare import prepare
-from runner.jobs.tiers.probe import probe
-from runner.jobs.tiers.start import start
-from runner.jobs.tiers.state import JobState, Verdict
+from driftmatrix.runner.jobs.tiers.parse_config import parse_config
+from driftmatrix.runner.jobs.tiers.perf import perf
+from driftmatrix.runner.jobs.tiers.prepare import prepare
+from driftmatrix.runner.jobs.tiers.probe import probe
+from driftmatrix.runner.jobs.tiers.start import start
+from driftmatrix.runner.jobs.tiers.state import JobState, Verdict
 
 Tier = Callable[[JobState], "Verdict | None"]
 

@@ -17,17 +17,17 @@ with what, for this command, the missing device or the declaration decided."""
 
 from __future__ import annotations
 
-from runner.diagnosis import classify
+from driftmatrix.runner.diagnosis import classify
 
-from runner.models import placeholders
+from driftmatrix.runner.models import placeholders
 
-from runner.outcomes import subcommands
+from driftmatrix.runner.outcomes import subcommands
 
-from runner.isolation import trust
-from runner.outcomes.evidence_record import LoggedWarning, RaisedException
-from runner.serve.helper_client import HelperAnswer
-from runner.jobs.tiers import plugins, twin_artefacts
-from runner.jobs.tiers.state import JobState, Verdict, fail, literal_env, skip, unloadable
+from driftmatrix.runner.isolation import trust
+from driftmatrix.runner.outcomes.evidence_record import LoggedWarning, RaisedException
+from driftmatrix.runner.serve.helper_client import HelperAnswer
+from driftmatrix.runner.jobs.tiers import plugins, twin_artefacts
+from driftmatrix.runner.jobs.tiers.state import JobState, Verdict, fail, literal_env, skip, unloadable
 
 
 def parse_config(state: JobState) -> Verdict | None:

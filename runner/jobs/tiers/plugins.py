@@ -13,12 +13,12 @@ requirements install the plugin; elsewhere:
 
 from __future__ import annotations
 
-from common import vllm_plugins
-from flaghistory.commands import shipped
-from flaghistory.uses import uses_of
-from extractor.snippet_record import Snippet
+from driftmatrix.common import vllm_plugins
+from driftmatrix.flaghistory.commands import shipped
+from driftmatrix.flaghistory.uses import uses_of
+from driftmatrix.extractor.snippet_record import Snippet
 
-from runner.builds.targets import Target
+from driftmatrix.runner.builds.targets import Target
 
 
 def _missing(names: list[str], target: Target) -> list[str]:

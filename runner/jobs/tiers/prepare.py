@@ -16,22 +16,22 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from common.option_tokens import canonical
+from driftmatrix.common.option_tokens import canonical
 
-from runner.models import draft_kinds, hub_answer, placeholders, twins
+from driftmatrix.runner.models import draft_kinds, hub_answer, placeholders, twins
 
-from runner.isolation import env_policy
+from driftmatrix.runner.isolation import env_policy
 
-from runner.builds import source_trees
+from driftmatrix.runner.builds import source_trees
 
-from runner.outcomes import subcommands
-from runner.outcomes.evidence_record import TwinNote
-from runner.argv.edit import VARIANTS, variant_argv, without_options
-from runner.argv.shape import twin_shape
-from runner.serve import ranks
-from runner.models.resolution import Resolution, has_weights, needed_models, substitute
-from runner.settings import weights_budget_bytes
-from runner.jobs.tiers.state import JobState, Verdict, skip
+from driftmatrix.runner.outcomes import subcommands
+from driftmatrix.runner.outcomes.evidence_record import TwinNote
+from driftmatrix.runner.argv.edit import VARIANTS, variant_argv, without_options
+from driftmatrix.runner.argv.shape import twin_shape
+from driftmatrix.runner.serve import ranks
+from driftmatrix.runner.models.resolution import Resolution, has_weights, needed_models, substitute
+from driftmatrix.runner.settings import weights_budget_bytes
+from driftmatrix.runner.jobs.tiers.state import JobState, Verdict, skip
 
 
 def prepare(state: JobState) -> Verdict | None:

@@ -5,11 +5,11 @@ failed probe is judged by the server's own traceback when it logged one."""
 
 from __future__ import annotations
 
-from extractor.shell_commands import SPEC_FLAGS
-from runner.diagnosis import classify, logscan
-from runner.outcomes.evidence_record import ProbeResult, RaisedException
-from runner.serve import probes
-from runner.jobs.tiers.state import JobState, Verdict, crashed, error, fail, sandbox_limit
+from driftmatrix.extractor.shell_commands import SPEC_FLAGS
+from driftmatrix.runner.diagnosis import classify, logscan
+from driftmatrix.runner.outcomes.evidence_record import ProbeResult, RaisedException
+from driftmatrix.runner.serve import probes
+from driftmatrix.runner.jobs.tiers.state import JobState, Verdict, crashed, error, fail, sandbox_limit
 
 TOOL_FLAGS = ("--enable-auto-tool-choice", "--tool-call-parser")
 

@@ -9,17 +9,17 @@ from __future__ import annotations
 
 import os
 
-from extractor.shell_commands import option_value
-from runner.diagnosis import classify, logscan
-from runner.serve import compile_cache, docker_target, ranks
-from runner.isolation import env_policy, sandbox, trust, unix_relay
-from runner.argv.edit import without_options
-from runner.argv.parallel import ranks_of
-from runner.models.resolution import estimated_bytes
-from runner.outcomes.evidence_record import RaisedException, RankRun, ServerRun
-from runner.serve.server import Server, free_port, serve_args
-from runner.settings import SHARED_GPU_MEMORY, cpu_cores
-from runner.jobs.tiers.state import (JobState, Verdict, crashed, error, fail, literal_env, read_log, sandbox_limit,
+from driftmatrix.extractor.shell_commands import option_value
+from driftmatrix.runner.diagnosis import classify, logscan
+from driftmatrix.runner.serve import compile_cache, docker_target, ranks
+from driftmatrix.runner.isolation import env_policy, sandbox, trust, unix_relay
+from driftmatrix.runner.argv.edit import without_options
+from driftmatrix.runner.argv.parallel import ranks_of
+from driftmatrix.runner.models.resolution import estimated_bytes
+from driftmatrix.runner.outcomes.evidence_record import RaisedException, RankRun, ServerRun
+from driftmatrix.runner.serve.server import Server, free_port, serve_args
+from driftmatrix.runner.settings import SHARED_GPU_MEMORY, cpu_cores
+from driftmatrix.runner.jobs.tiers.state import (JobState, Verdict, crashed, error, fail, literal_env, read_log, sandbox_limit,
                                      skip)
 
 

@@ -11,20 +11,20 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from runner.diagnosis import classify, logscan
+from driftmatrix.runner.diagnosis import classify, logscan
 
-from runner.outcomes import counts
+from driftmatrix.runner.outcomes import counts
 
-from runner.isolation import env_policy
+from driftmatrix.runner.isolation import env_policy
 
-from runner.models import placeholders
-from runner.isolation.sandbox import limits
-from runner.jobs.job import Job, RunContext
-from runner.outcomes.evidence_record import FailureSignature, HubAnswer, RaisedException, ServerRun, TwinNote
-from runner.outcomes.outcome_record import Outcome
-from runner.outcomes.vocabulary import TIERS, StageName, TierName, VerdictName
-from runner.serve.server import Server
-from runner.jobs.tiers import twin_artefacts
+from driftmatrix.runner.models import placeholders
+from driftmatrix.runner.isolation.sandbox import limits
+from driftmatrix.runner.jobs.job import Job, RunContext
+from driftmatrix.runner.outcomes.evidence_record import FailureSignature, HubAnswer, RaisedException, ServerRun, TwinNote
+from driftmatrix.runner.outcomes.outcome_record import Outcome
+from driftmatrix.runner.outcomes.vocabulary import TIERS, StageName, TierName, VerdictName
+from driftmatrix.runner.serve.server import Server
+from driftmatrix.runner.jobs.tiers import twin_artefacts
 
 
 @dataclass(frozen=True)

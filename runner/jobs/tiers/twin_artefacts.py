@@ -13,10 +13,10 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from runner.outcomes.evidence_record import RaisedException, TwinNote
+from driftmatrix.runner.outcomes.evidence_record import RaisedException, TwinNote
 
 if TYPE_CHECKING:  # state.fail() asks `reason` first: no import cycle at run time
-    from runner.jobs.tiers.state import JobState
+    from driftmatrix.runner.jobs.tiers.state import JobState
 
 # (what was being loaded, where the raising frame sits, whether only a family-defaults config counts)
 LOADERS = (

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from runner.argv.edit import drop_speculative
-from runner.models.resolution import substitute
-from runner.serve.server import serve_args
+from driftmatrix.runner.argv.edit import drop_speculative
+from driftmatrix.runner.models.resolution import substitute
+from driftmatrix.runner.serve.server import serve_args
 
 MAP = {"google/gemma-4-E2B-it": "/m/target", "google/gemma-4-E2B-it-assistant": "/m/draft"}
 
@@ -39,7 +39,7 @@ def test_serve_args_replace_host_and_port():
 
 
 def test_files_of_a_vllm_checkout_come_from_the_sdist_tree(tmp_path):
-    from runner.builds.source_trees import files_named, names_source_files
+    from driftmatrix.runner.builds.source_trees import files_named, names_source_files
 
     (tmp_path / "examples").mkdir()
     (tmp_path / "examples" / "t.jinja").write_text("{{ messages }}")
@@ -63,7 +63,7 @@ def test_files_of_a_vllm_checkout_come_from_the_sdist_tree(tmp_path):
     "devices or XPU devices now.",
 ])
 def test_a_cuda_only_path_is_a_skip_on_cpu_and_not_on_gpu(text):
-    from runner.diagnosis.classify import match_signature
+    from driftmatrix.runner.diagnosis.classify import match_signature
 
     assert match_signature(text, device="cpu").id == "cuda-only-code-on-cpu"
     assert match_signature(text, device="cpu").blame == "unavailable"
@@ -76,8 +76,8 @@ def test_self_spec_variant_uses_the_served_model_as_draft():
     import pytest
 
     from driftmatrix.run_cli import _variant_list
-    from extractor.snippet_record import Snippet
-    from runner.argv.edit import variant_argv
+    from driftmatrix.extractor.snippet_record import Snippet
+    from driftmatrix.runner.argv.edit import variant_argv
 
     argv = ["google/gemma-4-E2B-it", "--speculative-config", '{"model": "x-assistant", "num_speculative_tokens": 2}']
     s = Snippet.__new__(Snippet)
@@ -95,7 +95,7 @@ def test_a_package_the_build_lacks_is_not_the_docs_fault():
     """The rehearsal of issue 31: a KV-transfer command on vLLM 0.34.0's CUDA wheel raised
     `ModuleNotFoundError: No module named 'msgpack'` (vLLM imports it, its wheel does not install
     it): a SKIP that says so, never a FAIL sent to vLLM as doc drift."""
-    from runner.diagnosis.classify import match_signature
+    from driftmatrix.runner.diagnosis.classify import match_signature
     sig = match_signature("ModuleNotFoundError: No module named 'msgpack'", device="cpu")
     assert (sig.id, sig.blame) == ("module-not-in-build", "unavailable")
     specific = match_signature("ModuleNotFoundError: No module named 'tensorizer'", device="cpu")
@@ -107,7 +107,7 @@ def test_a_package_the_build_lacks_is_not_the_docs_fault():
     "ArgumentError: vllm: error: unrecognized arguments: --deploy-config vllm_omni/deploy/ming_tts.yaml --omni",
 ])
 def test_a_vllm_omni_command_is_not_decided_by_vllm(text):
-    from runner.diagnosis.classify import match_signature
+    from driftmatrix.runner.diagnosis.classify import match_signature
     sig = match_signature(text, device="cpu")
     assert (sig.id, sig.blame) == ("vllm-omni-command", "unavailable")
     assert match_signature("ArgumentError: unrecognized arguments: --omnibus", device="cpu").id == "unrecognized-arguments"

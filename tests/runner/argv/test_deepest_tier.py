@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from extractor.snippet_record import Snippet
-from runner.argv.tier import deepest_tier
-from runner.builds.targets import load
+from driftmatrix.extractor.snippet_record import Snippet
+from driftmatrix.runner.argv.tier import deepest_tier
+from driftmatrix.runner.builds.targets import load
 
 TARGETS = """
 [targets.capped]

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from runner.argv.parallel import ranks_of
-from runner.argv.shape import twin_shape
-from runner.serve import ranks
+from driftmatrix.runner.argv.parallel import ranks_of
+from driftmatrix.runner.argv.shape import twin_shape
+from driftmatrix.runner.serve import ranks
 
 
 @pytest.mark.parametrize("argv, want", [

@@ -13,8 +13,8 @@ import subprocess
 import pytest
 from runhelp import CACHE, catalog_of, docs_tree, outcomes, pick, run_cli
 
-from runner.builds.envs import ensure
-from runner.builds.targets import Target
+from driftmatrix.runner.builds.envs import ensure
+from driftmatrix.runner.builds.targets import Target
 
 
 @pytest.fixture(scope="module")
@@ -131,7 +131,7 @@ def test_device_queries_are_withheld(cuda_env, tmp_path):
     """What vLLM asks of the device itself is never answered from the declaration: the result is
     withheld, naming the call and where vLLM made it; the kernel library's compiled-in answers are
     its own (cutlass_scaled_mm_supports_fp8(90): True)."""
-    from runner.serve.helper_client import DECLARED_HELPER
+    from driftmatrix.runner.serve.helper_client import DECLARED_HELPER
     script = tmp_path / "withheld.py"
     script.write_text(WITHHELD)
     proc = subprocess.run([cuda_env.python, str(script), str(DECLARED_HELPER.parent)], capture_output=True, text=True,

@@ -7,15 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from extractor.catalog import extract
+from driftmatrix.extractor.catalog import extract
 
-from runner.builds.resolve import stable_pin
-from runner.builds.history_agreement import ask_arguments, ask_parser, compare, compare_arguments, docs_tokens
-from runner.builds.value_agreement import ask_build, compare_values, docs_uses
-from flaghistory.history import SHIPPED, FlagHistory
-from runner.builds.envs import ensure
-from runner.settings import cache_dir
-from runner.builds.targets import DEFAULT_CPU, load
+from driftmatrix.runner.builds.resolve import stable_pin
+from driftmatrix.runner.builds.history_agreement import ask_arguments, ask_parser, compare, compare_arguments, docs_tokens
+from driftmatrix.runner.builds.value_agreement import ask_build, compare_values, docs_uses
+from driftmatrix.flaghistory.history import SHIPPED, FlagHistory
+from driftmatrix.runner.builds.envs import ensure
+from driftmatrix.runner.settings import cache_dir
+from driftmatrix.runner.builds.targets import DEFAULT_CPU, load
 
 
 @pytest.fixture(scope="module")

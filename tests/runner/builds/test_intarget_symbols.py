@@ -11,8 +11,8 @@ import httpx
 import pytest
 from runhelp import CACHE
 
-from runner.serve.helper_client import HELPER, contained
-from runner.builds.symbol_check import check, release_sources, releases, vllm_imports
+from driftmatrix.runner.serve.helper_client import HELPER, contained
+from driftmatrix.runner.builds.symbol_check import check, release_sources, releases, vllm_imports
 
 INTARGET = HELPER.parent
 

@@ -3,9 +3,9 @@ same True/False; a history None is listed apart with why, never counted; the ful
 
 from __future__ import annotations
 
-from flaghistory.history import FlagHistory
-from flaghistory.uses import Use
-from runner.builds.value_agreement import DocUse, compare_values, query_of
+from driftmatrix.flaghistory.history import FlagHistory
+from driftmatrix.flaghistory.uses import Use
+from driftmatrix.runner.builds.value_agreement import DocUse, compare_values, query_of
 
 SPAN = {"added": "0.1.0", "removed": None}
 HISTORY = FlagHistory({

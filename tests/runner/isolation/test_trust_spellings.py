@@ -15,7 +15,7 @@ import pytest
 from hostile_model import make
 from runhelp import CACHE, catalog_of, docs_tree, outcomes, run_argv
 
-from runner.builds.targets import DEFAULT_CPU
+from driftmatrix.runner.builds.targets import DEFAULT_CPU
 
 SPELLINGS = ["--trust-remote-code", "--trust-remote", "--trust_remote_c", "--trust-rem", "--trust-remote-cod"]
 """Each a spelling vLLM 0.32.0's parser takes for --trust-remote-code (`--trust` alone is ambiguous there)."""

@@ -28,10 +28,10 @@ import json
 import pytest
 from runhelp import HERE, rejudged
 
-from runner.jobs.tiers.state import judge_failure
-from runner.models.resolution import ModelResolver
-from runner.outcomes.outcome_record import Outcome
-from runner.serve import probes
+from driftmatrix.runner.jobs.tiers.state import judge_failure
+from driftmatrix.runner.models.resolution import ModelResolver
+from driftmatrix.runner.outcomes.outcome_record import Outcome
+from driftmatrix.runner.serve import probes
 
 RUN = HERE.parent / "fixtures" / "twins-cpu" / "false-fails-0.32.0.jsonl"
 

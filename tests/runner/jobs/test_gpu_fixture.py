@@ -9,7 +9,7 @@ import json
 import pytest
 from runhelp import HERE
 
-from runner.outcomes.outcome_record import Outcome
+from driftmatrix.runner.outcomes.outcome_record import Outcome
 
 FIXTURES = HERE.parent / "fixtures" / "gpu"
 
@@ -85,7 +85,7 @@ def test_a_model_folder_vllm_could_not_see_is_ours_not_the_docs():
     """The lent H100's first sandboxed run (issue 47): the helper started before the twin existed, so
     the twin's folder was not bound and vLLM took its path for a hub id (HFValidationError). Recorded
     as FAIL then; judged again by today's rules it is an ERROR (the runner's fault), never the docs'."""
-    from runner.jobs.tiers.state import judge_failure
+    from driftmatrix.runner.jobs.tiers.state import judge_failure
 
     recorded = [Outcome.from_dict(json.loads(ln))
                 for ln in (FIXTURES / "h100-sandbox-invisible-twin.jsonl").read_text().splitlines() if ln.strip()]

@@ -17,8 +17,8 @@ import json
 import pytest
 from runhelp import HERE, rejudged
 
-from runner.outcomes.outcome_record import Outcome
-from runner.jobs.tiers import twin_artefacts
+from driftmatrix.runner.outcomes.outcome_record import Outcome
+from driftmatrix.runner.jobs.tiers import twin_artefacts
 
 FIXTURES = HERE.parent / "fixtures" / "gpu"
 

@@ -16,9 +16,9 @@ import re
 import pytest
 from runhelp import HERE, rejudged
 
-from runner.outcomes.evidence_record import CodeLocation, RaisedException, TwinNote
-from runner.outcomes.outcome_record import Outcome
-from runner.jobs.tiers import twin_artefacts
+from driftmatrix.runner.outcomes.evidence_record import CodeLocation, RaisedException, TwinNote
+from driftmatrix.runner.outcomes.outcome_record import Outcome
+from driftmatrix.runner.jobs.tiers import twin_artefacts
 
 RUN = HERE.parent / "fixtures" / "gpu" / "twins-h200-run1.jsonl"
 

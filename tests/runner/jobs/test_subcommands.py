@@ -15,14 +15,14 @@ from pathlib import Path
 import pytest
 from runhelp import CACHE, catalog_of, docs_tree
 
-from extractor.snippet_record import Catalog
-from runner.run import shards
-from runner.outcomes import subcommands
-from runner.jobs.execute import JobRunner
-from runner.jobs.job import Job, RunContext
-from runner.run.selection import RunOptions, select
-from runner.models.resolution import ModelResolver
-from runner.builds.targets import DEFAULT_CPU, load
+from driftmatrix.extractor.snippet_record import Catalog
+from driftmatrix.runner.run import shards
+from driftmatrix.runner.outcomes import subcommands
+from driftmatrix.runner.jobs.execute import JobRunner
+from driftmatrix.runner.jobs.job import Job, RunContext
+from driftmatrix.runner.run.selection import RunOptions, select
+from driftmatrix.runner.models.resolution import ModelResolver
+from driftmatrix.runner.builds.targets import DEFAULT_CPU, load
 
 DOCS = """# Subcommands under test
 
@@ -206,8 +206,8 @@ def test_jobs_plan_and_variants(subcommand_docs, tmp_path):
 
 @pytest.fixture(scope="module")
 def published(runs, subcommand_docs):
-    from publisher.command_view import views_of
-    from publisher.results import merge
+    from driftmatrix.publisher.command_view import views_of
+    from driftmatrix.publisher.results import merge
     found, _ = runs
     catalog, _ = subcommand_docs
     results = merge(catalog, [o for (_, _, tier), o in found.items() if tier == "probe"])
@@ -215,7 +215,7 @@ def published(runs, subcommand_docs):
 
 
 def test_command_text_is_the_subcommand(published, subcommand_docs):
-    from publisher import command_text, matrix_data, pages
+    from driftmatrix.publisher import command_text, matrix_data, pages
     results, commands = published
     _, s = subcommand_docs
     bench = s["bench-throughput-with-n-gram"]
@@ -231,7 +231,7 @@ def test_command_text_is_the_subcommand(published, subcommand_docs):
 
 
 def test_matrix_json_says_how_deep(published, subcommand_docs):
-    from publisher import matrix_json
+    from driftmatrix.publisher import matrix_json
     results, commands = published
     _, s = subcommand_docs
     doc = matrix_json.build(commands)
@@ -250,7 +250,7 @@ def test_matrix_json_says_how_deep(published, subcommand_docs):
 
 
 def test_command_page(published, subcommand_docs):
-    from publisher import pages, snippet_page
+    from driftmatrix.publisher import pages, snippet_page
     results, commands = published
     _, s = subcommand_docs
     page = snippet_page.render(pages.environment(), commands, commands[s["bench-throughput-with-n-gram"].id])
@@ -265,7 +265,7 @@ def test_command_page(published, subcommand_docs):
 
 
 def test_doc_warning_for_a_failing_subcommand(published, subcommand_docs):
-    from publisher import annotate
+    from driftmatrix.publisher import annotate
     results, commands = published
     _, s = subcommand_docs
     typo = s["a-misspelled-bench-option"]

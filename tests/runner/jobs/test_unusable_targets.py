@@ -13,10 +13,10 @@ import pytest
 from runhelp import catalog_of, docs_tree, run_argv
 from runhelp import CACHE
 
-from runner.run.loop import EXIT_TARGET
-from runner.outcomes.store import read, read_records
-from runner.outcomes.target_diagnostic import RECORD
-from runner.builds.targets import DEFAULT_CPU, load
+from driftmatrix.runner.run.loop import EXIT_TARGET
+from driftmatrix.runner.outcomes.store import read, read_records
+from driftmatrix.runner.outcomes.target_diagnostic import RECORD
+from driftmatrix.runner.builds.targets import DEFAULT_CPU, load
 
 DOCS = """# Commands
 
@@ -97,8 +97,8 @@ def test_an_unreachable_index_is_one_clear_error_at_once(tmp_path):
     import socket
     import time
 
-    from runner.builds.envs import EnvError, ensure
-    from runner.builds.targets import Target
+    from driftmatrix.runner.builds.envs import EnvError, ensure
+    from driftmatrix.runner.builds.targets import Target
     with socket.socket() as s:  # a port nothing listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]

@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 from runhelp import CACHE, outcomes, run_cli
 
-from extractor.catalog import extract
+from driftmatrix.extractor.catalog import extract
 
-from runner.builds.resolve import stable_pin
-from extractor.snippet_record import Catalog
-from runner.models import draft_kinds, twins
-from runner.builds import source_trees
-from runner.models.resolution import needed_models
+from driftmatrix.runner.builds.resolve import stable_pin
+from driftmatrix.extractor.snippet_record import Catalog
+from driftmatrix.runner.models import draft_kinds, twins
+from driftmatrix.runner.builds import source_trees
+from driftmatrix.runner.models.resolution import needed_models
 
 
 @pytest.fixture(scope="module")

@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 from runhelp import CACHE, outcomes, pick, run_argv, run_cli
 
-from extractor.catalog import extract
+from driftmatrix.extractor.catalog import extract
 
-from runner.builds.resolve import stable_pin
-from runner.models import twins
-from runner.builds.targets import DEFAULT_CPU
+from driftmatrix.runner.builds.resolve import stable_pin
+from driftmatrix.runner.models import twins
+from driftmatrix.runner.builds.targets import DEFAULT_CPU
 
 DOC = """# Gemma 4 under test
 
@@ -244,9 +244,9 @@ def test_the_seed_case_judged(gemma_run):
     bound; 0.32.0 starts it). Judged on the 0.32.0 build alone, where it warns and proceeds: ok,
     with its WARN shown. The recipe's Markdown page says to install the nightly: for its readers
     the 0.20.1 failure is a build older than the page's, not a doc bug."""
-    from extractor.snippet_record import Catalog
-    from publisher.judgement import Judge
-    from publisher.results import merge
+    from driftmatrix.extractor.snippet_record import Catalog
+    from driftmatrix.publisher.judgement import Judge
+    from driftmatrix.publisher.results import merge
 
     items, recipes, _ = gemma_run
     catalog = Catalog(list(recipes.values()))

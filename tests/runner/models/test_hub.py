@@ -13,9 +13,9 @@ import pytest
 from hubserver import HubServer
 from runhelp import CACHE, catalog_of, docs_tree, outcomes, pick, run_argv
 
-from runner.models import hub
-from runner.models.resolution import ModelResolver
-from runner.settings import weights_budget_bytes
+from driftmatrix.runner.models import hub
+from driftmatrix.runner.models.resolution import ModelResolver
+from driftmatrix.runner.settings import weights_budget_bytes
 
 TOKEN = "hf_TestTokenForTheLocalHub0123456789"
 CONFIGS = {"config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json", "chat_template.jinja"}

@@ -16,10 +16,10 @@ import pytest
 from hubserver import HubServer
 from runhelp import CACHE, catalog_of, docs_tree, outcomes, pick, run_argv
 
-from publisher.judgement import Judge
-from publisher.results import load
-from runner.models import hub, hub_answer
-from runner.models.resolution import ModelResolver
+from driftmatrix.publisher.judgement import Judge
+from driftmatrix.publisher.results import load
+from driftmatrix.runner.models import hub, hub_answer
+from driftmatrix.runner.models.resolution import ModelResolver
 
 
 def repo_of(root, files: dict[str, bytes]):

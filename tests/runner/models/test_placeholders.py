@@ -17,14 +17,14 @@ import sys
 import pytest
 from runhelp import CACHE, outcomes, pick, run_cli
 
-from extractor.catalog import extract
+from driftmatrix.extractor.catalog import extract
 
-from runner.builds.resolve import stable_pin
-from extractor.snippet_record import Catalog
-from publisher import causes
-from publisher.snippet_page import model_summary
-from runner.models import placeholders
-from runner.builds.targets import DEFAULT_CPU
+from driftmatrix.runner.builds.resolve import stable_pin
+from driftmatrix.extractor.snippet_record import Catalog
+from driftmatrix.publisher import causes
+from driftmatrix.publisher.snippet_page import model_summary
+from driftmatrix.runner.models import placeholders
+from driftmatrix.runner.builds.targets import DEFAULT_CPU
 
 # (corpus page, line of the command) -> what the docs' placeholders are to the runner
 P2P = ("0.20.1", "docs/design/p2p_nccl_connector.md", 100)

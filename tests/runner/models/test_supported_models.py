@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from runner.models import twins, supported_models
+from driftmatrix.runner.models import twins, supported_models
 
 
 @pytest.mark.parametrize("model, architecture, listed", [

@@ -8,9 +8,9 @@ import sys
 
 import pytest
 
-from runner.models import twins, twin_cache
-from runner.settings import twin_cache_bytes
-from runner.models.resolution import TWIN_MARKER
+from driftmatrix.runner.models import twins, twin_cache
+from driftmatrix.runner.settings import twin_cache_bytes
+from driftmatrix.runner.models.resolution import TWIN_MARKER
 
 
 def _holder(use_file: str) -> subprocess.Popen:
@@ -75,7 +75,7 @@ def test_free_keeps_what_leaves_the_reserve_free_on_the_disk(tmp_path, monkeypat
     the disk's free space, less the reserve for the next build, measured on the real disk now."""
     import shutil
 
-    from runner.settings import TWIN_FREE_RESERVE_GB
+    from driftmatrix.runner.settings import TWIN_FREE_RESERVE_GB
     twins_dir = tmp_path / "cache" / "standins"
     monkeypatch.setenv("DRIFTMATRIX_TWIN_CACHE_GB", "free")
     free = shutil.disk_usage(tmp_path).free

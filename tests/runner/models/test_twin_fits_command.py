@@ -17,9 +17,9 @@ import subprocess
 
 import pytest
 
-import runner
-from runner.argv.context import context_length
-from runner.argv.shape import twin_shape
+from driftmatrix import runner
+from driftmatrix.runner.argv.context import context_length
+from driftmatrix.runner.argv.shape import twin_shape
 
 FITTED = """
 import json, sys

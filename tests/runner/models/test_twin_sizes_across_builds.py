@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import subprocess
 
-import runner
+from driftmatrix import runner
 
 # architectures both transformers releases know, with the split a documented command asks for
 CASES = {"Qwen3MoeForCausalLM": {"tp": 4, "ep": 4}, "DeepseekV3ForCausalLM": {"tp": 8},

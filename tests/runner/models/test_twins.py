@@ -12,7 +12,7 @@ import sys
 import pytest
 from runhelp import CACHE, HERE
 
-from runner.models.twins import TwinError, build
+from driftmatrix.runner.models.twins import TwinError, build
 
 REPO = HERE.parent.parent
 

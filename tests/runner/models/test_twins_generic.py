@@ -21,8 +21,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from runhelp import HERE, catalog_of, docs_tree, outcomes, run_cli
 
-from runner.isolation.env_policy import without_secrets
-from runner.serve.helper_client import contained
+from driftmatrix.runner.isolation.env_policy import without_secrets
+from driftmatrix.runner.serve.helper_client import contained
 
 BUILDER = HERE.parent.parent / "runner" / "intarget" / "twin_build.py"
 SLIDING, FULL, LINEAR = "sliding_attention", "full_attention", "linear_attention"

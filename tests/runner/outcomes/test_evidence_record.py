@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from runner.diagnosis import classify, logscan
-from runner.outcomes import store
-from runner.outcomes.evidence_record import (CodeLocation, LoggedWarning, PerfRun, ProbeResult, RaisedException,
+from driftmatrix.runner.diagnosis import classify, logscan
+from driftmatrix.runner.outcomes import store
+from driftmatrix.runner.outcomes.evidence_record import (CodeLocation, LoggedWarning, PerfRun, ProbeResult, RaisedException,
                                               ServerRun, TwinNote)
-from runner.outcomes.outcome_record import Evidence, Outcome, TargetRef
+from driftmatrix.runner.outcomes.outcome_record import Evidence, Outcome, TargetRef
 
 FIXTURES = Path(__file__).parents[2] / "fixtures"
 RECORDED = sorted(p for p in FIXTURES.rglob("*.jsonl*") if p.suffix in (".jsonl", ".gz"))

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from runhelp import HERE, docs_tree, catalog_of
 
-from runner.builds.targets import DEFAULT_CPU
+from driftmatrix.runner.builds.targets import DEFAULT_CPU
 
 RECORDED = HERE.parent / "fixtures" / "run"
 

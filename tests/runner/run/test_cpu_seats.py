@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 import time
 
-from runner.run.loop import CpuSeats
+from driftmatrix.runner.run.loop import CpuSeats
 
 
 def test_a_server_of_cpu_ranks_waits_for_every_place_and_holds_them():

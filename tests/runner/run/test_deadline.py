@@ -13,7 +13,7 @@ from pathlib import Path
 
 from runhelp import CACHE, catalog_of, docs_tree
 
-from runner.builds.targets import DEFAULT_CPU
+from driftmatrix.runner.builds.targets import DEFAULT_CPU
 
 DOCS = "# Two\n\n" + "\n".join(f"## C{i}\n\n```bash\nvllm serve Qwen/Qwen3-0.6B --max-num-seqs {i + 1}\n```\n"
                                for i in range(2))

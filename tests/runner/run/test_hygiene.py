@@ -11,7 +11,7 @@ from pathlib import Path
 
 from runhelp import CACHE, catalog_of, docs_tree, outcomes, run_cli
 
-from runner.run.loop import EXIT_ERRORS
+from driftmatrix.runner.run.loop import EXIT_ERRORS
 
 BATCH = """# batch
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 from runhelp import CACHE, catalog_of, docs_tree, run_argv
 
-from runner.run.loop import EXIT_INTERRUPTED
-from runner.outcomes.store import read
-from runner.builds.targets import DEFAULT_CPU, load
+from driftmatrix.runner.run.loop import EXIT_INTERRUPTED
+from driftmatrix.runner.outcomes.store import read
+from driftmatrix.runner.builds.targets import DEFAULT_CPU, load
 
 COMMANDS = 2000  # parse jobs after the first take milliseconds: enough that the run is surely still going (400 were not, once)
 DOCS = "# Many\n\n" + "\n".join(f"## C{i}\n\n```bash\nvllm serve Qwen/Qwen3-0.6B --max-num-seqs {i + 1}\n```\n"

@@ -12,14 +12,14 @@ from pathlib import Path
 import pytest
 from runhelp import HERE, docs_tree, run_cli
 
-from extractor.catalog import extract
+from driftmatrix.extractor.catalog import extract
 
-from runner.builds.resolve import stable_pin
-from extractor.written_for import override
-from publisher import annotate as ann
-from publisher.judgement import Judge
-from publisher.results import load
-from runner.builds.targets import DEFAULT_CPU
+from driftmatrix.runner.builds.resolve import stable_pin
+from driftmatrix.extractor.written_for import override
+from driftmatrix.publisher import annotate as ann
+from driftmatrix.publisher.judgement import Judge
+from driftmatrix.publisher.results import load
+from driftmatrix.runner.builds.targets import DEFAULT_CPU
 
 ADDED, REMOVED = "a-flag-added-after-0201", "a-removed-flag"
 

@@ -6,13 +6,13 @@ import json
 
 import pytest
 
-from extractor.snippet_record import Snippet
-from runner.run import shards
-from runner.outcomes import store
-from runner.outcomes.evidence_record import LoggedWarning
-from runner.outcomes.outcome_record import Evidence, Outcome, TargetRef
-from common.redact import Redactor
-from runner.builds.targets import DEFAULT_CPU, DEFAULT_GPU, TargetConfigError, load
+from driftmatrix.extractor.snippet_record import Snippet
+from driftmatrix.runner.run import shards
+from driftmatrix.runner.outcomes import store
+from driftmatrix.runner.outcomes.evidence_record import LoggedWarning
+from driftmatrix.runner.outcomes.outcome_record import Evidence, Outcome, TargetRef
+from driftmatrix.common.redact import Redactor
+from driftmatrix.runner.builds.targets import DEFAULT_CPU, DEFAULT_GPU, TargetConfigError, load
 
 
 def snip(i: int, model: str = "org/m-1B", runnable: bool = True) -> Snippet:
@@ -88,8 +88,8 @@ def test_shipped_configs_load():
     # the CPU file pins the stable release; the GPU file leaves it open: the newest release on PyPI
     import httpx
 
-    from runner.builds.resolve import newest_release
-    from runner.builds.resolve import stable_pin
+    from driftmatrix.runner.builds.resolve import newest_release
+    from driftmatrix.runner.builds.resolve import stable_pin
     assert stable_pin(DEFAULT_CPU) == "0.20.1"
     with httpx.Client(timeout=60) as client:
         assert stable_pin(DEFAULT_GPU) == newest_release("vllm", client)
@@ -117,7 +117,7 @@ def test_outcome_roundtrip():
 
 
 def test_env_cache_keys():
-    from runner.builds.targets import Target
+    from driftmatrix.runner.builds.targets import Target
     pinned = Target(name="a", pip="vllm==0.20.1")
     assert pinned.key() == Target(name="b", pip="vllm==0.20.1").key()  # the name is not the build
     assert pinned.key() != Target(name="a", pip="vllm==0.21.0").key()
@@ -135,7 +135,7 @@ def test_gpu_pool_hands_out_disjoint_sets():
     import threading
     import time as _time
 
-    from runner.run.loop import GpuPool
+    from driftmatrix.runner.run.loop import GpuPool
     # the GPUs this runner may use (CUDA_VISIBLE_DEVICES=2,3,5,7): only those are handed out
     pool, held, peak, lock = GpuPool([2, 3, 5, 7]), set(), [0], threading.Lock()
 
@@ -161,7 +161,7 @@ def test_a_shared_gpu_holds_up_to_n_one_gpu_jobs_and_a_multi_gpu_job_alone():
     import threading
     import time as _time
 
-    from runner.run.loop import GpuPool
+    from driftmatrix.runner.run.loop import GpuPool
     pool, lock = GpuPool([0, 1], share=3), threading.Lock()
     on: dict[int, int] = {0: 0, 1: 0}
     alone: set[int] = set()

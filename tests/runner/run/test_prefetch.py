@@ -10,11 +10,11 @@ import json
 import pytest
 from hubserver import HubServer
 
-from extractor.snippet_record import Catalog, Snippet
-from runner.run import planning
-from runner.run.prefetch import prefetch
-from runner.run.selection import RunOptions, select
-from runner.builds.targets import load
+from driftmatrix.extractor.snippet_record import Catalog, Snippet
+from driftmatrix.runner.run import planning
+from driftmatrix.runner.run.prefetch import prefetch
+from driftmatrix.runner.run.selection import RunOptions, select
+from driftmatrix.runner.builds.targets import load
 
 TARGETS = """
 [targets.capped]

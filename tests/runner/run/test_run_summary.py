@@ -4,10 +4,10 @@ only as code, and no step writes more than GitHub takes (1 MiB: the summary is r
 from __future__ import annotations
 
 import mdcheck
-from common.inert import STEP_SUMMARY_CAP, table_cell
-from common import step_summary
-from runner.run import run_summary
-from runner.outcomes.outcome_record import Evidence, Outcome, TargetRef
+from driftmatrix.common.inert import STEP_SUMMARY_CAP, table_cell
+from driftmatrix.common import step_summary
+from driftmatrix.runner.run import run_summary
+from driftmatrix.runner.outcomes.outcome_record import Evidence, Outcome, TargetRef
 
 def _outcome(verdict: str, reason: str, n: int = 0, name: str = "stable") -> Outcome:
     return Outcome(f"s-{n:012x}", TargetRef(name, "0.20.1", "132765e35", "vllm"), "parse", "parse", verdict,

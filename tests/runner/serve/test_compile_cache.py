@@ -10,12 +10,12 @@ import sys
 import threading
 import time
 
-from runner.builds.envs import TargetEnv
-from runner.builds.targets import Target
-from runner.isolation import sandbox
-from runner.jobs.job import RunContext
-from runner.models.resolution import ModelResolver
-from runner.serve import compile_cache
+from driftmatrix.runner.builds.envs import TargetEnv
+from driftmatrix.runner.builds.targets import Target
+from driftmatrix.runner.isolation import sandbox
+from driftmatrix.runner.jobs.job import RunContext
+from driftmatrix.runner.models.resolution import ModelResolver
+from driftmatrix.runner.serve import compile_cache
 
 
 def test_pruning_while_another_server_writes_and_prunes(tmp_path, monkeypatch):

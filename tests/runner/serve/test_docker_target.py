@@ -27,11 +27,11 @@ from pathlib import Path
 
 import pytest
 
-import runner
-from runner.serve import docker_target
-from runner.serve.docker_target import ContainerLimits
-from runner.serve.server import free_port
-from runner.isolation.unix_relay import UnixRelay
+from driftmatrix import runner
+from driftmatrix.runner.serve import docker_target
+from driftmatrix.runner.serve.docker_target import ContainerLimits
+from driftmatrix.runner.serve.server import free_port
+from driftmatrix.runner.isolation.unix_relay import UnixRelay
 
 IMAGE = "vllm/vllm-openai:v0.20.1"
 CANARY = "hf_canary_never_in_a_container"

@@ -8,10 +8,10 @@ import sys
 
 import pytest
 
-import runner
-from runner.argv.parallel import ranks_of
-from runner.serve import ranks
-from runner.settings import CPU_RANKS_MAX
+from driftmatrix import runner
+from driftmatrix.runner.argv.parallel import ranks_of
+from driftmatrix.runner.serve import ranks
+from driftmatrix.runner.settings import CPU_RANKS_MAX
 
 INTARGET = runner.INTARGET  # the in-target scripts import each other as files next to them
 sys.path.insert(0, str(INTARGET))

@@ -11,7 +11,7 @@ import re
 
 from runhelp import pick
 
-from runner.diagnosis import classify, logscan
+from driftmatrix.runner.diagnosis import classify, logscan
 
 
 def names(o):
