@@ -27,8 +27,9 @@ from pathlib import Path
 from types import ModuleType
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from timing import best  # noqa: E402
-from driftmatrix.runner.builds.resolve import stable_pin  # noqa: E402
+from timing import best
+
+from driftmatrix.runner.builds.resolve import stable_pin
 
 
 def bomb_tree(root: Path, levels: int) -> Path:
@@ -45,13 +46,15 @@ def bomb_tree(root: Path, levels: int) -> Path:
 
 
 def log_lines(line_bytes: int) -> list[str]:
-    return ["INFO 01-02 03:04:05 [core.py:1] Initializing a V1 LLM engine (v0.1) with config: dtype=bf16",
-            "(EngineCore pid=7) ERROR 01-02 03:04:05 [core.py:9] EngineCore failed to start.",
-            "(EngineCore pid=7) Traceback (most recent call last):",
-            '(EngineCore pid=7)   File "/site/vllm/engine/arg_utils.py", line 7, in create',
-            "(EngineCore pid=7)     raise ValueError(text)",
-            "(EngineCore pid=7) " + ("aError" * (line_bytes // 6 + 1))[:line_bytes] + "!",
-            "(EngineCore pid=7) ValueError: " + "x" * line_bytes]
+    return [
+        "INFO 01-02 03:04:05 [core.py:1] Initializing a V1 LLM engine (v0.1) with config: dtype=bf16",
+        "(EngineCore pid=7) ERROR 01-02 03:04:05 [core.py:9] EngineCore failed to start.",
+        "(EngineCore pid=7) Traceback (most recent call last):",
+        '(EngineCore pid=7)   File "/site/vllm/engine/arg_utils.py", line 7, in create',
+        "(EngineCore pid=7)     raise ValueError(text)",
+        "(EngineCore pid=7) " + ("aError" * (line_bytes // 6 + 1))[:line_bytes] + "!",
+        "(EngineCore pid=7) ValueError: " + "x" * line_bytes,
+    ]
 
 
 def modules(old: Path | None) -> tuple[ModuleType, ModuleType, ModuleType]:
@@ -59,10 +62,12 @@ def modules(old: Path | None) -> tuple[ModuleType, ModuleType, ModuleType]:
     if old is None:
         from driftmatrix.extractor import catalog
         from driftmatrix.runner.diagnosis import classify, logscan
+
         return catalog, logscan, classify
     sys.path.insert(0, str(old))
-    from driftmatrix.extractor import catalog  # from `old`: first on the path
     from driftmatrix import runner
+    from driftmatrix.extractor import catalog  # from `old`: first on the path
+
     loaded = []
     for name in ("logscan", "classify"):  # old classify imports old logscan
         spec = importlib.util.spec_from_file_location(f"runner.{name}", old / "runner" / f"{name}.py")
@@ -106,10 +111,14 @@ def main() -> int:
     t_scan = best(scan, args.runs)
     root = classify.root_cause(logscan.tracebacks(lines))
     print(f"code: {args.old or 'this repository'}")
-    print(f"bomb     ({args.levels} levels, {len(found.snippets)} snippets, diagnostics {codes}, "
-          f"snippets.json {size / 1e6:.2f} MB): {t_bomb:.3f} s")
-    print(f"logscan  ({args.line_bytes / 1e6:g} MB line after a Traceback header; root cause {root.type}, "
-          f"message {len(root.message)} chars): {t_scan:.3f} s")
+    print(
+        f"bomb     ({args.levels} levels, {len(found.snippets)} snippets, diagnostics {codes}, "
+        f"snippets.json {size / 1e6:.2f} MB): {t_bomb:.3f} s"
+    )
+    print(
+        f"logscan  ({args.line_bytes / 1e6:g} MB line after a Traceback header; root cause {root.type}, "
+        f"message {len(root.message)} chars): {t_scan:.3f} s"
+    )
     print(f"target: each under 2 s: {'met' if max(t_bomb, t_scan) < 2 else 'NOT met'}")
     return 0
 

@@ -20,12 +20,23 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = Path(sys.argv[1]) if len(sys.argv) > 1 else REPO.parent / "shared" / "corpus"
 DOCS = CORPUS / "vllm-docs" / "0.33.0"
-COMMAND = ("vllm serve google/gemma-4-31B-it --max-model-len 16384 --enable-auto-tool-choice --reasoning-parser gemma4 "
-           "--tool-call-parser gemma4 --speculative-config "
-           "'{\"model\": \"google/gemma-4-31B-it-assistant\", \"num_speculative_tokens\": 4}'")
-PAGES = ["docs/features/tool_calling.md", "docs/features/speculative_decoding/README.md", "docs/serving/parallelism_scaling.md"]
-GIT_ENV = {**os.environ, "GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@b", "GIT_COMMITTER_NAME": "b",
-           "GIT_COMMITTER_EMAIL": "b@b"}
+COMMAND = (
+    "vllm serve google/gemma-4-31B-it --max-model-len 16384 --enable-auto-tool-choice --reasoning-parser gemma4 "
+    "--tool-call-parser gemma4 --speculative-config "
+    '\'{"model": "google/gemma-4-31B-it-assistant", "num_speculative_tokens": 4}\''
+)
+PAGES = [
+    "docs/features/tool_calling.md",
+    "docs/features/speculative_decoding/README.md",
+    "docs/serving/parallelism_scaling.md",
+]
+GIT_ENV = {
+    **os.environ,
+    "GIT_AUTHOR_NAME": "b",
+    "GIT_AUTHOR_EMAIL": "b@b",
+    "GIT_COMMITTER_NAME": "b",
+    "GIT_COMMITTER_EMAIL": "b@b",
+}
 
 
 def timed(argv: list[str], cwd: Path, runs: int = 5, env: dict | None = None) -> list[float]:
@@ -38,7 +49,9 @@ def timed(argv: list[str], cwd: Path, runs: int = 5, env: dict | None = None) ->
 
 
 def show(what: str, times: list[float]) -> None:
-    print(f"{what}: median {statistics.median(times):.2f} s (min {min(times):.2f}, max {max(times):.2f}, n={len(times)})")
+    print(
+        f"{what}: median {statistics.median(times):.2f} s (min {min(times):.2f}, max {max(times):.2f}, n={len(times)})"
+    )
 
 
 def git(repo: Path, *args: str) -> None:
@@ -72,12 +85,16 @@ def main() -> None:
         subprocess.run(try_repo, cwd=repo, capture_output=True, env=env, check=False)
         print(f"pre-commit try-repo (installs the hook's environment): {time.perf_counter() - started:.1f} s")
         # the hook's environment installed: what a writer waits for at each commit
-        config.write_text(f"repos:\n- repo: local\n  hooks:\n  - id: driftmatrix-check\n    name: driftmatrix check\n"
-                          f"    entry: {Path(sys.executable).parent / 'driftmatrix'} check\n    language: system\n"
-                          "    files: \\.(md|markdown|ya?ml)$\n")
+        config.write_text(
+            f"repos:\n- repo: local\n  hooks:\n  - id: driftmatrix-check\n    name: driftmatrix check\n"
+            f"    entry: {Path(sys.executable).parent / 'driftmatrix'} check\n    language: system\n"
+            "    files: \\.(md|markdown|ya?ml)$\n"
+        )
         git(repo, "add", ".pre-commit-config.yaml")
-        show(f"pre-commit run on the {len(PAGES)} staged pages (hook environment installed)",
-             timed([sys.executable, "-m", "pre_commit", "run"], repo))
+        show(
+            f"pre-commit run on the {len(PAGES)} staged pages (hook environment installed)",
+            timed([sys.executable, "-m", "pre_commit", "run"], repo),
+        )
 
 
 if __name__ == "__main__":

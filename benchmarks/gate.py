@@ -23,9 +23,18 @@ PAGES = ("docs/features/multimodal_inputs.md", "docs/benchmarking/cli.md", "docs
 
 
 def git(repo: Path, *args: str) -> None:
-    subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True,
-                   env={"GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@x", "GIT_COMMITTER_NAME": "b",
-                        "GIT_COMMITTER_EMAIL": "b@x", "PATH": "/usr/bin:/bin"})
+    subprocess.run(
+        ["git", "-C", str(repo), *args],
+        check=True,
+        capture_output=True,
+        env={
+            "GIT_AUTHOR_NAME": "b",
+            "GIT_AUTHOR_EMAIL": "b@x",
+            "GIT_COMMITTER_NAME": "b",
+            "GIT_COMMITTER_EMAIL": "b@x",
+            "PATH": "/usr/bin:/bin",
+        },
+    )
 
 
 def make_change(repo: Path) -> None:
@@ -57,8 +66,20 @@ def main() -> int:
         repo = Path(tmp) / "docs-repo"
         repo.mkdir()
         make_change(repo)
-        cmd = [str(ROOT / ".venv" / "bin" / "driftmatrix"), "gate", "--repo", str(repo), "--base", "main",
-               "--tier", args.tier, "--workdir", str(Path(tmp) / "gate"), "--summary", str(Path(tmp) / "summary.md")]
+        cmd = [
+            str(ROOT / ".venv" / "bin" / "driftmatrix"),
+            "gate",
+            "--repo",
+            str(repo),
+            "--base",
+            "main",
+            "--tier",
+            args.tier,
+            "--workdir",
+            str(Path(tmp) / "gate"),
+            "--summary",
+            str(Path(tmp) / "summary.md"),
+        ]
         if args.written_for:
             cmd += ["--written-for", args.written_for]
         t0 = time.monotonic()
@@ -66,8 +87,9 @@ def main() -> int:
         wall = time.monotonic() - t0
         print(proc.stdout[-3000:])
         print(proc.stderr[-1500:], file=sys.stderr)
-        print(f"gate exit {proc.returncode}; wall {wall:.1f} s for a change touching {len(PAGES)} pages "
-              f"(target < 180 s)")
+        print(
+            f"gate exit {proc.returncode}; wall {wall:.1f} s for a change touching {len(PAGES)} pages (target < 180 s)"
+        )
     return 0
 
 

@@ -33,8 +33,9 @@ ENV = {"GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@x", "GIT_COMMITTER_NAME": 
 
 
 def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True,
-                          env={**os.environ, **ENV}).stdout.strip()
+    return subprocess.run(
+        ["git", "-C", str(repo), *args], check=True, capture_output=True, text=True, env={**os.environ, **ENV}
+    ).stdout.strip()
 
 
 def vllm_tree(version: str) -> Path:
@@ -116,20 +117,38 @@ def main() -> int:
         make_repo(top / "origin")
         clone, cache, work, tmp = top / "docs-repo", top / "cache", top / "gate", top / "tmp"
         t0 = time.monotonic()
-        subprocess.run(["git", "clone", "-q", "--filter=blob:none", "--no-checkout", f"file://{top / 'origin'}",
-                        str(clone)], check=True)
+        subprocess.run(
+            ["git", "clone", "-q", "--filter=blob:none", "--no-checkout", f"file://{top / 'origin'}", str(clone)],
+            check=True,
+        )
         clone_s = time.monotonic() - t0
         base, head = git(clone, "rev-parse", "origin/main"), git(clone, "rev-parse", "origin/change")
         tmp.mkdir()
         env = {**os.environ, "PYTHONPATH": str(ROOT), "DRIFTMATRIX_CACHE": str(cache), "TMPDIR": str(tmp)}
-        gate = [sys.executable, "-m", "driftmatrix.cli", "gate", "--repo", str(clone), "--base", base, "--head", head,
-                "--workdir", str(work), "--summary", str(top / "summary.md")]
+        gate = [
+            sys.executable,
+            "-m",
+            "driftmatrix.cli",
+            "gate",
+            "--repo",
+            str(clone),
+            "--base",
+            base,
+            "--head",
+            head,
+            "--workdir",
+            str(work),
+            "--summary",
+            str(top / "summary.md"),
+        ]
         watch = [clone, cache, work, tmp]
         print(f"clone (blob:none, no checkout): {clone_s:.1f} s, {du([clone]) / 2**20:.1f} MiB")
         for run in ("cold", "warm"):
             wall, peak, proc = timed(gate, env, top, watch)
-            print(f"gate {run}: exit {proc.returncode}, {wall:.1f} s, peak disk (clone + work + cache + tmp) "
-                  f"{peak / 2**20:.0f} MiB")
+            print(
+                f"gate {run}: exit {proc.returncode}, {wall:.1f} s, peak disk (clone + work + cache + tmp) "
+                f"{peak / 2**20:.0f} MiB"
+            )
             if proc.returncode not in (0, 1):
                 print(proc.stderr[-2000:], file=sys.stderr)
         print(proc.stdout[-1500:])
@@ -139,8 +158,12 @@ def main() -> int:
         git(checkout, "branch", "-q", "main", "origin/main")
         check_cache = top / "check-cache"
         for run in ("cold", "warm"):
-            wall, _, proc = timed([sys.executable, "-m", "driftmatrix.cli", "check", "--changed", "main"],
-                                  {**env, "DRIFTMATRIX_CACHE": str(check_cache)}, checkout, [])
+            wall, _, proc = timed(
+                [sys.executable, "-m", "driftmatrix.cli", "check", "--changed", "main"],
+                {**env, "DRIFTMATRIX_CACHE": str(check_cache)},
+                checkout,
+                [],
+            )
             print(f"check --changed {run}: exit {proc.returncode}, {wall:.1f} s")
         print(proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else proc.stderr[-800:])
     finally:

@@ -28,15 +28,19 @@ with tempfile.TemporaryDirectory() as tmp:
     out = Path(tmp) / "flag-history.json"
     out.write_text(json.dumps(history, indent=1) + "\n")
     kept = sum(p.stat().st_size for p in cache.rglob("*") if p.is_file())
-    print(f"{len(history['releases'])} releases read, {len(history['diagnostics'])} with diagnostics, "
-          f"{len(history['flags'])} options")
+    print(
+        f"{len(history['releases'])} releases read, {len(history['diagnostics'])} with diagnostics, "
+        f"{len(history['flags'])} options"
+    )
     values, keys = history.get("values", {}), history.get("keys", {})  # issue 34
     kinds: dict[str, int] = {}
     for domain in values.values():
         kinds[domain["from"]] = kinds.get(domain["from"], 0) + 1
-    print(f"values of {len(values)} options ({', '.join(f'{n} from {k}' for k, n in sorted(kinds.items()))}), "
-          f"{sum(len(d['values']) for d in values.values())} value names; keys of {len(keys)} JSON options, "
-          f"{sum(len(k['keys']) for k in keys.values())} keys")
+    print(
+        f"values of {len(values)} options ({', '.join(f'{n} from {k}' for k, n in sorted(kinds.items()))}), "
+        f"{sum(len(d['values']) for d in values.values())} value names; keys of {len(keys)} JSON options, "
+        f"{sum(len(k['keys']) for k in keys.values())} keys"
+    )
     print(f"first time (empty cache, downloads included): {cold:.1f} s")
     print(f"from the cache: {warm:.2f} s")
     print(f"flag-history.json: {out.stat().st_size / 1024:.0f} KiB; cache kept: {kept / 2**20:.0f} MiB")

@@ -15,15 +15,13 @@ import time
 from pathlib import Path
 
 from driftmatrix.extractor.catalog import extract
-
-from driftmatrix.runner.builds.resolve import stable_pin
-from driftmatrix.runner.builds.history_agreement import ask_parser, compare, docs_tokens
-from driftmatrix.runner.builds.value_agreement import ask_build, compare_values, docs_uses
 from driftmatrix.flaghistory.history import FlagHistory
 from driftmatrix.runner.builds.envs import ensure
-from driftmatrix.runner.settings import cache_dir
+from driftmatrix.runner.builds.history_agreement import ask_parser, compare, docs_tokens
+from driftmatrix.runner.builds.resolve import stable_pin
 from driftmatrix.runner.builds.targets import DEFAULT_CPU, load
-
+from driftmatrix.runner.builds.value_agreement import ask_build, compare_values, docs_uses
+from driftmatrix.runner.settings import cache_dir
 
 
 def values_and_keys(history: FlagHistory, target, env) -> int:
@@ -32,10 +30,12 @@ def values_and_keys(history: FlagHistory, target, env) -> int:
     answers = ask_build(env.python, uses)
     result = compare_values(history, env.version, answers, uses)
     figures = result.figures()
-    print(f"vLLM {env.version} ({target.name}), docs values and keys ({time.monotonic() - asked:.0f} s): "
-          f"{figures['uses']} uses, {figures['agree']} agree, {figures['disagree']} disagree, "
-          f"{figures['history_cannot_say']} the history cannot say, {figures['build_cannot_say']} the build cannot say; "
-          f"{figures['agree_known_but_model_dependent']} of the agreed are known names whose working depends on the model")
+    print(
+        f"vLLM {env.version} ({target.name}), docs values and keys ({time.monotonic() - asked:.0f} s): "
+        f"{figures['uses']} uses, {figures['agree']} agree, {figures['disagree']} disagree, "
+        f"{figures['history_cannot_say']} the history cannot say, {figures['build_cannot_say']} the build cannot say; "
+        f"{figures['agree_known_but_model_dependent']} of the agreed are known names whose working depends on the model"
+    )
     for kind, counts in sorted(result.by_kind.items()):
         print(f"  {kind}: {json.dumps(counts)}")
     for d in result.disagreements:
@@ -48,26 +48,38 @@ def values_and_keys(history: FlagHistory, target, env) -> int:
     print(f"  history cannot say, by why: {json.dumps(whys)}")
     for domain, diff in sorted(result.domains.items()):
         if diff["only_in_build"] or diff["only_in_history"]:
-            print(f"  names of {domain} ({diff['history']} history, {diff['build']} build): "
-                  f"only in build {diff['only_in_build']}, only in history {diff['only_in_history']}")
+            print(
+                f"  names of {domain} ({diff['history']} history, {diff['build']} build): "
+                f"only in build {diff['only_in_build']}, only in history {diff['only_in_history']}"
+            )
     for option, diff in sorted(result.keys.items()):
         if diff["only_in_build"] or diff["only_in_history"] or diff["closed"][0] != diff["closed"][1]:
             more = f" (+{len(diff['only_in_build']) - 8} more)" if len(diff["only_in_build"]) > 8 else ""
-            print(f"  keys of {option}: closed history/build {diff['closed']}, only in build "
-                  f"{diff['only_in_build'][:8]}{more}, only in history {diff['only_in_history']}")
-    print(f"  {len(result.domains)} name sets and {len(result.keys)} key sets compared; the build could not "
-          f"introspect: {json.dumps(result.build_unknown)}")
+            print(
+                f"  keys of {option}: closed history/build {diff['closed']}, only in build "
+                f"{diff['only_in_build'][:8]}{more}, only in history {diff['only_in_history']}"
+            )
+    print(
+        f"  {len(result.domains)} name sets and {len(result.keys)} key sets compared; the build could not "
+        f"introspect: {json.dumps(result.build_unknown)}"
+    )
     return len(result.disagreements)
 
 
 def result_answers(answers: dict, result) -> dict:
-    return {t: ok for t, ok in answers["accepts"].items()} if result.tokens == len(answers["accepts"]) else \
-        {t: answers["accepts"][t] for t in tokens}
+    return (
+        {t: ok for t, ok in answers["accepts"].items()}
+        if result.tokens == len(answers["accepts"])
+        else {t: answers["accepts"][t] for t in tokens}
+    )
 
 
 corpus = Path(sys.argv[1] if len(sys.argv) > 1 else Path(__file__).resolve().parents[2] / "shared" / "corpus")
 started = time.monotonic()
-catalog, _ = extract(stable=stable_pin(), sources=[corpus / "vllm-docs" / "0.20.1", corpus / "vllm-docs" / "0.33.0", corpus / "recipes" / "8959cf6"])
+catalog, _ = extract(
+    stable=stable_pin(),
+    sources=[corpus / "vllm-docs" / "0.20.1", corpus / "vllm-docs" / "0.33.0", corpus / "recipes" / "8959cf6"],
+)
 tokens = docs_tokens(catalog)
 print(f"{len(catalog.snippets)} commands, {len(tokens)} distinct option tokens ({time.monotonic() - started:.0f} s)")
 history, failed = FlagHistory.load(), 0
@@ -79,16 +91,22 @@ for target in load(DEFAULT_CPU).targets:
     wider = sorted({*tokens, *extra, *(f.replace("-", "_").replace("__", "--", 1) for f in extra)})
     answers = ask_parser(env.python, wider)
     docs_only = dict(answers, accepts={t: answers["accepts"][t] for t in tokens})
-    for label, result in (("docs options", compare(history, env.version, docs_only)),
-                          ("docs + every release's options", compare(history, env.version, answers))):
+    for label, result in (
+        ("docs options", compare(history, env.version, docs_only)),
+        ("docs + every release's options", compare(history, env.version, answers)),
+    ):
         failed += len(result.disagreements)
         rejected = sum(1 for t, ok in result_answers(answers, result).items() if not ok)
-        print(f"vLLM {env.version} ({target.name}), {label}: {result.agree}/{result.tokens} agree "
-              f"({result.percent:.1f} %; {rejected} of them rejected by the build)")
+        print(
+            f"vLLM {env.version} ({target.name}), {label}: {result.agree}/{result.tokens} agree "
+            f"({result.percent:.1f} %; {rejected} of them rejected by the build)"
+        )
         for d in result.disagreements:
             print("  " + json.dumps(d))
-    print(f"  option sets: parser {result.parser_options}, history {result.history_options}, "
-          f"only in parser {result.only_in_parser}, only in history {result.only_in_history}")
+    print(
+        f"  option sets: parser {result.parser_options}, history {result.history_options}, "
+        f"only in parser {result.only_in_parser}, only in history {result.only_in_history}"
+    )
     failed += values_and_keys(history, target, env)
 print(f"done in {time.monotonic() - started:.0f} s")
 sys.exit(1 if failed else 0)

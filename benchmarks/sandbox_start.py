@@ -31,13 +31,15 @@ sys.path.insert(0, str(REPO / "tests" / "runner"))
 from runhelp import catalog_of, docs_tree  # noqa: E402
 
 from driftmatrix.runner.builds.envs import ensure  # noqa: E402
-from driftmatrix.runner.settings import cache_dir  # noqa: E402
-from driftmatrix.runner.models.twins import ensure as ensure_twin  # noqa: E402
 from driftmatrix.runner.builds.targets import DEFAULT_CPU, load  # noqa: E402
+from driftmatrix.runner.models.twins import ensure as ensure_twin  # noqa: E402
+from driftmatrix.runner.settings import cache_dir  # noqa: E402
 
 CACHE = cache_dir()
-COMMANDS = {"plain": "vllm serve org/tiny --max-model-len 256",
-            "trust-remote-code": "vllm serve org/tiny --max-model-len 256 --trust-remote-code"}
+COMMANDS = {
+    "plain": "vllm serve org/tiny --max-model-len 256",
+    "trust-remote-code": "vllm serve org/tiny --max-model-len 256 --trust-remote-code",
+}
 
 
 def one_run(checkout: Path, mode: str, snippets: Path, targets: Path, work: Path) -> dict[str, dict]:
@@ -45,17 +47,44 @@ def one_run(checkout: Path, mode: str, snippets: Path, targets: Path, work: Path
     work.mkdir(parents=True)
     env = {**os.environ, "DRIFTMATRIX_SANDBOX": mode}
     t0 = time.monotonic()
-    subprocess.run([str(checkout / ".venv" / "bin" / "python"), "-m", "driftmatrix.cli", "run", str(snippets),
-                    "--targets", str(targets), "--target", "nightly", "--tier", "start", "--jobs", "1",
-                    "--cache-dir", str(CACHE), "--workdir", str(work), "-o", str(work / "o.jsonl")],
-                   cwd=work, env=env, capture_output=True, text=True, check=False)
+    subprocess.run(
+        [
+            str(checkout / ".venv" / "bin" / "python"),
+            "-m",
+            "driftmatrix.cli",
+            "run",
+            str(snippets),
+            "--targets",
+            str(targets),
+            "--target",
+            "nightly",
+            "--tier",
+            "start",
+            "--jobs",
+            "1",
+            "--cache-dir",
+            str(CACHE),
+            "--workdir",
+            str(work),
+            "-o",
+            str(work / "o.jsonl"),
+        ],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     wall = time.monotonic() - t0
     found = {}
     for line in (work / "o.jsonl").read_text().splitlines():
         o = json.loads(line)
         kind = "trust-remote-code" if "--trust-remote-code" in o["argv"] else "plain"
-        found[kind] = {"job_s": o["duration_s"], "ready_s": (o["evidence"].get("server") or {}).get("ready_s"),
-                       "verdict": o["verdict"]}
+        found[kind] = {
+            "job_s": o["duration_s"],
+            "ready_s": (o["evidence"].get("server") or {}).get("ready_s"),
+            "verdict": o["verdict"],
+        }
     found["run"] = {"job_s": round(wall, 1)}
     return found
 
@@ -89,9 +118,11 @@ def main() -> None:
             job = [r[kind]["job_s"] for r in runs if kind in r]
             ready = [r[kind]["ready_s"] for r in runs if kind in r and r[kind].get("ready_s")]
             verdicts = sorted({r[kind].get("verdict") for r in runs if kind in r} - {None})
-            print(f"  {side:9s} job median {med(job):6.1f} s of {job}" +
-                  (f"; /health after median {med(ready):5.1f} s of {ready}" if ready else "") +
-                  (f"; {verdicts}" if verdicts else ""))
+            print(
+                f"  {side:9s} job median {med(job):6.1f} s of {job}"
+                + (f"; /health after median {med(ready):5.1f} s of {ready}" if ready else "")
+                + (f"; {verdicts}" if verdicts else "")
+            )
 
 
 if __name__ == "__main__":

@@ -16,7 +16,6 @@ import time
 from pathlib import Path
 
 from driftmatrix.extractor.catalog import extract
-
 from driftmatrix.runner.builds.resolve import stable_pin
 from driftmatrix.runner.settings import cache_dir
 
@@ -36,8 +35,11 @@ RUNS = (
     ("warm-up (twins built, compile cache filled; not a figure)", 2, {}),
     ("--jobs 1", 1, {}),
     ("--jobs 2, each job's worker on its own cores (settings.cpu_slots)", 2, {}),
-    ("--jobs 2, vLLM's own binding (VLLM_CPU_OMP_THREADS_BIND=auto: every worker on core 0)", 2,
-     {"VLLM_CPU_OMP_THREADS_BIND": "auto"}),
+    (
+        "--jobs 2, vLLM's own binding (VLLM_CPU_OMP_THREADS_BIND=auto: every worker on core 0)",
+        2,
+        {"VLLM_CPU_OMP_THREADS_BIND": "auto"},
+    ),
 )
 
 
@@ -52,9 +54,30 @@ def main() -> None:
         for i, (label, jobs, env) in enumerate(RUNS):
             out = root / f"o{i}.jsonl"
             t0 = time.monotonic()
-            subprocess.run([sys.executable, "-m", "driftmatrix.cli", "run", str(root / "snippets.json"), "--stand-ins",
-                            "--tier", "start", "--jobs", str(jobs), "-o", str(out), "--cache-dir", str(cache_dir()),
-                            "--format", "json"], check=True, capture_output=True, cwd=root, env={**os.environ, **env})
+            subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "driftmatrix.cli",
+                    "run",
+                    str(root / "snippets.json"),
+                    "--stand-ins",
+                    "--tier",
+                    "start",
+                    "--jobs",
+                    str(jobs),
+                    "-o",
+                    str(out),
+                    "--cache-dir",
+                    str(cache_dir()),
+                    "--format",
+                    "json",
+                ],
+                check=True,
+                capture_output=True,
+                cwd=root,
+                env={**os.environ, **env},
+            )
             wall = time.monotonic() - t0
             n = len(out.read_text().splitlines())
             print(f"{label}: {n} start jobs in {wall:.0f} s ({wall / n:.0f} s per job)", flush=True)

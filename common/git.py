@@ -7,8 +7,14 @@ import subprocess
 from pathlib import Path
 
 
-def run_git(repo: Path | None, *args: str, env: dict[str, str] | None = None, timeout: float | None = None,
-        input: str | bytes | None = None, text: bool = True) -> subprocess.CompletedProcess:
+def run_git(
+    repo: Path | None,
+    *args: str,
+    env: dict[str, str] | None = None,
+    timeout: float | None = None,
+    input: str | bytes | None = None,
+    text: bool = True,
+) -> subprocess.CompletedProcess:
     """`git -C repo ARGS…` (`repo` None: no repository, e.g. `check-ref-format`)."""
     argv = ["git", *(["-C", str(repo)] if repo is not None else []), *args]
     return subprocess.run(argv, capture_output=True, text=text, env=env, timeout=timeout, input=input)
@@ -20,15 +26,25 @@ def prefetch(repo: Path, rev: str, paths: list[str], timeout: float | None = 300
     `cat-file --batch` (or `ls-tree -l`) fetches each missing blob on its own — a fetch per file,
     minutes for a few hundred. Where every blob is already here, nothing is fetched; a failure
     here is left to the read that follows (it fetches one by one, or says why it cannot)."""
-    promisor = run_git(repo, "config", "--get-regexp", r"^remote\..*\.promisor$|^extensions\.partialclone$",
-                       timeout=30)
+    promisor = run_git(repo, "config", "--get-regexp", r"^remote\..*\.promisor$|^extensions\.partialclone$", timeout=30)
     if promisor.returncode or not promisor.stdout.strip() or not paths:
         return
     empty = run_git(repo, "hash-object", "-t", "tree", "--stdin", input="", timeout=30).stdout.strip()
     for at in range(0, len(paths), PREFETCH_BATCH):  # argv stays far below the system's limit
         try:
-            run_git(repo, "--literal-pathspecs", "-c", "diff.renames=false", "diff", "--numstat", empty, rev, "--",
-                    *paths[at:at + PREFETCH_BATCH], timeout=timeout)
+            run_git(
+                repo,
+                "--literal-pathspecs",
+                "-c",
+                "diff.renames=false",
+                "diff",
+                "--numstat",
+                empty,
+                rev,
+                "--",
+                *paths[at : at + PREFETCH_BATCH],
+                timeout=timeout,
+            )
         except (OSError, subprocess.TimeoutExpired):
             return
 

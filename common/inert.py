@@ -58,7 +58,8 @@ _ESCAPES = re.compile(
     r"|[\x1b][\]PX^_][^\x07\x1b\x9c\n]*(?:\x07|\x1b\\|\x9c)?"  # OSC (titles, links), DCS, SOS, PM, APC
     r"|\x1b[ -/]*[0-~]?"  # the other escape sequences (charset switches, `ESC c`: reset)
     r"|\x9b[0-?]*[ -/]*[@-~]?"  # CSI as its one C1 byte
-    r"|[\x90\x98\x9d\x9e\x9f][^\x07\x1b\x9c\n]*(?:\x07|\x1b\\|\x9c)?")  # the C1 string controls
+    r"|[\x90\x98\x9d\x9e\x9f][^\x07\x1b\x9c\n]*(?:\x07|\x1b\\|\x9c)?"
+)  # the C1 string controls
 """An escape sequence with what belongs to it (a colour's `[31m`, a title's text): stripped whole,
 so that no stray parameters are shown. A string control ends at its terminator or the line's end
 (a terminal would swallow the lines after an unterminated one; here they stay)."""
@@ -160,7 +161,7 @@ def one_line(text: object) -> str:
 
 def clip(text: str, limit: int | None) -> str:
     """`text` of at most `limit` characters, a cut one ending in `…`."""
-    return text if limit is None or len(text) <= limit else text[:max(0, limit - 1)] + "…"
+    return text if limit is None or len(text) <= limit else text[: max(0, limit - 1)] + "…"
 
 
 def _longest_run(text: str, char: str = "`") -> int:
@@ -237,8 +238,10 @@ def unclosed(lines: list[str]) -> list[str]:
 
 
 def _left_out(count: int, where: str) -> str:
-    return (f"{count:,} more row(s) left out: a step summary stops at {STEP_SUMMARY_CAP // 1024} KiB "
-            f"(GitHub refuses one over 1 MiB). The full list: {where}.")
+    return (
+        f"{count:,} more row(s) left out: a step summary stops at {STEP_SUMMARY_CAP // 1024} KiB "
+        f"(GitHub refuses one over 1 MiB). The full list: {where}."
+    )
 
 
 def cap(markdown: str, where: str, budget: int = STEP_SUMMARY_CAP) -> str:
@@ -257,6 +260,6 @@ def cap(markdown: str, where: str, budget: int = STEP_SUMMARY_CAP) -> str:
         if size > room:
             break
         kept.append(line)
-    left = sum(1 for line in lines[len(kept):] if line.strip())
+    left = sum(1 for line in lines[len(kept) :] if line.strip())
     out = "\n".join([*kept, *unclosed(kept), "", _left_out(left, where)]).lstrip("\n")
     return out if len(out.encode()) <= budget else ""

@@ -73,8 +73,9 @@ def may_ask_for(text: str, option: str, options: Collection[str] | None = None) 
         return False
     if options is not None:
         return matches(parsed.name, options) == [option]
-    return parsed.name == option or (parsed.name.startswith("--") and len(parsed.name) > 2
-                                     and option.startswith(parsed.name))
+    return parsed.name == option or (
+        parsed.name.startswith("--") and len(parsed.name) > 2 and option.startswith(parsed.name)
+    )
 
 
 def spelled_as(argv: list[str], option: str, options: Collection[str] | None = None) -> list[int]:

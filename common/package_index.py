@@ -10,6 +10,7 @@ import httpx
 
 DEFAULT_INDEX = "https://pypi.org/simple"
 
+
 class PackageIndexError(RuntimeError):
     """The index could not be read, or a file on it found, downloaded or verified."""
 

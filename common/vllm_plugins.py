@@ -54,18 +54,41 @@ class Plugin:
 
 
 KNOWN: tuple[Plugin, ...] = (
-    Plugin("vllm-gaudi", "vllm-gaudi", ("vllm-project/vllm-gaudi",),
-           ("vllm-gaudi", "vllm_gaudi", "Hardware Plugin for Intel® Gaudi"), "Intel Gaudi (HPU)",
-           ("vault.habana.ai/gaudi-docker", "habanalabs/vllm")),
-    Plugin("tpu-inference", "tpu-inference", ("vllm-project/tpu-inference",),
-           ("tpu-inference", "tpu_inference", "vllm-tpu"), "Google TPU", ("vllm/vllm-tpu",)),
-    Plugin("vllm-ascend", "vllm-ascend", ("vllm-project/vllm-ascend",), ("vllm-ascend", "vllm_ascend"),
-           "Huawei Ascend (NPU)", ("quay.io/ascend/vllm-ascend",)),
+    Plugin(
+        "vllm-gaudi",
+        "vllm-gaudi",
+        ("vllm-project/vllm-gaudi",),
+        ("vllm-gaudi", "vllm_gaudi", "Hardware Plugin for Intel® Gaudi"),
+        "Intel Gaudi (HPU)",
+        ("vault.habana.ai/gaudi-docker", "habanalabs/vllm"),
+    ),
+    Plugin(
+        "tpu-inference",
+        "tpu-inference",
+        ("vllm-project/tpu-inference",),
+        ("tpu-inference", "tpu_inference", "vllm-tpu"),
+        "Google TPU",
+        ("vllm/vllm-tpu",),
+    ),
+    Plugin(
+        "vllm-ascend",
+        "vllm-ascend",
+        ("vllm-project/vllm-ascend",),
+        ("vllm-ascend", "vllm_ascend"),
+        "Huawei Ascend (NPU)",
+        ("quay.io/ascend/vllm-ascend",),
+    ),
     Plugin("vllm-spyre", "vllm-spyre", ("vllm-project/vllm-spyre",), ("vllm-spyre", "vllm_spyre"), "IBM Spyre"),
-    Plugin("vllm-neuron", "vllm-neuron", ("vllm-project/vllm-neuron",), ("vllm-neuron", "vllm_neuron"),
-           "AWS Neuron"),
-    Plugin("vllm-omni", "vllm-omni", ("vllm-project/vllm-omni",), ("vllm-omni", "vllm_omni"), "",
-           ("vllm/vllm-omni",), ("--omni",)),
+    Plugin("vllm-neuron", "vllm-neuron", ("vllm-project/vllm-neuron",), ("vllm-neuron", "vllm_neuron"), "AWS Neuron"),
+    Plugin(
+        "vllm-omni",
+        "vllm-omni",
+        ("vllm-project/vllm-omni",),
+        ("vllm-omni", "vllm_omni"),
+        "",
+        ("vllm/vllm-omni",),
+        ("--omni",),
+    ),
     Plugin("vllm-rbln", "vllm-rbln", ("rebellions-sw/vllm-rbln",), ("vllm-rbln", "vllm_rbln"), "Rebellions NPU"),
     Plugin("vllm-metal", "vllm-metal", ("vllm-project/vllm-metal",), ("vllm-metal", "vllm_metal"), "Apple silicon"),
 )
@@ -97,7 +120,7 @@ def of_install(text: str) -> Plugin | None:
     only mentions one (a recipe's table of hardware, a list of plugins) is not written for it."""
     for m in INSTALL.finditer(text):
         end = text.find("\n", m.start())
-        line = text[m.start():end if end >= 0 else None]
+        line = text[m.start() : end if end >= 0 else None]
         found = next((p for p in KNOWN if re.search(rf"(?<![\w-]){re.escape(p.package)}(?![\w-])", line)), None)
         if found:
             return found
@@ -172,8 +195,10 @@ def added_option(kind: str, known: bool, plugins: list[str]) -> str | None:
     for a plugin: the words "an option a plugin may add …, cannot say"; None for anything else."""
     if not plugins or kind != "option" or known:
         return None
-    return (f"not an option of stock vLLM: a plugin ({', '.join(plugins)}) may add it (vllm-omni adds --omni); "
-            "stock vLLM's history cannot say")
+    return (
+        f"not an option of stock vLLM: a plugin ({', '.join(plugins)}) may add it (vllm-omni adds --omni); "
+        "stock vLLM's history cannot say"
+    )
 
 
 def registered_value(kind: str, domain: str, plugins: list[str]) -> str | None:
@@ -181,5 +206,7 @@ def registered_value(kind: str, domain: str, plugins: list[str]) -> str | None:
     for may register: the words "registered by a plugin …, cannot say"; None for anything else."""
     if not plugins or kind != "value" or domain not in PLUGIN_OPTIONS:
         return None
-    return (f"registered by a plugin ({', '.join(plugins)}) through {PLUGIN_OPTIONS[domain][0]}: "
-            "stock vLLM's history cannot say")
+    return (
+        f"registered by a plugin ({', '.join(plugins)}) through {PLUGIN_OPTIONS[domain][0]}: "
+        "stock vLLM's history cannot say"
+    )

@@ -17,9 +17,10 @@ import argparse
 import re
 from pathlib import Path
 
-from driftmatrix.sandbox_cli import add_unsandboxed
-from driftmatrix.runner.outcomes.vocabulary import TIERS
 from driftmatrix.check_inputs import GIVEN, Checked, CheckInputError, gather, shipped_history
+from driftmatrix.runner.outcomes.vocabulary import TIERS
+from driftmatrix.sandbox_cli import add_unsandboxed
+
 
 # -- judging ------------------------------------------------------------------------------------
 def rejected_everywhere(c: Checked) -> list:
@@ -46,11 +47,19 @@ def finding(c: Checked) -> bool:
 def unanswered(c: Checked) -> list[str]:
     """What of the command the history cannot judge on a release asked (a value whose type it did not
     read, a placeholder, a plugin's value): said beside a ✓, never hidden under it."""
-    refused = {a.use.option for a in c.check.uses if a.use.kind == "option" and c.asked
-               and all(a.on.get(r) is False for r in c.asked)}  # an option no asked release has: its word says nothing
-    return [a.use.text() for a in c.check.uses if a.use.kind != "option" and c.asked
-            and not (a.use.kind == "argument" and a.use.option in refused)
-            and any(a.on.get(r) is None for r in c.asked if r not in c.check.unread)]
+    refused = {
+        a.use.option
+        for a in c.check.uses
+        if a.use.kind == "option" and c.asked and all(a.on.get(r) is False for r in c.asked)
+    }  # an option no asked release has: its word says nothing
+    return [
+        a.use.text()
+        for a in c.check.uses
+        if a.use.kind != "option"
+        and c.asked
+        and not (a.use.kind == "argument" and a.use.option in refused)
+        and any(a.on.get(r) is None for r in c.asked if r not in c.check.unread)
+    ]
 
 
 def fix_for(history, answer) -> str | None:
@@ -87,12 +96,24 @@ def recorded(matrix: dict, snippet) -> list[dict]:
     if entry is None:
         return []
     targets = matrix.get("targets") or {}
-    rows = [{"target": key, "label": (targets.get(key) or {}).get("label") or key,
-             "version": (targets.get(key) or {}).get("version"), "status": cell.get("status"),
-             "depth": cell.get("depth"), "retired": bool(cell.get("retired"))}
-            for key, cell in (entry.get("support") or {}).items()]
-    return [{"judgement": entry.get("judgement"), "summary": next(
-        (j.get("summary") for j in entry.get("judgements") or []), None), "cells": rows}]
+    rows = [
+        {
+            "target": key,
+            "label": (targets.get(key) or {}).get("label") or key,
+            "version": (targets.get(key) or {}).get("version"),
+            "status": cell.get("status"),
+            "depth": cell.get("depth"),
+            "retired": bool(cell.get("retired")),
+        }
+        for key, cell in (entry.get("support") or {}).items()
+    ]
+    return [
+        {
+            "judgement": entry.get("judgement"),
+            "summary": next((j.get("summary") for j in entry.get("judgements") or []), None),
+            "cells": rows,
+        }
+    ]
 
 
 # -- a real build -------------------------------------------------------------------------------
@@ -108,12 +129,29 @@ def run_on_target(c: Checked, args: argparse.Namespace) -> list[dict]:
     with tempfile.TemporaryDirectory(prefix="driftmatrix-check-") as tmp:
         snippets, outcomes = Path(tmp) / "snippets.json", Path(tmp) / "outcomes.jsonl"
         Catalog(snippets=[c.snippet]).write(snippets)
-        run(RunOptions(snippets=snippets, output=outcomes, targets=Path(args.targets) if args.targets else None,
-                       tier=args.tier, target_names=[args.run], stand_ins=args.stand_ins,
-                       summary=str(Path(tmp) / "summary.md")))
+        run(
+            RunOptions(
+                snippets=snippets,
+                output=outcomes,
+                targets=Path(args.targets) if args.targets else None,
+                tier=args.tier,
+                target_names=[args.run],
+                stand_ins=args.stand_ins,
+                summary=str(Path(tmp) / "summary.md"),
+            )
+        )
         found, _ = store.read(outcomes) if outcomes.is_file() else ([], [])
-    return [{"target": o.target.name, "version": o.target.version, "verdict": o.verdict, "stage": o.stage,
-             "tier": o.tier, "reason": o.reason} for o in found]
+    return [
+        {
+            "target": o.target.name,
+            "version": o.target.version,
+            "verdict": o.verdict,
+            "stage": o.stage,
+            "tier": o.tier,
+            "reason": o.reason,
+        }
+        for o in found
+    ]
 
 
 # -- output -------------------------------------------------------------------------------------
@@ -146,30 +184,50 @@ def as_json(c: Checked, history) -> dict:
     from driftmatrix.extractor.snippet_builder import shell_text
 
     body = c.check.as_json()
-    body.update(where=c.where, basis=c.basis, command=shell_text(c.snippet.argv, c.snippet.env),
-                snippet_id=c.snippet.id, failed=failed(c),
-                fixes={a.use.text(): f for a in c.check.uses if (f := fix_for(history, a))})
+    body.update(
+        where=c.where,
+        basis=c.basis,
+        command=shell_text(c.snippet.argv, c.snippet.env),
+        snippet_id=c.snippet.id,
+        failed=failed(c),
+        fixes={a.use.text(): f for a in c.check.uses if (f := fix_for(history, a))},
+    )
     if c.recorded:
         body["recorded"] = c.recorded
     return body
 
 
 def render(console, c: Checked, history) -> None:
-    from driftmatrix.common.inert import console_markup as escape  # docs and vLLM text: no control code, markup or command
+    from driftmatrix.common.inert import (
+        console_markup as escape,  # docs and vLLM text: no control code, markup or command
+    )
     from driftmatrix.extractor.snippet_builder import shell_text
 
     check = c.check
     some = any(c.check.parses_on(r) is False for r in c.asked)
-    mark = "[red]✗ does not parse on" if rejected(c) else "[yellow]? cannot say whether it parses on" \
-        if failed(c) or not c.asked else "[yellow]⚠ parses on some, not all, of" if some else "[green]✓ parses on"
+    mark = (
+        "[red]✗ does not parse on"
+        if rejected(c)
+        else "[yellow]? cannot say whether it parses on"
+        if failed(c) or not c.asked
+        else "[yellow]⚠ parses on some, not all, of"
+        if some
+        else "[green]✓ parses on"
+    )
     console.print(f"[bold]{escape(c.where)}[/]: {escape(shell_text(c.snippet.argv, c.snippet.env))}", soft_wrap=True)
     unsure = unanswered(c)
     unsure_text = f" [yellow]— cannot say for {escape(', '.join(unsure))}[/]" if unsure and not rejected(c) else ""
-    console.print(f"  {mark}[/] {escape(_listed(c.asked, check.releases) or 'no release the history read')} "
-                  f"[dim]({escape(c.basis)})[/]{unsure_text}", soft_wrap=True)
+    console.print(
+        f"  {mark}[/] {escape(_listed(c.asked, check.releases) or 'no release the history read')} "
+        f"[dim]({escape(c.basis)})[/]{unsure_text}",
+        soft_wrap=True,
+    )
     if check.unread:
-        console.print(f"  [red]cannot say for {escape(', '.join(check.unread))}: the history read releases "
-                      f"{escape(check.releases[0])} to {escape(check.releases[-1])}", soft_wrap=True)
+        console.print(
+            f"  [red]cannot say for {escape(', '.join(check.unread))}: the history read releases "
+            f"{escape(check.releases[0])} to {escape(check.releases[-1])}",
+            soft_wrap=True,
+        )
     whole = f"{check.oldest} (oldest) … {check.newest} (newest): {_runs(check.parses)}" if check.parses else "none"
     console.print(f"  whole command parses on: {escape(whole)}", soft_wrap=True)
     for a in check.uses:
@@ -184,27 +242,37 @@ def render(console, c: Checked, history) -> None:
             console.print(f"      [cyan]fix: {escape(fix)}", soft_wrap=True)
         if a.deprecated and not a.why:  # a rejection already quotes vLLM's deprecation
             d = a.deprecated
-            console.print(f"      [yellow]deprecated since vLLM {escape(d['since'])}: “{escape(d['text'] or '')}”"
-                          + (f" → {escape(d['replacement'])}" if d.get("replacement") else ""), soft_wrap=True)
+            console.print(
+                f"      [yellow]deprecated since vLLM {escape(d['since'])}: “{escape(d['text'] or '')}”"
+                + (f" → {escape(d['replacement'])}" if d.get("replacement") else ""),
+                soft_wrap=True,
+            )
         if a.plugin:
             console.print(f"      [yellow]{escape(a.plugin)}", soft_wrap=True)
         if a.model_dependent and any(a.on.values()):
             console.print(f"      [dim]depends on the model: {escape(a.model_dependent)} (runs decide)", soft_wrap=True)
     for r in c.recorded:
-        console.print(f"  recorded in the matrix: {escape(str(r.get('judgement')))}"
-                      + (f" — {escape(r['summary'])}" if r.get("summary") else ""), soft_wrap=True)
+        console.print(
+            f"  recorded in the matrix: {escape(str(r.get('judgement')))}"
+            + (f" — {escape(r['summary'])}" if r.get("summary") else ""),
+            soft_wrap=True,
+        )
         for cell in r["cells"]:
-            console.print(f"    {escape(cell['label'])}: {escape(str(cell['status']))} ({escape(str(cell['depth']))})"
-                          + (" [dim]retired" if cell["retired"] else ""), soft_wrap=True)
+            console.print(
+                f"    {escape(cell['label'])}: {escape(str(cell['status']))} ({escape(str(cell['depth']))})"
+                + (" [dim]retired" if cell["retired"] else ""),
+                soft_wrap=True,
+            )
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from driftmatrix.common.inert import console_markup, log_json, terminal
-    from driftmatrix.flaghistory.command_check import check_argv
-    from driftmatrix.common.vllm_plugins import plugins_of
-    from driftmatrix.release_pins import todays_stable
-    from driftmatrix.check_head import against_checkout
     from rich.console import Console
+
+    from driftmatrix.check_head import against_checkout
+    from driftmatrix.common.inert import console_markup, log_json, terminal
+    from driftmatrix.common.vllm_plugins import plugins_of
+    from driftmatrix.flaghistory.command_check import check_argv
+    from driftmatrix.release_pins import todays_stable
 
     console = Console(stderr=False, highlight=False)
     errors = Console(stderr=True, highlight=False)
@@ -223,24 +291,35 @@ def cmd_check(args: argparse.Namespace) -> int:
         c.recorded = recorded(matrix, c.snippet) if matrix else []
     if args.run:
         from driftmatrix.sandbox_cli import banner
+
         errors.print(f"driftmatrix check --run: {banner()}", soft_wrap=True)
     runs = {c.where: run_on_target(c, args) for c in checked} if args.run else {}
     if args.json:
-        print(log_json([{**as_json(c, history), **({"ran": runs[c.where]} if args.run else {})} for c in checked],
-                       indent=1))
+        print(
+            log_json(
+                [{**as_json(c, history), **({"ran": runs[c.where]} if args.run else {})} for c in checked], indent=1
+            )
+        )
     else:
         for c in checked:
             if c.where != GIVEN and not args.verbose and not finding(c):
                 continue  # the hook's output: only what a writer has to look at
             render(console, c, history)
             for o in runs.get(c.where, []):
-                console.print(f"  ran on {o['target']} ({o['version']}): {o['verdict']} at {o['stage']}"
-                              + (f" — {terminal(o['reason'])}" if o["reason"] else ""), soft_wrap=True, markup=False)
+                console.print(
+                    f"  ran on {o['target']} ({o['version']}): {o['verdict']} at {o['stage']}"
+                    + (f" — {terminal(o['reason'])}" if o["reason"] else ""),
+                    soft_wrap=True,
+                    markup=False,
+                )
         if any(c.where != GIVEN for c in checked):
             pages = {c.where.rsplit(":", 1)[0] for c in checked}
-            console.print(f"{len(checked)} commands on {len(pages)} pages checked against the versions each page is "
-                          f"written for: {sum(failed(c) for c in checked)} fail, "
-                          f"{sum(finding(c) and not failed(c) for c in checked)} with a warning", soft_wrap=True)
+            console.print(
+                f"{len(checked)} commands on {len(pages)} pages checked against the versions each page is "
+                f"written for: {sum(failed(c) for c in checked)} fail, "
+                f"{sum(finding(c) and not failed(c) for c in checked)} with a warning",
+                soft_wrap=True,
+            )
     if problems and not checked:
         return 2
     bad_run = any(o["verdict"] == "FAIL" for ran in runs.values() for o in ran)
@@ -250,20 +329,38 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    c = sub.add_parser("check", help="one command against every vLLM release's options and values (no vLLM needed)",
-                       description=__doc__.split("\n\n")[0].replace("`", ""))
-    c.add_argument("input", nargs="*", metavar="COMMAND|PAGE[:LINE]|-",
-                   help="a command (`vllm serve …` or its options), a docs page, PAGE:LINE, or - for stdin")
+    c = sub.add_parser(
+        "check",
+        help="one command against every vLLM release's options and values (no vLLM needed)",
+        description=__doc__.split("\n\n")[0].replace("`", ""),
+    )
+    c.add_argument(
+        "input",
+        nargs="*",
+        metavar="COMMAND|PAGE[:LINE]|-",
+        help="a command (`vllm serve …` or its options), a docs page, PAGE:LINE, or - for stdin",
+    )
     c.add_argument("--version", action="append", metavar="X", help="ask about this release (repeatable)")
     c.add_argument("--docs", metavar="ROOT", help="the docs tree pages belong to (default: their git checkout)")
     c.add_argument("--matrix", metavar="FILE|URL", help="the published matrix.json: the verdicts it recorded")
     c.add_argument("--run", metavar="TARGET", help="also run it on this target (a real build) through the tiers")
     c.add_argument("--tier", choices=TIERS, default="parse", help="with --run: the last tier (default: %(default)s)")
-    c.add_argument("--stand-ins", nargs="?", const="tiny", choices=["tiny", "full"], metavar="SIZE",
-                   help="with --run: twins for models that cannot be had")
+    c.add_argument(
+        "--stand-ins",
+        nargs="?",
+        const="tiny",
+        choices=["tiny", "full"],
+        metavar="SIZE",
+        help="with --run: twins for models that cannot be had",
+    )
     c.add_argument("--targets", help="with --run: targets TOML (default: the shipped config)")
-    c.add_argument("--changed", nargs="?", const="HEAD", metavar="REV",
-                   help="every page changed against REV (default HEAD: your uncommitted changes)")
+    c.add_argument(
+        "--changed",
+        nargs="?",
+        const="HEAD",
+        metavar="REV",
+        help="every page changed against REV (default HEAD: your uncommitted changes)",
+    )
     c.add_argument("-v", "--verbose", action="store_true", help="pages: every command, not only those with a finding")
     c.add_argument("--json", action="store_true", help="JSON on stdout")
     add_unsandboxed(c)  # --run starts the command's code as `driftmatrix run` does: contained, or by request not

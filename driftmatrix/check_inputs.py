@@ -130,8 +130,14 @@ def gather(args: argparse.Namespace, history, stable: str) -> tuple[list[Checked
             if text == "-":
                 text = _stdin()
             page = _page_input(text)
-            read.append(page if page else [Checked(s, GIVEN, [stable], f"today's stable release ({stable})")
-                                           for s in _command_snippets(text, stable)])
+            read.append(
+                page
+                if page
+                else [
+                    Checked(s, GIVEN, [stable], f"today's stable release ({stable})")
+                    for s in _command_snippets(text, stable)
+                ]
+            )
         except CheckInputError as err:
             problems.append(str(err))
     roots = {p.resolve(): _page_root(p, args.docs) for p, _ in (x for x in read if isinstance(x, tuple))}
@@ -184,8 +190,14 @@ def _page_commands(item: tuple[Path, int | None], roots: dict[Path, Path], snipp
     page, line = item
     path = page.resolve()
     # a command the page gives twice is one command: its first place there
-    here = list({s.id: (src, s) for s in snippets for src in reversed(s.sources)
-                 if (roots[path] / src.file).resolve() == path}.values())
+    here = list(
+        {
+            s.id: (src, s)
+            for s in snippets
+            for src in reversed(s.sources)
+            if (roots[path] / src.file).resolve() == path
+        }.values()
+    )
     if line is not None:
         here = _at_line(here, page, line)
     result = []

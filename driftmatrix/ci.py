@@ -22,8 +22,8 @@ import re
 import time
 from typing import TYPE_CHECKING
 
-from driftmatrix.runner.run.budget import GITHUB_JOB_LIMIT_H, LEG_HOURS
 from driftmatrix.runner.outcomes.vocabulary import TIERS
+from driftmatrix.runner.run.budget import GITHUB_JOB_LIMIT_H, LEG_HOURS
 
 if TYPE_CHECKING:
     import httpx
@@ -70,8 +70,10 @@ def decide_inputs(env: dict[str, str]) -> dict[str, str]:
     except ValueError:
         leg_hours = -1.0
     if not 0 < leg_hours <= GITHUB_JOB_LIMIT_H - 0.5:
-        raise InputError(f"vars.DRIFTMATRIX_LEG_HOURS: hours above 0 and at most {GITHUB_JOB_LIMIT_H - 0.5:g} "
-                         f"(GitHub ends a job at {GITHUB_JOB_LIMIT_H:g} h), got {leg_text!r}")
+        raise InputError(
+            f"vars.DRIFTMATRIX_LEG_HOURS: hours above 0 and at most {GITHUB_JOB_LIMIT_H - 0.5:g} "
+            f"(GitHub ends a job at {GITHUB_JOB_LIMIT_H:g} h), got {leg_text!r}"
+        )
     # a scheduled day checks every command at the config tier and the deeper tier on the share that fits
     daily = "config" if event == "schedule" and TIERS.index(tier) > TIERS.index("config") else ""
     stable = env.get("STABLE_PIN", "").strip()
@@ -84,17 +86,27 @@ def decide_inputs(env: dict[str, str]) -> dict[str, str]:
     wanted = _flag("gpu", env.get("IN_GPU", ""), default=True) if event == "workflow_dispatch" else True
     gpu = on_default and wanted
     apply_prs = _flag("apply_prs", env.get("IN_APPLY_PRS", ""), default=False)
-    return {"targets": ",".join(targets), "tier": tier, "shards": str(int(shards_text)), "stable": stable,
-            "leg_hours": f"{leg_hours:g}", "daily_tier": daily,
-            "gpu": str(gpu).lower(), "publish": str(on_default).lower(),
-            "apply_prs": str(on_default and (event == "schedule" or apply_prs)).lower()}
+    return {
+        "targets": ",".join(targets),
+        "tier": tier,
+        "shards": str(int(shards_text)),
+        "stable": stable,
+        "leg_hours": f"{leg_hours:g}",
+        "daily_tier": daily,
+        "gpu": str(gpu).lower(),
+        "publish": str(on_default).lower(),
+        "apply_prs": str(on_default and (event == "schedule" or apply_prs)).lower(),
+    }
 
 
 def labelled_runners(repo: str, labels: list[str], token: str, api: str, client: httpx.Client) -> list[dict]:
     """The runners carrying every label, as the API lists them (the repository's, else its organisation's)."""
     owner = repo.split("/")[0]
-    headers = {"Authorization": f"Bearer {token}", "Accept": "application/vnd.github+json",
-               "X-GitHub-Api-Version": "2022-11-28"}
+    headers = {
+        "Authorization": f"Bearer {token}",
+        "Accept": "application/vnd.github+json",
+        "X-GitHub-Api-Version": "2022-11-28",
+    }
     for path in (f"/repos/{repo}/actions/runners", f"/orgs/{owner}/actions/runners"):
         found: list[dict] = []
         for page in range(1, 11):  # 100 per page, up to 1,000 runners
@@ -102,8 +114,11 @@ def labelled_runners(repo: str, labels: list[str], token: str, api: str, client:
             if r.status_code != 200:
                 break  # 403/404: no access to that level; the other may answer
             runners = r.json().get("runners", [])
-            found += [x for x in runners
-                      if all(label.lower() in {n.get("name", "").lower() for n in x.get("labels", [])} for label in labels)]
+            found += [
+                x
+                for x in runners
+                if all(label.lower() in {n.get("name", "").lower() for n in x.get("labels", [])} for label in labels)
+            ]
             if len(runners) < 100:
                 break
         if found:
@@ -126,8 +141,13 @@ def choose_runner(env: dict[str, str], wait_s: float, poll_s: float = 30.0, api:
     """runs-on for the run jobs, its targets file, how many runners take the legs, and why (for the summary)."""
     labels = [x.strip() for x in env.get("GPU_LABELS", "self-hosted,gpu").split(",") if x.strip()]
     hosted = json.dumps(HOSTED_RUNNER)
-    cpu = {"runner": hosted, "hosted": hosted, "mode": "cpu", "runners": "",
-           "targets_file": "runner/data/targets-ci-cpu.toml"}
+    cpu = {
+        "runner": hosted,
+        "hosted": hosted,
+        "mode": "cpu",
+        "runners": "",
+        "targets_file": "runner/data/targets-ci-cpu.toml",
+    }
     if env.get("GPU_WANTED", "true") != "true":
         return {**cpu, "why": "GPU runners not asked for (or not the default branch): CPU builds with stand-in models"}
     token = env.get("RUNNERS_TOKEN", "")
@@ -139,21 +159,29 @@ def choose_runner(env: dict[str, str], wait_s: float, poll_s: float = 30.0, api:
     with httpx.Client(timeout=30) as client:
         while True:
             try:
-                found = labelled_runners(env["REPO"], labels, token, api or env.get("API", "https://api.github.com"),
-                                         client)
+                found = labelled_runners(
+                    env["REPO"], labels, token, api or env.get("API", "https://api.github.com"), client
+                )
             except (httpx.HTTPError, ValueError):
                 found = []
             online = [x for x in found if x.get("status") == "online"]
             if online:
                 count = runner_count(env, len(found))
-                return {"runner": json.dumps(labels), "hosted": hosted, "mode": "gpu", "runners": count,
-                        "targets_file": "runner/data/targets-gpu.toml",
-                        "why": f"GPU runner {online[0].get('name') or '?'} is online ({', '.join(labels)}); "
-                               f"legs planned for {count} runner(s)"}
+                return {
+                    "runner": json.dumps(labels),
+                    "hosted": hosted,
+                    "mode": "gpu",
+                    "runners": count,
+                    "targets_file": "runner/data/targets-gpu.toml",
+                    "why": f"GPU runner {online[0].get('name') or '?'} is online ({', '.join(labels)}); "
+                    f"legs planned for {count} runner(s)",
+                }
             if time.monotonic() + poll_s > deadline:
                 minutes = round(wait_s / 60, 1)
-                return {**cpu, "why": f"no online runner with labels {', '.join(labels)} within {minutes} min: "
-                                      "CPU fallback"}
+                return {
+                    **cpu,
+                    "why": f"no online runner with labels {', '.join(labels)} within {minutes} min: CPU fallback",
+                }
             time.sleep(poll_s)
 
 
@@ -166,6 +194,7 @@ def cmd_ci(args: argparse.Namespace) -> int:
     from driftmatrix.common.inert import workflow_command
     from driftmatrix.common.inert_stdio import emit
     from driftmatrix.common.step_summary import escape, write
+
     env = dict(os.environ)
     try:
         if args.action == "inputs":

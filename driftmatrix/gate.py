@@ -19,10 +19,10 @@ import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from driftmatrix.common.inert import STEP_SUMMARY_CAP, cap, code_span, terminal
-from driftmatrix.sandbox_cli import add_unsandboxed
-from driftmatrix.extractor.bounds import read_capped, walk
 from driftmatrix.common.git import prefetch, run_git
+from driftmatrix.common.inert import STEP_SUMMARY_CAP, cap, code_span, terminal
+from driftmatrix.extractor.bounds import read_capped, walk
+from driftmatrix.sandbox_cli import add_unsandboxed
 
 DOC_SUFFIXES = (".md", ".markdown", ".yaml", ".yml", ".html", ".htm")
 
@@ -77,7 +77,7 @@ def changed_files(repo: Path, base: str, head: str, paths: list[str]) -> dict[st
     i = 0
     while i < len(fields) - 1:
         status = fields[i]
-        names = fields[i + 1:i + 3] if status[:1] in "RC" else fields[i + 1:i + 2]
+        names = fields[i + 1 : i + 3] if status[:1] in "RC" else fields[i + 1 : i + 2]
         i += 1 + len(names)
         if not status.startswith("D"):
             changed[names[-1]] = None if status.startswith("A") else names[0]
@@ -106,7 +106,7 @@ def export_tree(repo: Path, rev: str, paths: list[str], dest: Path) -> Path:
         size = int(data[at:header_end].split()[2])
         target = dest / path
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data[header_end + 1:header_end + 1 + size])
+        target.write_bytes(data[header_end + 1 : header_end + 1 + size])
         at = header_end + 1 + size + 1
     return dest
 
@@ -128,6 +128,7 @@ def pages_including(tree: Path, changed: set[str]) -> set[str]:
 def _extract(tree: Path, out: Path, written_for: str | None, stable: str | None):
     from driftmatrix.extractor.catalog import extract
     from driftmatrix.extractor.written_for import override
+
     catalog, _ = extract([tree], stable=stable, written_for=override(written_for) if written_for else None)
     catalog.write(out)
     return catalog
@@ -136,6 +137,7 @@ def _extract(tree: Path, out: Path, written_for: str | None, stable: str | None)
 def _only(catalog, files: set[str]):
     """The catalog's commands that appear on these files, with only those sources."""
     from dataclasses import replace
+
     kept = []
     for s in catalog.snippets:
         sources = [src for src in s.sources if src.file in files]
@@ -144,8 +146,17 @@ def _only(catalog, files: set[str]):
     return replace(catalog, snippets=kept)
 
 
-def changed_catalogs(repo: Path, merge_base: str, head: str, paths: list[str], changed: dict[str, str | None],
-                     work: Path, written_for: str | None, stable: str, result: GateResult):
+def changed_catalogs(
+    repo: Path,
+    merge_base: str,
+    head: str,
+    paths: list[str],
+    changed: dict[str, str | None],
+    work: Path,
+    written_for: str | None,
+    stable: str,
+    result: GateResult,
+):
     """(changed docs pages, head's catalog of them, base's) — written to `work` as head.json and
     base.json — with the pages that include a changed file counted as changed; None: no docs page changed.
     Sets `result.changed` and `result.commands`. Both gate modes read the change this way."""
@@ -159,19 +170,23 @@ def changed_catalogs(repo: Path, merge_base: str, head: str, paths: list[str], c
         if not changed:
             return None
         head_cat = _only(_extract(head_tree, work / "head-all.json", written_for, stable), set(changed))
-        base_cat = _only(_extract(base_tree, work / "base-all.json", written_for, stable),
-                         {b for b in changed.values() if b})
+        base_cat = _only(
+            _extract(base_tree, work / "base-all.json", written_for, stable), {b for b in changed.values() if b}
+        )
     head_cat.write(work / "head.json")
     base_cat.write(work / "base.json")
     result.commands = len(head_cat.snippets)
     return changed, head_cat, base_cat
 
 
-def judge_change(head_snippets: Path, base_snippets: Path, outcomes: Path, changed: dict[str, str | None]) -> list[Finding]:
+def judge_change(
+    head_snippets: Path, base_snippets: Path, outcomes: Path, changed: dict[str, str | None]
+) -> list[Finding]:
     """Every (command, changed page) judgement; doc-drift marked new unless the base page has it."""
+    from driftmatrix.publisher.command_text import command
     from driftmatrix.publisher.judgement import Judge
     from driftmatrix.publisher.results import load
-    from driftmatrix.publisher.command_text import command
+
     head, base = load(head_snippets, [outcomes]), load(base_snippets, [outcomes])
     head_judge, base_judge = Judge(head), Judge(base)
     base_by_id = {s.id: s for s in base.snippets}
@@ -182,40 +197,65 @@ def judge_change(head_snippets: Path, base_snippets: Path, outcomes: Path, chang
             new = False
             if j.kind == "doc-drift":
                 old = base_by_id.get(s.id)
-                was = [base_judge.of_source(old, b).kind for b in old.sources if b.file == changed.get(src.file)] \
-                    if old else []
+                was = (
+                    [base_judge.of_source(old, b).kind for b in old.sources if b.file == changed.get(src.file)]
+                    if old
+                    else []
+                )
                 new = "doc-drift" not in was
             findings.append(Finding(s.id, src.file, src.line, command(s), j.kind, new, j.summary))
     return findings
 
 
-def run_gate(repo: Path, base: str, head: str, paths: list[str], targets: Path | None, tier: str, work: Path,
-             written_for: str | None = None, stable: str | None = None, cache_dir: Path | None = None) -> GateResult:
+def run_gate(
+    repo: Path,
+    base: str,
+    head: str,
+    paths: list[str],
+    targets: Path | None,
+    tier: str,
+    work: Path,
+    written_for: str | None = None,
+    stable: str | None = None,
+    cache_dir: Path | None = None,
+) -> GateResult:
     from driftmatrix.runner.run.loop import run
     from driftmatrix.runner.run.selection import RunOptions
     from driftmatrix.runner.settings import cache_dir as default_cache
+
     result = GateResult()
     changed = changed_files(repo, base, head, paths)
     work.mkdir(parents=True, exist_ok=True)
     if stable is None:  # pages without versions of their own: the stable of the builds checked
-        from driftmatrix.runner.builds.targets import default_path
         from driftmatrix.runner.builds.resolve import stable_pin
+        from driftmatrix.runner.builds.targets import default_path
+
         stable = stable_pin(targets or default_path())
-    found = changed_catalogs(repo, _git(repo, "merge-base", base, head).strip(), head, paths, changed, work,
-                             written_for, stable, result)
+    found = changed_catalogs(
+        repo, _git(repo, "merge-base", base, head).strip(), head, paths, changed, work, written_for, stable, result
+    )
     if found is None:
         return _saved(result, work)
     changed, head_cat, _ = found
     outcomes = work / "outcomes.jsonl"
     from driftmatrix.runner.builds.targets import default_path, load
+
     result.static = static_rejections(head_cat.snippets, load(targets or default_path()).targets)
     for target in load(targets or default_path()).targets:
         started = [s.id for s in head_cat.snippets if s.id not in result.static.get(target.name, {})]
         if started:  # each build runs only what the history does not already say it rejects
-            result.run_exit |= run(RunOptions(snippets=work / "head.json", output=outcomes, targets=targets,
-                                              tier=tier, only=started, target_names=[target.name],
-                                              cache_dir=cache_dir or default_cache(),
-                                              summary=str(work / f"run-{target.name}.md")))
+            result.run_exit |= run(
+                RunOptions(
+                    snippets=work / "head.json",
+                    output=outcomes,
+                    targets=targets,
+                    tier=tier,
+                    only=started,
+                    target_names=[target.name],
+                    cache_dir=cache_dir or default_cache(),
+                    summary=str(work / f"run-{target.name}.md"),
+                )
+            )
     outcomes.touch()
     result.findings = judge_change(work / "head.json", work / "base.json", outcomes, changed)
     return _saved(result, work)
@@ -244,8 +284,13 @@ def static_rejections(snippets: list, targets: list) -> dict[str, dict[str, list
                 continue
             uses = uses_of(history, list(s.argv or []))
             given = frozenset(u.option for u in uses)
-            why = [text for u in uses if record_of(history, u) and history.accepts_use(u, version, given) is False
-                   and (text := explain_use(history, u, version))]
+            why = [
+                text
+                for u in uses
+                if record_of(history, u)
+                and history.accepts_use(u, version, given) is False
+                and (text := explain_use(history, u, version))
+            ]
             if why:
                 found.setdefault(target.name, {})[s.id] = why
     return found
@@ -261,24 +306,35 @@ def markdown(result: GateResult, tier: str, full: str = "`gate.json` in the gate
     (common/inert.py). The list of new drift comes last, so that a summary cut at GitHub's limit
     (`STEP_SUMMARY_CAP`, at a row, saying where the `full` list is) still says everything else."""
     depth = result.judged or f"parse{' + config' if tier != 'parse' else ''} on CPU builds"
-    lines = [f"### driftmatrix docs gate · {depth}",
-             f"{len(result.changed)} changed docs file(s), {result.commands} command(s) on them.", *result.notes]
+    lines = [
+        f"### driftmatrix docs gate · {depth}",
+        f"{len(result.changed)} changed docs file(s), {result.commands} command(s) on them.",
+        *result.notes,
+    ]
     new = result.new_drift
     old = [f for f in result.findings if f.judgement == "doc-drift" and not f.new]
     if result.run_exit:
         lines.append("Some checks ended in ERROR (ours or the machine's): see the run log.")
     for target, skipped in result.static.items():
-        lines.append(f"{len(skipped)} command(s) not started on {code_span(target)}: the option history says that "
-                     "release rejects them — " + "; ".join(code_span(w, 200) for why in list(skipped.values())[:5]
-                                                              for w in why[:1]))
+        lines.append(
+            f"{len(skipped)} command(s) not started on {code_span(target)}: the option history says that "
+            "release rejects them — "
+            + "; ".join(code_span(w, 200) for why in list(skipped.values())[:5] for w in why[:1])
+        )
     if old:
-        lines.append(f"{len(old)} doc-drift already on the base branch (not this change's): "
-                     + ", ".join(code_span(f"{f.file}:{f.line}") for f in old[:10]))
+        lines.append(
+            f"{len(old)} doc-drift already on the base branch (not this change's): "
+            + ", ".join(code_span(f"{f.file}:{f.line}") for f in old[:10])
+        )
     if new:
-        lines.append(f"**{len(new)} new doc-drift** (this change makes a documented command fail on a version "
-                     "its page is written for):\n\n" + "\n".join(
-                         f"- {code_span(f'{f.file}:{f.line}')} {code_span(f.command, 200)} — {code_span(f.why, 300)}"
-                         for f in new))
+        lines.append(
+            f"**{len(new)} new doc-drift** (this change makes a documented command fail on a version "
+            "its page is written for):\n\n"
+            + "\n".join(
+                f"- {code_span(f'{f.file}:{f.line}')} {code_span(f.command, 200)} — {code_span(f.why, 300)}"
+                for f in new
+            )
+        )
     else:
         lines.append("No new doc-drift.")
     return cap("\n\n".join(lines), full, STEP_SUMMARY_CAP)
@@ -287,19 +343,31 @@ def markdown(result: GateResult, tier: str, full: str = "`gate.json` in the gate
 def cmd_gate(args) -> int:
     import sys
 
-    from driftmatrix.runner.isolation import sandbox
     from driftmatrix.common.step_summary import write
+    from driftmatrix.runner.isolation import sandbox
+
     # a docs pull request is code from anyone: its commands run contained or not at all
     if not args.unsandboxed:
         sandbox.set_mode("required", "driftmatrix gate")
     if refused := sandbox.required_missing():
-        print(f"driftmatrix gate: refused: {refused}; or run it with --unsandboxed (recorded in the outcomes)",
-              file=sys.stderr)
+        print(
+            f"driftmatrix gate: refused: {refused}; or run it with --unsandboxed (recorded in the outcomes)",
+            file=sys.stderr,
+        )
         return 2
     try:
-        result = run_gate(Path(args.repo), args.base, args.head, args.paths, Path(args.targets) if args.targets else None,
-                          args.tier, Path(args.workdir), args.written_for, args.stable,
-                          Path(args.cache_dir) if args.cache_dir else None)
+        result = run_gate(
+            Path(args.repo),
+            args.base,
+            args.head,
+            args.paths,
+            Path(args.targets) if args.targets else None,
+            args.tier,
+            Path(args.workdir),
+            args.written_for,
+            args.stable,
+            Path(args.cache_dir) if args.cache_dir else None,
+        )
     except GateError as err:
         print(f"driftmatrix gate: {terminal(err)}", file=sys.stderr)  # git's words: file names of the change
         return 2
@@ -321,14 +389,20 @@ def add_parser(sub) -> None:
     g.add_argument("--repo", default=".", help="the docs repository's clone (default: %(default)s)")
     g.add_argument("--base", required=True, help="the base branch or commit of the change")
     g.add_argument("--head", default="HEAD", help="the change's commit (default: %(default)s)")
-    g.add_argument("--paths", nargs="+", default=["docs", "examples", "models", "recipes"],
-                   help="docs paths to look at (default: %(default)s)")
+    g.add_argument(
+        "--paths",
+        nargs="+",
+        default=["docs", "examples", "models", "recipes"],
+        help="docs paths to look at (default: %(default)s)",
+    )
     g.add_argument("--targets", help="targets TOML (default: the shipped CPU builds of the pinned versions)")
     g.add_argument("--tier", choices=["parse", "config"], default="config")
     g.add_argument("--written-for", metavar="SPEC", help="versions every changed page is written for (override)")
     g.add_argument("--stable", metavar="X", help="the stable release (default: the targets file's stable pin)")
     g.add_argument("--workdir", default="driftmatrix-gate", help="catalogs, outcomes, gate.json (default: %(default)s)")
     g.add_argument("--cache-dir", help="target environments (default: the driftmatrix cache)")
-    g.add_argument("--summary", metavar="FILE", help="append the Markdown here (default: $GITHUB_STEP_SUMMARY when set)")
+    g.add_argument(
+        "--summary", metavar="FILE", help="append the Markdown here (default: $GITHUB_STEP_SUMMARY when set)"
+    )
     add_unsandboxed(g)
     g.set_defaults(func=cmd_gate)

@@ -40,8 +40,10 @@ from driftmatrix.gate import (
 from driftmatrix.gate import add_parser as add_build_parser
 
 MODES = ("auto", "head", "builds")
-ADVISORY = ("Advisory: the builds checked are released vLLM, not this change's code (a vLLM source tree is "
-            "judged against its own sources by default, `--mode head`); doc-drift here does not fail the gate.")
+ADVISORY = (
+    "Advisory: the builds checked are released vLLM, not this change's code (a vLLM source tree is "
+    "judged against its own sources by default, `--mode head`); doc-drift here does not fail the gate."
+)
 
 
 # -- which mode ---------------------------------------------------------------------------------
@@ -65,10 +67,14 @@ def add_parser(sub) -> None:
     """The gate's parser (driftmatrix/gate.py) with the choice of what to judge against."""
     add_build_parser(sub)
     g = sub.choices["gate"]
-    g.add_argument("--mode", choices=MODES, default="auto",
-                   help="head: against the change's own vLLM sources, read statically (nothing installed or run); "
-                        "builds: run on the targets' CPU builds (advisory in a vLLM source tree); auto (default): "
-                        "head where the repository is a vLLM source tree, else builds")
+    g.add_argument(
+        "--mode",
+        choices=MODES,
+        default="auto",
+        help="head: against the change's own vLLM sources, read statically (nothing installed or run); "
+        "builds: run on the targets' CPU builds (advisory in a vLLM source tree); auto (default): "
+        "head where the repository is a vLLM source tree, else builds",
+    )
     g.add_argument("--builds", dest="mode", action="store_const", const="builds", help="the same as --mode builds")
     g.set_defaults(func=cmd_gate_modes)
 
@@ -84,8 +90,10 @@ def _histories(repo: Path, head: str, merge_base: str, cache: Path):
     if shipped_history is None:
         raise GateError("no usable option history (the shipped copy or DRIFTMATRIX_FLAG_HISTORY)")
     if not is_vllm_commit(repo, head):
-        raise GateError(f"{head}: not a vLLM source tree (none of vllm/engine/arg_utils.py, "
-                        "vllm/entrypoints/cli/serve.py, vllm/scripts.py): --mode head has nothing to read")
+        raise GateError(
+            f"{head}: not a vLLM source tree (none of vllm/engine/arg_utils.py, "
+            "vllm/entrypoints/cli/serve.py, vllm/scripts.py): --mode head has nothing to read"
+        )
     source = at_commit(repo, head)
     head_hist = head_history(shipped_history, source, cache, repo)
     base_hist = head_hist
@@ -139,13 +147,15 @@ def _described(result: GateResult, head_hist, base_hist) -> None:
     result.notes.append(
         f"Each command on a changed page is asked about {head['name']} — commit {code_span(head['commit'])}, "
         f"read statically as release {code_span(head['label'])} after vLLM {code_span(head['after'])} — with the "
-        "options, values and keys the option history reads from every release; nothing was installed or run.")
+        "options, values and keys the option history reads from every release; nothing was installed or run."
+    )
     if base_hist is not head_hist:
         result.notes.append(f"Drift already on the base: judged against {base_hist.data['head']['name']}.")
 
 
-def run_head_gate(repo: Path, base: str, head: str, paths: list[str], work: Path, cache: Path,
-                  stable: str | None = None) -> GateResult:
+def run_head_gate(
+    repo: Path, base: str, head: str, paths: list[str], work: Path, cache: Path, stable: str | None = None
+) -> GateResult:
     from driftmatrix.release_pins import todays_stable
 
     result = GateResult(mode="head")
@@ -173,8 +183,9 @@ def cmd_gate_head(args) -> int:
 
     cache = (Path(args.cache_dir) if args.cache_dir else cache_dir()) / "head-reads"
     try:
-        result = run_head_gate(Path(args.repo), args.base, args.head, args.paths, Path(args.workdir), cache,
-                               args.stable)
+        result = run_head_gate(
+            Path(args.repo), args.base, args.head, args.paths, Path(args.workdir), cache, args.stable
+        )
     except (GateError, SourcesError, HeadError) as err:
         print(f"driftmatrix gate: {terminal(err)}", file=sys.stderr)
         return 2

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from driftmatrix.sandbox_cli import add_unsandboxed, banner
 
+
 def gemma4_cases(catalog, limit: int) -> list[str]:
     """The Gemma 4 commands with a speculative config, one per distinct config, at most `limit`."""
     seen, ids = set(), []
@@ -26,18 +27,18 @@ def gemma4_cases(catalog, limit: int) -> list[str]:
 def cmd_pipeline(args: argparse.Namespace) -> int:
     from rich.console import Console
 
+    from driftmatrix.common.inert import console_markup
+    from driftmatrix.common.package_index import PackageIndexError
     from driftmatrix.extractor import SAMPLE_DOCS
     from driftmatrix.extractor.catalog import extract
-    from driftmatrix.common.package_index import PackageIndexError
     from driftmatrix.extractor.sdist import fetch_docs
     from driftmatrix.extractor.snippet_record import Catalog
     from driftmatrix.publisher.fixes import candidates
     from driftmatrix.publisher.results import load
     from driftmatrix.publisher.site import PublishError, build_site
+    from driftmatrix.runner.builds.resolve import stable_pin
     from driftmatrix.runner.run.loop import run
     from driftmatrix.runner.run.selection import RunOptions
-    from driftmatrix.runner.builds.resolve import stable_pin
-    from driftmatrix.common.inert import console_markup
 
     console = Console(stderr=True)
     console.print(banner(), soft_wrap=True)  # said at the start and at the end: contained or not
@@ -50,9 +51,12 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
     try:
         sources.insert(0, fetch_docs(args.vllm_version, cache / "sdists"))
     except PackageIndexError as err:
-        console.print(f"[yellow]vllm=={args.vllm_version} docs not available ({console_markup(err)}); the sample docs only",
-                      soft_wrap=True)
+        console.print(
+            f"[yellow]vllm=={args.vllm_version} docs not available ({console_markup(err)}); the sample docs only",
+            soft_wrap=True,
+        )
     from driftmatrix.release_pins import release_trees
+
     catalog, _ = extract(sources, stable=args.vllm_version, release_trees=release_trees(cache, args.vllm_version))
     snippets = out / "snippets.json"
     catalog.write(snippets)
@@ -88,10 +92,15 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
 
 def add_parser(sub, cache_default: str) -> None:
     p = sub.add_parser("pipeline", help="extract -> run -> publish on this machine (the README's main job)")
-    p.add_argument("--vllm-version", default=None,
-                   help="the stable release whose docs are checked (default: the stable target's pin in the shipped targets file)")
+    p.add_argument(
+        "--vllm-version",
+        default=None,
+        help="the stable release whose docs are checked (default: the stable target's pin in the shipped targets file)",
+    )
     p.add_argument("--out", default="out", help="where snippets, outcomes and the site go (default: %(default)s)")
-    p.add_argument("--probe-limit", type=int, default=3, help="Gemma 4 commands started and probed (default: %(default)s)")
+    p.add_argument(
+        "--probe-limit", type=int, default=3, help="Gemma 4 commands started and probed (default: %(default)s)"
+    )
     p.add_argument("--cache-dir", default=cache_default, help="envs, sdists, stand-ins (default: %(default)s)")
     add_unsandboxed(p)
     p.set_defaults(func=cmd_pipeline)

@@ -13,6 +13,7 @@ from driftmatrix.common.inert import code_span, console_markup, terminal
 
 def _load(args):
     from driftmatrix.publisher.results import load
+
     fixes = getattr(args, "fixes", None)
     return load(Path(args.snippets), [Path(p) for p in args.outcomes], Path(fixes) if fixes else None)
 
@@ -46,17 +47,24 @@ def cmd_fixes(args: argparse.Namespace) -> int:
     Catalog(snippets=chosen.fixes).write(Path(args.output))
     for line in found.without:  # why a command has no fix: it quotes the command and vLLM
         print(terminal(line), file=sys.stderr)
-    print(f"{len(chosen.fixes)} fix candidate(s) written to {args.output} ({len(chosen.to_run)} to run, "
-          f"{len(chosen.checked)} with outcomes already); run them with `driftmatrix run {args.output} -o OUTCOMES` "
-          "(variant fix), then publish/annotate/pr with --fixes")
+    print(
+        f"{len(chosen.fixes)} fix candidate(s) written to {args.output} ({len(chosen.to_run)} to run, "
+        f"{len(chosen.checked)} with outcomes already); run them with `driftmatrix run {args.output} -o OUTCOMES` "
+        "(variant fix), then publish/annotate/pr with --fixes"
+    )
     if chosen.left_out:
         from driftmatrix.common.step_summary import write
-        text = (f"{len(chosen.left_out)} more fix candidate(s) left out by --max-candidates {args.max_candidates} "
-                f"(the next run ranks them again): {', '.join(f.id for f in chosen.left_out[:20])}"
-                + (", …" if len(chosen.left_out) > 20 else ""))
+
+        text = (
+            f"{len(chosen.left_out)} more fix candidate(s) left out by --max-candidates {args.max_candidates} "
+            f"(the next run ranks them again): {', '.join(f.id for f in chosen.left_out[:20])}"
+            + (", …" if len(chosen.left_out) > 20 else "")
+        )
         print(text)
-        write(f"### Fix candidates\n\n{len(chosen.to_run)} to run, {len(chosen.checked)} with outcomes already; "
-              f"**{escape(text, 2000)}**.")
+        write(
+            f"### Fix candidates\n\n{len(chosen.to_run)} to run, {len(chosen.checked)} with outcomes already; "
+            f"**{escape(text, 2000)}**."
+        )
     return 0
 
 
@@ -74,18 +82,25 @@ def cmd_publish(args: argparse.Namespace) -> int:
     if args.snapshot_only:
         return _snapshot(results, args, console)
     try:
-        done = build_site(results, Path(args.site_dir), history_dir=Path(args.run_history) if args.run_history else None,
-                          docs=[Path(d) for d in args.docs or []])
+        done = build_site(
+            results,
+            Path(args.site_dir),
+            history_dir=Path(args.run_history) if args.run_history else None,
+            docs=[Path(d) for d in args.docs or []],
+        )
     except PublishError as err:
         console.print(f"[red]driftmatrix publish: {console_markup(err)}", soft_wrap=True)  # mkdocs' words
         return 1
     for problem in done.problems:
         console.print(f"[yellow]{console_markup(problem)}", soft_wrap=True)
-    console.print(f"{len(results.snippets)} commands x {len(results.columns)} targets: {done.pages} pages built "
-                  f"into {done.site_dir} (generate {done.timings['generate_s']} s, mkdocs {done.timings['mkdocs_s']} s); "
-                  f"{len(done.changes)} verdict change(s) since the previous run; matrix.json beside it")
+    console.print(
+        f"{len(results.snippets)} commands x {len(results.columns)} targets: {done.pages} pages built "
+        f"into {done.site_dir} (generate {done.timings['generate_s']} s, mkdocs {done.timings['mkdocs_s']} s); "
+        f"{len(done.changes)} verdict change(s) since the previous run; matrix.json beside it"
+    )
     console.print(f"judgements against the versions each page is written for: {done.judged()}")
     from driftmatrix.common.step_summary import write
+
     write(publish_summary(done, args.site_url), full=PUBLISH_FULL)
     return 0
 
@@ -98,8 +113,10 @@ def _snapshot(results, args: argparse.Namespace, console) -> int:
         console.print("[red]driftmatrix publish: --snapshot-only needs --run-history DIR", soft_wrap=True)
         return 2
     path = snapshot(results, Path(args.run_history))
-    console.print(f"{len(results.snippets)} commands x {len(results.columns)} targets: this run's matrix.json kept "
-                  f"as {console_markup(path.name)} in the run history (no site built)")
+    console.print(
+        f"{len(results.snippets)} commands x {len(results.columns)} targets: this run's matrix.json kept "
+        f"as {console_markup(path.name)} in the run history (no site built)"
+    )
     return 0
 
 
@@ -112,17 +129,28 @@ def publish_summary(done, site_url: str | None) -> str:
     from collections import Counter
 
     from driftmatrix.common.step_summary import escape
+
     now = done.matrix.get("snippets", {})
     before = (done.previous or {}).get("snippets", {}) if done.previous is not None else None
-    new = [sid for sid, e in now.items() if e["judgement"] == "doc-drift"
-           and (before is None or (before.get(sid) or {}).get("judgement") != "doc-drift")]
+    new = [
+        sid
+        for sid, e in now.items()
+        if e["judgement"] == "doc-drift" and (before is None or (before.get(sid) or {}).get("judgement") != "doc-drift")
+    ]
     base = (site_url or "").rstrip("/")
     lines = [f"### driftmatrix publish\n\n{len(now)} commands: {escape(done.judged())}"]
     if before is None:
         lines.append("First publish: no previous run to compare with.")
-    lines.append(f"**New doc-drift: {len(new)}**" + ("" if not new else "\n\n" + "\n".join(
-        f"- {_linked(sid, base)} {_place(now[sid])}" for sid in new[:25])
-        + (f"\n- … and {len(new) - 25} more: {PUBLISH_FULL}" if len(new) > 25 else "")))
+    lines.append(
+        f"**New doc-drift: {len(new)}**"
+        + (
+            ""
+            if not new
+            else "\n\n"
+            + "\n".join(f"- {_linked(sid, base)} {_place(now[sid])}" for sid in new[:25])
+            + (f"\n- … and {len(new) - 25} more: {PUBLISH_FULL}" if len(new) > 25 else "")
+        )
+    )
     kinds = Counter(c.kind for c in done.changes)
     if kinds:
         lines.append("Changes since the previous run: " + ", ".join(f"{n} {escape(k)}" for k, n in kinds.items()))
@@ -158,9 +186,12 @@ def cmd_annotate(args: argparse.Namespace) -> int:
         ann.write_tree(result, Path(args.output))
     inserted = sum(len(p.inserts) for p in result.patches)
     fixed = sum(len(p.fixes) for p in result.patches)
-    print(f"{len(result.patches)} page(s) changed, {inserted} admonition(s) inserted, {fixed} command(s) "
-          "replaced by their verified fix"
-          + (f"; patched tree in {args.output}" if args.output else "") + (f"; patch in {args.patch}" if args.patch else ""))
+    print(
+        f"{len(result.patches)} page(s) changed, {inserted} admonition(s) inserted, {fixed} command(s) "
+        "replaced by their verified fix"
+        + (f"; patched tree in {args.output}" if args.output else "")
+        + (f"; patch in {args.patch}" if args.patch else "")
+    )
     return 1 if result.problems and not result.patches and not inserted else 0
 
 
@@ -173,11 +204,24 @@ def cmd_pr(args: argparse.Namespace) -> int:
         for flag, value in (("--repo", args.repo), ("--push-to-fork", args.push_to_fork)):
             if value is not None and not re.fullmatch(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+", value):
                 raise ValueError(f"{flag} must read OWNER/NAME, not {value!r}")
-        return run_pr(PrOptions(repo=args.repo, checkout=Path(args.checkout), snippets=Path(args.snippets),
-                                outcomes=[Path(p) for p in args.outcomes], apply=args.apply, base=args.base,
-                                branch=args.branch, remote=args.remote, site_url=args.site_url, api=args.api_url,
-                                label=args.label, fixes=Path(args.fixes) if args.fixes else None,
-                                push_to_fork=args.push_to_fork, committer=args.committer))
+        return run_pr(
+            PrOptions(
+                repo=args.repo,
+                checkout=Path(args.checkout),
+                snippets=Path(args.snippets),
+                outcomes=[Path(p) for p in args.outcomes],
+                apply=args.apply,
+                base=args.base,
+                branch=args.branch,
+                remote=args.remote,
+                site_url=args.site_url,
+                api=args.api_url,
+                label=args.label,
+                fixes=Path(args.fixes) if args.fixes else None,
+                push_to_fork=args.push_to_fork,
+                committer=args.committer,
+            )
+        )
     except ValueError as err:
         print(f"driftmatrix pr: {terminal(err)}", file=sys.stderr)
         return 2
@@ -200,8 +244,10 @@ def cmd_merge(args: argparse.Namespace) -> int:
     latest = {key: counts.best(found) for key, found in jobs.items()}  # the outcome that counts
     out = Path(args.output)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("".join(json.dumps(o.to_dict(), ensure_ascii=False, default=str) + "\n" for o in latest.values()),
-                   encoding="utf-8")
+    out.write_text(
+        "".join(json.dumps(o.to_dict(), ensure_ascii=False, default=str) + "\n" for o in latest.values()),
+        encoding="utf-8",
+    )
     print(f"{len(latest)} outcome(s) -> {out}")
     return 0
 
@@ -209,18 +255,37 @@ def cmd_merge(args: argparse.Namespace) -> int:
 def add_parsers(sub) -> None:
     p = sub.add_parser("publish", help="snippets.json + outcomes -> the support-matrix site and matrix.json")
     p.add_argument("--snippets", required=True, help="snippets.json from `driftmatrix extract`")
-    p.add_argument("--outcomes", nargs="+", required=True, metavar="OUT",
-                   help="outcomes.jsonl files (targets, shards, reruns: merged)")
-    p.add_argument("--run-history", "--history", dest="run_history", metavar="DIR",
-                   help="earlier runs' matrix.json (read; this run's is added). The option history of vLLM's releases "
-                        "is another thing: `driftmatrix history`. (--history: the old spelling, still read)")
-    p.add_argument("--fixes", metavar="FIXES", help="fix candidates (`driftmatrix fixes`); their outcomes in --outcomes")
-    p.add_argument("--snapshot-only", action="store_true",
-                   help="only add this run's matrix.json to --run-history, build no site (the workflow's save-state job)")
+    p.add_argument(
+        "--outcomes",
+        nargs="+",
+        required=True,
+        metavar="OUT",
+        help="outcomes.jsonl files (targets, shards, reruns: merged)",
+    )
+    p.add_argument(
+        "--run-history",
+        "--history",
+        dest="run_history",
+        metavar="DIR",
+        help="earlier runs' matrix.json (read; this run's is added). The option history of vLLM's releases "
+        "is another thing: `driftmatrix history`. (--history: the old spelling, still read)",
+    )
+    p.add_argument(
+        "--fixes", metavar="FIXES", help="fix candidates (`driftmatrix fixes`); their outcomes in --outcomes"
+    )
+    p.add_argument(
+        "--snapshot-only",
+        action="store_true",
+        help="only add this run's matrix.json to --run-history, build no site (the workflow's save-state job)",
+    )
     p.add_argument("--site-dir", default="site", help="where the built site goes (default: %(default)s)")
     p.add_argument("--site-url", help="where the site will be served, for links in the CI summary")
-    p.add_argument("--docs", action="append", metavar="DOCS_TREE",
-                   help="also annotate this docs tree and show its patched pages on the site (repeatable)")
+    p.add_argument(
+        "--docs",
+        action="append",
+        metavar="DOCS_TREE",
+        help="also annotate this docs tree and show its patched pages on the site (repeatable)",
+    )
     p.set_defaults(func=cmd_publish)
 
     a = sub.add_parser("annotate", help="insert warnings after failing commands in a docs tree")
@@ -241,18 +306,30 @@ def add_parsers(sub) -> None:
     r.add_argument("--fixes", metavar="FIXES", help="fix candidates: verified ones replace the command lines")
     r.add_argument("--apply", action="store_true", help="push and open/update the PR (token: GITHUB_TOKEN)")
     r.add_argument("--base", help="base branch (default: the remote's default branch)")
-    r.add_argument("--branch", default="driftmatrix/doc-warnings",
-                   help="the tool's branch, never the base, the default branch, main, master, release/*, releases/*, "
-                        "gh-pages or a branch GitHub protects (default: %(default)s)")
-    r.add_argument("--push-to-fork", metavar="OWNER/NAME",
-                   help="push the branch to this fork and open the PR from it (default: the repository itself "
-                        "when the token may push there, else the token user's fork, created when absent)")
-    r.add_argument("--committer", metavar="'NAME <EMAIL>'",
-                   default="driftmatrix <driftmatrix@users.noreply.github.com>",
-                   help="author, committer and Signed-off-by of the commit (default: %(default)s)")
+    r.add_argument(
+        "--branch",
+        default="driftmatrix/doc-warnings",
+        help="the tool's branch, never the base, the default branch, main, master, release/*, releases/*, "
+        "gh-pages or a branch GitHub protects (default: %(default)s)",
+    )
+    r.add_argument(
+        "--push-to-fork",
+        metavar="OWNER/NAME",
+        help="push the branch to this fork and open the PR from it (default: the repository itself "
+        "when the token may push there, else the token user's fork, created when absent)",
+    )
+    r.add_argument(
+        "--committer",
+        metavar="'NAME <EMAIL>'",
+        default="driftmatrix <driftmatrix@users.noreply.github.com>",
+        help="author, committer and Signed-off-by of the commit (default: %(default)s)",
+    )
     r.add_argument("--remote", default="origin", help="git remote of the checkout (default: %(default)s)")
-    r.add_argument("--site-url", help="the published site, for evidence links in the PR body (and the rest of a "
-                                      "body cut at GitHub's 65,536 characters)")
+    r.add_argument(
+        "--site-url",
+        help="the published site, for evidence links in the PR body (and the rest of a "
+        "body cut at GitHub's 65,536 characters)",
+    )
     r.add_argument("--label", default="driftmatrix", help="label put on a new PR (default: %(default)s)")
     r.add_argument("--api-url", default="https://api.github.com", help="GitHub API root (default: %(default)s)")
     r.set_defaults(func=cmd_pr)
@@ -261,10 +338,14 @@ def add_parsers(sub) -> None:
     f.add_argument("--snippets", required=True, help="snippets.json from `driftmatrix extract`")
     f.add_argument("--outcomes", nargs="+", required=True, metavar="OUT", help="outcomes.jsonl files")
     f.add_argument("-o", "--output", default="fixes.json", help="catalog of fixed commands (default: %(default)s)")
-    f.add_argument("--max-candidates", type=_count, metavar="N",
-                   help="at most N candidates still to run (the most places first, then the shallowest tier, then "
-                        "the snippets file's order), written first; those with an outcome wherever they must run "
-                        "are kept beyond N (reused, not run); the rest is left out and said (default: all)")
+    f.add_argument(
+        "--max-candidates",
+        type=_count,
+        metavar="N",
+        help="at most N candidates still to run (the most places first, then the shallowest tier, then "
+        "the snippets file's order), written first; those with an outcome wherever they must run "
+        "are kept beyond N (reused, not run); the rest is left out and said (default: all)",
+    )
     f.set_defaults(func=cmd_fixes)
     m = sub.add_parser("merge", help="outcome files -> one, a record per (snippet, variant, build, tier)")
     m.add_argument("outcomes", nargs="+", metavar="OUT", help="outcomes.jsonl files (missing ones are named, skipped)")

@@ -11,8 +11,8 @@ def release_trees(cache: Path, stable: str | None):
     """Where the files commands name in vLLM's tree are looked for (extractor/release_files.py): each
     page's own release, and the stable release and the targets' pins for a page written for a range."""
     from driftmatrix.extractor.release_files import ReleaseTrees
-    from driftmatrix.runner.builds.targets import TargetConfigError, default_path, load
     from driftmatrix.runner.builds.resolve import stable_pin
+    from driftmatrix.runner.builds.targets import TargetConfigError, default_path, load
 
     try:
         pins = [t.pinned_version() for t in load(default_path()).targets]

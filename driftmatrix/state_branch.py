@@ -19,11 +19,11 @@ import re
 import shutil
 import sys
 import tempfile
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
-from driftmatrix.publisher.git_push import Git, PrError
 from driftmatrix.common.redact import Redactor
+from driftmatrix.publisher.git_push import Git, PrError
 
 BRANCH = "driftmatrix-state"
 FILES = ("outcomes.jsonl", "history")
@@ -94,8 +94,10 @@ def save(remote: str, branch: str, source: Path, message: str) -> str:
             started = marker.read_text().strip() if marker.exists() else None
             head = _git(clone)("rev-parse", "HEAD")
             if started is not None and started != head:
-                raise StateError(f"{branch} moved since this run loaded it ({started[:12] or 'no branch'} -> "
-                                 f"{head[:12]}): not overwriting another run's state")
+                raise StateError(
+                    f"{branch} moved since this run loaded it ({started[:12] or 'no branch'} -> "
+                    f"{head[:12]}): not overwriting another run's state"
+                )
         else:
             clone.mkdir()
             _git(clone)("init", "--quiet", "-b", branch)
@@ -109,8 +111,10 @@ def save(remote: str, branch: str, source: Path, message: str) -> str:
                 shutil.copytree(src, dst)
             elif src.exists():
                 shutil.copy2(src, dst)
-        (clone / "README.md").write_text("# driftmatrix state\n\nOutcomes and history of the scheduled runs, "
-                                         "written by `driftmatrix state save`. Not for humans to edit.\n")
+        (clone / "README.md").write_text(
+            "# driftmatrix state\n\nOutcomes and history of the scheduled runs, "
+            "written by `driftmatrix state save`. Not for humans to edit.\n"
+        )
         c = _git(clone)
         c("add", "-A")
         if not c("status", "--porcelain"):
@@ -125,12 +129,19 @@ def cmd_state(args: argparse.Namespace) -> int:
         if args.action == "load":
             print(load(args.remote, args.branch, Path(args.dir)))
         else:
-            when = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%MZ")
+            when = datetime.now(UTC).strftime("%Y-%m-%dT%H:%MZ")
             run = os.environ.get("GITHUB_RUN_ID")
-            print(save(args.remote, args.branch, Path(args.dir),
-                       f"driftmatrix state {when}" + (f" (run {run})" if run else "")))
+            print(
+                save(
+                    args.remote,
+                    args.branch,
+                    Path(args.dir),
+                    f"driftmatrix state {when}" + (f" (run {run})" if run else ""),
+                )
+            )
     except (StateError, PrError) as err:
         from driftmatrix.common.inert import terminal
+
         print(f"driftmatrix state {args.action}: {terminal(err)}", file=sys.stderr)  # git's words
         return 1
     return 0
@@ -143,4 +154,3 @@ def add_parser(sub) -> None:
     st.add_argument("--branch", default=BRANCH, help="state branch, named driftmatrix-… (default: %(default)s)")
     st.add_argument("-d", "--dir", default="state", help="local state directory (default: %(default)s)")
     st.set_defaults(func=cmd_state)
-

@@ -136,6 +136,6 @@ def cap_lines(text: str) -> tuple[str, list[tuple[int, int]]]:
     lines = text.split("\n")
     long = [(n, line) for n, line in enumerate(lines) if len(line) > MAX_LINE_CHARS]
     for n, line in long:
-        indent = line[:len(line) - len(line.lstrip(" \t"))][:64]
+        indent = line[: len(line) - len(line.lstrip(" \t"))][:64]
         lines[n] = indent + LONG_LINE_MARK
     return ("\n".join(lines), [(n + 1, len(line)) for n, line in long]) if long else (text, [])

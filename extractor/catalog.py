@@ -9,18 +9,18 @@ import sys
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, fields
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from operator import attrgetter
 from pathlib import Path
 
-from driftmatrix.extractor.bounds import read_head
 from driftmatrix.extractor import release_files, sites
+from driftmatrix.extractor.bounds import read_head
 from driftmatrix.extractor.corpus import Result, SourceError, Tree, detect, extract_file, files_of, is_page, read_text
 from driftmatrix.extractor.html_source import extract_html
 from driftmatrix.extractor.markdown_sources import card_metadata, card_model_id
-from driftmatrix.extractor.snippet_record import Catalog, CorpusInfo, Diagnostic, Lint, Snippet, Source, WrittenFor
 from driftmatrix.extractor.release_files import ReleaseTrees
 from driftmatrix.extractor.serve_args import placeholder_model_words
+from driftmatrix.extractor.snippet_record import Catalog, CorpusInfo, Diagnostic, Lint, Snippet, Source, WrittenFor
 
 
 def merge(snippets: list[Snippet]) -> list[Snippet]:
@@ -96,9 +96,18 @@ def default_workers() -> int:
     return int(os.environ.get("DRIFTMATRIX_WORKERS") or min(4, os.cpu_count() or 1))
 
 
-def extract(sources: list[Path], on_diagnostic=None, workers: int | None = None, *, stable: str,
-            written_for: WrittenFor | None = None, url_base: str = "", model_id: str = "",
-            placeholder_models: list[str] = (), release_trees: ReleaseTrees | None = None) -> tuple[Catalog, list[str]]:
+def extract(
+    sources: list[Path],
+    on_diagnostic=None,
+    workers: int | None = None,
+    *,
+    stable: str,
+    written_for: WrittenFor | None = None,
+    url_base: str = "",
+    model_id: str = "",
+    placeholder_models: list[str] = (),
+    release_trees: ReleaseTrees | None = None,
+) -> tuple[Catalog, list[str]]:
     """Extract every SOURCE; returns the catalog and the SOURCEs that could not be read.
     `stable`: the current stable release, for pages without versions of their own (the caller reads
     it from its targets: the stable pin lives with the runner's targets, a later stage); `written_for`: an override for every page;
@@ -147,13 +156,14 @@ def extract(sources: list[Path], on_diagnostic=None, workers: int | None = None,
         snippets=snippets,
         diagnostics=diagnostics,
         corpora=[result.info for result in results],
-        generated_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        generated_at=datetime.now(UTC).isoformat(timespec="seconds"),
     )
     return catalog, unusable
 
 
-def _prepared(tree: Tree, stable: str, written_for: WrittenFor | None, url_base: str,
-              placeholder_words: frozenset[str]) -> Tree:
+def _prepared(
+    tree: Tree, stable: str, written_for: WrittenFor | None, url_base: str, placeholder_words: frozenset[str]
+) -> Tree:
     tree.stable = stable
     tree.written_for = written_for or tree.versions()
     tree.url_base = url_base
@@ -212,9 +222,17 @@ def _card_model(tree: Tree, model_id: str) -> list[Diagnostic]:
     tree.model_id = model_id or card_model_id(meta)
     if tree.model_id:
         return []
-    return [Diagnostic("warning", "card-without-model-id",
-                       "a Hugging Face model card whose front matter names no model id: `vllm serve` without a "
-                       "model keeps none (pass --model-id ORG/NAME)", tree.kind, tree.version, card.name)]
+    return [
+        Diagnostic(
+            "warning",
+            "card-without-model-id",
+            "a Hugging Face model card whose front matter names no model id: `vllm serve` without a "
+            "model keeps none (pass --model-id ORG/NAME)",
+            tree.kind,
+            tree.version,
+            card.name,
+        )
+    ]
 
 
 def print_diagnostic(diag: Diagnostic) -> None:

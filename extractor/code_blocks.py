@@ -8,14 +8,29 @@ from collections.abc import Callable
 from driftmatrix.extractor.commented import commented_commands
 from driftmatrix.extractor.helm_values import from_yaml_fence
 from driftmatrix.extractor.python_calls import from_python
-from driftmatrix.extractor.snippet_record import Diagnostic, Snippet
 from driftmatrix.extractor.shell_commands import scan
 from driftmatrix.extractor.snippet_builder import Place, from_shell_text
+from driftmatrix.extractor.snippet_record import Diagnostic, Snippet
 from driftmatrix.extractor.yaml_commands import from_yaml_block
 
 SHELL_LANGS = {
-    "", "bash", "sh", "shell", "console", "zsh", "ksh", "shell-session", "shellsession",
-    "bash-session", "sh-session", "terminal", "text", "txt", "plain", "plaintext", "none",
+    "",
+    "bash",
+    "sh",
+    "shell",
+    "console",
+    "zsh",
+    "ksh",
+    "shell-session",
+    "shellsession",
+    "bash-session",
+    "sh-session",
+    "terminal",
+    "text",
+    "txt",
+    "plain",
+    "plaintext",
+    "none",
 }
 PYTHON_LANGS = {"python", "py", "python3", "pycon"}
 YAML_LANGS = {"yaml", "yml"}

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import re
 
-from driftmatrix.extractor.snippet_record import Snippet
 from driftmatrix.extractor.snippet_builder import Place, from_shell_text
+from driftmatrix.extractor.snippet_record import Snippet
 
 _COMMENTED = re.compile(r"^[ \t]*#+[ \t]?(.*)$")
 _COMMAND = re.compile(r"^[ \t]*(?:\$[ \t]+)?(?:[A-Z_][A-Z0-9_]*=\S*[ \t]+)*vllm[ \t]+serve\b")

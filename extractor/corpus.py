@@ -18,15 +18,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from driftmatrix.extractor import bounds
+from driftmatrix.common.git import run_git
+from driftmatrix.extractor import bounds, markdown_sources, sites, written_for
 from driftmatrix.extractor.code_blocks import snippets_from_block
 from driftmatrix.extractor.markdown_blocks import Headings, code_blocks, title_from_file
 from driftmatrix.extractor.python_calls import from_python
 from driftmatrix.extractor.recipes_yaml import Guide, from_recipe
-from driftmatrix.extractor import markdown_sources, sites, written_for
-from driftmatrix.extractor.snippet_record import CorpusInfo, Diagnostic, Lint, Snippet, WrittenFor
 from driftmatrix.extractor.snippet_builder import Place
-from driftmatrix.common.git import run_git
+from driftmatrix.extractor.snippet_record import CorpusInfo, Diagnostic, Lint, Snippet, WrittenFor
 
 DOCS_SITE = "https://docs.vllm.ai/en"
 RECIPES_REPO = "https://github.com/vllm-project/recipes"
@@ -34,8 +33,17 @@ _INCLUDE = re.compile(r"""^[ \t]*-{1,3}8<-{1,3}[ \t]+["']([^"'\n]+)["']""", re.M
 _SKIP_DIRS = {".git", "node_modules", ".next", "public", "site", "__pycache__"}
 # A page without any of these cannot hold a snippet (a serve command, a vLLM image, a
 # speculative config, an argv list, an include): skip parsing it — a third of the docs.
-_PAGE_HINTS = ("vllm serve", "speculative", "vllm.entrypoints", "vllm/vllm-", "--8<--", '"vllm"', "'vllm'",
-               "- vllm", "-sc ")
+_PAGE_HINTS = (
+    "vllm serve",
+    "speculative",
+    "vllm.entrypoints",
+    "vllm/vllm-",
+    "--8<--",
+    '"vllm"',
+    "'vllm'",
+    "- vllm",
+    "-sc ",
+)
 
 
 class SourceError(ValueError):
@@ -138,12 +146,20 @@ def detect(path: Path) -> Tree:
             return Tree("site", path, _git_ref(path) or path.name, "repository")
         if markdown_sources.markdown_files(path, _SKIP_DIRS):
             card = (path / "README.md").is_file() and markdown_sources.is_card(path / "README.md", path)
-            return Tree("model-card" if card else "markdown", path, _git_ref(path) or "",
-                        "model-repo" if card else "markdown-folder")
+            return Tree(
+                "model-card" if card else "markdown",
+                path,
+                _git_ref(path) or "",
+                "model-repo" if card else "markdown-folder",
+            )
     elif path.suffix.lower() in markdown_sources.MARKDOWN_SUFFIXES:
         card = markdown_sources.is_card(path)
-        return Tree("model-card" if card else "markdown", path, _git_ref(path.parent) or "",
-                    "model-card" if card else "markdown-file")
+        return Tree(
+            "model-card" if card else "markdown",
+            path,
+            _git_ref(path.parent) or "",
+            "model-card" if card else "markdown-file",
+        )
     raise SourceError(
         f"{path}: not a vLLM docs tree (docs/ + mkdocs.yaml), a vLLM sdist, a recipes repository "
         "(models/ + taxonomy.yaml), a saved .html page, a Markdown page or a folder holding any"
@@ -193,40 +209,63 @@ def page_url(tree: Tree, rel: str) -> str | None:
     return f"{DOCS_SITE}/{version}/{page}{'/' if page and not page.endswith('/') else ''}"
 
 
-def read_text(path: Path, corpus: str, version: str, rel: str, root: Path | None = None,
-              lines: bool = True) -> tuple[str | None, list[Diagnostic]]:
+def read_text(
+    path: Path, corpus: str, version: str, rel: str, root: Path | None = None, lines: bool = True
+) -> tuple[str | None, list[Diagnostic]]:
     """The file's text, or None; never raises for bad bytes. Bounded: a file resolving outside
     `root`, or over MAX_PAGE_BYTES, is not read; a line over MAX_LINE_CHARS is left out (unless not
     `lines`: a saved HTML page may be one long line, and its parser reads no lines)."""
+
     def diag(severity: str, code: str, message: str, line: int | None = None) -> Diagnostic:
         return Diagnostic(severity, code, message, corpus, version, rel, line)
 
     if root is not None and not bounds.within(root, path):
-        return None, [diag("error", "outside-tree", f"a symbolic link to {os.path.realpath(path)}, outside the tree; "
-                                                    "not read")]
+        return None, [
+            diag("error", "outside-tree", f"a symbolic link to {os.path.realpath(path)}, outside the tree; not read")
+        ]
     try:
         data, size = bounds.read_capped(path)
     except OSError as err:
         return None, [diag("error", "unreadable", f"cannot read: {err.strerror or err}")]
     if data is None:
-        return None, [diag("error", "too-large", f"{size} bytes is over the {bounds.MAX_PAGE_BYTES}-byte limit "
-                                                 "for a page; skipped")]
+        return None, [
+            diag(
+                "error", "too-large", f"{size} bytes is over the {bounds.MAX_PAGE_BYTES}-byte limit for a page; skipped"
+            )
+        ]
     if b"\0" in data[:8192]:
         return None, [diag("error", "binary-file", "contains NUL bytes: binary, not text; skipped")]
     try:
         text, diagnostics = data.decode("utf-8"), []
     except UnicodeDecodeError as err:
-        line = data[:err.start].count(b"\n") + 1
+        line = data[: err.start].count(b"\n") + 1
         text = data.decode("utf-8", errors="replace")
-        diagnostics = [diag("warning", "invalid-utf8", f"invalid UTF-8 at byte {err.start} "
-                            f"({data[err.start:err.start + 1]!r}); read with U+FFFD in its place", line)]
+        diagnostics = [
+            diag(
+                "warning",
+                "invalid-utf8",
+                f"invalid UTF-8 at byte {err.start} "
+                f"({data[err.start : err.start + 1]!r}); read with U+FFFD in its place",
+                line,
+            )
+        ]
     text, long = bounds.cap_lines(text) if lines else (text, [])
-    return text, diagnostics + [diag("error", "line-too-long", f"{length} characters, over the "
-                                     f"{bounds.MAX_LINE_CHARS}-character limit for a line: left out (a command "
-                                     "on it is not extracted)", line) for line, length in long]
+    return text, diagnostics + [
+        diag(
+            "error",
+            "line-too-long",
+            f"{length} characters, over the "
+            f"{bounds.MAX_LINE_CHARS}-character limit for a line: left out (a command "
+            "on it is not extracted)",
+            line,
+        )
+        for line, length in long
+    ]
 
 
-def _markdown(text: str, place: Place, tree_root: Path | None, line_offset: int = 0) -> tuple[list[Snippet], list[Diagnostic]]:
+def _markdown(
+    text: str, place: Place, tree_root: Path | None, line_offset: int = 0
+) -> tuple[list[Snippet], list[Diagnostic]]:
     """Snippets of a Markdown page (or a recipe guide starting at `line_offset`: `place.title` is its recipe's)."""
     snippets: list[Snippet] = []
     diagnostics: list[Diagnostic] = []
@@ -236,22 +275,38 @@ def _markdown(text: str, place: Place, tree_root: Path | None, line_offset: int 
     for block in code_blocks(text, headings):
         context = f"fence:{block.lang or 'plain'}" + (f" in {block.container}" if block.container else "")
         found, diags = snippets_from_block(
-            block.lang, block.text, place.at(block.line + line_offset, anchor=block.anchor, heading=block.heading,
-                                             context=context))
+            block.lang,
+            block.text,
+            place.at(block.line + line_offset, anchor=block.anchor, heading=block.heading, context=context),
+        )
         if block.unclosed:
-            diagnostics.append(Diagnostic(
-                "warning", "unterminated-fence",
-                f"the code fence opened on line {block.line + line_offset - 1} is never closed: it runs to the "
-                "end of its container or page", place.corpus, place.version, place.file, block.line + line_offset - 1))
+            diagnostics.append(
+                Diagnostic(
+                    "warning",
+                    "unterminated-fence",
+                    f"the code fence opened on line {block.line + line_offset - 1} is never closed: it runs to the "
+                    "end of its container or page",
+                    place.corpus,
+                    place.version,
+                    place.file,
+                    block.line + line_offset - 1,
+                )
+            )
         if block.closed_on_text_line:
             _fence_on_command_line(found, block.closed_on_text_line + line_offset, place)
         if block.stray_indent:
             for snippet in found:
-                snippet.lints.append(Lint(
-                    "fence-not-rendered",
-                    f"the opening fence is indented by {block.stray_indent} space(s) outside any list or "
-                    "container: mkdocs renders this block as a paragraph of text, not as code",
-                    block.line + line_offset - 1, place.file, place.corpus, place.version))
+                snippet.lints.append(
+                    Lint(
+                        "fence-not-rendered",
+                        f"the opening fence is indented by {block.stray_indent} space(s) outside any list or "
+                        "container: mkdocs renders this block as a paragraph of text, not as code",
+                        block.line + line_offset - 1,
+                        place.file,
+                        place.corpus,
+                        place.version,
+                    )
+                )
         snippets += found
         diagnostics += diags
     if tree_root is not None and "--8<--" in text:
@@ -270,12 +325,18 @@ def _fence_on_command_line(found: list[Snippet], closing: int, place: Place) -> 
     for snippet in found:
         src = snippet.sources[0]
         if src.line <= closing <= src.line + src.text.count("\n"):
-            snippet.lints.append(Lint(
-                "fence-on-command-line",
-                "the closing fence is on the command's own line: Markdown closes a code block only on a "
-                "line of its own, so the page shows the command ending in the fence's backquotes (bash "
-                "reads an unterminated command substitution there) and the rest of the page inside the block",
-                closing, place.file, place.corpus, place.version))
+            snippet.lints.append(
+                Lint(
+                    "fence-on-command-line",
+                    "the closing fence is on the command's own line: Markdown closes a code block only on a "
+                    "line of its own, so the page shows the command ending in the fence's backquotes (bash "
+                    "reads an unterminated command substitution there) and the rest of the page inside the block",
+                    closing,
+                    place.file,
+                    place.corpus,
+                    place.version,
+                )
+            )
 
 
 def _includes(text: str, place: Place, root: Path, line_offset: int) -> tuple[list[Snippet], list[Diagnostic]]:
@@ -293,9 +354,17 @@ def _includes(text: str, place: Place, root: Path, line_offset: int) -> tuple[li
         there, found, diags = read[target]
         if not there:
             where = "leads out of" if not bounds.within(root, root / target) else "is not in"
-            diagnostics.append(Diagnostic("warning", "unresolved-include",
-                                          f"`--8<-- \"{m.group(1)}\"`: {target} {where} this tree; not read",
-                                          place.corpus, place.version, place.file, line))
+            diagnostics.append(
+                Diagnostic(
+                    "warning",
+                    "unresolved-include",
+                    f'`--8<-- "{m.group(1)}"`: {target} {where} this tree; not read',
+                    place.corpus,
+                    place.version,
+                    place.file,
+                    line,
+                )
+            )
             continue
         diagnostics += [copy.copy(d) for d in diags]
         for snippet in (found := copy.deepcopy(found)):  # the reader sees it on the page, at the include line
@@ -337,12 +406,22 @@ def extract_file(tree: Tree, path: Path) -> tuple[list[Snippet], list[Diagnostic
     if text is None:
         return [], diagnostics
     url = page_url(tree, rel)
-    place = Place(tree.kind, tree.version, rel, 1, None, url, line_links="github.com" in (url or ""),
-                  model_id=tree.model_id, placeholder_models=tree.placeholder_models)
+    place = Place(
+        tree.kind,
+        tree.version,
+        rel,
+        1,
+        None,
+        url,
+        line_links="github.com" in (url or ""),
+        model_id=tree.model_id,
+        placeholder_models=tree.placeholder_models,
+    )
     if tree.site is not None:
         text = sites.render(text, tree.site.variables)  # as the site shows it: `vllm=={{ pip_vllm_version }}`
-    facts = written_for.PageFacts(tree.stable, tree.written_for, text=text, file=rel,
-                                  fallback=tree.site.built_on if tree.site else None)
+    facts = written_for.PageFacts(
+        tree.stable, tree.written_for, text=text, file=rel, fallback=tree.site.built_on if tree.site else None
+    )
     try:
         if path.suffix.lower() in markdown_sources.MARKDOWN_SUFFIXES:
             found, diags = _markdown(text, place, tree.root)
@@ -354,16 +433,21 @@ def extract_file(tree: Tree, path: Path) -> tuple[list[Snippet], list[Diagnostic
                 more, more_diags = _recipe_markdown(guide, place)
                 found, diags = found + more, diags + more_diags
                 claim = guide.claim
-                facts.recipe = written_for.of_recipe(claim.get("min_vllm_version"), bool(claim.get("nightly_required")),
-                                                     f"recipe {rel}", tree.stable)
+                facts.recipe = written_for.of_recipe(
+                    claim.get("min_vllm_version"), bool(claim.get("nightly_required")), f"recipe {rel}", tree.stable
+                )
         written_for.assign(found, facts)
         sites.mark_plugins(found, tree.site, text, path.suffix.lower() in markdown_sources.MARKDOWN_SUFFIXES)
     except RecursionError:
-        found, diags = [], [Diagnostic("error", "too-deep", "nesting too deep to read; skipped",
-                                       tree.kind, tree.version, rel)]
+        found, diags = (
+            [],
+            [Diagnostic("error", "too-deep", "nesting too deep to read; skipped", tree.kind, tree.version, rel)],
+        )
     except Exception as err:  # noqa: BLE001 — our bug: report it for this file, go on
-        found, diags = [], [Diagnostic("error", "internal-error", f"{type(err).__name__}: {err}",
-                                       tree.kind, tree.version, rel)]
+        found, diags = (
+            [],
+            [Diagnostic("error", "internal-error", f"{type(err).__name__}: {err}", tree.kind, tree.version, rel)],
+        )
     if any(d.code == "line-too-long" for d in diagnostics):
         found = [s for s in found if not _holds_left_out_line(s)]
     return found, diagnostics + diags + snippet_problems(found)
@@ -385,11 +469,19 @@ def snippet_problems(snippets: list[Snippet]) -> list[Diagnostic]:
         src = snippet.sources[0]
         err = snippet.speculative_config_error
         if err:
-            out.append(Diagnostic("warning", "invalid-json",
-                                  f"--speculative-config is not valid JSON: {err['message']} (line {err['lineno']}, "
-                                  f"column {err['colno']} of the value)", src.corpus, src.version, src.file, src.line))
+            out.append(
+                Diagnostic(
+                    "warning",
+                    "invalid-json",
+                    f"--speculative-config is not valid JSON: {err['message']} (line {err['lineno']}, "
+                    f"column {err['colno']} of the value)",
+                    src.corpus,
+                    src.version,
+                    src.file,
+                    src.line,
+                )
+            )
         for lint in snippet.lints:
             if lint.code in _ECHOED:
-                out.append(Diagnostic("warning", lint.code, lint.message, src.corpus, src.version,
-                                      src.file, lint.line))
+                out.append(Diagnostic("warning", lint.code, lint.message, src.corpus, src.version, src.file, lint.line))
     return out

@@ -105,18 +105,66 @@ VLLM_CONFIG_NOT_FLAGS = frozenset({"v0", "v1", "prometheusMultiprocDir"})
 
 # modelSpec keys the chart's templates (and _helpers.tpl's resources) read for the deployment, not
 # the command: not reported.
-MODEL_SPEC_NOT_FLAGS = frozenset({
-    "affinity", "annotations", "chatTemplateConfigMap", "enabled", "env", "envFromSecret", "extraVolumeMounts",
-    "extraVolumes", "hf_token", "imagePullSecret", "initContainer", "keda", "labels", "name", "nodeName",
-    "nodeSelectorTerms", "pdb", "podAnnotations", "podLabels", "priorityClassName", "pvcAccessMode",
-    "pvcAnnotations", "pvcExistingClaimName", "pvcLabels", "pvcMatchLabels", "pvcStorage", "raySpec", "replicaCount",
-    "repository", "resources", "runtimeClassName", "serviceAccountName", "serviceAnnotations", "shmSize",
-    "storageClass", "tag", "tolerations", "tolerationsPolicy", "modelURL",
-    "requestCPU", "requestMemory", "requestGPU", "requestGPUType", "requestGPUMem", "requestGPUMemPercentage",
-    "requestGPUCores", "limitCPU", "limitMemory", "limitGPUMem", "limitGPUMemPercentage", "limitGPUCores",
-    # read for the command, below the tables: the LMCache connector, the chat template, the revision
-    "vllmConfig", "lmcacheConfig", "chatTemplate", "modelRevision",
-})
+MODEL_SPEC_NOT_FLAGS = frozenset(
+    {
+        "affinity",
+        "annotations",
+        "chatTemplateConfigMap",
+        "enabled",
+        "env",
+        "envFromSecret",
+        "extraVolumeMounts",
+        "extraVolumes",
+        "hf_token",
+        "imagePullSecret",
+        "initContainer",
+        "keda",
+        "labels",
+        "name",
+        "nodeName",
+        "nodeSelectorTerms",
+        "pdb",
+        "podAnnotations",
+        "podLabels",
+        "priorityClassName",
+        "pvcAccessMode",
+        "pvcAnnotations",
+        "pvcExistingClaimName",
+        "pvcLabels",
+        "pvcMatchLabels",
+        "pvcStorage",
+        "raySpec",
+        "replicaCount",
+        "repository",
+        "resources",
+        "runtimeClassName",
+        "serviceAccountName",
+        "serviceAnnotations",
+        "shmSize",
+        "storageClass",
+        "tag",
+        "tolerations",
+        "tolerationsPolicy",
+        "modelURL",
+        "requestCPU",
+        "requestMemory",
+        "requestGPU",
+        "requestGPUType",
+        "requestGPUMem",
+        "requestGPUMemPercentage",
+        "requestGPUCores",
+        "limitCPU",
+        "limitMemory",
+        "limitGPUMem",
+        "limitGPUMemPercentage",
+        "limitGPUCores",
+        # read for the command, below the tables: the LMCache connector, the chat template, the revision
+        "vllmConfig",
+        "lmcacheConfig",
+        "chatTemplate",
+        "modelRevision",
+    }
+)
 
 
 def template_for(entry: yaml.Node) -> Template:
@@ -178,8 +226,8 @@ def go_float(x: float) -> str:
         return f"{lead}{mantissa}e{'-' if power < 0 else '+'}{abs(power):02d}"
     if power < 0:
         return f"{lead}0.{'0' * (-power - 1)}{text}"
-    whole = text[:power + 1].ljust(power + 1, "0")
-    rest = text[power + 1:]
+    whole = text[: power + 1].ljust(power + 1, "0")
+    rest = text[power + 1 :]
     return f"{lead}{whole}.{rest}" if rest else f"{lead}{whole}"
 
 
@@ -199,8 +247,10 @@ def kv_transfer_config(template: Template, entry: yaml.Node) -> str | None:
     if "enablePD" in fields:
         port = go_string(fields.get("nixlRole"))
         port = "" if port is None else f'"{port}"'  # `| quote` prints nothing for null: the JSON breaks, as deployed
-        return (f'{{"kv_connector":"LMCacheConnectorV1","kv_role":"{role}","kv_connector_extra_config":'
-                f'{{"discard_partial_chunks": false, "lmcache_rpc_port": {port}}}}}')
+        return (
+            f'{{"kv_connector":"LMCacheConnectorV1","kv_role":"{role}","kv_connector_extra_config":'
+            f'{{"discard_partial_chunks": false, "lmcache_rpc_port": {port}}}}}'
+        )
     if "v0" in config and go_string(config["v0"]) == "1":
         return f'{{"kv_connector":"LMCacheConnector","kv_role":"{role}"}}'
     return f'{{"kv_connector":"LMCacheConnectorV1","kv_role":"{role}"}}'

@@ -19,10 +19,19 @@ from pathlib import PurePosixPath
 import yaml
 
 from driftmatrix.extractor import yaml_nodes
-from driftmatrix.extractor.helm_chart import (BOOL_TAG, MODEL_SPEC_NOT_FLAGS, VLLM_CONFIG_NOT_FLAGS, Rule, Template, go_string,
-                                  kv_transfer_config, template_for, truthy)
-from driftmatrix.extractor.snippet_record import Diagnostic, Snippet
+from driftmatrix.extractor.helm_chart import (
+    BOOL_TAG,
+    MODEL_SPEC_NOT_FLAGS,
+    VLLM_CONFIG_NOT_FLAGS,
+    Rule,
+    Template,
+    go_string,
+    kv_transfer_config,
+    template_for,
+    truthy,
+)
 from driftmatrix.extractor.snippet_builder import Place, build
+from driftmatrix.extractor.snippet_record import Diagnostic, Snippet
 from driftmatrix.extractor.yaml_commands import from_yaml_block
 
 _K8S_NAME_VALUE = ("name", "value")
@@ -71,8 +80,9 @@ def from_helm_values(text: str, place: Place) -> tuple[list[Snippet], list[Diagn
     diagnostics: list[Diagnostic] = []
     for composed in (c for root in roots for c in compose(root)):
         for severity, code, message, line in composed.problems:
-            diagnostics.append(Diagnostic(severity, code, message, place.corpus, place.version, place.file,
-                                          place.line + line))
+            diagnostics.append(
+                Diagnostic(severity, code, message, place.corpus, place.version, place.file, place.line + line)
+            )
         if composed.args:
             snippets.append(_snippet(composed, lines, place))
     return snippets, diagnostics
@@ -83,12 +93,30 @@ def _parse(text: str, place: Place) -> tuple[list[yaml.Node], list[Diagnostic]]:
     try:
         return yaml_nodes.compose_all(text), []
     except yaml_nodes.YAMLTooLarge as err:
-        return [], [Diagnostic("error", "yaml-alias-expansion", f"Helm values: {err}", place.corpus, place.version,
-                               place.file, place.line)]
+        return [], [
+            Diagnostic(
+                "error",
+                "yaml-alias-expansion",
+                f"Helm values: {err}",
+                place.corpus,
+                place.version,
+                place.file,
+                place.line,
+            )
+        ]
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
-        return [], [Diagnostic("warning", "yaml-error", f"Helm values do not parse: {err}".splitlines()[0],
-                               place.corpus, place.version, place.file, place.line + (mark.line if mark else 0))]
+        return [], [
+            Diagnostic(
+                "warning",
+                "yaml-error",
+                f"Helm values do not parse: {err}".splitlines()[0],
+                place.corpus,
+                place.version,
+                place.file,
+                place.line + (mark.line if mark else 0),
+            )
+        ]
 
 
 def compose(root: yaml.Node) -> list[Composed]:
@@ -114,13 +142,21 @@ def _deployed(engine: yaml.Node, entry: yaml.MappingNode, composed: Composed) ->
     the chart's own values.yaml) and `if ne $modelSpec.enabled false`."""
     enable = yaml_nodes.child(engine, "enableEngine")
     if enable is not None and not truthy(enable):
-        composed.problem("info", "helm-model-not-deployed", enable,
-                         f"modelSpec[{composed.index}]: `enableEngine` is false: the chart deploys no engine")
+        composed.problem(
+            "info",
+            "helm-model-not-deployed",
+            enable,
+            f"modelSpec[{composed.index}]: `enableEngine` is false: the chart deploys no engine",
+        )
         return False
     enabled = yaml_nodes.child(entry, "enabled")
     if isinstance(enabled, yaml.ScalarNode) and enabled.tag == BOOL_TAG and not truthy(enabled):
-        composed.problem("info", "helm-model-not-deployed", enabled,
-                         f"modelSpec[{composed.index}] has `enabled: false`: the chart does not deploy it")
+        composed.problem(
+            "info",
+            "helm-model-not-deployed",
+            enabled,
+            f"modelSpec[{composed.index}] has `enabled: false`: the chart does not deploy it",
+        )
         return False
     return True
 
@@ -131,8 +167,12 @@ def _compose_entry(engine: yaml.Node, entry: yaml.MappingNode, composed: Compose
     composed.image = _image(fields, entry, composed)
     model = fields.get("modelURL")
     if go_string(model) is None:
-        composed.problem("warning", "helm-no-model", model or entry,
-                         f"modelSpec[{composed.index}] has no `modelURL`: the chart's command has an empty model")
+        composed.problem(
+            "warning",
+            "helm-no-model",
+            model or entry,
+            f"modelSpec[{composed.index}] has no `modelURL`: the chart's command has an empty model",
+        )
     else:
         composed.add(model, go_string(model))
     port = yaml_nodes.child(engine, "containerPort")  # helm/templates/_helpers.tpl: `default "8000"`
@@ -159,8 +199,12 @@ def _image(fields: dict[str, yaml.Node], entry: yaml.Node, composed: Composed) -
     repository, tag = go_string(fields.get("repository")), go_string(fields.get("tag"))
     if repository and tag:
         return f"{repository}:{tag}"
-    composed.problem("warning", "helm-no-image", entry,
-                     f"modelSpec[{composed.index}] lacks `repository` or `tag`: the chart refuses to render it")
+    composed.problem(
+        "warning",
+        "helm-no-image",
+        entry,
+        f"modelSpec[{composed.index}] lacks `repository` or `tag`: the chart refuses to render it",
+    )
     return None
 
 
@@ -174,10 +218,14 @@ def _vllm_config(config: yaml.Node, composed: Composed) -> None:
     for key, _value in config.value:
         name = getattr(key, "value", None)
         if name not in known:
-            composed.problem("warning", "helm-key-not-on-command-line", key,
-                             f"modelSpec[{composed.index}].vllmConfig.{name}: the chart's template "
-                             f"({composed.template.file}) has no flag for this key, so the deployed command "
-                             "does not have it (`extraArgs` passes other options)")
+            composed.problem(
+                "warning",
+                "helm-key-not-on-command-line",
+                key,
+                f"modelSpec[{composed.index}].vllmConfig.{name}: the chart's template "
+                f"({composed.template.file}) has no flag for this key, so the deployed command "
+                "does not have it (`extraArgs` passes other options)",
+            )
     if "v0" in fields and go_string(fields["v0"]) == "1":  # the template's env: vLLM's V0 engine
         composed.env["VLLM_USE_V1"] = "0"
 
@@ -206,8 +254,13 @@ def _apply(rules: tuple[Rule, ...], fields: dict[str, yaml.Node], where: yaml.No
 def _flag_value(rule: Rule, node: yaml.Node, composed: Composed) -> None:
     value = go_string(node)
     if value is None:
-        composed.problem("warning", "helm-value", node, f"modelSpec[{composed.index}]: `{rule.key}` is not a "
-                         f"string or number: the chart renders `{rule.flag}` with no usable value; left out")
+        composed.problem(
+            "warning",
+            "helm-value",
+            node,
+            f"modelSpec[{composed.index}]: `{rule.key}` is not a "
+            f"string or number: the chart renders `{rule.flag}` with no usable value; left out",
+        )
         return
     composed.add(node, rule.flag, value)
 
@@ -217,14 +270,22 @@ def _each(rule: Rule, node: yaml.Node, composed: Composed) -> None:
     if not truthy(node):
         return
     if not isinstance(node, yaml.SequenceNode):
-        composed.problem("warning", "helm-value", node, f"modelSpec[{composed.index}]: `{rule.key}` is not a list: "
-                         "the chart cannot range over it; left out")
+        composed.problem(
+            "warning",
+            "helm-value",
+            node,
+            f"modelSpec[{composed.index}]: `{rule.key}` is not a list: the chart cannot range over it; left out",
+        )
         return
     for item in node.value:
         value = go_string(item)
         if value is None:
-            composed.problem("warning", "helm-value", item, f"modelSpec[{composed.index}]: an item of `{rule.key}` "
-                             "is not a string or number; left out")
+            composed.problem(
+                "warning",
+                "helm-value",
+                item,
+                f"modelSpec[{composed.index}]: an item of `{rule.key}` is not a string or number; left out",
+            )
         else:
             composed.add(item, value)
 
@@ -237,13 +298,21 @@ def _unknown_model_spec_keys(entry: yaml.MappingNode, composed: Composed) -> Non
     for key, _ in entry.value:
         name = getattr(key, "value", None)
         if name in config_keys:
-            composed.problem("warning", "helm-key-misplaced", key,
-                             f"modelSpec[{composed.index}].{name}: the chart reads `{name}` only under "
-                             f"`vllmConfig`: here it is ignored, and the deployed command does not have it")
+            composed.problem(
+                "warning",
+                "helm-key-misplaced",
+                key,
+                f"modelSpec[{composed.index}].{name}: the chart reads `{name}` only under "
+                f"`vllmConfig`: here it is ignored, and the deployed command does not have it",
+            )
         elif name not in known:
-            composed.problem("info", "helm-key-unknown", key,
-                             f"modelSpec[{composed.index}].{name}: not a key the chart reads (for the vLLM "
-                             "command or the deployment): it has no effect")
+            composed.problem(
+                "info",
+                "helm-key-unknown",
+                key,
+                f"modelSpec[{composed.index}].{name}: not a key the chart reads (for the vLLM "
+                "command or the deployment): it has no effect",
+            )
 
 
 def _env(engine: yaml.Node, fields: dict[str, yaml.Node]) -> dict[str, str]:
@@ -263,14 +332,21 @@ def _env(engine: yaml.Node, fields: dict[str, yaml.Node]) -> dict[str, str]:
 def _snippet(composed: Composed, lines: list[str], place: Place) -> Snippet:
     entry = composed.entry
     first, last = entry.start_mark.line, _last_line(entry, lines)
-    source = place.source(first, "\n".join(lines[first:last + 1]))
+    source = place.source(first, "\n".join(lines[first : last + 1]))
     ray = " (ray)" if composed.template.file.endswith("ray-cluster.yaml") else ""
     source.context = f"helm:modelSpec[{composed.index}]{ray}"
     argv = [a.text for a in composed.args]
     if composed.image is None:
         return build("serve", argv, composed.env, source, placeholder_models=place.placeholder_models)
-    return build("docker", argv, composed.env, source, image=composed.image, docker_options=[],
-                 placeholder_models=place.placeholder_models)
+    return build(
+        "docker",
+        argv,
+        composed.env,
+        source,
+        image=composed.image,
+        docker_options=[],
+        placeholder_models=place.placeholder_models,
+    )
 
 
 def _last_line(node: yaml.Node, lines: list[str]) -> int:
@@ -283,6 +359,7 @@ def _last_line(node: yaml.Node, lines: list[str]) -> int:
 
 
 # --- whole YAML files of a repository ---------------------------------------------------------
+
 
 def from_yaml_file(text: str, place: Place) -> tuple[list[Snippet], list[Diagnostic]]:
     """The commands of one YAML file of a repository (not a Markdown fence): a Helm values file ->

@@ -14,8 +14,8 @@ from bs4 import BeautifulSoup, Tag
 
 from driftmatrix.extractor.code_blocks import snippets_from_block
 from driftmatrix.extractor.markdown_blocks import title_from_file
-from driftmatrix.extractor.snippet_record import Diagnostic, Snippet
 from driftmatrix.extractor.snippet_builder import Place
+from driftmatrix.extractor.snippet_record import Diagnostic, Snippet
 
 _VERSION_IN_URL = re.compile(r"/en/(v?\d+\.\d+(?:\.\d+)?[^/]*|latest|stable)/")
 _VLLM_DOCS = re.compile(r"^https?://(docs\.vllm\.ai|vllm\.readthedocs\.io)/")
@@ -93,8 +93,9 @@ def page_title(soup: BeautifulSoup, main: Tag | BeautifulSoup, name: str) -> str
     return text or title_from_file(name)
 
 
-def from_html(path: Path, text: str, fallback_url: str | None = None,
-              placeholder_models: frozenset[str] | None = None) -> tuple[list[Snippet], list[Diagnostic], str, str | None]:
+def from_html(
+    path: Path, text: str, fallback_url: str | None = None, placeholder_models: frozenset[str] | None = None
+) -> tuple[list[Snippet], list[Diagnostic], str, str | None]:
     """(snippets, diagnostics, version, url) of one saved page; `fallback_url`: its address when
     the page names none (`--url-base`)."""
     soup = BeautifulSoup(text, "html.parser")
@@ -116,8 +117,18 @@ def from_html(path: Path, text: str, fallback_url: str | None = None,
         code = tag.find("code") or tag
         block = code.get_text()
         page = url.split("#")[0] if url else None
-        place = Place("html", version, path.name, tag.sourceline or 1, anchor, page, "html:pre", title=title,
-                      heading=heading, placeholder_models=placeholder_models)
+        place = Place(
+            "html",
+            version,
+            path.name,
+            tag.sourceline or 1,
+            anchor,
+            page,
+            "html:pre",
+            title=title,
+            heading=heading,
+            placeholder_models=placeholder_models,
+        )
         found, diags = snippets_from_block(_lang(tag), block, place)
         snippets += found
         diagnostics += diags

@@ -32,7 +32,8 @@ _TAG = re.compile(r"<!--.*?-->|</?[A-Za-z][^>]*>", re.S)
 _ATTR_LIST = re.compile(r"\s*\{(?::[^}]*|\s*[#.][^}]*)\}\s*$")
 _BACKTICKS = re.compile(r"`+")
 _STASHED = re.compile("\0(\\d+)\0")
-_PLAIN = re.compile(r"""
+_PLAIN = re.compile(
+    r"""
     !\[[^\]]*\](?:\([^)]*\)|\[[^\]]*\])                 # an image: a picture, no text
   | \[(?P<label>[^\]]*)\](?:\([^)]*\)|\[[^\]]*\])?      # a link: its text
   | <(?P<auto>(?:https?|ftp|mailto):[^>\s]*)>              # an autolink: the address
@@ -42,7 +43,9 @@ _PLAIN = re.compile(r"""
   | \\(?P<escaped>[!-/:-@\[-`{-~])                        # a backslash escape: the character
   | (?P<star>\*{1,3})(?=\S)(?P<starred>.+?)(?<=\S)(?P=star)  # emphasis: its text (an unpaired `*` is text)
   | (?<!\w)(?P<low>_{1,3})(?=\S)(?P<lowered>.+?)(?<=\S)(?P=low)(?!\w)  # `_x_`, `__x__`, not snake_case
-""", re.X | re.S)
+""",
+    re.X | re.S,
+)
 
 
 @dataclass
@@ -79,7 +82,7 @@ def _container_rule(state: StateBlock, start: int, end: int, silent: bool) -> bo
     if state.sCount[start] - state.blkIndent >= 4:
         return False
     pos = state.bMarks[start] + state.tShift[start]
-    m = _CONTAINER.match(state.src[pos:state.eMarks[start]])
+    m = _CONTAINER.match(state.src[pos : state.eMarks[start]])
     if not m:
         return False
     if silent:
@@ -104,7 +107,9 @@ def _container_rule(state: StateBlock, start: int, end: int, silent: bool) -> bo
 
 def make_parser() -> MarkdownIt:
     md = MarkdownIt("commonmark")
-    md.block.ruler.before("fence", "containers", _container_rule, {"alt": ["paragraph", "reference", "blockquote", "list"]})
+    md.block.ruler.before(
+        "fence", "containers", _container_rule, {"alt": ["paragraph", "reference", "blockquote", "list"]}
+    )
     # Only block structure matters here; inline parsing is most of markdown-it's cost.
     md.core.ruler.disable(["inline", "text_join"], ignoreInvalid=True)
     return md
@@ -117,7 +122,7 @@ def heading_text(raw: str) -> tuple[str, str | None]:
     """(plain text, explicit `{#id}` if any) of a heading's inline source."""
     explicit = _explicit_id(raw)
     if explicit:
-        raw = raw[:explicit[0]]
+        raw = raw[: explicit[0]]
     return _INLINE_MARKUP.sub(lambda m: m.group(1) or "", raw).strip(), explicit[1] if explicit else None
 
 
@@ -151,7 +156,7 @@ def _code_spans(text: str) -> Iterator[tuple[int, int, str]]:
             j = bisect.bisect_left(later, i)
             if j < len(later):
                 close = runs[later[j]][0]
-                yield start, close + k, text[start + k:close]
+                yield start, close + k, text[start + k : close]
                 i = later[j] + 1
                 break
 
@@ -176,7 +181,7 @@ def _inline(raw: str) -> str:
     out: list[str] = []
     pos = 0
     for m in _PLAIN.finditer(raw):
-        out.append(html.unescape(raw[pos:m.start()]))
+        out.append(html.unescape(raw[pos : m.start()]))
         inner = m.group("label") or m.group("starred") or m.group("lowered")
         if inner is not None:
             out.append(_inline(inner))
@@ -210,7 +215,7 @@ def front_matter(text: str) -> tuple[str | None, str]:
     # the theme inserts it as HTML (not Markdown): its text is what a reader sees
     title = " ".join(html.unescape(_TAG.sub("", str(value))).split()) if isinstance(value, (str, int, float)) else ""
     title = title or None
-    return title, "\n" * m.group(0).count("\n") + text[m.end():]
+    return title, "\n" * m.group(0).count("\n") + text[m.end() :]
 
 
 def title_from_file(file: str) -> str:
@@ -241,7 +246,9 @@ class Ids:
     def unique(self, anchor: str) -> str:
         """`markdown.extensions.toc.unique(anchor, taken)`, the same id."""
         if anchor in self.taken or not anchor:
-            from markdown.extensions.toc import IDCOUNT_RE  # imported when a page has headings: `check` of a command has none
+            from markdown.extensions.toc import (
+                IDCOUNT_RE,  # imported when a page has headings: `check` of a command has none
+            )
 
             m = IDCOUNT_RE.match(anchor)
             base, count = (m.group(1), int(m.group(2))) if m else (anchor, 0)
@@ -313,9 +320,10 @@ def _fence_at_line_end(content: list[str], marker: str, closed: bool) -> int | N
     opening fence with an info string follows): else the line is the block's own text."""
     for i, line in enumerate(content):
         text = line.rstrip()
-        if text.endswith(marker) and text[:-len(marker)].strip() and not text[:-len(marker)].endswith(marker[0]):
-            opens_another = any(later.strip().startswith(marker) and later.strip().strip(marker[0])
-                                for later in content[i + 1:])
+        if text.endswith(marker) and text[: -len(marker)].strip() and not text[: -len(marker)].endswith(marker[0]):
+            opens_another = any(
+                later.strip().startswith(marker) and later.strip().strip(marker[0]) for later in content[i + 1 :]
+            )
             return i if not closed or opens_another else None
     return None
 
@@ -346,17 +354,18 @@ def _walk(text: str, offset: int, anchors: Headings, container: str, depth: int)
             if cut is None:
                 yield CodeBlock(lang, tok.content, first, anchors.current, inner, indent, not closed, anchors.text)
                 continue
-            meant = "\n".join(content[:cut] + [content[cut].rstrip()[:-len(tok.markup)].rstrip()]) + "\n"
+            meant = "\n".join(content[:cut] + [content[cut].rstrip()[: -len(tok.markup)].rstrip()]) + "\n"
             yield CodeBlock(lang, meant, first, anchors.current, inner, indent, False, anchors.text, first + cut)
             if depth < _MAX_DEPTH:  # what follows, read as the author meant it: Markdown again
-                rest = content[cut + 1:] + ([tok.markup] if closed else [])
+                rest = content[cut + 1 :] + ([tok.markup] if closed else [])
                 yield from _walk("\n".join(rest), first + cut, anchors, container, depth + 1)
         elif tok.type == "code_block" and tok.map and depth < _MAX_DEPTH:
             # Indented content: a container markdown-it did not know, or a tab/admonition
             # body after a blank line. Parse it again; keep it as a block if no fence.
             nested = list(_walk(tok.content, offset + tok.map[0], anchors, inner or "indented", depth + 1))
-            yield from nested or [CodeBlock("", tok.content, offset + tok.map[0] + 1, anchors.current, inner,
-                                            heading=anchors.text)]
+            yield from nested or [
+                CodeBlock("", tok.content, offset + tok.map[0] + 1, anchors.current, inner, heading=anchors.text)
+            ]
         elif tok.type == "html_block" and tok.map and "```" in tok.content and depth < _MAX_DEPTH:
             # A fence inside <details> with no blank line after the tag: blank out the
             # tag lines (keeps line numbers) and parse the rest as Markdown.

@@ -19,8 +19,20 @@ from driftmatrix.extractor.markdown_blocks import _FRONT_MATTER
 
 MARKDOWN_SUFFIXES = (".md", ".markdown")
 # Front-matter keys the Hugging Face hub reads from a model card (its "model card metadata").
-_CARD_KEYS = {"license", "pipeline_tag", "library_name", "base_model", "model-index", "datasets", "language",
-              "tags", "inference", "widget", "license_name", "extra_gated_prompt"}
+_CARD_KEYS = {
+    "license",
+    "pipeline_tag",
+    "library_name",
+    "base_model",
+    "model-index",
+    "datasets",
+    "language",
+    "tags",
+    "inference",
+    "widget",
+    "license_name",
+    "extra_gated_prompt",
+}
 _MODEL_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
 
 

@@ -22,9 +22,9 @@ import sys
 import textwrap
 from dataclasses import dataclass
 
-from driftmatrix.extractor.snippet_record import Lint, Snippet
 from driftmatrix.extractor.shell_commands import ShellScan, scan
 from driftmatrix.extractor.snippet_builder import Place, build, from_shell_text, snippet_id
+from driftmatrix.extractor.snippet_record import Lint, Snippet
 
 PARSER = f"Python {sys.version_info.major}.{sys.version_info.minor}"
 """Whose parser judged: a syntax newer than it (a later Python's) would read as an error."""
@@ -53,8 +53,9 @@ def as_pasted(text: str) -> tuple[str, ast.Module | Rejection]:
     try:
         return pasted, ast.parse(pasted)
     except (SyntaxError, ValueError) as err:
-        return pasted, Rejection(type(err).__name__, getattr(err, "msg", None) or str(err),
-                                 getattr(err, "lineno", None) or 1)
+        return pasted, Rejection(
+            type(err).__name__, getattr(err, "msg", None) or str(err), getattr(err, "lineno", None) or 1
+        )
 
 
 def _without_prompts(text: str) -> str:
@@ -62,8 +63,10 @@ def _without_prompts(text: str) -> str:
     `... `, the output lines blank (a reader types the code, not the prompts)."""
     if not _PROMPT.search(text):
         return text
-    return "\n".join(line.strip()[4:] if line.strip()[:4] in (">>> ", "... ") or line.strip() in (">>>", "...")
-                     else "" for line in text.split("\n"))
+    return "\n".join(
+        line.strip()[4:] if line.strip()[:4] in (">>> ", "... ") or line.strip() in (">>>", "...") else ""
+        for line in text.split("\n")
+    )
 
 
 _PROMPT = re.compile(r"^\s*>>>( |$)", re.M)
@@ -76,10 +79,14 @@ def rejected(text: str, pasted: str, why: Rejection, what: str, place: Place) ->
     if any(inv.kind in _SHELL_KINDS and not inv.within for inv in found.invocations):
         return _shell_under_python_fence(text, why, place, found)
     line = place.line + why.line - 1
-    lint = Lint("python-syntax", f"{why.words()}: {PARSER}'s parser stops there, so the block, which {what}, "
-                "does not run as written", line)
-    snippet = build("python", [], {}, place.source(0, pasted.rstrip("\n")), lints=[lint],
-                    python={"call": None, "kwargs": {}})
+    lint = Lint(
+        "python-syntax",
+        f"{why.words()}: {PARSER}'s parser stops there, so the block, which {what}, does not run as written",
+        line,
+    )
+    snippet = build(
+        "python", [], {}, place.source(0, pasted.rstrip("\n")), lints=[lint], python={"call": None, "kwargs": {}}
+    )
     # No call was read: the id hashes the block as pasted, so two broken blocks stay two snippets.
     snippet.id = snippet_id("python", ["python-syntax", pasted], {}, None)
     snippet.runnable, snippet.reason = False, f"python-syntax: {why.words()}"
@@ -90,8 +97,16 @@ def _shell_under_python_fence(text: str, why: Rejection, place: Place, found: Sh
     """What its reader runs: the shell commands, each with the warning that the fence is wrong."""
     snippets = from_shell_text(text, place, found=found)
     for snippet in snippets:
-        snippet.lints.append(Lint(
-            "python-fence-holds-shell", "the block is marked python but holds a shell command: the page shows "
-            f"it as Python (which stops at line {why.line} of the block: {why.error}: {why.message}); read as the "
-            "shell block a reader runs", place.line, place.file, place.corpus, place.version))
+        snippet.lints.append(
+            Lint(
+                "python-fence-holds-shell",
+                "the block is marked python but holds a shell command: the page shows "
+                f"it as Python (which stops at line {why.line} of the block: {why.error}: {why.message}); read as the "
+                "shell block a reader runs",
+                place.line,
+                place.file,
+                place.corpus,
+                place.version,
+            )
+        )
     return snippets

@@ -8,15 +8,15 @@ stays an unresolved expression and makes the snippet not runnable.
 from __future__ import annotations
 
 import ast
-import re
 import json
+import re
 from typing import Any
 
 from driftmatrix.extractor.python_blocks import Rejection, as_pasted, rejected
 from driftmatrix.extractor.python_strings import command_strings
 from driftmatrix.extractor.python_values import UNRESOLVED, Code, evaluate
-from driftmatrix.extractor.snippet_record import Diagnostic, Snippet
 from driftmatrix.extractor.snippet_builder import Place, build
+from driftmatrix.extractor.snippet_record import Diagnostic, Snippet
 
 CALLS = {"LLM", "AsyncEngineArgs", "EngineArgs", "AsyncLLMEngine", "LLMEngine"}
 

@@ -13,10 +13,10 @@ import ast
 import re
 import shlex
 
-from driftmatrix.extractor.snippet_record import Snippet
-from driftmatrix.extractor.shell_commands import scan
 from driftmatrix.extractor.python_values import UNRESOLVED, Code, evaluate
+from driftmatrix.extractor.shell_commands import scan
 from driftmatrix.extractor.snippet_builder import Place, from_shell_text
+from driftmatrix.extractor.snippet_record import Snippet
 
 _UNQUOTED_PLACEHOLDER = re.compile(r"'(<[^'<>]*>)'")
 _LITERAL = re.compile(r"([rRuU]?)(\"\"\"|'''|\"|')(.*)\2", re.S)
@@ -40,8 +40,11 @@ def command_strings(code: Code, place: Place) -> list[Snippet]:
             out += _from_string(_as_written(code, node), node.lineno, place)
         elif isinstance(node, ast.JoinedStr):
             # f"vllm serve {model}": a replacement field is the reader's value, `{model}` a placeholder
-            value = "".join(v.value if isinstance(v, ast.Constant) else "{" + ast.unparse(v.value) + "}"
-                            for v in node.values if isinstance(v, (ast.Constant, ast.FormattedValue)))
+            value = "".join(
+                v.value if isinstance(v, ast.Constant) else "{" + ast.unparse(v.value) + "}"
+                for v in node.values
+                if isinstance(v, (ast.Constant, ast.FormattedValue))
+            )
             if "vllm" in value:
                 out += _from_string(value, node.lineno, place)
     return out
@@ -49,8 +52,14 @@ def command_strings(code: Code, place: Place) -> list[Snippet]:
 
 def _starts_vllm(node: ast.List | ast.Tuple) -> bool:
     heads = [e.value for e in node.elts[:4] if isinstance(e, ast.Constant) and isinstance(e.value, str)]
-    return heads[:2] == ["vllm", "serve"] or heads[:1] == ["vllm"] and len(node.elts) > 2 or \
-        len(heads) >= 3 and heads[1] == "-m" and heads[2].startswith("vllm.entrypoints")
+    return (
+        heads[:2] == ["vllm", "serve"]
+        or heads[:1] == ["vllm"]
+        and len(node.elts) > 2
+        or len(heads) >= 3
+        and heads[1] == "-m"
+        and heads[2].startswith("vllm.entrypoints")
+    )
 
 
 def _as_written(code: Code, node: ast.Constant) -> str:

@@ -50,8 +50,9 @@ class Code:
         lines = self._lines
         if first == last:
             return lines[first].encode()[col:end_col].decode()
-        return "".join([lines[first].encode()[col:].decode(), *lines[first + 1:last],
-                        lines[last].encode()[:end_col].decode()])
+        return "".join(
+            [lines[first].encode()[col:].decode(), *lines[first + 1 : last], lines[last].encode()[:end_col].decode()]
+        )
 
     def assigned_before(self, line: int) -> Assigned:
         """The names assigned before `line` (the last assignment of each), as expressions."""

@@ -16,15 +16,14 @@ know vLLM-Omni's options (`--init-timeout`): a false FAIL.
 from __future__ import annotations
 
 import re
-
 from typing import Any, NamedTuple
 
 import yaml
 
 from driftmatrix.extractor import yaml_nodes
 from driftmatrix.extractor.bounds import MAX_RECIPE_WORDS
-from driftmatrix.extractor.snippet_record import Diagnostic, Snippet
 from driftmatrix.extractor.snippet_builder import Place, build, shell_text
+from driftmatrix.extractor.snippet_record import Diagnostic, Snippet
 
 RECIPES_SITE = "https://recipes.vllm.ai"
 
@@ -125,15 +124,54 @@ def from_recipe(text: str, place: Place) -> tuple[list[Snippet], list[Diagnostic
     try:
         root, data = yaml_nodes.compose_and_load(text)
     except yaml_nodes.YAMLTooLarge as err:
-        return [], [Diagnostic("error", "yaml-alias-expansion", f"recipe YAML: {err}", place.corpus, place.version,
-                               place.file, None)], None
+        return (
+            [],
+            [
+                Diagnostic(
+                    "error",
+                    "yaml-alias-expansion",
+                    f"recipe YAML: {err}",
+                    place.corpus,
+                    place.version,
+                    place.file,
+                    None,
+                )
+            ],
+            None,
+        )
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
-        return [], [Diagnostic("error", "yaml-error", f"recipe YAML does not parse: {str(err).splitlines()[0]}",
-                               place.corpus, place.version, place.file, mark.line + 1 if mark else None)], None
+        return (
+            [],
+            [
+                Diagnostic(
+                    "error",
+                    "yaml-error",
+                    f"recipe YAML does not parse: {str(err).splitlines()[0]}",
+                    place.corpus,
+                    place.version,
+                    place.file,
+                    mark.line + 1 if mark else None,
+                )
+            ],
+            None,
+        )
     if not isinstance(data, dict) or not isinstance(data.get("model"), dict) or not data["model"].get("model_id"):
-        return [], [Diagnostic("warning", "not-a-recipe", "no model.model_id: not a recipe, skipped",
-                               place.corpus, place.version, place.file, 1)], None
+        return (
+            [],
+            [
+                Diagnostic(
+                    "warning",
+                    "not-a-recipe",
+                    "no model.model_id: not a recipe, skipped",
+                    place.corpus,
+                    place.version,
+                    place.file,
+                    1,
+                )
+            ],
+            None,
+        )
     title = recipe_title(data)
     try:
         snippets = _commands(root, data, place.at(place.line, title=title))
@@ -141,10 +179,17 @@ def from_recipe(text: str, place: Place) -> tuple[list[Snippet], list[Diagnostic
         return [], [Diagnostic("error", "recipe-shape", str(err), place.corpus, place.version, place.file, None)], None
     node = yaml_nodes.child(root, "guide")
     runbooks = _runbooks(root)
-    guide = Guide(node.value if isinstance(node, yaml.ScalarNode) else "",
-                  yaml_nodes.scalar_line(node) if isinstance(node, yaml.ScalarNode) else 0,
-                  version_claim(data["model"], None), title, runbooks) \
-        if isinstance(node, yaml.ScalarNode) or runbooks else None
+    guide = (
+        Guide(
+            node.value if isinstance(node, yaml.ScalarNode) else "",
+            yaml_nodes.scalar_line(node) if isinstance(node, yaml.ScalarNode) else 0,
+            version_claim(data["model"], None),
+            title,
+            runbooks,
+        )
+        if isinstance(node, yaml.ScalarNode) or runbooks
+        else None
+    )
     return snippets, _presets_not_composed(root, place), guide
 
 
@@ -156,11 +201,19 @@ def _presets_not_composed(root: yaml.Node, place: Place) -> list[Diagnostic]:
     if not isinstance(presets, yaml.MappingNode) or not presets.value:
         return []
     names = [key.value for key, _ in presets.value if isinstance(key, yaml.ScalarNode)]
-    return [Diagnostic("warning", "presets-not-composed",
-                       f"{len(names)} tuned preset(s) ({', '.join(names[:4])}{', …' if len(names) > 4 else ''}): "
-                       "their commands are composed by the recipes site from the GPU, strategy and features "
-                       "chosen, so they are not extracted; their runbooks are read",
-                       place.corpus, place.version, place.file, _path_line(root, ("presets", "")) + 1)]
+    return [
+        Diagnostic(
+            "warning",
+            "presets-not-composed",
+            f"{len(names)} tuned preset(s) ({', '.join(names[:4])}{', …' if len(names) > 4 else ''}): "
+            "their commands are composed by the recipes site from the GPU, strategy and features "
+            "chosen, so they are not extracted; their runbooks are read",
+            place.corpus,
+            place.version,
+            place.file,
+            _path_line(root, ("presets", "")) + 1,
+        )
+    ]
 
 
 def _runbooks(root: yaml.Node) -> tuple[tuple[str, str, int], ...]:
@@ -168,9 +221,13 @@ def _runbooks(root: yaml.Node) -> tuple[tuple[str, str, int], ...]:
     presets = yaml_nodes.child(root, "presets")
     if not isinstance(presets, yaml.MappingNode):
         return ()
-    return tuple((key.value, node.value, yaml_nodes.scalar_line(node))
-                 for key, spec in presets.value if isinstance(key, yaml.ScalarNode)
-                 for node in [yaml_nodes.child(spec, "runbook")] if isinstance(node, yaml.ScalarNode))
+    return tuple(
+        (key.value, node.value, yaml_nodes.scalar_line(node))
+        for key, spec in presets.value
+        if isinstance(key, yaml.ScalarNode)
+        for node in [yaml_nodes.child(spec, "runbook")]
+        if isinstance(node, yaml.ScalarNode)
+    )
 
 
 def _one_line(value: Any) -> str:
@@ -198,9 +255,11 @@ def version_claim(model: dict[str, Any], variant: Any) -> dict[str, Any]:
     (and `nightly_required`) first, else the model's; empty when it claims none."""
     for level, own in ((variant, True), (model, False)):
         if isinstance(level, dict) and level.get("min_vllm_version"):
-            return {"min_vllm_version": str(level["min_vllm_version"]),
-                    "nightly_required": bool(level.get("nightly_required", model.get("nightly_required"))),
-                    "variant_min": own}
+            return {
+                "min_vllm_version": str(level["min_vllm_version"]),
+                "nightly_required": bool(level.get("nightly_required", model.get("nightly_required"))),
+                "variant_min": own,
+            }
     return {}
 
 
@@ -255,21 +314,37 @@ def _commands(root: yaml.Node, data: dict[str, Any], place: Place) -> list[Snipp
     keys: dict[int, dict[str, tuple]] = {}  # the mappings' entries, indexed once for every command's line
     words = [0]
 
-    def snippet(node_path: tuple[str, ...], argv: list[str], env: dict[str, str], what: dict[str, Any],
-                heading: str = "") -> Snippet:
+    def snippet(
+        node_path: tuple[str, ...], argv: list[str], env: dict[str, str], what: dict[str, Any], heading: str = ""
+    ) -> Snippet:
         words[0] += len(argv)
         if words[0] > MAX_RECIPE_WORDS:  # bounded output: extractor/bounds.py
-            raise RecipeError(f"its commands compose more than {MAX_RECIPE_WORDS} words together (every command "
-                              "carries the default features' arguments): not read (bounded input)")
+            raise RecipeError(
+                f"its commands compose more than {MAX_RECIPE_WORDS} words together (every command "
+                "carries the default features' arguments): not read (bounded input)"
+            )
         line = _path_line(root, node_path, keys)
         text = shell_text(argv, env)
-        source = place.at(place.line, url=url, line_links=False, context="recipe:" + ".".join(node_path),
-                          heading=heading).source(line, text)
-        return build("recipe", argv, env, source, placeholder_models=place.placeholder_models, recipe={"model_id": model_id, **what,
-                                                          **version_claim(model, variants.get(what["variant"]))})
+        source = place.at(
+            place.line, url=url, line_links=False, context="recipe:" + ".".join(node_path), heading=heading
+        ).source(line, text)
+        return build(
+            "recipe",
+            argv,
+            env,
+            source,
+            placeholder_models=place.placeholder_models,
+            recipe={"model_id": model_id, **what, **version_claim(model, variants.get(what["variant"]))},
+        )
 
-    out = [snippet(("model", "model_id"), [model_id, *base_args, *default_args], base_env,
-                   {"variant": "default", "features": default_features})]
+    out = [
+        snippet(
+            ("model", "model_id"),
+            [model_id, *base_args, *default_args],
+            base_env,
+            {"variant": "default", "features": default_features},
+        )
+    ]
     for name in features:
         if name not in opt_in or not isinstance(features[name], dict):
             continue
@@ -282,20 +357,38 @@ def _commands(root: yaml.Node, data: dict[str, Any], place: Place) -> list[Snipp
             heading = _label(features[name], name)
             if mode is not None:
                 heading += f" ({_label(features[name]['modes'].get(mode), mode)})"
-            out.append(snippet(tuple(path.split(".")), [served, *base_args, *default_args, *extra, *args], base_env,
-                               {"variant": variant, "features": [*default_features, label]}, heading))
+            out.append(
+                snippet(
+                    tuple(path.split(".")),
+                    [served, *base_args, *default_args, *extra, *args],
+                    base_env,
+                    {"variant": variant, "features": [*default_features, label]},
+                    heading,
+                )
+            )
     for variant, spec in variants.items():
         if variant == "default" or not isinstance(spec, dict):
             continue
         served = str(spec.get("model_id") or model_id)
         extra = _str_list(spec.get("extra_args"), f"variants.{variant}.extra_args")
         env = base_env | _str_dict(spec.get("extra_env"), f"variants.{variant}.extra_env")
-        out.append(snippet(("variants", str(variant)), [served, *base_args, *default_args, *extra], env,
-                           {"variant": str(variant), "features": default_features},
-                           f"Variant {_label(spec, variant, capitalize=False)}"))
+        out.append(
+            snippet(
+                ("variants", str(variant)),
+                [served, *base_args, *default_args, *extra],
+                env,
+                {"variant": str(variant), "features": default_features},
+                f"Variant {_label(spec, variant, capitalize=False)}",
+            )
+        )
     for i, task, served, extra in _omni_tasks(data) if is_omni(data) else []:
-        out.append(snippet(("omni", "tasks", str(i)), [served or model_id, *base_args, *default_args, *extra],
-                           base_env, {"variant": "default", "features": [*default_features, f"omni:{task}"]},
-                           f"Task {task}"))
+        out.append(
+            snippet(
+                ("omni", "tasks", str(i)),
+                [served or model_id, *base_args, *default_args, *extra],
+                base_env,
+                {"variant": "default", "features": [*default_features, f"omni:{task}"]},
+                f"Task {task}",
+            )
+        )
     return out
-

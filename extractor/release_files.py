@@ -31,9 +31,9 @@ from pathlib import Path, PurePosixPath
 
 from packaging.version import Version
 
+from driftmatrix.common.versions import parse_version
 from driftmatrix.extractor.snippet_record import Diagnostic, Lint, Snippet, Source
 from driftmatrix.extractor.written_for import specifier
-from driftmatrix.common.versions import parse_version
 
 CODE = "file-not-in-release"
 _KINDS = ("serve", "recipe", "subcommand", "python")
@@ -44,12 +44,19 @@ def named_paths(snippet: Snippet) -> list[str]:
     if snippet.kind not in _KINDS or snippet.fix is not None:
         return []
     from driftmatrix.extractor.sdist import KEEP_DIRS  # the top-level folders a release tree here holds (httpx: lazily)
+
     found = []
     for value in option_values(snippet.argv):
         path = value.removeprefix("./")
         parts = PurePosixPath(path).parts
-        if len(parts) >= 2 and parts[0] in KEEP_DIRS and ".." not in parts and not path.startswith("/") \
-                and re.fullmatch(r"[\w./@+-]+", path) and path not in found:
+        if (
+            len(parts) >= 2
+            and parts[0] in KEEP_DIRS
+            and ".." not in parts
+            and not path.startswith("/")
+            and re.fullmatch(r"[\w./@+-]+", path)
+            and path not in found
+        ):
             found.append(path)
     return found
 
@@ -238,10 +245,19 @@ def _check_source(path: str, source: Source, memo: _Memo, diagnostics: dict) -> 
     looked = []
     for version in releases_for(source, trees):
         if trees.tree(version) is None:  # offline: said once per page and path, never a lint
-            diagnostics.setdefault((source.corpus, source.version, source.file, path), Diagnostic(
-                "warning", "release-tree-unavailable", f"`{path}`: the tree of vLLM {version} could not be had "
-                f"({trees.unavailable.get(version, 'unknown')}); not checked", source.corpus, source.version,
-                source.file, line_of(source, path)))
+            diagnostics.setdefault(
+                (source.corpus, source.version, source.file, path),
+                Diagnostic(
+                    "warning",
+                    "release-tree-unavailable",
+                    f"`{path}`: the tree of vLLM {version} could not be had "
+                    f"({trees.unavailable.get(version, 'unknown')}); not checked",
+                    source.corpus,
+                    source.version,
+                    source.file,
+                    line_of(source, path),
+                ),
+            )
             return None
         in_tree, has = memo.has(version, path)
         if not in_tree:

@@ -39,8 +39,11 @@ _PLACEHOLDER_TEXT = re.compile(
 )
 _VAR_NAME = re.compile(r"^\$\{?([A-Za-z_][A-Za-z0-9_]*)")
 # A positional standing for "the rest of the arguments": `<args...>`, `[ARGS]`, `...`.
-_ARGS_WORD = re.compile(r"^(?:[<\[]?(?:args|arguments|options|flags|extra[-_ ]args|other[-_ ]args|vllm[-_ ]args)"
-                        r"(?:\.\.\.|…)?[>\]]?|\.\.\.|…)$", re.I)
+_ARGS_WORD = re.compile(
+    r"^(?:[<\[]?(?:args|arguments|options|flags|extra[-_ ]args|other[-_ ]args|vllm[-_ ]args)"
+    r"(?:\.\.\.|…)?[>\]]?|\.\.\.|…)$",
+    re.I,
+)
 # Keys of a JSON option whose string values name a model, file or place: `<…>` there is the
 # reader's to fill in; under any other key it is a literal token (`"<think>"`, `"<image>"`).
 _NAMING_KEY = re.compile(r"model|tokenizer|path|dir|file|url|name|repo|revision", re.I)
@@ -52,9 +55,18 @@ _READS_AS_PLACEHOLDER = (re.compile(r"^<[A-Z0-9_ -]+>$"), re.compile(r"^<[^<>]*\
 _SWITCH_PREFIXES = ("--enable-", "--disable-", "--no-")
 _SWITCHES = {"--trust-remote-code", "--enforce-eager", "--headless", "--skip-tokenizer-init", "--omni"}
 # Its list-valued options (nargs="+") take every word up to the next option; the rest take one.
-_LIST_VALUED = {"--served-model-name", "--lora-modules", "--prompt-adapters", "--logits-processors",
-                "--cuda-graph-sizes", "--api-key", "--allowed-media-domains", "--collect-detailed-traces",
-                "--ignore-patterns", "--long-lora-scaling-factors"}
+_LIST_VALUED = {
+    "--served-model-name",
+    "--lora-modules",
+    "--prompt-adapters",
+    "--logits-processors",
+    "--cuda-graph-sizes",
+    "--api-key",
+    "--allowed-media-domains",
+    "--collect-detailed-traces",
+    "--ignore-patterns",
+    "--long-lora-scaling-factors",
+}
 
 _NEGATIVE_NUMBER = re.compile(r"^-\d")
 _HUMAN_INT = re.compile(r"(\d+(?:\.\d+)?)([kKmMgGtT])")
@@ -98,7 +110,7 @@ class ServeArgs:
 
 def canonical_flag(flag: str) -> str:
     name = ALIASES.get(flag.split(".", 1)[0], flag.split(".", 1)[0])
-    rest = flag[len(flag.split(".", 1)[0]):]
+    rest = flag[len(flag.split(".", 1)[0]) :]
     if name.startswith("--"):
         name = "--" + name[2:].replace("_", "-")
     return name + rest
@@ -153,8 +165,9 @@ def json_error(value: str, err: json.JSONDecodeError) -> dict[str, Any]:
     return {"message": err.msg, "value": value, "pos": err.pos, "lineno": err.lineno, "colno": err.colno}
 
 
-def parse_serve_args(args: list[str], model_is_positional: bool = True,
-                     placeholder_models: frozenset[str] | None = None) -> ServeArgs:
+def parse_serve_args(
+    args: list[str], model_is_positional: bool = True, placeholder_models: frozenset[str] | None = None
+) -> ServeArgs:
     """Split `args` (after `vllm serve`) into model + options and resolve the spec config;
     `placeholder_models`: the words that stand for the reader's model (default: the shipped ones)."""
     model: str | None = None
@@ -187,7 +200,9 @@ def parse_serve_args(args: list[str], model_is_positional: bool = True,
             result.model = opt.values[0]
     if result.model is None:
         _model_after_options(result, args)
-    if result.model is not None and (is_args_placeholder(result.model) or is_placeholder_model(result.model, placeholder_models)):
+    if result.model is not None and (
+        is_args_placeholder(result.model) or is_placeholder_model(result.model, placeholder_models)
+    ):
         result.placeholders.append(result.model)
         result.model = None
     _resolve_speculative_config(result)
@@ -224,7 +239,7 @@ def _resolve_speculative_config(result: ServeArgs) -> None:
     for opt in result.options:
         if not opt.name.startswith(SPEC_FLAG + "."):
             continue
-        path = opt.name[len(SPEC_FLAG) + 1:]
+        path = opt.name[len(SPEC_FLAG) + 1 :]
         raw = opt.values[0] if opt.values else ""
         if path.endswith("+"):
             path, value = path[:-1], raw.split(",")
@@ -239,10 +254,12 @@ def _resolve_speculative_config(result: ServeArgs) -> None:
         # vLLM re-appends the merged dotted keys after all other arguments, so they
         # replace (not extend) any JSON value given with the plain flag.
         if whole:
-            result.lints.append(Lint(
-                "dotted-replaces-json",
-                f"`{SPEC_FLAG}` is given both as JSON and as dotted keys; vLLM uses only the dotted keys",
-            ))
+            result.lints.append(
+                Lint(
+                    "dotted-replaces-json",
+                    f"`{SPEC_FLAG}` is given both as JSON and as dotted keys; vLLM uses only the dotted keys",
+                )
+            )
         result.speculative_config = dotted
         return
     if not whole:
@@ -259,7 +276,10 @@ def _resolve_speculative_config(result: ServeArgs) -> None:
     else:
         result.speculative_config_error = {
             "message": f"expected a JSON object, got {type(value).__name__}",
-            "value": raw, "pos": 0, "lineno": 1, "colno": 1,
+            "value": raw,
+            "pos": 0,
+            "lineno": 1,
+            "colno": 1,
         }
 
 
@@ -280,11 +300,13 @@ def _lint_json_values(result: ServeArgs) -> None:
             continue
         for value in opt.values[:1]:
             if re.match(r"^[A-Za-z_][\w.]*=", value):
-                result.lints.append(Lint(
-                    "key-value-not-json",
-                    f"`{opt.written} {value}` uses key=value form; vLLM expects JSON here "
-                    f"(e.g. `{opt.written} '{{\"{value.split('=')[0]}\": ...}}'`)",
-                ))
+                result.lints.append(
+                    Lint(
+                        "key-value-not-json",
+                        f"`{opt.written} {value}` uses key=value form; vLLM expects JSON here "
+                        f"(e.g. `{opt.written} '{{\"{value.split('=')[0]}\": ...}}'`)",
+                    )
+                )
 
 
 def placeholders_in(text: str, expansions: list[str]) -> list[str]:
@@ -349,7 +371,11 @@ def _json_placeholders(text: str) -> list[str] | None:
         elif isinstance(node, str):
             for m in _PLACEHOLDER_TEXT.finditer(node):
                 token = m.group(0)
-                if not token.startswith("<") or _NAMING_KEY.search(key) or any(r.match(token) for r in _READS_AS_PLACEHOLDER):
+                if (
+                    not token.startswith("<")
+                    or _NAMING_KEY.search(key)
+                    or any(r.match(token) for r in _READS_AS_PLACEHOLDER)
+                ):
                     found.append(token)
 
     walk(value, "")

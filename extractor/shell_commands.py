@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from driftmatrix.extractor.snippet_record import Lint
 from driftmatrix.extractor.shell_lexer import Operator, Word, lex
+from driftmatrix.extractor.snippet_record import Lint
 from driftmatrix.extractor.wrappers import peel, searches_text, split_at_vllm, texts, vllm_entry
 
 _VLLM_SERVER_IMAGE = re.compile(r"^(docker\.io/)?vllm/vllm-(openai|tpu|omni)")
@@ -23,20 +23,92 @@ SPEC_FLAGS = ("--speculative-config", "--speculative_config", "-sc")
 
 # `docker run` options that take a value (the rest are booleans); from `docker run --help`.
 _DOCKER_VALUED = {
-    "-a", "--attach", "--add-host", "--annotation", "--blkio-weight", "--cap-add", "--cap-drop",
-    "--cgroup-parent", "--cgroupns", "--cidfile", "--cpu-period", "--cpu-quota", "--cpu-shares",
-    "-c", "--cpus", "--cpuset-cpus", "--cpuset-mems", "--device", "--device-cgroup-rule",
-    "--dns", "--dns-option", "--dns-search", "--domainname", "--entrypoint", "-e", "--env",
-    "--env-file", "--expose", "--gpus", "--group-add", "--health-cmd", "--health-interval",
-    "--health-retries", "--health-start-period", "--health-timeout", "-h", "--hostname",
-    "--ip", "--ip6", "--ipc", "--isolation", "--kernel-memory", "-l", "--label", "--label-file",
-    "--link", "--log-driver", "--log-opt", "--mac-address", "-m", "--memory",
-    "--memory-reservation", "--memory-swap", "--memory-swappiness", "--mount", "--name",
-    "--network", "--net", "--network-alias", "--oom-score-adj", "--pid", "--pids-limit",
-    "--platform", "-p", "--publish", "--pull", "--restart", "--runtime", "--security-opt",
-    "--shm-size", "--stop-signal", "--stop-timeout", "--storage-opt", "--sysctl", "--tmpfs",
-    "--ulimit", "-u", "--user", "--userns", "--uts", "-v", "--volume", "--volume-driver",
-    "--volumes-from", "-w", "--workdir",
+    "-a",
+    "--attach",
+    "--add-host",
+    "--annotation",
+    "--blkio-weight",
+    "--cap-add",
+    "--cap-drop",
+    "--cgroup-parent",
+    "--cgroupns",
+    "--cidfile",
+    "--cpu-period",
+    "--cpu-quota",
+    "--cpu-shares",
+    "-c",
+    "--cpus",
+    "--cpuset-cpus",
+    "--cpuset-mems",
+    "--device",
+    "--device-cgroup-rule",
+    "--dns",
+    "--dns-option",
+    "--dns-search",
+    "--domainname",
+    "--entrypoint",
+    "-e",
+    "--env",
+    "--env-file",
+    "--expose",
+    "--gpus",
+    "--group-add",
+    "--health-cmd",
+    "--health-interval",
+    "--health-retries",
+    "--health-start-period",
+    "--health-timeout",
+    "-h",
+    "--hostname",
+    "--ip",
+    "--ip6",
+    "--ipc",
+    "--isolation",
+    "--kernel-memory",
+    "-l",
+    "--label",
+    "--label-file",
+    "--link",
+    "--log-driver",
+    "--log-opt",
+    "--mac-address",
+    "-m",
+    "--memory",
+    "--memory-reservation",
+    "--memory-swap",
+    "--memory-swappiness",
+    "--mount",
+    "--name",
+    "--network",
+    "--net",
+    "--network-alias",
+    "--oom-score-adj",
+    "--pid",
+    "--pids-limit",
+    "--platform",
+    "-p",
+    "--publish",
+    "--pull",
+    "--restart",
+    "--runtime",
+    "--security-opt",
+    "--shm-size",
+    "--stop-signal",
+    "--stop-timeout",
+    "--storage-opt",
+    "--sysctl",
+    "--tmpfs",
+    "--ulimit",
+    "-u",
+    "--user",
+    "--userns",
+    "--uts",
+    "-v",
+    "--volume",
+    "--volume-driver",
+    "--volumes-from",
+    "-w",
+    "--workdir",
 }
 
 
@@ -156,7 +228,7 @@ def _server_args(cmd: list[Word]) -> tuple[list[Word], Lint | None] | None:
             "`python -m vllm.entrypoints.openai.api_server` is the legacy entry point; "
             "`vllm serve` is the documented one",
         )
-    return cmd[n + 1:], None
+    return cmd[n + 1 :], None
 
 
 def _serves(cmd: list[Word], k: int, n: int) -> bool:
@@ -169,9 +241,9 @@ def _subcommand_args(cmd: list[Word]) -> tuple[list[str], list[Word]] | None:
     `vllm run-batch … -sc …`: another vLLM subcommand given a speculative config."""
     n = vllm_entry(cmd)
     found = _subcommand_at(cmd, 0, n) if n is not None else None
-    if found is None or not any(_is_spec_flag(w) for w in cmd[found[1]:]):
+    if found is None or not any(_is_spec_flag(w) for w in cmd[found[1] :]):
         return None
-    return found[0], cmd[found[1]:]
+    return found[0], cmd[found[1] :]
 
 
 def _subcommand_at(cmd: list[Word], k: int, n: int) -> tuple[list[str], int] | None:
@@ -240,14 +312,14 @@ def _docker(cmd: list[Word]) -> tuple[Word, list[str], list[Word], list[Word], b
         if value is not None:
             options.append(value.text)
         if name in ("-e", "--env"):
-            if "=" in opt[len(name):]:
+            if "=" in opt[len(name) :]:
                 env.append(Word(opt.split("=", 1)[1], cmd[i].line, cmd[i].expansions, cmd[i].quoted))
             elif value is not None and "=" in value.text:
                 env.append(value)
         i += 2 if value is not None else 1
     if i >= len(cmd):
         return None
-    image, args = cmd[i], cmd[i + 1:]
+    image, args = cmd[i], cmd[i + 1 :]
     serve = [w.text for w in args[:2]] == ["vllm", "serve"]
     if serve:
         args = args[2:]
@@ -307,17 +379,22 @@ def scan(text: str, depth: int = 0) -> ShellScan:
             continue
         start = cmd[0].line
         if previous is not None and not env_words and rest[0].text.startswith("--"):
-            previous.lints.append(Lint(
-                "orphan-arguments",
-                f"this line starts with `{rest[0].text}` but the command ended on the line before "
-                "(no `\\`): bash runs these arguments as a separate command",  # `start` is relative here
-                start,
-            ))
+            previous.lints.append(
+                Lint(
+                    "orphan-arguments",
+                    f"this line starts with `{rest[0].text}` but the command ended on the line before "
+                    "(no `\\`): bash runs these arguments as a separate command",  # `start` is relative here
+                    start,
+                )
+            )
             continue
         found_here = _invocations(peeled, start, end, depth)
         found += found_here
-        previous = found_here[-1] if len(found_here) == 1 and found_here[0].kind != "fragment" \
-            and not found_here[0].within else None
+        previous = (
+            found_here[-1]
+            if len(found_here) == 1 and found_here[0].kind != "fragment" and not found_here[0].within
+            else None
+        )
     return ShellScan(found, lexed.lints, lexed.unterminated, lexed.heredocs)
 
 
@@ -363,16 +440,42 @@ def _docker_invocations(docker, peeled, start: int, end: int, depth: int) -> lis
     entrypoint = option_value(options, "--entrypoint")
     # `--entrypoint=""` clears the image's entrypoint: the words after the image are the command.
     if entrypoint is None or entrypoint in ("vllm", "vllm serve") or (entrypoint == "" and serve):
-        return [Invocation("docker", args, env, env_words + denv, start, end, image, options, wrapper=wrapper,
-                           image_expansions=image_word.expansions)]
+        return [
+            Invocation(
+                "docker",
+                args,
+                env,
+                env_words + denv,
+                start,
+                end,
+                image,
+                options,
+                wrapper=wrapper,
+                image_expansions=image_word.expansions,
+            )
+        ]
     if depth >= 3:
         return []
     # `--entrypoint bash IMAGE -lc "… vllm serve …"` (or `--entrypoint="" IMAGE bash -lc "…"`): the server
     # starts inside.
     program = args if entrypoint == "" else [Word(entrypoint, start), *args]
-    return [Invocation("docker", inv.args, env | inv.env, env_words + denv + inv.env_words, start, end, image,
-                       options, inv.lints, wrapper=wrapper, image_expansions=image_word.expansions)
-            for inv in (_shell_c(program, depth) if program else []) if inv.kind == "serve"]
+    return [
+        Invocation(
+            "docker",
+            inv.args,
+            env | inv.env,
+            env_words + denv + inv.env_words,
+            start,
+            end,
+            image,
+            options,
+            inv.lints,
+            wrapper=wrapper,
+            image_expansions=image_word.expansions,
+        )
+        for inv in (_shell_c(program, depth) if program else [])
+        if inv.kind == "serve"
+    ]
 
 
 def _quoted_commands(words: list[Word], depth: int) -> list[Invocation]:

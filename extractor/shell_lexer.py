@@ -29,8 +29,19 @@ _BACKSLASH_BLANKS = re.compile(r"\\[ \t]+(#[^\n]*)?(?=\n|$)")
 _ANSI_C_CODE = re.compile(r"x([0-9A-Fa-f]{1,2})|u([0-9A-Fa-f]{1,4})|U([0-9A-Fa-f]{1,8})|([0-7]{1,3})")
 _HEREDOC_DELIMITER = re.compile(r"[ \t]*(['\"]?)([A-Za-z_0-9]+)\1")
 _ANSI_C_ESCAPES = {
-    "a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n",
-    "r": "\r", "t": "\t", "v": "\v", "\\": "\\", "'": "'", '"': '"', "?": "?",
+    "a": "\a",
+    "b": "\b",
+    "e": "\x1b",
+    "E": "\x1b",
+    "f": "\f",
+    "n": "\n",
+    "r": "\r",
+    "t": "\t",
+    "v": "\v",
+    "\\": "\\",
+    "'": "'",
+    '"': '"',
+    "?": "?",
 }
 
 
@@ -172,7 +183,7 @@ class _Lexer:
             while self.i < len(self.s):
                 end = self.s.find("\n", self.i)
                 end = len(self.s) if end < 0 else end
-                body_line = self.s[self.i:end]
+                body_line = self.s[self.i : end]
                 self.i = min(end + 1, len(self.s))
                 self.line += 1
                 if (body_line.lstrip("\t") if strip_tabs else body_line).strip() == delimiter:
@@ -218,7 +229,7 @@ class _Lexer:
     def _comment(self) -> None:
         end = self.s.find("\n", self.i)
         end = len(self.s) if end < 0 else end
-        comment = self.s[self.i:end]
+        comment = self.s[self.i : end]
         self.i = end
         in_command = bool(self.tokens) and isinstance(self.tokens[-1], Word)
         if comment.rstrip().endswith("\\") and in_command and end < len(self.s):
@@ -236,7 +247,7 @@ class _Lexer:
         if end < 0:
             self._unbalanced("an unbalanced single quote", start_line)
             end = len(self.s)
-        chunk = self.s[self.i + 1:end]
+        chunk = self.s[self.i + 1 : end]
         self.buf.append(chunk)
         self.line += chunk.count("\n")
         self.i = end + 1
@@ -324,14 +335,14 @@ class _Lexer:
                 j += 1
             if j >= len(s):
                 self._unbalanced(f"an unbalanced ${nxt}", self.line)
-            text = s[i:j + 1]
+            text = s[i : j + 1]
         else:
             m = _NAME.match(s, i + 1) or _SPECIAL_PARAM.match(s, i + 1)
             if not m:  # a lone `$` is literal
                 self.buf.append("$")
                 self.i += 1
                 return
-            text = s[i:m.end()]
+            text = s[i : m.end()]
         self.buf.append(text)
         self.expansions.append(text)
         self.line += text.count("\n")
@@ -342,7 +353,7 @@ class _Lexer:
         if end < 0:
             self._unbalanced("an unbalanced backquote", self.line)
             end = len(self.s) - 1
-        text = self.s[self.i:end + 1]
+        text = self.s[self.i : end + 1]
         self.buf.append(text)
         self.expansions.append(text)
         self.line += text.count("\n")

@@ -24,8 +24,9 @@ from driftmatrix.extractor.snippet_record import WrittenFor
 from driftmatrix.extractor.written_for import release
 
 MKDOCS_CONFIGS = ("mkdocs.yaml", "mkdocs.yml")
-TOOL_DIRS = frozenset({".github", ".buildkite", ".jenkins", ".circleci", ".gitlab", ".devcontainer", ".vscode",
-                       ".idea", "tests", "test"})
+TOOL_DIRS = frozenset(
+    {".github", ".buildkite", ".jenkins", ".circleci", ".gitlab", ".devcontainer", ".vscode", ".idea", "tests", "test"}
+)
 """Folders of a repository that hold its tools' and tests' files, not instructions to a reader: CI
 pipelines start servers for the project's own checks, test fixtures are inputs."""
 _VLLM_REPO = "vllm-project/vllm"
@@ -101,13 +102,17 @@ def read(root: Path, url_base: str = "") -> Site:
     config = mkdocs_config(root)
     site_url = config.get("site_url")
     repo = str(config.get("repo_url") or "")
-    site = Site(name=str(config.get("site_name") or root.name), repository=repo,
-                url_base=url_base or (site_url if isinstance(site_url, str) and site_url.startswith("http") else ""),
-                docs_dir=str(config.get("docs_dir") or "docs").strip("/"),
-                variables=_scalars(config.get("extra")))
+    site = Site(
+        name=str(config.get("site_name") or root.name),
+        repository=repo,
+        url_base=url_base or (site_url if isinstance(site_url, str) and site_url.startswith("http") else ""),
+        docs_dir=str(config.get("docs_dir") or "docs").strip("/"),
+        variables=_scalars(config.get("extra")),
+    )
     readme = _readme(root)
-    site.plugin = vllm_plugins.of_repository(repo) or vllm_plugins.of_text(site.name) \
-        or vllm_plugins.of_text(readme[:4000])
+    site.plugin = (
+        vllm_plugins.of_repository(repo) or vllm_plugins.of_text(site.name) or vllm_plugins.of_text(readme[:4000])
+    )
     site.built_on = built_on(readme)
     return site
 
@@ -116,8 +121,11 @@ def _scalars(extra) -> dict[str, str]:
     """The `extra:` values a page can print: strings and numbers (not mappings such as analytics)."""
     if not isinstance(extra, dict):
         return {}
-    return {str(k): str(v) for k, v in extra.items()
-            if isinstance(v, (str, int, float)) and not isinstance(v, bool) and "\n" not in str(v)}
+    return {
+        str(k): str(v)
+        for k, v in extra.items()
+        if isinstance(v, (str, int, float)) and not isinstance(v, bool) and "\n" not in str(v)
+    }
 
 
 def render(text: str, variables: dict[str, str]) -> str:
@@ -143,8 +151,12 @@ def built_on(text: str) -> WrittenFor | None:
     if not found:
         return None
     version, line = max(found, key=lambda f: f[0])
-    return WrittenFor(f"=={version.major}.{version.minor}.*", f"the site's README.md:{line}: its newest release is "
-                      f"built on vLLM {version}; a page that states no version is written for that release line", "site")
+    return WrittenFor(
+        f"=={version.major}.{version.minor}.*",
+        f"the site's README.md:{line}: its newest release is "
+        f"built on vLLM {version}; a page that states no version is written for that release line",
+        "site",
+    )
 
 
 def page_url(site: Site | None, rel: str, ref: str | None) -> str | None:
@@ -165,9 +177,13 @@ def described(site: Site | None) -> dict[str, str] | None:
     """What snippets.json records of a site (CorpusInfo.site)."""
     if site is None:
         return None
-    return {"name": site.name, "repository": site.repository, "url_base": site.url_base,
-            "plugin": site.plugin.name if site.plugin else "",
-            "written_for": site.built_on.spec if site.built_on else ""}
+    return {
+        "name": site.name,
+        "repository": site.repository,
+        "url_base": site.url_base,
+        "plugin": site.plugin.name if site.plugin else "",
+        "written_for": site.built_on.spec if site.built_on else "",
+    }
 
 
 def yaml_file(text: str, place) -> tuple[list, list]:

@@ -12,11 +12,11 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from driftmatrix.extractor.bounds import MAX_COMMANDS_PER_LINE
-from driftmatrix.extractor.snippet_record import Lint, Snippet, SnippetKind, Source
-from driftmatrix.extractor.serve_args import AMBIENT_VARS, ServeArgs, parse_serve_args, placeholders_in
 from driftmatrix.extractor.markdown_sources import is_relative_model
+from driftmatrix.extractor.serve_args import AMBIENT_VARS, ServeArgs, parse_serve_args, placeholders_in
 from driftmatrix.extractor.shell_commands import Invocation, ShellScan, assigned_names, scan
 from driftmatrix.extractor.shell_lexer import Word
+from driftmatrix.extractor.snippet_record import Lint, Snippet, SnippetKind, Source
 
 
 @dataclass(frozen=True)
@@ -49,8 +49,18 @@ class Place:
             url = f"{url}?plain=1#L{line}"
         elif url and self.anchor:
             url = f"{url}#{self.anchor}"
-        return Source(self.corpus, self.version, self.file, line, self.anchor, url, text, self.context,
-                      title=self.title, heading=self.heading)
+        return Source(
+            self.corpus,
+            self.version,
+            self.file,
+            line,
+            self.anchor,
+            url,
+            text,
+            self.context,
+            title=self.title,
+            heading=self.heading,
+        )
 
     def at(self, line: int, **changes: Any) -> Place:
         return replace(self, line=line, **changes)
@@ -115,16 +125,26 @@ def build(
     if image:
         placeholders += placeholders_in(image, list(image_expansions))  # `vllm-openai-rocm:<tag>`, `"$IMAGE"`
     placeholders = list(dict.fromkeys(placeholders))
-    all_lints = [replace(lint, file=source.file, corpus=source.corpus, version=source.version)
-                 for lint in (*lints, *parsed.lints)]
+    all_lints = [
+        replace(lint, file=source.file, corpus=source.corpus, version=source.version)
+        for lint in (*lints, *parsed.lints)
+    ]
     for lint in all_lints:
         lint.line = source.line if lint.line is None else lint.line
 
     image = normalize_image(image) if image else None
     reason = _not_runnable(fragment, all_lints, placeholders, parsed, argv)
     if reason is None and parsed.model is None and kind in ("serve", "docker", "recipe"):
-        all_lints.append(Lint("no-model", "no model is given: vLLM serves its built-in default model",
-                              source.line, source.file, source.corpus, source.version))
+        all_lints.append(
+            Lint(
+                "no-model",
+                "no model is given: vLLM serves its built-in default model",
+                source.line,
+                source.file,
+                source.corpus,
+                source.version,
+            )
+        )
 
     return Snippet(
         # the env as written: a command keeps its id whatever is dropped from the record's env
@@ -152,12 +172,16 @@ def build(
 def _without_ambient_placeholders(env: dict[str, str], expansions: dict[str, list[str]]) -> dict[str, str]:
     """`HF_TOKEN: <your-hf-token>`: the reader's own secret, which the runner supplies from its own
     (AMBIENT_VARS); a runnable command does not carry the placeholder text as its value."""
-    return {name: value for name, value in env.items()
-            if name not in AMBIENT_VARS or not placeholders_in(value, expansions.get(name, []))}
+    return {
+        name: value
+        for name, value in env.items()
+        if name not in AMBIENT_VARS or not placeholders_in(value, expansions.get(name, []))
+    }
 
 
-def _not_runnable(fragment: bool, lints: list[Lint], placeholders: list[str], parsed: ServeArgs,
-                  argv: list[str]) -> str | None:
+def _not_runnable(
+    fragment: bool, lints: list[Lint], placeholders: list[str], parsed: ServeArgs, argv: list[str]
+) -> str | None:
     """Why the snippet cannot be run as written, or None."""
     if fragment:
         return "fragment: a `--speculative-config` value shown without a `vllm serve` command"
@@ -184,8 +208,9 @@ def _dedupe(lints: list[Lint]) -> list[Lint]:
     return out
 
 
-def from_shell_text(text: str, place: Place, extra_env: dict[str, str] | None = None,
-                    found: ShellScan | None = None) -> list[Snippet]:
+def from_shell_text(
+    text: str, place: Place, extra_env: dict[str, str] | None = None, found: ShellScan | None = None
+) -> list[Snippet]:
     """Every serve/docker/fragment snippet in a shell block starting at `place.line`
     (`extra_env`: variables the surrounding file sets, e.g. a k8s container's `env`;
     `found`: the block's scan, when the caller already has it). Linear in the block: what each
@@ -211,7 +236,7 @@ def from_shell_text(text: str, place: Place, extra_env: dict[str, str] | None = 
         lints = lints_in.between(inv.line, inv.end_line) + inv.lints
         lints = [replace(lint, line=place.line + lint.line) for lint in lints]
         if span not in raws:
-            raws[span] = textwrap.dedent("\n".join(lines[inv.line:inv.end_line + 1])).strip("\n")
+            raws[span] = textwrap.dedent("\n".join(lines[inv.line : inv.end_line + 1])).strip("\n")
         out.append(_from_invocation(inv, place.source(inv.line, raws[span]), lints, place.placeholder_models))
     return out
 
@@ -220,8 +245,13 @@ def _left_out(last: Snippet, span: tuple[int, int], place: Place) -> None:
     """Say once, on the last command kept of a line, that the line's further commands were left out."""
     line = place.line + span[0]
     if not any(lint.code == "commands-left-out" and lint.line == line for lint in last.lints):
-        last.lints.append(Lint("commands-left-out", f"more than {MAX_COMMANDS_PER_LINE} commands on this line: the "
-                               "rest are left out (bounded input)", line))
+        last.lints.append(
+            Lint(
+                "commands-left-out",
+                f"more than {MAX_COMMANDS_PER_LINE} commands on this line: the rest are left out (bounded input)",
+                line,
+            )
+        )
 
 
 class _LintsByLine:
@@ -258,6 +288,7 @@ def _fill_defaults(inv: Invocation, assigned: _Assigned) -> None:
     """`${PORT:-8000}` is 8000 in the reader's shell, where PORT is unset (bash's default value): the
     word takes its default, unless the block itself assigns the variable (`assigned`: the names the
     block assigns). Other expansions stay."""
+
     def filled(word: Word) -> Word:
         kept, out = [], word.text
         for exp in word.expansions:
@@ -281,13 +312,15 @@ def _card_model(inv: Invocation, model_id: str) -> None:
     first = inv.args[0] if inv.args else None
     if first is not None and is_relative_model(first.text):
         inv.args = [Word(model_id, first.line), *inv.args[1:]]
-    elif parse_serve_args([w.text for w in inv.args]).model is None and \
-            not any(w.text.split("=", 1)[0] == "--model" for w in inv.args):
+    elif parse_serve_args([w.text for w in inv.args]).model is None and not any(
+        w.text.split("=", 1)[0] == "--model" for w in inv.args
+    ):
         inv.args = [Word(model_id, inv.line), *inv.args]
 
 
-def _from_invocation(inv: Invocation, source: Source, lints: list[Lint],
-                     placeholder_models: frozenset[str] | None) -> Snippet:
+def _from_invocation(
+    inv: Invocation, source: Source, lints: list[Lint], placeholder_models: frozenset[str] | None
+) -> Snippet:
     if inv.within:  # a command nested in a string: say where, the line is already the string's
         source.context = f"{source.context} in {inv.within}" if source.context else inv.within
     return build(

@@ -42,17 +42,19 @@ class Lint:
     """Corpus and version of that file (one snippet can appear in several versions)."""
 
 
-BREAKING_LINTS = frozenset({
-    "backslash-not-continuation",  # `\` then blanks or `# …`: bash ends the command on that line
-    "comment-hides-continuation",  # `# … \` inside the command: the `\` is the comment's, bash ends there
-    "orphan-arguments",  # options on a line after the command ended: bash runs them as another command
-    "folded-line-break",  # a YAML `>` block's more-indented line keeps its line break: the shell ends there
-    "file-not-in-release",  # a file the command names is not in the tree of the release the page is for
-    "fence-on-command-line",  # `vllm serve x  ````: the block never closes, the page shows the command with the
-    # backquotes (bash: an unterminated command substitution) and the rest of the page inside it
-    "python-syntax",  # a Python block holding vLLM usage that Python's parser rejects as pasted (dedented):
-    # the reader gets Python's IndentationError/SyntaxError, not the engine (extractor/python_blocks.py)
-})
+BREAKING_LINTS = frozenset(
+    {
+        "backslash-not-continuation",  # `\` then blanks or `# …`: bash ends the command on that line
+        "comment-hides-continuation",  # `# … \` inside the command: the `\` is the comment's, bash ends there
+        "orphan-arguments",  # options on a line after the command ended: bash runs them as another command
+        "folded-line-break",  # a YAML `>` block's more-indented line keeps its line break: the shell ends there
+        "file-not-in-release",  # a file the command names is not in the tree of the release the page is for
+        "fence-on-command-line",  # `vllm serve x  ````: the block never closes, the page shows the command with the
+        # backquotes (bash: an unterminated command substitution) and the rest of the page inside it
+        "python-syntax",  # a Python block holding vLLM usage that Python's parser rejects as pasted (dedented):
+        # the reader gets Python's IndentationError/SyntaxError, not the engine (extractor/python_blocks.py)
+    }
+)
 """Lints that mean the command a reader runs is not the one the author meant (or cannot start):
 the page is doc-drift on every build, whatever the builds say of the argv the author meant
 (publisher/judgement.py). The one list; a lint not in it is a warning only.
@@ -130,8 +132,12 @@ class Source:
     def from_dict(cls, data: dict[str, Any]) -> Source:
         known = {f.name for f in fields(cls)}  # a field added later is ignored, not a TypeError
         wf = data.get("written_for")
-        return cls(**{**{k: v for k, v in data.items() if k in known},
-                      "written_for": WrittenFor(**wf) if isinstance(wf, dict) else None})
+        return cls(
+            **{
+                **{k: v for k, v in data.items() if k in known},
+                "written_for": WrittenFor(**wf) if isinstance(wf, dict) else None,
+            }
+        )
 
 
 @dataclass
@@ -272,8 +278,10 @@ class Catalog:
     def read(cls, path: Path) -> Catalog:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
         if data.get("schema") not in READS:
-            raise ValueError(f"{path}: snippets schema {data.get('schema')!r}, this driftmatrix reads "
-                             f"{' and '.join(map(str, READS))}")
+            raise ValueError(
+                f"{path}: snippets schema {data.get('schema')!r}, this driftmatrix reads "
+                f"{' and '.join(map(str, READS))}"
+            )
         snippets = [Snippet.from_dict(s) for s in data["snippets"]]
         bad = [s.id for s in snippets if not _SAFE_ID.match(str(s.id))]
         if bad:  # ids name files on the site and branches of work: nothing path-like

@@ -19,15 +19,62 @@ from driftmatrix.extractor.shell_lexer import Word
 _ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
 _PYTHON = re.compile(r"^(\S*/)?python[0-9.]*$")
 # Wrappers whose options never take a separate value: skip every `-…` word after them.
-_FLAG_ONLY = ("sudo", "nohup", "exec", "time", "command", "nice", "numactl", "taskset", "stdbuf", "setsid",
-              "chrt", "ionice", "unbuffer")
+_FLAG_ONLY = (
+    "sudo",
+    "nohup",
+    "exec",
+    "time",
+    "command",
+    "nice",
+    "numactl",
+    "taskset",
+    "stdbuf",
+    "setsid",
+    "chrt",
+    "ionice",
+    "unbuffer",
+)
 # Programs that match text or processes: `vllm serve` among their arguments is what they look for
 # (`pgrep -f "vllm serve"`, `ps aux | grep 'vllm serve'`, `pkill -f vllm serve`), never a command they run.
-_PATTERN_PROGRAMS = {"grep", "egrep", "fgrep", "zgrep", "rg", "ag", "ack", "pgrep", "pkill", "killall", "pidof",
-                     "ps", "awk", "gawk", "sed"}
+_PATTERN_PROGRAMS = {
+    "grep",
+    "egrep",
+    "fgrep",
+    "zgrep",
+    "rg",
+    "ag",
+    "ack",
+    "pgrep",
+    "pkill",
+    "killall",
+    "pidof",
+    "ps",
+    "awk",
+    "gawk",
+    "sed",
+}
 # Programs whose arguments are data, not a command to run: `echo vllm serve x` runs nothing.
-_NOT_WRAPPERS = {"echo", "printf", "git", "pip", "pip3", "uv", "cat", "alias", "which", "type", "man", "apt",
-                 "apt-get", "conda", "brew", "curl", "wget", "tee", "export"} | _PATTERN_PROGRAMS
+_NOT_WRAPPERS = {
+    "echo",
+    "printf",
+    "git",
+    "pip",
+    "pip3",
+    "uv",
+    "cat",
+    "alias",
+    "which",
+    "type",
+    "man",
+    "apt",
+    "apt-get",
+    "conda",
+    "brew",
+    "curl",
+    "wget",
+    "tee",
+    "export",
+} | _PATTERN_PROGRAMS
 
 
 def searches_text(command: list[Word]) -> bool:
@@ -85,11 +132,15 @@ def peel(words: list[Word]) -> Peeled:
 def vllm_entry(words: list[Word], start: int = 0) -> int | None:
     """How many words name the vLLM CLI at `words[start]` (`vllm` → 1, `python -m
     vllm.entrypoints.cli.main` → 3, `python -m vllm.entrypoints.openai.api_server` → 3), or None."""
-    texts = [w.text for w in words[start:start + 3]]
+    texts = [w.text for w in words[start : start + 3]]
     if texts[:1] == ["vllm"] or (texts and texts[0].endswith("/bin/vllm")):
         return 1
-    if len(texts) == 3 and _PYTHON.match(texts[0]) and texts[1] == "-m" and \
-            texts[2] in ("vllm.entrypoints.cli.main", "vllm.entrypoints.openai.api_server"):
+    if (
+        len(texts) == 3
+        and _PYTHON.match(texts[0])
+        and texts[1] == "-m"
+        and texts[2] in ("vllm.entrypoints.cli.main", "vllm.entrypoints.openai.api_server")
+    ):
         return 3
     return None
 

@@ -32,9 +32,9 @@ from dataclasses import dataclass
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 
-from driftmatrix.extractor.snippet_record import Snippet, WrittenFor
 from driftmatrix.common.versions import parse_version
 from driftmatrix.common.vllm_plugins import INSTALL
+from driftmatrix.extractor.snippet_record import Snippet, WrittenFor
 
 
 class WrittenForError(ValueError):
@@ -46,8 +46,9 @@ def specifier(spec: str) -> SpecifierSet:
     try:
         return SpecifierSet(spec, prereleases=True)
     except InvalidSpecifier as err:
-        raise WrittenForError(f"{spec!r} is not a PEP 440 version specifier (e.g. '>=0.21.0', '==0.20.*'): {err}") \
-            from None
+        raise WrittenForError(
+            f"{spec!r} is not a PEP 440 version specifier (e.g. '>=0.21.0', '==0.20.*'): {err}"
+        ) from None
 
 
 def override(spec: str) -> WrittenFor:
@@ -75,8 +76,11 @@ def of_docs(version: str, what: str, stable: str) -> WrittenFor | None:
     if v is None:
         return None
     if v.is_devrelease or v.local:
-        return WrittenFor(f">={v.base_version}.dev0", f"{what} (development version {version}): the nightly "
-                          f"builds of {v.base_version} and later", "nightly")
+        return WrittenFor(
+            f">={v.base_version}.dev0",
+            f"{what} (development version {version}): the nightly builds of {v.base_version} and later",
+            "nightly",
+        )
     return WrittenFor(f"=={v.major}.{v.minor}.*", f"{what}: the vLLM {v.major}.{v.minor} release line", "release")
 
 
@@ -85,13 +89,16 @@ def of_recipe(min_version: str | None, nightly_required: bool, where: str, stabl
     if not min_version:
         return None
     if str(min_version).strip().lower() == "nightly":
-        return nightly(stable, f"{where}: min_vllm_version \"nightly\"")
+        return nightly(stable, f'{where}: min_vllm_version "nightly"')
     v = release(str(min_version))
     if v is None:
         return None
     if nightly_required:
-        return WrittenFor(f">={v.base_version}.dev0", f"{where}: min_vllm_version {min_version} with nightly_required "
-                          f"(its nightly builds and later)", "recipe")
+        return WrittenFor(
+            f">={v.base_version}.dev0",
+            f"{where}: min_vllm_version {min_version} with nightly_required (its nightly builds and later)",
+            "recipe",
+        )
     return WrittenFor(f">={v}", f"{where}: min_vllm_version {min_version}", "recipe")
 
 
@@ -108,26 +115,39 @@ _OP = r"(?:===|==|~=|!=|<=|>=|<|>)"
 _VER = r"v?\d+(?:\.\d+)*(?:\.\*|[a-z]+\d*)*"
 _REQUIREMENT = re.compile(rf"(?<![\w/.-])vllm(?:\[[\w,\s-]*\])?\s*({_OP}\s*{_VER}(?:\s*,\s*{_OP}\s*{_VER})*)", re.I)
 _NIGHTLY_INSTALL = re.compile(r"wheels\.vllm\.ai/nightly|\s--pre\b", re.I)
-_IMAGE = re.compile(r"\bvllm/vllm-(?:openai|tpu)(?:-[a-z]+)?:(v?\d+\.\d+(?:\.\d+)?|nightly(?:-[\w.-]+)?)(?![\w.])", re.I)
+_IMAGE = re.compile(
+    r"\bvllm/vllm-(?:openai|tpu)(?:-[a-z]+)?:(v?\d+\.\d+(?:\.\d+)?|nightly(?:-[\w.-]+)?)(?![\w.])", re.I
+)
 # a plugin's image named after the vLLM it carries: `…/habanalabs/vllm-0.26.0-ptupstream-2.11.0:latest`
 _PLUGIN_IMAGE = re.compile(r"(?<=/)vllm-v?(\d+\.\d+\.\d+)-[\w.-]*(?::[\w.-]+)?", re.I)
 # any other image of a vLLM server pinned to a tag (`lmcache/vllm-openai:2025-05-05-v1`, `rocm/vllm:instinct_main`):
 # the command runs the vLLM inside it, whose version the tag does not say
-_OTHER_IMAGE = re.compile(r"(?<![\w./:-])((?:[\w.-]+/)+[\w.-]*vllm[\w.-]*):([A-Za-z0-9_][\w.-]{0,127})(?![\w.:/-])", re.I)
+_OTHER_IMAGE = re.compile(
+    r"(?<![\w./:-])((?:[\w.-]+/)+[\w.-]*vllm[\w.-]*):([A-Za-z0-9_][\w.-]{0,127})(?![\w.:/-])", re.I
+)
 # vLLM's own images under another tag (`vllm/vllm-openai:gemma`, a model's launch build) are built near the
 # page that names them: the page's own statements say more of their vLLM than the tag
 _OFFICIAL = re.compile(r"^(?:docker\.io/)?vllm/", re.I)
 _IMAGE_KEY = re.compile(r"^\s*(?:-\s+)?image:\s", re.I)
 _TAG_STATES_NOTHING = re.compile(r"^(?:latest|nightly|main|stable)(?:[-_.][\w.-]*)?$", re.I)
 # "built from vLLM's main branch", "the nightly builds of vLLM", "follows the latest vLLM commits"
-_MAIN = re.compile(r"\b(?:vLLM(?:'s)?\s+(?:main\s+branch|nightly\s+(?:builds?|wheels?))|(?:main\s+branch|nightly\s+"
-                   r"(?:builds?|wheels?)|latest\s+commits?)\s+of\s+vLLM|(?:follows?|tracks?)\s+(?:the\s+)?latest\s+"
-                   r"vLLM\s+commits?)\b", re.I)
-_OR_LATER = re.compile(r"\bvLLM\s+(?:version\s+)?v?(\d+\.\d+(?:\.\d+)?)\s*(?:\+|or\s+(?:later|newer|above|higher)|"
-                       r"and\s+(?:later|newer|above))", re.I)
-_REQUIRES = re.compile(rf"\b(?:requires?|required|needs?|minimum|at\s+least|supported\s+(?:in|on|since|from)|"
-                       rf"available\s+(?:in|on|since|from))\b[^.\n]{{0,40}}?\bvLLM\s*(?:version\s*)?({_OP})?\s*v?"
-                       rf"(\d+\.\d+(?:\.\d+)?)", re.I)
+_MAIN = re.compile(
+    r"\b(?:vLLM(?:'s)?\s+(?:main\s+branch|nightly\s+(?:builds?|wheels?))|(?:main\s+branch|nightly\s+"
+    r"(?:builds?|wheels?)|latest\s+commits?)\s+of\s+vLLM|(?:follows?|tracks?)\s+(?:the\s+)?latest\s+"
+    r"vLLM\s+commits?)\b",
+    re.I,
+)
+_OR_LATER = re.compile(
+    r"\bvLLM\s+(?:version\s+)?v?(\d+\.\d+(?:\.\d+)?)\s*(?:\+|or\s+(?:later|newer|above|higher)|"
+    r"and\s+(?:later|newer|above))",
+    re.I,
+)
+_REQUIRES = re.compile(
+    rf"\b(?:requires?|required|needs?|minimum|at\s+least|supported\s+(?:in|on|since|from)|"
+    rf"available\s+(?:in|on|since|from))\b[^.\n]{{0,40}}?\bvLLM\s*(?:version\s*)?({_OP})?\s*v?"
+    rf"(\d+\.\d+(?:\.\d+)?)",
+    re.I,
+)
 
 
 @dataclass
@@ -164,20 +184,21 @@ def _line_statement(text: str, stable: str, where: str) -> WrittenFor | None:
         return WrittenFor(f"=={tag.lstrip('vV')}", f"image tag ({where}): `{m.group(0)}`", "page")
     m = _PLUGIN_IMAGE.search(text)
     if m:
-        return WrittenFor(f"=={m.group(1)}", f"a plugin image built on vLLM {m.group(1)} ({where}): `{m.group(0)}`",
-                          "page")
+        return WrittenFor(
+            f"=={m.group(1)}", f"a plugin image built on vLLM {m.group(1)} ({where}): `{m.group(0)}`", "page"
+        )
     if _IMAGE_KEY.match(text) and (inside := _other_image(text, where)):
         return inside  # a manifest's container image: the command under it runs that image
     m = _MAIN.search(text)
     if m:
-        return nightly(stable, f"the page says ({where}): \"{m.group(0)}\"")
+        return nightly(stable, f'the page says ({where}): "{m.group(0)}"')
     m = _OR_LATER.search(text)
     if m:
-        return WrittenFor(f">={m.group(1)}", f"the page says ({where}): \"{m.group(0)}\"", "page")
+        return WrittenFor(f">={m.group(1)}", f'the page says ({where}): "{m.group(0)}"', "page")
     m = _REQUIRES.search(text)
     if m:
         op = m.group(1) or ">="
-        return WrittenFor(f"{op}{m.group(2)}", f"the page says ({where}): \"{m.group(0)}\"", "page")
+        return WrittenFor(f"{op}{m.group(2)}", f'the page says ({where}): "{m.group(0)}"', "page")
     return None
 
 
@@ -189,8 +210,12 @@ def _other_image(text: str, where: str) -> WrittenFor | None:
     m = _OTHER_IMAGE.search(text)
     if not m or _TAG_STATES_NOTHING.match(m.group(2)) or _OFFICIAL.match(m.group(1)):
         return None
-    return WrittenFor(f"==={m.group(2)}", f"the vLLM inside the image `{m.group(0)}` ({where}), whose tag names no "
-                      "vLLM version: no build of a version is it", "image")
+    return WrittenFor(
+        f"==={m.group(2)}",
+        f"the vLLM inside the image `{m.group(0)}` ({where}), whose tag names no "
+        "vLLM version: no build of a version is it",
+        "image",
+    )
 
 
 def statements(text: str, stable: str, file: str) -> list[Statement]:
@@ -216,6 +241,7 @@ def from_statements(found: list[Statement], line: int) -> WrittenFor | None:
 
 
 # --- assignment -----------------------------------------------------------------------------
+
 
 @dataclass
 class PageFacts:

@@ -17,11 +17,11 @@ import re
 import yaml
 
 from driftmatrix.extractor import yaml_nodes
-from driftmatrix.extractor.snippet_record import Diagnostic, Lint, Snippet
 from driftmatrix.extractor.serve_args import placeholders_in
 from driftmatrix.extractor.shell_commands import ShellScan, assigned_names, assigns, scan
 from driftmatrix.extractor.shell_lexer import Word
 from driftmatrix.extractor.snippet_builder import Place, build, from_shell_text
+from driftmatrix.extractor.snippet_record import Diagnostic, Lint, Snippet
 from driftmatrix.extractor.wrappers import vllm_entry
 
 _VLLM_IMAGE = re.compile(r"^(docker\.io/)?vllm/vllm-(openai|tpu|omni)")
@@ -51,13 +51,31 @@ def from_yaml_block(text: str, place: Place) -> tuple[list[Snippet], list[Diagno
     try:
         roots = yaml_nodes.compose_all(text)
     except yaml_nodes.YAMLTooLarge as err:
-        return [], [Diagnostic("error", "yaml-alias-expansion", f"YAML block: {err}", place.corpus, place.version,
-                               place.file, place.line)]
+        return [], [
+            Diagnostic(
+                "error",
+                "yaml-alias-expansion",
+                f"YAML block: {err}",
+                place.corpus,
+                place.version,
+                place.file,
+                place.line,
+            )
+        ]
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         line = place.line + mark.line if mark else place.line
-        return [], [Diagnostic("warning", "yaml-error", f"YAML block does not parse: {err}".splitlines()[0],
-                               place.corpus, place.version, place.file, line)]
+        return [], [
+            Diagnostic(
+                "warning",
+                "yaml-error",
+                f"YAML block does not parse: {err}".splitlines()[0],
+                place.corpus,
+                place.version,
+                place.file,
+                line,
+            )
+        ]
     snippets: list[Snippet] = []
     consumed: set[int] = set()
     relay = yaml_nodes.Relaid(text, roots)  # the block's lines and re-laid scalars, made once for all its commands
@@ -117,8 +135,7 @@ def _recorded(env: Env) -> dict[str, str]:
 
 def _literals(env: Env) -> dict[str, str]:
     """The values that fill in a `$VAR` in the command: set, not secret, and not placeholders."""
-    return {k: v for k, v in env.items()
-            if v and not _SECRET.search(k) and "$" not in v and not placeholders_in(v, [])}
+    return {k: v for k, v in env.items() if v and not _SECRET.search(k) and "$" not in v and not placeholders_in(v, [])}
 
 
 def _k8s_expand(text: str, values: dict[str, str]) -> str:
@@ -127,8 +144,9 @@ def _k8s_expand(text: str, values: dict[str, str]) -> str:
     return _K8S_VAR.sub(lambda m: values.get(m[1], m[0]), text)
 
 
-def _container(node: yaml.MappingNode, relay: yaml_nodes.Relaid, place: Place, env: Env,
-               consumed: set[int]) -> list[Snippet]:
+def _container(
+    node: yaml.MappingNode, relay: yaml_nodes.Relaid, place: Place, env: Env, consumed: set[int]
+) -> list[Snippet]:
     fields = yaml_nodes.mapping(node)
     command = yaml_nodes.strings(fields.get("command"))
     args = yaml_nodes.strings(fields.get("args"))
@@ -144,8 +162,11 @@ def _container(node: yaml.MappingNode, relay: yaml_nodes.Relaid, place: Place, e
         # `bash -c -- 'script'`: `--` ends bash's options; the script is the next word
         at = 3 if texts[2:3] == ["--"] else 2
         script = words[at] if len(words) > at else None
-        return [] if script is None else _script(script, relay, place.at(place.line, context="yaml:container"),
-                                                  env, k8s=True)
+        return (
+            []
+            if script is None
+            else _script(script, relay, place.at(place.line, context="yaml:container"), env, k8s=True)
+        )
     prefix = _server_prefix(texts)
     serve = prefix is not None
     entrypoint = not command and image and _VLLM_IMAGE.match(image)  # the image's entrypoint is the server
@@ -154,14 +175,23 @@ def _container(node: yaml.MappingNode, relay: yaml_nodes.Relaid, place: Place, e
     consumed.update(id(w) for w in words)
     lines = relay.lines
     end = max(w.end_mark.line for w in words)
-    source = place.source(words[0].start_mark.line, "\n".join(lines[node.start_mark.line:end + 1]).rstrip())
+    source = place.source(words[0].start_mark.line, "\n".join(lines[node.start_mark.line : end + 1]).rstrip())
     source.context = "yaml:container"
     skip, lints = prefix if serve else (0, [])
     argv = texts[skip:]
-    return [build("serve" if serve else "docker", argv, _recorded(env), source, lints=lints,
-                  expansions=[[m[0] for m in _K8S_VAR.finditer(a)] for a in argv],
-                  image=None if serve else image, docker_options=None if serve else [],
-                  placeholder_models=place.placeholder_models)]
+    return [
+        build(
+            "serve" if serve else "docker",
+            argv,
+            _recorded(env),
+            source,
+            lints=lints,
+            expansions=[[m[0] for m in _K8S_VAR.finditer(a)] for a in argv],
+            image=None if serve else image,
+            docker_options=None if serve else [],
+            placeholder_models=place.placeholder_models,
+        )
+    ]
 
 
 def _server_prefix(texts: list[str]) -> tuple[int, list[Lint]] | None:
@@ -170,15 +200,21 @@ def _server_prefix(texts: list[str]) -> tuple[int, list[Lint]] | None:
     shell block; None when it is not the server."""
     n = vllm_entry([Word(t, 0) for t in texts[:3]])
     if n == 3 and texts[2] == _API_SERVER:
-        return 3, [Lint("legacy-entrypoint", "`python -m vllm.entrypoints.openai.api_server` is the legacy entry "
-                        "point; `vllm serve` is the documented one")]
-    if n is not None and texts[n:n + 1] == ["serve"]:
+        return 3, [
+            Lint(
+                "legacy-entrypoint",
+                "`python -m vllm.entrypoints.openai.api_server` is the legacy entry "
+                "point; `vllm serve` is the documented one",
+            )
+        ]
+    if n is not None and texts[n : n + 1] == ["serve"]:
         return n + 1, []
     return None
 
 
-def _script(node: yaml.ScalarNode, relay: yaml_nodes.Relaid, place: Place, env: Env,
-            k8s: bool = False) -> list[Snippet]:
+def _script(
+    node: yaml.ScalarNode, relay: yaml_nodes.Relaid, place: Place, env: Env, k8s: bool = False
+) -> list[Snippet]:
     """The commands of a shell script held in a scalar (a `run: |` block, an `sh -c` argument),
     each at the file line where it starts."""
     # A variable the script assigns itself (`MODEL=x`, `export MODEL=x`) may no longer hold the YAML's value.
@@ -235,13 +271,16 @@ def _folded_as_meant(value: str, laid: str, found: ShellScan, scanned) -> ShellS
             continue
         cut = True
         after = rows[ran.end_line + 1].strip() if ran.end_line + 1 < len(rows) else ""
-        inv.lints.append(Lint(
-            "folded-line-break",
-            f"the next line (`{after[:60]}`) is indented more than this one inside a YAML `>` block, so "
-            "YAML keeps the line break between them (a folded block joins only lines of its own "
-            "indentation): the shell ends the command on this line and runs the next one as a separate "
-            "command; the options after it were assumed to be part of the command",
-            ran.end_line))
+        inv.lints.append(
+            Lint(
+                "folded-line-break",
+                f"the next line (`{after[:60]}`) is indented more than this one inside a YAML `>` block, so "
+                "YAML keeps the line break between them (a folded block joins only lines of its own "
+                "indentation): the shell ends the command on this line and runs the next one as a separate "
+                "command; the options after it were assumed to be part of the command",
+                ran.end_line,
+            )
+        )
     return meant if cut else found
 
 
@@ -273,6 +312,6 @@ def _expand(word: Word, values: dict[str, str], split: bool) -> list[Word]:
             continue
         if split and not word.quoted and text == exp:
             return [Word(part, word.line) for part in values[name].split()]
-        text = text[:at] + values[name] + text[at + len(exp):]
+        text = text[:at] + values[name] + text[at + len(exp) :]
         pos = at + len(values[name])
     return [Word(text, word.line, kept, word.quoted)]

@@ -72,8 +72,10 @@ def check_aliases(roots: list[yaml.Node]) -> None:
                 continue
             seen = sizes.get(id(node))
             if seen == -1:
-                raise YAMLTooLarge(f"an alias refers to a node that contains it (line {node.start_mark.line + 1}): "
-                                   "its expansion never ends; refused")
+                raise YAMLTooLarge(
+                    f"an alias refers to a node that contains it (line {node.start_mark.line + 1}): "
+                    "its expansion never ends; refused"
+                )
             if seen is None:
                 sizes[id(node)] = -1
                 written += _own(node)
@@ -81,8 +83,10 @@ def check_aliases(roots: list[yaml.Node]) -> None:
                 stack += [(c, False) for c in _children(node)]
     growth = sum(sizes[id(r)] for r in roots) - written
     if growth > MAX_YAML_ALIAS_GROWTH:
-        raise YAMLTooLarge(f"its aliases expand it by {growth:,} nodes and characters, over the "
-                           f"{MAX_YAML_ALIAS_GROWTH:,} allowed (an alias bomb?); refused")
+        raise YAMLTooLarge(
+            f"its aliases expand it by {growth:,} nodes and characters, over the "
+            f"{MAX_YAML_ALIAS_GROWTH:,} allowed (an alias bomb?); refused"
+        )
 
 
 def scalar_line(node: yaml.ScalarNode) -> int:
@@ -110,8 +114,9 @@ def walk(root: yaml.Node, limit: int = 200_000) -> Iterator[yaml.Node]:
         yield node
 
 
-def walk_scoped(root: yaml.Node, scope: Callable[[yaml.Node, T], T], initial: T,
-                limit: int = 200_000) -> Iterator[tuple[yaml.Node, T]]:
+def walk_scoped(
+    root: yaml.Node, scope: Callable[[yaml.Node, T], T], initial: T, limit: int = 200_000
+) -> Iterator[tuple[yaml.Node, T]]:
     """Like `walk`, with each node's scope: `scope(node, its parent's scope)` (the root's parent's is
     `initial`), e.g. the environment a YAML mapping sets for everything below it."""
     seen: set[int] = set()
@@ -287,10 +292,10 @@ def span_text(text: str, node: yaml.ScalarNode, lines: list[str] | None = None) 
     as written. `lines`: the text split into lines, when the caller has them (a split per scalar cost
     the square of a block of many)."""
     start, end = node.start_mark, node.end_mark
-    lines = (lines if lines is not None else text.split("\n"))[start.line:end.line + 1]
+    lines = (lines if lines is not None else text.split("\n"))[start.line : end.line + 1]
     quoted = node.style in ('"', "'")
     if quoted and len(lines) > 1:
-        lines[-1] = lines[-1][:end.column - 1] + lines[-1][end.column:]
+        lines[-1] = lines[-1][: end.column - 1] + lines[-1][end.column :]
     lead = len(lines[0]) if node.style in ("|", ">") else start.column + quoted
     lines[0] = " " * lead + lines[0][lead:]
     return "\n".join(lines)

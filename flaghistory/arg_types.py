@@ -45,10 +45,10 @@ def type_kind(text: str, index: Index | None = None) -> str:
     """`int` → `int`; `optional_type(int)` → `int?`; `parse_type(json.loads)` → `json`; unknown → `?`."""
     text = text.strip().replace("argparse_utils.", "").replace("utils.", "")
     if text.startswith("optional_type(") and text.endswith(")"):
-        inner = type_kind(text[len("optional_type("):-1], index)
+        inner = type_kind(text[len("optional_type(") : -1], index)
         return inner if inner in ("?", "str", "choice") else inner.rstrip("?") + "?"
     if text.startswith("parse_type(") and text.endswith(")"):
-        return type_kind(text[len("parse_type("):-1], index)
+        return type_kind(text[len("parse_type(") : -1], index)
     if text in ("int", "float", "str"):
         return text
     if text in ("json.loads", "loads"):
@@ -66,12 +66,18 @@ def type_kind(text: str, index: Index | None = None) -> str:
 
 def _suffixes(index: Index, name: str) -> str | None:
     """The suffix letters the release's human_readable_int turns into multipliers (its dict literals)."""
-    found = next((f for m in index.modules.values() if isinstance(f := m.defs.get("human_readable_int"),
-                                                                 ast.FunctionDef)), None)
+    found = next(
+        (f for m in index.modules.values() if isinstance(f := m.defs.get("human_readable_int"), ast.FunctionDef)), None
+    )
     if found is None:
         return None
-    letters = [k.value for node in ast.walk(found) if isinstance(node, ast.Dict)
-               for k in node.keys if isinstance(k, ast.Constant) and isinstance(k.value, str) and len(k.value) == 1]
+    letters = [
+        k.value
+        for node in ast.walk(found)
+        if isinstance(node, ast.Dict)
+        for k in node.keys
+        if isinstance(k, ast.Constant) and isinstance(k.value, str) and len(k.value) == 1
+    ]
     return "".join(sorted(set(letters))) or None
 
 
@@ -108,7 +114,9 @@ class TypeRule:
     def __init__(self, index: Index):
         self.index = index
         self.body = _loop_body(index)
-        self.dict_subclasses = self.body is not None and "is_dict_subclass" in "".join(ast.unparse(n) for n in self.body)
+        self.dict_subclasses = self.body is not None and "is_dict_subclass" in "".join(
+            ast.unparse(n) for n in self.body
+        )
         """The release maps a dict subclass (MultiModalDummyOptions) to `dict` before its chain (0.3x)."""
 
     def keywords(self, info: FieldInfo) -> FieldKeywords:
@@ -133,8 +141,10 @@ class TypeRule:
                 return None
             node = hit[1]
             if isinstance(node, ast.ClassDef):
-                dict_base = any(ast.unparse(b.value if isinstance(b, ast.Subscript) else b).split(".")[-1]
-                                in ("dict", "Dict") for b in node.bases)
+                dict_base = any(
+                    ast.unparse(b.value if isinstance(b, ast.Subscript) else b).split(".")[-1] in ("dict", "Dict")
+                    for b in node.bases
+                )
                 names.add("dict" if dict_base and self.dict_subclasses else f"class:{name}")
             elif isinstance(node, ast.Subscript) and ast.unparse(node.value).split(".")[-1] == "Literal":
                 names.add("Literal")
@@ -179,14 +189,20 @@ class TypeRule:
             else:
                 found.type = text
         elif key == "action":
-            found.action = BOOLEAN_OPTIONAL if "BooleanOptionalAction" in ast.unparse(stmt.value) else ast.unparse(stmt.value)
+            found.action = (
+                BOOLEAN_OPTIONAL if "BooleanOptionalAction" in ast.unparse(stmt.value) else ast.unparse(stmt.value)
+            )
         elif key == "nargs":
             found.nargs = stmt.value.value if isinstance(stmt.value, ast.Constant) else "+"
 
     def _update(self, call: ast.Call, found: FieldKeywords) -> None:
         """`kwargs[name].update(literal_to_kwargs(...))`, `….update(collection_to_kwargs(...))`."""
-        if not (isinstance(call.func, ast.Attribute) and call.func.attr == "update" and
-                _kwargs_key(call.func.value) == "" and call.args):
+        if not (
+            isinstance(call.func, ast.Attribute)
+            and call.func.attr == "update"
+            and _kwargs_key(call.func.value) == ""
+            and call.args
+        ):
             return
         text = ast.unparse(call.args[0])
         if "literal_to_kwargs" in text:
@@ -203,7 +219,9 @@ def _loop_body(index: Index) -> list[ast.stmt] | None:
         for module in index.modules.values():
             fn = module.defs.get(name)
             if isinstance(fn, ast.FunctionDef):
-                loop = next((n for n in ast.walk(fn) if isinstance(n, ast.For) and "fields(" in ast.unparse(n.iter)), None)
+                loop = next(
+                    (n for n in ast.walk(fn) if isinstance(n, ast.For) and "fields(" in ast.unparse(n.iter)), None
+                )
                 if loop is not None:
                     return loop.body
     return None
@@ -223,10 +241,19 @@ def _kwargs_key(node: ast.expr) -> str | None:
 
 def _touches(stmt: ast.If) -> bool:
     """Does either branch change the type, action or nargs? (An `if field.default …` does not.)"""
-    return any(_kwargs_key(t) not in (None, "default", "help", "deprecated", "const")
-               for n in ast.walk(stmt) if isinstance(n, ast.Assign) for t in n.targets) or \
-        any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "update"
-            for n in ast.walk(stmt)) or any(isinstance(n, ast.Raise) for n in ast.walk(stmt))
+    return (
+        any(
+            _kwargs_key(t) not in (None, "default", "help", "deprecated", "const")
+            for n in ast.walk(stmt)
+            if isinstance(n, ast.Assign)
+            for t in n.targets
+        )
+        or any(
+            isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "update"
+            for n in ast.walk(stmt)
+        )
+        or any(isinstance(n, ast.Raise) for n in ast.walk(stmt))
+    )
 
 
 def _test(node: ast.expr, env: dict, index: Index) -> bool | None:
@@ -270,8 +297,13 @@ def _compare(node: ast.Compare, env: dict) -> bool | None:
     if left == "name" and isinstance(op, (ast.Eq, ast.NotEq)) and isinstance(right, ast.Constant):
         return (env["name"] == right.value) == isinstance(op, ast.Eq)
     if left == "name" and isinstance(op, (ast.In, ast.NotIn)):
-        pool = env.get(ast.unparse(right)) if isinstance(right, ast.Name) else \
-            {e.value for e in right.elts if isinstance(e, ast.Constant)} if isinstance(right, (ast.Set, ast.List, ast.Tuple)) else None
+        pool = (
+            env.get(ast.unparse(right))
+            if isinstance(right, ast.Name)
+            else {e.value for e in right.elts if isinstance(e, ast.Constant)}
+            if isinstance(right, (ast.Set, ast.List, ast.Tuple))
+            else None
+        )
         return None if pool is None else (env["name"] in pool) == isinstance(op, ast.In)
     if left.startswith("get_origin(kwargs[name]"):
         return False  # a Literal given as a list element type: the choices are the values' business
@@ -284,8 +316,11 @@ def field_spec(rule: TypeRule, info: FieldInfo, overrides: dict, index: Index) -
     if found.unknown:
         return UNKNOWN_SPEC
     action = overrides.get("action", found.action)
-    action = BOOLEAN_OPTIONAL if action == BOOLEAN_OPTIONAL or "BooleanOptionalAction" in str(action) else \
-        (action.text if isinstance(action, TypeText) else action)
+    action = (
+        BOOLEAN_OPTIONAL
+        if action == BOOLEAN_OPTIONAL or "BooleanOptionalAction" in str(action)
+        else (action.text if isinstance(action, TypeText) else action)
+    )
     type_text = overrides["type"].text if isinstance(overrides.get("type"), TypeText) else found.type
     if "type" in overrides and not isinstance(overrides["type"], TypeText):
         type_text = "?"

@@ -37,7 +37,9 @@ def judge(spec: str, value: str | None, inline: bool, after_model: bool) -> Argu
     takes, _, kind = spec.partition(":")
     if takes == "none":
         if value is not None and inline:
-            return ArgumentAnswer(False, f"ignored explicit argument '{value}' (the option is a flag and takes no value)")
+            return ArgumentAnswer(
+                False, f"ignored explicit argument '{value}' (the option is a flag and takes no value)"
+            )
         if value is not None and after_model:
             return ArgumentAnswer(False, f"unrecognized arguments: {value} (the option is a flag and takes no value)")
         return ArgumentAnswer(True if value is None else None)
@@ -82,7 +84,7 @@ def _number(base: str, value: str, optional: bool) -> ArgumentAnswer:
 def _human(kind: str, value: str) -> ArgumentAnswer:
     """vLLM's human_readable_int: an int, or digits with one of that release's suffixes (decimals only
     with a decimal, lower-case, suffix); `|auto`: also -1 and `auto`."""
-    suffixes, _, auto = kind[len("hint["):].partition("]")
+    suffixes, _, auto = kind[len("hint[") :].partition("]")
     text = value.strip()
     if auto and (text == "-1" or text.lower() == "auto"):
         return ArgumentAnswer(True)
@@ -91,15 +93,21 @@ def _human(kind: str, value: str) -> ArgumentAnswer:
         number, suffix = found.groups()
         if suffix.islower() or "." not in number:
             return ArgumentAnswer(True)
-        return ArgumentAnswer(False, f"Decimals are not allowed with binary suffixes like {suffix}. Did you mean "
-                                     f"to use {number}{suffix.lower()} instead?")
+        return ArgumentAnswer(
+            False,
+            f"Decimals are not allowed with binary suffixes like {suffix}. Did you mean "
+            f"to use {number}{suffix.lower()} instead?",
+        )
     try:
         int(text)
         return ArgumentAnswer(True)
     except ValueError:
         name = "human_readable_int_or_auto" if auto else "human_readable_int"
-        return ArgumentAnswer(False, f"invalid {name} value: '{value}' (an integer, or one with a suffix of "
-                                     f"{', '.join(suffixes)} in this release)")
+        return ArgumentAnswer(
+            False,
+            f"invalid {name} value: '{value}' (an integer, or one with a suffix of "
+            f"{', '.join(suffixes)} in this release)",
+        )
 
 
 def _json(value: str, braced_only: bool) -> ArgumentAnswer:

@@ -12,10 +12,10 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import httpx
 
@@ -28,8 +28,20 @@ from driftmatrix.flaghistory.value_history import fold_args, fold_keys, fold_val
 from driftmatrix.flaghistory.values import option_keys, option_values
 
 SCHEMA = 1
-READER_FILES = ("pyindex.py", "reader.py", "arg_types.py", "dataclass_fields.py", "deprecations.py", "wording.py", "build.py",
-                "literals.py", "registries.py", "config_keys.py", "values.py", "value_history.py")
+READER_FILES = (
+    "pyindex.py",
+    "reader.py",
+    "arg_types.py",
+    "dataclass_fields.py",
+    "deprecations.py",
+    "wording.py",
+    "build.py",
+    "literals.py",
+    "registries.py",
+    "config_keys.py",
+    "values.py",
+    "value_history.py",
+)
 FETCH_JOBS = 4
 """Downloads at once: sdists are 30–50 MB and PyPI's CDN is not the bottleneck."""
 
@@ -83,9 +95,17 @@ def read_sources(version: str, sources: dict[str, str]) -> ReleaseRead:
     said = deprecations(index, found)
     values, value_notes = option_values(index, found)
     keys, key_values, key_notes = option_keys(index, found)
-    return ReleaseRead(version, sorted(found.options), {k: asdict(v) for k, v in sorted(said.items())},
-                       _syntax(index), found.diagnostics + value_notes + key_notes, values | key_values, keys,
-                       dict(sorted(found.aliases.items())), {k: v.arg or "unknown" for k, v in sorted(found.options.items())})
+    return ReleaseRead(
+        version,
+        sorted(found.options),
+        {k: asdict(v) for k, v in sorted(said.items())},
+        _syntax(index),
+        found.diagnostics + value_notes + key_notes,
+        values | key_values,
+        keys,
+        dict(sorted(found.aliases.items())),
+        {k: v.arg or "unknown" for k, v in sorted(found.options.items())},
+    )
 
 
 def read_release(release: Release, cache: Path, client: httpx.Client) -> ReleaseRead:
@@ -106,8 +126,9 @@ def read_release(release: Release, cache: Path, client: httpx.Client) -> Release
     return read
 
 
-def read_all(releases: list[Release], cache: Path, client: httpx.Client,
-             progress: Callable[[ReleaseRead], None] | None = None) -> list[ReleaseRead]:
+def read_all(
+    releases: list[Release], cache: Path, client: httpx.Client, progress: Callable[[ReleaseRead], None] | None = None
+) -> list[ReleaseRead]:
     with ThreadPoolExecutor(FETCH_JOBS) as pool:
         reads = []
         for read in pool.map(lambda r: read_release(r, cache, client), releases):
@@ -158,14 +179,28 @@ def assemble(reads: list[ReleaseRead], source: str) -> dict:
     aliases: dict[str, str] = {}
     for read in usable:  # oldest first: the newest release's pairing wins
         aliases.update({a: o for a, o in read.aliases.items() if a in read.options and o in read.options})
-    return {"schema": SCHEMA, "source": source, "releases": releases, "flags": flags, "syntax": syntax,
-            "aliases": dict(sorted(aliases.items())),
-            "values": fold_values(usable, _spans), "keys": fold_keys(usable, _spans), "args": fold_args(usable, _spans),
-            "diagnostics": {r.version: r.diagnostics for r in reads if r.diagnostics}}
+    return {
+        "schema": SCHEMA,
+        "source": source,
+        "releases": releases,
+        "flags": flags,
+        "syntax": syntax,
+        "aliases": dict(sorted(aliases.items())),
+        "values": fold_values(usable, _spans),
+        "keys": fold_keys(usable, _spans),
+        "args": fold_args(usable, _spans),
+        "diagnostics": {r.version: r.diagnostics for r in reads if r.diagnostics},
+    }
 
 
-def build(cache: Path, since: str = "0.6.0", index: str | None = None, only: list[str] | None = None,
-          progress: Callable[[ReleaseRead], None] | None = None, timeout: float = 120.0) -> dict:
+def build(
+    cache: Path,
+    since: str = "0.6.0",
+    index: str | None = None,
+    only: list[str] | None = None,
+    progress: Callable[[ReleaseRead], None] | None = None,
+    timeout: float = 120.0,
+) -> dict:
     index = (index or index_url()).rstrip("/")
     with httpx.Client(timeout=timeout, follow_redirects=True) as client:
         releases = list_releases(client, index, since)

@@ -57,10 +57,21 @@ class UseAnswer:
 
     def as_json(self) -> dict:
         u = self.use
-        return {"kind": u.kind, "text": u.text(), "option": u.option, "value": u.value, "key": u.key,
-                "accepted": self.accepted, "unanswered": self.unanswered, "on": self.on, "why": self.why,
-                "deprecated": self.deprecated, "model_dependent": self.model_dependent, "plugin": self.plugin,
-                "nearest": self.nearest}
+        return {
+            "kind": u.kind,
+            "text": u.text(),
+            "option": u.option,
+            "value": u.value,
+            "key": u.key,
+            "accepted": self.accepted,
+            "unanswered": self.unanswered,
+            "on": self.on,
+            "why": self.why,
+            "deprecated": self.deprecated,
+            "model_dependent": self.model_dependent,
+            "plugin": self.plugin,
+            "nearest": self.nearest,
+        }
 
 
 @dataclass
@@ -98,15 +109,23 @@ class CommandCheck:
         return all(self.parses_on(r) for r in self.asked)
 
     def as_json(self) -> dict:
-        return {"argv": self.argv, "asked": self.asked, "ok": self.ok, "unread": self.unread,
-                "parses_on": {r: self.parses_on(r) for r in self.asked},
-                "parses": self.parses, "oldest": self.oldest, "newest": self.newest,
-                "releases": [self.releases[0], self.releases[-1]] if self.releases else [],
-                "uses": [a.as_json() for a in self.uses]}
+        return {
+            "argv": self.argv,
+            "asked": self.asked,
+            "ok": self.ok,
+            "unread": self.unread,
+            "parses_on": {r: self.parses_on(r) for r in self.asked},
+            "parses": self.parses,
+            "oldest": self.oldest,
+            "newest": self.newest,
+            "releases": [self.releases[0], self.releases[-1]] if self.releases else [],
+            "uses": [a.as_json() for a in self.uses],
+        }
 
 
-def _answer(history: FlagHistory, use: Use, answers: list[bool | None], asked: list[str],
-            given: frozenset[str]) -> UseAnswer:
+def _answer(
+    history: FlagHistory, use: Use, answers: list[bool | None], asked: list[str], given: frozenset[str]
+) -> UseAnswer:
     """`answers`: the history's, release by release."""
     on = {r: history.accepts_use(use, r, given) for r in asked}
     why = {r: text for r, ok in on.items() if ok is False and (text := explain_use(history, use, r))}
@@ -114,15 +133,23 @@ def _answer(history: FlagHistory, use: Use, answers: list[bool | None], asked: l
     deprecated = deprecation_of(history, use, taking[-1]) if taking else None
     dependent = history.values.get(use.domain, {}).get("model_dependent") if use.kind == "value" else None
     near = {r: list(names) for r, ok in on.items() if ok is False and (names := nearest(history, use, r))}
-    return UseAnswer(use, runs_of(history.releases, [a is True for a in answers]),
-                     runs_of(history.releases, [a is None for a in answers]), on, why, deprecated, dependent,
-                     nearest=near)
+    return UseAnswer(
+        use,
+        runs_of(history.releases, [a is True for a in answers]),
+        runs_of(history.releases, [a is None for a in answers]),
+        on,
+        why,
+        deprecated,
+        dependent,
+        nearest=near,
+    )
 
 
 def _plugin_value(history: FlagHistory, use: Use, plugins: list[str]) -> str | None:
     """A value a plugin may register, or an option one may add, on a command written for a plugin."""
-    return vllm_plugins.registered_value(use.kind, use.domain, plugins) or \
-        vllm_plugins.added_option(use.kind, history.record(use.written) is not None, plugins)
+    return vllm_plugins.registered_value(use.kind, use.domain, plugins) or vllm_plugins.added_option(
+        use.kind, history.record(use.written) is not None, plugins
+    )
 
 
 def check_argv(history: FlagHistory, argv: list[str], asked: list[str], plugins: list[str] = ()) -> CommandCheck:
@@ -130,8 +157,13 @@ def check_argv(history: FlagHistory, argv: list[str], asked: list[str], plugins:
     `plugins`: the vLLM plugins the command's page is written for (their values: cannot say)."""
     uses = uses_of(history, argv)
     given = frozenset(u.option for u in uses)
-    table = [[None if _plugin_value(history, u, list(plugins)) else history.accepts_use(u, r, given) for r in history.releases]
-             for u in uses]
+    table = [
+        [
+            None if _plugin_value(history, u, list(plugins)) else history.accepts_use(u, r, given)
+            for r in history.releases
+        ]
+        for u in uses
+    ]
     answers = [_answer(history, u, row, asked, given) for u, row in zip(uses, table)]
     for answer in answers:
         if why := _plugin_value(history, answer.use, list(plugins)):

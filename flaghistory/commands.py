@@ -54,8 +54,14 @@ class CommandOptions:
         return f"options valid from {self.first} to {self.last}"
 
     def as_json(self) -> dict:
-        return {"first": self.first, "last": self.last, "newest": self.newest, "unknown": self.unknown,
-                "nearest": self.nearest, "text": self.text()}
+        return {
+            "first": self.first,
+            "last": self.last,
+            "newest": self.newest,
+            "unknown": self.unknown,
+            "nearest": self.nearest,
+            "text": self.text(),
+        }
 
 
 def options_of(argv: list[str]) -> list[str]:
@@ -71,8 +77,15 @@ def command_options(history: FlagHistory, argv: list[str]) -> CommandOptions | N
     valid = history.valid_range(uses, given)
     never = [u for u in uses if _never(history, u, given)]
     near = {u.text(): list(names) for u in never if (names := nearest.nearest(history, u, history.releases[-1]))}
-    return CommandOptions(options_of(argv), valid[0] if valid else None, valid[1] if valid else None,
-                          history.releases[-1], history.releases[0], [u.text() for u in never], near)
+    return CommandOptions(
+        options_of(argv),
+        valid[0] if valid else None,
+        valid[1] if valid else None,
+        history.releases[-1],
+        history.releases[0],
+        [u.text() for u in never],
+        near,
+    )
 
 
 def _never(history: FlagHistory, use, given: frozenset[str]) -> bool:
@@ -94,16 +107,20 @@ def explain(history: FlagHistory, option: str, version: str) -> str | None:
     record = history.record(option)
     if record is None:
         use = nearest.option_use(history, option)
-        return f"{option} is not an option of any vLLM release from {history.releases[0]} to {history.releases[-1]}" \
-            + (nearest.hint(history, use, version) if use else "")
+        return f"{option} is not an option of any vLLM release from {history.releases[0]} to {history.releases[-1]}" + (
+            nearest.hint(history, use, version) if use else ""
+        )
     if said := head_words(history, record, option, version):  # the change's own head: its words
         return said
     if record.get("removed") and Version(version) >= Version(record["removed"]):
         return f"{option} was removed in vLLM {record['removed']}{vllm_said(record)}"
     if Version(version) < Version(record["added"]):
         unread = unread_before(history, record["added"])
-        return f"{option} was added in vLLM {record['added']}" if not unread else \
-            f"{option} first appears in vLLM {record['added']} of the releases read ({', '.join(unread)} could not be read)"
+        return (
+            f"{option} was added in vLLM {record['added']}"
+            if not unread
+            else f"{option} first appears in vLLM {record['added']} of the releases read ({', '.join(unread)} could not be read)"
+        )
     return f"{option} is not in vLLM {version} (releases it is in: from {record['added']})"
 
 
@@ -111,8 +128,14 @@ def unread_before(history: FlagHistory, release: str) -> list[str]:
     """Releases between the one read before `release` and it that could not be read (no sdist)."""
     i = history.releases.index(release) if release in history.releases else 0
     low = Version(history.releases[i - 1]) if i > 0 else None
-    return sorted((v for v in history.data.get("diagnostics", {}) if (p := _version(v)) is not None
-                   and (low is None or p > low) and p < Version(release)), key=Version)
+    return sorted(
+        (
+            v
+            for v in history.data.get("diagnostics", {})
+            if (p := _version(v)) is not None and (low is None or p > low) and p < Version(release)
+        ),
+        key=Version,
+    )
 
 
 def _version(text: str) -> Version | None:
@@ -185,8 +208,9 @@ def explain_use(history: FlagHistory, use, version: str) -> str | None:
     shown, names = _use_name(history, use)
     record = history.value_record(use)
     if record is None:
-        return f"{shown} is in none of {names} of vLLM {history.releases[0]} to {history.releases[-1]}" \
-            + nearest.hint(history, use, version)
+        return f"{shown} is in none of {names} of vLLM {history.releases[0]} to {history.releases[-1]}" + nearest.hint(
+            history, use, version
+        )
     if said := head_words(history, record, shown, version, names):
         return said
     if record.get("removed") and Version(version) >= Version(record["removed"]):

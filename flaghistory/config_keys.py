@@ -62,8 +62,9 @@ def json_options(found: ReleaseOptions) -> list[str]:
         info = option.source_field
         if info is not None and info.json_config:
             names.append(name)
-        elif name.endswith("-config") and (info.types & JSONISH if info is not None else
-                                           _json_type(option.type_text) or "json" in option.help.lower()):
+        elif name.endswith("-config") and (
+            info.types & JSONISH if info is not None else _json_type(option.type_text) or "json" in option.help.lower()
+        ):
             names.append(name)  # not `--generation-config` (a folder) nor `--config` (a YAML file)
     return sorted(names)
 
@@ -86,8 +87,12 @@ def find_class(index: Index, option: str, found: ReleaseOptions) -> tuple[Module
                 return hit
     named = _type_class(found.options[option].type_text)  # type=PoolerConfig.from_json
     wanted = _squash(named or option[2:])  # --kv-transfer-config ↔ KVTransferConfig
-    hits = [(m, n) for m in index.modules.values() for n in m.defs.values()
-            if isinstance(n, ast.ClassDef) and _squash(n.name) == wanted and _config_class(n)]
+    hits = [
+        (m, n)
+        for m in index.modules.values()
+        for n in m.defs.values()
+        if isinstance(n, ast.ClassDef) and _squash(n.name) == wanted and _config_class(n)
+    ]
     hits.sort(key=lambda h: (not h[0].name.startswith("vllm.config"), h[0].path))
     return hits[0] if hits else None
 
@@ -95,8 +100,12 @@ def find_class(index: Index, option: str, found: ReleaseOptions) -> tuple[Module
 def no_class(index: Index, option: str) -> str:
     """Why an option's keys were not read, for its diagnostic."""
     wanted = _squash(option[2:])
-    plain = [n.name for m in index.modules.values() for n in m.defs.values()
-             if isinstance(n, ast.ClassDef) and _squash(n.name) == wanted]
+    plain = [
+        n.name
+        for m in index.modules.values()
+        for n in m.defs.values()
+        if isinstance(n, ast.ClassDef) and _squash(n.name) == wanted
+    ]
     if plain:  # e.g. SpeculativeConfig before 0.8.3: a plain class with an __init__
         return f"class {plain[0]} is not a dataclass or pydantic model: its keys are not read"
     return f"no config class found (by its field's type, its type= or the name {wanted})"
@@ -107,8 +116,10 @@ def _init_false(cls: ast.ClassDef) -> set[str]:
     names = set()
     for node in cls.body:
         if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and isinstance(node.value, ast.Call):
-            if any(k.arg == "init" and isinstance(k.value, ast.Constant) and k.value.value is False
-                   for k in node.value.keywords):
+            if any(
+                k.arg == "init" and isinstance(k.value, ast.Constant) and k.value.value is False
+                for k in node.value.keywords
+            ):
                 names.add(node.target.id)
     return names
 
@@ -122,8 +133,11 @@ def _hidden(index: Index, module: Module, cls: ast.ClassDef, depth: int = 0) -> 
 
 def _fields(index: Index, module: Module, cls: ast.ClassDef) -> dict[str, FieldInfo]:
     hidden = _hidden(index, module, cls)
-    return {n: f for n, f in fields_of(index, module, cls).items() if not n.startswith("_") and n not in hidden
-            and n != "model_config"}
+    return {
+        n: f
+        for n, f in fields_of(index, module, cls).items()
+        if not n.startswith("_") and n not in hidden and n != "model_config"
+    }
 
 
 def _factories(index: Index, module: Module, cls: ast.ClassDef, depth: int = 0) -> set[str]:
@@ -156,8 +170,12 @@ def walk_keys(index: Index, module: Module, cls: ast.ClassDef, prefix: str = "",
     nested = _factories(index, module, cls)
     for name, info in _fields(index, module, cls).items():
         yield prefix + name, info
-        if not info.json_config or not (name in nested or _optional(info)) or depth >= MAX_NESTING \
-                or info.module is None:
+        if (
+            not info.json_config
+            or not (name in nested or _optional(info))
+            or depth >= MAX_NESTING
+            or info.module is None
+        ):
             continue
         for type_name in sorted(info.types - SCALARS):
             hit = index.lookup_class(info.module, type_name)
@@ -168,8 +186,13 @@ def walk_keys(index: Index, module: Module, cls: ast.ClassDef, prefix: str = "",
 
 # -- closed ---------------------------------------------------------------------------------
 def _forbids(node: ast.AST) -> bool:
-    return any(isinstance(k, ast.keyword) and k.arg == "extra" and isinstance(k.value, ast.Constant)
-               and k.value.value == "forbid" for k in ast.walk(node))
+    return any(
+        isinstance(k, ast.keyword)
+        and k.arg == "extra"
+        and isinstance(k.value, ast.Constant)
+        and k.value.value == "forbid"
+        for k in ast.walk(node)
+    )
 
 
 def _config_decorator_forbids(index: Index, module: Module) -> bool:
@@ -187,8 +210,11 @@ def closed(index: Index, module: Module, cls: ast.ClassDef) -> bool:
         if name == "config" and _config_decorator_forbids(index, module):
             return True
     for node in cls.body:  # pydantic BaseModel: model_config = ConfigDict(extra="forbid")
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "model_config"
-                                                for t in node.targets) and _forbids(node.value):
+        if (
+            isinstance(node, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == "model_config" for t in node.targets)
+            and _forbids(node.value)
+        ):
             return True
     return _stdlib_dataclass(module, cls) and _built_with_kwargs(index, cls)
 
@@ -208,12 +234,20 @@ def _built_with_kwargs(index: Index, cls: ast.ClassDef) -> bool:
     for node in cls.body:
         if isinstance(node, ast.FunctionDef):
             for call in ast.walk(node):
-                if isinstance(call, ast.Call) and ast.unparse(call.func) == "cls" and \
-                        any(k.arg is None for k in call.keywords):
+                if (
+                    isinstance(call, ast.Call)
+                    and ast.unparse(call.func) == "cls"
+                    and any(k.arg is None for k in call.keywords)
+                ):
                     return True
+
     def spread():
-        return {c.func.id for _, c in nodes(index, (ast.Call,)) if isinstance(c.func, ast.Name)
-                and any(k.arg is None for k in c.keywords)}
+        return {
+            c.func.id
+            for _, c in nodes(index, (ast.Call,))
+            if isinstance(c.func, ast.Name) and any(k.arg is None for k in c.keywords)
+        }
+
     return cls.name in memo(index, "built-with-kwargs", spread)
 
 
@@ -224,12 +258,15 @@ def key_deprecation(key: str, info: FieldInfo, siblings: set[str]) -> dict | Non
     doc = " ".join(info.doc.split())
     leaf = key.rsplit(".", 1)[-1]
     opening = doc.lower().lstrip("`'\"[ ")
-    if not (help_says_deprecated(doc) or opening.startswith(tuple(f"{w} is deprecated" for w in
-                                                                   (leaf, leaf.replace("_", " "))))):
+    if not (
+        help_says_deprecated(doc)
+        or opening.startswith(tuple(f"{w} is deprecated" for w in (leaf, leaf.replace("_", " "))))
+    ):
         return None
     prefix = key[: len(key) - len(leaf)]  # "pass_config." for pass_config.enable_fusion
-    named = _sibling(doc, leaf, {k[len(prefix):] for k in siblings if k.startswith(prefix)
-                                 and "." not in k[len(prefix):]})
+    named = _sibling(
+        doc, leaf, {k[len(prefix) :] for k in siblings if k.startswith(prefix) and "." not in k[len(prefix) :]}
+    )
     return {"text": doc[:400], "replacement": prefix + named if named else None}
 
 

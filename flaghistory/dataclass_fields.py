@@ -110,8 +110,11 @@ def _fold(cls: ast.ClassDef, name: str) -> str | None:
         if not isinstance(node, ast.FunctionDef):
             continue
         for deco in node.decorator_list:
-            if isinstance(deco, ast.Call) and ast.unparse(deco.func).endswith("field_validator") and any(
-                    isinstance(a, ast.Constant) and a.value == name for a in deco.args):
+            if (
+                isinstance(deco, ast.Call)
+                and ast.unparse(deco.func).endswith("field_validator")
+                and any(isinstance(a, ast.Constant) and a.value == name for a in deco.args)
+            ):
                 text = ast.unparse(node)
                 return "lower" if ".lower()" in text else "upper" if ".upper()" in text else None
     return None
@@ -137,16 +140,29 @@ def fields_of(index: Index, module: Module, cls: ast.ClassDef, depth: int = 0) -
         if i + 1 < len(body) and isinstance(body[i + 1], ast.Expr) and isinstance(body[i + 1].value, ast.Constant):
             doc = str(body[i + 1].value.value)
         types = _type_names(node.annotation)
-        json_config = any((hit := index.lookup_class(module, t)) and decorated_dataclass(hit[1]) for t in types
-                          if t not in ("bool", "str", "int", "float", "None", "dict", "list"))
-        found[node.target.id] = FieldInfo(node.target.id, frozenset(types), doc.strip(), json_config,
-                                          node.annotation, module, _fold(cls, node.target.id))
+        json_config = any(
+            (hit := index.lookup_class(module, t)) and decorated_dataclass(hit[1])
+            for t in types
+            if t not in ("bool", "str", "int", "float", "None", "dict", "list")
+        )
+        found[node.target.id] = FieldInfo(
+            node.target.id,
+            frozenset(types),
+            doc.strip(),
+            json_config,
+            node.annotation,
+            module,
+            _fold(cls, node.target.id),
+        )
     return found
 
 
 def bool_rule(index: Index) -> BoolRule:
     """Read from the release's own `get_kwargs` (and `_compute_kwargs`, its body since 0.2x)."""
-    text = "".join(ast.unparse(node) for module in index.modules.values()
-                   for name in ("_compute_kwargs", "get_kwargs")
-                   if isinstance(node := module.defs.get(name), ast.FunctionDef))
+    text = "".join(
+        ast.unparse(node)
+        for module in index.modules.values()
+        for name in ("_compute_kwargs", "get_kwargs")
+        if isinstance(node := module.defs.get(name), ast.FunctionDef)
+    )
     return BoolRule("BooleanOptionalAction" in text, "{bool, str, type(None)}" in text)

@@ -60,6 +60,7 @@ def deprecations(index: Index, found: ReleaseOptions) -> dict[str, Deprecation]:
             result[name] = Deprecation(result[twin].text, None)
     for name, option in found.options.items():
         if option.deprecated and name not in result:
-            result[name] = Deprecation(_clean(option.help) or "marked deprecated=True (no help text)",
-                                       replacement(option.help, name, present))
+            result[name] = Deprecation(
+                _clean(option.help) or "marked deprecated=True (no help text)", replacement(option.help, name, present)
+            )
     return result

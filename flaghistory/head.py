@@ -107,8 +107,13 @@ def _values(history: FlagHistory, read, label: str) -> dict:
             record.pop("fold", None)
             if head.get("fold"):
                 record["fold"] = head["fold"]
-            members = _members(record.get("values", {}), head["values"], head.get("deprecated"), label,
-                               _last_within(history, domains.get(option, {}).get("read")))
+            members = _members(
+                record.get("values", {}),
+                head["values"],
+                head.get("deprecated"),
+                label,
+                _last_within(history, domains.get(option, {}).get("read")),
+            )
         if opened:
             record["open"] = {**opened, "type": head["open"] if head and head.get("open") else opened["type"]}
         if head is not None:
@@ -129,8 +134,13 @@ def _keys(history: FlagHistory, read, label: str) -> dict:
         record["read"] = extend(record.get("read"), head is not None, label, last)
         record["closed"] = extend(record.get("closed"), bool(head and head["closed"]), label, last)
         if head is not None:
-            record["keys"] = _members(record.get("keys", {}), head["keys"], head.get("deprecated"), label,
-                                      _last_within(history, domains.get(option, {}).get("read")))
+            record["keys"] = _members(
+                record.get("keys", {}),
+                head["keys"],
+                head.get("deprecated"),
+                label,
+                _last_within(history, domains.get(option, {}).get("read")),
+            )
         folded[option] = {k: record[k] for k in ("class", "where", "read", "closed", "keys")}
     return folded
 
@@ -143,8 +153,11 @@ def _args(history: FlagHistory, read, label: str, last: str) -> dict:
     for option in sorted(set(history.args) | set(heads)):
         specs = history.args.get(option, {})
         mine = heads.get(option)
-        folded[option] = {spec: span for spec in sorted(set(specs) | ({mine} - {None, "unknown"}))
-                          if (span := extend(specs.get(spec), spec == mine, label, last))}
+        folded[option] = {
+            spec: span
+            for spec in sorted(set(specs) | ({mine} - {None, "unknown"}))
+            if (span := extend(specs.get(spec), spec == mine, label, last))
+        }
     return folded
 
 
@@ -153,8 +166,9 @@ def with_head(data: dict, read, label: str, about: dict | None = None) -> dict:
     (what the head is: commit, tree, words) is kept under `head`. Maps this fold does not know (added
     to the history later) are kept as they are: the head then shares the newest release's answers."""
     if not read.options:
-        raise HeadError("the head's sources gave no `vllm serve` options: "
-                        + ("; ".join(read.diagnostics[:3]) or "nothing read"))
+        raise HeadError(
+            "the head's sources gave no `vllm serve` options: " + ("; ".join(read.diagnostics[:3]) or "nothing read")
+        )
     history = FlagHistory(data)
     if label in history.releases or Version(label) <= history._versions[-1]:
         raise HeadError(f"{label} does not sort after every release of the history ({history.releases[-1]})")
@@ -163,10 +177,14 @@ def with_head(data: dict, read, label: str, about: dict | None = None) -> dict:
     folded["releases"] = [*history.releases, label]
     folded["flags"] = _flags(history.flags, read, label, last)
     syntax = data.get("syntax", {})
-    folded["syntax"] = {name: extend(syntax.get(name), name in read.syntax, label, last)
-                        for name in sorted(set(syntax) | set(read.syntax))}
-    aliases = {**data.get("aliases", {}),
-               **{a: o for a, o in read.aliases.items() if a in read.options and o in read.options}}
+    folded["syntax"] = {
+        name: extend(syntax.get(name), name in read.syntax, label, last)
+        for name in sorted(set(syntax) | set(read.syntax))
+    }
+    aliases = {
+        **data.get("aliases", {}),
+        **{a: o for a, o in read.aliases.items() if a in read.options and o in read.options},
+    }
     folded["aliases"] = dict(sorted(aliases.items()))
     folded["values"] = _values(history, read, label)
     folded["keys"] = _keys(history, read, label)

@@ -65,8 +65,11 @@ def candidate(path: str) -> bool:
     """Could `keep_for_options` keep this file? (by its path alone: a blob is read only then)."""
     if not path.endswith(".py"):
         return False
-    return path in KEEP_TOP or path in KEEP_VALUE_FILES or \
-        any(path.startswith(d + "/") for d in (*KEEP_DIRS, *KEEP_REGISTRY_DIRS))
+    return (
+        path in KEEP_TOP
+        or path in KEEP_VALUE_FILES
+        or any(path.startswith(d + "/") for d in (*KEEP_DIRS, *KEEP_REGISTRY_DIRS))
+    )
 
 
 def _git(repo: Path, *args: str, data: bytes | None = None, text: bool = True):
@@ -120,7 +123,7 @@ def commit_files(repo: Path, source: HeadSources) -> dict[str, str]:
     for _, path in blobs:
         header_end = data.index(b"\n", at)
         size = int(data[at:header_end].split()[2])
-        body = data[header_end + 1:header_end + 1 + size]
+        body = data[header_end + 1 : header_end + 1 + size]
         at = header_end + 1 + size + 1
         if keep_for_options(PurePosixPath(path), body):
             files[path] = body.decode("utf-8", errors="replace")
@@ -154,8 +157,13 @@ def at_worktree(root: Path) -> HeadSources:
     for path, text in files.items():
         digest.update(f"{path}\0{len(text)}\0".encode() + text.encode())
     ident = digest.hexdigest()
-    return HeadSources("worktree", ident[:10], f"files-{ident[:32]}",
-                       "this checkout's sources (vllm/ in the working tree)", files=files)
+    return HeadSources(
+        "worktree",
+        ident[:10],
+        f"files-{ident[:32]}",
+        "this checkout's sources (vllm/ in the working tree)",
+        files=files,
+    )
 
 
 # -- the read and the history -------------------------------------------------------------------

@@ -12,10 +12,11 @@ from __future__ import annotations
 import json
 import os
 import re
-from functools import cached_property, lru_cache
+from functools import cache, cached_property
 from pathlib import Path
 
 from packaging.version import Version
+
 from driftmatrix.common.option_tokens import Token, matches, token  # noqa: F401 (Token, token: this module's readers use them)
 from driftmatrix.common.versions import parse_version
 
@@ -38,7 +39,9 @@ def default_path() -> Path:
 class FlagHistory:
     def __init__(self, data: dict, path: Path | None = None):
         if data.get("schema") not in READS:
-            raise HistoryError(f"{path or 'flag history'}: schema {data.get('schema')!r}; this driftmatrix reads {READS}")
+            raise HistoryError(
+                f"{path or 'flag history'}: schema {data.get('schema')!r}; this driftmatrix reads {READS}"
+            )
         self.data, self.path = data, path
         self.releases: list[str] = list(data["releases"])
         self.flags: dict[str, dict] = data["flags"]
@@ -202,7 +205,9 @@ class FlagHistory:
         """`--disable-x` where the release has `--enable-x`: its parser may make the one of the other
         (0.34.0's does for `--enable-log-requests`), which the history, read statically, does not see —
         it has `--disable-log-requests` removed in 0.17.0, and vLLM 0.34.0 accepts it. Not a "no"."""
-        return option.startswith("--disable-") and bool(self.accepts("--enable-" + option[len("--disable-"):], version))
+        return option.startswith("--disable-") and bool(
+            self.accepts("--enable-" + option[len("--disable-") :], version)
+        )
 
     def value_record(self, use) -> dict | None:
         """The span (and vLLM's words) of a value or a key; None: no release read has it."""
@@ -228,8 +233,14 @@ class FlagHistory:
     def first_accepting(self, options: list, after: str, command_options: frozenset[str] = frozenset()) -> str | None:
         """The first release newer than `after` that accepts every one of the options."""
         floor = parse_version(after)
-        return next((r for r, v in zip(self.releases, self._versions) if floor is not None and v > floor
-                     and all(self._takes(o, r, command_options) for o in options)), None)
+        return next(
+            (
+                r
+                for r, v in zip(self.releases, self._versions)
+                if floor is not None and v > floor and all(self._takes(o, r, command_options) for o in options)
+            ),
+            None,
+        )
 
     def _takes(self, item, release: str, command_options: frozenset[str]) -> bool:
         if isinstance(item, str):
@@ -243,7 +254,7 @@ ARGUMENT_PLACEHOLDER = re.compile(r"<[^<>]*>|\$[{(]?\w|\$\(|^\.\.\.$|^(your|my)[
 """The same for an option's word, where braces are JSON's (`{"level": 3}`), not a placeholder's."""
 
 
-@lru_cache(maxsize=None)
+@cache
 def _version(text: str) -> Version:
     """Parsed once: the history names the same few dozen releases in thousands of spans."""
     return Version(text)
@@ -254,5 +265,8 @@ def _indexes(record: dict, versions: list[Version]) -> set[int]:
     added = _version(record["added"])
     removed = _version(record["removed"]) if record.get("removed") else None
     gaps = [(_version(a), _version(b)) for a, b in record.get("gaps", [])]
-    return {i for i, v in enumerate(versions) if v >= added and (removed is None or v < removed)
-            and not any(a <= v <= b for a, b in gaps)}
+    return {
+        i
+        for i, v in enumerate(versions)
+        if v >= added and (removed is None or v < removed) and not any(a <= v <= b for a, b in gaps)
+    }

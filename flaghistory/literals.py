@@ -54,19 +54,26 @@ def memo(index: Index, key: str, make):
 
 def nodes(index: Index, kinds: tuple[type, ...]) -> list[tuple[Module, ast.AST]]:
     """Every node of these kinds in the release, with its module."""
+
     def walk():
         found = []
         for module in index.modules.values():
             found += [(module, n) for n in ast.walk(module.tree) if isinstance(n, kinds)]
         return found
+
     return memo(index, "nodes:" + ",".join(k.__name__ for k in kinds), walk)
 
 
 def looked_up_by_name(index: Index, enum: str) -> bool:
     """vLLM's validators turn a string into a member by name: `Enum[value.upper()]` somewhere in the release."""
+
     def names():
-        return {n.value.id for _, n in nodes(index, (ast.Subscript,)) if isinstance(n.value, ast.Name)
-                and "upper()" in ast.unparse(n.slice)}
+        return {
+            n.value.id
+            for _, n in nodes(index, (ast.Subscript,))
+            if isinstance(n.value, ast.Name) and "upper()" in ast.unparse(n.slice)
+        }
+
     return enum in memo(index, "by-name", names)
 
 
@@ -82,8 +89,11 @@ def resolve(index: Index, module: Module, name: str, depth: int = 0) -> tuple[Mo
         for alias in node.names:
             if (alias.asname or alias.name) == name or alias.name == "*":
                 origin = index.modules.get(absolute_module(module, node))
-                hit = resolve(index, origin, name if alias.name == "*" else alias.name, depth + 1) \
-                    if origin is not None and origin is not module else None
+                hit = (
+                    resolve(index, origin, name if alias.name == "*" else alias.name, depth + 1)
+                    if origin is not None and origin is not module
+                    else None
+                )
                 if hit:
                     return hit
     return None
@@ -131,8 +141,9 @@ def strings(index: Index, module: Module, node: ast.AST | None, env: dict | None
 def _name(index: Index, module: Module, name: str, env: dict, depth: int):
     if name in env:
         value = env[name]
-        return ("choices", value) if isinstance(value, list) and value and all(isinstance(v, str) for v in value) \
-            else None
+        return (
+            ("choices", value) if isinstance(value, list) and value and all(isinstance(v, str) for v in value) else None
+        )
     found = resolve(index, module, name)
     if found is None:
         return None
@@ -171,8 +182,12 @@ def _subscript(index: Index, module: Module, node: ast.Subscript, env: dict, dep
 def _union(parts: list[ast.expr], index: Index, module: Module, env: dict, depth: int):
     """The Literal / Enum members of a union (`QuantizationMethods | str | None`; `Union[BackendV0,
     BackendV1]` merges both lists); None when the members are of different kinds."""
-    found = [s for p in parts if not (isinstance(p, ast.Constant) and p.value is None)
-             if (s := strings(index, module, p, env, depth + 1))]
+    found = [
+        s
+        for p in parts
+        if not (isinstance(p, ast.Constant) and p.value is None)
+        if (s := strings(index, module, p, env, depth + 1))
+    ]
     if not found or len({kind for kind, _ in found}) > 1:
         return None
     return found[0][0], [v for _, values in found for v in values]
@@ -211,8 +226,12 @@ def _comprehension(index: Index, module: Module, node: ast.ListComp, depth: int)
     if len(node.generators) != 1 or node.generators[0].ifs or not isinstance(node.generators[0].iter, ast.Name):
         return None
     element, fold = node.elt, None
-    if isinstance(element, ast.Call) and isinstance(element.func, ast.Attribute) and element.func.attr in (
-            "lower", "upper") and not element.args:
+    if (
+        isinstance(element, ast.Call)
+        and isinstance(element.func, ast.Attribute)
+        and element.func.attr in ("lower", "upper")
+        and not element.args
+    ):
         element, fold = element.func.value, element.func.attr
     if not (isinstance(element, ast.Attribute) and element.attr in ("value", "name")):
         return None

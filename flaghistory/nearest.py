@@ -1,4 +1,4 @@
-""""Did you mean": the names a release has nearest to an option, value or key that no release read
+""" "Did you mean": the names a release has nearest to an option, value or key that no release read
 has (issue 46, point 2). `--tool-call-parser-plugin` is in no release; saying only so leaves the
 reader to search 400-odd options for `--tool-parser-plugin`. The names offered are that release's
 own (FlagHistory.options, the value domain's or the JSON option's keys within the release), so a

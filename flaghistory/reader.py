@@ -80,8 +80,9 @@ class Reader:
         self.result.diagnostics += [f"unparsable: {u}" for u in self.index.unparsable]
         entry = self._entry()
         if entry is None:
-            self.result.diagnostics.append("no serve sub-parser found (neither vllm/entrypoints/cli/serve.py "
-                                           "nor vllm/scripts.py builds one)")
+            self.result.diagnostics.append(
+                "no serve sub-parser found (neither vllm/entrypoints/cli/serve.py nor vllm/scripts.py builds one)"
+            )
             return self.result
         module, cls, fn = entry
         self._call(fn, Frame(module, {}, (module, cls) if cls else None, (module, cls) if cls else None, True), 0)
@@ -99,8 +100,9 @@ class Reader:
                         return serve, node, found[2]
         scripts = self.index.modules.get("vllm.scripts")
         for node in scripts.tree.body if scripts else []:
-            if isinstance(node, ast.FunctionDef) and any(isinstance(c, ast.Constant) and c.value == "serve"
-                                                         for c in ast.walk(node)):
+            if isinstance(node, ast.FunctionDef) and any(
+                isinstance(c, ast.Constant) and c.value == "serve" for c in ast.walk(node)
+            ):
                 return scripts, None, node
         return None
 
@@ -191,16 +193,22 @@ class Reader:
         inner = target.value
         if isinstance(inner, ast.Subscript):
             owner = self._expr(inner.value, frame, depth)
-            name, key = (evaluate(inner.slice, frame.env, frame.module, self.index),
-                         evaluate(target.slice, frame.env, frame.module, self.index))
+            name, key = (
+                evaluate(inner.slice, frame.env, frame.module, self.index),
+                evaluate(target.slice, frame.env, frame.module, self.index),
+            )
             if isinstance(owner, KwargsOf) and isinstance(name, str) and isinstance(key, str):
                 # a type is a function: kept as its text (flaghistory/arg_types.py reads it)
-                owner.overrides.setdefault(name, {})[key] = TypeText(ast.unparse(target.parent_value)) \
-                    if key == "type" else value
+                owner.overrides.setdefault(name, {})[key] = (
+                    TypeText(ast.unparse(target.parent_value)) if key == "type" else value
+                )
 
     def _delete(self, target: ast.expr, frame: Frame) -> None:
-        if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Subscript) \
-                and isinstance(target.value.value, ast.Name):  # `del kwargs["f"]["nargs"]`: that keyword gone
+        if (
+            isinstance(target, ast.Subscript)
+            and isinstance(target.value, ast.Subscript)
+            and isinstance(target.value.value, ast.Name)
+        ):  # `del kwargs["f"]["nargs"]`: that keyword gone
             owner = frame.env.get(target.value.value.id)
             name = evaluate(target.value.slice, frame.env, frame.module, self.index)
             key = evaluate(target.slice, frame.env, frame.module, self.index)
@@ -265,7 +273,9 @@ class Reader:
         elif isinstance(arg, ast.Name):
             found = self.index.lookup_class(frame.module, arg.id)
             if not found:
-                self.result.diagnostics.append(f"{frame.module.path}:{arg.lineno}: get_kwargs({arg.id}): class not found")
+                self.result.diagnostics.append(
+                    f"{frame.module.path}:{arg.lineno}: get_kwargs({arg.id}): class not found"
+                )
                 return UNKNOWN
             module, cls = found
         else:
@@ -328,8 +338,11 @@ class Reader:
         where = f"{frame.module.path}:{call.lineno}"
         names: list[str] = []
         for arg in call.args:
-            value = self._expr(arg.value, frame, 0) if isinstance(arg, ast.Starred) else \
-                evaluate(arg, frame.env, frame.module, self.index)
+            value = (
+                self._expr(arg.value, frame, 0)
+                if isinstance(arg, ast.Starred)
+                else evaluate(arg, frame.env, frame.module, self.index)
+            )
             values = value if isinstance(value, list) else [value]
             for v in values:
                 if not isinstance(v, str):
@@ -358,8 +371,9 @@ class Reader:
             found.choices = found.choices or choices
             found.source_field = found.source_field or spread
             found.type_text = found.type_text or type_text
-            found.arg = found.arg or ("none" if name.startswith("--no-") and keywords.get("action") == BOOLEAN_OPTIONAL
-                                      else arg)
+            found.arg = found.arg or (
+                "none" if name.startswith("--no-") and keywords.get("action") == BOOLEAN_OPTIONAL else arg
+            )
 
     def _keywords(self, call: ast.Call, frame: Frame, where: str) -> dict:
         """The call's argparse keywords, `**kwargs["field"]` spread in as get_kwargs makes them."""
@@ -394,8 +408,14 @@ class Reader:
                 if key is None:
                     yield from self._spreads(value, frame)
                 elif isinstance(name := evaluate(key, frame.env, frame.module, self.index), str):
-                    yield None, {name: TypeText(ast.unparse(value)) if name == "type" else
-                                 evaluate(value, frame.env, frame.module, self.index)}
+                    yield (
+                        None,
+                        {
+                            name: TypeText(ast.unparse(value))
+                            if name == "type"
+                            else evaluate(value, frame.env, frame.module, self.index)
+                        },
+                    )
             return
         spread = self._expr(node, frame, 0)
         if isinstance(spread, FieldKw):

@@ -207,8 +207,15 @@ def tokenizer_modes(index: Index) -> Found | None:
     module = index.modules.get(TOKENIZER_MODULE)
     if module is None:
         return None
-    names = [k.value for k in module.defs["_VLLM_TOKENIZERS"].keys if isinstance(k, ast.Constant)
-             and isinstance(k.value, str)] if isinstance(module.defs.get("_VLLM_TOKENIZERS"), ast.Dict) else []
+    names = (
+        [
+            k.value
+            for k in module.defs["_VLLM_TOKENIZERS"].keys
+            if isinstance(k, ast.Constant) and isinstance(k.value, str)
+        ]
+        if isinstance(module.defs.get("_VLLM_TOKENIZERS"), ast.Dict)
+        else []
+    )
     names += _registered(module, "TokenizerRegistry", "register", index)
     return Found(sorted(set(names)), module.path, "registry") if names else None
 

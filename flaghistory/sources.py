@@ -22,22 +22,36 @@ from packaging.version import Version
 from driftmatrix.common.filelock import exclusive
 from driftmatrix.common.package_index import MAX_SDIST_BYTES, PackageIndexError, download, index_json, index_url
 from driftmatrix.common.versions import parse_version
+
 KEEP_DIRS = ("vllm/config", "vllm/engine", "vllm/entrypoints", "vllm/utils")
 """Where the serve parser, the engine-args dataclasses and FlexibleArgumentParser live (across
 0.6 … 0.34: `vllm/scripts.py`, `vllm/config.py` and `vllm/utils.py` before they became packages)."""
 KEEP_TOP = ("vllm/scripts.py", "vllm/config.py", "vllm/utils.py")
 KEEP_MARKERS = (b"add_argument", b"@dataclass", b"@config", b"deprecat", b"FlexibleArgumentParser")
 """A file in KEEP_DIRS is kept only when it can hold an argument, a dataclass or a deprecation."""
-KEEP_REGISTRY_DIRS = ("vllm/tool_parsers", "vllm/reasoning", "vllm/entrypoints/openai/tool_parsers",
-                      "vllm/entrypoints/openai/reasoning_parsers")
+KEEP_REGISTRY_DIRS = (
+    "vllm/tool_parsers",
+    "vllm/reasoning",
+    "vllm/entrypoints/openai/tool_parsers",
+    "vllm/entrypoints/openai/reasoning_parsers",
+)
 """Where tool-call and reasoning parsers register their names (decorators or a lazy `*_TO_REGISTER` table)."""
 KEEP_REGISTRY_MARKERS = (b"register_module", b"_TO_REGISTER", b"register_lazy_module")
-KEEP_VALUE_FILES = ("vllm/model_executor/layers/quantization/__init__.py", "vllm/model_executor/model_loader/__init__.py",
-                    "vllm/attention/backends/registry.py", "vllm/v1/attention/backends/registry.py",
-                    "vllm/platforms/interface.py", "vllm/attention/selector.py", "vllm/entrypoints/chat_utils.py",
-                    "vllm/transformers_utils/config.py", "vllm/renderers/chat_utils.py",
-                    "vllm/renderers/chat_utils/__init__.py", "vllm/renderers/chat_utils/types.py",
-                    "vllm/tokenizers/registry.py", "vllm/distributed/weight_transfer/factory.py")
+KEEP_VALUE_FILES = (
+    "vllm/model_executor/layers/quantization/__init__.py",
+    "vllm/model_executor/model_loader/__init__.py",
+    "vllm/attention/backends/registry.py",
+    "vllm/v1/attention/backends/registry.py",
+    "vllm/platforms/interface.py",
+    "vllm/attention/selector.py",
+    "vllm/entrypoints/chat_utils.py",
+    "vllm/transformers_utils/config.py",
+    "vllm/renderers/chat_utils.py",
+    "vllm/renderers/chat_utils/__init__.py",
+    "vllm/renderers/chat_utils/types.py",
+    "vllm/tokenizers/registry.py",
+    "vllm/distributed/weight_transfer/factory.py",
+)
 """The tables behind --quantization, --load-format, --attention-backend, --chat-template-content-format,
 --config-format, --tokenizer-mode and --weight-transfer-config's backend (values.py, registries.py)."""
 KEEP_RULES = "v4"
@@ -53,7 +67,6 @@ class Release:
     """None: the release has no sdist on the index (wheels only)."""
     sha256: str | None
     size: int | None = None
-
 
 
 def list_releases(client: httpx.Client, index: str | None = None, since: str = "0.6.0") -> list[Release]:
@@ -160,5 +173,7 @@ def _fetch_sources(release: Release, tree: Path, client: httpx.Client, keep) -> 
 
 def read_tree(tree: Path) -> dict[str, str]:
     """Kept files of a cached release: path inside the project → text."""
-    return {p.relative_to(tree).as_posix(): p.read_text(encoding="utf-8", errors="replace")
-            for p in sorted(tree.rglob("*.py"))}
+    return {
+        p.relative_to(tree).as_posix(): p.read_text(encoding="utf-8", errors="replace")
+        for p in sorted(tree.rglob("*.py"))
+    }

@@ -105,8 +105,16 @@ def uses_of(history: FlagHistory, argv: list[str]) -> list[Use]:
         if value is not None:
             found += _value_uses(history, option, written, value, dotted)
         if not dotted and history.args:  # after the value's own use: the same text reads as the value first
-            found.append(Use("argument", option, written, value=value, inline="=" in word,
-                             after_model=bool(argv) and token(argv[0]) is None and i > 0))
+            found.append(
+                Use(
+                    "argument",
+                    option,
+                    written,
+                    value=value,
+                    inline="=" in word,
+                    after_model=bool(argv) and token(argv[0]) is None and i > 0,
+                )
+            )
     return list(dict.fromkeys(found))
 
 

@@ -8,7 +8,7 @@ words (`from`, `where`, `fold`, `open_with`, `model_dependent`) are the newest r
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 Spans = Callable[[list[bool], list[str]], dict]
 
@@ -50,9 +50,14 @@ def fold_values(reads: list, spans: Spans) -> dict[str, dict]:
     usable, releases = _reads(reads, "values")
     result = {}
     for option, present, newest, sets in _per_option(usable, "values", "values"):
-        record = {"domain": newest["domain"], "from": newest["from"], "where": newest["where"],
-                  "read": spans(present, releases), "open_with": newest["open_with"],
-                  "model_dependent": newest["model_dependent"]}
+        record = {
+            "domain": newest["domain"],
+            "from": newest["from"],
+            "where": newest["where"],
+            "read": spans(present, releases),
+            "open_with": newest["open_with"],
+            "model_dependent": newest["model_dependent"],
+        }
         if newest.get("fold"):
             record["fold"] = newest["fold"]
         record.update(_open(option, usable, releases, spans))
@@ -75,8 +80,13 @@ def fold_keys(reads: list, spans: Spans) -> dict[str, dict]:
     result = {}
     for option, present, newest, sets in _per_option(usable, "keys", "keys"):
         shut = [option in r.keys and r.keys[option]["closed"] for r in usable]
-        result[option] = {"class": newest["class"], "where": newest["where"], "read": spans(present, releases),
-                          "closed": spans(shut, releases) if any(shut) else None, "keys": _members(sets, spans)}
+        result[option] = {
+            "class": newest["class"],
+            "where": newest["where"],
+            "read": spans(present, releases),
+            "closed": spans(shut, releases) if any(shut) else None,
+            "keys": _members(sets, spans),
+        }
     return result
 
 
@@ -87,6 +97,8 @@ def fold_args(reads: list, spans: Spans) -> dict[str, dict[str, dict]]:
     result: dict[str, dict[str, dict]] = {}
     for option in sorted({o for r in usable for o in r.args}):
         held = [r.args.get(option) for r in usable]
-        result[option] = {spec: spans([h == spec for h in held], releases)
-                          for spec in sorted({h for h in held if h and h != "unknown"})}
+        result[option] = {
+            spec: spans([h == spec for h in held], releases)
+            for spec in sorted({h for h in held if h and h != "unknown"})
+        }
     return result

@@ -31,8 +31,9 @@ DOMAINS = {
     "--attention-backend": "attention backends",
     "--distributed-executor-backend": "distributed executors",
 }
-SPECULATIVE = "Whether a method works depends on the draft model or on the target model having the matching " \
-              "MTP/EAGLE layers."
+SPECULATIVE = (
+    "Whether a method works depends on the draft model or on the target model having the matching MTP/EAGLE layers."
+)
 MODEL_DEPENDENT = {
     "--speculative-config.method": SPECULATIVE,
     "--spec-method": SPECULATIVE,
@@ -48,8 +49,13 @@ MAX_TEXT = 400
 def _from_option(index: Index, option: OptionFound) -> Found | None:
     if option.choices is not None:
         module, node, env = option.choices
-        got = strings(index, module, node, env) if node is not None else \
-            ("choices", [v for v in env if isinstance(v, str)]) if env else None
+        got = (
+            strings(index, module, node, env)
+            if node is not None
+            else ("choices", [v for v in env if isinstance(v, str)])
+            if env
+            else None
+        )
         if got:
             return Found(sorted(set(got[1])), module.path, got[0])
     info = option.source_field
@@ -103,17 +109,26 @@ def _removed_choices(index: Index) -> dict[str, set[str]]:
     `parallel_kwargs["all2all_backend"]["choices"].remove(PASSTHROUGH_ALL2ALL_BACKEND)` followed, in the
     same function, by `add_argument("--all2all-backend", **parallel_kwargs["all2all_backend"])`. Only a
     certain string removed from a `V["field"]["choices"]` of a `**V["field"]` spread counts."""
+
     def read():
         removed: dict[str, set[str]] = {}
         for module, fn in nodes(index, (ast.FunctionDef,)):
             taken: dict[str, set[str]] = {}  # `V["field"]` as written → names removed
             for call in ast.walk(fn):
-                if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr ==
-                        "remove" and len(call.args) == 1 and isinstance(call.func.value, ast.Subscript)):
+                if not (
+                    isinstance(call, ast.Call)
+                    and isinstance(call.func, ast.Attribute)
+                    and call.func.attr == "remove"
+                    and len(call.args) == 1
+                    and isinstance(call.func.value, ast.Subscript)
+                ):
                     continue
                 target = call.func.value
-                if not (isinstance(target.slice, ast.Constant) and target.slice.value == "choices"
-                        and isinstance(target.value, ast.Subscript)):
+                if not (
+                    isinstance(target.slice, ast.Constant)
+                    and target.slice.value == "choices"
+                    and isinstance(target.value, ast.Subscript)
+                ):
                     continue
                 value = evaluate(call.args[0], {}, module, index)
                 if isinstance(value, str):
@@ -121,15 +136,22 @@ def _removed_choices(index: Index) -> dict[str, set[str]]:
             if not taken:
                 continue
             for call in ast.walk(fn):
-                if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and \
-                        call.func.attr == "add_argument":
+                if (
+                    isinstance(call, ast.Call)
+                    and isinstance(call.func, ast.Attribute)
+                    and call.func.attr == "add_argument"
+                ):
                     spread = [ast.unparse(k.value) for k in call.keywords if k.arg is None]
-                    names = [a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)
-                             and a.value.startswith("--")]
+                    names = [
+                        a.value
+                        for a in call.args
+                        if isinstance(a, ast.Constant) and isinstance(a.value, str) and a.value.startswith("--")
+                    ]
                     for kwargs in spread:
                         for option in names if kwargs in taken else []:
                             removed.setdefault(option, set()).update(taken[kwargs])
         return removed
+
     return memo(index, "removed-choices", read)
 
 
@@ -137,22 +159,35 @@ def _without_removed(index: Index, name: str, got: Found | None) -> Found | None
     gone = _removed_choices(index).get(name) if got is not None else None
     if not gone:
         return got
-    return Found([v for v in got.values if v not in gone], got.where, got.kind, got.fold, got.open,  # type: ignore[union-attr]
-                 got.deprecated)  # type: ignore[union-attr]
+    return Found(
+        [v for v in got.values if v not in gone],
+        got.where,
+        got.kind,
+        got.fold,
+        got.open,  # type: ignore[union-attr]
+        got.deprecated,
+    )  # type: ignore[union-attr]
 
 
 def _numbers(node: ast.expr) -> bool:
     """`choices=[8, 16, 32]`: numbers argparse converts, not names (left out, nothing to say)."""
     return isinstance(node, (ast.List, ast.Tuple)) and all(
-        isinstance(e, ast.Constant) and isinstance(e.value, (int, float)) for e in node.elts)
+        isinstance(e, ast.Constant) and isinstance(e.value, (int, float)) for e in node.elts
+    )
 
 
 def _domain(name: str, got: Found, found: ReleaseOptions) -> dict:
-    return {"domain": DOMAINS.get(name, f"values of {name}"), "from": got.kind, "where": got.where,
-            "values": got.values, "fold": got.fold, "open": got.open,
-            "deprecated": {k: v for k, v in got.deprecated.items() if k in got.values},  # a table may name removed ones
-            "open_with": [o for o in OPEN_WITH.get(name, ()) if o in found.options],
-            "model_dependent": MODEL_DEPENDENT.get(name)}
+    return {
+        "domain": DOMAINS.get(name, f"values of {name}"),
+        "from": got.kind,
+        "where": got.where,
+        "values": got.values,
+        "fold": got.fold,
+        "open": got.open,
+        "deprecated": {k: v for k, v in got.deprecated.items() if k in got.values},  # a table may name removed ones
+        "open_with": [o for o in OPEN_WITH.get(name, ()) if o in found.options],
+        "model_dependent": MODEL_DEPENDENT.get(name),
+    }
 
 
 # -- values vLLM's text calls deprecated ----------------------------------------------------
@@ -173,8 +208,10 @@ def _messages(index: Index, option: str, known: set[str]):
         if option not in text:
             continue
         for value in known:
-            pattern = rf"{re.escape(option)}[ =][`'\"]?{re.escape(value)}[`'\"]?\s*`?\s+(?:is|has been|was)\s+" \
-                      rf"(?:now\s+)?deprecated"
+            pattern = (
+                rf"{re.escape(option)}[ =][`'\"]?{re.escape(value)}[`'\"]?\s*`?\s+(?:is|has been|was)\s+"
+                rf"(?:now\s+)?deprecated"
+            )
             if re.search(pattern, text):
                 yield value, text
 
@@ -184,8 +221,11 @@ def _compared(index: Index) -> list[tuple[str, ast.If]]:
     found = []
     for _, node in nodes(index, (ast.If,)):
         test = node.test
-        if isinstance(test, ast.Compare) and isinstance(test.ops[0], (ast.Eq, ast.In)) and \
-                any("deprecated" in t.lower() for t in _texts(node.body)):
+        if (
+            isinstance(test, ast.Compare)
+            and isinstance(test.ops[0], (ast.Eq, ast.In))
+            and any("deprecated" in t.lower() for t in _texts(node.body))
+        ):
             found.append((ast.unparse(test.left).rsplit(".", 1)[-1], node))
     return found
 
@@ -228,15 +268,23 @@ def option_keys(index: Index, found: ReleaseOptions) -> tuple[dict[str, dict], d
     for name in json_options(found):
         read = read_keys(index, name, found)
         option = found.options[name]
-        free = option.source_field.types & {"dict", "Dict"} if option.source_field else \
-            "json.loads" in option.type_text or name.endswith("-extra-config")  # passed on as a dict by design
+        free = (
+            option.source_field.types & {"dict", "Dict"}
+            if option.source_field
+            else "json.loads" in option.type_text or name.endswith("-extra-config")
+        )  # passed on as a dict by design
         if read is None and free and no_class(index, name).startswith("no config class"):
             continue  # a free-form JSON object (`--override-generation-config`): no keys to read
         if read is None:
             diagnostics.append(f"keys of {name}: {no_class(index, name)}")
             continue
-        keys[name] = {"class": read.cls, "where": read.where, "closed": read.closed, "keys": read.keys,
-                      "deprecated": read.deprecated}
+        keys[name] = {
+            "class": read.cls,
+            "where": read.where,
+            "closed": read.closed,
+            "keys": read.keys,
+            "deprecated": read.deprecated,
+        }
         for key, (kind, names, where) in read.values.items():
             option = f"{name}.{key}"
             got = _with_registry(index, option, Found(sorted(set(names)), where, kind, read.folds.get(key)))
@@ -244,6 +292,8 @@ def option_keys(index: Index, found: ReleaseOptions) -> tuple[dict[str, dict], d
         for option in DOMAINS:  # a named domain whose key exists but is not typed with its names
             base, _, key = option.partition(".")
             if base == name and key in read.keys and option not in values:
-                diagnostics.append(f"values of {option}: {read.cls}.{key} is not typed with a Literal of its "
-                                   "names in this release: not read")
+                diagnostics.append(
+                    f"values of {option}: {read.cls}.{key} is not typed with a Literal of its "
+                    "names in this release: not read"
+                )
     return keys, values, diagnostics

@@ -13,12 +13,18 @@ NAME = r"(?:--[a-zA-Z][\w-]*[a-zA-Z0-9]|[a-z][a-z0-9]*(?:_[a-z0-9]+)+)"
 SUBJECT = re.compile(
     r"(?:^|(?<=[.!?]\s))\W{0,3}(?:the\s+)?(?:option\s+|flag\s+|argument\s+)?[`'\"]?(?P<name>" + NAME + r")[`'\"]?"
     r"(?:\s*\((?P<alias>--[\w-]+)\))?\s+(?:option\s+|flag\s+|argument\s+|field\s+)?"
-    r"(?:is|are|has been|was)\s+(?:now\s+)?deprecated\b", re.IGNORECASE)
+    r"(?:is|are|has been|was)\s+(?:now\s+)?deprecated\b",
+    re.IGNORECASE,
+)
 HELP_DEPRECATED = re.compile(
     r"^\W*deprecated\b|\bthis (?:option|parameter|flag|argument|field|is a transitional option)\b[^.]{0,40}"
-    r"\b(?:deprecated|will be removed)\b", re.IGNORECASE)
-MENTION = re.compile(r"(?<![\w-])(--[a-zA-Z][\w-]*[a-zA-Z0-9](?:\.[a-zA-Z_][\w.]*[a-zA-Z0-9_])?)"
-                     r"|`([a-z][a-z0-9]*(?:_[a-z0-9]+)+(?:\.[a-z_][\w.]*)?)`")
+    r"\b(?:deprecated|will be removed)\b",
+    re.IGNORECASE,
+)
+MENTION = re.compile(
+    r"(?<![\w-])(--[a-zA-Z][\w-]*[a-zA-Z0-9](?:\.[a-zA-Z_][\w.]*[a-zA-Z0-9_])?)"
+    r"|`([a-z][a-z0-9]*(?:_[a-z0-9]+)+(?:\.[a-z_][\w.]*)?)`"
+)
 REPLACING = re.compile(r"\b(?:use|instead|replaced|in favou?r|switch|migrate|superseded)\b", re.IGNORECASE)
 
 

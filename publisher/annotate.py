@@ -28,8 +28,7 @@ from driftmatrix.extractor import bounds
 from driftmatrix.extractor.corpus import SourceError, detect
 from driftmatrix.extractor.markdown_blocks import code_blocks
 from driftmatrix.extractor.snippet_record import Source
-from driftmatrix.publisher import defects
-from driftmatrix.publisher import addresses, causes, escaping, fix_edits, public, verdict_words
+from driftmatrix.publisher import addresses, causes, defects, escaping, fix_edits, public, verdict_words
 from driftmatrix.publisher.command_view import CommandView, CommandViews, views_of
 from driftmatrix.publisher.results import Results
 
@@ -92,8 +91,9 @@ class Annotation:
     def diff(self) -> str:
         out = []
         for p in self.patches:
-            out += difflib.unified_diff(p.before.splitlines(keepends=True), p.after.splitlines(keepends=True),
-                                        f"a/{p.file}", f"b/{p.file}")
+            out += difflib.unified_diff(
+                p.before.splitlines(keepends=True), p.after.splitlines(keepends=True), f"a/{p.file}", f"b/{p.file}"
+            )
         return "".join(out)
 
 
@@ -105,7 +105,10 @@ def strip(text: str) -> str:
     while i < len(lines):
         m = _BEGIN_RE.match(lines[i])
         if m:
-            end = next((j for j in range(i + 1, len(lines)) if (e := _END_RE.match(lines[j])) and e.group(1) == m.group(1)), None)
+            end = next(
+                (j for j in range(i + 1, len(lines)) if (e := _END_RE.match(lines[j])) and e.group(1) == m.group(1)),
+                None,
+            )
             if end is not None:
                 if out and out[-1].strip() == "":
                     out.pop()
@@ -147,13 +150,24 @@ def decision(view: CommandView, source: Source) -> tuple[str, str, str] | None:
     body.append(f"The page is written for vLLM `{j.written_for.spec}`: {escaping.md_escape(j.written_for.origin)}.")
     twin_ran = any(causes.documented_twin(k.outcome) for k in j.failing)
     stood = list(dict.fromkeys(p.placeholder for k in j.failing for p in k.outcome.evidence.placeholders))
-    checked = ("Checked by driftmatrix" + (" with a random-weight stand-in of the model" if twin_ran else "")
-               + (f"{',' if twin_ran else ''} with a stand-in in place of {', '.join(code_span(p) for p in stood)}"
-                  if stood else "") + ".")
-    body.append({"shell": "Read as the shell reads it by driftmatrix.", "python": "Read by driftmatrix with Python's own "
-                 "parser, as a reader pastes it.", "history": "Judged by driftmatrix from the "
-                 "option history of every vLLM release (no build of the page's versions was checked)."}.get(
-        j.decided_by, checked))
+    checked = (
+        "Checked by driftmatrix"
+        + (" with a random-weight stand-in of the model" if twin_ran else "")
+        + (
+            f"{',' if twin_ran else ''} with a stand-in in place of {', '.join(code_span(p) for p in stood)}"
+            if stood
+            else ""
+        )
+        + "."
+    )
+    body.append(
+        {
+            "shell": "Read as the shell reads it by driftmatrix.",
+            "python": "Read by driftmatrix with Python's own parser, as a reader pastes it.",
+            "history": "Judged by driftmatrix from the "
+            "option history of every vLLM release (no build of the page's versions was checked).",
+        }.get(j.decided_by, checked)
+    )
     return "warning", title, "\n\n".join(body)
 
 
@@ -180,7 +194,7 @@ def _place(lines: list[str], blocks: list, line: int) -> tuple[int, str, str] | 
         if close - 1 >= len(lines) or not _FENCE_CLOSE.match(lines[close - 1]):
             return None
         opening = lines[block.line - 2]
-        return close, opening[:len(opening) - len(opening.lstrip())], block.text
+        return close, opening[: len(opening) - len(opening.lstrip())], block.text
     return None
 
 
@@ -215,7 +229,9 @@ def annotate_page(rel: str, text: str, wanted: list[tuple[CommandView, Source]],
         adm = admonition(kind, title, body)
         chunk = ["", indent + BEGIN.format(snippet_id), ""]
         chunk += [indent + ln if ln else "" for ln in adm] + ["", indent + END.format(snippet_id)]
-        inserts.setdefault(close, []).append((snippet_id, chunk, Insert(snippet_id, close, kind, block, "\n".join(adm))))
+        inserts.setdefault(close, []).append(
+            (snippet_id, chunk, Insert(snippet_id, close, kind, block, "\n".join(adm)))
+        )
     out: list[str] = []
     skip_to = 0
     for n, ln in enumerate(lines, 1):
@@ -227,8 +243,13 @@ def annotate_page(rel: str, text: str, wanted: list[tuple[CommandView, Source]],
             out.append(ln)
         for _, chunk, _ in inserts.get(n, []):
             out += chunk
-    return PagePatch(rel, text, "\n".join(out), [i for items in inserts.values() for _, _, i in items],
-                     [f for _, _, f in replaced.values()])
+    return PagePatch(
+        rel,
+        text,
+        "\n".join(out),
+        [i for items in inserts.values() for _, _, i in items],
+        [f for _, _, f in replaced.values()],
+    )
 
 
 MOVED = 12
@@ -249,20 +270,26 @@ def _fix_lines(lines: list[str], line: int, source: Source, fix) -> tuple[str, t
     exactly the command that was checked; ("applied", None) when it already holds the fix;
     ("differs", None) otherwise (the page changed: the fix is not put on what was not checked)."""
     count = source.text.count("\n") + 1
-    old = lines[line - 1:line - 1 + count]
+    old = lines[line - 1 : line - 1 + count]
     fixed_text = fix.fix.fix.get("text", "")
     first = _first_line(source)[:60]  # the fix may put lines (the comments it moved) above the command
     lead = next((i for i, ln in enumerate(fixed_text.split("\n")) if first and first in ln), 0)
     start = line - 1 - lead
-    if start >= 0 and textwrap.dedent("\n".join(lines[start:start + fixed_text.count("\n") + 1])).strip("\n") == fixed_text:
+    if (
+        start >= 0
+        and textwrap.dedent("\n".join(lines[start : start + fixed_text.count("\n") + 1])).strip("\n") == fixed_text
+    ):
         return "applied", None
     if textwrap.dedent("\n".join(old)).strip("\n") != source.text:
         return "differs", None
     new = fix_edits.apply(old, fix.fix.fix["edits"])
     if new is None or new == old:
         return "differs", None
-    return "apply", (new, count, FixApplied(fix.fix.id, line, "\n".join(old), "\n".join(new), fix.fix.fix["why"],
-                                            fix.checks, fix.checked))
+    return "apply", (
+        new,
+        count,
+        FixApplied(fix.fix.id, line, "\n".join(old), "\n".join(new), fix.fix.fix["why"], fix.checks, fix.checked),
+    )
 
 
 def annotate(results: Results, tree: Path) -> Annotation:
@@ -322,8 +349,11 @@ def _annotated_earlier(tree: Path, known: set[str], problems: list[str]) -> set[
     links of the docs that lead out of the tree are reported."""
     found: set[str] = set()
     files, escapes = bounds.walk(tree, tree / "docs") if (tree / "docs").is_dir() else ([], [])
-    problems += [f"{p.relative_to(tree).as_posix()}: leads out of the tree; not read" for p in escapes
-                 if p.suffix == ".md" or p.is_dir()]
+    problems += [
+        f"{p.relative_to(tree).as_posix()}: leads out of the tree; not read"
+        for p in escapes
+        if p.suffix == ".md" or p.is_dir()
+    ]
     for path in files:
         rel = path.relative_to(tree).as_posix()
         if path.suffix == ".md" and rel not in known and not path.is_symlink():
@@ -338,8 +368,9 @@ def _read(path: Path, rel: str, problems: list[str]) -> str | None:
     try:
         data, size = bounds.read_capped(path)
         if data is None:
-            problems.append(f"{rel}: {size} bytes, over the {bounds.MAX_PAGE_BYTES}-byte limit for a page; "
-                            "not annotated")
+            problems.append(
+                f"{rel}: {size} bytes, over the {bounds.MAX_PAGE_BYTES}-byte limit for a page; not annotated"
+            )
             return None
         return data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as err:
@@ -350,6 +381,7 @@ def _read(path: Path, rel: str, problems: list[str]) -> str | None:
 def write_tree(ann: Annotation, out: Path) -> None:
     """A copy of the tree with the patched pages (`-o PATCHED_TREE`)."""
     import shutil
+
     if out.resolve() != ann.tree.resolve():
         shutil.copytree(ann.tree, out, dirs_exist_ok=True, symlinks=True)
     for p in ann.patches:
@@ -370,9 +402,16 @@ def for_site(annotations: list[Annotation]) -> dict:
             if not p.inserts and not p.fixes:
                 continue
             one = Annotation(ann.tree, [p])
-            pages.append({"slug": addresses.page_slug(f"{ann.tree.name}/{p.file}"), "file": p.file, "tree": ann.tree.name,
-                          "warnings": sum(i.kind == "warning" for i in p.inserts), "fixed": len(p.fixes),
-                          "inserts": [vars(i) for i in p.inserts], "fixes": [vars(f) for f in p.fixes],
-                          "diff": one.diff()})
-    return {"pages": pages, "had_docs": bool(annotations),
-            "problems": [x for a in annotations for x in a.problems]}
+            pages.append(
+                {
+                    "slug": addresses.page_slug(f"{ann.tree.name}/{p.file}"),
+                    "file": p.file,
+                    "tree": ann.tree.name,
+                    "warnings": sum(i.kind == "warning" for i in p.inserts),
+                    "fixed": len(p.fixes),
+                    "inserts": [vars(i) for i in p.inserts],
+                    "fixes": [vars(f) for f in p.fixes],
+                    "diff": one.diff(),
+                }
+            )
+    return {"pages": pages, "had_docs": bool(annotations), "problems": [x for a in annotations for x in a.problems]}

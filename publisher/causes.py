@@ -52,9 +52,11 @@ def option_notes(o: Outcome, snippet: Snippet | None = None) -> list[str]:
 def placeholders_replaced(o: Outcome) -> list[str]:
     """What the run put in place of the docs' placeholders (runner/models/placeholders.py), one line each:
     `model: placeholder `{your model directory}`, replaced by a stand-in` — the rest was checked as written."""
-    return [f"{p.role}: placeholder `{p.placeholder}`, replaced by a stand-in"
-            + (" (a random-weight twin of a small model, not the reader's)" if p.twin else "")
-            for p in o.evidence.placeholders]
+    return [
+        f"{p.role}: placeholder `{p.placeholder}`, replaced by a stand-in"
+        + (" (a random-weight twin of a small model, not the reader's)" if p.twin else "")
+        for p in o.evidence.placeholders
+    ]
 
 
 def documented_twin(o: Outcome) -> bool:

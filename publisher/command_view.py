@@ -10,13 +10,12 @@ annotate.py, pull_request.py), never by a renderer: the data flows one way, down
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Iterator
 
 from driftmatrix.extractor.snippet_record import Snippet, Source
 from driftmatrix.flaghistory.commands import command_options, shipped
-from driftmatrix.publisher import causes, command_text, fixes, ranges, titles
-from driftmatrix.publisher import run_history
+from driftmatrix.publisher import causes, command_text, fixes, ranges, run_history, titles
 from driftmatrix.publisher.fixes import Verified
 from driftmatrix.publisher.judgement import Judge, Judgement
 from driftmatrix.publisher.results import Results
@@ -114,18 +113,29 @@ def _view(results: Results, judge: Judge, known: ranges.Runs, s: Snippet) -> Com
     outcomes = {c.key: o for c in columns if (o := results.cell(s.id, c)) is not None}
     flags = flags_valid(s)
     return CommandView(
-        snippet=s, command=command_text.command(s), title=titles.snippet_title(s), outcomes=outcomes,
-        judgements=judge.all(s), worst=judge.of(s), at_sources=[judge.of_source(s, src) for src in s.sources],
+        snippet=s,
+        command=command_text.command(s),
+        title=titles.snippet_title(s),
+        outcomes=outcomes,
+        judgements=judge.all(s),
+        worst=judge.of(s),
+        at_sources=[judge.of_source(s, src) for src in s.sources],
         ranges={key: ranges.of_cell(known, s.id, o, flags) for key, o in outcomes.items()},
-        notes={key: cell_notes(o, s) for key, o in outcomes.items()}, flags=flags,
-        fix_candidate=results.fixes.get(s.id), fix=fixes.verified(results, judge, s))
+        notes={key: cell_notes(o, s) for key, o in outcomes.items()},
+        flags=flags,
+        fix_candidate=results.fixes.get(s.id),
+        fix=fixes.verified(results, judge, s),
+    )
 
 
 def _seen(results: Results, by_id: dict[str, CommandView], snapshots: list[dict]) -> None:
     """Each view's `seen`, over the earlier publishes and this one's cells (retired builds' too)."""
     columns = {c.key: c for c in [*results.columns, *results.retired]}
-    current = [(v.id, columns[key].version, results.dates.get(key, ""), o.verdict)
-               for v in by_id.values() for key, o in v.outcomes.items()]
+    current = [
+        (v.id, columns[key].version, results.dates.get(key, ""), o.verdict)
+        for v in by_id.values()
+        for key, o in v.outcomes.items()
+    ]
     for sid, seen in run_history.seen(snapshots, current).items():
         if sid in by_id:
             by_id[sid].seen = seen

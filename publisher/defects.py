@@ -24,13 +24,24 @@ def decider_of(lint: Lint) -> Decider:
 
 def of_source(snippet: Snippet, source: Source) -> list[Lint]:
     """The snippet's breaking lints at this place, in line order."""
-    here = [x.line for x in snippet.sources if (x.corpus, x.version, x.file) == (source.corpus, source.version, source.file)]
+    here = [
+        x.line for x in snippet.sources if (x.corpus, x.version, x.file) == (source.corpus, source.version, source.file)
+    ]
     until = min((line for line in here if line > source.line), default=None)
-    return sorted((lint for lint in snippet.lints if lint.code in BREAKING_LINTS and lint.line is not None
-                   and lint.file == source.file and lint.version in (None, source.version)
-                   and lint.corpus in (None, source.corpus)
-                   and source.line <= lint.line and (until is None or lint.line < until)),
-                  key=lambda lint: lint.line)
+    return sorted(
+        (
+            lint
+            for lint in snippet.lints
+            if lint.code in BREAKING_LINTS
+            and lint.line is not None
+            and lint.file == source.file
+            and lint.version in (None, source.version)
+            and lint.corpus in (None, source.corpus)
+            and source.line <= lint.line
+            and (until is None or lint.line < until)
+        ),
+        key=lambda lint: lint.line,
+    )
 
 
 def decider(defects: list[Lint]) -> Decider:
@@ -47,8 +58,10 @@ def sentence(defects: list[Lint], source_file: str) -> str:
     """One plain sentence: where the shell ends the command (or Python stops reading the block), in the
     lint's words."""
     first = defects[0]
-    what = {"shell": f"The shell ends this command on line {ends_on(first)}",
-            "python": "Python does not run this block as written"}.get(decider_of(first), "This command cannot run as written")
+    what = {
+        "shell": f"The shell ends this command on line {ends_on(first)}",
+        "python": "Python does not run this block as written",
+    }.get(decider_of(first), "This command cannot run as written")
     more = [d.line for d in defects[1:]]
     also = f"; likewise line{'s' if len(more) > 1 else ''} {', '.join(map(str, more))}" if more else ""
     return f"{what} ({source_file}:{first.line}: {first.message.rstrip('.')}{also})."

@@ -38,10 +38,10 @@ def apply(lines: list[str], edits: list[list[str]]) -> list[str] | None:
             replaced = _token(old).sub(lambda _: new.replace("\n", "\n" + indent), line, count=1)  # noqa: B023 — called here
         else:  # a dropped option takes the blanks after it (`--x --y v` → `--y v`), at the end those before it
             m = re.compile(_token(old).pattern + r"[ \t]*").search(line)
-            replaced = line[:m.start()] + line[m.end():]
+            replaced = line[: m.start()] + line[m.end() :]
             replaced = replaced.rstrip() if m.end() == len(line) else replaced
         emptied = replaced.strip() in ("", "\\")  # a dropped option took the whole line
-        out[hit:hit + 1] = [] if emptied else replaced.split("\n")
+        out[hit : hit + 1] = [] if emptied else replaced.split("\n")
     if out and lines and not lines[-1].rstrip().endswith("\\") and out[-1].rstrip().endswith("\\"):
         out[-1] = out[-1].rstrip()[:-1].rstrip()  # the old last line went: no dangling continuation
     return out
@@ -56,13 +56,17 @@ def backslash_edits(text: str, lint_lines: set[int]) -> tuple[list[list[str]], l
     for i, ln in enumerate(lines):
         m = CONTINUATION.search(ln) if i in lint_lines else None
         if m:
-            edits.append([ln[m.start():], "\\" if i < len(lines) - 1 else ""])
+            edits.append([ln[m.start() :], "\\" if i < len(lines) - 1 else ""])
             if m.group(1):
                 comments.append(m.group(1).strip())
     if comments:
         first = lines[0].strip().split()[0]
         edits.append([first, "\n".join(comments) + "\n" + first])
     if edits:
-        why.append("`\\` followed by blanks" + (" and a comment" if comments else "") +
-                   " does not continue a bash command" + ("; the comments moved above it" if comments else ""))
+        why.append(
+            "`\\` followed by blanks"
+            + (" and a comment" if comments else "")
+            + " does not continue a bash command"
+            + ("; the comments moved above it" if comments else "")
+        )
     return edits, why

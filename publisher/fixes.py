@@ -31,19 +31,19 @@ from dataclasses import dataclass, replace
 
 from packaging.version import Version
 
-from driftmatrix.extractor.snippet_record import Snippet
 from driftmatrix.extractor.snippet_builder import Place, from_shell_text
-from driftmatrix.flaghistory.commands import rejected_options, rejected_tokens, refused_uses, shipped
+from driftmatrix.extractor.snippet_record import Snippet
+from driftmatrix.flaghistory.commands import refused_uses, rejected_options, rejected_tokens, shipped
 from driftmatrix.flaghistory.history import FlagHistory
-from driftmatrix.publisher import defects
-from driftmatrix.publisher import fix_edits, nearest_fix, verdict_words
+from driftmatrix.publisher import defects, fix_edits, nearest_fix, verdict_words
 from driftmatrix.publisher.judgement import Judge, Judgement
 from driftmatrix.publisher.results import Results
 from driftmatrix.runner.argv.edit import FIX
 from driftmatrix.runner.outcomes.vocabulary import GOOD, stage_rank
 
-NO_EFFECT = re.compile(r"\bno (longer has any )?effect\b|\bis ignored\b|\bnow the default\b|\bno longer (needed|used)\b",
-                       re.IGNORECASE)
+NO_EFFECT = re.compile(
+    r"\bno (longer has any )?effect\b|\bis ignored\b|\bnow the default\b|\bno longer (needed|used)\b", re.IGNORECASE
+)
 
 
 def _option_edits(history: FlagHistory, j: Judgement, s: Snippet) -> tuple[list[list[str]], list[str]] | None:
@@ -60,19 +60,27 @@ def _option_edits(history: FlagHistory, j: Judgement, s: Snippet) -> tuple[list[
             if record is None and (near := nearest_fix.option_edit(history, option, _versions(j))):
                 edits, why = (edits, why) if near[0] in edits else (edits + [near[0]], why + [near[1]])
                 continue
-            if record is None or not record.get("removed") or release is None or \
-                    Version(release) < Version(record["removed"]):
+            if (
+                record is None
+                or not record.get("removed")
+                or release is None
+                or Version(release) < Version(record["removed"])
+            ):
                 return None  # not a removal the history can vouch for on this build
             values = _values_after(option, rejected)
             if given := _already_given(option, record, values, s.argv):
                 edits.append([" ".join([option, *values]), ""])
-                why.append(f"{option} was removed in vLLM {record['removed']}; vLLM named {record['replacement']} "
-                           f"instead, and the command already gives {given}; vLLM said: “{record['deprecation']}”")
+                why.append(
+                    f"{option} was removed in vLLM {record['removed']}; vLLM named {record['replacement']} "
+                    f"instead, and the command already gives {given}; vLLM said: “{record['deprecation']}”"
+                )
             elif replacement := _replacement(history, option, record, k.version, values):
                 edits.append([option, replacement])
-                why.append(f"{option} was removed in vLLM {record['removed']}; vLLM's deprecation names "
-                           f"{record['replacement']} instead" + (f" (so {replacement}, the same meaning)"
-                                                                  if replacement != record["replacement"] else ""))
+                why.append(
+                    f"{option} was removed in vLLM {record['removed']}; vLLM's deprecation names "
+                    f"{record['replacement']} instead"
+                    + (f" (so {replacement}, the same meaning)" if replacement != record["replacement"] else "")
+                )
             elif NO_EFFECT.search(record.get("deprecation") or ""):
                 edits.append([" ".join([option, *values]), ""])
                 why.append(f"{option} was removed in vLLM {record['removed']}; vLLM said: “{record['deprecation']}”")
@@ -104,8 +112,10 @@ def _value_edits(history: FlagHistory, j: Judgement, s: Snippet) -> tuple[list[l
             edit = [f"{use.written}{glue}{use.value}", f"{use.written}{glue}{new}"]
             if edit not in edits:
                 edits.append(edit)
-                why.append(f"{use.text()} was removed in vLLM {record['removed']}; vLLM's text names {new} instead"
-                           + (f": “{record['deprecation']}”" if record.get("deprecation") else ""))
+                why.append(
+                    f"{use.text()} was removed in vLLM {record['removed']}; vLLM's text names {new} instead"
+                    + (f": “{record['deprecation']}”" if record.get("deprecation") else "")
+                )
     return edits, why
 
 
@@ -122,7 +132,7 @@ def _replacement(history: FlagHistory, option: str, record: dict, version: str, 
     if not new or option.startswith("--no-"):
         return None
     bare_old = option[2:]
-    if bare_old.startswith("disable-") and new[2:] == "enable-" + bare_old[len("disable-"):]:
+    if bare_old.startswith("disable-") and new[2:] == "enable-" + bare_old[len("disable-") :]:
         new = "--no-" + new[2:]  # `--disable-x` → `--enable-x` would invert it: `--no-enable-x`
     elif bare_old.startswith("disable-") != new[2:].startswith("disable-") and "enable" in new:
         return None  # some other change of polarity: not a mechanical swap
@@ -155,8 +165,9 @@ def _already_given(option: str, record: dict, values: list[str], argv: list[str]
 def _named_value(new: str, record: dict) -> str | None:
     """The value vLLM's deprecation text gives its replacement (`` `--mm-processor-cache-gb 0` ``,
     `--x=ray`), if any."""
-    said = re.search(r"`" + re.escape(new) + r" ([^`\s]+)`|" + re.escape(new) + r"=([^\s`'\",;]+)",
-                     record.get("deprecation") or "")
+    said = re.search(
+        r"`" + re.escape(new) + r" ([^`\s]+)`|" + re.escape(new) + r"=([^\s`'\",;]+)", record.get("deprecation") or ""
+    )
     return (said.group(1) or said.group(2)).rstrip(".") if said else None
 
 
@@ -173,7 +184,7 @@ def _values_of(option: str, argv: list[str]) -> list[str] | None:
 def _values_after(option: str, rejected: list[str]) -> list[str]:
     i = rejected.index(option)
     values = []
-    for token in rejected[i + 1:]:
+    for token in rejected[i + 1 :]:
         if token.startswith("-"):
             break
         values.append(token)
@@ -217,7 +228,8 @@ def _spec_method_edits(s: Snippet, j: Judgement) -> tuple[list[list[str]], list[
     versions = " and ".join(dict.fromkeys(k.version for k in failing))
     return [[raw, json.dumps(without)]], [
         f"vLLM {versions} does not know the speculative method {spec['method']!r}; without `method` it "
-        f"resolves one for the draft model {spec['model']} itself"]
+        f"resolves one for the draft model {spec['model']} itself"
+    ]
 
 
 SIMPLE_KEY = re.compile(r"^[A-Za-z_]\w*$")
@@ -228,8 +240,13 @@ SIMPLE_VALUE = re.compile(r"^(-?\d+(\.\d+)?|[A-Za-z_][\w./-]*)$")
 def json_form(value: str) -> str | None:
     """`image=4,video=1` → `{"image": 4, "video": 1}`; None unless every part is `identifier=scalar`."""
     parts = [p.split("=", 1) for p in value.split(",")]
-    if not all(len(p) == 2 and SIMPLE_KEY.match(p[0]) and SIMPLE_VALUE.match(p[1])
-               and p[1].lower() not in ("nan", "inf", "infinity") for p in parts):
+    if not all(
+        len(p) == 2
+        and SIMPLE_KEY.match(p[0])
+        and SIMPLE_VALUE.match(p[1])
+        and p[1].lower() not in ("nan", "inf", "infinity")
+        for p in parts
+    ):
         return None
     return json.dumps({k: _number(v) for k, v in parts})
 
@@ -266,12 +283,18 @@ def candidates(results: Results, history: FlagHistory | None = None) -> Candidat
 
 def _candidate(s: Snippet, j: Judgement, history: FlagHistory | None) -> Snippet | None:
     # the place the shell reads otherwise, if any (a command shared by pages may be broken on one only)
-    src = next((x for x in s.sources if any(d.code == "backslash-not-continuation" for d in defects.of_source(s, x))),
-               s.sources[0])
+    src = next(
+        (x for x in s.sources if any(d.code == "backslash-not-continuation" for d in defects.of_source(s, x))),
+        s.sources[0],
+    )
     text = src.text
-    lint_lines = {lint.line - src.line for lint in defects.of_source(s, src) if lint.code == "backslash-not-continuation"} \
-        or {lint.line - src.line for lint in s.lints if lint.code == "backslash-not-continuation"
-            and lint.line is not None and lint.file is None}
+    lint_lines = {
+        lint.line - src.line for lint in defects.of_source(s, src) if lint.code == "backslash-not-continuation"
+    } or {
+        lint.line - src.line
+        for lint in s.lints
+        if lint.code == "backslash-not-continuation" and lint.line is not None and lint.file is None
+    }
     edits, why = fix_edits.backslash_edits(text, lint_lines)
     more = _json_edits(s, j)
     spec = _spec_method_edits(s, j)
@@ -297,8 +320,12 @@ def _candidate(s: Snippet, j: Judgement, history: FlagHistory | None) -> Snippet
     tier = max((k.outcome.tier for k in must_run_on(j)), key=stage_rank, default=None) or "parse"
     # the command as extracted from the fixed text (argv, model, speculative config, lints), kept
     # under the documented command's id and places: its outcomes are that command's variant `fix`
-    return replace(again[0], id=s.id, sources=s.sources,
-                   fix={"of": s.id, "edits": edits, "why": why, "tier": tier, "text": "\n".join(fixed)})
+    return replace(
+        again[0],
+        id=s.id,
+        sources=s.sources,
+        fix={"of": s.id, "edits": edits, "why": why, "tier": tier, "text": "\n".join(fixed)},
+    )
 
 
 @dataclass
@@ -325,8 +352,13 @@ def verified(results: Results, judge: Judge, s: Snippet) -> Verified | None:
         if o is None or o.verdict not in GOOD or stage_rank(o.stage) < stage_rank(k.outcome.stage):
             return None
         resolved = (o.evidence.effective_config or {}).get("speculative_method") if dropped_method else None
-        checks.append((k.column.label, k.version,
-                       verdict_words.depth_text(o) + (f", speculative method resolved: {resolved}" if resolved else "")))
+        checks.append(
+            (
+                k.column.label,
+                k.version,
+                verdict_words.depth_text(o) + (f", speculative method resolved: {resolved}" if resolved else ""),
+            )
+        )
     return Verified(fix, checks, checked_text(s, judge.of(s), checks)) if checks else None
 
 
@@ -337,20 +369,35 @@ def checked_text(s: Snippet, j: Judgement, checks: list[tuple[str, str, str]]) -
     command as meant, which the fix makes bash run whole); and the builds it ran on."""
     failed = [k for k in j.failing if k.outcome.verdict == "FAIL"]
     src = s.sources[0]  # the place the fix was made from: its lines, counted in the command
-    ends = sorted({lint.line - src.line + 1 for lint in s.lints if lint.code == "backslash-not-continuation"
-                   and lint.line and lint.file in (None, src.file) and lint.version in (None, src.version)})
+    ends = sorted(
+        {
+            lint.line - src.line + 1
+            for lint in s.lints
+            if lint.code == "backslash-not-continuation"
+            and lint.line
+            and lint.file in (None, src.file)
+            and lint.version in (None, src.version)
+        }
+    )
     parts = []
     if failed:
         where = "; ".join(f"{k.column.label} at {k.outcome.stage}" for k in failed)
-        parts.append(f"the original fails on {where}: the fix was run through the same checks there and gets at "
-                     "least as far")
+        parts.append(
+            f"the original fails on {where}: the fix was run through the same checks there and gets at least as far"
+        )
     if ends:
         total = src.text.count("\n") + 1
-        parts.append(f"bash ends the original at its line {ends[0]} (of {total}: a `\\` that does not continue it), "
-                     "so whoever copies it runs only part of it"
-                     + ("" if failed else "; the original failed on no build because driftmatrix checks the "
-                        "command as its author meant it (the lines joined)")
-                     + "; the fix makes bash run the whole command")
+        parts.append(
+            f"bash ends the original at its line {ends[0]} (of {total}: a `\\` that does not continue it), "
+            "so whoever copies it runs only part of it"
+            + (
+                ""
+                if failed
+                else "; the original failed on no build because driftmatrix checks the "
+                "command as its author meant it (the lines joined)"
+            )
+            + "; the fix makes bash run the whole command"
+        )
     ran = "; ".join(f"{label}: {how}" for label, _version, how in checks)
     text = "; ".join(parts)
     return (text[:1].upper() + text[1:] + ". " if text else "") + f"The fixed command was checked on {ran}."

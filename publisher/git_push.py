@@ -18,6 +18,7 @@ import os
 import re
 import subprocess
 from pathlib import Path
+
 from driftmatrix.common.git import run_git
 
 DEFAULT_IDENTITY = "driftmatrix <driftmatrix@users.noreply.github.com>"
@@ -41,8 +42,12 @@ def identity_env(identity: str) -> dict[str, str]:
     if not m:
         raise ValueError(f"--committer must read 'NAME <EMAIL>', not {identity!r}")
     name, email = m.groups()
-    return {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email,
-            "GIT_COMMITTER_NAME": name, "GIT_COMMITTER_EMAIL": email}
+    return {
+        "GIT_AUTHOR_NAME": name,
+        "GIT_AUTHOR_EMAIL": email,
+        "GIT_COMMITTER_NAME": name,
+        "GIT_COMMITTER_EMAIL": email,
+    }
 
 
 class Git:
@@ -51,8 +56,13 @@ class Git:
         self.env = {**os.environ, **identity_env(identity), "GIT_TERMINAL_PROMPT": "0"}
         if token:  # an HTTPS remote on github.com: the token as a header, not in argv or .git/config
             basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
-            self.env.update({"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "http.https://github.com/.extraheader",
-                             "GIT_CONFIG_VALUE_0": f"AUTHORIZATION: basic {basic}"})
+            self.env.update(
+                {
+                    "GIT_CONFIG_COUNT": "1",
+                    "GIT_CONFIG_KEY_0": "http.https://github.com/.extraheader",
+                    "GIT_CONFIG_VALUE_0": f"AUTHORIZATION: basic {basic}",
+                }
+            )
 
     def run(self, *args: str) -> subprocess.CompletedProcess:
         return run_git(self.checkout, *args, env=self.env)
@@ -73,8 +83,11 @@ def local_default(git: Git, remote: str) -> str | None:
 def refusal(branch: str, named: dict[str, str]) -> str | None:
     """Why the tool must not write `branch`, or None. `named`: branch name or pattern -> what it is.
     Compared case-blind: a `Main` beside `main` is a mistake, never the tool's branch."""
-    if not branch or branch.startswith(("refs/", "-")) or run_git(
-            None, "check-ref-format", f"refs/heads/{branch}").returncode:
+    if (
+        not branch
+        or branch.startswith(("refs/", "-"))
+        or run_git(None, "check-ref-format", f"refs/heads/{branch}").returncode
+    ):
         return f"--branch {branch!r} is not a plain branch name"
     for pattern, what in {**{p: "a protected name" for p in PROTECTED}, **named}.items():
         if pattern and fnmatch.fnmatchcase(branch.casefold(), pattern.casefold()):
@@ -103,8 +116,13 @@ def push(git: Git, where: str, branch: str, new: str | None, expect: str | None)
     The lease names the expected value, not a remote-tracking ref, so a fetch in between cannot
     widen it."""
     src = new or ""
-    proc = git.run("push", "--porcelain", f"--force-with-lease=refs/heads/{branch}:{expect or ''}", where,
-                   f"{src}:refs/heads/{branch}")
+    proc = git.run(
+        "push",
+        "--porcelain",
+        f"--force-with-lease=refs/heads/{branch}:{expect or ''}",
+        where,
+        f"{src}:refs/heads/{branch}",
+    )
     if proc.returncode == 0:
         return
     status = "\n".join(line for line in proc.stdout.splitlines() if line.startswith("!"))

@@ -14,7 +14,7 @@ from __future__ import annotations
 import email.utils
 import time
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from urllib.parse import quote
 
 import httpx
@@ -46,8 +46,13 @@ class Pull:
 
     @classmethod
     def of(cls, data: dict) -> Pull:
-        return cls(data["number"], data.get("html_url", ""), data.get("state", ""), data.get("title", ""),
-                   data.get("body") or "")
+        return cls(
+            data["number"],
+            data.get("html_url", ""),
+            data.get("state", ""),
+            data.get("title", ""),
+            data.get("body") or "",
+        )
 
 
 def rate_limit_wait(r: httpx.Response, now: float | None = None) -> float | None:
@@ -78,31 +83,50 @@ def _message(r: httpx.Response) -> str:
         return r.text[:200]
     if not isinstance(data, dict):
         return ""
-    errors = [(e.get("message") or f"{e.get('field', '')} {e.get('code', '')}".strip()) if isinstance(e, dict)
-              else str(e) for e in data.get("errors") or []]
+    errors = [
+        (e.get("message") or f"{e.get('field', '')} {e.get('code', '')}".strip()) if isinstance(e, dict) else str(e)
+        for e in data.get("errors") or []
+    ]
     return data.get("message", "") + (f" ({'; '.join(errors)})" if errors else "")
 
 
 def _meaning(status: int, wait: float | None) -> str:
     if wait is not None:
-        at = datetime.fromtimestamp(time.time() + wait, timezone.utc).strftime("%H:%M:%S UTC")
+        at = datetime.fromtimestamp(time.time() + wait, UTC).strftime("%H:%M:%S UTC")
         return f"rate limited by GitHub; try again after {at}"
-    return {401: "the token was not accepted",
-            403: "forbidden: the token lacks a permission this needs (contents: write to push, pull-requests: "
-                 "write to open or edit a PR, issues: write to label it) or the repository does not allow it",
-            404: "not found, or not visible to this token",
-            422: "GitHub refused the request as invalid"}.get(status, "GitHub answered with an error")
+    return {
+        401: "the token was not accepted",
+        403: "forbidden: the token lacks a permission this needs (contents: write to push, pull-requests: "
+        "write to open or edit a PR, issues: write to label it) or the repository does not allow it",
+        404: "not found, or not visible to this token",
+        422: "GitHub refused the request as invalid",
+    }.get(status, "GitHub answered with an error")
 
 
 class GitHub:
-    def __init__(self, repo: str, token: str, api: str = API, timeout: float = 30.0,
-                 max_retries: int = MAX_RETRIES, max_wait: float = MAX_WAIT_S, sleep=time.sleep):
+    def __init__(
+        self,
+        repo: str,
+        token: str,
+        api: str = API,
+        timeout: float = 30.0,
+        max_retries: int = MAX_RETRIES,
+        max_wait: float = MAX_WAIT_S,
+        sleep=time.sleep,
+    ):
         self.repo = repo
         self.redact = Redactor(extra=[token])
         self.max_retries, self.max_wait, self.sleep = max_retries, max_wait, sleep
-        self.client = httpx.Client(base_url=api.rstrip("/"), timeout=timeout, headers={
-            "Authorization": f"Bearer {token}", "Accept": "application/vnd.github+json",
-            "X-GitHub-Api-Version": "2022-11-28", "User-Agent": "driftmatrix"})
+        self.client = httpx.Client(
+            base_url=api.rstrip("/"),
+            timeout=timeout,
+            headers={
+                "Authorization": f"Bearer {token}",
+                "Accept": "application/vnd.github+json",
+                "X-GitHub-Api-Version": "2022-11-28",
+                "User-Agent": "driftmatrix",
+            },
+        )
 
     def request(self, method: str, path: str, missing_ok: bool = False, **kw) -> dict | list | None:
         """One call; rate limits retried within the bounds; `missing_ok`: a 404 is None."""
@@ -119,8 +143,12 @@ class GitHub:
             return None
         if r.status_code >= 400:
             tries = f" (after {attempt + 1} tries)" if attempt else ""
-            raise GitHubError(self.redact(f"{method} {path}: HTTP {r.status_code}{tries}: {_message(r)} — "
-                                          f"{_meaning(r.status_code, wait)}"), r.status_code)
+            raise GitHubError(
+                self.redact(
+                    f"{method} {path}: HTTP {r.status_code}{tries}: {_message(r)} — {_meaning(r.status_code, wait)}"
+                ),
+                r.status_code,
+            )
         return r.json() if r.content else {}
 
     def _call(self, method: str, path: str, **kw) -> dict | list:
@@ -182,8 +210,10 @@ def check_fork(fork: dict, upstream: str) -> dict:
     """A head on a repository outside the fork network gets a 422 only after the push: refuse first."""
     family = {(fork.get(k) or {}).get("full_name") for k in ("parent", "source")}
     if not fork.get("fork") or upstream not in family:
-        raise GitHubError(f"{fork.get('full_name')} is not a fork of {upstream}, so a PR cannot come from it; "
-                          "name the fork to push to with --push-to-fork OWNER/NAME")
+        raise GitHubError(
+            f"{fork.get('full_name')} is not a fork of {upstream}, so a PR cannot come from it; "
+            "name the fork to push to with --push-to-fork OWNER/NAME"
+        )
     if not (fork.get("permissions") or {}).get("push", True):
         raise GitHubError(f"the token cannot push to the fork {fork.get('full_name')}")
     return fork

@@ -32,18 +32,16 @@ from typing import Literal
 
 from packaging.specifiers import SpecifierSet
 
+from driftmatrix.common.versions import parse_version, version_order
 from driftmatrix.extractor.snippet_record import Lint, Snippet, Source, WrittenFor
 from driftmatrix.extractor.written_for import WrittenForError, of_docs, specifier
 from driftmatrix.flaghistory.commands import explain_use, record_of, shipped
 from driftmatrix.flaghistory.uses import uses_of
-from driftmatrix.publisher import defects
-from driftmatrix.publisher import causes, option_verdict, verdict_words
+from driftmatrix.publisher import causes, defects, option_verdict, verdict_words
 from driftmatrix.publisher.results import Column, Results
 from driftmatrix.runner.diagnosis import classify
-from driftmatrix.common.versions import version_order
-from driftmatrix.runner.outcomes.vocabulary import GOOD, JUDGEMENTS, REAL, JudgementKind, stage_rank
 from driftmatrix.runner.outcomes.outcome_record import Outcome
-from driftmatrix.common.versions import parse_version
+from driftmatrix.runner.outcomes.vocabulary import GOOD, JUDGEMENTS, REAL, JudgementKind, stage_rank
 
 REMOVED = ("unrecognized-arguments", "unknown-config-key", "invalid-choice")
 """Failure signatures (runner/data/signatures.yaml) that mean the build does not have the option
@@ -51,7 +49,9 @@ or value at all: on a later build, a deliberate removal, never a regression."""
 NOT_VLLM = (*REMOVED, classify.MODEL_NOT_FOUND)
 """Failure signatures that are never a vLLM regression: a removal, or a model no reader can load (the
 hub's answer, the same for every build)."""
-UNRECORDED = WrittenFor("", "not recorded (a snippets.json from an older driftmatrix): every build counts", "unrecorded")
+UNRECORDED = WrittenFor(
+    "", "not recorded (a snippets.json from an older driftmatrix): every build counts", "unrecorded"
+)
 Scope = Literal["in", "older", "newer", "unknown"]
 DecidedBy = Literal["builds", "shell", "python", "tree", "history"]
 
@@ -132,8 +132,9 @@ def written_for(source: Source) -> WrittenFor:
     if source.written_for is not None:
         return source.written_for
     if source.corpus in ("vllm-docs", "html"):
-        inferred = of_docs(source.version, f"docs of vLLM {source.version} (inferred: not recorded in "
-                           "this snippets.json)", "")
+        inferred = of_docs(
+            source.version, f"docs of vLLM {source.version} (inferred: not recorded in this snippets.json)", ""
+        )
         if inferred is not None and inferred.basis == "release":
             return inferred
     return UNRECORDED
@@ -169,15 +170,28 @@ def judge(results: Results, snippet: Snippet, wf: WrittenFor, source: Source | N
     goods = [k for k in inside if k.outcome.verdict in GOOD]
     drift, regressed = [], []
     for f in (k for k in inside if k.outcome.verdict == "FAIL"):
-        earlier = [g for g in goods if version_order(g.version) < version_order(f.version)
-                   and stage_rank(g.outcome.stage) >= stage_rank(f.outcome.stage)] if not _not_vllm(f.outcome) else []
+        earlier = (
+            [
+                g
+                for g in goods
+                if version_order(g.version) < version_order(f.version)
+                and stage_rank(g.outcome.stage) >= stage_rank(f.outcome.stage)
+            ]
+            if not _not_vllm(f.outcome)
+            else []
+        )
         if earlier:
             regressed.append((earlier[-1], f))
         else:
             drift.append(f)
     newest_fail = max(fails, key=lambda k: version_order(k.version), default=None)
-    later_good = [k for k in real if k.outcome.verdict in GOOD and newest_fail is not None
-                  and version_order(k.version) > version_order(newest_fail.version)]
+    later_good = [
+        k
+        for k in real
+        if k.outcome.verdict in GOOD
+        and newest_fail is not None
+        and version_order(k.version) > version_order(newest_fail.version)
+    ]
     works_from = later_good[0].version if later_good else None
     j = Judgement("unknown", wf, checks, drift, regressed[0] if regressed and not drift else None, works_from)
     older = [k for k in fails if k.scope == "older"]
@@ -203,7 +217,8 @@ def _with_defects(j: Judgement, found: list[Lint], source: Source) -> Judgement:
     j.kind, j.decided_by, j.defects = "doc-drift", defects.decider(found), found
     meant = j.decided_by != "python"  # a block Python cannot read holds no command as meant: never run
     j.summary = defects.sentence(found, source.file) + (
-        f" The command as meant, on the builds: {builds[:1].lower()}{builds[1:]}" if builds and meant else "")
+        f" The command as meant, on the builds: {builds[:1].lower()}{builds[1:]}" if builds and meant else ""
+    )
     return j
 
 
@@ -216,14 +231,19 @@ def _history_verdict(j: Judgement, snippet: Snippet, spec: SpecifierSet, checks:
     wf = f"{j.written_for.spec or 'any version'} — {j.written_for.origin}"
     if said.kind == "doc-drift":
         j.option_notes = said.notes
-        j.summary = (f"No build the page is written for ({wf}) was checked; per the option history, the versions "
-                     f"it is written for do not have {', '.join(said.options)} (removed by vLLM {said.release}): "
-                     + "; ".join(said.notes) + ".")
+        j.summary = (
+            f"No build the page is written for ({wf}) was checked; per the option history, the versions "
+            f"it is written for do not have {', '.join(said.options)} (removed by vLLM {said.release}): "
+            + "; ".join(said.notes)
+            + "."
+        )
     else:
         checked = _versions([k for k in j.checks if k.outcome.verdict in REAL])
-        j.summary = (f"No build the page is written for ({wf}) was checked; per the option history "
-                     f"{', '.join(said.options)} came with vLLM {said.release}, after every checked build "
-                     f"({checked}): needs vLLM ≥ {said.release}.")
+        j.summary = (
+            f"No build the page is written for ({wf}) was checked; per the option history "
+            f"{', '.join(said.options)} came with vLLM {said.release}, after every checked build "
+            f"({checked}): needs vLLM ≥ {said.release}."
+        )
 
 
 def _option_history(j: Judgement, snippet: Snippet, newest_fail: Check | None) -> None:
@@ -238,8 +258,11 @@ def _option_history(j: Judgement, snippet: Snippet, newest_fail: Check | None) -
     lacking = [u for u in uses if history.accepts_use(u, newest_fail.version, given) is False]
     if lacking and j.works_from is None:  # only when the failing build lacks one of its options or values
         j.options_from = history.first_accepting(uses, newest_fail.version, given)
-        j.newer_notes = [why for u in lacking if (why := explain_use(history, u, newest_fail.version))
-                         and _added_later(history, u, newest_fail.version)]
+        j.newer_notes = [
+            why
+            for u in lacking
+            if (why := explain_use(history, u, newest_fail.version)) and _added_later(history, u, newest_fail.version)
+        ]
 
 
 def _added_later(history, use, version: str) -> bool:
@@ -253,7 +276,9 @@ def _signature(o: Outcome) -> str | None:
     """The failure's signature id: the recorded one, or the exception matched now (records written
     before a signature existed)."""
     exc, recorded = o.evidence.exception, o.evidence.signature
-    return (recorded and recorded.id) or getattr(classify.match_signature(exc.type_and_message() if exc else None), "id", None)
+    return (recorded and recorded.id) or getattr(
+        classify.match_signature(exc.type_and_message() if exc else None), "id", None
+    )
 
 
 def _not_vllm(o: Outcome) -> bool:
@@ -277,29 +302,46 @@ def _summary(j: Judgement, spec: SpecifierSet, older: list[Check]) -> str:
     if j.kind == "doc-drift":
         where = ", ".join(f"at {k.outcome.stage} on vLLM {k.version}" for k in j.failing)
         later = next((k for k in j.checks if k.version == j.works_from and k.outcome.verdict in GOOD), None)
-        return f"{_model_sentence(j.failing)}Fails {where}, which the page is written for ({wf})." + (
-            f" From vLLM {later.version}: {verdict_words.depth_text(later.outcome)}." if later else "") + "".join(
-            f" {note}" + ("" if note.endswith("?") else ".") for note in j.option_notes)  # "did you mean …?"
+        return (
+            f"{_model_sentence(j.failing)}Fails {where}, which the page is written for ({wf})."
+            + (f" From vLLM {later.version}: {verdict_words.depth_text(later.outcome)}." if later else "")
+            + "".join(f" {note}" + ("" if note.endswith("?") else ".") for note in j.option_notes)
+        )  # "did you mean …?"
     if j.kind == "vllm-regression":
         good, bad = j.regression
-        return (f"Passed on vLLM {good.version} (commit {good.column.commit or 'unknown'}; "
-                f"{verdict_words.depth_text(good.outcome)}) and fails at {bad.outcome.stage} on vLLM {bad.version} (commit "
-                f"{bad.column.commit or 'unknown'}), both builds the page is written for ({wf}): a vLLM regression, "
-                "not a doc bug.")
+        return (
+            f"Passed on vLLM {good.version} (commit {good.column.commit or 'unknown'}; "
+            f"{verdict_words.depth_text(good.outcome)}) and fails at {bad.outcome.stage} on vLLM {bad.version} (commit "
+            f"{bad.column.commit or 'unknown'}), both builds the page is written for ({wf}): a vLLM regression, "
+            "not a doc bug."
+        )
     if j.kind == "needs-newer":
-        return (f"Fails only on {_versions(older)}, older than the page's versions ({wf})"
-                + (f"; needs vLLM ≥ {j.works_from}." if j.works_from else
-                   f"; needs vLLM ≥ {j.options_from} (the first release with all its options and the values "
-                   "it gives them, per the option history)." if j.options_from else ".")
-                + "".join(f" {note}." for note in j.newer_notes))
+        return (
+            f"Fails only on {_versions(older)}, older than the page's versions ({wf})"
+            + (
+                f"; needs vLLM ≥ {j.works_from}."
+                if j.works_from
+                else f"; needs vLLM ≥ {j.options_from} (the first release with all its options and the values "
+                "it gives them, per the option history)."
+                if j.options_from
+                else "."
+            )
+            + "".join(f" {note}." for note in j.newer_notes)
+        )
     if j.kind == "ok":
         inside = [k for k in j.checks if k.scope == "in" and k.outcome.verdict in GOOD]
-        return "Runs on " + ", ".join(f"vLLM {k.version} ({verdict_words.depth_text(k.outcome)})" for k in inside) + \
-            f", which the page is written for ({wf})."
+        return (
+            "Runs on "
+            + ", ".join(f"vLLM {k.version} ({verdict_words.depth_text(k.outcome)})" for k in inside)
+            + f", which the page is written for ({wf})."
+        )
     checked = _versions([k for k in j.checks if k.outcome.verdict in REAL])
     skipped = [k for k in j.checks if k.scope == "in"]
-    return (f"No build the page is written for ({wf}) was checked"
-            + (" beyond a SKIP or ERROR" if skipped else "") + (f"; checked on {checked}." if checked else "."))
+    return (
+        f"No build the page is written for ({wf}) was checked"
+        + (" beyond a SKIP or ERROR" if skipped else "")
+        + (f"; checked on {checked}." if checked else ".")
+    )
 
 
 class Judge:

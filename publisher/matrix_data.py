@@ -20,15 +20,15 @@ from __future__ import annotations
 import json
 import re
 
+from driftmatrix.common.inert import strip_controls_in
+from driftmatrix.common.versions import version_order
 from driftmatrix.flaghistory.commands import shipped
-from driftmatrix.flaghistory.uses import uses_of
 from driftmatrix.flaghistory.history import FlagHistory
+from driftmatrix.flaghistory.uses import uses_of
 from driftmatrix.publisher import addresses, causes, ranges, titles
-from driftmatrix.runner.outcomes import vocabulary
 from driftmatrix.publisher.command_view import CommandView, CommandViews
 from driftmatrix.publisher.results import BUILD_KINDS, Results, build_kind
-from driftmatrix.common.versions import version_order
-from driftmatrix.common.inert import strip_controls_in
+from driftmatrix.runner.outcomes import vocabulary
 from driftmatrix.runner.outcomes.vocabulary import REAL, TIERS
 
 SCOPES = {"in": 0, "unknown": 0, "older": 1, "newer": 2}
@@ -103,9 +103,15 @@ def _cell(v: CommandView, strings: _Strings, col, j):
     check = next((k for k in j.checks if k.column.key == col.key), None)
     found = v.ranges[col.key]  # the view's: the same as matrix.json's
     detail = " ".join([causes.cause(o, limit=400), *causes.option_notes(o, v.snippet)]).strip()
-    return [vocabulary.VERDICTS.index(o.verdict), TIERS.index(o.stage) if o.stage in TIERS else 0,
-            found.text() if found else "", strings(detail), SCOPES[check.scope] if check else 0,
-            1 if o.stand_in else 0, strings(found.words(col.kind)) if found else -1]
+    return [
+        vocabulary.VERDICTS.index(o.verdict),
+        TIERS.index(o.stage) if o.stage in TIERS else 0,
+        found.text() if found else "",
+        strings(detail),
+        SCOPES[check.scope] if check else 0,
+        1 if o.stand_in else 0,
+        strings(found.words(col.kind)) if found else -1,
+    ]
 
 
 def _runs(known: ranges.Runs, sid: str, versions: dict[str, int]) -> list[list[int]]:
@@ -114,7 +120,14 @@ def _runs(known: ranges.Runs, sid: str, versions: dict[str, int]) -> list[list[i
     for k, kind in enumerate(BUILD_KINDS):
         for version, (verdict, stage) in (known.get((sid, kind)) or {}).items():
             if version in versions:
-                out.append([versions[version], vocabulary.VERDICTS.index(verdict), TIERS.index(stage) if stage in TIERS else 0, k])
+                out.append(
+                    [
+                        versions[version],
+                        vocabulary.VERDICTS.index(verdict),
+                        TIERS.index(stage) if stage in TIERS else 0,
+                        k,
+                    ]
+                )
     return out
 
 
@@ -139,27 +152,62 @@ def build(commands: CommandViews) -> dict:
         s = v.snippet
         src = s.sources[0] if s.sources else None
         key = addresses.page_key(src) if src else "(no source)"
-        group = groups.setdefault(key, [addresses.page_slug(key), titles.page_title(src) if src else key,
-                                        f"{src.file} ({src.corpus} {src.version})" if src else "", []])
+        group = groups.setdefault(
+            key,
+            [
+                addresses.page_slug(key),
+                titles.page_title(src) if src else key,
+                f"{src.file} ({src.corpus} {src.version})" if src else "",
+                [],
+            ],
+        )
         j = v.at_sources[0] if src else v.worst
         cells = [_cell(v, strings, c, j) for c in columns]
         # this publish's runs are in the cells already: the "my version" runs add the history's
         # and, for a version with no run, the option history answers in the page's script
         bits = (1 if s.speculative_config else 0) | (2 if any(c and c[5] for c in cells) else 0)
-        group[3].append([s.id, joined_command(v.command), s.model or "", kinds.index(s.kind), bits,
-                         vocabulary.JUDGEMENTS.index(j.kind), strings(j.summary), cells,
-                         options.of(s.argv or []) if s.kind != "subcommand" else [],  # `vllm serve`'s history
-                         _runs(known, s.id, index)])
+        group[3].append(
+            [
+                s.id,
+                joined_command(v.command),
+                s.model or "",
+                kinds.index(s.kind),
+                bits,
+                vocabulary.JUDGEMENTS.index(j.kind),
+                strings(j.summary),
+                cells,
+                options.of(s.argv or []) if s.kind != "subcommand" else [],  # `vllm serve`'s history
+                _runs(known, s.id, index),
+            ]
+        )
     return {
         "schema": 1,
-        "columns": [{"key": c.key, "name": c.name, "version": c.version, "commit": c.commit or "",
-                     "date": results.dates.get(c.key, ""), "kind": c.kind, "label": c.label} for c in columns],
-        "buildKinds": list(BUILD_KINDS), "kinds": kinds, "verdicts": list(vocabulary.VERDICTS), "icons": vocabulary.ICONS,
-        "meaning": vocabulary.VERDICT_MEANING, "stages": list(TIERS),
+        "columns": [
+            {
+                "key": c.key,
+                "name": c.name,
+                "version": c.version,
+                "commit": c.commit or "",
+                "date": results.dates.get(c.key, ""),
+                "kind": c.kind,
+                "label": c.label,
+            }
+            for c in columns
+        ],
+        "buildKinds": list(BUILD_KINDS),
+        "kinds": kinds,
+        "verdicts": list(vocabulary.VERDICTS),
+        "icons": vocabulary.ICONS,
+        "meaning": vocabulary.VERDICT_MEANING,
+        "stages": list(TIERS),
         "depth": {stage: list(words[:2]) for stage, words in vocabulary.DEPTH.items()},
-        "judgements": list(vocabulary.JUDGEMENTS), "judgementMeaning": vocabulary.JUDGEMENT_MEANING,
-        "strings": strings.items, "groups": sorted(groups.values(), key=lambda g: g[0]),
-        "releases": history.releases if history else [], "options": options.table, "versions": versions,
+        "judgements": list(vocabulary.JUDGEMENTS),
+        "judgementMeaning": vocabulary.JUDGEMENT_MEANING,
+        "strings": strings.items,
+        "groups": sorted(groups.values(), key=lambda g: g[0]),
+        "releases": history.releases if history else [],
+        "options": options.table,
+        "versions": versions,
         "real": list(REAL),
     }
 

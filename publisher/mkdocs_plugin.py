@@ -23,12 +23,12 @@ from urllib.parse import quote
 from mkdocs.config import config_options
 from mkdocs.plugins import BasePlugin
 
-from driftmatrix.extractor.markdown_blocks import code_blocks
-from driftmatrix.publisher.escaping import md_escape
-from driftmatrix.runner.outcomes.vocabulary import GOOD, STATUS_LINE_DEPTH, STATUS_LINE_ICONS
 # matrix.json text on one line (a newline would end the paragraph or the admonition), and inert in
 # the docs build's log, which is a CI log
 from driftmatrix.common.inert import one_line, terminal
+from driftmatrix.extractor.markdown_blocks import code_blocks
+from driftmatrix.publisher.escaping import md_escape
+from driftmatrix.runner.outcomes.vocabulary import GOOD, STATUS_LINE_DEPTH, STATUS_LINE_ICONS
 
 log = logging.getLogger("mkdocs.plugins.driftmatrix")
 FETCH_TIMEOUT_S = 15.0
@@ -40,6 +40,7 @@ def read_matrix(where: str) -> dict:
     try:
         if where.startswith(("http://", "https://")):
             import httpx
+
             response = httpx.get(where, timeout=FETCH_TIMEOUT_S, follow_redirects=True)
             response.raise_for_status()
             doc = response.json()
@@ -47,7 +48,11 @@ def read_matrix(where: str) -> dict:
             doc = json.loads(Path(where).read_text(encoding="utf-8"))
     except Exception as err:  # noqa: BLE001 - any failure to read is the same warning
         raise ValueError(f"{type(err).__name__}: {err}") from None
-    if not isinstance(doc, dict) or not isinstance(doc.get("snippets"), dict) or not isinstance(doc.get("targets"), dict):
+    if (
+        not isinstance(doc, dict)
+        or not isinstance(doc.get("snippets"), dict)
+        or not isinstance(doc.get("targets"), dict)
+    ):
         raise ValueError("not a driftmatrix matrix.json (no `snippets`/`targets`)")
     return doc
 
@@ -71,8 +76,10 @@ class DriftmatrixPlugin(BasePlugin):
         try:
             self.matrix = read_matrix(where)
         except ValueError as err:
-            log.warning(f"driftmatrix: cannot use matrix.json from {where} ({terminal(err)}); the docs build without "
-                        "status lines")
+            log.warning(
+                f"driftmatrix: cannot use matrix.json from {where} ({terminal(err)}); the docs build without "
+                "status lines"
+            )
             return config
         self.site = (self.config["site"] or where.rsplit("/", 1)[0]).rstrip("/")
         self.attr_list = "attr_list" in config["markdown_extensions"]
@@ -103,7 +110,7 @@ class DriftmatrixPlugin(BasePlugin):
             if block.unclosed or close - 1 >= len(lines):
                 continue
             opening = lines[block.line - 2]
-            indent = opening[:len(opening) - len(opening.lstrip())]
+            indent = opening[: len(opening) - len(opening.lstrip())]
             seen = set()
             block_lines = {ln.strip() for ln in block.text.split("\n")}
             for sid, entry, src in wanted:
@@ -114,8 +121,10 @@ class DriftmatrixPlugin(BasePlugin):
                 try:
                     status = self.status(sid, entry, src)
                 except (AttributeError, TypeError, KeyError, ValueError) as err:
-                    log.warning(f"driftmatrix: {terminal(sid)}: malformed entry in matrix.json ({terminal(err)}); "
-                                "no status line")
+                    log.warning(
+                        f"driftmatrix: {terminal(sid)}: malformed entry in matrix.json ({terminal(err)}); "
+                        "no status line"
+                    )
                     continue
                 after.setdefault(close, []).append([indent + ln for ln in status])
         out = []
@@ -133,16 +142,26 @@ class DriftmatrixPlugin(BasePlugin):
             if cell.get("retired") or target.get("retired"):
                 continue
             status = cell.get("status")
-            what = STATUS_LINE_DEPTH.get(cell.get("stage"), cell.get("stage")) if status in GOOD else \
-                f"fails at {cell.get('stage')}" if status == "FAIL" else str(status).lower()
+            what = (
+                STATUS_LINE_DEPTH.get(cell.get("stage"), cell.get("stage"))
+                if status in GOOD
+                else f"fails at {cell.get('stage')}"
+                if status == "FAIL"
+                else str(status).lower()
+            )
             if status == "FAIL" and cell.get("notes"):
-                cause = str(cell["notes"][-1] if len(cell["notes"]) > 1 and "vLLM" in cell["notes"][-1]
-                            else cell["notes"][0])  # the option history's words when it has them
+                cause = str(
+                    cell["notes"][-1] if len(cell["notes"]) > 1 and "vLLM" in cell["notes"][-1] else cell["notes"][0]
+                )  # the option history's words when it has them
                 what = f"{what}: {cause[:CAUSE_CHARS]}{'…' if len(cause) > CAUSE_CHARS else ''}"
-            parts.append(f"{STATUS_LINE_ICONS.get(status, '?')} vLLM {target.get('version', '?')} {target.get('name', key)} ({what})")
+            parts.append(
+                f"{STATUS_LINE_ICONS.get(status, '?')} vLLM {target.get('version', '?')} {target.get('name', key)} ({what})"
+            )
         judged = one_line(src.get("judgement") or entry.get("judgement") or "not judged")
         text = one_line(" · ".join(parts) or "not run yet")
         link = f"{self.site}/snippets/{quote(sid, safe='')}.html"
         spec = one_line(src.get("written_for") or "any version")
-        line = f"driftmatrix: {md_escape(text)} · this page ({md_escape(spec)}): {md_escape(judged)} · [evidence]({link})"
+        line = (
+            f"driftmatrix: {md_escape(text)} · this page ({md_escape(spec)}): {md_escape(judged)} · [evidence]({link})"
+        )
         return [line, "{: .driftmatrix-status }"] if self.attr_list else [line]

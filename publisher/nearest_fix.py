@@ -32,9 +32,11 @@ def _one_name(history: FlagHistory, use: Use, versions: list[str]) -> str | None
 
 def _why(use: Use, new: str, versions: list[str]) -> str:
     where = " and ".join(dict.fromkeys(f"vLLM {v}" for v in versions))
-    return (f"{use.text()} is in no vLLM release read; the nearest name {where} "
-            f"{'has' if len(versions) < 2 else 'have'} is {nearest.shown(use, new)} (a guess from its spelling: "
-            "only the runs show it works)")
+    return (
+        f"{use.text()} is in no vLLM release read; the nearest name {where} "
+        f"{'has' if len(versions) < 2 else 'have'} is {nearest.shown(use, new)} (a guess from its spelling: "
+        "only the runs show it works)"
+    )
 
 
 def option_edit(history: FlagHistory, option: str, versions: list[str]) -> Edit | None:

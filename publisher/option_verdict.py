@@ -20,14 +20,14 @@ from dataclasses import dataclass, field
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
+from driftmatrix.common import vllm_plugins
+from driftmatrix.common.versions import parse_version
 from driftmatrix.extractor.snippet_record import Snippet
 from driftmatrix.extractor.written_for import specifier
 from driftmatrix.flaghistory.commands import explain_use, record_of
-from driftmatrix.flaghistory.uses import uses_of
 from driftmatrix.flaghistory.history import FlagHistory
+from driftmatrix.flaghistory.uses import uses_of
 from driftmatrix.runner.outcomes.vocabulary import GOOD, REAL, JudgementKind, stage_rank
-from driftmatrix.common.versions import parse_version
-from driftmatrix.common import vllm_plugins
 
 JUDGED_KINDS = ("serve", "docker", "recipe")
 """Commands whose options are `vllm serve`'s (not a subcommand's, not LLM()'s keyword arguments)."""
@@ -44,7 +44,6 @@ class HistoryVerdict:
     """doc-drift: the latest release that removed one of them; needs-newer: the latest that added one."""
     notes: list[str] = field(default_factory=list)
     """doc-drift: vLLM's own words per option (removed when, deprecated with which text)."""
-
 
 
 def lower_bound(spec: SpecifierSet) -> Version | None:
@@ -75,11 +74,14 @@ def page_releases(history: FlagHistory, spec: SpecifierSet, low: Version | None)
 
 def _parsed(check) -> bool:
     """The build's parser accepted the command's options."""
-    return check.outcome.verdict in GOOD or (check.outcome.verdict == "FAIL" and stage_rank(check.outcome.stage) > stage_rank("parse"))
+    return check.outcome.verdict in GOOD or (
+        check.outcome.verdict == "FAIL" and stage_rank(check.outcome.stage) > stage_rank("parse")
+    )
 
 
-def verdict(history: FlagHistory | None, snippet: Snippet, spec: SpecifierSet, low: Version | None,
-            checks: list) -> HistoryVerdict | None:
+def verdict(
+    history: FlagHistory | None, snippet: Snippet, spec: SpecifierSet, low: Version | None, checks: list
+) -> HistoryVerdict | None:
     """What the history says of a command none of whose page's builds was checked (`checks`: every
     current build's Check, publisher/judgement.py); None where it says nothing or is contradicted.
     Options, and the values and config keys the history reads (flaghistory/uses.py), alike."""
@@ -87,15 +89,21 @@ def verdict(history: FlagHistory | None, snippet: Snippet, spec: SpecifierSet, l
         return None
     view = page_releases(history, spec, low)
     plugins = vllm_plugins.plugins_of(snippet)  # a plugin's values: stock vLLM's history does not decide them
-    uses = [u for u in uses_of(history, snippet.argv or []) if not vllm_plugins.registered_value(u.kind, u.domain, plugins)]
+    uses = [
+        u for u in uses_of(history, snippet.argv or []) if not vllm_plugins.registered_value(u.kind, u.domain, plugins)
+    ]
     if not view or not uses:
         return None
     given = frozenset(u.option for u in uses)
     built = [(k, v) for k in checks if k.outcome.verdict in REAL and (v := parse_version(k.version)) is not None]
     removed = [found for use in uses if (found := _removed(history, use, view, given, built))]
     if removed:
-        return HistoryVerdict("doc-drift", [u.text() for u, _, _ in removed], str(max(g for _, g, _ in removed)),
-                              [note for _, _, note in removed if note])
+        return HistoryVerdict(
+            "doc-drift",
+            [u.text() for u, _, _ in removed],
+            str(max(g for _, g, _ in removed)),
+            [note for _, _, note in removed if note],
+        )
     newest = max((v for _, v in built), default=None)
     added = [found for use in uses if (found := _added(history, use, view, given, built, newest))]
     if added:
@@ -127,8 +135,13 @@ def _added(history: FlagHistory, use, view: list[str], given: frozenset[str], bu
     """(use, the release that added it) when it came after every checked build."""
     record = record_of(history, use)
     first = parse_version((record or {}).get("added") or "")
-    if newest is None or first is None or first <= newest or record["added"] == _first_read(history, use) \
-            or not any(history.accepts_use(use, r, given) for r in view):
+    if (
+        newest is None
+        or first is None
+        or first <= newest
+        or record["added"] == _first_read(history, use)
+        or not any(history.accepts_use(use, r, given) for r in view)
+    ):
         return None
     if any(v < first and _parsed(k) for k, v in built):
         return None  # a build before the addition accepted it: the history is wrong here

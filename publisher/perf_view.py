@@ -106,9 +106,15 @@ def _figures(o: Outcome) -> dict | None:
     single, many = (perf.single, perf.concurrent) if perf else (None, None)
     if single is None or single.decode_tok_s_median is None:
         return None
-    return {"decode": single.decode_tok_s_median, "throughput": many and many.throughput_tok_s,
-            "ttft1": single.ttft_s_median, "ttftn": many and many.ttft_s_median,
-            "n": (many and many.streams) or 16, "one": single.streams or 1, "tokens": single.max_tokens}
+    return {
+        "decode": single.decode_tok_s_median,
+        "throughput": many and many.throughput_tok_s,
+        "ttft1": single.ttft_s_median,
+        "ttftn": many and many.ttft_s_median,
+        "n": (many and many.streams) or 16,
+        "one": single.streams or 1,
+        "tokens": single.max_tokens,
+    }
 
 
 def _device(o: Outcome) -> str:
@@ -127,9 +133,13 @@ def _ratio(value, base) -> str:
 def _cells(heads: list[str], f: dict, base: dict | None, is_base: bool) -> list[tuple[str, str, str]]:
     def ratio(key: str) -> str:
         return "baseline" if is_base else _ratio(f[key], base and base[key])
-    return [(heads[0], number(f["decode"], "tok/s"), ratio("decode")),
-            (heads[1], number(f["throughput"], "tok/s"), ratio("throughput")),
-            (heads[2], number(f["ttft1"], "s"), ""), (heads[3], number(f["ttftn"], "s"), "")]
+
+    return [
+        (heads[0], number(f["decode"], "tok/s"), ratio("decode")),
+        (heads[1], number(f["throughput"], "tok/s"), ratio("throughput")),
+        (heads[2], number(f["ttft1"], "s"), ""),
+        (heads[3], number(f["ttftn"], "s"), ""),
+    ]
 
 
 def tables(results: Results, snippet_id: str, has_spec: bool) -> list[SpeedTable]:
@@ -144,33 +154,61 @@ def tables(results: Results, snippet_id: str, has_spec: bool) -> list[SpeedTable
             continue
         base = next((f for v, o, f in measured if v == "no-spec"), None)
         first = measured[0][2]
-        heads = [f"decode, {first['one']} stream", f"throughput, {first['n']} streams",
-                 f"time to first token, {first['one']} stream", f"time to first token, {first['n']} streams"]
-        rows = [Run(VARIANTS.get(v, v), v, o, _cells(heads, f, base, v == "no-spec") if f else [],
-                    acceptance(o.evidence.perf and o.evidence.perf.spec_decode)) for v, o, f in runs]
+        heads = [
+            f"decode, {first['one']} stream",
+            f"throughput, {first['n']} streams",
+            f"time to first token, {first['one']} stream",
+            f"time to first token, {first['n']} streams",
+        ]
+        rows = [
+            Run(
+                VARIANTS.get(v, v),
+                v,
+                o,
+                _cells(heads, f, base, v == "no-spec") if f else [],
+                acceptance(o.evidence.perf and o.evidence.perf.spec_decode),
+            )
+            for v, o, f in runs
+        ]
         spec = has_spec or any(r.accepted for r in rows)
-        out.append(SpeedTable(c, _device(measured[0][1]), first["tokens"] or 256, heads, rows, base is not None,
-                              spec, _sentences(rows, base is not None, has_spec, measured[0][1])))
+        out.append(
+            SpeedTable(
+                c,
+                _device(measured[0][1]),
+                first["tokens"] or 256,
+                heads,
+                rows,
+                base is not None,
+                spec,
+                _sentences(rows, base is not None, has_spec, measured[0][1]),
+            )
+        )
     return out
 
 
 def _sentences(rows: list[Run], baseline: bool, has_spec: bool, o: Outcome) -> list[str]:
     said = []
     if baseline:
-        said.append("The ratios compare each run with no-spec, the same command without its speculative config, "
-                    "on the same build: below 1.00× it is slower.")
+        said.append(
+            "The ratios compare each run with no-spec, the same command without its speculative config, "
+            "on the same build: below 1.00× it is slower."
+        )
     documented = next((r for r in rows if r.variant is None), None)
     if has_spec and documented and documented.o.stand_in:
         shown = f" (here {documented.accepted.replace(' (', ', ').rstrip(')')})" if documented.accepted else ""
-        said.append("The model or its draft is a random-weight stand-in here (same architecture, no real weights): "
-                    "a draft's tokens are then almost never accepted" + shown + ", so a slowdown with speculative "
-                    "decoding here says nothing about real models.")
+        said.append(
+            "The model or its draft is a random-weight stand-in here (same architecture, no real weights): "
+            "a draft's tokens are then almost never accepted" + shown + ", so a slowdown with speculative "
+            "decoding here says nothing about real models."
+        )
     selfspec = next((r for r in rows if r.variant == "self-spec"), None)
     if selfspec and selfspec.accepted:
         said.append(f"self-spec, the model as its own draft, is the acceptance upper bound: {selfspec.accepted}.")
     elif selfspec:
-        said.append(f"self-spec, the model as its own draft (the acceptance upper bound), was not measured on this "
-                    f"build: {selfspec.o.verdict} at {selfspec.o.stage} (see Variants).")
+        said.append(
+            f"self-spec, the model as its own draft (the acceptance upper bound), was not measured on this "
+            f"build: {selfspec.o.verdict} at {selfspec.o.stage} (see Variants)."
+        )
     if (o.evidence.perf and o.evidence.perf.device) == "cpu":
         said.append("Measured on a CPU: the figures show that it works under load, not how fast it is on a GPU.")
     return said

@@ -13,11 +13,10 @@ from urllib.parse import quote
 
 from driftmatrix.common.inert import code_block, code_span, plain, table_cell, unclosed
 from driftmatrix.publisher import annotate as ann
-from driftmatrix.publisher import defects
-from driftmatrix.publisher import causes, verdict_words
+from driftmatrix.publisher import causes, defects, verdict_words
+from driftmatrix.publisher.causes import cause
 from driftmatrix.publisher.command_view import CommandViews
 from driftmatrix.publisher.results import Results
-from driftmatrix.publisher.causes import cause
 from driftmatrix.runner.outcomes import subcommands
 
 BODY_LIMIT = 65_536
@@ -49,20 +48,31 @@ def body(commands: CommandViews, annotation: ann.Annotation, site_url: str | Non
             rows += _evidence_rows(j, link(s.id), f"{patch.file}:{src.line}")
             for k in j.failing:
                 commit = f" {table_cell(k.column.commit)}" if k.column.commit else ""
-                rows.append(f"{where} {plain(k.column.label)}{commit} | "
-                            f"{plain(k.outcome.verdict)} ({plain(k.outcome.stage)}) | "
-                            f"{table_cell(cause(k.outcome, limit=200))} |")
+                rows.append(
+                    f"{where} {plain(k.column.label)}{commit} | "
+                    f"{plain(k.outcome.verdict)} ({plain(k.outcome.stage)}) | "
+                    f"{table_cell(cause(k.outcome, limit=200))} |"
+                )
             if not j.failing and not j.defects and j.decided_by != "history":  # no row says why otherwise
                 rows.append(f"{where} — | {plain(j.kind)} | {table_cell(j.summary, 200)} |")
-    lines = ["driftmatrix ran the commands these pages show against these vLLM builds:", "",
-             *builds(commands.results), ""]
+    lines = [
+        "driftmatrix ran the commands these pages show against these vLLM builds:",
+        "",
+        *builds(commands.results),
+        "",
+    ]
     if rows:  # a table with a header and no rows says nothing: left out
         lines += [
             "The commands below do not run as written on a vLLM version their page is written for (a release's "
             "docs: that release line; a recipe: its `min_vllm_version`; otherwise what the page states, or the "
             "current stable release and newer); this PR adds an admonition right after each, between "
-            "`<!-- driftmatrix:begin … -->` markers. Failures on versions a page is not written for are not listed.", "",
-            "| Command | Page | Written for | Build | Verdict | Cause |", "|---|---|---|---|---|---|", *rows, ""]
+            "`<!-- driftmatrix:begin … -->` markers. Failures on versions a page is not written for are not listed.",
+            "",
+            "| Command | Page | Written for | Build | Verdict | Cause |",
+            "|---|---|---|---|---|---|",
+            *rows,
+            "",
+        ]
     lines += fixed_commands(annotation, link)
     lines += ["The next run updates this PR: a warning goes once its command runs.", ""]
     lines += regressions(commands, annotation.tree, link)
@@ -81,17 +91,28 @@ def _evidence_rows(j, command: str, where: str) -> list[str]:
         if shell:
             more = [str(d.line) for d in shell[1:]]
             also = f" (likewise line{'s' if len(more) > 1 else ''} {', '.join(more)})" if more else ""
-            rows.append(f"| {command} | {table_cell(where)} | {table_cell(j.written_for.spec)} | the shell (bash) | "
-                        f"ends the command on line {defects.ends_on(shell[0])} | "
-                        f"{table_cell(shell[0].message[:200] + also)} |")
-        rows += [f"| {command} | {table_cell(where)} | {table_cell(j.written_for.spec)} | Python's parser | "
-                 f"stops reading the block on line {d.line} | {table_cell(d.message[:200])} |" for d in python]
-        rows += [f"| {command} | {table_cell(where)} | {table_cell(j.written_for.spec)} | the release's tree | "
-                 f"a file it names is missing (line {d.line}) | {table_cell(d.message[:200])} |" for d in tree]
+            rows.append(
+                f"| {command} | {table_cell(where)} | {table_cell(j.written_for.spec)} | the shell (bash) | "
+                f"ends the command on line {defects.ends_on(shell[0])} | "
+                f"{table_cell(shell[0].message[:200] + also)} |"
+            )
+        rows += [
+            f"| {command} | {table_cell(where)} | {table_cell(j.written_for.spec)} | Python's parser | "
+            f"stops reading the block on line {d.line} | {table_cell(d.message[:200])} |"
+            for d in python
+        ]
+        rows += [
+            f"| {command} | {table_cell(where)} | {table_cell(j.written_for.spec)} | the release's tree | "
+            f"a file it names is missing (line {d.line}) | {table_cell(d.message[:200])} |"
+            for d in tree
+        ]
         return rows
     if j.decided_by == "history":
-        return [f"| {command} | {table_cell(where)} | {table_cell(j.written_for.spec)} | the option history | "
-                f"removed by vLLM {plain(j.history_release or '')} | {table_cell(note[:200])} |" for note in j.option_notes]
+        return [
+            f"| {command} | {table_cell(where)} | {table_cell(j.written_for.spec)} | the option history | "
+            f"removed by vLLM {plain(j.history_release or '')} | {table_cell(note[:200])} |"
+            for note in j.option_notes
+        ]
     return []
 
 
@@ -100,22 +121,37 @@ def fixed_commands(annotation: ann.Annotation, link) -> list[str]:
     fixes = [(p.file, f) for p in annotation.patches for f in p.fixes]
     if not fixes:
         return []
-    out = ["## Commands fixed", "",
-           "This PR replaces each command below by a fix that driftmatrix ran and saw working; only the "
-           "command's own lines change. Under each: why, and what its run showed.", ""]
+    out = [
+        "## Commands fixed",
+        "",
+        "This PR replaces each command below by a fix that driftmatrix ran and saw working; only the "
+        "command's own lines change. Under each: why, and what its run showed.",
+        "",
+    ]
     for file, f in fixes:
         checked = ", ".join(f"{label}: {how}" for label, _version, how in f.checks)
-        out += [f"### {code_span(f'{file}:{f.line}')} — {link(f.snippet_id)}", "", "Before:", "",
-                code_block(f.before, "bash"), "", "After:", "", code_block(f.after, "bash"), "",
-                *(f"- {code_span(w)}" for w in f.why), *([f"- {plain(f.checked)}"] if f.checked else []),
-                f"- checked on {plain(checked)}", ""]
+        out += [
+            f"### {code_span(f'{file}:{f.line}')} — {link(f.snippet_id)}",
+            "",
+            "Before:",
+            "",
+            code_block(f.before, "bash"),
+            "",
+            "After:",
+            "",
+            code_block(f.after, "bash"),
+            "",
+            *(f"- {code_span(w)}" for w in f.why),
+            *([f"- {plain(f.checked)}"] if f.checked else []),
+            f"- checked on {plain(checked)}",
+            "",
+        ]
     return out
 
 
 def builds(results: Results) -> list[str]:
     """The builds the commands ran against, one line each (name, version, kind, commit)."""
-    return [f"- {plain(c.label)}" + (f", commit {code_span(c.commit)}" if c.commit else "")
-            for c in results.columns]
+    return [f"- {plain(c.label)}" + (f", commit {code_span(c.commit)}" if c.commit else "") for c in results.columns]
 
 
 def regressions(commands: CommandViews, tree: Path, link) -> list[str]:
@@ -129,19 +165,31 @@ def regressions(commands: CommandViews, tree: Path, link) -> list[str]:
             good, bad = j.regression
             exc = bad.outcome.evidence.exception
             where = causes.location(exc)
-            out += [f"### {code_span(subcommands.program(s))} regression: runs on vLLM {plain(good.version)}, fails "
-                    f"on vLLM {plain(bad.version)}", "",
-                    f"Command ({link(s.id)}, documented at {code_span(f'{src.file}:{src.line}')}):", "",
-                    code_block(view.command, "bash"), "",
-                    f"- vLLM {plain(good.version)} (commit {code_span(good.column.commit or 'unknown')}): "
-                    f"{verdict_words.depth_text(good.outcome, s)}",
-                    f"- vLLM {plain(bad.version)} (commit {code_span(bad.column.commit or 'unknown')}): fails at "
-                    f"{plain(bad.outcome.stage)}: {code_span((exc and exc.type) or bad.outcome.verdict)}: "
-                    f"{code_span((exc and exc.message) or bad.outcome.reason or '')}"
-                    + (f" (raised at {code_span(where)})" if where else ""), ""]
+            out += [
+                f"### {code_span(subcommands.program(s))} regression: runs on vLLM {plain(good.version)}, fails "
+                f"on vLLM {plain(bad.version)}",
+                "",
+                f"Command ({link(s.id)}, documented at {code_span(f'{src.file}:{src.line}')}):",
+                "",
+                code_block(view.command, "bash"),
+                "",
+                f"- vLLM {plain(good.version)} (commit {code_span(good.column.commit or 'unknown')}): "
+                f"{verdict_words.depth_text(good.outcome, s)}",
+                f"- vLLM {plain(bad.version)} (commit {code_span(bad.column.commit or 'unknown')}): fails at "
+                f"{plain(bad.outcome.stage)}: {code_span((exc and exc.type) or bad.outcome.verdict)}: "
+                f"{code_span((exc and exc.message) or bad.outcome.reason or '')}"
+                + (f" (raised at {code_span(where)})" if where else ""),
+                "",
+            ]
             if bad.outcome.evidence.log_excerpt:
-                out += ["<details><summary>Log excerpt</summary>", "", code_block(bad.outcome.evidence.log_excerpt), "",
-                        "</details>", ""]
+                out += [
+                    "<details><summary>Log excerpt</summary>",
+                    "",
+                    code_block(bad.outcome.evidence.log_excerpt),
+                    "",
+                    "</details>",
+                    "",
+                ]
             break  # one section per command
     if out:
         out = ["## vLLM regressions on these pages (not doc bugs: report upstream, no warning added)", "", *out]
@@ -153,8 +201,11 @@ def fit(text: str, site_url: str | None, reserve: int = 0) -> str:
     appends), with what the cut left open closed and a last line saying where the rest is."""
     if len(text) + reserve <= BODY_BUDGET:
         return text
-    where = (f"every command's evidence is on the site: {site_url}" if site_url
-             else "`driftmatrix pr` without --apply prints all of it")
+    where = (
+        f"every command's evidence is on the site: {site_url}"
+        if site_url
+        else "`driftmatrix pr` without --apply prints all of it"
+    )
     tail = f"*This description is cut at GitHub's {BODY_LIMIT:,}-character limit for a PR body; {where}*"
     room = BODY_BUDGET - reserve - len(tail) - 200  # 200: the closing fence and </details> lines
     kept, size = [], 0

@@ -27,14 +27,16 @@ _TWIN_PATH = re.compile(r"/standins/([^/]+?)-([0-9a-f]{8,})(?:/(.*))?$")
 _STDLIB = re.compile(r"/lib/(python\d[\d.]*)/(.+)$")
 _CARRIED = re.compile(r"/site-\d[^/]*/(.+)$")
 _ENV = re.compile(r"/envs/([^/]+)(?:/(.*))?$")
-_OWN = re.compile(r"/((?:runner|publisher|extractor|flaghistory|driftmatrix|tests|benchmarks)/.+\.(?:py|j2|ya?ml|jsonl?|sh))$")
+_OWN = re.compile(
+    r"/((?:runner|publisher|extractor|flaghistory|driftmatrix|tests|benchmarks)/.+\.(?:py|j2|ya?ml|jsonl?|sh))$"
+)
 _HOME = re.compile(r"^(?:/root|/home/[^/]+|/Users/[^/]+)(?=/|$)")
 _TMP = re.compile(r"^(?:/tmp|/var/tmp|/private/tmp|/private/var/folders|/dev/shm)(?=/|$)")
 
 
 def _under(path: str, root: str) -> str | None:
     """`path` relative to `root` (None when it is not under it)."""
-    return path[len(root):].lstrip("/") or "." if path == root or path.startswith(root.rstrip("/") + "/") else None
+    return path[len(root) :].lstrip("/") or "." if path == root or path.startswith(root.rstrip("/") + "/") else None
 
 
 def _local_roots() -> list[str]:
@@ -68,7 +70,7 @@ def public_path(path: str) -> str:
         if (rest := _under(path, root)) is not None:
             return rest
     if m := _HOME.match(path):
-        return "~" + path[m.end():]
+        return "~" + path[m.end() :]
     if (rest := _under(path, str(Path.home()))) is not None:
         return "~" if rest == "." else f"~/{rest}"
     if _TMP.match(path) or _under(path, tempfile.gettempdir()) is not None:
@@ -105,8 +107,14 @@ def public_outcome(o: Outcome) -> Outcome:
     ev, keep = o.evidence, public(o.argv)
     shown = {f.name: _rewritten(getattr(ev, f.name), public) for f in dataclasses.fields(ev)}
     shown |= {name: _rewritten(shown[name], lambda v: stable_value(v, keep)) for name in MESSAGES}
-    return dataclasses.replace(o, reason=stable_value(public(o.reason), keep), substitutions=public(o.substitutions),
-                               argv=keep, evidence=dataclasses.replace(ev, **shown), host=public(o.host))
+    return dataclasses.replace(
+        o,
+        reason=stable_value(public(o.reason), keep),
+        substitutions=public(o.substitutions),
+        argv=keep,
+        evidence=dataclasses.replace(ev, **shown),
+        host=public(o.host),
+    )
 
 
 def _rewritten(value, rewrite):
@@ -123,9 +131,11 @@ def public_results(results: Results) -> Results:
     own text, paths and URLs are kept as written: they are escaped where they are shown)."""
     snippets = [dataclasses.replace(s, reason=public_text(s.reason)) if s.reason else s for s in results.snippets]
     return dataclasses.replace(
-        results, catalog=dataclasses.replace(results.catalog, snippets=snippets),
+        results,
+        catalog=dataclasses.replace(results.catalog, snippets=snippets),
         cells={key: public_outcome(o) for key, o in results.cells.items()},
-        problems=[public_text(p) for p in results.problems])
+        problems=[public_text(p) for p in results.problems],
+    )
 
 
 _HTTP = re.compile(r"https?://[^\x00-\x20\x7f/?#\\]+[^\x00-\x20\x7f]*", re.IGNORECASE)

@@ -12,10 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from driftmatrix.publisher.results import Results, build_kind
 from driftmatrix.common.versions import version_order
-from driftmatrix.runner.outcomes.vocabulary import GOOD, REAL
+from driftmatrix.publisher.results import Results, build_kind
 from driftmatrix.runner.outcomes.outcome_record import Outcome
+from driftmatrix.runner.outcomes.vocabulary import GOOD, REAL
 
 
 @dataclass(frozen=True)
@@ -37,8 +37,13 @@ class Range:
 
     def words(self, kind: str) -> str:
         """The range in a sentence (a cell's detail, a screen reader)."""
-        span = (f"vLLM {self.first} and every newer version seen" if self.last is None else
-                f"vLLM {self.first}" if self.first == self.last else f"vLLM {self.first} through {self.last}")
+        span = (
+            f"vLLM {self.first} and every newer version seen"
+            if self.last is None
+            else f"vLLM {self.first}"
+            if self.first == self.last
+            else f"vLLM {self.first} through {self.last}"
+        )
         if self.basis == "options":
             return f"its options exist in {span.replace('seen', 'read')} (option history: options, and the values and config keys it reads)"
         return f"seen working on {span} ({kind}s)"
@@ -65,8 +70,10 @@ def runs(snapshots: list[dict], results: Results) -> Runs:
             for key, cell in (entry.get("support") or {}).items():
                 t = targets.get(key) or {}
                 if cell.get("status") in REAL and t.get("version"):
-                    found.setdefault((sid, build_kind(t.get("distribution"))), {})[t["version"]] = \
-                        (cell["status"], cell.get("stage", ""))
+                    found.setdefault((sid, build_kind(t.get("distribution"))), {})[t["version"]] = (
+                        cell["status"],
+                        cell.get("stage", ""),
+                    )
     for (sid, variant, _target), o in results.cells.items():
         if variant is None and o.verdict in REAL:
             found.setdefault((sid, build_kind(o.target.distribution)), {})[o.target.version] = (o.verdict, o.stage)
@@ -85,8 +92,10 @@ def _streak(seen: list[tuple[str, bool]], at: int) -> Range:
 def of_runs(known: Runs, snippet_id: str, kind: str, version: str, worked: bool) -> Range | None:
     """The run of working versions around this one (it worked), or the newest such run (it
     failed); None when the runs know nothing beyond this one cell."""
-    seen = sorted(((v, verdict in GOOD) for v, (verdict, _) in (known.get((snippet_id, kind)) or {}).items()),
-                  key=lambda kv: version_order(kv[0]))
+    seen = sorted(
+        ((v, verdict in GOOD) for v, (verdict, _) in (known.get((snippet_id, kind)) or {}).items()),
+        key=lambda kv: version_order(kv[0]),
+    )
     versions = [v for v, _ in seen]
     if worked and version in versions:
         r = _streak(seen, versions.index(version))

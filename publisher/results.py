@@ -20,7 +20,6 @@ from driftmatrix.extractor.snippet_record import Catalog, Snippet
 from driftmatrix.runner.outcomes import counts, store
 from driftmatrix.runner.outcomes.outcome_record import Outcome, TargetRef
 
-
 BUILD_KINDS = ("CPU build", "CUDA build", "container image", "build")
 """The matrix's column groups, in this order."""
 
@@ -52,7 +51,9 @@ class Column:
     @property
     def key(self) -> str:
         """A stable slug: used in anchors, matrix.json and the filters."""
-        return re.sub(r"[^A-Za-z0-9]+", "-", f"{self.name}-{self.version}-{self.commit or 'nocommit'}").strip("-").lower()
+        return (
+            re.sub(r"[^A-Za-z0-9]+", "-", f"{self.name}-{self.version}-{self.commit or 'nocommit'}").strip("-").lower()
+        )
 
     @property
     def kind(self) -> str:
@@ -158,7 +159,9 @@ def load(snippets: Path, outcome_files: list[Path], fixes: Path | None = None) -
     last_run = {}
     for o in outcomes:
         last_run[o.target.name] = max(last_run.get(o.target.name, ""), o.started or "")
-    results.unchecked = [d for name, d in sorted(diagnostics.items()) if last_run.get(name, "") < str(d.get("when") or "")]
+    results.unchecked = [
+        d for name, d in sorted(diagnostics.items()) if last_run.get(name, "") < str(d.get("when") or "")
+    ]
     if fixes is not None:
         try:
             results.fixes = {s.fix["of"]: s for s in Catalog.read(fixes).snippets if s.fix}

@@ -10,8 +10,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from driftmatrix.runner.outcomes.vocabulary import GOOD, REAL, stage_rank
 from driftmatrix.common.versions import version_order
+from driftmatrix.runner.outcomes.vocabulary import GOOD, REAL, stage_rank
 
 CHANGE_KINDS = {
     "regressed": "ran on the previous build of this target, fails on its newer build as deep as it ran before",
@@ -101,7 +101,8 @@ def _statuses(doc: dict, retired_too: bool = False) -> dict[tuple[str, str], _Ce
             if t.get("retired") and not retired_too:
                 continue
             out[(sid, key if retired_too else t.get("name", key))] = _Cell(
-                cell.get("status", ""), t.get("version", ""), t.get("date", ""), cell.get("stage", ""), t.get("commit"))
+                cell.get("status", ""), t.get("version", ""), t.get("date", ""), cell.get("stage", ""), t.get("commit")
+            )
     return out
 
 
@@ -119,7 +120,8 @@ def _kind(before: _Cell, after: _Cell) -> str | None:
         return "now warns" if after.status == "WARN" else "warning gone"
     same = (before.version, before.commit) == (after.version, after.commit)
     newer = version_order(after.version) > version_order(before.version) or (
-        after.version == before.version and after.date >= before.date)
+        after.version == before.version and after.date >= before.date
+    )
     if good_before:  # now FAIL
         if stage_rank(after.stage) > stage_rank(before.stage):
             return "newly found"  # it went deeper than it had run before
@@ -138,7 +140,9 @@ def changes(previous: dict | None, current: dict) -> list[Change]:
         then = before.get((sid, name))
         kind = _kind(then, now) if then else None
         if kind:
-            out.append(Change(sid, name, then.status, now.status, then.version, now.version, kind, then.stage, now.stage))
+            out.append(
+                Change(sid, name, then.status, now.status, then.version, now.version, kind, then.stage, now.stage)
+            )
     return out
 
 

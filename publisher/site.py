@@ -17,11 +17,10 @@ from pathlib import Path
 
 from driftmatrix.common.inert import strip_controls
 from driftmatrix.publisher import annotate as ann
-from driftmatrix.publisher import run_history
-from driftmatrix.publisher import matrix_json, pages, public, search_index
+from driftmatrix.publisher import matrix_json, pages, public, run_history, search_index
 from driftmatrix.publisher.command_view import views_of
-from driftmatrix.runner.outcomes.vocabulary import JUDGEMENTS
 from driftmatrix.publisher.results import Results
+from driftmatrix.runner.outcomes.vocabulary import JUDGEMENTS
 
 PACKAGED = Path(__file__).resolve().parent / "site_skeleton"
 """Where a wheel carries the site skeleton (setup.py copies the repository's mkdocs.yml + docs/)."""
@@ -34,8 +33,10 @@ def skeleton() -> Path:
     for root in (PACKAGED, SOURCE):
         if (root / "mkdocs.yml").is_file() and (root / "docs").is_dir():
             return root
-    raise PublishError(f"the site skeleton (mkdocs.yml + docs/) is in neither {PACKAGED} (an installed wheel) nor "
-                       f"{SOURCE} (a source checkout): reinstall driftmatrix from a wheel or a checkout")
+    raise PublishError(
+        f"the site skeleton (mkdocs.yml + docs/) is in neither {PACKAGED} (an installed wheel) nor "
+        f"{SOURCE} (a source checkout): reinstall driftmatrix from a wheel or a checkout"
+    )
 
 
 class PublishError(Exception):
@@ -59,9 +60,15 @@ class Published:
         return ", ".join(f"{kinds.count(k)} {k}" for k in JUDGEMENTS)
 
 
-def build_site(results: Results, site_dir: Path, *, history_dir: Path | None = None,
-               docs: list[Path] | None = None, annotated: dict | None = None,
-               project: Path | None = None) -> Published:
+def build_site(
+    results: Results,
+    site_dir: Path,
+    *,
+    history_dir: Path | None = None,
+    docs: list[Path] | None = None,
+    annotated: dict | None = None,
+    project: Path | None = None,
+) -> Published:
     """The site from `results`; `docs`: docs trees to annotate too (their patched pages are shown);
     `annotated`: what `annotate.for_site` made of annotations done elsewhere (instead of `docs`)."""
     t0 = time.monotonic()
@@ -86,9 +93,23 @@ def build_site(results: Results, site_dir: Path, *, history_dir: Path | None = N
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(strip_controls(text), encoding="utf-8")  # no ESC, BEL, … of the docs or vLLM on a page
         site_dir = site_dir.resolve()
-        proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--clean", "-q",
-                               "-f", str(stage / "mkdocs.yml"), "-d", str(site_dir)],
-                              capture_output=True, text=True)
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "mkdocs",
+                "build",
+                "--strict",
+                "--clean",
+                "-q",
+                "-f",
+                str(stage / "mkdocs.yml"),
+                "-d",
+                str(site_dir),
+            ],
+            capture_output=True,
+            text=True,
+        )
         if proc.returncode:
             raise PublishError(f"mkdocs build --strict failed:\n{(proc.stderr or proc.stdout)[-3000:]}")
         search_index.trim(site_dir)
@@ -98,8 +119,15 @@ def build_site(results: Results, site_dir: Path, *, history_dir: Path | None = N
     (site_dir / "matrix.json").write_text(text, encoding="utf-8")
     if history_dir is not None:
         _keep(text, doc, history_dir)
-    return Published(site_dir, len(generated), doc, changes, results.problems + past.problems,
-                     {"generate_s": round(t1 - t0, 2), "mkdocs_s": round(t2 - t1, 2)}, past.previous)
+    return Published(
+        site_dir,
+        len(generated),
+        doc,
+        changes,
+        results.problems + past.problems,
+        {"generate_s": round(t1 - t0, 2), "mkdocs_s": round(t2 - t1, 2)},
+        past.previous,
+    )
 
 
 def _commands(results: Results, history_dir: Path | None) -> tuple[run_history.History, list]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import html
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from jinja2 import Environment
 from markupsafe import Markup
@@ -18,20 +18,34 @@ from driftmatrix.extractor.snippet_record import Snippet
 from driftmatrix.publisher import addresses, causes, command_text, perf_view, verdict_words
 from driftmatrix.publisher.command_view import CommandView, CommandViews
 from driftmatrix.runner.outcomes import subcommands
-from driftmatrix.runner.outcomes.vocabulary import GOOD, ICONS, PLAIN_STAGE, stage_rank
 from driftmatrix.runner.outcomes.outcome_record import Outcome
+from driftmatrix.runner.outcomes.vocabulary import GOOD, ICONS, PLAIN_STAGE, stage_rank
 
 COMMAND_WIDTH = 80
 """A one-line command longer than this is shown one option per line, with ` \\` continuations."""
 
-PROBES = {"models": "list models", "json_schema": "structured output (json_schema)", "chat": "chat",
-          "stream": "streaming chat", "tools": "tool call", "tool": "tool call", "image": "image input"}
+PROBES = {
+    "models": "list models",
+    "json_schema": "structured output (json_schema)",
+    "chat": "chat",
+    "stream": "streaming chat",
+    "tools": "tool call",
+    "tool": "tool call",
+    "image": "image input",
+}
 
-CONFIG_UNITS = (("_gib", "GiB"), ("_mib", "MiB"), ("_s", "s"), ("_tokens", "tokens"), ("max_model_len", "tokens"),
-                ("max_num_seqs", "sequences"))
+CONFIG_UNITS = (
+    ("_gib", "GiB"),
+    ("_mib", "MiB"),
+    ("_s", "s"),
+    ("_tokens", "tokens"),
+    ("max_model_len", "tokens"),
+    ("max_num_seqs", "sequences"),
+)
 
 
 # --- the command, wrapped at argument boundaries ---------------------------------------------
+
 
 def _words(text: str) -> list[str] | None:
     """The shell words of a one-line command as written (quotes kept), or None for anything but one
@@ -49,7 +63,7 @@ def _words(text: str) -> list[str] | None:
         if ch in ";&|()`\n" or (ch == "#" and not cur) or text.startswith(("$(", "<<"), i):
             return None
         if ch == "\\":
-            cur, i = cur + text[i:i + 2], i + 2
+            cur, i = cur + text[i : i + 2], i + 2
             continue
         if ch in "'\"" or text.startswith("$'", i):
             ansi = ch == "$"
@@ -59,7 +73,7 @@ def _words(text: str) -> list[str] | None:
                 j += 2 if escapes and text[j] == "\\" else 1
             if j >= n:
                 return None
-            cur, i = cur + text[i:j + 1], j + 1
+            cur, i = cur + text[i : j + 1], j + 1
             continue
         cur, i = cur + ch, i + 1
     if cur:
@@ -93,6 +107,7 @@ def wrapped_command(text: str, width: int = COMMAND_WIDTH) -> str:
 
 # --- small pieces of HTML built from escaped parts -------------------------------------------
 
+
 def lines_html(text) -> Markup:
     """Text of several lines (an exception message) as lines: escaped, blank lines dropped (a blank
     line would end the page's raw-HTML block)."""
@@ -105,20 +120,25 @@ def _one(text) -> str:
 
 # --- what one build's section says ------------------------------------------------------------
 
+
 def checked(o: Outcome, s: Snippet | None = None) -> str:
     """`requests answered` / `server start, where it stopped (it was to go on up to: requests answered)`;
     a subcommand snippet (`vllm bench throughput …`): its own argument parser, and no further."""
     planned = PLAIN_STAGE.get(o.tier, o.tier)
     if verdict_words.parser_only(o, s):
-        return (f"the argument parser of {subcommands.program(s)}, which accepted it; not run further: it is "
-                "not a server")
+        return (
+            f"the argument parser of {subcommands.program(s)}, which accepted it; not run further: it is not a server"
+        )
     if s is not None and subcommands.words(s) and o.verdict in GOOD + ("FAIL",) and o.stage == "parse":
-        return f"the argument parser of {subcommands.program(s)}" + (", where it stopped" if o.verdict == "FAIL" else "")
+        return f"the argument parser of {subcommands.program(s)}" + (
+            ", where it stopped" if o.verdict == "FAIL" else ""
+        )
     if o.verdict in GOOD:
         return PLAIN_STAGE.get(o.stage, o.stage) + ("" if o.stage == o.tier else f" (it was to go on up to: {planned})")
     if o.verdict == "FAIL":  # a model the hub says no reader can load fails at config even in a parse job
         return f"{PLAIN_STAGE.get(o.stage, o.stage)}, where it stopped" + (
-            "" if stage_rank(o.stage) >= stage_rank(o.tier) else f" (it was to go on up to: {planned})")
+            "" if stage_rank(o.stage) >= stage_rank(o.tier) else f" (it was to go on up to: {planned})"
+        )
     return f"not checked (it was to go up to: {planned})"
 
 
@@ -127,7 +147,9 @@ def models(s: Snippet, o: Outcome) -> tuple[list[tuple[str, str, str]], dict[str
     twins, other = [], {}
     for name, used in o.substitutions.items():
         if str(used).startswith("stand-in "):
-            role = "model" if name == s.model else "draft" if name == (s.speculative_config or {}).get("model") else "also"
+            role = (
+                "model" if name == s.model else "draft" if name == (s.speculative_config or {}).get("model") else "also"
+            )
             twins.append((role, name, str(used).rsplit(" ", 1)[-1]))
         else:
             other[name] = used
@@ -145,7 +167,7 @@ def ran(o: Outcome) -> str:
     """`2026-12-02 18:55 UTC · took 307 s (server ready after 162 s) · GPU: NVIDIA H200 (driver 580.159.04)`."""
     try:
         at = datetime.fromisoformat(o.started.replace("Z", "+00:00"))
-        when = (at.astimezone(timezone.utc) if at.tzinfo else at).strftime("%Y-%m-%d %H:%M UTC")
+        when = (at.astimezone(UTC) if at.tzinfo else at).strftime("%Y-%m-%d %H:%M UTC")
     except (ValueError, AttributeError):
         when = o.started or "time not recorded"
     parts = [when, f"took {perf_view.number(o.duration_s, 's')}"]
@@ -161,8 +183,12 @@ def ran(o: Outcome) -> str:
             name, _, driver = g.partition(",")
             names.setdefault((name.strip(), driver.strip()), 0)
             names[(name.strip(), driver.strip())] += 1
-        parts.append("; ".join(f"GPU: {f'{k} × ' if k > 1 else ''}{name}" + (f" (driver {drv})" if drv else "")
-                               for (name, drv), k in names.items()))
+        parts.append(
+            "; ".join(
+                f"GPU: {f'{k} × ' if k > 1 else ''}{name}" + (f" (driver {drv})" if drv else "")
+                for (name, drv), k in names.items()
+            )
+        )
     elif (o.host or {}).get("cpus"):
         parts.append(f"no GPU, {o.host['cpus']} CPU cores")
     parts.append(contained(o))
@@ -183,8 +209,13 @@ def contained(o: Outcome) -> str:
 
 def build(o: Outcome) -> str:
     t = o.target
-    text = f"vLLM {t.version}" + (f" (package {t.distribution}" + (f", commit {t.commit})" if t.commit else ")")
-                                  if t.distribution else f" (commit {t.commit})" if t.commit else "")
+    text = f"vLLM {t.version}" + (
+        f" (package {t.distribution}" + (f", commit {t.commit})" if t.commit else ")")
+        if t.distribution
+        else f" (commit {t.commit})"
+        if t.commit
+        else ""
+    )
     if t.torch:
         text += f" · torch {t.torch}" + (f" (CUDA {t.torch_cuda})" if t.torch_cuda else "")
     if t.transformers:
@@ -241,8 +272,16 @@ def warnings(o: Outcome) -> tuple[list[dict], list[dict], int]:
             if len(str(w.file)) > len(same["file"]):
                 same["file"] = str(w.file)
             continue
-        group.append({"key": key, "message": key[0], "file": str(w.file), "line": w.line,
-                      "process": w.process or w.logger or "", "count": 1})
+        group.append(
+            {
+                "key": key,
+                "message": key[0],
+                "file": str(w.file),
+                "line": w.line,
+                "process": w.process or w.logger or "",
+                "count": 1,
+            }
+        )
     return feature, noise, sum(g["count"] for g in noise)
 
 
@@ -252,15 +291,24 @@ def config_rows(o: Outcome) -> list[tuple[str, str]]:
     for k, v in o.evidence.effective_config.items():
         unit = next((u for suffix, u in CONFIG_UNITS if k.endswith(suffix)), "")
         text = json.dumps(v) if isinstance(v, (list, dict)) else str(v)
-        rows.append((k, f"{text}\u00a0{unit}" if unit and isinstance(v, (int, float)) and not isinstance(v, bool) else text))
+        rows.append(
+            (k, f"{text}\u00a0{unit}" if unit and isinstance(v, (int, float)) and not isinstance(v, bool) else text)
+        )
     return rows
 
 
 def probes(o: Outcome) -> list[dict]:
-    return [{"name": p.name, "what": PROBES.get(p.name, str(p.name)), "ok": p.ok,
-             "status": p.status, "detail": p.detail,
-             "time": perf_view.number(p.duration_s, "s") if p.duration_s is not None else "—"}
-            for p in o.evidence.probes]
+    return [
+        {
+            "name": p.name,
+            "what": PROBES.get(p.name, str(p.name)),
+            "ok": p.ok,
+            "status": p.status,
+            "detail": p.detail,
+            "time": perf_view.number(p.duration_s, "s") if p.duration_s is not None else "—",
+        }
+        for p in o.evidence.probes
+    ]
 
 
 def gpu_memory(o: Outcome) -> str:
@@ -271,38 +319,78 @@ def gpu_memory(o: Outcome) -> str:
 def section(s: Snippet, o: Outcome) -> dict:
     twins, other = models(s, o)
     feature, noise, noise_n = warnings(o)
-    return {"checked": checked(o, s), "twins": twins, "substituted": other, "ran": ran(o), "build": build(o),
-            "reason": reason_shown(o), "location": causes.location(o.evidence.exception),
-            "argv": wrapped_command(command_text.run_as(s, o.argv)) if o.argv else "", "feature": feature, "noise": noise, "noise_n": noise_n,
-            "spec": perf_view.spec_counters(o.evidence.spec_decode), "config": config_rows(o), "probes": probes(o),
-            "options": causes.option_notes(o, s), "gpu_memory": gpu_memory(o),
-            "documented_twin": causes.documented_twin(o),
-            "perf_acceptance": perf_view.acceptance(o.evidence.perf and o.evidence.perf.spec_decode)}
+    return {
+        "checked": checked(o, s),
+        "twins": twins,
+        "substituted": other,
+        "ran": ran(o),
+        "build": build(o),
+        "reason": reason_shown(o),
+        "location": causes.location(o.evidence.exception),
+        "argv": wrapped_command(command_text.run_as(s, o.argv)) if o.argv else "",
+        "feature": feature,
+        "noise": noise,
+        "noise_n": noise_n,
+        "spec": perf_view.spec_counters(o.evidence.spec_decode),
+        "config": config_rows(o),
+        "probes": probes(o),
+        "options": causes.option_notes(o, s),
+        "gpu_memory": gpu_memory(o),
+        "documented_twin": causes.documented_twin(o),
+        "perf_acceptance": perf_view.acceptance(o.evidence.perf and o.evidence.perf.spec_decode),
+    }
 
 
 # --- the page ---------------------------------------------------------------------------------
+
 
 def render(env: Environment, commands: CommandViews, view: CommandView) -> str:
     results, s = commands.results, view.snippet
     rows = [(c, o) for c in results.columns if (o := view.outcomes.get(c.key))]
     diffs = config_differences({c.key: o for c, o in rows})
-    variants = [{"variant": name, "what": perf_view.VARIANTS.get(name, name), "label": c.label, "key": c.key, "o": o,
-                 "depth": verdict_words.depth_text(o, s), "cause": causes.cause(o)}
-                for name in results.variants(s.id) for c in results.columns if (o := results.cell(s.id, c, name))]
+    variants = [
+        {
+            "variant": name,
+            "what": perf_view.VARIANTS.get(name, name),
+            "label": c.label,
+            "key": c.key,
+            "o": o,
+            "depth": verdict_words.depth_text(o, s),
+            "cause": causes.cause(o),
+        }
+        for name in results.variants(s.id)
+        for c in results.columns
+        if (o := results.cell(s.id, c, name))
+    ]
     retired = [(c, o) for c in results.retired if (o := view.outcomes.get(c.key))]
     fix = view.fix_candidate
     return env.get_template("snippet.md.j2").render(
-        s=s, title=view.title, command=wrapped_command(view.command), flags=view.flags,
+        s=s,
+        title=view.title,
+        command=wrapped_command(view.command),
+        flags=view.flags,
         spec_json=json.dumps(s.speculative_config) if s.speculative_config else "",
         page_slugs=[addresses.page_slug(addresses.page_key(src)) for src in s.sources],
-        judgements=view.judgements, source_judgements=[j.kind for j in view.at_sources],
-        rows=rows, depths={c.key: verdict_words.depth_text(o, s) for c, o in rows},
+        judgements=view.judgements,
+        source_judgements=[j.kind for j in view.at_sources],
+        rows=rows,
+        depths={c.key: verdict_words.depth_text(o, s) for c, o in rows},
         subcommand=subcommands.program(s) if subcommands.words(s) else "",
-        short_causes={c.key: short_cause(o) for c, o in rows}, models={c.key: model_summary(o) for c, o in rows},
-        sections={c.key: section(s, o) for c, o in rows}, speed=perf_view.tables(results, s.id, bool(s.speculative_config)),
-        diffs=diffs, flipped=[k for k, vals in diffs.items() if all(isinstance(v, bool) for v in vals.values())],
-        icons=ICONS, variants=variants, seen=view.seen, retired=retired, lines=lines_html,
-        fix=fix, fix_command=wrapped_command(fix.fix["text"]) if fix else "", fix_verified=view.fix)
+        short_causes={c.key: short_cause(o) for c, o in rows},
+        models={c.key: model_summary(o) for c, o in rows},
+        sections={c.key: section(s, o) for c, o in rows},
+        speed=perf_view.tables(results, s.id, bool(s.speculative_config)),
+        diffs=diffs,
+        flipped=[k for k, vals in diffs.items() if all(isinstance(v, bool) for v in vals.values())],
+        icons=ICONS,
+        variants=variants,
+        seen=view.seen,
+        retired=retired,
+        lines=lines_html,
+        fix=fix,
+        fix_command=wrapped_command(fix.fix["text"]) if fix else "",
+        fix_verified=view.fix,
+    )
 
 
 def config_differences(by_column: dict[str, Outcome]) -> dict[str, dict[str, object]]:
@@ -313,8 +401,9 @@ def config_differences(by_column: dict[str, Outcome]) -> dict[str, dict[str, obj
     for k in keys:
         if k in ("model", "draft_model", "speculative_config", "engine_version"):
             continue
-        values = {col: o.evidence.effective_config.get(k) for col, o in by_column.items()
-                  if k in o.evidence.effective_config}
+        values = {
+            col: o.evidence.effective_config.get(k) for col, o in by_column.items() if k in o.evidence.effective_config
+        }
         if len(values) > 1 and len({repr(v) for v in values.values()}) > 1:
             out[k] = values
     return out

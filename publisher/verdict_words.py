@@ -49,8 +49,11 @@ def ranks_text(o: Outcome) -> str:
     r = o.evidence.server.ranks if o.evidence.server else None
     if r is None or not isinstance(r.count, int):
         return ""
-    sizes = [f"{name} {n}" for name, n in (("tensor", r.tensor), ("pipeline", r.pipeline), ("data", r.data))
-             if isinstance(n, int) and n > 1]
+    sizes = [
+        f"{name} {n}"
+        for name, n in (("tensor", r.tensor), ("pipeline", r.pipeline), ("data", r.data))
+        if isinstance(n, int) and n > 1
+    ]
     expert = f", expert parallel over {r.expert}" if isinstance(r.expert, int) and r.expert > 1 else ""
     return f"ran with {r.count} ranks on {str(r.device or 'cpu').upper()}: {' x '.join(sizes)} parallel{expert}"
 

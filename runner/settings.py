@@ -81,7 +81,7 @@ def cpu_slots(jobs: int) -> list[list[int]]:
     if jobs < 2 or len(cores) < jobs:
         return []
     share = len(cores) // jobs
-    return [cores[i * share:(i + 1) * share] for i in range(jobs)]
+    return [cores[i * share : (i + 1) * share] for i in range(jobs)]
 
 
 def cpu_cores() -> list[int]:
@@ -103,7 +103,8 @@ def cache_dir() -> Path:
     """Target environments, sdists, twins, configs: `$DRIFTMATRIX_CACHE`, else
     `$XDG_CACHE_HOME/driftmatrix`, else `~/.cache/driftmatrix`."""
     base = os.environ.get("DRIFTMATRIX_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "driftmatrix")
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "driftmatrix"
+    )
     return Path(base)
 
 

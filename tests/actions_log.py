@@ -18,8 +18,25 @@ from __future__ import annotations
 import re
 import unicodedata
 
-REGISTERED = frozenset({"stop-commands", "set-env", "set-output", "save-state", "add-mask", "add-path", "add-matcher",
-                        "remove-matcher", "debug", "warning", "error", "notice", "group", "endgroup", "echo"})
+REGISTERED = frozenset(
+    {
+        "stop-commands",
+        "set-env",
+        "set-output",
+        "save-state",
+        "add-mask",
+        "add-path",
+        "add-matcher",
+        "remove-matcher",
+        "debug",
+        "warning",
+        "error",
+        "notice",
+        "group",
+        "endgroup",
+        "echo",
+    }
+)
 """The names ActionCommandManager registers (its command extensions and `stop-commands`)."""
 DOTNET_SPACE = "\t\n\v\f\r \x85\xa0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + "\u2028\u2029\u202f\u205f\u3000"
 """What .NET's `char.IsWhiteSpace` (and so `TrimStart`) takes for whitespace."""
@@ -38,7 +55,7 @@ def command(line: str) -> str | None:
         if name.lower() in REGISTERED:
             return name
     if (at := line.find("##[")) >= 0 and (close := line.find("]", at)) >= 0:
-        name = line[at + 3:close].split(" ", 1)[0]
+        name = line[at + 3 : close].split(" ", 1)[0]
         if name.lower() in REGISTERED:
             return name
     return None
@@ -53,8 +70,9 @@ def problems(text: str) -> list[str]:
     """Every line of `text` that the runner runs as a command, that starts with `::` after
     whitespace or holds `##[` at all (the shapes it parses), and every control character."""
     found = [f"command {command(ln)!r}: {ln!r}" for ln in lines(text) if command(ln)]
-    found += [f"a command's shape: {ln!r}" for ln in lines(text)
-              if ln.lstrip(DOTNET_SPACE).startswith("::") or "##[" in ln]
+    found += [
+        f"a command's shape: {ln!r}" for ln in lines(text) if ln.lstrip(DOTNET_SPACE).startswith("::") or "##[" in ln
+    ]
     return found + [f"control character {c!r}" for c in controls(text)]
 
 

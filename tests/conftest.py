@@ -24,12 +24,34 @@ def corpus() -> Path:
 # forming the tail. Ordered by wall time (CI's --durations and each module measured alone: its vLLM
 # servers, helpers, twin builds, site builds). test_judged makes the session's config_run (shared with
 # test_tiers, made once); test_tiers comes long after, so no worker waits idle for the other to make it.
-SLOWEST_FIRST = ("test_gemma4.py", "test_serve.py", "test_hostile.py", "test_fixes.py", "test_twins_served.py",
-                 "test_hub.py", "test_twins.py", "test_twins_generic.py", "test_judged.py", "test_hygiene.py",
-                 "test_command_page.py", "test_model_missing.py", "test_plugin_values.py",
-                 "test_wheel.py", "test_history_agreement.py", "test_matrix_page.py", "test_trust_spellings.py", "test_inert_output.py",
-                 "test_gate.py", "test_gate_head.py", "test_cuda_build.py",
-                 "test_placeholders.py", "test_browser.py", "test_tiers.py", "test_check.py", "test_precommit_hook.py")
+SLOWEST_FIRST = (
+    "test_gemma4.py",
+    "test_serve.py",
+    "test_hostile.py",
+    "test_fixes.py",
+    "test_twins_served.py",
+    "test_hub.py",
+    "test_twins.py",
+    "test_twins_generic.py",
+    "test_judged.py",
+    "test_hygiene.py",
+    "test_command_page.py",
+    "test_model_missing.py",
+    "test_plugin_values.py",
+    "test_wheel.py",
+    "test_history_agreement.py",
+    "test_matrix_page.py",
+    "test_trust_spellings.py",
+    "test_inert_output.py",
+    "test_gate.py",
+    "test_gate_head.py",
+    "test_cuda_build.py",
+    "test_placeholders.py",
+    "test_browser.py",
+    "test_tiers.py",
+    "test_check.py",
+    "test_precommit_hook.py",
+)
 
 
 def pytest_configure(config):

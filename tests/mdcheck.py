@@ -14,9 +14,11 @@ from dataclasses import dataclass, field
 from markdown_it import MarkdownIt
 
 CODE = ("code_inline", "fence", "code_block")
-HOSTILE = ("@vllm-project/some-team ![](https://evil.example/p.png) [fix](https://evil.example) "
-           "https://evil.example/bare www.evil.example user@evil.example #123 <img src=x onerror=alert(1)> "
-           "<details><summary>open</summary> <!-- comment --> | a | b | ``` ~~~ ```````` `tick` \\| end\\")
+HOSTILE = (
+    "@vllm-project/some-team ![](https://evil.example/p.png) [fix](https://evil.example) "
+    "https://evil.example/bare www.evil.example user@evil.example #123 <img src=x onerror=alert(1)> "
+    "<details><summary>open</summary> <!-- comment --> | a | b | ``` ~~~ ```````` `tick` \\| end\\"
+)
 """One message with every way to make Markdown do something: a mention, an image, a link, bare
 URLs, an email, a reference, HTML tags and a comment, table pipes, fences, a run of backticks."""
 MULTILINE = "first line\n```\n<img src=x onerror=alert(2)>\n~~~\n</details>\n\n# heading @vllm-project/other\n````"

@@ -36,12 +36,18 @@ def test_nothing_imports_a_stage_by_its_bare_name():
     bare = []
     for path in sorted(REPO.rglob("*.py")):
         relative = path.relative_to(REPO)
-        if relative.parts[0] in (".venv", "build", "site", ".git") or \
-                (relative.parts[0] == "driftmatrix" and len(relative.parts) > 1 and relative.parts[1] in STAGES):
+        if relative.parts[0] in (".venv", "build", "site", ".git") or (
+            relative.parts[0] == "driftmatrix" and len(relative.parts) > 1 and relative.parts[1] in STAGES
+        ):
             continue  # a virtual environment, build output, or the same file through a link
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
-                [node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module else []
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module]
+                if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module
+                else []
+            )
             bare += [f"{relative}:{node.lineno}: {n}" for n in names if n.split(".")[0] in STAGES]
     assert bare == []
 
@@ -130,8 +136,11 @@ def test_the_slowest_first_order_names_test_files_that_exist():
 
     # read, not imported: `conftest` may already name another folder's conftest.py in this worker
     tree = ast.parse((REPO / "tests" / "conftest.py").read_text())
-    [order] = [ast.literal_eval(n.value) for n in tree.body if isinstance(n, ast.Assign)
-               and any(getattr(t, "id", None) == "SLOWEST_FIRST" for t in n.targets)]
+    [order] = [
+        ast.literal_eval(n.value)
+        for n in tree.body
+        if isinstance(n, ast.Assign) and any(getattr(t, "id", None) == "SLOWEST_FIRST" for t in n.targets)
+    ]
     SLOWEST_FIRST = order
     present = {p.name for p in (REPO / "tests").rglob("test_*.py")}
     assert [name for name in SLOWEST_FIRST if name not in present] == []

@@ -8,9 +8,21 @@ import ast
 from pathlib import Path
 
 from driftmatrix.runner.outcomes import vocabulary
-from driftmatrix.runner.outcomes.vocabulary import (DEPTH, GOOD, ICONS, JUDGEMENT_MEANING, JUDGEMENTS, PLAIN_STAGE, REAL,
-                                        STAGE_TITLE, STATUS_LINE_DEPTH, STATUS_LINE_ICONS, TIERS, VERDICT_MEANING,
-                                        VERDICTS)
+from driftmatrix.runner.outcomes.vocabulary import (
+    DEPTH,
+    GOOD,
+    ICONS,
+    JUDGEMENT_MEANING,
+    JUDGEMENTS,
+    PLAIN_STAGE,
+    REAL,
+    STAGE_TITLE,
+    STATUS_LINE_DEPTH,
+    STATUS_LINE_ICONS,
+    TIERS,
+    VERDICT_MEANING,
+    VERDICTS,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("driftmatrix", "publisher", "runner", "extractor", "flaghistory", "common", "benchmarks")
@@ -40,11 +52,17 @@ def definitions(source: str) -> list[str]:
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Dict) and None not in node.keys and (kind := _which(_strings(node.keys))):
             found.append(f"line {node.lineno}: a dict keyed by {kind}")
-        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, (ast.Tuple, ast.List, ast.Set)) \
-                and (kind := _which(_strings(node.value.elts))):
+        elif (
+            isinstance(node, (ast.Assign, ast.AnnAssign))
+            and isinstance(node.value, (ast.Tuple, ast.List, ast.Set))
+            and (kind := _which(_strings(node.value.elts)))
+        ):
             found.append(f"line {node.lineno}: a named collection of {kind}")
-        elif isinstance(node, ast.Subscript) and getattr(node.value, "id", getattr(node.value, "attr", "")) == "Literal" \
-                and (kind := _which(_strings(node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]))):
+        elif (
+            isinstance(node, ast.Subscript)
+            and getattr(node.value, "id", getattr(node.value, "attr", "")) == "Literal"
+            and (kind := _which(_strings(node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice])))
+        ):
             found.append(f"line {node.lineno}: a Literal of {kind}")
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.strip() in ICON_CHARS:
             found.append(f"line {node.lineno}: the icon {node.value!r}")
@@ -61,15 +79,19 @@ def test_the_vocabulary_is_defined_in_one_module():
 
 
 def test_the_templates_take_icons_from_it():
-    written = {str(p.relative_to(ROOT)): sorted(c for c in ICON_CHARS if c in p.read_text(encoding="utf-8"))
-               for p in sorted((ROOT / "publisher" / "templates").glob("*"))}
+    written = {
+        str(p.relative_to(ROOT)): sorted(c for c in ICON_CHARS if c in p.read_text(encoding="utf-8"))
+        for p in sorted((ROOT / "publisher" / "templates").glob("*"))
+    }
     assert not {path: icons for path, icons in written.items() if icons}, "use the `icons` the page is given"
 
 
 def test_the_scan_finds_a_second_table():
     """The checks above can fail: each kind of definition is found, its uses are not."""
-    second = ('ICON = {"PASS": "ok", "FAIL": "no"}\nDONE = ("PASS", "WARN")\nWORDS = {"parse": "p", "start": "s"}\n'
-              'Kind = Literal["ok", "unknown"]\nMARK = "✘"\n')
+    second = (
+        'ICON = {"PASS": "ok", "FAIL": "no"}\nDONE = ("PASS", "WARN")\nWORDS = {"parse": "p", "start": "s"}\n'
+        'Kind = Literal["ok", "unknown"]\nMARK = "✘"\n'
+    )
     assert sorted(f.split(":")[0] for f in definitions(second)) == [f"line {n}" for n in (1, 2, 3, 4, 5)]
     used = 'if o.verdict in ("FAIL", "SKIP"):\n    x = ICONS["PASS"] + " passed"\nrow = {"verdict": "PASS", "x": 1}\n'
     assert definitions(used) == []
@@ -79,5 +101,7 @@ def test_its_tables_cover_every_word_in_order():
     assert list(ICONS) == list(VERDICT_MEANING) == list(STATUS_LINE_ICONS) == list(VERDICTS)
     assert list(DEPTH) == list(STAGE_TITLE) == list(PLAIN_STAGE) == list(STATUS_LINE_DEPTH) == list(TIERS)
     assert list(JUDGEMENT_MEANING) == list(JUDGEMENTS)
-    assert GOOD == REAL[:len(GOOD)] and set(REAL) < set(VERDICTS)
-    assert [vocabulary.stage_rank(t) for t in TIERS] == list(range(len(TIERS))) and vocabulary.stage_rank("warmup") == -1
+    assert GOOD == REAL[: len(GOOD)] and set(REAL) < set(VERDICTS)
+    assert [vocabulary.stage_rank(t) for t in TIERS] == list(range(len(TIERS))) and vocabulary.stage_rank(
+        "warmup"
+    ) == -1

@@ -11,9 +11,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from driftmatrix.runner.isolation import sandbox  # noqa: E402
+from driftmatrix.runner.isolation import sandbox
 
-PROBE = r'''
+PROBE = r"""
 import json, os, socket, time
 seen = {"uid": os.getuid(), "run": os.path.exists("/run"), "procs": len([p for p in os.listdir("/proc") if p.isdigit()]),
         "cap_eff": next(l.split()[1] for l in open("/proc/self/status") if l.startswith("CapEff"))}
@@ -27,17 +27,27 @@ x = torch.randn(4096, 4096, device="cuda")
 seen.update(cuda=torch.cuda.get_device_name(0), matmul=float((x @ x).sum().item()) != 0.0,
             torch=torch.__version__, seconds=round(time.monotonic() - t, 1))
 print(json.dumps(seen))
-'''
+"""
 
 
 def main() -> None:
     usable, how = sandbox.detect()
     report = {"detect": how}
     if usable:
-        proc, events = sandbox.run([sys.executable, "-c", PROBE], python=sys.executable, env={"PATH": "/usr/bin:/bin"},
-                                   kind="query", timeout=300, gpu=True)
-        report.update(returncode=proc.returncode, events=events, stderr=proc.stderr[-3000:],
-                      seen=json.loads(proc.stdout.strip().splitlines()[-1]) if proc.stdout.strip() else None)
+        proc, events = sandbox.run(
+            [sys.executable, "-c", PROBE],
+            python=sys.executable,
+            env={"PATH": "/usr/bin:/bin"},
+            kind="query",
+            timeout=300,
+            gpu=True,
+        )
+        report.update(
+            returncode=proc.returncode,
+            events=events,
+            stderr=proc.stderr[-3000:],
+            seen=json.loads(proc.stdout.strip().splitlines()[-1]) if proc.stdout.strip() else None,
+        )
     Path(sys.argv[1]).write_text(json.dumps(report, indent=1))
     print(json.dumps(report, indent=1))
 

@@ -25,14 +25,14 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from driftmatrix.extractor.catalog import extract  # noqa: E402
-
-from driftmatrix.runner.builds.resolve import stable_pin  # noqa: E402
-from driftmatrix.extractor.snippet_record import Catalog  # noqa: E402
-from driftmatrix.runner.builds import source_trees  # noqa: E402
-from driftmatrix.runner.argv.parallel import ranks_of  # noqa: E402
-from driftmatrix.runner.settings import cache_dir  # noqa: E402
 from twins_coverage import named_models, plan_all  # noqa: E402
+
+from driftmatrix.extractor.catalog import extract  # noqa: E402
+from driftmatrix.extractor.snippet_record import Catalog  # noqa: E402
+from driftmatrix.runner.argv.parallel import ranks_of  # noqa: E402
+from driftmatrix.runner.builds import source_trees  # noqa: E402
+from driftmatrix.runner.builds.resolve import stable_pin  # noqa: E402
+from driftmatrix.runner.settings import cache_dir  # noqa: E402
 
 RUNNABLE_KINDS = ("serve", "docker", "recipe")
 
@@ -74,18 +74,39 @@ def main() -> None:
     Catalog(snippets=sample).write(out)
     if a.extra:  # other one-GPU commands, drawn at random: do they fare as their architecture's sample?
         taken = {s.id for s in sample}
-        rest = [s for s in named if planned[s.model][0] and s.id not in taken and ranks_of(s.argv).world == 1
-                and s.runnable and s.kind in RUNNABLE_KINDS]
+        rest = [
+            s
+            for s in named
+            if planned[s.model][0]
+            and s.id not in taken
+            and ranks_of(s.argv).world == 1
+            and s.runnable
+            and s.kind in RUNNABLE_KINDS
+        ]
         Catalog(snippets=random.Random(a.seed).sample(rest, min(a.extra, len(rest)))).write(
-            out.with_name(out.stem + "-extra.json"))
-    report = {"version": a.version, "commands": len(catalog.snippets), "named": len(named),
-              "with_architecture": sum(per_arch.values()),
-              "architectures": [{"architecture": k, "commands": n, "multi_gpu": multi_gpu[k],
-                                 "sample": best[k].id if k in best else None,
-                                 "model": best[k].model if k in best else None} for k, n in per_arch.most_common()]}
+            out.with_name(out.stem + "-extra.json")
+        )
+    report = {
+        "version": a.version,
+        "commands": len(catalog.snippets),
+        "named": len(named),
+        "with_architecture": sum(per_arch.values()),
+        "architectures": [
+            {
+                "architecture": k,
+                "commands": n,
+                "multi_gpu": multi_gpu[k],
+                "sample": best[k].id if k in best else None,
+                "model": best[k].model if k in best else None,
+            }
+            for k, n in per_arch.most_common()
+        ],
+    }
     out.with_name(out.stem + "-archs.json").write_text(json.dumps(report, indent=1))
-    print(f"{len(named)} commands name a model; {report['with_architecture']} get an architecture from the "
-          f"{a.version} table; {len(per_arch)} architectures, {len(sample)} with a one-GPU command -> {out}")
+    print(
+        f"{len(named)} commands name a model; {report['with_architecture']} get an architecture from the "
+        f"{a.version} table; {len(per_arch)} architectures, {len(sample)} with a one-GPU command -> {out}"
+    )
 
 
 if __name__ == "__main__":

@@ -4,10 +4,10 @@ forms), and the variants of a snippet."""
 from __future__ import annotations
 
 import json
-from typing import Callable
+from collections.abc import Callable
 
-from driftmatrix.extractor.snippet_record import Snippet
 from driftmatrix.extractor.shell_commands import SPEC_FLAGS
+from driftmatrix.extractor.snippet_record import Snippet
 
 VARIANTS = ("no-spec", "self-spec")
 FIX = "fix"

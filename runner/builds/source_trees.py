@@ -23,7 +23,7 @@ def names_source_files(argv: list[str]) -> bool:
     return any(v.startswith(DIRS) for v in option_values(argv))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def release_source(version: str | None, cache_dir: Path) -> tuple[Path | None, str | None]:
     """(the build's release tree, None) or (None, why it could not be had: said in the outcome that
     needed it); asked once per version and cache in a process."""
@@ -43,4 +43,6 @@ def files_named(argv: list[str], tree: Path | None) -> dict[str, str]:
     """{relative path in argv: the file in `tree`} for those the tree has."""
     if tree is None:
         return {}
-    return {v: str(tree / v) for v in option_values(argv) if v.startswith(DIRS) and ".." not in v and (tree / v).is_file()}
+    return {
+        v: str(tree / v) for v in option_values(argv) if v.startswith(DIRS) and ".." not in v and (tree / v).is_file()
+    }

@@ -21,8 +21,11 @@ from driftmatrix.flaghistory.sources import Release, fetch_sources, list_release
 from driftmatrix.runner.intarget import vllm_symbols  # stdlib only: the same file the target's Python imports
 
 KEEP_DIRS = ("vllm/config", "vllm/utils", "vllm/engine", "vllm/entrypoints", "vllm/platforms", "vllm/usage")
-KEEP_FILES = ("vllm/model_executor/__init__.py", "vllm/model_executor/models/__init__.py",
-              "vllm/model_executor/models/registry.py")
+KEEP_FILES = (
+    "vllm/model_executor/__init__.py",
+    "vllm/model_executor/models/__init__.py",
+    "vllm/model_executor/models/registry.py",
+)
 
 
 def keep(inner: PurePosixPath, _head: bytes) -> bool:
@@ -60,8 +63,9 @@ class Found:
 
 
 def _is_type_checking(test: ast.expr) -> bool:
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or \
-        (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
 
 
 def _statements(body: list[ast.stmt]):
@@ -169,10 +173,19 @@ def vllm_imports(path: Path) -> list[str]:
     tree = ast.parse(path.read_text(encoding="utf-8"))
     found = []
     for node in ast.walk(tree):
-        names = [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else \
-            [a.name for a in node.names] if isinstance(node, ast.Import) else []
-        if isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "import_module" and node.args \
-                and isinstance(node.args[0], ast.Constant):
+        names = (
+            [node.module or ""]
+            if isinstance(node, ast.ImportFrom) and not node.level
+            else [a.name for a in node.names]
+            if isinstance(node, ast.Import)
+            else []
+        )
+        if (
+            isinstance(node, ast.Call)
+            and getattr(node.func, "attr", None) == "import_module"
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+        ):
             names = [str(node.args[0].value)]
         found += [f"{path.name}:{node.lineno} {n}" for n in names if n == "vllm" or n.startswith("vllm.")]
     return found

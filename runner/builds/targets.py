@@ -8,7 +8,6 @@ server the runner starts.
 
 from __future__ import annotations
 
-from driftmatrix import runner
 import hashlib
 import json
 import os
@@ -17,10 +16,11 @@ import shutil
 import subprocess
 import tomllib
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from driftmatrix import runner
 from driftmatrix.runner.isolation.sandbox.binds import search_path_entries
 
 DATA = runner.DATA
@@ -88,12 +88,17 @@ class Target:
     def key(self) -> str:
         """Hash of how the target is obtained: the environment cache key.  An unpinned pip
         spec (a nightly) also hashes today's UTC date, so it is re-resolved once a day."""
-        spec = {"pip": self.pip, "index_urls": self.index_urls, "extra": self.extra,
-                "python": self.python, "docker": self.docker}
+        spec = {
+            "pip": self.pip,
+            "index_urls": self.index_urls,
+            "extra": self.extra,
+            "python": self.python,
+            "docker": self.docker,
+        }
         if self.pre:
             spec["pre"] = True
         if self.pip and "==" not in self.pip:
-            spec["day"] = datetime.now(timezone.utc).date().isoformat()
+            spec["day"] = datetime.now(UTC).date().isoformat()
         return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:12]
 
     def to_dict(self) -> dict[str, Any]:
@@ -128,6 +133,7 @@ def _str_map(value: Any, where: str) -> dict[str, str]:
 
 def _tier(value: Any, where: str) -> str | None:
     from driftmatrix.runner.outcomes.vocabulary import TIERS
+
     if value is None:
         return None
     if value not in TIERS:
@@ -153,8 +159,19 @@ def load(path: Path) -> TargetsFile:
         where = f"{path}: [targets.{name}]"
         if not isinstance(spec, dict):
             raise TargetConfigError(f"{where}: expected a table")
-        unknown = set(spec) - {"pip", "index_urls", "extra", "python", "docker", "env", "pre", "commit", "resolved",
-                               "max_tier", "label"}
+        unknown = set(spec) - {
+            "pip",
+            "index_urls",
+            "extra",
+            "python",
+            "docker",
+            "env",
+            "pre",
+            "commit",
+            "resolved",
+            "max_tier",
+            "label",
+        }
         if unknown:
             raise TargetConfigError(f"{where}: unknown keys {sorted(unknown)}")
         kinds = [k for k in ("pip", "python", "docker") if spec.get(k)]
@@ -163,14 +180,22 @@ def load(path: Path) -> TargetsFile:
         python = spec.get("python")
         if python:
             python = str((path.parent / python).resolve()) if not Path(python).is_absolute() else python
-        targets.append(Target(
-            name=name, pip=spec.get("pip"), python=python, docker=spec.get("docker"),
-            index_urls=_strings(spec.get("index_urls", []), f"{where} index_urls"),
-            extra=_strings(spec.get("extra", []), f"{where} extra"),
-            env=_str_map(spec.get("env", {}), f"{where} env"), pre=bool(spec.get("pre", False)),
-            commit=spec.get("commit"), resolved=spec.get("resolved"), max_tier=_tier(spec.get("max_tier"), where),
-            label=spec.get("label"),
-        ))
+        targets.append(
+            Target(
+                name=name,
+                pip=spec.get("pip"),
+                python=python,
+                docker=spec.get("docker"),
+                index_urls=_strings(spec.get("index_urls", []), f"{where} index_urls"),
+                extra=_strings(spec.get("extra", []), f"{where} extra"),
+                env=_str_map(spec.get("env", {}), f"{where} env"),
+                pre=bool(spec.get("pre", False)),
+                commit=spec.get("commit"),
+                resolved=spec.get("resolved"),
+                max_tier=_tier(spec.get("max_tier"), where),
+                label=spec.get("label"),
+            )
+        )
     models = {}
     for model_id, local in _str_map(data.get("models", {}), f"{path}: [models]").items():
         models[model_id] = str((path.parent / local).resolve()) if not Path(local).is_absolute() else local
@@ -202,8 +227,12 @@ def gpu_devices() -> list[int]:
     if not shutil.which("nvidia-smi"):
         return []
     try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=index,uuid", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=30)
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=index,uuid", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return []
     listed = []

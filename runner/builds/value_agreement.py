@@ -54,9 +54,14 @@ class ValueAgreement:
     to the build is all either side says of them."""
 
     def figures(self) -> dict[str, int]:
-        return {"uses": self.uses, "agree": self.agree, "disagree": len(self.disagreements),
-                "agree_known_but_model_dependent": len(self.model_dependent),
-                "history_cannot_say": len(self.history_cannot_say), "build_cannot_say": len(self.build_cannot_say)}
+        return {
+            "uses": self.uses,
+            "agree": self.agree,
+            "disagree": len(self.disagreements),
+            "agree_known_but_model_dependent": len(self.model_dependent),
+            "history_cannot_say": len(self.history_cannot_say),
+            "build_cannot_say": len(self.build_cannot_say),
+        }
 
 
 def docs_uses(catalog, history: FlagHistory) -> list[DocUse]:
@@ -70,8 +75,7 @@ def docs_uses(catalog, history: FlagHistory) -> list[DocUse]:
         for use in uses:
             if use.kind in ("value", "key"):
                 found.setdefault(DocUse(use, options & opening))
-    return sorted(found, key=lambda d: (d.use.kind, d.use.option, d.use.key or "", d.use.value or "",
-                                        sorted(d.opened)))
+    return sorted(found, key=lambda d: (d.use.kind, d.use.option, d.use.key or "", d.use.value or "", sorted(d.opened)))
 
 
 def query_of(uses: list[DocUse]) -> dict:
@@ -126,7 +130,9 @@ def compare_values(history: FlagHistory, version: str, answers: dict, uses: list
         entry = {"use": doc.use.text(), "kind": doc.use.kind, "domain": doc.use.domain}
         if ours is None:
             counts["history_none"] += 1
-            result.history_cannot_say.append({**entry, "build": theirs["build"], "why": why_none(history, doc, version)})
+            result.history_cannot_say.append(
+                {**entry, "build": theirs["build"], "why": why_none(history, doc, version)}
+            )
         elif theirs["build"] is None:
             result.build_cannot_say.append({**entry, "history": ours, "why": theirs["why"]})
         elif ours == theirs["build"]:
@@ -159,16 +165,24 @@ def _compare_sets(history: FlagHistory, release: str, answers: dict, result: Val
             continue
         fold = record.get("fold") or theirs.get("fold")  # compared case-blind where either side folds
         ours, build = _fold(_names_in(history, record, release, "values"), fold), _fold(theirs["names"], fold)
-        result.domains[domain] = {"history": len(ours), "build": len(build), "from": [record.get("from"), theirs["from"]],
-                                  "only_in_build": sorted(build - ours), "only_in_history": sorted(ours - build)}
+        result.domains[domain] = {
+            "history": len(ours),
+            "build": len(build),
+            "from": [record.get("from"), theirs["from"]],
+            "only_in_build": sorted(build - ours),
+            "only_in_history": sorted(ours - build),
+        }
     for option, record in sorted(history.keys.items()):
         theirs = answers["keys"].get(option)
         if theirs is None or not history.within(record.get("read"), release):
             continue
         ours, build = _names_in(history, record, release, "keys"), set(theirs["keys"])
-        result.keys[option] = {"class": [record.get("class"), theirs["class"]],
-                               "closed": [history.within(record.get("closed"), release), theirs["closed"]],
-                               "only_in_build": sorted(build - ours), "only_in_history": sorted(ours - build)}
+        result.keys[option] = {
+            "class": [record.get("class"), theirs["class"]],
+            "closed": [history.within(record.get("closed"), release), theirs["closed"]],
+            "only_in_build": sorted(build - ours),
+            "only_in_history": sorted(ours - build),
+        }
 
 
 def as_json(result: ValueAgreement) -> dict:

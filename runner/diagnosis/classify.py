@@ -6,7 +6,6 @@ MAX_MATCH_LINE characters of each line and MAX_MATCH_CHARS in all (`examined`)."
 
 from __future__ import annotations
 
-from driftmatrix import runner
 import functools
 import re
 from dataclasses import dataclass
@@ -14,6 +13,7 @@ from pathlib import Path
 
 import yaml
 
+from driftmatrix import runner
 from driftmatrix.runner.diagnosis import logscan
 from driftmatrix.runner.outcomes.evidence_record import LoggedWarning
 
@@ -26,12 +26,14 @@ MAX_MATCH_CHARS = 40_000
 slowest signature (`(ImportError|…): .*(package .*is required|…)`) takes well under a second on this
 much adversarial text; on an unbounded text it took minutes."""
 # Exceptions that only report that something else failed; the root cause is elsewhere.
-WRAPPERS = re.compile(r"Engine core initialization failed|Engine process failed to start|"
-                      r"EngineDeadError|WorkerProc initialization failed|See root cause above|"
-                      # a rank's failure re-raised by the engine core, the rank's traceback above it
-                      r"Worker failed with error|check the stack trace above for the root cause|"
-                      # printed by 0.20.1's CPU build at every shutdown: never the cause
-                      r"Found no NVIDIA driver")
+WRAPPERS = re.compile(
+    r"Engine core initialization failed|Engine process failed to start|"
+    r"EngineDeadError|WorkerProc initialization failed|See root cause above|"
+    # a rank's failure re-raised by the engine core, the rank's traceback above it
+    r"Worker failed with error|check the stack trace above for the root cause|"
+    # printed by 0.20.1's CPU build at every shutdown: never the cause
+    r"Found no NVIDIA driver"
+)
 
 
 MODEL_NOT_FOUND = "model-not-found"
@@ -54,8 +56,16 @@ class Signature:
 @functools.lru_cache(maxsize=4)
 def load(path: Path = SIGNATURES) -> tuple[list[Signature], list[re.Pattern], list[re.Pattern]]:
     data = yaml.safe_load(path.read_text())
-    sigs = [Signature(s["id"], re.compile(s["pattern"]) if "pattern" in s else None, s["explanation"],
-                      s.get("blame", "docs"), s.get("only_on")) for s in data.get("failures", [])]
+    sigs = [
+        Signature(
+            s["id"],
+            re.compile(s["pattern"]) if "pattern" in s else None,
+            s["explanation"],
+            s.get("blame", "docs"),
+            s.get("only_on"),
+        )
+        for s in data.get("failures", [])
+    ]
     warn = data.get("warnings", {})
     return sigs, [re.compile(p) for p in warn.get("benign", [])], [re.compile(p) for p in warn.get("feature", [])]
 
@@ -69,7 +79,7 @@ def examined(text: str) -> str:
     while pos <= len(text) and size < MAX_MATCH_CHARS:
         end = text.find("\n", pos)
         end = len(text) if end < 0 else end
-        out.append(text[pos:min(end, pos + MAX_MATCH_LINE)])
+        out.append(text[pos : min(end, pos + MAX_MATCH_LINE)])
         size, pos = size + len(out[-1]) + 1, end + 1
     return "\n".join(out)[:MAX_MATCH_CHARS]
 
@@ -117,5 +127,9 @@ def root_cause(tracebacks: list[logscan.Traceback]) -> logscan.Traceback | None:
 
 
 def warning_records(lines: list[logscan.LogLine]) -> list[LoggedWarning]:
-    return [LoggedWarning(file=w.file, line=w.line, message=w.message[:2000], process=w.proc,
-                          feature=is_feature_warning(w.message)).keep_none("process") for w in lines]
+    return [
+        LoggedWarning(
+            file=w.file, line=w.line, message=w.message[:2000], process=w.proc, feature=is_feature_warning(w.message)
+        ).keep_none("process")
+        for w in lines
+    ]

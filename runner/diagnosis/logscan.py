@@ -36,11 +36,14 @@ server logs are under 100 kB; a log of many GB costs no more than these two."""
 
 LOG_LINE = re.compile(
     r"^(?:\((?P<proc>[^)]*)\)\s+)?(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL)\s+"
-    r"\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?\s+\[(?P<file>[^\]:]+):(?P<line>\d+)\]\s?(?P<msg>.*)$")
+    r"\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?\s+\[(?P<file>[^\]:]+):(?P<line>\d+)\]\s?(?P<msg>.*)$"
+)
 # What precedes a traceback line: the process tag, and for logger.exception() output the
 # whole log-record header as well.
-LINE_PREFIX = re.compile(r"^(?:\([^)]*\bpid=\d+\)\s?)?(?:(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\s+"
-                         r"\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?\s+\[[^\]]+\]\s?)?")
+LINE_PREFIX = re.compile(
+    r"^(?:\([^)]*\bpid=\d+\)\s?)?(?:(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\s+"
+    r"\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?\s+\[[^\]]+\]\s?)?"
+)
 CHAINED = ("During handling of the above exception", "The above exception was the direct cause")
 FRAME = re.compile(r'^\s+File "(?P<path>[^"]+)", line (?P<line>\d+), in (?P<func>.+)$')
 # An exception line `Type: message`: the type is a dotted name ending in one of EXC_SUFFIXES, or
@@ -123,8 +126,10 @@ def parse_exception_line(text: str, cut: int = 0) -> tuple[str, str] | None:
     if (not colon and cut) or not EXC_TYPE.fullmatch(name):
         return None  # a type name runs past what is examined: no type is that long
     error_at = name.rfind("Error")
-    if not (any(name.endswith(s) and len(name) > len(s) for s in EXC_SUFFIXES)
-            or (error_at >= 1 and "." not in name[error_at:])):
+    if not (
+        any(name.endswith(s) and len(name) > len(s) for s in EXC_SUFFIXES)
+        or (error_at >= 1 and "." not in name[error_at:])
+    ):
         return None
     message = rest[1:] if rest[:1].isspace() else rest
     return name, clip(message, total=len(message) + cut)
@@ -140,7 +145,9 @@ def warnings(lines: list[str]) -> list[LogLine]:
     return out
 
 
-NATIVE_CRASH = re.compile(r"!{3,} Segfault encountered !{3,}|Fatal Python error: (Segmentation fault|Aborted|Bus error)")
+NATIVE_CRASH = re.compile(
+    r"!{3,} Segfault encountered !{3,}|Fatal Python error: (Segmentation fault|Aborted|Bus error)"
+)
 """A process of the server died in native code: torch's signal handler's report, or Python's."""
 NATIVE_FRAME = re.compile(r'File "[^"]*?(?P<path>csrc/[^"]+)", line (?P<line>\d+), in (?P<func>.+)$')
 FUNCTION = re.compile(r"([A-Za-z_][\w:]*)(?:<|\()")
@@ -155,13 +162,14 @@ def native_crash(lines: list[str]) -> tuple[int, CodeLocation | None] | None:
     dead) are its consequences."""
     for i, line in enumerate(lines):
         if NATIVE_CRASH.search(line):
-            frames = [m for frame in lines[i + 1:i + 40] if (m := NATIVE_FRAME.search(frame))]
+            frames = [m for frame in lines[i + 1 : i + 40] if (m := NATIVE_FRAME.search(frame))]
             kernel = next((m for m in frames if not m["path"].endswith(HEADER)), frames[0] if frames else None)
             if kernel is None:
                 return i, None
             name = FUNCTION.search(kernel["func"])
-            return i, CodeLocation(kernel["path"], int(kernel["line"]),
-                                   name[1].split("::")[-1] if name else kernel["func"].strip()[:80])
+            return i, CodeLocation(
+                kernel["path"], int(kernel["line"]), name[1].split("::")[-1] if name else kernel["func"].strip()[:80]
+            )
     return None
 
 
@@ -184,7 +192,7 @@ def tracebacks(lines: list[str]) -> list[Traceback]:
                     continue
                 exc = parse_exception_line(text.strip(), len(lines[i]) - len(head(lines[i])))
                 if exc:
-                    between = " ".join(strip(x) for x in lines[out[-1].end + 1:start]) if out else ""
+                    between = " ".join(strip(x) for x in lines[out[-1].end + 1 : start]) if out else ""
                     out.append(Traceback(*exc, frames, start, i, any(c in between for c in CHAINED)))
                     break
                 # something else (a line from another process interleaved): keep scanning
@@ -232,11 +240,18 @@ def _value(raw: str):
 
 
 ENGINE_KEYS = {
-    "speculative_config": "speculative_config", "dtype": "dtype", "max_seq_len": "max_model_len",
-    "enable_prefix_caching": "prefix_caching", "enable_chunked_prefill": "chunked_prefill",
-    "chunked_prefill_enabled": "chunked_prefill", "async_scheduling": "async_scheduling",
-    "tensor_parallel_size": "tensor_parallel_size", "enforce_eager": "enforce_eager",
-    "kv_cache_dtype": "kv_cache_dtype", "device_config": "device", "quantization": "quantization",
+    "speculative_config": "speculative_config",
+    "dtype": "dtype",
+    "max_seq_len": "max_model_len",
+    "enable_prefix_caching": "prefix_caching",
+    "enable_chunked_prefill": "chunked_prefill",
+    "chunked_prefill_enabled": "chunked_prefill",
+    "async_scheduling": "async_scheduling",
+    "tensor_parallel_size": "tensor_parallel_size",
+    "enforce_eager": "enforce_eager",
+    "kv_cache_dtype": "kv_cache_dtype",
+    "device_config": "device",
+    "quantization": "quantization",
 }
 
 
@@ -264,7 +279,7 @@ def engine_config(lines: list[str]) -> dict:
                 out[ENGINE_KEYS[key.strip()]] = _value(raw_value)
         spec = out.get("speculative_config")
         if isinstance(spec, str) and spec.startswith("SpeculativeConfig("):
-            inner = dict(p.partition("=")[::2] for p in _split_top(spec[len("SpeculativeConfig("):-1]))
+            inner = dict(p.partition("=")[::2] for p in _split_top(spec[len("SpeculativeConfig(") : -1]))
             out["speculative_method"] = _value(inner.get("method", "None"))
             if "num_spec_tokens" in inner:
                 out["num_speculative_tokens"] = _value(inner["num_spec_tokens"])
@@ -276,7 +291,7 @@ def excerpt(lines: list[str], around: int | None = None, before: int = 25, after
     if around is None:
         chosen = lines[-tail:]
     else:
-        chosen = lines[max(0, around - before): around + after]
+        chosen = lines[max(0, around - before) : around + after]
     return "\n".join(line.rstrip("\n")[:1000] for line in chosen)
 
 
@@ -293,9 +308,12 @@ def read_lines(path: Path, head_bytes: int = LOG_HEAD_BYTES, tail_bytes: int = L
             last = f.read(tail_bytes)
     except OSError:
         return []
-    first = first[:first.rfind(b"\n") + 1] or first  # whole lines only
-    last = last[last.find(b"\n") + 1:] if b"\n" in last else last
+    first = first[: first.rfind(b"\n") + 1] or first  # whole lines only
+    last = last[last.find(b"\n") + 1 :] if b"\n" in last else last
     skipped = size - len(first) - len(last)
     note = f"[driftmatrix: {skipped} bytes of this {size}-byte log were not read: only its first and last lines are]"
-    return [*first.decode("utf-8", errors="replace").splitlines(), note,
-            *last.decode("utf-8", errors="replace").splitlines()]
+    return [
+        *first.decode("utf-8", errors="replace").splitlines(),
+        note,
+        *last.decode("utf-8", errors="replace").splitlines(),
+    ]

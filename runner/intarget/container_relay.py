@@ -22,7 +22,7 @@ if not __package__:  # run by path (a target's Python, `-I`): PEP 366, as the pa
     sys.path.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     __package__ = os.path.basename(os.path.dirname(os.path.abspath(__file__)))
 
-from .sandbox_init import pump  # noqa: E402  (next to this file, mounted together: one byte pump for both relays)
+from .sandbox_init import pump
 
 
 def listen(path):
@@ -57,6 +57,7 @@ def die_with_parent():
     outlive the server either: SIGTERM when the exec'd server exits (Linux prctl)."""
     try:
         import ctypes
+
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         pass

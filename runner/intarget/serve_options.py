@@ -32,6 +32,7 @@ def _preprocessed(serve, token):
 
     def capture(self, args=None, namespace=None):
         raise _Captured(args or [])
+
     argparse.ArgumentParser.parse_known_args = capture
     try:
         serve.parse_args([token, "1"])
@@ -92,8 +93,11 @@ def main():
     parser, _serve_cmd, _patched = build_parser()
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     serve = sub.choices["serve"]
-    answers = {"options": sorted(serve._option_string_actions), "allow_abbrev": serve.allow_abbrev,
-               "accepts": {t: accepts(serve, t) for t in tokens}}
+    answers = {
+        "options": sorted(serve._option_string_actions),
+        "allow_abbrev": serve.allow_abbrev,
+        "accepts": {t: accepts(serve, t) for t in tokens},
+    }
     if probes is not None:
         answers["arguments"] = arguments(serve, probes)
     if sys.argv[1:] in ([], ["-"]):

@@ -39,8 +39,13 @@ if not __package__:  # run by path (a target's Python, `-I`): PEP 366, as the pa
     __package__ = os.path.basename(os.path.dirname(os.path.abspath(__file__)))
 
 BOGUS = "driftmatrix_no_such_key"
-REJECTS = ("unexpected keyword argument", "Unexpected keyword argument", "unexpected_keyword_argument",
-           "extra_forbidden", "Extra inputs are not permitted")
+REJECTS = (
+    "unexpected keyword argument",
+    "Unexpected keyword argument",
+    "unexpected_keyword_argument",
+    "extra_forbidden",
+    "Extra inputs are not permitted",
+)
 """How a stdlib dataclass (TypeError) and pydantic (`extra="forbid"`, or a pydantic dataclass's
 `unexpected_keyword_argument`) refuse a key the class lacks."""
 TOOL, REASONING = "--tool-call-parser", "--reasoning-parser"
@@ -98,8 +103,10 @@ def _hints_extras(cls):
 
 def _skips_validation(hint):
     if typing.get_origin(hint) is typing.Annotated:
-        return any("SkipValidation" in type(m).__name__ or "SkipValidation" in getattr(m, "__name__", "")
-                   for m in typing.get_args(hint)[1:])
+        return any(
+            "SkipValidation" in type(m).__name__ or "SkipValidation" in getattr(m, "__name__", "")
+            for m in typing.get_args(hint)[1:]
+        )
     if typing.get_origin(hint) is typing.Union or type(hint).__name__ == "UnionType":
         return any(_skips_validation(a) for a in typing.get_args(hint))
     return False
@@ -125,29 +132,45 @@ def _literal_names(members):
 
 # --- the full sets ------------------------------------------------------------------------------
 
+
 def choices_domains(serve, domains, actions):
     for action in serve._actions:
         name = _long(action)
         if name is None or not action.choices or isinstance(action, argparse._SubParsersAction):
             continue
         actions[name] = action
-        domains[name] = {"names": sorted({str(c) for c in action.choices if c is not None}), "from": "choices",
-                         "where": "the serve parser's choices", "fold": None, "open_with": []}
+        domains[name] = {
+            "names": sorted({str(c) for c in action.choices if c is not None}),
+            "from": "choices",
+            "where": "the serve parser's choices",
+            "fold": None,
+            "open_with": [],
+        }
 
 
 def registry_domains(domains, unknown):
     from .vllm_symbols import find
-    for option, key, table, plugin in ((TOOL, "ToolParserManager", "tool_parsers", "--tool-parser-plugin"),
-                                       (REASONING, "ReasoningParserManager", "reasoning_parsers",
-                                        "--reasoning-parser-plugin")):
+
+    for option, key, table, plugin in (
+        (TOOL, "ToolParserManager", "tool_parsers", "--tool-parser-plugin"),
+        (REASONING, "ReasoningParserManager", "reasoning_parsers", "--reasoning-parser-plugin"),
+    ):
         manager = _lookup(find, key, option, unknown, f"this build has no {key}")
         if manager is None:
             continue
         # list_registered() joins eager and lazily registered names where the release has it
-        names = manager.list_registered() if hasattr(manager, "list_registered") else \
-            list(getattr(manager, table, {})) + list(getattr(manager, "lazy_parsers", {}))
-        domains[option] = {"names": sorted(names), "from": "registry", "where": _where(manager),
-                           "fold": None, "open_with": [plugin]}
+        names = (
+            manager.list_registered()
+            if hasattr(manager, "list_registered")
+            else list(getattr(manager, table, {})) + list(getattr(manager, "lazy_parsers", {}))
+        )
+        domains[option] = {
+            "names": sorted(names),
+            "from": "registry",
+            "where": _where(manager),
+            "fold": None,
+            "open_with": [plugin],
+        }
     _quantization(domains, unknown, find)
     _load_formats(domains, unknown, find)
     _attention_backends(domains, unknown, find)
@@ -158,6 +181,7 @@ def weight_transfer_backends(domains, unknown):
     """`--weight-transfer-config.backend` is `Literal[...] | str`: the engine factory's registry (names
     registered when its module is imported) decides when the engine is made."""
     from .vllm_symbols import find
+
     domain = "--weight-transfer-config.backend"
     if domain not in domains:
         return
@@ -165,8 +189,13 @@ def weight_transfer_backends(domains, unknown):
     table = getattr(factory, "_registry", None) if factory is not None else None
     if not isinstance(table, dict):
         return  # no registry in this release: the Literal's names stand
-    domains[domain] = {"names": sorted({*table, *domains[domain]["names"]}), "from": "registry",
-                       "where": _where(factory), "fold": None, "open_with": []}
+    domains[domain] = {
+        "names": sorted({*table, *domains[domain]["names"]}),
+        "from": "registry",
+        "where": _where(factory),
+        "fold": None,
+        "open_with": [],
+    }
 
 
 def _tokenizer_modes(domains, unknown, find):
@@ -181,8 +210,13 @@ def _tokenizer_modes(domains, unknown, find):
         return
     model_config = find("ModelConfig")  # its TokenizerMode Literal: modes get_tokenizer resolves itself (`slow`)
     literal = _literal_names(_members(_hints(model_config).get("tokenizer_mode"))) if model_config is not None else []
-    domains["--tokenizer-mode"] = {"names": sorted({*table, *literal, "auto"}), "from": "registry", "open_with": [],
-                                   "where": _where(type(registry)), "fold": _tokenizer_fold(find)}
+    domains["--tokenizer-mode"] = {
+        "names": sorted({*table, *literal, "auto"}),
+        "from": "registry",
+        "open_with": [],
+        "where": _where(type(registry)),
+        "fold": _tokenizer_fold(find),
+    }
 
 
 def _tokenizer_fold(find):
@@ -196,24 +230,46 @@ def field_domains(serve, domains, actions, unknown):
     """Options without choices whose EngineArgs field is a Literal or an Enum (`str | ConfigFormat`
     is shown as a metavar, not choices; an enum is parsed by its config's validator)."""
     from .vllm_symbols import find
+
     engine_args = find("AsyncEngineArgs")
     hints = _hints(engine_args) if engine_args is not None and dataclasses.is_dataclass(engine_args) else {}
     for action in serve._actions:
         name = _long(action)
-        if name is None or name in domains or (action.dest not in hints and not isinstance(action.metavar, (list, tuple))):
+        if (
+            name is None
+            or name in domains
+            or (action.dest not in hints and not isinstance(action.metavar, (list, tuple)))
+        ):
             continue
         members = _members(hints[action.dest]) if action.dest in hints else []
         names = _literal_names(members)
         enums = [m for m in members if isinstance(m, type) and issubclass(m, enum.Enum)]
         if names:
-            domains[name] = {"names": sorted(set(names)), "from": "literal", "where": _where(engine_args),
-                             "fold": None, "open_with": [], "any_str": str in members}
+            domains[name] = {
+                "names": sorted(set(names)),
+                "from": "literal",
+                "where": _where(engine_args),
+                "fold": None,
+                "open_with": [],
+                "any_str": str in members,
+            }
         elif enums:  # the enum validators read (attention, mamba, mm encoder) all do `Enum[value.upper()]`
-            domains[name] = {"names": sorted(m.name for e in enums for m in e), "from": "enum",
-                             "where": _where(enums[0]), "fold": "upper", "open_with": []}
+            domains[name] = {
+                "names": sorted(m.name for e in enums for m in e),
+                "from": "enum",
+                "where": _where(enums[0]),
+                "fold": "upper",
+                "open_with": [],
+            }
         elif isinstance(action.metavar, (list, tuple)) and action.metavar:  # names shown, any str taken
-            domains[name] = {"names": sorted(map(str, action.metavar)), "from": "metavar", "fold": None,
-                             "where": "the serve parser's metavar", "open_with": [], "any_str": True}
+            domains[name] = {
+                "names": sorted(map(str, action.metavar)),
+                "from": "metavar",
+                "fold": None,
+                "where": "the serve parser's metavar",
+                "open_with": [],
+                "any_str": True,
+            }
         else:
             continue
         actions.setdefault(name, action)
@@ -242,8 +298,13 @@ def _quantization(domains, unknown, find):
     methods = _lookup(find, "QUANTIZATION_METHODS", "--quantization", unknown, "this build has no QUANTIZATION_METHODS")
     if methods is None:
         return
-    domains["--quantization"] = {"names": sorted(methods), "from": "registry", "fold": None, "open_with": [],
-                                 "where": "vllm/model_executor/layers/quantization/__init__.py"}
+    domains["--quantization"] = {
+        "names": sorted(methods),
+        "from": "registry",
+        "fold": None,
+        "open_with": [],
+        "where": "vllm/model_executor/layers/quantization/__init__.py",
+    }
 
 
 def _load_formats(domains, unknown, find):
@@ -256,8 +317,13 @@ def _load_formats(domains, unknown, find):
     if table is None:
         unknown.append({"domain": "--load-format", "why": NO_LOADER_TABLE})
         return
-    domains["--load-format"] = {"names": sorted(table), "from": "registry", "where": _where(loader),
-                                "fold": _load_format_fold(find), "open_with": []}
+    domains["--load-format"] = {
+        "names": sorted(table),
+        "from": "registry",
+        "where": _where(loader),
+        "fold": _load_format_fold(find),
+        "open_with": [],
+    }
 
 
 def _load_format_fold(find):
@@ -270,16 +336,23 @@ def _load_format_fold(find):
 
 
 def _attention_backends(domains, unknown, find):
-    backends = _lookup(find, "AttentionBackendEnum", "--attention-backend", unknown,
-                       "this build has no AttentionBackendEnum")
+    backends = _lookup(
+        find, "AttentionBackendEnum", "--attention-backend", unknown, "this build has no AttentionBackendEnum"
+    )
     if backends is None:
         return
-    domains["--attention-backend"] = {"names": sorted(m.name for m in backends), "from": "enum",
-                                      "where": _where(backends), "fold": "upper", "open_with": [],
-                                      "also": ["auto"]}
+    domains["--attention-backend"] = {
+        "names": sorted(m.name for m in backends),
+        "from": "enum",
+        "where": _where(backends),
+        "fold": "upper",
+        "open_with": [],
+        "also": ["auto"],
+    }
 
 
 # --- JSON options: their config classes ---------------------------------------------------------
+
 
 def config_class(action, find):
     """(class, how built): the parser's own parse function's class, else VllmConfig's field of the
@@ -345,6 +418,7 @@ def rejected(error, key):
 
 def json_keys(serve, keys, domains, actions, unknown):
     from .vllm_symbols import find
+
     for action in serve._actions:
         name = _long(action)
         if name is None or not (name.endswith("-config") or _dataclass_in(action.type) is not None):
@@ -355,25 +429,45 @@ def json_keys(serve, keys, domains, actions, unknown):
             unknown.append({"domain": name, "why": f"its config class could not be found: {exc}"})
             continue
         if cls is None:
-            unknown.append({"domain": name, "why": "no config dataclass: the parser takes any JSON "
-                                                   "(a dict or a str), nothing names its keys"})
+            unknown.append(
+                {
+                    "domain": name,
+                    "why": "no config dataclass: the parser takes any JSON (a dict or a str), nothing names its keys",
+                }
+            )
             continue
         paths, literals = key_paths(cls)
         error = build_with(action, cls, how, {BOGUS: 1})
         closed = True if rejected(error, BOGUS) else False if error is None else None
-        asked = "the parser's own type function" if how == "parser" else f"{cls.__name__}(**dict), as EngineArgs builds it"
+        asked = (
+            "the parser's own type function" if how == "parser" else f"{cls.__name__}(**dict), as EngineArgs builds it"
+        )
         CLASSES[name] = (cls, how)
-        keys[name] = {"class": cls.__name__, "where": _where(cls), "keys": sorted(paths), "closed": closed,
-                      "built": how, "how": f"a bogus key handed to {asked}: " +
-                      ("taken" if error is None else error[:300])}
+        keys[name] = {
+            "class": cls.__name__,
+            "where": _where(cls),
+            "keys": sorted(paths),
+            "closed": closed,
+            "built": how,
+            "how": f"a bogus key handed to {asked}: " + ("taken" if error is None else error[:300]),
+        }
         actions[name] = action
         for path, found in literals.items():
-            domains.setdefault(f"{name}.{path}", {"names": found["names"], "from": "literal",
-                                                  "where": _where(cls), "fold": None, "open_with": [],
-                                                  "any_str": found["open"]})
+            domains.setdefault(
+                f"{name}.{path}",
+                {
+                    "names": found["names"],
+                    "from": "literal",
+                    "where": _where(cls),
+                    "fold": None,
+                    "open_with": [],
+                    "any_str": found["open"],
+                },
+            )
 
 
 # --- the uses -----------------------------------------------------------------------------------
+
 
 def answer(use, domains, keys, actions, serve):
     """The build's answer for one use: its own check where one exists, else the names it knows."""
@@ -420,6 +514,7 @@ def answer(use, domains, keys, actions, serve):
 def _attention_backend(value, record):
     """AttentionConfig's own validator turns the string into the enum (`auto` -> None)."""
     from .vllm_symbols import find
+
     attention_config = find("AttentionConfig")
     if attention_config is not None:
         try:

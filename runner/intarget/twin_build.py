@@ -44,19 +44,21 @@ if not __package__:  # run by path (a target's Python, `-I`): PEP 366, as the pa
     sys.path.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     __package__ = os.path.basename(os.path.dirname(os.path.abspath(__file__)))
 
-from . import twin_gemma4  # noqa: E402  (next to this file)
-from . import twin_generic  # noqa: E402
-from . import twin_layout  # noqa: E402
-from . import twin_processor  # noqa: E402
-from . import twin_restate  # noqa: E402
-from . import twin_split  # noqa: E402
-from . import twin_vllm_config  # noqa: E402
+from . import (
+    twin_gemma4,
+    twin_generic,
+    twin_layout,
+    twin_processor,
+    twin_restate,
+    twin_split,
+    twin_vllm_config,
+)
 
 VOCAB = 2000
 CHATML = (
     "{%- if tools %}<|im_start|>system\nYou may call these tools:\n<tools>\n"
     "{%- for t in tools %}{{ t | tojson }}\n{% endfor %}</tools>\n"
-    "Answer with <tool_call>{\"name\": ..., \"arguments\": ...}</tool_call>.<|im_end|>\n{% endif %}"
+    'Answer with <tool_call>{"name": ..., "arguments": ...}</tool_call>.<|im_end|>\n{% endif %}'
     "{%- for m in messages %}<|im_start|>{{ m['role'] }}\n"
     "{%- if m['content'] is string %}{{ m['content'] }}{% else %}"
     "{%- for part in m['content'] %}{% if part['type'] == 'text' %}{{ part['text'] }}{% endif %}{% endfor %}"
@@ -72,29 +74,87 @@ LLAMA3 = (
 )
 FAMILIES = {
     # family: (config class, model class, special tokens, eos, pad, bos, chat template)
-    "qwen3": ("Qwen3Config", "Qwen3ForCausalLM",
-              ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<tool_call>", "</tool_call>"],
-              "<|im_end|>", "<|endoftext|>", None, CHATML),
-    "llama": ("LlamaConfig", "LlamaForCausalLM",
-              ["<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>",
-               "<tool_call>", "</tool_call>"],
-              "<|eot_id|>", "<|end_of_text|>", "<|begin_of_text|>", LLAMA3),
+    "qwen3": (
+        "Qwen3Config",
+        "Qwen3ForCausalLM",
+        ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<tool_call>", "</tool_call>"],
+        "<|im_end|>",
+        "<|endoftext|>",
+        None,
+        CHATML,
+    ),
+    "llama": (
+        "LlamaConfig",
+        "LlamaForCausalLM",
+        [
+            "<|begin_of_text|>",
+            "<|end_of_text|>",
+            "<|start_header_id|>",
+            "<|end_header_id|>",
+            "<|eot_id|>",
+            "<tool_call>",
+            "</tool_call>",
+        ],
+        "<|eot_id|>",
+        "<|end_of_text|>",
+        "<|begin_of_text|>",
+        LLAMA3,
+    ),
 }
 # The markers vLLM's reasoning and tool-call parsers look up in a model's tokenizer when they are
 # created (vllm/reasoning/*, vllm/tool_parsers/* of 0.21.0), so that a documented
 # `--reasoning-parser X` / `--tool-call-parser Y` finds them in a twin as in the published model
 # (its own tokenizer has them); random weights never emit them.
-PARSER_MARKERS = ["<think>", "</think>", "<seed:think>", "</seed:think>", "<seed:tool_call>", "</seed:tool_call>",
-                  "<minimax:tool_call>", "</minimax:tool_call>", "<tool_calls>", "</tool_calls>", "<tool_response>",
-                  "</tool_response>", "<function_call>", "<start_function_call>", "<end_function_call>",
-                  "<longcat_tool_call>", "</longcat_tool_call>", "<arg_key>", "</arg_key>", "<arg_value>",
-                  "</arg_value>", "<|tool_call|>", "<|tool_call_begin|>", "<|tool_call_end|>",
-                  "<|tool_calls_section_begin|>", "<|tool_calls_section_end|>", "<|python_tag|>", "[TOOL_CALLS]",
-                  "[ARGS]", "<|START_THINKING|>", "<|END_THINKING|>", "<response>", "</response>",
-                  "<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>", "<｜tool▁call▁begin｜>", "<｜tool▁call▁end｜>",
-                  "<｜tool▁sep｜>", "<｜DSML｜function_calls>", "</｜DSML｜function_calls>",
-                  # gpt-oss (harmony): its reasoning parser looks these up (KeyError '<|end|>' on the H200)
-                  "<|start|>", "<|end|>", "<|message|>", "<|channel|>", "<|return|>", "<|call|>", "<|constrain|>"]
+PARSER_MARKERS = [
+    "<think>",
+    "</think>",
+    "<seed:think>",
+    "</seed:think>",
+    "<seed:tool_call>",
+    "</seed:tool_call>",
+    "<minimax:tool_call>",
+    "</minimax:tool_call>",
+    "<tool_calls>",
+    "</tool_calls>",
+    "<tool_response>",
+    "</tool_response>",
+    "<function_call>",
+    "<start_function_call>",
+    "<end_function_call>",
+    "<longcat_tool_call>",
+    "</longcat_tool_call>",
+    "<arg_key>",
+    "</arg_key>",
+    "<arg_value>",
+    "</arg_value>",
+    "<|tool_call|>",
+    "<|tool_call_begin|>",
+    "<|tool_call_end|>",
+    "<|tool_calls_section_begin|>",
+    "<|tool_calls_section_end|>",
+    "<|python_tag|>",
+    "[TOOL_CALLS]",
+    "[ARGS]",
+    "<|START_THINKING|>",
+    "<|END_THINKING|>",
+    "<response>",
+    "</response>",
+    "<｜tool▁calls▁begin｜>",
+    "<｜tool▁calls▁end｜>",
+    "<｜tool▁call▁begin｜>",
+    "<｜tool▁call▁end｜>",
+    "<｜tool▁sep｜>",
+    "<｜DSML｜function_calls>",
+    "</｜DSML｜function_calls>",
+    # gpt-oss (harmony): its reasoning parser looks these up (KeyError '<|end|>' on the H200)
+    "<|start|>",
+    "<|end|>",
+    "<|message|>",
+    "<|channel|>",
+    "<|return|>",
+    "<|call|>",
+    "<|constrain|>",
+]
 # a marker as vLLM's parsers spell it in their sources: a quoted <...> or [UPPER] literal, not a
 # format string (`<think{suffix}>`), a regex (`<\\|sep\\|>`) or a byte token (`<0x0A>`)
 PARSER_LITERAL = re.compile(r"""["']((?:<[^"'\s<>{}\\]{1,40}>)|(?:\[[A-Z_]{2,30}\]))["']""")
@@ -107,17 +167,27 @@ def parser_markers() -> list[str]:
     which a list kept by hand lacks until someone sees the twin fail."""
     spec = importlib.util.find_spec("vllm")
     roots = [Path(p) for p in (spec.submodule_search_locations or [])] if spec else []
-    found = {m for root in roots for sub in PARSER_SOURCES for f in sorted((root / sub).glob("**/*.py"))
-             for m in PARSER_LITERAL.findall(f.read_text(errors="ignore")) if not m.startswith("<0x")}
+    found = {
+        m
+        for root in roots
+        for sub in PARSER_SOURCES
+        for f in sorted((root / sub).glob("**/*.py"))
+        for m in PARSER_LITERAL.findall(f.read_text(errors="ignore"))
+        if not m.startswith("<0x")
+    }
     return [*PARSER_MARKERS, *sorted(found - set(PARSER_MARKERS) - {"<s>", "</s>", "<pad>"})]
 
 
 # the generic family's tokenizer (twin_generic.py, when the model type has no known set): ChatML's
 # layout with <s> ... </s> turns, so </s> also ends a reply; the parsers' markers (parser_markers)
-GENERIC_TOKENIZER = {"special": ["<s>", "</s>", "<pad>", "<tool_call>", "</tool_call>"],
-                     "eos": "</s>", "pad": "<pad>",
-                     "bos": "<s>", "template": CHATML.replace("<|im_start|>", "<s>").replace("<|im_end|>", "</s>"),
-                     "named": {}}
+GENERIC_TOKENIZER = {
+    "special": ["<s>", "</s>", "<pad>", "<tool_call>", "</tool_call>"],
+    "eos": "</s>",
+    "pad": "<pad>",
+    "bos": "<s>",
+    "template": CHATML.replace("<|im_start|>", "<s>").replace("<|im_end|>", "</s>"),
+    "named": {},
+}
 # built by twin_gemma4.py (multimodal model + assistant); config class for the offline defaults
 GEMMA4 = {"gemma4": "Gemma4Config", "gemma4_text": "Gemma4TextConfig", "gemma4_assistant": "Gemma4AssistantConfig"}
 SHRINK = {"hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4, "vocab_size": VOCAB}
@@ -152,8 +222,14 @@ def train_tokenizer(out: Path, family: str, vocab_size: int | None = None):
 
     if family in GEMMA4 or family == "generic":
         spec = twin_gemma4.TOKENIZER if family in GEMMA4 else GENERIC_TOKENIZER
-        special, eos, pad, bos, template, named = (spec["special"], spec["eos"], spec["pad"], spec["bos"],
-                                                   spec["template"], spec["named"])
+        special, eos, pad, bos, template, named = (
+            spec["special"],
+            spec["eos"],
+            spec["pad"],
+            spec["bos"],
+            spec["template"],
+            spec["named"],
+        )
         if family == "generic":
             special = [*special, *(m for m in parser_markers() if m not in special)]
     else:
@@ -162,13 +238,15 @@ def train_tokenizer(out: Path, family: str, vocab_size: int | None = None):
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=VOCAB - 16, special_tokens=special,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    trainer = trainers.BpeTrainer(
+        vocab_size=VOCAB - 16, special_tokens=special, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
+    )
     tok.train_from_iterator(corpus(), trainer)
     if vocab_size and vocab_size > tok.get_vocab_size():
         tok = pad_vocab(tok, vocab_size)
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token=eos, pad_token=pad, bos_token=bos, unk_token=None,
-                                   extra_special_tokens=named)
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok, eos_token=eos, pad_token=pad, bos_token=bos, unk_token=None, extra_special_tokens=named
+    )
     fast.chat_template = template
     fast.save_pretrained(out)
     return fast
@@ -179,8 +257,17 @@ def split_of(a) -> dict:
     return {"tp": a.tensor_parallel, "pp": a.pipeline_parallel, "ep": a.expert_parallel, "context": a.context}
 
 
-def twin_config(family: str, source: dict, layers: int, head_dim: int, ids: dict, full: bool = False,
-                split: dict | None = None, notes: list | None = None, defaults: bool = False):
+def twin_config(
+    family: str,
+    source: dict,
+    layers: int,
+    head_dim: int,
+    ids: dict,
+    full: bool = False,
+    split: dict | None = None,
+    notes: list | None = None,
+    defaults: bool = False,
+):
     import transformers
 
     config_cls, model_cls, _, eos, pad, bos, _ = FAMILIES[family]
@@ -241,8 +328,11 @@ def build_generic(a, out: Path) -> dict:
         arch = (given or {}).get("architectures", [a.architecture])[0] if given else a.architecture
         return twin_vllm_config.build(a, out, arch, given, g, train_tokenizer, copy_tokenizer, split_of(a))
     cfg, needed, notes = g.twin_config(source, a.layers, a.full_size, split_of(a), defaults=given is None)
-    tokenizer = copy_tokenizer(out, a.tokenizer_from) if a.tokenizer_from else \
-        train_tokenizer(out, g.tokenizer_family(model_type), needed)
+    tokenizer = (
+        copy_tokenizer(out, a.tokenizer_from)
+        if a.tokenizer_from
+        else train_tokenizer(out, g.tokenizer_family(model_type), needed)
+    )
     processor_files = []
     try:  # multimodal: the processor vLLM loads at start, its placeholder tokens in the vocabulary
         processor_files = twin_processor.save_processor(out, cfg, arch, model_type, notes)
@@ -250,8 +340,11 @@ def build_generic(a, out: Path) -> dict:
         notes.append(f"no processor files: {exc}")
     tokenizer = transformers.AutoTokenizer.from_pretrained(out) if processor_files else tokenizer
     vocab = tokenizer.get_vocab()
-    ids = {"bos_token_id": vocab[tokenizer.bos_token or tokenizer.pad_token],
-           "eos_token_id": vocab[tokenizer.eos_token], "pad_token_id": vocab[tokenizer.pad_token]}
+    ids = {
+        "bos_token_id": vocab[tokenizer.bos_token or tokenizer.pad_token],
+        "eos_token_id": vocab[tokenizer.eos_token],
+        "pad_token_id": vocab[tokenizer.pad_token],
+    }
     g.set_vocab(cfg, max(len(tokenizer), needed), ids)
     config = transformers.CONFIG_MAPPING[model_type](**{**cfg, "architectures": [arch], "dtype": "bfloat16"})
     full_size_defaults(a.full_size)
@@ -263,14 +356,22 @@ def build_generic(a, out: Path) -> dict:
     model.save_pretrained(out, safe_serialization=True)
     notes += twin_layout.as_published(out, model, model_type)
     if cls.__name__ != arch:  # save_pretrained names the class it saved; vLLM resolves the published name
-        (out / "config.json").write_text(json.dumps({**json.loads((out / "config.json").read_text()),
-                                                      "architectures": [arch]}, indent=2))
-    return {"params": params, "architectures": [arch], "model_type": model_type,
-            "layer_types": getattr(config.get_text_config(), "layer_types", None),
-            "notes": notes + ([cls_note] if cls_note else []), "config_source": config_source,
-            "processor_files": processor_files,
-            "transformers": transformers.__version__, "full_size": a.full_size,
-            "bos": ids["bos_token_id"], "eos": ids["eos_token_id"]}
+        (out / "config.json").write_text(
+            json.dumps({**json.loads((out / "config.json").read_text()), "architectures": [arch]}, indent=2)
+        )
+    return {
+        "params": params,
+        "architectures": [arch],
+        "model_type": model_type,
+        "layer_types": getattr(config.get_text_config(), "layer_types", None),
+        "notes": notes + ([cls_note] if cls_note else []),
+        "config_source": config_source,
+        "processor_files": processor_files,
+        "transformers": transformers.__version__,
+        "full_size": a.full_size,
+        "bos": ids["bos_token_id"],
+        "eos": ids["eos_token_id"],
+    }
 
 
 def full_size_defaults(full: bool) -> None:
@@ -294,14 +395,30 @@ def main():
     ap.add_argument("--head-dim", type=int, default=32, help="32+ for vLLM's CPU attention backend (generic: 32)")
     ap.add_argument("--tokenizer-from")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--tensor-parallel", type=int, default=1,
-                    help="the command's tensor parallel size: head counts divisible by it (not gemma4)")
-    ap.add_argument("--pipeline-parallel", type=int, default=1,
-                    help="the command's pipeline parallel size: at least a layer per stage (not gemma4)")
-    ap.add_argument("--expert-parallel", type=int, default=1,
-                    help="the command's expert parallel size: experts divisible by it (not gemma4)")
-    ap.add_argument("--context", type=int, default=0,
-                    help="the command's context length: a twin from class defaults is given at least it")
+    ap.add_argument(
+        "--tensor-parallel",
+        type=int,
+        default=1,
+        help="the command's tensor parallel size: head counts divisible by it (not gemma4)",
+    )
+    ap.add_argument(
+        "--pipeline-parallel",
+        type=int,
+        default=1,
+        help="the command's pipeline parallel size: at least a layer per stage (not gemma4)",
+    )
+    ap.add_argument(
+        "--expert-parallel",
+        type=int,
+        default=1,
+        help="the command's expert parallel size: experts divisible by it (not gemma4)",
+    )
+    ap.add_argument(
+        "--context",
+        type=int,
+        default=0,
+        help="the command's context length: a twin from class defaults is given at least it",
+    )
     ap.add_argument("--full-size", action="store_true", help="keep the source's sizes (speed measurements)")
     a = ap.parse_args()
     import torch
@@ -331,29 +448,44 @@ def main():
         if a.tokenizer_from and (Path(a.tokenizer_from) / "config.json").exists():  # the target this drafts for
             target = json.loads((Path(a.tokenizer_from) / "config.json").read_text())
             backbone = (target.get("text_config") or target).get("hidden_size", 64)
-        built = twin_gemma4.build(a.family, out, source, a.model_id, a.layers, tokenizer, a.seed, backbone,
-                                     full=a.full_size)
+        built = twin_gemma4.build(
+            a.family, out, source, a.model_id, a.layers, tokenizer, a.seed, backbone, full=a.full_size
+        )
         bos, eos = built.pop("bos"), built.pop("eos")
     else:
         ids = tokenizer.get_vocab()
         fitted: list[str] = []
-        cfg, model_cls = twin_config(a.family, source, a.layers, a.head_dim, ids, full=a.full_size,
-                                     split=split_of(a), notes=fitted, defaults=not a.config_json)
+        cfg, model_cls = twin_config(
+            a.family,
+            source,
+            a.layers,
+            a.head_dim,
+            ids,
+            full=a.full_size,
+            split=split_of(a),
+            notes=fitted,
+            defaults=not a.config_json,
+        )
         torch.manual_seed(a.seed)
         model = model_cls(cfg).to(torch.bfloat16)
         model.save_pretrained(out, safe_serialization=True)
         params = sum(p.numel() for p in model.parameters())
-        built = {"params": params, "architectures": cfg.architectures, "model_type": cfg.model_type,
-                 "layer_types": getattr(cfg, "layer_types", None),
-                 "notes": fitted + ([f"full size: {params / 1e9:.2f} B parameters"] if a.full_size else [])}
+        built = {
+            "params": params,
+            "architectures": cfg.architectures,
+            "model_type": cfg.model_type,
+            "layer_types": getattr(cfg, "layer_types", None),
+            "notes": fitted + ([f"full size: {params / 1e9:.2f} B parameters"] if a.full_size else []),
+        }
         bos, eos = cfg.bos_token_id, cfg.eos_token_id
     write_generation_config(out, bos, eos)
     print(json.dumps({"dir": str(out), **built, **facts}))
 
 
 def write_generation_config(out: Path, bos, eos) -> None:
-    (out / "generation_config.json").write_text(json.dumps({"bos_token_id": bos, "eos_token_id": eos,
-                                                            "do_sample": False}))
+    (out / "generation_config.json").write_text(
+        json.dumps({"bos_token_id": bos, "eos_token_id": eos, "do_sample": False})
+    )
 
 
 if __name__ == "__main__":

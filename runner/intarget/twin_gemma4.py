@@ -16,12 +16,32 @@ from pathlib import Path
 # processor find what they look up (`<|turn>`, `<|channel>`, `<|tool_call>`, `<|image|>`, ...).
 # The processor reads image_token/boi_token/... from the tokenizer's named special tokens.
 NAMED_TOKENS = {
-    "image_token": "<|image|>", "boi_token": "<|image>", "eoi_token": "<image|>",
-    "audio_token": "<|audio|>", "boa_token": "<|audio>", "eoa_token": "<audio|>",
+    "image_token": "<|image|>",
+    "boi_token": "<|image>",
+    "eoi_token": "<image|>",
+    "audio_token": "<|audio|>",
+    "boa_token": "<|audio>",
+    "eoa_token": "<audio|>",
 }
-SPECIAL = ["<pad>", "<eos>", "<bos>", "<|turn>", "<turn|>", "<|channel>", "<channel|>", "<|think|>",
-           "<|tool>", "<tool|>", "<|tool_call>", "<tool_call|>", "<|tool_response>", "<tool_response|>", '<|"|>',
-           *NAMED_TOKENS.values(), "<|video|>"]
+SPECIAL = [
+    "<pad>",
+    "<eos>",
+    "<bos>",
+    "<|turn>",
+    "<turn|>",
+    "<|channel>",
+    "<channel|>",
+    "<|think|>",
+    "<|tool>",
+    "<tool|>",
+    "<|tool_call>",
+    "<tool_call|>",
+    "<|tool_response>",
+    "<tool_response|>",
+    '<|"|>',
+    *NAMED_TOKENS.values(),
+    "<|video|>",
+]
 # Gemma 4's turn format; image parts become the image token, which vLLM expands to boi + soft tokens + eoi.
 TEMPLATE = (
     "{{ bos_token }}{%- for m in messages %}<|turn>{{ 'model' if m['role'] == 'assistant' else m['role'] }}\n"
@@ -30,8 +50,14 @@ TEMPLATE = (
     "{%- endfor %}{% endif %}<turn|>\n{% endfor %}"
     "{%- if add_generation_prompt %}<|turn>model\n{% endif %}"
 )
-TOKENIZER = {"special": SPECIAL, "eos": "<eos>", "pad": "<pad>", "bos": "<bos>", "template": TEMPLATE,
-             "named": NAMED_TOKENS}
+TOKENIZER = {
+    "special": SPECIAL,
+    "eos": "<eos>",
+    "pad": "<pad>",
+    "bos": "<bos>",
+    "template": TEMPLATE,
+    "named": NAMED_TOKENS,
+}
 MAX_SOFT_TOKENS = 70  # the smallest token budget Gemma 4's image processor offers
 
 # The real assistant checkpoints' structure, for when their config.json cannot be fetched:
@@ -41,7 +67,10 @@ MAX_SOFT_TOKENS = 70  # the smallest token budget Gemma 4's image processor offe
 # as transcribed in public ports (mlx-swift-lm and CoreML-LLM tests/notes), May 2026.
 ASSISTANT_LAYER_TYPES = ["sliding_attention"] * 3 + ["full_attention"]
 ASSISTANT_FACTS = {  # size in the model id -> (centroid LM head, K=V projections, global KV heads)
-    "E2B": (True, False, None), "E4B": (True, False, None), "26B-A4B": (False, True, 2), "31B": (False, True, 4),
+    "E2B": (True, False, None),
+    "E4B": (True, False, None),
+    "26B-A4B": (False, True, 2),
+    "31B": (False, True, 4),
 }
 
 
@@ -52,10 +81,16 @@ def _ids(vocab: dict) -> dict:
 
 def _mm_ids(vocab: dict) -> dict:
     t = NAMED_TOKENS
-    return {"image_token_id": vocab[t["image_token"]], "boi_token_id": vocab[t["boi_token"]],
-            "eoi_token_id": vocab[t["eoi_token"]], "video_token_id": vocab["<|video|>"],
-            "audio_token_id": vocab[t["audio_token"]], "boa_token_id": vocab[t["boa_token"]],
-            "eoa_token_id": vocab[t["eoa_token"]], "eoa_token_index": vocab[t["eoa_token"]]}
+    return {
+        "image_token_id": vocab[t["image_token"]],
+        "boi_token_id": vocab[t["boi_token"]],
+        "eoi_token_id": vocab[t["eoi_token"]],
+        "video_token_id": vocab["<|video|>"],
+        "audio_token_id": vocab[t["audio_token"]],
+        "boa_token_id": vocab[t["boa_token"]],
+        "eoa_token_id": vocab[t["eoa_token"]],
+        "eoa_token_index": vocab[t["eoa_token"]],
+    }
 
 
 def _global_head_dim(text: dict) -> int | None:
@@ -68,8 +103,20 @@ def _global_head_dim(text: dict) -> int | None:
 
 def shrink_text(text: dict, layer_types: list[str], vocab_size: int, vocab: dict, full: bool = False) -> dict:
     """A gemma4_text config with tiny sizes (or, `full`, the source's sizes) and the source's structure."""
-    t = {k: v for k, v in text.items() if k not in ("per_layer_config", "transformers_version", "_name_or_path",
-                                                       "architectures", "id2label", "label2id", "dtype")}
+    t = {
+        k: v
+        for k, v in text.items()
+        if k
+        not in (
+            "per_layer_config",
+            "transformers_version",
+            "_name_or_path",
+            "architectures",
+            "id2label",
+            "label2id",
+            "dtype",
+        )
+    }
     if full:
         glob = _global_head_dim(text)
         t.update(layer_types=layer_types, num_hidden_layers=len(layer_types), vocab_size=vocab_size, **_ids(vocab))
@@ -79,9 +126,17 @@ def shrink_text(text: dict, layer_types: list[str], vocab_size: int, vocab: dict
             t["vocab_size_per_layer_input"] = vocab_size
         return t
     grouped = (text.get("num_key_value_heads") or 1) < (text.get("num_attention_heads") or 1)
-    t.update(hidden_size=64, intermediate_size=128, num_attention_heads=2, num_key_value_heads=1 if grouped else 2,
-             head_dim=32, num_hidden_layers=len(layer_types), layer_types=layer_types, vocab_size=vocab_size,
-             **_ids(vocab))
+    t.update(
+        hidden_size=64,
+        intermediate_size=128,
+        num_attention_heads=2,
+        num_key_value_heads=1 if grouped else 2,
+        head_dim=32,
+        num_hidden_layers=len(layer_types),
+        layer_types=layer_types,
+        vocab_size=vocab_size,
+        **_ids(vocab),
+    )
     # full-attention layers keep a wider head than sliding ones when the source has one
     glob = _global_head_dim(text)
     t["global_head_dim"] = 64 if glob and glob != text.get("head_dim") else 32
@@ -99,7 +154,9 @@ def shrink_text(text: dict, layer_types: list[str], vocab_size: int, vocab: dict
     return t
 
 
-def target_config(source: dict, vocab: dict, vocab_size: int, layers: int, full: bool = False) -> tuple[dict, list[str]]:
+def target_config(
+    source: dict, vocab: dict, vocab_size: int, layers: int, full: bool = False
+) -> tuple[dict, list[str]]:
     """A Gemma4ForConditionalGeneration config dict; also says which parts came from defaults."""
     import transformers
 
@@ -109,8 +166,11 @@ def target_config(source: dict, vocab: dict, vocab_size: int, layers: int, full:
     # the last layers, at least one of each attention kind (Gemma 4 ends on a full-attention
     # layer, the one before slides); the kinds decide the KV-cache groups vLLM sets up
     layers = len(types) if full else max(layers, len(set(types)))
-    cfg = {k: v for k, v in source.items() if k not in ("transformers_version", "_name_or_path", "dtype",
-                                                          "torch_dtype", "quantization_config")}
+    cfg = {
+        k: v
+        for k, v in source.items()
+        if k not in ("transformers_version", "_name_or_path", "dtype", "torch_dtype", "quantization_config")
+    }
     cfg["text_config"] = shrink_text(text, types[-layers:], vocab_size, vocab, full)
     vision = source.get("vision_config")
     if not vision:
@@ -119,19 +179,31 @@ def target_config(source: dict, vocab: dict, vocab_size: int, layers: int, full:
     vision = {k: v for k, v in vision.items() if k not in ("transformers_version", "_name_or_path", "dtype")}
     vision["default_output_length"] = MAX_SOFT_TOKENS
     if not full:
-        vision.update(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=2,
-                      num_key_value_heads=2, head_dim=32)
+        vision.update(
+            hidden_size=64,
+            intermediate_size=128,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            num_key_value_heads=2,
+            head_dim=32,
+        )
     cfg["vision_config"] = vision
     if source.get("audio_config"):
         notes.append("audio_config dropped (the twin has no audio tower)")
     cfg["audio_config"] = None
-    cfg.update(_mm_ids(vocab), architectures=["Gemma4ForConditionalGeneration"], model_type="gemma4",
-               tie_word_embeddings=source.get("tie_word_embeddings", True), dtype="bfloat16")
+    cfg.update(
+        _mm_ids(vocab),
+        architectures=["Gemma4ForConditionalGeneration"],
+        model_type="gemma4",
+        tie_word_embeddings=source.get("tie_word_embeddings", True),
+        dtype="bfloat16",
+    )
     return cfg, notes
 
 
-def assistant_config(source: dict, model_id: str, vocab: dict, vocab_size: int, backbone_hidden: int,
-                     full: bool = False) -> tuple[dict, list[str]]:
+def assistant_config(
+    source: dict, model_id: str, vocab: dict, vocab_size: int, backbone_hidden: int, full: bool = False
+) -> tuple[dict, list[str]]:
     """A Gemma4AssistantForCausalLM config dict keeping the real layer pattern (all layers KV-shared)."""
     import transformers
 
@@ -139,24 +211,46 @@ def assistant_config(source: dict, model_id: str, vocab: dict, vocab_size: int, 
     text = source.get("text_config")
     if not text:
         text = transformers.Gemma4TextConfig().to_dict()
-        text.update(layer_types=ASSISTANT_LAYER_TYPES, hidden_size_per_layer_input=0, vocab_size_per_layer_input=0,
-                    final_logit_softcapping=None)
+        text.update(
+            layer_types=ASSISTANT_LAYER_TYPES,
+            hidden_size_per_layer_input=0,
+            vocab_size_per_layer_input=0,
+            final_logit_softcapping=None,
+        )
         size = next((k for k in ASSISTANT_FACTS if re.search(rf"(?i)-{k}-", model_id)), None)
         if size:
             ordered, k_eq_v, global_kv = ASSISTANT_FACTS[size]
             text.update(attention_k_eq_v=k_eq_v, num_global_key_value_heads=global_kv)
             source = {**source, "use_ordered_embeddings": ordered}
-            notes.append(f"layer pattern [sliding x3, full] and the {size} assistant's LM head (centroids: "
-                         f"{ordered}) from the published assistant configs")
+            notes.append(
+                f"layer pattern [sliding x3, full] and the {size} assistant's LM head (centroids: "
+                f"{ordered}) from the published assistant configs"
+            )
         else:
-            notes.append("layer pattern [sliding x3, full] from the published assistant configs; no published "
-                         "facts for this size, the rest is transformers' defaults")
+            notes.append(
+                "layer pattern [sliding x3, full] from the published assistant configs; no published "
+                "facts for this size, the rest is transformers' defaults"
+            )
     t = shrink_text(text, list(text["layer_types"]), vocab_size, vocab, full)
-    t.update(num_kv_shared_layers=len(t["layer_types"]), hidden_size_per_layer_input=0, vocab_size_per_layer_input=0,
-             enable_moe_block=False, use_double_wide_mlp=False)
-    cfg = {k: v for k, v in source.items() if k not in ("transformers_version", "_name_or_path", "dtype", "torch_dtype")}
-    cfg.update(text_config=t, backbone_hidden_size=backbone_hidden, architectures=["Gemma4AssistantForCausalLM"],
-               model_type="gemma4_assistant", tie_word_embeddings=True, dtype="bfloat16", **_mm_ids(vocab))
+    t.update(
+        num_kv_shared_layers=len(t["layer_types"]),
+        hidden_size_per_layer_input=0,
+        vocab_size_per_layer_input=0,
+        enable_moe_block=False,
+        use_double_wide_mlp=False,
+    )
+    cfg = {
+        k: v for k, v in source.items() if k not in ("transformers_version", "_name_or_path", "dtype", "torch_dtype")
+    }
+    cfg.update(
+        text_config=t,
+        backbone_hidden_size=backbone_hidden,
+        architectures=["Gemma4AssistantForCausalLM"],
+        model_type="gemma4_assistant",
+        tie_word_embeddings=True,
+        dtype="bfloat16",
+        **_mm_ids(vocab),
+    )
     if cfg.get("use_ordered_embeddings"):  # centroid LM head: the vocabulary must split evenly into centroids
         # (vLLM reshapes the token ordering to [centroids, vocab // centroids]; 262144 / 2048 on the real ones)
         if not (full and vocab_size % cfg.get("num_centroids", 2048) == 0):
@@ -195,14 +289,27 @@ def save_processor(out: Path, tokenizer) -> None:
     import transformers as tf
 
     image = tf.Gemma4ImageProcessor(max_soft_tokens=MAX_SOFT_TOKENS)
-    proc = tf.Gemma4Processor(feature_extractor=tf.Gemma4AudioFeatureExtractor(), image_processor=image,
-                              tokenizer=tokenizer, video_processor=tf.Gemma4VideoProcessor(),
-                              image_seq_length=MAX_SOFT_TOKENS)
+    proc = tf.Gemma4Processor(
+        feature_extractor=tf.Gemma4AudioFeatureExtractor(),
+        image_processor=image,
+        tokenizer=tokenizer,
+        video_processor=tf.Gemma4VideoProcessor(),
+        image_seq_length=MAX_SOFT_TOKENS,
+    )
     proc.save_pretrained(out)
 
 
-def build(family: str, out: Path, source: dict, model_id: str, layers: int, tokenizer, seed: int,
-          backbone_hidden: int = 64, full: bool = False) -> dict:
+def build(
+    family: str,
+    out: Path,
+    source: dict,
+    model_id: str,
+    layers: int,
+    tokenizer,
+    seed: int,
+    backbone_hidden: int = 64,
+    full: bool = False,
+) -> dict:
     """Write weights + config (+ processor) for a gemma4 / gemma4_text / gemma4_assistant twin; return marker facts."""
     import torch
     import transformers as tf
@@ -242,6 +349,12 @@ def build(family: str, out: Path, source: dict, model_id: str, layers: int, toke
     if family == "gemma4":
         save_processor(out, tokenizer)
     text = config.get_text_config()
-    return {"params": sum(p.numel() for p in model.parameters()), "architectures": config.architectures,
-            "model_type": config.model_type, "layer_types": list(text.layer_types), "notes": notes,
-            "bos": text.bos_token_id, "eos": text.eos_token_id}
+    return {
+        "params": sum(p.numel() for p in model.parameters()),
+        "architectures": config.architectures,
+        "model_type": config.model_type,
+        "layer_types": list(text.layer_types),
+        "notes": notes,
+        "bos": text.bos_token_id,
+        "eos": text.eos_token_id,
+    }

@@ -39,10 +39,20 @@ VOCAB = 2000
 # vLLM's CPU attention backend needs head_dim >= 32
 TEXT_SET = {"hidden_size": 128, "n_embd": 128, "num_attention_heads": 4, "n_head": 4, "n_heads": 4}
 HEADS = ("num_attention_heads", "n_head", "n_heads")
-KV_HEADS = ("num_key_value_heads", "n_kv_heads", "num_kv_heads", "multi_query_group_num",
-            "num_attention_groups")  # Step-3.5's (vLLM's Step3p5Config)
-FFN = ("ffn_dim", "ffn_hidden_size", "n_inner", "encoder_ffn_dim",  # and every key with "intermediate_size"
-       "share_expert_dim")  # Step-3.5's shared expert
+KV_HEADS = (
+    "num_key_value_heads",
+    "n_kv_heads",
+    "num_kv_heads",
+    "multi_query_group_num",
+    "num_attention_groups",
+)  # Step-3.5's (vLLM's Step3p5Config)
+FFN = (
+    "ffn_dim",
+    "ffn_hidden_size",
+    "n_inner",
+    "encoder_ffn_dim",  # and every key with "intermediate_size"
+    "share_expert_dim",
+)  # Step-3.5's shared expert
 # MLA (DeepSeek V2/V3, Kimi K2, GLM MLA variants): the q LoRA rank shrinks (a null q_lora_rank, no q
 # LoRA, stays null); the head sizes do not: kv_lora_rank + qk_rope_head_dim is the latent cache entry
 # and vLLM's MLA kernels take only the published sizes (320/512/576; its CPU kernel 0.32 only 576),
@@ -54,26 +64,58 @@ MLA_KEPT = ("kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim"
 # Gated DeltaNet (Qwen3-Next, Qwen3.5) and Mamba-2 blocks (Nemotron-H, Granite 4, Falcon-H1): groups
 # divide heads (1 divides all); Mamba heads x head dim = 2 x hidden (the usual expand of 2).  The
 # DeltaNet head sizes (linear_key/value_head_dim) stay: vLLM's CPU kernel takes only the published 128
-HYBRID = {"linear_num_key_heads": 2, "mamba_num_heads": 8, "mamba_n_heads": 8, "mamba_head_dim": 32, "mamba_d_head": 32,
-          "ssm_state_size": 16, "mamba_d_state": 16, "n_groups": 1, "mamba_n_groups": 1}
+HYBRID = {
+    "linear_num_key_heads": 2,
+    "mamba_num_heads": 8,
+    "mamba_n_heads": 8,
+    "mamba_head_dim": 32,
+    "mamba_d_head": 32,
+    "ssm_state_size": 16,
+    "mamba_d_state": 16,
+    "n_groups": 1,
+    "mamba_n_groups": 1,
+}
 CONTEXT = ("max_seq_len", "seq_length", "max_sequence_length")  # a context length under another name
 # MoE: four experts still route top-2 in one group; scoring/normalisation/scaling keys stay as they are
 EXPERTS = ("num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts", "num_routed_experts")
-TOP_K = ("num_experts_per_tok", "moe_topk", "moe_top_k", "moe_k", "top_k_experts", "num_selected_experts",
-         "experts_per_token")
+TOP_K = (
+    "num_experts_per_tok",
+    "moe_topk",
+    "moe_top_k",
+    "moe_k",
+    "top_k_experts",
+    "num_selected_experts",
+    "experts_per_token",
+)
 GROUPS = ("n_group", "topk_group", "num_expert_group")
-AT_MOST_ONE = ("n_shared_experts", "num_shared_experts", "moe_num_shared_experts",  # shared experts kept
-               "num_nextn_predict_layers", "mtp_num_hidden_layers")  # one MTP layer still says "has MTP"
+AT_MOST_ONE = (
+    "n_shared_experts",
+    "num_shared_experts",
+    "moe_num_shared_experts",  # shared experts kept
+    "num_nextn_predict_layers",
+    "mtp_num_hidden_layers",
+)  # one MTP layer still says "has MTP"
 
 # --- layers: every per-layer key read as one feature tuple per layer ----------------------------
 LAYER_COUNTS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers")
 # one entry per layer (as is any other list whose key names layers/blocks, of that length)
 PER_LAYER = ("layer_types", "layers_block_type", "hybrid_override_pattern", "no_rope_layers")
-INDEX_LISTS = ("mlp_only_layers", "moe_layers", "full_attn_idxs", "global_attn_layers", "sliding_window_layers",
-               "swa_layers", "dense_layers", "attn_layer_indices", "linear_attn_layers")  # the layers of one kind
+INDEX_LISTS = (
+    "mlp_only_layers",
+    "moe_layers",
+    "full_attn_idxs",
+    "global_attn_layers",
+    "sliding_window_layers",
+    "swa_layers",
+    "dense_layers",
+    "attn_layer_indices",
+    "linear_attn_layers",
+)  # the layers of one kind
 # layer i is of the first kind while i < v; rewritten to the kept layers
-THRESHOLDS = ("first_k_dense_replace",  # dense MLPs before the MoE layers (DeepSeek, Kimi K2, GLM-4.5)
-              "max_window_layers")  # Qwen2: the sliding window from this layer on
+THRESHOLDS = (
+    "first_k_dense_replace",  # dense MLPs before the MoE layers (DeepSeek, Kimi K2, GLM-4.5)
+    "max_window_layers",
+)  # Qwen2: the sliding window from this layer on
 # periodic rules, left as they are: a whole period of layers is kept
 PERIODS = {
     "decoder_sparse_step": lambda c, v, i: (i + 1) % v == 0,  # Qwen MoE: an MoE block every v-th layer
@@ -89,9 +131,12 @@ PERIODS = {
 TOWER_WORDS = ("vision", "visual", "audio", "speech", "image", "vit", "encoder", "whisper")
 TEXT_WORDS = ("text", "llm", "language", "decoder", "thinker", "talker")
 TOWER_DEPTH = ("depth", "num_hidden_layers", "num_layers", "encoder_layers")
-TOWER_SET = {**dict.fromkeys(TOWER_DEPTH, 2), **dict.fromkeys(("hidden_size", "embed_dim", "d_model", "width"), 64),
-             **dict.fromkeys(("num_heads", "num_attention_heads", "encoder_attention_heads", "num_key_value_heads"), 4),
-             "head_dim": 16}
+TOWER_SET = {
+    **dict.fromkeys(TOWER_DEPTH, 2),
+    **dict.fromkeys(("hidden_size", "embed_dim", "d_model", "width"), 64),
+    **dict.fromkeys(("num_heads", "num_attention_heads", "encoder_attention_heads", "num_key_value_heads"), 4),
+    "head_dim": 16,
+}
 # the tower's output feeds the decoder: these are the decoder twin's width, and so is any width key
 # (named FEEDS_TEXT, not image/patch sizes) equal to the source decoder's hidden size
 TO_TEXT_WIDTH = ("out_hidden_size", "projector_output_dim", "text_hidden_size", "output_hidden_size")
@@ -99,8 +144,15 @@ FEEDS_TEXT = ("hidden", "proj", "output", "out_")
 TOWER_INDEX_LISTS = ("fullatt_block_indexes", "deepstack_visual_indexes")
 NOT_SUBCONFIGS = ("per_layer_config", "rope_config")
 PER_LAYER_DICTS = ("per_layer_config",)  # {layer index: overrides}: kept layers renumbered
-DROPPED = ("auto_map", "quantization_config", "compression_config",  # noted
-           "_name_or_path", "transformers_version", "torch_dtype", "dtype")
+DROPPED = (
+    "auto_map",
+    "quantization_config",
+    "compression_config",  # noted
+    "_name_or_path",
+    "transformers_version",
+    "torch_dtype",
+    "dtype",
+)
 OWN_ENCODING = {"gpt_oss": "openai_harmony's o200k_harmony"}
 """Model types whose prompts vLLM encodes itself, not with the model's tokenizer (gpt-oss: harmony,
 token ids up to 200,018): the twin keeps the config's vocab_size (its tokenizer padded with
@@ -128,27 +180,45 @@ def is_count(v) -> bool:  # an int that is not a bool
 
 def _each(value, fn):
     """FN on an int, or on each int of a list (ERNIE-VL lists expert counts per modality)."""
-    return [fn(v) if is_count(v) else v for v in value] if isinstance(value, list) else \
-        fn(value) if is_count(value) else value
+    return (
+        [fn(v) if is_count(v) else v for v in value]
+        if isinstance(value, list)
+        else fn(value)
+        if is_count(value)
+        else value
+    )
 
 
 # --- architecture -> model type and classes ------------------------------------------------------
+
 
 def _mappings():
     """transformers' auto mappings (model type -> class name), the generative ones first."""
     from transformers.models.auto import modeling_auto as ma
 
-    first = ["MODEL_FOR_CAUSAL_LM_MAPPING_NAMES", "MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES",
-             "MODEL_FOR_MULTIMODAL_LM_MAPPING_NAMES", "MODEL_FOR_VISION_2_SEQ_MAPPING_NAMES",
-             "MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES", "MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES"]
+    first = [
+        "MODEL_FOR_CAUSAL_LM_MAPPING_NAMES",
+        "MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES",
+        "MODEL_FOR_MULTIMODAL_LM_MAPPING_NAMES",
+        "MODEL_FOR_VISION_2_SEQ_MAPPING_NAMES",
+        "MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES",
+        "MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES",
+    ]
     rest = sorted(n for n in dir(ma) if n.startswith("MODEL_") and n.endswith("_MAPPING_NAMES") and n not in first)
     return [getattr(ma, n) for n in first + rest if hasattr(ma, n)]
 
 
 def model_type_of(arch: str) -> str | None:
     """The model type whose model class is ARCH (the auto mappings inverted)."""
-    return next((model_type for mapping in _mappings() for model_type, names in mapping.items()
-                 if arch == names or (isinstance(names, (list, tuple)) and arch in names)), None)
+    return next(
+        (
+            model_type
+            for mapping in _mappings()
+            for model_type, names in mapping.items()
+            if arch == names or (isinstance(names, (list, tuple)) and arch in names)
+        ),
+        None,
+    )
 
 
 def model_class(arch: str, model_type: str):
@@ -161,8 +231,10 @@ def model_class(arch: str, model_type: str):
         name = mapping.get(model_type)
         name = name[0] if isinstance(name, (list, tuple)) else name
         if name and hasattr(transformers, name):
-            return getattr(transformers, name), (f"{arch} is not in transformers {transformers.__version__}: "
-                                                 f"weights laid out by {name} (model type {model_type})")
+            return getattr(transformers, name), (
+                f"{arch} is not in transformers {transformers.__version__}: "
+                f"weights laid out by {name} (model type {model_type})"
+            )
     raise NoTwin(f"{arch} is not in transformers {transformers.__version__}: no generic twin")
 
 
@@ -177,21 +249,29 @@ def source_config(arch: str | None, config: dict | None) -> tuple[dict, str, str
         known = model_type_of(arch) if arch and hasattr(transformers, arch) else None
         if given not in CONFIG_MAPPING and known in CONFIG_MAPPING:  # a remote-code model type (Kimi K2's
             # kimi_k2) of an architecture transformers has: its config class reads the config
-            return ({**config, "model_type": known}, arch,
-                    f"config.json (model type {given} read as {known}, {arch}'s in transformers {version})")
+            return (
+                {**config, "model_type": known},
+                arch,
+                f"config.json (model type {given} read as {known}, {arch}'s in transformers {version})",
+            )
         if given not in CONFIG_MAPPING or not arch:
-            raise NoTwin(f"model type {given!r} ({arch or 'no architecture'}) is not in "
-                         f"transformers {version}: no generic twin")
+            raise NoTwin(
+                f"model type {given!r} ({arch or 'no architecture'}) is not in transformers {version}: no generic twin"
+            )
         return config, arch, "config.json"
     model_type = model_type_of(arch) if hasattr(transformers, arch) else None
     if model_type not in CONFIG_MAPPING:
         raise NoTwin(f"{arch} is not in transformers {version}: no generic twin")
     cls = CONFIG_MAPPING[model_type]
-    return ({**cls().to_dict(), "architectures": [arch]}, arch,
-            f"family defaults, not the published config (transformers {cls.__name__}() {version})")
+    return (
+        {**cls().to_dict(), "architectures": [arch]},
+        arch,
+        f"family defaults, not the published config (transformers {cls.__name__}() {version})",
+    )
 
 
 # --- layers -------------------------------------------------------------------------------------
+
 
 def layer_count(cfg: dict) -> tuple[str | None, int | None]:
     """(the key holding the layer count, the count); a per-layer list's length when no key has it."""
@@ -202,9 +282,21 @@ def layer_count(cfg: dict) -> tuple[str | None, int | None]:
 
 
 def per_layer_keys(cfg: dict, n: int) -> list[str]:
-    return [k for k, v in cfg.items() if k not in INDEX_LISTS and isinstance(v, (list, str)) and len(v) == n
-            and (k in PER_LAYER or (isinstance(v, list) and ("layer" in k or "block" in k or k.endswith("_types"))
-                                    and all(x is None or isinstance(x, (str, int, float)) for x in v)))]
+    return [
+        k
+        for k, v in cfg.items()
+        if k not in INDEX_LISTS
+        and isinstance(v, (list, str))
+        and len(v) == n
+        and (
+            k in PER_LAYER
+            or (
+                isinstance(v, list)
+                and ("layer" in k or "block" in k or k.endswith("_types"))
+                and all(x is None or isinstance(x, (str, int, float)) for x in v)
+            )
+        )
+    ]
 
 
 def features(cfg: dict, n: int) -> list[tuple]:
@@ -213,8 +305,9 @@ def features(cfg: dict, n: int) -> list[tuple]:
     cols += [[i in set(cfg[k]) for i in range(n)] for k in INDEX_LISTS if isinstance(cfg.get(k), list)]
     cols += [[repr(layer_entry(cfg[k], i)) for i in range(n)] for k in PER_LAYER_DICTS if isinstance(cfg.get(k), dict)]
     cols += [[i < cfg[k] for i in range(n)] for k in THRESHOLDS if is_count(cfg.get(k))]
-    cols += [[rule(cfg, cfg[k], i) for i in range(n)] for k, rule in PERIODS.items()
-             if is_count(cfg.get(k)) and cfg[k] > 0]
+    cols += [
+        [rule(cfg, cfg[k], i) for i in range(n)] for k, rule in PERIODS.items() if is_count(cfg.get(k)) and cfg[k] > 0
+    ]
     return list(zip(*cols)) if cols else [()] * n
 
 
@@ -262,12 +355,21 @@ def shrink_layers(cfg: dict, default: int, notes: list[str], where: str) -> None
 
 # --- sizes --------------------------------------------------------------------------------------
 
+
 def shrink_moe(cfg: dict) -> None:
     for k in EXPERTS:
         if k in cfg:
             cfg[k] = _each(cfg[k], lambda v: min(v, 4))
-    experts = min([v for k in EXPERTS if k in cfg for v in (cfg[k] if isinstance(cfg[k], list) else [cfg[k]])
-                   if is_count(v) and v > 0] or [4])
+    experts = min(
+        [
+            v
+            for k in EXPERTS
+            if k in cfg
+            for v in (cfg[k] if isinstance(cfg[k], list) else [cfg[k]])
+            if is_count(v) and v > 0
+        ]
+        or [4]
+    )
     for k in TOP_K:  # never more than the experts there are
         if k in cfg:
             cfg[k] = _each(cfg[k], lambda v: min(v, 2, experts))
@@ -283,8 +385,11 @@ def shrink_text(cfg: dict, source: dict) -> None:
     # the published configs have it); 32 is what hidden / heads gives anyway
     # a class default left None (HunYuanMoEV1Config(): the model computes head_dim ** -0.5): the width
     # hidden / heads gives, as the published configs state it
-    if is_count(cfg.get("head_dim")) or ("head_dim" in cfg and cfg["head_dim"] is None) or \
-            ("head_dim" not in cfg and head_dim(cfg) == 32):
+    if (
+        is_count(cfg.get("head_dim"))
+        or ("head_dim" in cfg and cfg["head_dim"] is None)
+        or ("head_dim" not in cfg and head_dim(cfg) == 32)
+    ):
         cfg["head_dim"] = 32
     for k in KV_HEADS:  # grouped-query attention stays grouped, plain multi-head stays plain
         if is_count(cfg.get(k)):
@@ -354,17 +459,28 @@ def shrink_tower(cfg: dict, text_hidden: int | None, notes: list[str], where: st
 
 # --- the whole config ---------------------------------------------------------------------------
 
+
 def sub_configs(cfg: dict, role: str):
     """(key, sub-config, its role): text or tower by the key's name, else the parent's role."""
     for key, value in cfg.items():
         if isinstance(value, dict) and key not in NOT_SUBCONFIGS and (key.endswith("_config") or "model_type" in value):
             low = key.lower()
-            yield key, value, ("text" if any(w in low for w in TEXT_WORDS) else
-                               "tower" if any(w in low for w in TOWER_WORDS) else role)
+            yield (
+                key,
+                value,
+                (
+                    "text"
+                    if any(w in low for w in TEXT_WORDS)
+                    else "tower"
+                    if any(w in low for w in TOWER_WORDS)
+                    else role
+                ),
+            )
 
 
-def shrink(cfg: dict, layers: int, notes: list[str], role: str = "text", where: str = "",
-           text_hidden: int | None = None) -> dict:
+def shrink(
+    cfg: dict, layers: int, notes: list[str], role: str = "text", where: str = "", text_hidden: int | None = None
+) -> dict:
     """A shrunk copy of CFG and of every sub-config in it."""
     out = copy.deepcopy(cfg)
     if role == "text":
@@ -408,14 +524,24 @@ def set_vocab(cfg: dict, size: int, ids: dict, role: str = "text") -> None:
         cfg.update(ids, **({"vocab_size": size} if "vocab_size" in cfg else {}))
 
 
-def twin_config(source: dict, layers: int, full: bool = False, split: dict | None = None, defaults: bool = False
-                ) -> tuple[dict, int, list[str]]:
+def twin_config(
+    source: dict, layers: int, full: bool = False, split: dict | None = None, defaults: bool = False
+) -> tuple[dict, int, list[str]]:
     """(shrunk config dict, the vocabulary size it needs, notes); FULL: the source's sizes as they are;
     SPLIT: the command's parallel sizes ({tp, pp, ep}) the twin must divide by (twin_split.fit_parallel)
     and its context length, given to a twin from class DEFAULTS (twin_split.fit_context)."""
-    notes = [f"{k} dropped" + (" (the twin is bf16: quantization is not reproduced)" if k == "quantization_config"
-                               else " (vLLM's own implementation is used)" if k == "auto_map" else "")
-             for k in DROPPED[:3] if source.get(k)]
+    notes = [
+        f"{k} dropped"
+        + (
+            " (the twin is bf16: quantization is not reproduced)"
+            if k == "quantization_config"
+            else " (vLLM's own implementation is used)"
+            if k == "auto_map"
+            else ""
+        )
+        for k in DROPPED[:3]
+        if source.get(k)
+    ]
     cfg = {k: v for k, v in source.items() if k not in DROPPED}
     cfg = cfg if full else shrink(cfg, layers, notes)
     if not full:
@@ -430,8 +556,10 @@ def twin_config(source: dict, layers: int, full: bool = False, split: dict | Non
     floor = (text.get("vocab_size") or VOCAB) if full or own else VOCAB
     needed = max([floor - 1, *token_ids(cfg)]) + 1
     if own and not full:
-        notes.append(f"vocab {floor}: the config's, as vLLM encodes {cfg['model_type']} prompts with "
-                     f"{OWN_ENCODING[cfg['model_type']]} (padded with unreachable <unusedN> tokens)")
+        notes.append(
+            f"vocab {floor}: the config's, as vLLM encodes {cfg['model_type']} prompts with "
+            f"{OWN_ENCODING[cfg['model_type']]} (padded with unreachable <unusedN> tokens)"
+        )
     if needed > floor:  # placeholder ids (image, video, ...) point into the twin vocabulary
         notes.append(f"vocab {needed}: up to the config's token ids, padded with unreachable <unusedN> tokens")
     return cfg, needed, notes

@@ -23,8 +23,12 @@ def as_published(out, model, model_type: str) -> list[str]:
     turns = []
     for conv in get_checkpoint_conversion_mapping(model_type) or []:
         ops = getattr(conv, "operations", [])
-        if len(ops) == 1 and isinstance(ops[0], Transpose) and ops[0].check_dims and \
-                list(conv.source_patterns) == list(conv.target_patterns):
+        if (
+            len(ops) == 1
+            and isinstance(ops[0], Transpose)
+            and ops[0].check_dims
+            and list(conv.source_patterns) == list(conv.target_patterns)
+        ):
             turns += [(re.compile(re.escape(p).replace(r"\*", r"[^.]+")), ops[0]) for p in conv.source_patterns]
     files = sorted(out.glob("*.safetensors"))
     if not turns or not files:

@@ -26,8 +26,13 @@ from pathlib import Path
 
 ARCHITECTURE = "MLPSpeculatorPreTrainedModel"
 # MLPSpeculatorConfig.__init__'s defaults (vLLM 0.20.1 .. 0.32.0)
-DEFAULTS = {"n_predict": 3, "top_k_tokens_per_head": [5, 4, 3], "n_candidates": 5, "tie_weights": False,
-            "scale_input": False}
+DEFAULTS = {
+    "n_predict": 3,
+    "top_k_tokens_per_head": [5, 4, 3],
+    "n_candidates": 5,
+    "tie_weights": False,
+    "scale_input": False,
+}
 KEPT = tuple(DEFAULTS)  # what the checkpoint decides; the sizes follow the target
 INNER = 64
 NO_TARGET = {"hidden_size": 64, "vocab_size": 2000}  # the family twins' sizes, when built alone
@@ -53,8 +58,16 @@ def speculator_config(source: dict | None, hidden: int, vocab: int, full: bool) 
     else:
         where = "config.json"
         notes += [f"{k}: MLPSpeculatorConfig default" for k in KEPT if k not in kept]
-    cfg = {**DEFAULTS, **kept, "architectures": [ARCHITECTURE], "model_type": "mlp_speculator",
-           "emb_dim": hidden, "vocab_size": vocab, "inner_dim": INNER, "torch_dtype": "bfloat16"}
+    cfg = {
+        **DEFAULTS,
+        **kept,
+        "architectures": [ARCHITECTURE],
+        "model_type": "mlp_speculator",
+        "emb_dim": hidden,
+        "vocab_size": vocab,
+        "inner_dim": INNER,
+        "torch_dtype": "bfloat16",
+    }
     if full and source:
         cfg.update({k: source[k] for k in ("emb_dim", "vocab_size", "inner_dim") if k in source})
     if len(cfg["top_k_tokens_per_head"]) != cfg["n_predict"]:  # MLPSpeculatorConfig asserts it
@@ -114,10 +127,21 @@ def main():
         for f in Path(a.tokenizer_from).iterdir():
             if "token" in f.name or f.name == "chat_template.jinja":
                 shutil.copy(f, out / f.name)
-    print(json.dumps({"dir": str(out), "params": sum(t.numel() for t in tensors.values()),
-                      "architectures": [ARCHITECTURE], "model_type": "mlp_speculator", "layer_types": None,
-                      "notes": notes, "config_source": where, "transformers": version("transformers"),
-                      "full_size": a.full_size}))
+    print(
+        json.dumps(
+            {
+                "dir": str(out),
+                "params": sum(t.numel() for t in tensors.values()),
+                "architectures": [ARCHITECTURE],
+                "model_type": "mlp_speculator",
+                "layer_types": None,
+                "notes": notes,
+                "config_source": where,
+                "transformers": version("transformers"),
+                "full_size": a.full_size,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

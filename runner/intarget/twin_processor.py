@@ -24,10 +24,12 @@ import re
 from pathlib import Path
 
 # processor attribute -> the auto mapping of its classes (transformers.models.auto.*)
-PART_MAPPINGS = {"image_processor": ("image_processing_auto", "IMAGE_PROCESSOR_MAPPING_NAMES"),
-                 "video_processor": ("video_processing_auto", "VIDEO_PROCESSOR_MAPPING_NAMES"),
-                 "feature_extractor": ("feature_extraction_auto", "FEATURE_EXTRACTOR_MAPPING_NAMES"),
-                 "audio_processor": ("feature_extraction_auto", "FEATURE_EXTRACTOR_MAPPING_NAMES")}
+PART_MAPPINGS = {
+    "image_processor": ("image_processing_auto", "IMAGE_PROCESSOR_MAPPING_NAMES"),
+    "video_processor": ("video_processing_auto", "VIDEO_PROCESSOR_MAPPING_NAMES"),
+    "feature_extractor": ("feature_extraction_auto", "FEATURE_EXTRACTOR_MAPPING_NAMES"),
+    "audio_processor": ("feature_extraction_auto", "FEATURE_EXTRACTOR_MAPPING_NAMES"),
+}
 # the part implementations, in order of preference (vLLM 0.2x calls the fast/torchvision ones)
 IMPLEMENTATIONS = ("torchvision", "fast", "pil", "slow")
 
@@ -74,8 +76,11 @@ def model_types(cfg: dict, cls) -> list[str]:
 # model's tower, class defaults need not (Qwen3.5's tower takes 16-pixel patches, the image
 # processor class transformers maps it to cuts 14: vLLM 0.26.0 on the H200 failed "shape '[40960,
 # -1, 2, 16, 16]' is invalid for input of size 48168960" in the vision patch embedding)
-GRID = {"patch_size": ("patch_size",), "temporal_patch_size": ("temporal_patch_size",),
-        "merge_size": ("spatial_merge_size", "merge_size")}
+GRID = {
+    "patch_size": ("patch_size",),
+    "temporal_patch_size": ("temporal_patch_size",),
+    "merge_size": ("spatial_merge_size", "merge_size"),
+}
 
 
 def align(part, cfg: dict, notes: list[str]) -> None:
@@ -87,8 +92,13 @@ def align(part, cfg: dict, notes: list[str]) -> None:
     size = getattr(part, "size", None)
     side = getattr(size, "height", None) if not isinstance(size, dict) else size.get("height")
     width = getattr(size, "width", None) if not isinstance(size, dict) else size.get("width")
-    if vision and isinstance(side, int) and side == width and isinstance(vision.get("image_size"), int) \
-            and vision["image_size"] != side:
+    if (
+        vision
+        and isinstance(side, int)
+        and side == width
+        and isinstance(vision.get("image_size"), int)
+        and vision["image_size"] != side
+    ):
         # the tower's position embeddings are sized for the image the processor makes (Llama 4: the
         # class defaults say 448, its processor's tiles are 336, as the published config says)
         notes.append(f"vision image_size {vision['image_size']} -> {side}: the processor's image size")
@@ -104,8 +114,10 @@ def align(part, cfg: dict, notes: list[str]) -> None:
 
 
 def build(cls, cfg: dict, tokenizer, notes: list[str] | None = None):
-    parts = {attr: tokenizer if attr == "tokenizer" else part_class(attr, model_types(cfg, cls))()
-             for attr in cls.get_attributes()}
+    parts = {
+        attr: tokenizer if attr == "tokenizer" else part_class(attr, model_types(cfg, cls))()
+        for attr in cls.get_attributes()
+    }
     for attr, part in parts.items():
         if attr != "tokenizer":
             align(part, cfg, notes if notes is not None else [])
@@ -114,8 +126,11 @@ def build(cls, cfg: dict, tokenizer, notes: list[str] | None = None):
 
 def placeholder_tokens(processor) -> dict[str, str]:
     """{attribute: token text} of the processor's prompt tokens (image_token, video_token, boi_token, ...)."""
-    return {k: v for k, v in vars(processor).items()
-            if k.endswith("_token") and isinstance(v, str) and v.startswith(("<", "[")) and len(v) < 40}
+    return {
+        k: v
+        for k, v in vars(processor).items()
+        if k.endswith("_token") and isinstance(v, str) and v.startswith(("<", "[")) and len(v) < 40
+    }
 
 
 def vllm_placeholders(arch: str) -> dict[str, str]:
@@ -143,8 +158,11 @@ def special_tokens(text: str) -> list[str]:
 
 
 # a chat message's media part, as vLLM passes it to the template ({"type": "image"}) or as sent
-PART_TYPES = {"image": ("image", "image_url"), "video": ("video", "video_url"),
-              "audio": ("audio", "audio_url", "input_audio")}
+PART_TYPES = {
+    "image": ("image", "image_url"),
+    "video": ("video", "video_url"),
+    "audio": ("audio", "audio_url", "input_audio"),
+}
 
 
 def with_media(template: str, placeholders: dict[str, str]) -> str:
@@ -152,8 +170,10 @@ def with_media(template: str, placeholders: dict[str, str]) -> str:
     published models' templates do); without this a part-iterating template drops the image and vLLM
     finds no placeholder to replace ("Failed to apply prompt replacement")."""
     text_part = "{% if part['type'] == 'text' %}{{ part['text'] }}"
-    media = "".join(f"{{% elif part['type'] in {list(PART_TYPES[m])} %}}{{{{ {json.dumps(text)} }}}}"
-                    for m, text in placeholders.items())
+    media = "".join(
+        f"{{% elif part['type'] in {list(PART_TYPES[m])} %}}{{{{ {json.dumps(text)} }}}}"
+        for m, text in placeholders.items()
+    )
     return template.replace(text_part, text_part + media) if text_part in template else template
 
 
@@ -197,8 +217,17 @@ def rename_slots(out: Path, wanted: dict[str, int], notes: list[str]) -> None:
         else:
             del vocab[slot]
         vocab[text] = want
-        added.append({"id": want, "content": text, "single_word": False, "lstrip": False, "rstrip": False,
-                      "normalized": False, "special": True})
+        added.append(
+            {
+                "id": want,
+                "content": text,
+                "single_word": False,
+                "lstrip": False,
+                "rstrip": False,
+                "normalized": False,
+                "special": True,
+            }
+        )
     path.write_text(json.dumps(data, ensure_ascii=False))
 
 
@@ -225,8 +254,11 @@ def token_text(name: str, placeholders: dict[str, str]) -> str:
     modality = next((m for m in ("image", "video", "audio") if stem.startswith(m)), None)
     found = special_tokens(placeholders.get(modality, "")) if modality else []
     role = next((r for r, words in ROLE_WORDS.items() if stem.endswith(r)), None)
-    pick = [t for t in found if role and any(w in t.lower() for w in ROLE_WORDS[role])] if role else \
-        [t for t in found if not any(w in t.lower() for ws in ROLE_WORDS.values() for w in ws)]
+    pick = (
+        [t for t in found if role and any(w in t.lower() for w in ROLE_WORDS[role])]
+        if role
+        else [t for t in found if not any(w in t.lower() for ws in ROLE_WORDS.values() for w in ws)]
+    )
     return pick[0] if pick else f"<|{stem}|>"
 
 
@@ -270,6 +302,8 @@ def save_processor(out: Path, cfg: dict, arch: str, model_type: str, notes: list
     build(cls, cfg, tokenizer, notes).save_pretrained(out)
     written = sorted({p.name for p in out.iterdir()} - before)
     notes[:] = list(dict.fromkeys(notes))  # each part was built twice: once to read its tokens
-    notes.append(f"processor {cls.__name__} from class defaults: {', '.join(written) or 'no new files'}; "
-                 f"placeholder tokens {sorted(wanted)}")
+    notes.append(
+        f"processor {cls.__name__} from class defaults: {', '.join(written) or 'no new files'}; "
+        f"placeholder tokens {sorted(wanted)}"
+    )
     return written

@@ -13,19 +13,21 @@ if not __package__:  # run by path (a target's Python, `-I`): PEP 366, as the pa
     sys.path.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     __package__ = os.path.basename(os.path.dirname(os.path.abspath(__file__)))
 
-from . import twin_generic as g  # noqa: E402
+from . import twin_generic as g
 
 # keys a transformers implementation implies that its config class does not carry (so its defaults
 # lack them): architecture prefix -> (parameter, keys).  DeepSeek V3 there always has a router bias and
 # sigmoid scoring; vLLM creates that bias only with topk_method noaux_tc (as the published configs say)
-IMPLIED = {"DeepseekV3": ("e_score_correction_bias", {"topk_method": "noaux_tc", "scoring_func": "sigmoid"}),
-           # transformers' Qwen3-VL-MoE router always renormalises its top-k weights, which is what the
-           # published text config's norm_topk_prob: true says; its config class lacks the key that
-           # vLLM's Qwen3-MoE block reads (vLLM 0.26.0 on the H200: AttributeError 'norm_topk_prob')
-           "Qwen3VLMoe": ("gate_up_proj", {"norm_topk_prob": True}),
-           # MiniMax-M2's router has the same bias and sigmoid scoring; vLLM's reads scoring_func, and creates
-           # the bias only with use_routing_bias
-           "MiniMaxM2": ("e_score_correction_bias", {"scoring_func": "sigmoid", "use_routing_bias": True})}
+IMPLIED = {
+    "DeepseekV3": ("e_score_correction_bias", {"topk_method": "noaux_tc", "scoring_func": "sigmoid"}),
+    # transformers' Qwen3-VL-MoE router always renormalises its top-k weights, which is what the
+    # published text config's norm_topk_prob: true says; its config class lacks the key that
+    # vLLM's Qwen3-MoE block reads (vLLM 0.26.0 on the H200: AttributeError 'norm_topk_prob')
+    "Qwen3VLMoe": ("gate_up_proj", {"norm_topk_prob": True}),
+    # MiniMax-M2's router has the same bias and sigmoid scoring; vLLM's reads scoring_func, and creates
+    # the bias only with use_routing_bias
+    "MiniMaxM2": ("e_score_correction_bias", {"scoring_func": "sigmoid", "use_routing_bias": True}),
+}
 
 
 def restate(cfg: dict, notes: list[str]) -> None:
@@ -48,7 +50,7 @@ def tie_tower_widths(cfg: dict, notes: list[str], where: str) -> None:
     otherwise give shapes that meet nowhere."""
     ratio = cfg.get("pixel_shuffle_ratio")
     if isinstance(ratio, float) and 0 < ratio < 1 and g.is_count(cfg.get("hidden_size")) and "intermediate_size" in cfg:
-        cfg["intermediate_size"] = int(cfg["hidden_size"] / ratio ** 2)
+        cfg["intermediate_size"] = int(cfg["hidden_size"] / ratio**2)
         notes.append(f"{where}intermediate_size {cfg['intermediate_size']}: hidden_size / pixel_shuffle_ratio^2")
     if g.is_count(cfg.get("projector_output_dim")):
         for k in ("projector_input_dim", "vision_output_dim"):
@@ -59,8 +61,9 @@ def tie_tower_widths(cfg: dict, notes: list[str], where: str) -> None:
 
 def _pattern(key: str, kind: str):
     """1 where the per-layer list KEY says KIND, else 0 (vLLM's hybrid_layer_pattern, moe_layer_freq)."""
-    return lambda cfg: [int(k == kind) for k in cfg[key]] if isinstance(cfg.get(key), list) and kind in cfg[key] \
-        else None
+    return lambda cfg: (
+        [int(k == kind) for k in cfg[key]] if isinstance(cfg.get(key), list) and kind in cfg[key] else None
+    )
 
 
 def _sliding(key: str):
@@ -75,8 +78,11 @@ partial rotary factor unset (None: all of the head; `to_dict` drops it)."""
 
 def _rotary_dim(cfg: dict):
     rope = cfg.get("rope_parameters") if isinstance(cfg.get("rope_parameters"), dict) else {}
-    if "partial_rotary_factor" not in cfg and "partial_rotary_factor" not in rope and \
-            cfg.get("model_type") not in ROTARY_DIM_READERS:
+    if (
+        "partial_rotary_factor" not in cfg
+        and "partial_rotary_factor" not in rope
+        and cfg.get("model_type") not in ROTARY_DIM_READERS
+    ):
         return None  # a config without the notion: vLLM's implementation reads no rotary_dim
     factor = cfg.get("partial_rotary_factor") or rope.get("partial_rotary_factor") or 1.0  # None: all of it
     return int(cfg["head_dim"] * factor) if g.is_count(cfg.get("head_dim")) else None
@@ -87,15 +93,19 @@ def _rotary_dim(cfg: dict):
 # MiniMax-M2 reads rotary_dim where the class gives a partial rotary factor; MiMo-V2's
 # sliding-window layers read swa_* sizes, which the class states once for all layers
 RESTATED = {
-    "first_k_dense_replace": lambda cfg: next((i for i, k in enumerate(cfg["mlp_layer_types"]) if k != "dense"),
-                                              len(cfg["mlp_layer_types"]))
-    if isinstance(cfg.get("mlp_layer_types"), list) else None,
+    "first_k_dense_replace": lambda cfg: (
+        next((i for i, k in enumerate(cfg["mlp_layer_types"]) if k != "dense"), len(cfg["mlp_layer_types"]))
+        if isinstance(cfg.get("mlp_layer_types"), list)
+        else None
+    ),
     "moe_layer_freq": _pattern("mlp_layer_types", "sparse"),
     "hybrid_layer_pattern": _pattern("layer_types", "sliding_attention"),
     "rotary_dim": _rotary_dim,
     # HY V3's name for the expert width
     "expert_hidden_dim": lambda cfg: cfg.get("moe_intermediate_size") if cfg.get("model_type") == "hy_v3" else None,
-    "layernorm_epsilon": lambda cfg: cfg.get("rms_norm_eps") if str(cfg.get("model_type")).startswith("mimo_v2") else None,
+    "layernorm_epsilon": lambda cfg: (
+        cfg.get("rms_norm_eps") if str(cfg.get("model_type")).startswith("mimo_v2") else None
+    ),
     # transformers' HY V3 router always renormalises its top-k weights; vLLM's reads route_norm
     "route_norm": lambda cfg: True if cfg.get("model_type") == "hy_v3" else None,
     **{f"swa_{k}": _sliding(k) for k in ("num_attention_heads", "num_key_value_heads", "head_dim", "v_head_dim")},

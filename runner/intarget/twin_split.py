@@ -12,7 +12,7 @@ if not __package__:  # run by path (a target's Python, `-I`): PEP 366, as the pa
     sys.path.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     __package__ = os.path.basename(os.path.dirname(os.path.abspath(__file__)))
 
-from . import twin_generic as g  # noqa: E402
+from . import twin_generic as g
 
 
 def fit_parallel(cfg: dict, split: dict, notes: list[str]) -> None:

@@ -47,29 +47,56 @@ def build(a, out, arch: str, given: dict | None, generic, train_tokenizer, copy_
     """Config and tokenizer of ARCH's twin from vLLM's configuration class (no weights); the builder's
     answer (as twin_build.build_generic's), or SystemExit when vLLM has no class for ARCH."""
     import transformers
+
     from .vllm_symbols import find
 
     vllm = find("vllm")
     found = config_class(arch)
     if found is None:
-        raise SystemExit(f"{arch} is not in transformers {transformers.__version__} and vLLM {vllm.__version__} "
-                         "has no configuration class for it: no twin")
+        raise SystemExit(
+            f"{arch} is not in transformers {transformers.__version__} and vLLM {vllm.__version__} "
+            "has no configuration class for it: no twin"
+        )
     model_type, cls = found
     source = dict(given) if given else {**cls().to_dict(), "architectures": [arch]}
-    where = "config.json" if given else (f"vLLM's {cls.__name__}() defaults (vLLM {vllm.__version__}; "
-                                         f"{arch} is not in transformers {transformers.__version__})")
+    where = (
+        "config.json"
+        if given
+        else (
+            f"vLLM's {cls.__name__}() defaults (vLLM {vllm.__version__}; "
+            f"{arch} is not in transformers {transformers.__version__})"
+        )
+    )
     cfg, needed, notes = generic.twin_config(source, a.layers, a.full_size, split, defaults=not given)
-    tokenizer = copy_tokenizer(out, a.tokenizer_from) if a.tokenizer_from else \
-        train_tokenizer(out, generic.tokenizer_family(model_type), needed)
+    tokenizer = (
+        copy_tokenizer(out, a.tokenizer_from)
+        if a.tokenizer_from
+        else train_tokenizer(out, generic.tokenizer_family(model_type), needed)
+    )
     vocab = tokenizer.get_vocab()
-    ids = {"bos_token_id": vocab[tokenizer.bos_token or tokenizer.pad_token],
-           "eos_token_id": vocab[tokenizer.eos_token], "pad_token_id": vocab[tokenizer.pad_token]}
+    ids = {
+        "bos_token_id": vocab[tokenizer.bos_token or tokenizer.pad_token],
+        "eos_token_id": vocab[tokenizer.eos_token],
+        "pad_token_id": vocab[tokenizer.pad_token],
+    }
     generic.set_vocab(cfg, max(len(tokenizer), needed), ids)
     config = cls(**{**cfg, "architectures": [arch], "dtype": "bfloat16"})
     config.save_pretrained(out)
-    notes.append("no weights: vLLM initialises them itself (--load-format dummy), no library here knowing the "
-                 "checkpoint's layout")
-    return {"params": None, "architectures": [arch], "model_type": model_type,
-            "layer_types": getattr(config, "layer_types", None), "notes": notes, "config_source": where,
-            "processor_files": [], "transformers": transformers.__version__, "full_size": a.full_size,
-            "weightless": True, "bos": ids["bos_token_id"], "eos": ids["eos_token_id"]}
+    notes.append(
+        "no weights: vLLM initialises them itself (--load-format dummy), no library here knowing the "
+        "checkpoint's layout"
+    )
+    return {
+        "params": None,
+        "architectures": [arch],
+        "model_type": model_type,
+        "layer_types": getattr(config, "layer_types", None),
+        "notes": notes,
+        "config_source": where,
+        "processor_files": [],
+        "transformers": transformers.__version__,
+        "full_size": a.full_size,
+        "weightless": True,
+        "bos": ids["bos_token_id"],
+        "eos": ids["eos_token_id"],
+    }

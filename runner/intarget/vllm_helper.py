@@ -50,9 +50,15 @@ class Collector(logging.Handler):
         self.records = []
 
     def emit(self, record):
-        self.records.append({"level": record.levelname, "logger": record.name,
-                             "file": rel(record.pathname), "line": record.lineno,
-                             "message": record.getMessage()[:2000]})
+        self.records.append(
+            {
+                "level": record.levelname,
+                "logger": record.name,
+                "file": rel(record.pathname),
+                "line": record.lineno,
+                "message": record.getMessage()[:2000],
+            }
+        )
 
 
 def error_of(exc, stderr_text=""):
@@ -63,14 +69,18 @@ def error_of(exc, stderr_text=""):
         lines = [ln for ln in stderr_text.strip().splitlines() if ln.strip()]
         # argparse prints usage, then "prog: error: ..."; pydantic adds lines and a URL
         start = next((i for i, ln in enumerate(lines) if "error:" in ln), None)
-        kept = [ln for ln in lines[start:] if not ln.strip().startswith("For further information")] \
-            if start is not None else lines[-1:]
+        kept = (
+            [ln for ln in lines[start:] if not ln.strip().startswith("For further information")]
+            if start is not None
+            else lines[-1:]
+        )
         message = "\n".join(kept) if kept else f"exit status {exc.code}"
         etype = "ArgumentError"
     else:
         message, etype = str(exc), type(exc).__name__
     return {
-        "type": etype, "message": message[:4000],
+        "type": etype,
+        "message": message[:4000],
         "location": {"file": rel(where.filename), "line": where.lineno, "function": where.name} if where else None,
         "traceback": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-6000:],
     }
@@ -127,7 +137,7 @@ def build_parser():
         parser = FlexibleArgumentParser(prog="vllm")
         sub = parser.add_subparsers(required=False, dest="subparser")
         cmds = {}
-        for cmd in (cmd_init() if cmd_init is not None else [ScriptsServe()]):
+        for cmd in cmd_init() if cmd_init is not None else [ScriptsServe()]:
             cmd.subparser_init(sub)
             cmds[cmd.name] = cmd
     return parser, cmds["serve"], patched
@@ -151,8 +161,11 @@ def cli_modules():
     with open(main.__file__, encoding="utf-8") as fh:
         tree = ast.parse(fh.read())
     for node in ast.walk(tree):
-        if isinstance(node, ast.Assign) and isinstance(node.value, (ast.List, ast.Tuple)) and \
-                any(isinstance(t, ast.Name) and t.id == "CMD_MODULES" for t in node.targets):
+        if (
+            isinstance(node, ast.Assign)
+            and isinstance(node.value, (ast.List, ast.Tuple))
+            and any(isinstance(t, ast.Name) and t.id == "CMD_MODULES" for t in node.targets)
+        ):
             return [ast.unparse(e) for e in node.value.elts]
     return []
 
@@ -178,8 +191,11 @@ def subcommand_parser(words):
     listed = cli_modules()
     known = KNOWN_MODULES.get(name)
     candidates = [known] if known and (known in listed or not listed) else []
-    candidates += [m for m in listed if m not in candidates and m != "vllm.entrypoints.cli.serve"
-                   and m not in KNOWN_MODULES.values()]
+    candidates += [
+        m
+        for m in listed
+        if m not in candidates and m != "vllm.entrypoints.cli.serve" and m not in KNOWN_MODULES.values()
+    ]
     problems, found = [], None
     for module_name in candidates:
         try:
@@ -192,9 +208,12 @@ def subcommand_parser(words):
         if found is not None:
             break
     if found is None:
-        why = (f"this vLLM build's CLI could not load `vllm {name}` ({'; '.join(problems)})" if problems and known
-               else f"this vLLM build's CLI has no `vllm {name}` subcommand (vllm/entrypoints/cli/main.py does "
-                    "not list it)")
+        why = (
+            f"this vLLM build's CLI could not load `vllm {name}` ({'; '.join(problems)})"
+            if problems and known
+            else f"this vLLM build's CLI has no `vllm {name}` subcommand (vllm/entrypoints/cli/main.py does "
+            "not list it)"
+        )
         SUBCOMMANDS[name] = why
         return why
     FlexibleArgumentParser = find("FlexibleArgumentParser")
@@ -270,6 +289,7 @@ def engine_config(args, result):
     def build():
         engine_args = AsyncEngineArgs.from_cli_args(args)
         return engine_args.create_engine_config(usage_context=UsageContext.OPENAI_API_SERVER)
+
     if DECLARED is None:
         return build()
     result["depth"] = DECLARED.depth
@@ -349,17 +369,23 @@ def answer(req, parser, serve_cmd, no_device):
                 # validation and its config run in a helper of the command's own (or not at all)
                 result["validated"] = not (result["foreign"] and req.get("shared"))
                 if result["validated"]:
-                    with cli_argv([*words, *req["argv"]]) if words else contextlib.nullcontext(), \
-                            device_patch() if words else contextlib.nullcontext():
+                    with cli_argv(
+                        [*words, *req["argv"]]
+                    ) if words else contextlib.nullcontext(), device_patch() if words else contextlib.nullcontext():
                         cmd.validate(args)
                 if getattr(args, "model_tag", None) is not None:
                     args.model = args.model_tag
                 if req.get("tier") == "config" and not words and result["validated"]:
                     result["stage"] = "config"
                     if no_device:  # the runner asks the declared-device helper (declared_device.py) instead
-                        result.update(ok=None, no_device=True, skip=DECLARED.unavailable if DECLARED else
-                                      "a CUDA build without a device builds its engine config over a declared "
-                                      "device only (runner/intarget/declared_device.py)")
+                        result.update(
+                            ok=None,
+                            no_device=True,
+                            skip=DECLARED.unavailable
+                            if DECLARED
+                            else "a CUDA build without a device builds its engine config over a declared "
+                            "device only (runner/intarget/declared_device.py)",
+                        )
                         return result
                     cfg = engine_config(args, result)
                     if cfg is not None:
@@ -372,8 +398,15 @@ def answer(req, parser, serve_cmd, no_device):
         for w in caught:
             if not rel(w.filename).startswith("vllm/"):
                 continue  # library noise (torch, transformers): not what the docs control
-            collector.records.append({"level": "WARNING", "logger": w.category.__name__,
-                                      "file": rel(w.filename), "line": w.lineno, "message": str(w.message)[:2000]})
+            collector.records.append(
+                {
+                    "level": "WARNING",
+                    "logger": w.category.__name__,
+                    "file": rel(w.filename),
+                    "line": w.lineno,
+                    "message": str(w.message)[:2000],
+                }
+            )
     finally:
         root.removeHandler(collector)
         os.environ.clear()
@@ -398,9 +431,18 @@ def main():
         PROTO.write(json.dumps({"ready": False, "error": error_of(exc)}) + "\n")
         return 1
     serve = serve_parser(parser)
-    PROTO.write(json.dumps({"ready": True, "import_s": round(time.monotonic() - t0, 2), "homes": FOUND,
-                            "options": sorted(serve._option_string_actions),
-                            "allow_abbrev": bool(getattr(serve, "allow_abbrev", True))}) + "\n")
+    PROTO.write(
+        json.dumps(
+            {
+                "ready": True,
+                "import_s": round(time.monotonic() - t0, 2),
+                "homes": FOUND,
+                "options": sorted(serve._option_string_actions),
+                "allow_abbrev": bool(getattr(serve, "allow_abbrev", True)),
+            }
+        )
+        + "\n"
+    )
     for line in sys.stdin:
         if not line.strip():
             continue

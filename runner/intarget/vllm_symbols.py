@@ -32,49 +32,68 @@ TABLE: dict[str, Where] = {
     "FlexibleArgumentParser": Where(("vllm.utils.argparse_utils", "vllm.utils")),
     "cli_env_setup": Where(
         ("vllm.entrypoints.common.startup", "vllm.entrypoints.serve.utils.api_utils", "vllm.entrypoints.utils"),
-        absent="the release's CLI sets nothing up before parsing: nothing to call"),
+        absent="the release's CLI sets nothing up before parsing: nothing to call",
+    ),
     "serve_cmd_init": Where(
         ("vllm.entrypoints.cli.serve:cmd_init",),
-        absent="the serve parser as vllm/scripts.py built it (make_arg_parser on a `serve` subparser)"),
+        absent="the serve parser as vllm/scripts.py built it (make_arg_parser on a `serve` subparser)",
+    ),
     "make_arg_parser": Where(("vllm.entrypoints.openai.cli_args",), instead_of="serve_cmd_init"),
-    "validate_parsed_serve_args": Where(("vllm.entrypoints.openai.cli_args",),
-                                        absent="the release validated nothing after parsing"),
-    "cli_main": Where(("vllm.entrypoints.cli.main:",),
-                      absent="the release's CLI has no subcommands other than vllm/scripts.py's"),
+    "validate_parsed_serve_args": Where(
+        ("vllm.entrypoints.openai.cli_args",), absent="the release validated nothing after parsing"
+    ),
+    "cli_main": Where(
+        ("vllm.entrypoints.cli.main:",), absent="the release's CLI has no subcommands other than vllm/scripts.py's"
+    ),
     "current_platform": Where(("vllm.platforms",)),
     "platforms": Where(("vllm.platforms:",)),
-    "CudaPlatformBase": Where(("vllm.platforms.cuda",),
-                              absent="no CUDA platform class to declare a device over: the config tier SKIPs"),
-    "DeviceCapability": Where(("vllm.platforms.interface",),
-                              absent="no device capability type to declare: the config tier SKIPs"),
+    "CudaPlatformBase": Where(
+        ("vllm.platforms.cuda",), absent="no CUDA platform class to declare a device over: the config tier SKIPs"
+    ),
+    "DeviceCapability": Where(
+        ("vllm.platforms.interface",), absent="no device capability type to declare: the config tier SKIPs"
+    ),
     "DeviceConfig": Where(("vllm.config",)),
     "AsyncEngineArgs": Where(("vllm.engine.arg_utils",)),
     "UsageContext": Where(("vllm.usage.usage_lib",)),
     "ModelRegistry": Where(("vllm.model_executor.models.registry", "vllm.model_executor.models")),
     # the value names and config classes serve_values.py reads (issue 34): a release without one
     # answers "unknown" for that domain
-    "ToolParserManager": Where(("vllm.tool_parsers", "vllm.entrypoints.openai.tool_parsers"),
-                               absent="no tool-call parser registry: --tool-call-parser names unknown"),
-    "ReasoningParserManager": Where(("vllm.reasoning",),
-                                    absent="no reasoning parser registry: --reasoning-parser names unknown"),
-    "QUANTIZATION_METHODS": Where(("vllm.model_executor.layers.quantization",),
-                                  absent="no quantization method list: --quantization names unknown"),
-    "model_loader": Where(("vllm.model_executor.model_loader:",),
-                          absent="no model-loader package: --load-format names unknown"),
+    "ToolParserManager": Where(
+        ("vllm.tool_parsers", "vllm.entrypoints.openai.tool_parsers"),
+        absent="no tool-call parser registry: --tool-call-parser names unknown",
+    ),
+    "ReasoningParserManager": Where(
+        ("vllm.reasoning",), absent="no reasoning parser registry: --reasoning-parser names unknown"
+    ),
+    "QUANTIZATION_METHODS": Where(
+        ("vllm.model_executor.layers.quantization",), absent="no quantization method list: --quantization names unknown"
+    ),
+    "model_loader": Where(
+        ("vllm.model_executor.model_loader:",), absent="no model-loader package: --load-format names unknown"
+    ),
     "LoadConfig": Where(("vllm.config",), absent="no LoadConfig: --load-format read without folding"),
-    "AttentionBackendEnum": Where(("vllm.v1.attention.backends.registry", "vllm.attention.backends.registry"),
-                                  absent="no attention backend enum: --attention-backend names unknown"),
+    "AttentionBackendEnum": Where(
+        ("vllm.v1.attention.backends.registry", "vllm.attention.backends.registry"),
+        absent="no attention backend enum: --attention-backend names unknown",
+    ),
     "AttentionConfig": Where(("vllm.config",), absent="no AttentionConfig: backend names matched upper-cased"),
     "ModelConfig": Where(("vllm.config",), absent="no ModelConfig: --tokenizer-mode read without folding"),
-    "TokenizerRegistry": Where(("vllm.tokenizers.registry", "vllm.transformers_utils.tokenizer_base"),
-                               absent="no tokenizer registry: --tokenizer-mode names unknown"),
-    "WeightTransferEngineFactory": Where(("vllm.distributed.weight_transfer.factory",),
-                                         absent="no weight-transfer engine registry: the backend Literal stands"),
+    "TokenizerRegistry": Where(
+        ("vllm.tokenizers.registry", "vllm.transformers_utils.tokenizer_base"),
+        absent="no tokenizer registry: --tokenizer-mode names unknown",
+    ),
+    "WeightTransferEngineFactory": Where(
+        ("vllm.distributed.weight_transfer.factory",),
+        absent="no weight-transfer engine registry: the backend Literal stands",
+    ),
     "VllmConfig": Where(("vllm.config",), absent="no VllmConfig: JSON options without a parser-built class unknown"),
     # the configuration classes vLLM ships for models transformers lacks (twin_vllm_config.py, issue 35)
     "vllm": Where(("vllm:",)),
-    "_CONFIG_REGISTRY": Where(("vllm.transformers_utils.config",),
-                              absent="no configuration classes of vLLM's own: such architectures get no twin"),
+    "_CONFIG_REGISTRY": Where(
+        ("vllm.transformers_utils.config",),
+        absent="no configuration classes of vLLM's own: such architectures get no twin",
+    ),
 }
 
 
@@ -106,8 +125,11 @@ def find(key: str):
         except ModuleNotFoundError as exc:
             if not _missing(exc, module_name):
                 broken = broken or exc
-            tried.append(f"{module_name} (no such module)" if _missing(exc, module_name) else
-                         f"{module_name} ({type(exc).__name__}: {exc})")
+            tried.append(
+                f"{module_name} (no such module)"
+                if _missing(exc, module_name)
+                else f"{module_name} ({type(exc).__name__}: {exc})"
+            )
             continue
         except Exception as exc:  # the home exists but cannot be imported: keep looking, report it
             broken = broken or exc

@@ -29,32 +29,83 @@ KEEP_ANYWAY = frozenset({"HF_HUB_OFFLINE", "VLLM_API_KEY"})
 """Names the secret rule would catch that carry no secret of ours (VLLM_API_KEY only ever comes from
 the docs' own command, e.g. `--api-key`/`VLLM_API_KEY=token-abc123`)."""
 
-RUNNER_PASSED = frozenset({"PATH", "LANG", "LANGUAGE", "TZ", "TERM", "HOME", "USER", "LOGNAME", "TMPDIR",
-                           "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "HIP_VISIBLE_DEVICES",
-                           "ROCR_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES"})
+RUNNER_PASSED = frozenset(
+    {
+        "PATH",
+        "LANG",
+        "LANGUAGE",
+        "TZ",
+        "TERM",
+        "HOME",
+        "USER",
+        "LOGNAME",
+        "TMPDIR",
+        "LD_LIBRARY_PATH",
+        "CUDA_VISIBLE_DEVICES",
+        "CUDA_DEVICE_ORDER",
+        "HIP_VISIBLE_DEVICES",
+        "ROCR_VISIBLE_DEVICES",
+        "NVIDIA_VISIBLE_DEVICES",
+    }
+)
 """From the runner's own environment to any child: where programs and libraries are (a GPU host's
 CUDA libraries), the locale and time zone, who and where (a contained process gets its own HOME
 and TMPDIR), and which devices the operator gave this run."""
 RUNNER_PASSED_PREFIXES = ("LC_",)
-INSTALLER_PASSED = frozenset({"http_proxy", "https_proxy", "no_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY",
-                              "NO_PROXY", "ALL_PROXY", "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE",
-                              "XDG_CACHE_HOME", "XDG_CONFIG_HOME"})
+INSTALLER_PASSED = frozenset(
+    {
+        "http_proxy",
+        "https_proxy",
+        "no_proxy",
+        "all_proxy",
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "NO_PROXY",
+        "ALL_PROXY",
+        "SSL_CERT_FILE",
+        "SSL_CERT_DIR",
+        "REQUESTS_CA_BUNDLE",
+        "XDG_CACHE_HOME",
+        "XDG_CONFIG_HOME",
+    }
+)
 INSTALLER_PASSED_PREFIXES = ("PIP_", "UV_")
 """Only pip (creating a target's environment) reaches the network: it gets the proxies, the
 certificates and the package index settings too."""
-DOCKER_CLI_PASSED = frozenset({"DOCKER_HOST", "DOCKER_CONTEXT", "DOCKER_CONFIG", "DOCKER_CERT_PATH",
-                               "DOCKER_TLS_VERIFY"})
+DOCKER_CLI_PASSED = frozenset(
+    {"DOCKER_HOST", "DOCKER_CONTEXT", "DOCKER_CONFIG", "DOCKER_CERT_PATH", "DOCKER_TLS_VERIFY"}
+)
 """The docker CLI (a docker target) needs to find its engine; the container gets none of this."""
 Kind = Literal["contained", "installer"]
 
-ALLOWED_NAMES = frozenset({
-    "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "CUDA_LAUNCH_BLOCKING", "HIP_VISIBLE_DEVICES",
-    "ROCR_VISIBLE_DEVICES", "ASCEND_RT_VISIBLE_DEVICES", "OMP_NUM_THREADS", "OMP_PROC_BIND",
-    "MKL_NUM_THREADS", "TOKENIZERS_PARALLELISM", "PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_NPU_ALLOC_CONF",
-    "SAFETENSORS_FAST_GPU", "PYTHONHASHSEED", "PYTHONUNBUFFERED", "PYTHONNOUSERSITE", "TORCH_LOGS",
-    "TORCH_LLM_ALLREDUCE", "FLASHINFER_DISABLE_VERSION_CHECK", "FLASH_ATTENTION_CUTE_DSL_CACHE_ENABLED",
-    "TASK_QUEUE_ENABLE", "AITER_MXFP4_INTERMEDIATE", "TILELANG_CLEANUP_TEMP_FILES", "MIOPEN_FIND_MODE",
-})
+ALLOWED_NAMES = frozenset(
+    {
+        "CUDA_VISIBLE_DEVICES",
+        "CUDA_DEVICE_ORDER",
+        "CUDA_LAUNCH_BLOCKING",
+        "HIP_VISIBLE_DEVICES",
+        "ROCR_VISIBLE_DEVICES",
+        "ASCEND_RT_VISIBLE_DEVICES",
+        "OMP_NUM_THREADS",
+        "OMP_PROC_BIND",
+        "MKL_NUM_THREADS",
+        "TOKENIZERS_PARALLELISM",
+        "PYTORCH_CUDA_ALLOC_CONF",
+        "PYTORCH_NPU_ALLOC_CONF",
+        "SAFETENSORS_FAST_GPU",
+        "PYTHONHASHSEED",
+        "PYTHONUNBUFFERED",
+        "PYTHONNOUSERSITE",
+        "TORCH_LOGS",
+        "TORCH_LLM_ALLREDUCE",
+        "FLASHINFER_DISABLE_VERSION_CHECK",
+        "FLASH_ATTENTION_CUTE_DSL_CACHE_ENABLED",
+        "TASK_QUEUE_ENABLE",
+        "AITER_MXFP4_INTERMEDIATE",
+        "TILELANG_CLEANUP_TEMP_FILES",
+        "MIOPEN_FIND_MODE",
+    }
+)
 """Exact names from the docs that are passed on (device choice, threads, allocators, kernels)."""
 ALLOWED_PREFIXES = ("VLLM_", "NCCL_", "HCCL_", "RCCL_")
 """vLLM's own settings (vllm/envs.py) and the collective libraries' knobs."""
@@ -67,13 +118,32 @@ DOCS_DENIED = {
 }
 """Allowed by prefix but not passed, with why (names the word rule below does not catch)."""
 DOCS_DENIED_WORDS = {
-    "PATH": "a path", "PATHS": "paths", "DIR": "a folder", "DIRS": "folders", "FOLDER": "a folder", "FILE": "a file",
-    "FILES": "files", "ROOT": "a folder", "HOME": "a folder", "SO": "a shared library loaded (dlopen = LD_PRELOAD)",
-    "LIB": "a library loaded", "LIBS": "libraries loaded", "LIBRARY": "a library loaded",
-    "PLUGIN": "a plugin loaded (code)", "PLUGINS": "plugins loaded (code)", "MODULE": "a module imported (code)",
-    "HOST": "another host", "IP": "another host", "ADDR": "another host", "ADDRESS": "another host",
-    "PORT": "a port of another host", "URL": "another host", "URI": "another host", "ENDPOINT": "another host",
-    "SERVER": "another host", "SERVERS": "other hosts",
+    "PATH": "a path",
+    "PATHS": "paths",
+    "DIR": "a folder",
+    "DIRS": "folders",
+    "FOLDER": "a folder",
+    "FILE": "a file",
+    "FILES": "files",
+    "ROOT": "a folder",
+    "HOME": "a folder",
+    "SO": "a shared library loaded (dlopen = LD_PRELOAD)",
+    "LIB": "a library loaded",
+    "LIBS": "libraries loaded",
+    "LIBRARY": "a library loaded",
+    "PLUGIN": "a plugin loaded (code)",
+    "PLUGINS": "plugins loaded (code)",
+    "MODULE": "a module imported (code)",
+    "HOST": "another host",
+    "IP": "another host",
+    "ADDR": "another host",
+    "ADDRESS": "another host",
+    "PORT": "a port of another host",
+    "URL": "another host",
+    "URI": "another host",
+    "ENDPOINT": "another host",
+    "SERVER": "another host",
+    "SERVERS": "other hosts",
 }
 """A word of the name (split at `_`) says the value is code to load, a path to read or write, or an
 address: VLLM_NCCL_SO_PATH and NCCL_NET_PLUGIN load libraries, VLLM_LOGGING_CONFIG_PATH a logging
@@ -84,13 +154,16 @@ DOCS_DENIED_VALUES = (
     (re.compile(r"^\s*ext://", re.I), "its value imports the module it names (logging's `ext://`)"),
     (re.compile(r"^\s*[A-Za-z][A-Za-z0-9+.-]*://"), "its value is a URL: another host"),
     (re.compile(rf"^\s*{_HOST}:\d{{1,5}}\s*$"), "its value names a host and port"),
-    (re.compile(r"^\s*(?:\d{1,3}(?:\.\d{1,3}){3}|\[?[0-9A-Fa-f]*:[0-9A-Fa-f:]*:[0-9A-Fa-f:.]*\]?)\s*$"),
-     "its value is an IP address: another host"),
+    (
+        re.compile(r"^\s*(?:\d{1,3}(?:\.\d{1,3}){3}|\[?[0-9A-Fa-f]*:[0-9A-Fa-f:]*:[0-9A-Fa-f:.]*\]?)\s*$"),
+        "its value is an IP address: another host",
+    ),
 )
 """What a documented value may not be, whatever its name (VLLM_LOGGING_STREAM=ext://pkg.mod imports a
 module; VLLM_USAGE_STATS_SERVER a URL; NCCL_COMM_ID=host:port another machine): the rule, each with why."""
-NEEDED_FOR_MEANING = frozenset({"PYTHONPATH", "PYTHONHOME", "AWS_ENDPOINT_URL", "MOONCAKE_CONFIG_PATH",
-                                "VLLM_PLUGINS", "VLLM_USE_MODELSCOPE"})
+NEEDED_FOR_MEANING = frozenset(
+    {"PYTHONPATH", "PYTHONHOME", "AWS_ENDPOINT_URL", "MOONCAKE_CONFIG_PATH", "VLLM_PLUGINS", "VLLM_USE_MODELSCOPE"}
+)
 """Dropped variables without which the command checks something else than what it documents (code
 or models from the author's machine or another store): its config tier and beyond SKIP."""
 

@@ -47,8 +47,12 @@ CODE_OPTIONS: tuple[CodeOption, ...] = (
     CodeOption("--logits-processors", "logits_processors", "imports classes the docs name"),
     CodeOption("--middleware", "middleware", "imports classes the docs name"),
     CodeOption("--scheduler-cls", "scheduler_cls", "imports a class the docs name"),
-    CodeOption("--distributed-executor-backend", "distributed_executor_backend", "imports a class the docs name",
-               frozenset({"mp", "ray", "uni", "external_launcher"})),
+    CodeOption(
+        "--distributed-executor-backend",
+        "distributed_executor_backend",
+        "imports a class the docs name",
+        frozenset({"mp", "ray", "uni", "external_launcher"}),
+    ),
 )
 """Options whose presence (or a value not in `own_values`) makes vLLM load code from outside vLLM."""
 BY_OPTION = {c.option: c for c in CODE_OPTIONS}
@@ -92,10 +96,14 @@ def refusal(argv: list[str], options: Collection[str] | None = None, seen: Colle
         return None
     if sandbox.mode()[0] == "off":  # --unsandboxed or DRIFTMATRIX_SANDBOX=off: plain by request, recorded
         return None
-    why = "; ".join(f"{_as_written(argv, flag, options)} {BY_OPTION[flag].why if flag in BY_OPTION else 'loads code'}"
-                    for flag in code)
-    return (f"not run without a sandbox: {why}, and {sandbox.describe()}; {sandbox.how_to_get()}, or run with "
-            "--unsandboxed to check it as plain processes anyway")
+    why = "; ".join(
+        f"{_as_written(argv, flag, options)} {BY_OPTION[flag].why if flag in BY_OPTION else 'loads code'}"
+        for flag in code
+    )
+    return (
+        f"not run without a sandbox: {why}, and {sandbox.describe()}; {sandbox.how_to_get()}, or run with "
+        "--unsandboxed to check it as plain processes anyway"
+    )
 
 
 def _as_written(argv: list[str], flag: str, options: Collection[str] | None) -> str:

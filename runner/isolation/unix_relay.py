@@ -98,6 +98,7 @@ def _server(port: int, connect) -> socketserver.ThreadingTCPServer:
 
 def pump_both(a: socket.socket, b: socket.socket) -> None:
     """Copy both ways until both sides are done, then close `b` (the server closes `a`)."""
+
     def one_way(src: socket.socket, dst: socket.socket) -> None:
         try:
             while data := src.recv(65536):

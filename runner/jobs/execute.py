@@ -7,15 +7,15 @@ from __future__ import annotations
 import threading
 import time
 import traceback
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
-from driftmatrix.runner.serve.helper_client import HelperError
-from driftmatrix.runner.jobs.job import Job, RunContext, host_facts
-from driftmatrix.runner.outcomes.outcome_record import Outcome, TargetRef
 from driftmatrix.runner.isolation.sandbox.limits import for_kind
+from driftmatrix.runner.jobs.job import Job, RunContext, host_facts
 from driftmatrix.runner.jobs.tiers import STEPS
 from driftmatrix.runner.jobs.tiers.state import JobState, apply, error, finish
+from driftmatrix.runner.outcomes.outcome_record import Outcome, TargetRef
+from driftmatrix.runner.serve.helper_client import HelperError
 
 
 class JobRunner:
@@ -39,8 +39,9 @@ class JobRunner:
         out = _new_outcome(job)
         if out.host.get("contained"):  # the limits every contained process of this job had
             out.host["sandbox_limits"] = for_kind("server", self.ctx.jobs).describe()
-        state = JobState(job, self.ctx, out, list(gpu_ids or []), list(cpu_ids or []),
-                         report=lambda stage: self.on_stage(job, stage))
+        state = JobState(
+            job, self.ctx, out, list(gpu_ids or []), list(cpu_ids or []), report=lambda stage: self.on_stage(job, stage)
+        )
         verdict = None
         with self._lock:
             self.active[id(state)] = state
@@ -83,9 +84,23 @@ def _raised_at(err: BaseException) -> str:
 
 def _new_outcome(job: Job) -> Outcome:
     info = job.target.info
-    return Outcome(snippet_id=job.snippet.id, variant=job.variant, tier=job.tier, stage="parse", verdict="PASS",
-                   target=TargetRef(job.target.target.name, job.target.version, job.target.commit,
-                                    info.get("distribution"), info.get("torch"), info.get("transformers"),
-                                    info.get("torch_cuda"), info.get("without") or None,
-                                    job.target.target.label),
-                   started=datetime.now(timezone.utc).isoformat(timespec="seconds"), host=host_facts())
+    return Outcome(
+        snippet_id=job.snippet.id,
+        variant=job.variant,
+        tier=job.tier,
+        stage="parse",
+        verdict="PASS",
+        target=TargetRef(
+            job.target.target.name,
+            job.target.version,
+            job.target.commit,
+            info.get("distribution"),
+            info.get("torch"),
+            info.get("transformers"),
+            info.get("torch_cuda"),
+            info.get("without") or None,
+            job.target.target.label,
+        ),
+        started=datetime.now(UTC).isoformat(timespec="seconds"),
+        host=host_facts(),
+    )

@@ -12,14 +12,14 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from driftmatrix.common.redact import Redactor
 from driftmatrix.extractor.snippet_record import Snippet
-from driftmatrix.runner.serve import compile_cache, docker_target, helper_client
-from driftmatrix.runner.isolation import env_policy, sandbox
 from driftmatrix.runner.builds.envs import TargetEnv
-from driftmatrix.runner.serve.helper_client import Helper
+from driftmatrix.runner.isolation import env_policy, sandbox
 from driftmatrix.runner.models.resolution import ModelResolver
 from driftmatrix.runner.outcomes.outcome_record import JobKey
-from driftmatrix.common.redact import Redactor
+from driftmatrix.runner.serve import compile_cache, docker_target, helper_client
+from driftmatrix.runner.serve.helper_client import Helper
 from driftmatrix.runner.settings import DECLARED_DEVICE, START_TIMEOUT_S, cache_dir, hub_dir
 
 
@@ -82,34 +82,58 @@ class RunContext:
                 for folder in made:
                     folder.mkdir(parents=True, exist_ok=True)
                 folders = [*self.resolver.model_map.values(), *map(str, made)]
-                self.helpers[name] = self._new_helper(target, self.workdir / f"helper-{name}.log", folders,
-                                                      declared=declared)
+                self.helpers[name] = self._new_helper(
+                    target, self.workdir / f"helper-{name}.log", folders, declared=declared
+                )
             return self.helpers[name]
 
     def own_helper(self, target: TargetEnv, job_name: str, readable: list[str], declared: bool = False) -> Helper:
         """A helper for one command whose config tier runs code that is not vLLM's (runner/isolation/trust.py):
         nothing it loads outlives it. Shut down by the caller."""
         suffix = "-declared" if declared else ""
-        return self._new_helper(target, self.workdir / "logs" / f"{job_name}-helper{suffix}.log", readable,
-                                attempts=1, declared=declared, shared=False)
+        return self._new_helper(
+            target,
+            self.workdir / "logs" / f"{job_name}-helper{suffix}.log",
+            readable,
+            attempts=1,
+            declared=declared,
+            shared=False,
+        )
 
-    def _new_helper(self, target: TargetEnv, log: Path, readable: list[str], attempts: int = 2,
-                    declared: bool = False, shared: bool = True) -> Helper:
+    def _new_helper(
+        self,
+        target: TargetEnv,
+        log: Path,
+        readable: list[str],
+        attempts: int = 2,
+        declared: bool = False,
+        shared: bool = True,
+    ) -> Helper:
         """Offline always, whether the hub answers or not: every model vLLM is given is a local folder
         (model map, twin, or fetched from the hub beforehand by runner/models/hub.py), so the config tier
         checks exactly the files we fetched and never downloads itself; no token either (the
         allow-listed environment has none)."""
         if not target.target.docker:
-            return helper_client.contained(target.python, {**self.base_env, **target.env}, log, readable,
-                                           gpu=self.gpus > 0, jobs=self.jobs, attempts=attempts,
-                                           seed=compile_cache.existing(target, self.cache_dir),
-                                           declared=self.declared_device if declared else None, shared=shared)
+            return helper_client.contained(
+                target.python,
+                {**self.base_env, **target.env},
+                log,
+                readable,
+                gpu=self.gpus > 0,
+                jobs=self.jobs,
+                attempts=attempts,
+                seed=compile_cache.existing(target, self.cache_dir),
+                declared=self.declared_device if declared else None,
+                shared=shared,
+            )
         hub_folder = hub_dir(self.cache_dir)  # models fetched later in the run are mounted too
         hub_folder.mkdir(parents=True, exist_ok=True)
-        command = docker_target.helper_command(target.target.docker, [*self.resolver.model_map.values(),
-                                                                      str(hub_folder)], {**self.base_env, **target.env})
-        return Helper(lambda: sandbox.Launch(command, env_policy.docker_cli_env()), log, attempts=attempts,
-                      shared=shared)
+        command = docker_target.helper_command(
+            target.target.docker, [*self.resolver.model_map.values(), str(hub_folder)], {**self.base_env, **target.env}
+        )
+        return Helper(
+            lambda: sandbox.Launch(command, env_policy.docker_cli_env()), log, attempts=attempts, shared=shared
+        )
 
     def close(self, now: bool = False) -> None:
         """Close every helper; `now` (an interrupted run): killed, not left to finish a request."""
@@ -121,11 +145,20 @@ class RunContext:
 
 @functools.lru_cache(maxsize=1)
 def _host_facts() -> dict:
-    facts = {"hostname": socket.gethostname(), "cpus": os.cpu_count(), "platform": platform.platform(),
-             "sandbox": sandbox.describe(), "contained": sandbox.active()}
+    facts = {
+        "hostname": socket.gethostname(),
+        "cpus": os.cpu_count(),
+        "platform": platform.platform(),
+        "sandbox": sandbox.describe(),
+        "contained": sandbox.active(),
+    }
     try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=30)
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
         if out.returncode == 0 and out.stdout.strip():
             facts["gpus"] = [line.strip() for line in out.stdout.strip().splitlines()]
     except (OSError, subprocess.TimeoutExpired):

@@ -9,9 +9,9 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 
 from driftmatrix.runner.builds.envs import TargetEnv
-from driftmatrix.runner.serve.helper_client import HelperError
-from driftmatrix.runner.jobs.job import RunContext
 from driftmatrix.runner.builds.targets import Target
+from driftmatrix.runner.jobs.job import RunContext
+from driftmatrix.runner.serve.helper_client import HelperError
 
 
 def build_of(target: Target) -> str:
@@ -22,6 +22,7 @@ def helpers_start(envs: list[TargetEnv], ctx: RunContext) -> dict[str, str]:
     """{target name: why} for the targets whose long-lived helper cannot start, all started side by
     side (each pays its vLLM import now instead of in its first job). A helper that timed out is tried
     once more (a loaded machine); one that answered "not ready" is not: that is the build."""
+
     def start(env: TargetEnv) -> str | None:
         helper = ctx.helper(env)
         for attempt in (1, 2):
@@ -32,6 +33,7 @@ def helpers_start(envs: list[TargetEnv], ctx: RunContext) -> dict[str, str]:
                 if attempt == 2 or "could not be built" in str(err):
                     return str(err)
         return None
+
     if not envs:
         return {}
     with ThreadPoolExecutor(len(envs)) as pool:

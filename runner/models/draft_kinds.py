@@ -38,8 +38,9 @@ class Kind:
 MTP = Kind("an MTP head", frozenset({"gemma4_assistant"}))  # Gemma 4's assistant is its MTP drafter
 KINDS = {
     # vLLM's MLPSpeculatorConfig keys: the checkpoint is fully described by its method and its target
-    "mlp_speculator": Kind("an MLP speculator", frozenset({"mlp_speculator"}), "mlp_speculator",
-                           "MLPSpeculatorPreTrainedModel"),
+    "mlp_speculator": Kind(
+        "an MLP speculator", frozenset({"mlp_speculator"}), "mlp_speculator", "MLPSpeculatorPreTrainedModel"
+    ),
     "medusa": Kind("Medusa heads", architecture="MedusaModel"),
     "eagle": Kind("an EAGLE head"),
     "eagle3": Kind("an EAGLE-3 head"),
@@ -94,5 +95,7 @@ def wrong_type(draft: Draft | None, model_id: str, family: str, source: str) -> 
     if kind is None or family in kind.families:
         return None
     method = f"speculative method {draft.method!r}" if draft.method else "a speculative config without a method"
-    return (f"{model_id} is {kind.what} ({method}); offline the only architecture here is {source}, "
-            f"another model type, so its twin would not be the checkpoint's and no verdict would be about the docs")
+    return (
+        f"{model_id} is {kind.what} ({method}); offline the only architecture here is {source}, "
+        f"another model type, so its twin would not be the checkpoint's and no verdict would be about the docs"
+    )

@@ -22,7 +22,7 @@ import shutil
 import tempfile
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import quote, urlsplit
 
@@ -78,8 +78,11 @@ def endpoint() -> str:
 def shown_endpoint() -> str:
     """The endpoint as notes show it: scheme, host and port only (no credentials in a URL)."""
     parts = urlsplit(endpoint())
-    return "the Hugging Face hub" if endpoint() == DEFAULT_ENDPOINT else \
-        f"the hub at {parts.scheme}://{parts.hostname}{f':{parts.port}' if parts.port else ''}"
+    return (
+        "the Hugging Face hub"
+        if endpoint() == DEFAULT_ENDPOINT
+        else f"the hub at {parts.scheme}://{parts.hostname}{f':{parts.port}' if parts.port else ''}"
+    )
 
 
 def auth_headers() -> dict[str, str]:
@@ -95,7 +98,7 @@ def reachable() -> bool:
     return _probe(endpoint())
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _probe(url: str) -> bool:
     try:
         return httpx.head(f"{url}/api/models", timeout=5).status_code < 500
@@ -184,8 +187,12 @@ def _entries(data) -> list[RepoFile]:
 
 def _safe_path(path: str) -> bool:
     parts = path.split("/")
-    return not path.startswith("/") and "\\" not in path and "\0" not in path and \
-        all(p not in ("", ".", "..") for p in parts)
+    return (
+        not path.startswith("/")
+        and "\\" not in path
+        and "\0" not in path
+        and all(p not in ("", ".", "..") for p in parts)
+    )
 
 
 def _next_page(r: httpx.Response) -> str | None:
@@ -260,10 +267,18 @@ def fetch_configs(model_id: str, cache: Path) -> Path:
             with _client() as client:
                 for f in wanted:
                     _download(client, model_id, f, tmp / f.path)
-            _write_marker(tmp, {"model_id": model_id, "endpoint": shown_endpoint(), "revision": "main",
-                                "fetched": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                                "listing": [asdict(f) for f in listing], "configs": [f.path for f in wanted],
-                                "weights": []})
+            _write_marker(
+                tmp,
+                {
+                    "model_id": model_id,
+                    "endpoint": shown_endpoint(),
+                    "revision": "main",
+                    "fetched": datetime.now(UTC).isoformat(timespec="seconds"),
+                    "listing": [asdict(f) for f in listing],
+                    "configs": [f.path for f in wanted],
+                    "weights": [],
+                },
+            )
             shutil.rmtree(final, ignore_errors=True)  # not ours (no marker): replaced
             os.rename(tmp, final)
         except BaseException:
@@ -372,6 +387,5 @@ def _no_room(chosen: list[RepoFile], todo: list[RepoFile], budget: int, root: Pa
     margin = int(WEIGHTS_DISK_MARGIN_GB * 1e9)
     free = shutil.disk_usage(root).free
     if need > free - margin:
-        return (f"weights {size_text(total)} do not fit the disk ({size_text(free)} free, "
-                f"{size_text(margin)} kept free)")
+        return f"weights {size_text(total)} do not fit the disk ({size_text(free)} free, {size_text(margin)} kept free)"
     return None

@@ -23,7 +23,7 @@ import fnmatch
 import json
 import os
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from driftmatrix.runner.outcomes.evidence_record import HubAnswer
@@ -48,17 +48,22 @@ def unloadable(status: int, paths: list[str] | None) -> str | None:
     top = [p for p in paths if "/" not in p]
     if "config.json" in top or ("params.json" in top and fnmatch.filter(top, "consolidated*.safetensors")):
         return None
-    mistral = " (its params.json has no consolidated*.safetensors beside it: not vLLM's Mistral format)" \
-        if "params.json" in top else ""
+    mistral = (
+        " (its params.json has no consolidated*.safetensors beside it: not vLLM's Mistral format)"
+        if "params.json" in top
+        else ""
+    )
     return f"the repository has no config.json at its top level{mistral}"
 
 
-def answer(model_id: str, status: int, why: str, paths: list[str], endpoint: str,
-           error_code: str | None = None) -> HubAnswer:
+def answer(
+    model_id: str, status: int, why: str, paths: list[str], endpoint: str, error_code: str | None = None
+) -> HubAnswer:
     top = sorted(p for p in paths if "/" not in p)
     shown = top[:FILES_SHOWN] + ([f"... {len(top) - FILES_SHOWN} more"] if len(top) > FILES_SHOWN else [])
-    return HubAnswer(model_id, status, why, shown, endpoint,
-                     datetime.now(timezone.utc).isoformat(timespec="seconds"), error_code)
+    return HubAnswer(
+        model_id, status, why, shown, endpoint, datetime.now(UTC).isoformat(timespec="seconds"), error_code
+    )
 
 
 def read_elsewhere(argv: list[str], served: bool) -> str | None:

@@ -21,8 +21,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from driftmatrix.runner.outcomes.evidence_record import PlaceholderReplacement
 from driftmatrix.extractor.serve_args import SPEC_FLAG, is_args_placeholder, parse_serve_args
+from driftmatrix.runner.outcomes.evidence_record import PlaceholderReplacement
 
 TWIN_OF = "Qwen/Qwen3-0.6B"
 """The model whose twin stands in for a placeholder model: a small dense decoder whose twin every build
@@ -63,8 +63,11 @@ def plan(snippet) -> list[StoodIn]:
         return []
     argv = snippet.argv
     parsed = parse_serve_args(argv)
-    served = parsed.model if parsed.model is not None else next(
-        (p for p in parsed.placeholders if not is_args_placeholder(p)), None)
+    served = (
+        parsed.model
+        if parsed.model is not None
+        else next((p for p in parsed.placeholders if not is_args_placeholder(p)), None)
+    )
     draft = (parsed.speculative_config or {}).get("model")
     out: list[StoodIn] = []
     for p in snippet.placeholders:
@@ -92,8 +95,13 @@ def apply(argv: list[str], stood: list[StoodIn]) -> list[str]:
         for s in stood:
             if s.role == "model":
                 head, eq, tail = word.partition("=")
-                word = s.value if word == s.placeholder else f"{head}={s.value}" if \
-                    eq and head.startswith("-") and tail == s.placeholder else word
+                word = (
+                    s.value
+                    if word == s.placeholder
+                    else f"{head}={s.value}"
+                    if eq and head.startswith("-") and tail == s.placeholder
+                    else word
+                )
             else:
                 word = word.replace(s.placeholder, s.value)
         out.append(word)
@@ -114,10 +122,13 @@ def blamed(message: str, stood: list[StoodIn], flags: bool = True) -> StoodIn | 
 
 def note(s: StoodIn) -> str:
     """What the outcome says about one replacement (shown on the command page)."""
-    what = {"model": f"a random-weight twin of {TWIN_OF} for the config tier, not the reader's model" if s.twin
-            else "a name: the parser reads only the word",
-            "draft model": "a name: the parser reads only the word",
-            "path": f"`{s.value}`, a path that does not exist"}[s.role]
+    what = {
+        "model": f"a random-weight twin of {TWIN_OF} for the config tier, not the reader's model"
+        if s.twin
+        else "a name: the parser reads only the word",
+        "draft model": "a name: the parser reads only the word",
+        "path": f"`{s.value}`, a path that does not exist",
+    }[s.role]
     return f"{s.role}: placeholder `{s.placeholder}`, replaced by a stand-in ({what})"
 
 

@@ -118,8 +118,7 @@ class ModelResolver:
             self._hub = hub.reachable()
         return self._hub
 
-    def resolve(self, models: list[str], cache: Path | None = None,
-                weights_budget: int | None = None) -> Resolution:
+    def resolve(self, models: list[str], cache: Path | None = None, weights_budget: int | None = None) -> Resolution:
         """`weights_budget` (bytes): the job starts a server, so fetch weights within it; None: the
         job stops before the start tier and needs configuration and tokenizer only."""
         res = Resolution()
@@ -128,14 +127,17 @@ class ModelResolver:
                 res.subs[model] = self.model_map[model]
             elif is_local_path(model):  # the docs author's folder: never read from this host
                 res.missing.append(model)
-                res.unavailable[model] = ("a local folder named by the docs, which driftmatrix never reads from the "
-                                          "host (map it in the targets file's [models] to check it)")
+                res.unavailable[model] = (
+                    "a local folder named by the docs, which driftmatrix never reads from the "
+                    "host (map it in the targets file's [models] to check it)"
+                )
             elif not self.hub:
                 res.missing.append(model)
             else:
                 # a draft goes without weights when the served model does (a twin's draft is a twin)
-                bare = model != models[0] and (models[0] in res.no_weights or models[0] in res.missing
-                                               or models[0] in res.unloadable)
+                bare = model != models[0] and (
+                    models[0] in res.no_weights or models[0] in res.missing or models[0] in res.unloadable
+                )
                 self._from_hub(model, cache or cache_dir(), weights_budget, res, models[0] if bare else None)
         return res
 
@@ -154,11 +156,15 @@ class ModelResolver:
             res.subs[model] = str(folder)
             where = hub.shown_endpoint()
             if budget is None:
-                res.from_hub[model] = f"configuration and tokenizer files from {where} (no weights: not needed " \
-                                      "below the start tier)"
+                res.from_hub[model] = (
+                    f"configuration and tokenizer files from {where} (no weights: not needed below the start tier)"
+                )
                 return
-            why = f"weights not fetched: {bare_as} runs without its own" if bare_as else \
-                self._once((model, "weights", budget), lambda: hub.fetch_weights(model, folder, budget, cache))
+            why = (
+                f"weights not fetched: {bare_as} runs without its own"
+                if bare_as
+                else self._once((model, "weights", budget), lambda: hub.fetch_weights(model, folder, budget, cache))
+            )
         if why:
             res.no_weights[model] = why
             res.from_hub[model] = f"configuration and tokenizer files from {where}; {why}"
@@ -196,8 +202,9 @@ class ModelResolver:
 
 def _names_images(cfg) -> bool:
     if isinstance(cfg, dict):
-        return any(("vision" in k or "image" in k) and v is not None for k, v in cfg.items() if isinstance(k, str)) \
-            or any(_names_images(v) for v in cfg.values())
+        return any(
+            ("vision" in k or "image" in k) and v is not None for k, v in cfg.items() if isinstance(k, str)
+        ) or any(_names_images(v) for v in cfg.values())
     return isinstance(cfg, list) and any(_names_images(v) for v in cfg[:8])
 
 

@@ -28,14 +28,18 @@ _ROW = re.compile(r"^\|\s*`([A-Za-z0-9_]+)`[^|]*\|(.*)$")  # `Qwen2_5_VL…` <su
 _SIZE = re.compile(r"(?i)(?<=[-_])(\d+x)?\d+(\.\d+)?[bm](?=[-_]|$)")  # -7B, -0.6B, -8x7B (not -A3B)
 _ACTIVE = re.compile(r"(?i)(?<=[-_])a\d+(\.\d+)?[bm](?=[-_]|$)")  # -A3B: a mixture of experts, any size
 # a suffix after a listed id that makes another model kind (another architecture or head)
-_OTHER_KIND = re.compile(r"(?i)(^|[-_])(vl|vision|omni|audio|asr|tts|ocr|mtp|eagle\d*|draft|embed\w*|rerank\w*|reward"
-                         r"|prm|rm|classify|cls|speech|video|image|mm|multimodal|distill|assistant)([-_.]|$)")
+_OTHER_KIND = re.compile(
+    r"(?i)(^|[-_])(vl|vision|omni|audio|asr|tts|ocr|mtp|eagle\d*|draft|embed\w*|rerank\w*|reward"
+    r"|prm|rm|classify|cls|speech|video|image|mm|multimodal|distill|assistant)([-_.]|$)"
+)
 # release suffixes of one model (`-Instruct`, `-Base`, `-2507`): the same architecture
 _RELEASE = re.compile(r"(?i)([-_](instruct|base|it|chat|thinking|hf|\d{4}))+$")
 _MODEL_ID = re.compile(r"`([\w.-]+/[\w.-]+)`")
 # Checkpoint-name suffixes that change the weights' format, not the architecture.
-_QUANT_SUFFIX = re.compile(r"(?i)([-_.](fp8|fp4|nvfp4|mxfp4|bf16|fp16|int4|int8|w4a16|w8a8|w4a8|awq|gptq(-int\d)?"
-                           r"|dynamic|static|block|gguf|quantized|q\d_k_m|\d+bit))+$")
+_QUANT_SUFFIX = re.compile(
+    r"(?i)([-_.](fp8|fp4|nvfp4|mxfp4|bf16|fp16|int4|int8|w4a16|w8a8|w4a8|awq|gptq(-int\d)?"
+    r"|dynamic|static|block|gguf|quantized|q\d_k_m|\d+bit))+$"
+)
 
 
 @dataclass(frozen=True)
@@ -84,6 +88,7 @@ def _rows(path: Path) -> dict[str, tuple[str, str]]:
 def _same_family(model_id: str, rows: dict[str, tuple[str, str]]) -> tuple[str, str] | None:
     """A listed model that differs only in size and release suffix (`Qwen2.5-VL-7B` for the listed
     `Qwen2.5-VL-3B-Instruct`), when every such listed model has the same architecture."""
+
     def shape(model: str) -> str:
         return _RELEASE.sub("", _ACTIVE.sub("a#", _SIZE.sub("#", _strip(model))))
 
@@ -103,7 +108,7 @@ def _same_kind(suffix: str) -> bool:
 def _variant_of(model_id: str, rows: dict[str, tuple[str, str]]) -> tuple[str, str] | None:
     """The longest listed id that `model_id` extends by a `-suffix` of the same kind."""
     low = _strip(model_id)
-    best = max((k for k in rows if low.startswith(k + "-") and _same_kind(low[len(k):])), key=len, default=None)
+    best = max((k for k in rows if low.startswith(k + "-") and _same_kind(low[len(k) :])), key=len, default=None)
     return rows[best] if best else None
 
 
@@ -111,8 +116,11 @@ def _lookup(model_id: str, rows: dict[str, tuple[str, str]]) -> tuple[str, str] 
     hit = rows.get(model_id.lower())
     if hit is None:
         stripped = _strip(model_id)
-        hit = next((v for k, v in rows.items() if _strip(k) == stripped), None) or _same_family(model_id, rows) \
+        hit = (
+            next((v for k, v in rows.items() if _strip(k) == stripped), None)
+            or _same_family(model_id, rows)
             or _variant_of(model_id, rows)
+        )
     return hit
 
 
@@ -132,6 +140,7 @@ def architecture_for(model_id: str, docs_root: Path | None, version: str = "") -
     if docs_root is None or not (docs_root / TABLE).is_file():
         return None
     path = docs_root / TABLE
-    hit = _lookup(model_id, _rows(path)) or (_lookup(model_id.split("/", 1)[1], _by_name(path))
-                                              if "/" in model_id else None)
+    hit = _lookup(model_id, _rows(path)) or (
+        _lookup(model_id.split("/", 1)[1], _by_name(path)) if "/" in model_id else None
+    )
     return Found(hit[0], hit[1], f"{TABLE} of vLLM {version}".strip()) if hit else None

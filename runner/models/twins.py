@@ -8,7 +8,6 @@ transformers, since config layouts change between releases), cached under
 
 from __future__ import annotations
 
-from driftmatrix import runner
 import hashlib
 import json
 import os
@@ -20,18 +19,24 @@ from pathlib import Path
 
 import httpx
 
+from driftmatrix import runner
 from driftmatrix.common.filelock import exclusive
-from driftmatrix.runner.models import draft_kinds, supported_models, twin_cache
 from driftmatrix.runner.builds.envs import TargetEnv
-from driftmatrix.runner.models.resolution import TWIN_MARKER, is_local_path
 from driftmatrix.runner.isolation import sandbox
 from driftmatrix.runner.isolation.env_policy import runner_env, without_secrets
 from driftmatrix.runner.isolation.sandbox import output
+from driftmatrix.runner.models import draft_kinds, supported_models, twin_cache
+from driftmatrix.runner.models.resolution import TWIN_MARKER, is_local_path
 from driftmatrix.runner.settings import TWIN_BUILD_S, TWIN_MAX_BYTES
 
 BUILDER = runner.INTARGET / "twin_build.py"
-BUILDER_FILES = [BUILDER, *(BUILDER.with_name(f"twin_{m}.py") for m in ("gemma4", "generic", "layout", "processor", "restate",
-                                                                                "split", "vllm_config"))]
+BUILDER_FILES = [
+    BUILDER,
+    *(
+        BUILDER.with_name(f"twin_{m}.py")
+        for m in ("gemma4", "generic", "layout", "processor", "restate", "split", "vllm_config")
+    ),
+]
 # families built by a script of their own (the others' twins keep their cache keys when it changes)
 OWN_BUILDERS = {"mlp_speculator": BUILDER.with_name("twin_mlp_speculator.py")}
 # model id families the builder knows; the first match wins. Qwen3 and Llama 3 are the dense
@@ -46,20 +51,30 @@ FAMILIES = [
     (re.compile(r"(?i)llama-?3(\.\d+)?-\d+(\.\d+)?b([-_.]|$)|(^|/)meta-llama/(meta-)?llama-[23]"), "llama"),
 ]
 # in a dense family's id: a mixture of experts, another generation or kind
-NOT_DENSE = re.compile(r"(?i)[-_]a\d+(\.\d+)?b([-_.]|$)|nemotron|[-_](vl|vision|omni|tts|asr|audio|embedding|reranker"
-                       r"|guard|next|coder-next)([-_.]|$)")
+NOT_DENSE = re.compile(
+    r"(?i)[-_]a\d+(\.\d+)?b([-_.]|$)|nemotron|[-_](vl|vision|omni|tts|asr|audio|embedding|reranker"
+    r"|guard|next|coder-next)([-_.]|$)"
+)
 # a given config's `model_type` names the family directly (twins are built per model type)
 MODEL_TYPES = frozenset({"qwen3", "llama", "gemma4", "gemma4_text", "gemma4_assistant", "mlp_speculator"})
 # the architecture each hand-built family makes; any other architecture is built by the generic
 # builder (runner/intarget/twin_generic.py) from its config's own keys
-FAMILY_ARCHITECTURES = {"qwen3": "Qwen3ForCausalLM", "llama": "LlamaForCausalLM",
-                        "gemma4": "Gemma4ForConditionalGeneration", "gemma4_text": "Gemma4ForCausalLM",
-                        "gemma4_assistant": "Gemma4AssistantForCausalLM",
-                        "mlp_speculator": "MLPSpeculatorPreTrainedModel"}
+FAMILY_ARCHITECTURES = {
+    "qwen3": "Qwen3ForCausalLM",
+    "llama": "LlamaForCausalLM",
+    "gemma4": "Gemma4ForConditionalGeneration",
+    "gemma4_text": "Gemma4ForCausalLM",
+    "gemma4_assistant": "Gemma4AssistantForCausalLM",
+    "mlp_speculator": "MLPSpeculatorPreTrainedModel",
+}
 
 
-SPLIT_FLAGS = {"tp": "--tensor-parallel", "pp": "--pipeline-parallel", "ep": "--expert-parallel",
-               "context": "--context"}
+SPLIT_FLAGS = {
+    "tp": "--tensor-parallel",
+    "pp": "--pipeline-parallel",
+    "ep": "--expert-parallel",
+    "context": "--context",
+}
 """The builder's option for each size a twin is fitted to (runner/argv/shape.py twin_shape): the parallel sizes
 (twin_split.fit_parallel) and the command's context length (twin_split.fit_context)."""
 
@@ -119,9 +134,14 @@ def _hub_config(model_id: str, cache: Path) -> Path | None:
     if os.environ.get("HF_HUB_OFFLINE") == "1":
         return None
     from driftmatrix.runner.models import hub  # the same endpoint (HF_ENDPOINT) and id rules as every other fetch
+
     try:
-        r = httpx.get(f"{hub.endpoint()}/{hub.check_id(model_id)}/resolve/main/config.json",
-                      headers=hub.auth_headers(), timeout=10, follow_redirects=True)
+        r = httpx.get(
+            f"{hub.endpoint()}/{hub.check_id(model_id)}/resolve/main/config.json",
+            headers=hub.auth_headers(),
+            timeout=10,
+            follow_redirects=True,
+        )
     except (httpx.HTTPError, hub.HubError):
         return None
     if r.status_code != 200:
@@ -153,8 +173,15 @@ class Plan:
     draft's speculative method)."""
 
 
-def plan(model_or_config: str, cache: Path, config_from: str | None = None, docs_root: Path | None = None,
-         version: str = "", local_paths: bool = True, draft: draft_kinds.Draft | None = None) -> Plan:
+def plan(
+    model_or_config: str,
+    cache: Path,
+    config_from: str | None = None,
+    docs_root: Path | None = None,
+    version: str = "",
+    local_paths: bool = True,
+    draft: draft_kinds.Draft | None = None,
+) -> Plan:
     """Where the twin's config comes from, in order: the model map (`config_from`) or MODEL_OR_CONFIG
     itself, the hub (config only), and offline the architecture vLLM's own supported-models table
     (`docs_root`: the target's docs) names for the model id, built from that architecture's
@@ -174,8 +201,11 @@ def plan(model_or_config: str, cache: Path, config_from: str | None = None, docs
     if kind and kind.builder:
         return Plan(kind.builder, None, kind.architecture, f"the speculative config's method {draft.method!r}")
     how = _offline(model_or_config, docs_root, version)
-    source = f"the {how.architecture} that {how.table} names" if how.table else \
-        f"a {how.family} model guessed from its id ({how.architecture})"
+    source = (
+        f"the {how.architecture} that {how.table} names"
+        if how.table
+        else f"a {how.family} model guessed from its id ({how.architecture})"
+    )
     why = draft_kinds.wrong_type(draft, model_or_config, how.family, source)
     if why:
         raise TwinError(why)
@@ -201,10 +231,22 @@ def _offline(model_or_config: str, docs_root: Path | None, version: str) -> Plan
     raise TwinError(f"no configuration for {model_or_config}: no model-map entry, the hub not reachable{where}")
 
 
-def build(model_or_config: str, env: TargetEnv, out: Path, *, cache: Path, layers: int = 2,
-          tokenizer_from: str | None = None, seed: int = 0, config_from: str | None = None,
-          full_size: bool = False, docs_root: Path | None = None, split: dict[str, int] | None = None,
-          local_paths: bool = True, draft: draft_kinds.Draft | None = None) -> Twin:
+def build(
+    model_or_config: str,
+    env: TargetEnv,
+    out: Path,
+    *,
+    cache: Path,
+    layers: int = 2,
+    tokenizer_from: str | None = None,
+    seed: int = 0,
+    config_from: str | None = None,
+    full_size: bool = False,
+    docs_root: Path | None = None,
+    split: dict[str, int] | None = None,
+    local_paths: bool = True,
+    draft: draft_kinds.Draft | None = None,
+) -> Twin:
     """Build a twin into `out` (replaced) with `env`'s Python; raise TwinError if impossible.
     `split`: the command's parallel sizes and context length (runner/argv/shape.py twin_shape), which the twin's
     heads, layers and experts must divide by (twin_split.fit_parallel) and a twin from class
@@ -213,8 +255,20 @@ def build(model_or_config: str, env: TargetEnv, out: Path, *, cache: Path, layer
     how = plan(model_or_config, cache, config_from, docs_root, env.version, local_paths, draft)
     config_path, family = how.config_path, how.family
     shutil.rmtree(out, ignore_errors=True)
-    cmd = [env.python, str(OWN_BUILDERS.get(family, BUILDER)), "--family", family, "--model-id", model_or_config,
-           "--out", str(out), "--layers", str(layers), "--seed", str(seed)]
+    cmd = [
+        env.python,
+        str(OWN_BUILDERS.get(family, BUILDER)),
+        "--family",
+        family,
+        "--model-id",
+        model_or_config,
+        "--out",
+        str(out),
+        "--layers",
+        str(layers),
+        "--seed",
+        str(seed),
+    ]
     if config_path:
         cmd += ["--config-json", str(config_path)]
     elif family == "generic":
@@ -234,10 +288,17 @@ def build(model_or_config: str, env: TargetEnv, out: Path, *, cache: Path, layer
     cmd[cmd.index("--out") + 1] = str(staging)
     readable = [str(p) for p in (config_path.parent if config_path else None, tokenizer_from) if p]
     try:
-        proc, events = sandbox.run(cmd, python=env.python, env={**runner_env(), **without_secrets(env.env)},
-                                   kind="build", timeout=TWIN_BUILD_S, readable=readable,
-                                   writable={str(staging): str(staging)}, watched=[str(staging)],
-                                   operator_env=env.env)
+        proc, events = sandbox.run(
+            cmd,
+            python=env.python,
+            env={**runner_env(), **without_secrets(env.env)},
+            kind="build",
+            timeout=TWIN_BUILD_S,
+            readable=readable,
+            writable={str(staging): str(staging)},
+            watched=[str(staging)],
+            operator_env=env.env,
+        )
     except subprocess.TimeoutExpired:
         shutil.rmtree(staging, ignore_errors=True)
         raise TwinError(f"building a {family} twin took longer than {TWIN_BUILD_S:.0f} s") from None
@@ -249,8 +310,9 @@ def build(model_or_config: str, env: TargetEnv, out: Path, *, cache: Path, layer
         tail = "\n".join(proc.stderr.strip().splitlines()[-5:])
         hit = next((e for e in events if "limit" in e), None)
         why = f" (the sandbox stopped it at its {hit['limit']} limit)" if hit else ""
-        raise TwinError(f"building a {family} twin with transformers {env.info.get('transformers')} failed{why}: "
-                           f"{tail}")
+        raise TwinError(
+            f"building a {family} twin with transformers {env.info.get('transformers')} failed{why}: {tail}"
+        )
     try:
         output.accept(staging, out, TWIN_MAX_BYTES)
     except (output.UntrustedOutput, OSError) as err:
@@ -259,18 +321,39 @@ def build(model_or_config: str, env: TargetEnv, out: Path, *, cache: Path, layer
     source = f"config.json from {config_path}" if config_path else built["config_source"]
     if how.table:
         source += f"; architecture {how.architecture} from {how.table}"
-    twin = Twin(model_or_config, str(out), family, source, built["transformers"],
-                   len(built.get("layer_types") or []) or layers, tokenizer_from, built.get("architectures"),
-                   built.get("layer_types"), built.get("notes") or [], full_size, how.architecture,
-                   bool(built.get("weightless")))
+    twin = Twin(
+        model_or_config,
+        str(out),
+        family,
+        source,
+        built["transformers"],
+        len(built.get("layer_types") or []) or layers,
+        tokenizer_from,
+        built.get("architectures"),
+        built.get("layer_types"),
+        built.get("notes") or [],
+        full_size,
+        how.architecture,
+        bool(built.get("weightless")),
+    )
     (out / TWIN_MARKER).write_text(json.dumps(asdict(twin), indent=1))
     return twin
 
 
-def ensure(model_id: str, env: TargetEnv, cache: Path, *, layers: int = 2, tokenizer_from: str | None = None,
-           config_from: str | None = None, full_size: bool = False, docs_root: Path | None = None,
-           split: dict[str, int] | None = None, leases: list | None = None,
-           draft: draft_kinds.Draft | None = None) -> Twin:
+def ensure(
+    model_id: str,
+    env: TargetEnv,
+    cache: Path,
+    *,
+    layers: int = 2,
+    tokenizer_from: str | None = None,
+    config_from: str | None = None,
+    full_size: bool = False,
+    docs_root: Path | None = None,
+    split: dict[str, int] | None = None,
+    leases: list | None = None,
+    draft: draft_kinds.Draft | None = None,
+) -> Twin:
     """The cached twin of `model_id` for `env`, built the first time. With `leases`, the twin is held
     in use (twin_cache.lease) until the caller closes what is appended there; building a new twin
     keeps the cache under twin_cache.limit(). `draft`: the speculative config MODEL_ID is
@@ -283,28 +366,54 @@ def ensure(model_id: str, env: TargetEnv, cache: Path, *, layers: int = 2, token
         plan(model_id, cache, config_from, docs_root, env.version, False, draft)
     config_path = _local_config(config_from) if config_from else None
     listed = supported_models.architecture_for(model_id, docs_root, env.version)  # no network: the key only
-    key = hashlib.sha256(json.dumps({
-        "model": model_id, "layers": None if full_size else layers, "tokenizer_from": tokenizer_from,
-        "full_size": full_size, "listed": listed.architecture if listed else None,
-        # one key per parallel size that shapes the twin; a twin for -tp alone keeps its earlier key
-        "tp": split["tp"] if split.get("tp", 1) > 1 and not full_size else None,
-        **{k: split[k] for k in ("pp", "ep", "context") if split.get(k, 1) > 1 and not full_size},
-        "config": hashlib.sha256(config_path.read_bytes()).hexdigest() if config_path else None,
-        # a head built by its own kind's builder (other heads get no twin, or the twin they would
-        # get anyway): absent otherwise, so existing twins keep their keys
-        **({"head_builder": hashlib.sha256(OWN_BUILDERS[kind.builder].read_bytes()).hexdigest()}
-           if kind and kind.builder else {}),
-        "transformers": env.info.get("transformers"), "builder": hashlib.sha256(b"".join(f.read_bytes() for f in BUILDER_FILES if f.exists())).hexdigest(),
-    }, sort_keys=True).encode()).hexdigest()[:12]
+    key = hashlib.sha256(
+        json.dumps(
+            {
+                "model": model_id,
+                "layers": None if full_size else layers,
+                "tokenizer_from": tokenizer_from,
+                "full_size": full_size,
+                "listed": listed.architecture if listed else None,
+                # one key per parallel size that shapes the twin; a twin for -tp alone keeps its earlier key
+                "tp": split["tp"] if split.get("tp", 1) > 1 and not full_size else None,
+                **{k: split[k] for k in ("pp", "ep", "context") if split.get(k, 1) > 1 and not full_size},
+                "config": hashlib.sha256(config_path.read_bytes()).hexdigest() if config_path else None,
+                # a head built by its own kind's builder (other heads get no twin, or the twin they would
+                # get anyway): absent otherwise, so existing twins keep their keys
+                **(
+                    {"head_builder": hashlib.sha256(OWN_BUILDERS[kind.builder].read_bytes()).hexdigest()}
+                    if kind and kind.builder
+                    else {}
+                ),
+                "transformers": env.info.get("transformers"),
+                "builder": hashlib.sha256(b"".join(f.read_bytes() for f in BUILDER_FILES if f.exists())).hexdigest(),
+            },
+            sort_keys=True,
+        ).encode()
+    ).hexdigest()[:12]
     out = cache / "standins" / f"{re.sub(r'[^A-Za-z0-9.]+', '-', model_id)[-50:]}-{key}"
     out.parent.mkdir(parents=True, exist_ok=True)
     with exclusive(Path(f"{out}.lock")):  # parallel GPU workers may want the same twin
         marker = out / TWIN_MARKER
         built = not marker.exists()
-        twin = build(model_id, env, out, cache=cache, layers=layers, tokenizer_from=tokenizer_from,
-                     config_from=config_from, full_size=full_size, docs_root=docs_root,
-                     split=None if full_size else split, local_paths=False, draft=draft) \
-            if built else Twin(**json.loads(marker.read_text()))
+        twin = (
+            build(
+                model_id,
+                env,
+                out,
+                cache=cache,
+                layers=layers,
+                tokenizer_from=tokenizer_from,
+                config_from=config_from,
+                full_size=full_size,
+                docs_root=docs_root,
+                split=None if full_size else split,
+                local_paths=False,
+                draft=draft,
+            )
+            if built
+            else Twin(**json.loads(marker.read_text()))
+        )
         if leases is not None:
             leases.append(twin_cache.lease(out))
         if built:  # only a new twin grows the cache

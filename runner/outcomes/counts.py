@@ -21,10 +21,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 
+from driftmatrix.common.versions import version_order
 from driftmatrix.runner.outcomes.evidence_record import LoggedWarning
 from driftmatrix.runner.outcomes.outcome_record import Outcome, TargetRef
 from driftmatrix.runner.outcomes.vocabulary import REAL, TIERS, VerdictName, stage_rank
-from driftmatrix.common.versions import version_order
 
 
 def is_done(o: Outcome) -> bool:
@@ -49,7 +49,9 @@ def as_counted(o: Outcome) -> Outcome:
         return o
     verdict, warned = passed(o.evidence.warnings)
     why = f"{o.stage} not checked: {o.reason or 'no reason recorded'}"
-    return replace(o, verdict=verdict, stage=TIERS[stage_rank(o.stage) - 1], reason=f"{warned}; {why}" if warned else why)
+    return replace(
+        o, verdict=verdict, stage=TIERS[stage_rank(o.stage) - 1], reason=f"{warned}; {why}" if warned else why
+    )
 
 
 def rank(o: Outcome) -> tuple:

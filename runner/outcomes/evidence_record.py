@@ -75,8 +75,10 @@ class JsonRecord:
         """The JSON object (see the module's docstring for which keys, in which order)."""
         values = {f.name: getattr(self, f.name) for f in fields(self) if f.init}
         if self._read_keys is not None:  # as read, then what was set since
-            order = [*self._read_keys, *(k for k, v in values.items()
-                                         if k not in self._read_keys and (v is not None or k in self._kept_none))]
+            order = [
+                *self._read_keys,
+                *(k for k, v in values.items() if k not in self._read_keys and (v is not None or k in self._kept_none)),
+            ]
         else:
             optional = {f.name for f in fields(self) if f.metadata.get("optional")}
             order = [k for k, v in values.items() if v is not None or k not in optional or k in self._kept_none]

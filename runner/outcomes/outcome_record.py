@@ -10,9 +10,19 @@ import copy
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, NamedTuple
 
-from driftmatrix.runner.outcomes.evidence_record import (json_of, FailureSignature, HubAnswer, JsonRecord, LoggedWarning,
-                                              PerfRun, PlaceholderReplacement, ProbeResult, RaisedException, ServerRun,
-                                              TwinNote)
+from driftmatrix.runner.outcomes.evidence_record import (
+    FailureSignature,
+    HubAnswer,
+    JsonRecord,
+    LoggedWarning,
+    PerfRun,
+    PlaceholderReplacement,
+    ProbeResult,
+    RaisedException,
+    ServerRun,
+    TwinNote,
+    json_of,
+)
 from driftmatrix.runner.outcomes.vocabulary import StageName, TierName, VerdictName
 
 SCHEMA = 1
@@ -112,8 +122,16 @@ class Evidence:
 
 _EVIDENCE_FIELDS = {f.name for f in fields(Evidence)}
 _EVIDENCE_RECORDS: dict[str, type[JsonRecord]] = {
-    "exception": RaisedException, "signature": FailureSignature, "warnings": LoggedWarning, "probes": ProbeResult,
-    "perf": PerfRun, "server": ServerRun, "twins": TwinNote, "placeholders": PlaceholderReplacement, "hub": HubAnswer}
+    "exception": RaisedException,
+    "signature": FailureSignature,
+    "warnings": LoggedWarning,
+    "probes": ProbeResult,
+    "perf": PerfRun,
+    "server": ServerRun,
+    "twins": TwinNote,
+    "placeholders": PlaceholderReplacement,
+    "hub": HubAnswer,
+}
 """The evidence fields that hold records (or lists of them); the others are plain JSON values."""
 
 
@@ -153,8 +171,9 @@ class Outcome:
 
     def key(self) -> JobKey:
         """The job it is the outcome of: unchanged (snippet, variant, build, tier) need not run again."""
-        return JobKey(self.snippet_id, self.variant, self.target.name, self.target.version, self.target.commit,
-                      self.tier)
+        return JobKey(
+            self.snippet_id, self.variant, self.target.name, self.target.version, self.target.commit, self.tier
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object of `outcomes.jsonl`: every field, in order."""

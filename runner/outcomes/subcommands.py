@@ -34,6 +34,7 @@ def program(snippet: Snippet) -> str:
 
 def reason(sub: list[str]) -> str:
     """Why the tiers after parse SKIP for `vllm SUB…`, in plain words."""
-    what = next((WHAT[tuple(sub[:n])] for n in range(len(sub), 0, -1) if tuple(sub[:n]) in WHAT),
-                "another vLLM command")
+    what = next(
+        (WHAT[tuple(sub[:n])] for n in range(len(sub), 0, -1) if tuple(sub[:n]) in WHAT), "another vLLM command"
+    )
     return f"`vllm {' '.join(sub)}` is {what}, not a server: checked with its own argument parser only"

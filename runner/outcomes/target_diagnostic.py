@@ -5,7 +5,7 @@ it). Which targets those are is decided by runner/jobs/target_check.py."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 RECORD = "target-diagnostic"
 
@@ -21,7 +21,7 @@ class TargetDiagnostic:
     parser could not be built in it)."""
     message: str
     jobs_not_run: int = 0
-    when: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    when: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
     host: dict = field(default_factory=dict)
     """The machine it ran on (runner/jobs/job.py host_facts)."""
 
@@ -30,11 +30,16 @@ class TargetDiagnostic:
 
     @classmethod
     def from_dict(cls, data: dict) -> TargetDiagnostic:
-        return cls(str(data["target"]), str(data.get("build") or ""), str(data.get("stage") or "install"),
-                   str(data.get("message") or ""), int(data.get("jobs_not_run") or 0), str(data.get("when") or ""),
-                   dict(data.get("host") or {}))
+        return cls(
+            str(data["target"]),
+            str(data.get("build") or ""),
+            str(data.get("stage") or "install"),
+            str(data.get("message") or ""),
+            int(data.get("jobs_not_run") or 0),
+            str(data.get("when") or ""),
+            dict(data.get("host") or {}),
+        )
 
     def line(self) -> str:
         what = "could not be installed" if self.stage == "install" else "its parse/config helper could not start"
-        return (f"target {self.target} ({self.build}): {what}; its {self.jobs_not_run} job(s) not run: "
-                f"{self.message}")
+        return f"target {self.target} ({self.build}): {what}; its {self.jobs_not_run} job(s) not run: {self.message}"

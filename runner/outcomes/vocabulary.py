@@ -48,12 +48,19 @@ def stage_rank(stage: str) -> int:
 
 DEPTH = {
     # stage -> (the cell's word, what a PASS there has shown, how a sentence says it works)
-    "parse": ("parser", "accepted by the argument parser (not started)", "vLLM {v} accepts its arguments (parser only, not started)"),
+    "parse": (
+        "parser",
+        "accepted by the argument parser (not started)",
+        "vLLM {v} accepts its arguments (parser only, not started)",
+    ),
     "config": ("config", "engine config built (not started)", "vLLM {v} builds its engine config (not started)"),
     "start": ("started", "server started", "it starts on vLLM {v}"),
     "probe": ("probed", "server started, requests answered", "it starts on vLLM {v} and answers requests"),
-    "perf": ("perf", "server started, requests answered, speed measured",
-             "it starts on vLLM {v}, answers requests and was measured under load"),
+    "perf": (
+        "perf",
+        "server started, requests answered, speed measured",
+        "it starts on vLLM {v}, answers requests and was measured under load",
+    ),
 }
 """How deep a verdict went: every PASS and WARN says it, in a cell, a page, matrix.json, a warning."""
 STAGE_TITLE = {
@@ -64,15 +71,25 @@ STAGE_TITLE = {
     "perf": "Starts but fails under load on",
 }
 """A FAIL's admonition title by the stage it stopped at, before the builds: `Does not start on vLLM 0.20.1`."""
-PLAIN_STAGE = {"parse": "the argument parser", "config": "the engine config", "start": "server start",
-               "probe": "requests answered", "perf": "speed measured"}
+PLAIN_STAGE = {
+    "parse": "the argument parser",
+    "config": "the engine config",
+    "start": "server start",
+    "probe": "requests answered",
+    "perf": "speed measured",
+}
 """A stage as an evidence page names it: where a job stopped, or how far it was to go."""
 
 # The status line under a command in a docs build (publisher/mkdocs_plugin.py): plain characters,
 # one or two words, as a line of someone else's docs theme carries them.
 STATUS_LINE_ICONS = {"PASS": "✓", "WARN": "⚠", "FAIL": "✗", "SKIP": "·", "ERROR": "!"}
-STATUS_LINE_DEPTH = {"parse": "parses", "config": "config builds", "start": "starts", "probe": "starts, answers",
-                     "perf": "starts, measured"}
+STATUS_LINE_DEPTH = {
+    "parse": "parses",
+    "config": "config builds",
+    "start": "starts",
+    "probe": "starts, answers",
+    "perf": "starts, measured",
+}
 """How far a PASS went, in one or two words (the evidence page says it in full)."""
 
 # The judgements (publisher/judgement.py makes them)
@@ -83,7 +100,7 @@ JUDGEMENTS: tuple[JudgementKind, ...] = get_args(JudgementKind)
 """Most severe first: a command on several pages is shown with its most severe judgement."""
 JUDGEMENT_MEANING = {
     "doc-drift": "fails on a vLLM build its page is written for, or the shell (or Python) does not run it as written, "
-                 "or the option history says those versions lack one of its options: the docs are wrong for their readers",
+    "or the option history says those versions lack one of its options: the docs are wrong for their readers",
     "vllm-regression": "passed on an earlier build the page is written for, fails on a later one: a vLLM bug, not a doc bug",
     "needs-newer": "fails only on builds older than the page's versions: not a doc bug",
     "ok": "runs on the builds its page is written for, as deep as shown",

@@ -86,17 +86,20 @@ class Durations:
                 out.by_job[job] = o.duration_s
                 if o.verdict in ("FAIL", "SKIP"):
                     out.stopped[job[:3]] = o.duration_s
-            samples.setdefault((o.tier, _distribution(o.target.distribution), bool(o.stand_in)), []).append(o.duration_s)
+            samples.setdefault((o.tier, _distribution(o.target.distribution), bool(o.stand_in)), []).append(
+                o.duration_s
+            )
             if o.stand_in:
                 out.stand_in.add(o.snippet_id)
-            for tier in TIERS[:TIERS.index(o.tier) + 1]:  # a probe outcome checked its config too
+            for tier in TIERS[: TIERS.index(o.tier) + 1]:  # a probe outcome checked its config too
                 k = (o.snippet_id, o.variant, o.target.name, tier)
                 out.checked[k] = max(out.checked.get(k, ""), o.started)
         out.by_class = {k: statistics.fmean(v) for k, v in samples.items()}
         return out
 
-    def estimate(self, snippet, variant: str | None, target: str, distribution: str | None, tier: str,
-                 guess) -> Estimate:
+    def estimate(
+        self, snippet, variant: str | None, target: str, distribution: str | None, tier: str, guess
+    ) -> Estimate:
         if (s := self.by_job.get((snippet.id, variant, target, tier))) is not None:
             return Estimate(s, "this job")
         if (s := self.stopped.get((snippet.id, variant, target))) is not None:
@@ -202,8 +205,9 @@ def leg_cap(max_legs: int, leg_hours: float, runners: int | None, queue_hours: f
     return min(max_legs, runners * per_runner)
 
 
-def fit_day(targets: list[tuple[list[Candidate], list[Candidate]]], budget_s: float, cap: int,
-            min_legs: int = 1) -> list[Packing]:
+def fit_day(
+    targets: list[tuple[list[Candidate], list[Candidate]]], budget_s: float, cap: int, min_legs: int = 1
+) -> list[Packing]:
     """Each target's (daily, deeper) jobs in legs, at most `cap` legs over all of them: each target
     gets the legs it needs alone while the cap lasts; where it does not, one leg at a time round
     the targets that still need one, the target with the least recent check first (a cap below the

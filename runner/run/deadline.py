@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 FUTURE_SLACK_S = 60.0
 """How far in the future a job's start may be: clocks of one machine's steps agree within this;
@@ -24,8 +24,10 @@ def started_at_error(value: float, now: float | None = None) -> str | None:
     if not math.isfinite(value) or value <= 0:
         return f"not a time in Unix seconds: {value!r}"
     if value > now + FUTURE_SLACK_S:
-        return (f"{value:.0f} is {value - now:.0f} s in the future (the job's start, `date +%s` in its first step, "
-                "cannot be later than now)")
+        return (
+            f"{value:.0f} is {value - now:.0f} s in the future (the job's start, `date +%s` in its first step, "
+            "cannot be later than now)"
+        )
     return None
 
 
@@ -43,18 +45,25 @@ def passed(deadline: float | None) -> bool:
 
 
 def _counted(stop_after: float, started_at: float | None) -> str:
-    since = "" if started_at is None else \
-        f" from the job's start at {datetime.fromtimestamp(started_at, timezone.utc):%Y-%m-%d %H:%M:%S} UTC"
+    since = (
+        ""
+        if started_at is None
+        else f" from the job's start at {datetime.fromtimestamp(started_at, UTC):%Y-%m-%d %H:%M:%S} UTC"
+    )
     return f"--stop-after {stop_after:.0f} s{since}"
 
 
 def stopped_text(stop_after: float, started_at: float | None, left: int) -> str:
     """What a run stopped by its deadline says (log and summary)."""
-    return (f"stopped by its deadline ({_counted(stop_after, started_at)}): {left} job(s) not started, "
-            "left for the next run; every finished outcome is kept")
+    return (
+        f"stopped by its deadline ({_counted(stop_after, started_at)}): {left} job(s) not started, "
+        "left for the next run; every finished outcome is kept"
+    )
 
 
 def passed_at_start_text(stop_after: float, started_at: float | None, left: int) -> str:
     """What a run whose deadline had passed before it began says: it started nothing."""
-    return (f"the deadline passed before any job started ({_counted(stop_after, started_at)}): no job started, "
-            f"{left} job(s) left for the next run; the outcomes file is kept as it was")
+    return (
+        f"the deadline passed before any job started ({_counted(stop_after, started_at)}): no job started, "
+        f"{left} job(s) left for the next run; the outcomes file is kept as it was"
+    )

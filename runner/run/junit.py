@@ -15,13 +15,23 @@ def write(outcomes: list[Outcome], path: Path) -> None:
         suites[f"{o.target.name} (vLLM {o.target.version})"].append(o)
     root = ET.Element("testsuites", name="driftmatrix")
     for name, items in suites.items():
-        suite = ET.SubElement(root, "testsuite", name=name, tests=str(len(items)),
-                              failures=str(sum(o.verdict == "FAIL" for o in items)),
-                              errors=str(sum(o.verdict == "ERROR" for o in items)),
-                              skipped=str(sum(o.verdict == "SKIP" for o in items)))
+        suite = ET.SubElement(
+            root,
+            "testsuite",
+            name=name,
+            tests=str(len(items)),
+            failures=str(sum(o.verdict == "FAIL" for o in items)),
+            errors=str(sum(o.verdict == "ERROR" for o in items)),
+            skipped=str(sum(o.verdict == "SKIP" for o in items)),
+        )
         for o in items:
-            case = ET.SubElement(suite, "testcase", classname=o.target.name,
-                                 name=f"{o.snippet_id}{'/' + o.variant if o.variant else ''}", time=str(o.duration_s))
+            case = ET.SubElement(
+                suite,
+                "testcase",
+                classname=o.target.name,
+                name=f"{o.snippet_id}{'/' + o.variant if o.variant else ''}",
+                time=str(o.duration_s),
+            )
             detail = o.reason or ""
             loc = o.evidence.exception and o.evidence.exception.location
             if loc:

@@ -16,27 +16,28 @@ import signal
 import threading
 import time
 
-from driftmatrix.extractor.snippet_record import Catalog
 from driftmatrix.common import step_summary
-from driftmatrix.runner.run import deadline as leg_deadline, junit, planning, run_summary
-from driftmatrix.runner.run.selection import RunOptions, select
-from driftmatrix.runner.isolation import sandbox
-from driftmatrix.runner.outcomes import store
-from driftmatrix.runner.argv.parallel import ranks_of
-from driftmatrix.runner.argv.tier import deepest_tier
-from driftmatrix.runner.serve import ranks
-from driftmatrix.runner.builds.envs import EnvError, TargetEnv, ensure
-from driftmatrix.runner.jobs.execute import JobRunner
-from driftmatrix.runner.jobs.job import Job, RunContext, host_facts
-from driftmatrix.runner.models.resolution import ModelResolver
-from driftmatrix.runner.outcomes.outcome_record import JobKey, Outcome
-from driftmatrix.runner.outcomes.vocabulary import TIERS, VERDICTS
 from driftmatrix.common.inert import console_markup, log_json, terminal
 from driftmatrix.common.redact import Redactor
-from driftmatrix.runner.settings import cpu_slots, default_jobs
-from driftmatrix.runner.jobs.target_check import build_of, helpers_start
-from driftmatrix.runner.outcomes.target_diagnostic import TargetDiagnostic
+from driftmatrix.extractor.snippet_record import Catalog
+from driftmatrix.runner.argv.parallel import ranks_of
+from driftmatrix.runner.argv.tier import deepest_tier
+from driftmatrix.runner.builds.envs import EnvError, TargetEnv, ensure
 from driftmatrix.runner.builds.targets import TargetConfigError, TargetsFile, default_path, gpu_devices, load
+from driftmatrix.runner.isolation import sandbox
+from driftmatrix.runner.jobs.execute import JobRunner
+from driftmatrix.runner.jobs.job import Job, RunContext, host_facts
+from driftmatrix.runner.jobs.target_check import build_of, helpers_start
+from driftmatrix.runner.models.resolution import ModelResolver
+from driftmatrix.runner.outcomes import store
+from driftmatrix.runner.outcomes.outcome_record import JobKey, Outcome
+from driftmatrix.runner.outcomes.target_diagnostic import TargetDiagnostic
+from driftmatrix.runner.outcomes.vocabulary import TIERS, VERDICTS
+from driftmatrix.runner.run import deadline as leg_deadline
+from driftmatrix.runner.run import junit, planning, run_summary
+from driftmatrix.runner.run.selection import RunOptions, select
+from driftmatrix.runner.serve import ranks
+from driftmatrix.runner.settings import cpu_slots, default_jobs
 
 EXIT_ERRORS = 3
 """Some job ended in ERROR (its outcome says why; the other outcomes are written as usual)."""
@@ -93,6 +94,7 @@ def listing(opts: RunOptions) -> list[JobKey]:
 
 def run(opts: RunOptions, console=None) -> int:
     from rich.console import Console
+
     console = console or Console(stderr=True)
     deadline = leg_deadline.monotonic_deadline(opts.stop_after, opts.started_at)
     try:
@@ -103,9 +105,11 @@ def run(opts: RunOptions, console=None) -> int:
     try:
         catalog = Catalog.read(opts.snippets)
     except (OSError, ValueError, KeyError, TypeError) as err:
-        console.print(f"[red]driftmatrix run: {console_markup(opts.snippets)}: not a readable snippets.json "
-                      f"({type(err).__name__}: {console_markup(err)})",
-                      soft_wrap=True)
+        console.print(
+            f"[red]driftmatrix run: {console_markup(opts.snippets)}: not a readable snippets.json "
+            f"({type(err).__name__}: {console_markup(err)})",
+            soft_wrap=True,
+        )
         return 2
     pairs = select(catalog, opts)
     unknown = sorted(set(opts.target_names or []) - {t.name for t in tfile.targets})
@@ -119,17 +123,28 @@ def run(opts: RunOptions, console=None) -> int:
     if opts.gpus is not None:  # asked for: the first N visible ones; by index only where no GPU is listed
         # and CUDA_VISIBLE_DEVICES names none (never another runner's GPUs)
         unlisted = not devices and "CUDA_VISIBLE_DEVICES" not in os.environ
-        devices = list(range(opts.gpus)) if unlisted else devices[:opts.gpus]
+        devices = list(range(opts.gpus)) if unlisted else devices[: opts.gpus]
     gpus = len(devices)
     out_store = store.Store(opts.output)
     for problem in out_store.problems:
         console.print(f"[yellow]{console_markup(problem)}", soft_wrap=True)
     workdir = opts.workdir or opts.output.parent / "driftmatrix-work"
     share = opts.share_gpu if gpus else 1
-    ctx = RunContext(resolver=ModelResolver(tfile.models), workdir=workdir, base_env=tfile.env,
-                     start_timeout=opts.start_timeout, gpus=gpus, devices=devices, gpu_mem_gb=opts.gpu_mem,
-                     share_gpu=share, redact=Redactor(), stand_ins=opts.stand_ins, cache_dir=opts.cache_dir,
-                     jobs=opts.jobs or default_jobs(gpus) * share, declared_device=opts.declared_device)
+    ctx = RunContext(
+        resolver=ModelResolver(tfile.models),
+        workdir=workdir,
+        base_env=tfile.env,
+        start_timeout=opts.start_timeout,
+        gpus=gpus,
+        devices=devices,
+        gpu_mem_gb=opts.gpu_mem,
+        share_gpu=share,
+        redact=Redactor(),
+        stand_ins=opts.stand_ins,
+        cache_dir=opts.cache_dir,
+        jobs=opts.jobs or default_jobs(gpus) * share,
+        declared_device=opts.declared_device,
+    )
     if refused := sandbox.required_missing():  # each job says so too (ERROR): nothing runs plainly
         console.print(f"[red]driftmatrix run: {refused}", soft_wrap=True)
     finished: list[Outcome] = []
@@ -143,8 +158,10 @@ def run(opts: RunOptions, console=None) -> int:
         stopping.set()
         ctx.close(now=True)
         out_store.close()
-        console.print(f"[yellow]driftmatrix run: interrupted; {len(finished)} finished outcome(s) kept in "
-                      f"{opts.output}", soft_wrap=True)
+        console.print(
+            f"[yellow]driftmatrix run: interrupted; {len(finished)} finished outcome(s) kept in {opts.output}",
+            soft_wrap=True,
+        )
         return EXIT_INTERRUPTED
     finally:
         ctx.close()
@@ -153,8 +170,11 @@ def run(opts: RunOptions, console=None) -> int:
         junit.write(finished, opts.junit)
     if opts.fmt != "json":
         _summary(finished, console, opts.tier)
-    step_summary.write(run_summary.run_markdown(finished, opts.tier, skipped_done, opts.shard)
-                       + "".join(f"\n\n**{step_summary.escape(d.line(), 600)}**" for d in diagnostics), opts.summary)
+    step_summary.write(
+        run_summary.run_markdown(finished, opts.tier, skipped_done, opts.shard)
+        + "".join(f"\n\n**{step_summary.escape(d.line(), 600)}**" for d in diagnostics),
+        opts.summary,
+    )
     if deadline and (left := _not_started(jobs, finished)):
         text = leg_deadline.stopped_text(opts.stop_after, opts.started_at, left)
         console.print(f"[yellow]{text}")
@@ -182,8 +202,15 @@ def _too_late(opts: RunOptions, console) -> int:
     return 0
 
 
-def _jobs(targets, pairs, ctx: RunContext, out_store: store.Store, opts: RunOptions, console,
-          diagnostics: list[TargetDiagnostic]) -> tuple[list[Job], int]:
+def _jobs(
+    targets,
+    pairs,
+    ctx: RunContext,
+    out_store: store.Store,
+    opts: RunOptions,
+    console,
+    diagnostics: list[TargetDiagnostic],
+) -> tuple[list[Job], int]:
     """(the jobs to run, how many were already done). A target whose environment cannot be made,
     or whose helper cannot start, is one diagnostic (written to the outcomes file), its jobs left out."""
     envs: dict[str, TargetEnv] = {}
@@ -195,10 +222,12 @@ def _jobs(targets, pairs, ctx: RunContext, out_store: store.Store, opts: RunOpti
         diagnostics.append(d)
         out_store.append_record(d.to_dict())
         console.print(f"target {target.name}: {terminal(why)}", style="red", soft_wrap=True, markup=False)
+
     for target in targets:
         try:
-            envs[target.name] = ensure(target, opts.cache_dir, log=lambda m: console.print(f"[cyan]{console_markup(m)}"),
-                                       base_env=ctx.base_env)
+            envs[target.name] = ensure(
+                target, opts.cache_dir, log=lambda m: console.print(f"[cyan]{console_markup(m)}"), base_env=ctx.base_env
+            )
         except (EnvError, OSError) as err:
             unusable(target, "install", str(err), len(pairs))
             continue
@@ -248,16 +277,30 @@ class CpuSeats:
             self.cv.notify_all()
 
 
-def _execute(jobs: list[Job], ctx: RunContext, out_store: store.Store, opts: RunOptions, console,
-             results: list[Outcome], stopping: threading.Event, deadline: float | None = None) -> list[Outcome]:
+def _execute(
+    jobs: list[Job],
+    ctx: RunContext,
+    out_store: store.Store,
+    opts: RunOptions,
+    console,
+    results: list[Outcome],
+    stopping: threading.Event,
+    deadline: float | None = None,
+) -> list[Outcome]:
     """Run the jobs, appending each outcome to `results` and the store as it finishes; once
     `stopping` is set (an interrupted run), a job that ends is not recorded: it was cut short. No
     job starts after `deadline` (a leg's): the rest are left for the next run."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     lock = threading.Lock()
-    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                        console=console, disable=opts.fmt == "json" or not jobs)
+    progress = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        disable=opts.fmt == "json" or not jobs,
+    )
     task = progress.add_task("jobs", total=len(jobs))
 
     def on_stage(job: Job, stage: str) -> None:
@@ -288,12 +331,24 @@ def _execute(jobs: list[Job], ctx: RunContext, out_store: store.Store, opts: Run
             results.append(outcome)
             progress.advance(task)
             if opts.fmt == "json":
-                print(log_json({"event": "outcome", "snippet_id": outcome.snippet_id, "variant": outcome.variant,
-                                "target": outcome.target.name, "stage": outcome.stage,
-                                "verdict": outcome.verdict, "reason": outcome.reason}), flush=True)
+                print(
+                    log_json(
+                        {
+                            "event": "outcome",
+                            "snippet_id": outcome.snippet_id,
+                            "variant": outcome.variant,
+                            "target": outcome.target.name,
+                            "stage": outcome.stage,
+                            "verdict": outcome.verdict,
+                            "reason": outcome.reason,
+                        }
+                    ),
+                    flush=True,
+                )
 
     with progress:
         workers = min(opts.jobs or default_jobs(ctx.gpus) * ctx.share_gpu, max(len(jobs), 1))
+
         def due() -> bool:  # no job starts after a leg's deadline: what finished is kept and uploaded
             return deadline is None or time.monotonic() < deadline
 
@@ -324,6 +379,7 @@ def _execute(jobs: list[Job], ctx: RunContext, out_store: store.Store, opts: Run
                         if not stopping.is_set():  # else its helper or server was killed under it: not a result
                             failed.append(err)  # a thread's exception would only be printed: the run went on, exit 0
                         return
+
             threads = [threading.Thread(target=worker, args=(i,), daemon=True) for i in range(workers)]
             for t in threads:
                 t.start()
@@ -353,6 +409,7 @@ def _interleaved(jobs: list[Job]) -> list[Job]:
 
 def _summary(outcomes: list[Outcome], console, tier: str) -> None:
     from rich.table import Table
+
     if not outcomes:
         return
     table = Table(title=f"driftmatrix run — tiers up to {tier}")

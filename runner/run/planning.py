@@ -18,13 +18,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from driftmatrix.extractor.snippet_record import Catalog
-from driftmatrix.runner.run import budget
-from driftmatrix.runner.outcomes import counts
 from driftmatrix.runner.argv.tier import deepest_tier
-from driftmatrix.runner.run.shards import predicted_cost
-from driftmatrix.runner.run.selection import RunOptions, select
-from driftmatrix.runner.outcomes.outcome_record import JobKey, Outcome
 from driftmatrix.runner.builds.targets import Target
+from driftmatrix.runner.outcomes import counts
+from driftmatrix.runner.outcomes.outcome_record import JobKey, Outcome
+from driftmatrix.runner.run import budget
+from driftmatrix.runner.run.selection import RunOptions, select
+from driftmatrix.runner.run.shards import predicted_cost
 
 
 @dataclass
@@ -89,8 +89,9 @@ def _distribution(target: Target) -> str | None:
     return "vllm" if target.pip or target.docker else None
 
 
-def pending(pairs: list[tuple], target: Target, tier: str, done: set[tuple],
-            picked: dict | None = None) -> tuple[list[JobKey], int]:
+def pending(
+    pairs: list[tuple], target: Target, tier: str, done: set[tuple], picked: dict | None = None
+) -> tuple[list[JobKey], int]:
     """(jobs of these (snippet, variant) pairs still to do on the target, how many are done).
     A target without a pin (an unresolved nightly, an existing environment) has everything to do.
     `picked`: a plan leg's own tier per (snippet id, variant) (`run --pick`)."""
@@ -106,9 +107,17 @@ def pending(pairs: list[tuple], target: Target, tier: str, done: set[tuple],
     return todo, reused
 
 
-def run_args(snippets: Path, targets: Path, target: str, tier: str, shard: str | None,
-             variants: list[str] | None, stand_ins: str | None, picks: list[JobKey] | None = None,
-             stop_after_s: float | None = None) -> list[str]:
+def run_args(
+    snippets: Path,
+    targets: Path,
+    target: str,
+    tier: str,
+    shard: str | None,
+    variants: list[str] | None,
+    stand_ins: str | None,
+    picks: list[JobKey] | None = None,
+    stop_after_s: float | None = None,
+) -> list[str]:
     """`driftmatrix run` arguments that choose the jobs (what a plan fixes for a shard or leg)."""
     args = ["run", str(snippets), "--targets", str(targets), "--target", target, "--tier", tier]
     if shard:
@@ -124,9 +133,18 @@ def run_args(snippets: Path, targets: Path, target: str, tier: str, shard: str |
     return args
 
 
-def todo(snippets: Path, targets_path: Path, targets: list[Target], tier: str, previous: list[Outcome],
-         shards: int, variants: list[str] | None = None, stand_ins: str | None = None,
-         detail: bool = False, leg: LegBudget | None = None) -> Todo:
+def todo(
+    snippets: Path,
+    targets_path: Path,
+    targets: list[Target],
+    tier: str,
+    previous: list[Outcome],
+    shards: int,
+    variants: list[str] | None = None,
+    stand_ins: str | None = None,
+    detail: bool = False,
+    leg: LegBudget | None = None,
+) -> Todo:
     catalog = Catalog.read(snippets)
     if leg:
         return packed(catalog, snippets, targets_path, targets, tier, previous, variants, stand_ins, leg, detail)
@@ -135,8 +153,9 @@ def todo(snippets: Path, targets_path: Path, targets: list[Target], tier: str, p
     count = max(shards, 1)
     for index in range(count):
         shard = f"{index + 1}/{count}" if count > 1 else None
-        pairs = select(catalog, RunOptions(snippets=snippets, output=Path("-"), tier=tier, shard=shard,
-                                           variants=variants))
+        pairs = select(
+            catalog, RunOptions(snippets=snippets, output=Path("-"), tier=tier, shard=shard, variants=variants)
+        )
         for target in targets:
             keys, reused = pending(pairs, target, tier, done)
             out.reused += reused
@@ -146,10 +165,16 @@ def todo(snippets: Path, targets_path: Path, targets: list[Target], tier: str, p
             out.by_target[target.name] += len(keys)
             if index + 1 not in out.shards:
                 out.shards.append(index + 1)
-            out.runs.append(ShardRun(
-                id=f"{target.name}-{index + 1}", target=target.name, shard=shard or "1/1", jobs=len(keys),
-                args=run_args(snippets, targets_path, target.name, tier, shard, variants, stand_ins),
-                keys=[[k.snippet_id, k.variant, k.tier] for k in keys] if detail else []))
+            out.runs.append(
+                ShardRun(
+                    id=f"{target.name}-{index + 1}",
+                    target=target.name,
+                    shard=shard or "1/1",
+                    jobs=len(keys),
+                    args=run_args(snippets, targets_path, target.name, tier, shard, variants, stand_ins),
+                    keys=[[k.snippet_id, k.variant, k.tier] for k in keys] if detail else [],
+                )
+            )
     out.shards.sort()
     return out
 
@@ -162,6 +187,7 @@ def pick_token(key: JobKey) -> str:
 def parse_pick(token: str) -> tuple[tuple[str, str | None], str]:
     """`SNIPPET[+VARIANT]:TIER` -> ((snippet id, variant), tier)."""
     from driftmatrix.runner.outcomes.vocabulary import TIERS
+
     job, _, tier = token.rpartition(":")
     if not job or tier not in TIERS:
         raise ValueError(f"--pick expects SNIPPET[+VARIANT]:TIER with a tier of {', '.join(TIERS)}, got {token!r}")
@@ -188,16 +214,30 @@ class LegBudget:
     """Planned hours of legs that may queue on one runner (`--queue-hours`; budget.leg_cap)."""
 
 
-def packed(catalog: Catalog, snippets: Path, targets_path: Path, targets: list[Target], tier: str,
-           previous: list[Outcome], variants: list[str] | None, stand_ins: str | None, leg: LegBudget,
-           detail: bool = False) -> Todo:
+def packed(
+    catalog: Catalog,
+    snippets: Path,
+    targets_path: Path,
+    targets: list[Target],
+    tier: str,
+    previous: list[Outcome],
+    variants: list[str] | None,
+    stand_ins: str | None,
+    leg: LegBudget,
+    detail: bool = False,
+) -> Todo:
     """The day's legs, each predicted under `leg.leg_s` from recorded durations, at most
     `budget.leg_cap` of them over all targets; the rest deferred."""
     done, durations = done_by_version(previous), budget.Durations.from_outcomes(previous)
     pairs = select(catalog, RunOptions(snippets=snippets, output=Path("-"), tier=tier, variants=variants))
     cap = budget.leg_cap(leg.max_legs, leg.leg_s / 3600, leg.runners, leg.queue_hours)
-    out = Todo(by_target={t.name: 0 for t in targets}, leg_hours=leg.leg_s / 3600, leg_cap=cap,
-               runners=leg.runners, queue_hours=leg.queue_hours if leg.runners else None)
+    out = Todo(
+        by_target={t.name: 0 for t in targets},
+        leg_hours=leg.leg_s / 3600,
+        leg_cap=cap,
+        runners=leg.runners,
+        queue_hours=leg.queue_hours if leg.runners else None,
+    )
     stop_after = leg.leg_s + max(leg.job_limit_s - leg.leg_s, 0) / 2
     due = [_candidates(pairs, target, tier, leg.daily_tier, done, durations, out) for target in targets]
     packings = budget.fit_day(due, leg.leg_s, cap, leg.min_legs)
@@ -210,10 +250,14 @@ def packed(catalog: Catalog, snippets: Path, targets_path: Path, targets: list[T
             out.deferred_by_tier[c.key.tier] = out.deferred_by_tier.get(c.key.tier, 0) + 1
         for i, legjobs in enumerate(packing.legs):
             keys = [c.key for c in legjobs]
-            run = ShardRun(id=f"{target.name}-{i + 1}", target=target.name, shard=f"{i + 1}/{len(packing.legs)}",
-                           jobs=len(keys), args=run_args(snippets, targets_path, target.name, tier, None, variants,
-                                                         stand_ins, keys, stop_after),
-                           keys=[[k.snippet_id, k.variant, k.tier] for k in keys] if detail else [])
+            run = ShardRun(
+                id=f"{target.name}-{i + 1}",
+                target=target.name,
+                shard=f"{i + 1}/{len(packing.legs)}",
+                jobs=len(keys),
+                args=run_args(snippets, targets_path, target.name, tier, None, variants, stand_ins, keys, stop_after),
+                keys=[[k.snippet_id, k.variant, k.tier] for k in keys] if detail else [],
+            )
             out.runs.append(run)
             out.planned_hours[run.id] = round(sum(c.seconds for c in legjobs) / 3600, 3)
             out.jobs += len(keys)
@@ -229,6 +273,7 @@ def packed(catalog: Catalog, snippets: Path, targets_path: Path, targets: list[T
 def _candidates(pairs, target: Target, tier: str, daily_tier: str | None, done: set, durations, out: Todo):
     """(daily candidates, deeper candidates) of one target; counts the reused ones on `out`."""
     from driftmatrix.runner.outcomes.vocabulary import TIERS
+
     pin, dist = target.pinned_version(), _distribution(target)
     daily, deeper = [], []
 

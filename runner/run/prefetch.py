@@ -13,18 +13,19 @@ from driftmatrix.extractor.snippet_record import Catalog
 from driftmatrix.runner.argv.edit import VARIANTS
 from driftmatrix.runner.argv.parallel import ranks_of
 from driftmatrix.runner.argv.tier import deepest_tier
-from driftmatrix.runner.serve import ranks
+from driftmatrix.runner.builds.targets import gpu_count, load
 from driftmatrix.runner.models.resolution import ModelResolver, needed_models
 from driftmatrix.runner.outcomes.vocabulary import TIERS
+from driftmatrix.runner.serve import ranks
 from driftmatrix.runner.settings import weights_budget_bytes
-from driftmatrix.runner.builds.targets import gpu_count, load
 
 
 def prefetch(opts, say=print) -> int:
     """Fetch configs (and weights within the budget, for jobs that start a server); 0 always: what
     cannot be fetched is the run step's to report, per job."""
-    from driftmatrix.runner.run.selection import select
     from driftmatrix.runner.builds.targets import default_path
+    from driftmatrix.runner.run.selection import select
+
     tfile = load(opts.targets or default_path())
     resolver = ModelResolver(tfile.models)
     if not resolver.hub:
@@ -36,7 +37,7 @@ def prefetch(opts, say=print) -> int:
     for snippet, variant in select(Catalog.read(opts.snippets), opts):
         if snippet.placeholders or not snippet.runnable or snippet.kind == "subcommand":
             continue  # a subcommand (`vllm bench …`) is checked by its parser only: no model needed
-        models = needed_models(snippet)[:1 if variant in VARIANTS else None]
+        models = needed_models(snippet)[: 1 if variant in VARIANTS else None]
         starts = _starts(snippet, variant, targets, opts)
         # without a GPU a multi-GPU command starts as CPU ranks on a CPU build (runner/serve/ranks.py)
         placed = ranks.refusal(ranks_of(snippet.argv), gpus, cpu_build=not gpus) is None
@@ -44,9 +45,13 @@ def prefetch(opts, say=print) -> int:
         key = (tuple(models), budget)
         if models and key not in asked:
             res = resolver.resolve(models, opts.cache_dir, budget)
-            asked[key] = "; ".join([*(f"{m}: {n}" for m, n in res.from_hub.items()),
-                                    *(f"{m}: {why}" for m, why in res.unavailable.items()),
-                                    *(f"{m}: cannot be loaded as written: {a.why}" for m, a in res.unloadable.items())])
+            asked[key] = "; ".join(
+                [
+                    *(f"{m}: {n}" for m, n in res.from_hub.items()),
+                    *(f"{m}: {why}" for m, why in res.unavailable.items()),
+                    *(f"{m}: cannot be loaded as written: {a.why}" for m, a in res.unloadable.items()),
+                ]
+            )
     for line in filter(None, asked.values()):
         say(line)
     say(f"{len(asked)} model set(s) asked of the hub")

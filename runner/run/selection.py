@@ -65,8 +65,11 @@ def select(catalog: Catalog, opts: RunOptions) -> list[tuple]:
         snippets = [s for s in snippets if s.id in wanted]
     pairs = [(s, FIX if s.fix else None) for s in snippets]
     for variant in opts.variants or ():  # variants change a server's speed: not for another subcommand's parser
-        pairs += [(s, variant) for s in snippets if not s.fix and s.kind != "subcommand"
-                  and (s.speculative_config or variant == "self-spec")]
+        pairs += [
+            (s, variant)
+            for s in snippets
+            if not s.fix and s.kind != "subcommand" and (s.speculative_config or variant == "self-spec")
+        ]
     if opts.pick is not None:
         pairs = [(s, v) for s, v in pairs if (s.id, v) in opts.pick]
     if opts.shard:

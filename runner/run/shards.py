@@ -9,8 +9,8 @@ from __future__ import annotations
 import hashlib
 import re
 
-from driftmatrix.runner.models.resolution import billions_of_parameters
 from driftmatrix.runner.argv.parallel import ranks_of
+from driftmatrix.runner.models.resolution import billions_of_parameters
 from driftmatrix.runner.outcomes.vocabulary import TIERS
 
 
@@ -19,7 +19,9 @@ def predicted_cost(snippet, tier: str) -> float:
     n = TIERS.index(tier)
     if (snippet.reason or "").startswith("placeholder") and snippet.kind != "subcommand":  # twins: no server
         return 0.05 + (2.0 if n >= 1 else 0)  # (runner/models/placeholders.py)
-    if not snippet.runnable or snippet.kind == "subcommand":  # subcommands: their parser (runner/outcomes/subcommands.py)
+    if (
+        not snippet.runnable or snippet.kind == "subcommand"
+    ):  # subcommands: their parser (runner/outcomes/subcommands.py)
         return 0.05
     cost = 0.05 + (2.0 if n >= 1 else 0)
     if n >= 2:

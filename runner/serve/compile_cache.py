@@ -37,12 +37,11 @@ import threading
 import time
 from pathlib import Path
 
+from driftmatrix.runner.builds.envs import TargetEnv
 from driftmatrix.runner.isolation import env_policy, sandbox
-
+from driftmatrix.runner.isolation.sandbox import output
 from driftmatrix.runner.models import twins
 from driftmatrix.runner.models.twin_cache import folder_bytes
-from driftmatrix.runner.builds.envs import TargetEnv
-from driftmatrix.runner.isolation.sandbox import output
 from driftmatrix.runner.serve.server import Server, free_port
 
 INSIDE = "/tmp/vllm-cache"
@@ -64,8 +63,9 @@ _failed: dict[str, str] = {}
 
 def folder(target: TargetEnv, cache: Path) -> Path:
     """Where the target's warm cache lives, keyed by the environment and by this warm-up's own code."""
-    recipe = hashlib.sha256(json.dumps([target.target.key(), target.version, WARMUP_ARGS,
-                                        WARMUP_RECIPE]).encode()).hexdigest()[:12]
+    recipe = hashlib.sha256(
+        json.dumps([target.target.key(), target.version, WARMUP_ARGS, WARMUP_RECIPE]).encode()
+    ).hexdigest()[:12]
     return cache / "compile-cache" / f"{target.target.name}-{target.version}-{recipe}"
 
 
@@ -130,15 +130,30 @@ def _serve(target: TargetEnv, ctx, model: str, staging: Path) -> str | None:
     """Start and stop our own server with the staging folders as its caches: None when it became
     ready, else why not."""
     port = free_port()
-    env = {**env_policy.runner_env(), **env_policy.without_secrets({**ctx.base_env, **target.env}), "HF_HUB_OFFLINE": "1"}
+    env = {
+        **env_policy.runner_env(),
+        **env_policy.without_secrets({**ctx.base_env, **target.env}),
+        "HF_HUB_OFFLINE": "1",
+    }
     listen = sandbox.listening_socket(port)
     caches = [f"/tmp/{name}" for name in sandbox.CACHE_DIRS]
-    launch = sandbox.contain([*target.vllm, "serve", model, *WARMUP_ARGS, "--host", "127.0.0.1", "--port", str(port)],
-                             python=target.python, env=env, kind="server", jobs=ctx.jobs, readable=[model],
-                             listen=listen, port=port, watched=caches, export=caches, disk_mib=WARM_MAX_BYTES // 2**20,
-                             operator_env={**ctx.base_env, **target.env})
-    server = Server(launch.argv, launch.env, ctx.workdir / "logs" / f"warm-up-{target.target.name}.log", port,
-                    launch=launch)
+    launch = sandbox.contain(
+        [*target.vllm, "serve", model, *WARMUP_ARGS, "--host", "127.0.0.1", "--port", str(port)],
+        python=target.python,
+        env=env,
+        kind="server",
+        jobs=ctx.jobs,
+        readable=[model],
+        listen=listen,
+        port=port,
+        watched=caches,
+        export=caches,
+        disk_mib=WARM_MAX_BYTES // 2**20,
+        operator_env={**ctx.base_env, **target.env},
+    )
+    server = Server(
+        launch.argv, launch.env, ctx.workdir / "logs" / f"warm-up-{target.target.name}.log", port, launch=launch
+    )
     server.start()
     try:
         state = server.wait_ready(min(ctx.start_timeout, WARMUP_S))
@@ -187,8 +202,11 @@ def _prune(root: Path) -> None:
     """The oldest commands' caches go past OWN_MAX_BYTES. Another server's `keep` may prune (or write)
     the same root at the same time (parallel jobs, parallel runs on one cache): a file or folder gone
     between listing and reading is simply not counted."""
-    folders = sorted((p for target in _entries(root) if target.is_dir() for p in _entries(target) if p.is_dir()),
-                     key=_mtime, reverse=True)
+    folders = sorted(
+        (p for target in _entries(root) if target.is_dir() for p in _entries(target) if p.is_dir()),
+        key=_mtime,
+        reverse=True,
+    )
     total = 0
     for folder in folders:
         total += folder_bytes(folder)
@@ -208,5 +226,3 @@ def _mtime(path: Path) -> float:
         return path.stat().st_mtime
     except OSError:
         return 0.0
-
-

@@ -41,15 +41,22 @@ INSIDE_ENV = {
     # nothing to download: every model is a local folder fetched beforehand (runner/models/hub.py)
     "HF_HUB_OFFLINE": "1",
     # the root file system is read-only: everything that writes goes to the private /tmp
-    "HOME": "/tmp", "XDG_CACHE_HOME": "/tmp/.cache", "XDG_CONFIG_HOME": "/tmp/.config",
-    "VLLM_CACHE_ROOT": "/tmp/vllm-cache", "TORCHINDUCTOR_CACHE_DIR": "/tmp/torchinductor",
-    "TRITON_CACHE_DIR": "/tmp/triton", "TRITON_HOME": "/tmp", "HF_HOME": "/tmp/hf",
+    "HOME": "/tmp",
+    "XDG_CACHE_HOME": "/tmp/.cache",
+    "XDG_CONFIG_HOME": "/tmp/.config",
+    "VLLM_CACHE_ROOT": "/tmp/vllm-cache",
+    "TORCHINDUCTOR_CACHE_DIR": "/tmp/torchinductor",
+    "TRITON_CACHE_DIR": "/tmp/triton",
+    "TRITON_HOME": "/tmp",
+    "HF_HOME": "/tmp/hf",
     "HF_MODULES_CACHE": "/tmp/hf-modules",  # a repository's remote code is written and imported here
     # uid 65534 may have no passwd entry in an image: getpass.getuser() (torch's cache names) asks these first
-    "USER": "nobody", "LOGNAME": "nobody",
+    "USER": "nobody",
+    "LOGNAME": "nobody",
     # no network but loopback: vLLM's own address lookup would fall back to 0.0.0.0
     "VLLM_HOST_IP": "127.0.0.1",
-    "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1",
+    "VLLM_NO_USAGE_STATS": "1",
+    "DO_NOT_TRACK": "1",
 }
 """Set in every container, over the caller's values: host paths (a target's VLLM_CACHE_ROOT, an
 HF_HOME) mean nothing in the container, and the offline switch is not the caller's to turn off."""
@@ -82,17 +89,38 @@ DEFAULT_LIMITS = ContainerLimits()
 
 def _hardening(limits: ContainerLimits) -> list[str]:
     """The flags every container gets, whatever runs in it."""
-    return ["--network", "none", "--ipc", "private", "--shm-size", str(limits.shm_bytes),
-            "--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--user", USER,
-            "--read-only",
-            # exec: triton, torch and FlashInfer load the kernels they compile into their caches
-            "--tmpfs", f"/tmp:rw,exec,nosuid,nodev,size={limits.tmp_bytes},mode=1777",
-            "--pids-limit", str(limits.pids), "--memory", str(limits.memory_bytes),
-            "--memory-swap", str(limits.memory_bytes),
-            "--ulimit", f"fsize={limits.file_bytes}", "--ulimit", "core=0",
-            # its output reaches us through the attached client; docker's own log copy on the host's
-            # disk would grow without bound while a server from the docs writes
-            "--log-driver", "none"]
+    return [
+        "--network",
+        "none",
+        "--ipc",
+        "private",
+        "--shm-size",
+        str(limits.shm_bytes),
+        "--cap-drop",
+        "ALL",
+        "--security-opt",
+        "no-new-privileges",
+        "--user",
+        USER,
+        "--read-only",
+        # exec: triton, torch and FlashInfer load the kernels they compile into their caches
+        "--tmpfs",
+        f"/tmp:rw,exec,nosuid,nodev,size={limits.tmp_bytes},mode=1777",
+        "--pids-limit",
+        str(limits.pids),
+        "--memory",
+        str(limits.memory_bytes),
+        "--memory-swap",
+        str(limits.memory_bytes),
+        "--ulimit",
+        f"fsize={limits.file_bytes}",
+        "--ulimit",
+        "core=0",
+        # its output reaches us through the attached client; docker's own log copy on the host's
+        # disk would grow without bound while a server from the docs writes
+        "--log-driver",
+        "none",
+    ]
 
 
 def _env(env: dict[str, str]) -> list[str]:
@@ -115,22 +143,68 @@ def _gpus(gpu_ids: list[int]) -> list[str]:
     return ["--gpus", f'"device={",".join(map(str, gpu_ids))}"'] if gpu_ids else ["--gpus", "all"]
 
 
-def helper_command(image: str, model_dirs: list[str], env: dict[str, str],
-                   limits: ContainerLimits = DEFAULT_LIMITS) -> list[str]:
+def helper_command(
+    image: str, model_dirs: list[str], env: dict[str, str], limits: ContainerLimits = DEFAULT_LIMITS
+) -> list[str]:
     """`docker run` for the parse/config helper on the image's python3, talking over stdin/stdout."""
-    return ["docker", "run", "-i", "--rm", "--init", *_hardening(limits), *_env(env), *_mounts(model_dirs),
-            "-v", f"{HELPER.parent}:{INNER}:ro", "--entrypoint", "python3", image, INNER_HELPER]
+    return [
+        "docker",
+        "run",
+        "-i",
+        "--rm",
+        "--init",
+        *_hardening(limits),
+        *_env(env),
+        *_mounts(model_dirs),
+        "-v",
+        f"{HELPER.parent}:{INNER}:ro",
+        "--entrypoint",
+        "python3",
+        image,
+        INNER_HELPER,
+    ]
 
 
-def server_command(image: str, name: str, serve_argv: list[str], env: dict[str, str], model_dirs: list[str],
-                   gpu_ids: list[int], *, relay_dir: Path, port: int,
-                   limits: ContainerLimits = DEFAULT_LIMITS) -> list[str]:
+def server_command(
+    image: str,
+    name: str,
+    serve_argv: list[str],
+    env: dict[str, str],
+    model_dirs: list[str],
+    gpu_ids: list[int],
+    *,
+    relay_dir: Path,
+    port: int,
+    limits: ContainerLimits = DEFAULT_LIMITS,
+) -> list[str]:
     """`docker run` for the image's `vllm serve`; `serve_argv` = the args after `vllm serve` (which
     bind 127.0.0.1:`port` in the container); `relay_dir` = the caller's UnixRelay(port).dir."""
-    return ["docker", "run", "--rm", "--init", "--name", name, *_hardening(limits), *_gpus(gpu_ids),
-            *_env(env), *_mounts(model_dirs), "-v", f"{HELPER.parent}:{INNER}:ro",
-            "-v", f"{Path(relay_dir).resolve()}:{RELAY_MOUNT}:rw", "--entrypoint", "python3", image,
-            INNER_RELAY, f"{RELAY_MOUNT}/s", str(port), "--", "vllm", "serve", *serve_argv]
+    return [
+        "docker",
+        "run",
+        "--rm",
+        "--init",
+        "--name",
+        name,
+        *_hardening(limits),
+        *_gpus(gpu_ids),
+        *_env(env),
+        *_mounts(model_dirs),
+        "-v",
+        f"{HELPER.parent}:{INNER}:ro",
+        "-v",
+        f"{Path(relay_dir).resolve()}:{RELAY_MOUNT}:rw",
+        "--entrypoint",
+        "python3",
+        image,
+        INNER_RELAY,
+        f"{RELAY_MOUNT}/s",
+        str(port),
+        "--",
+        "vllm",
+        "serve",
+        *serve_argv,
+    ]
 
 
 def cleanup_command(name: str) -> list[str]:

@@ -8,7 +8,6 @@ restarted; it can never hold the run.
 
 from __future__ import annotations
 
-from driftmatrix import runner
 import json
 import os
 import signal
@@ -19,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from driftmatrix import runner
 from driftmatrix.runner.isolation import sandbox, trust
 from driftmatrix.runner.isolation.env_policy import runner_env, without_secrets
 from driftmatrix.runner.isolation.sandbox import Launch, limits
@@ -63,11 +63,19 @@ class HelperAnswer:
     @classmethod
     def from_json(cls, data: dict) -> HelperAnswer:
         ok = data.get("ok")
-        return cls("skipped" if ok is None else "ok" if ok else "failed", data.get("stage") or "parse",
-                   data.get("error") or {}, data.get("skip"), list(data.get("warnings") or []),
-                   dict(data.get("effective_config") or {}), bool(data.get("no_device")), data.get("depth"),
-                   [str(p) for p in data.get("import_probes") or []],
-                   trust.from_namespace([str(d) for d in data.get("foreign") or []]), data.get("validated", True) is not False)
+        return cls(
+            "skipped" if ok is None else "ok" if ok else "failed",
+            data.get("stage") or "parse",
+            data.get("error") or {},
+            data.get("skip"),
+            list(data.get("warnings") or []),
+            dict(data.get("effective_config") or {}),
+            bool(data.get("no_device")),
+            data.get("depth"),
+            [str(p) for p in data.get("import_probes") or []],
+            trust.from_namespace([str(d) for d in data.get("foreign") or []]),
+            data.get("validated", True) is not False,
+        )
 
 
 class HelperError(RuntimeError):
@@ -79,8 +87,14 @@ class Helper:
     start (runner/sandbox: the sandbox's argv, env, handed-in descriptors); `env` is its whole
     environment — nothing of ours is added."""
 
-    def __init__(self, launcher: Callable[[], Launch], log_path: Path, import_timeout: float = HELPER_IMPORT_S,
-                 attempts: int = 2, shared: bool = True):
+    def __init__(
+        self,
+        launcher: Callable[[], Launch],
+        log_path: Path,
+        import_timeout: float = HELPER_IMPORT_S,
+        attempts: int = 2,
+        shared: bool = True,
+    ):
         self.launcher, self.log_path, self.attempts = launcher, log_path, attempts
         """A long-lived helper that died is started again once (attempts=2); a helper of one command's
         own is not: what stopped it (its own code, a limit) would stop it again."""
@@ -105,9 +119,16 @@ class Helper:
         if self._err is None:
             self._err = open_new(self.log_path)
         self.launch = launch = self.launcher()
-        self.proc = subprocess.Popen(launch.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._err,
-                                     env=launch.env, start_new_session=True, pass_fds=launch.pass_fds,
-                                     preexec_fn=launch.preexec)
+        self.proc = subprocess.Popen(
+            launch.argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._err,
+            env=launch.env,
+            start_new_session=True,
+            pass_fds=launch.pass_fds,
+            preexec_fn=launch.preexec,
+        )
         launch.started()
         self._reader = LineReader(self.proc.stdout.fileno())
         hello = self._read(self.import_timeout)
@@ -164,13 +185,24 @@ class Helper:
         except OSError:
             return ""
 
-    def ask(self, argv: list[str], tier: str, timeout: float = HELPER_ANSWER_S,
-            env: dict[str, str] | None = None, subcommand: list[str] | None = None) -> HelperAnswer:
+    def ask(
+        self,
+        argv: list[str],
+        tier: str,
+        timeout: float = HELPER_ANSWER_S,
+        env: dict[str, str] | None = None,
+        subcommand: list[str] | None = None,
+    ) -> HelperAnswer:
         """Run the parse (or parse+config) tier on `argv`; restarts a dead helper once.
         `subcommand` (`["bench", "throughput"]`): `argv` is that `vllm` subcommand's, checked by its
         own parser only (the parse stage, whatever `tier` says)."""
-        request = {"argv": argv, "tier": "parse" if subcommand else tier, "env": env or {},
-                   "code": trust.namespace_table(), "shared": self.shared}
+        request = {
+            "argv": argv,
+            "tier": "parse" if subcommand else tier,
+            "env": env or {},
+            "code": trust.namespace_table(),
+            "shared": self.shared,
+        }
         if subcommand:
             request["subcommand"] = list(subcommand)
         with self.lock:
@@ -218,9 +250,18 @@ class Helper:
             self._err = None
 
 
-def contained(python: str, env: dict[str, str], log_path: Path, readable: list[str] = (), gpu: bool = False,
-              jobs: int = 1, attempts: int = 2, seed: Path | None = None, declared: dict | None = None,
-              shared: bool = True) -> Helper:
+def contained(
+    python: str,
+    env: dict[str, str],
+    log_path: Path,
+    readable: list[str] = (),
+    gpu: bool = False,
+    jobs: int = 1,
+    attempts: int = 2,
+    seed: Path | None = None,
+    declared: dict | None = None,
+    shared: bool = True,
+) -> Helper:
     """A helper run by the target interpreter `python` in the sandbox (plainly where there is none
     and none is required), seeing `readable` (the model folders it will be asked about); `env`, the targets
     file's for this target (whose PYTHONPATH folders it sees: runner/isolation/sandbox `contain`), is laid
@@ -236,9 +277,18 @@ def contained(python: str, env: dict[str, str], log_path: Path, readable: list[s
         if refused := sandbox.required_missing():
             raise HelperError(refused)
         vllm_cache = seed / "vllm-cache" if seed is not None and (seed / "vllm-cache").is_dir() else None
-        return sandbox.contain([python, str(script)], python=python, env=full, kind="helper", jobs=jobs,
-                               readable=list(readable), gpu=gpu, operator_env=env,
-                               seeds=[(vllm_cache, "/tmp/vllm-cache")] if vllm_cache else [])
+        return sandbox.contain(
+            [python, str(script)],
+            python=python,
+            env=full,
+            kind="helper",
+            jobs=jobs,
+            readable=list(readable),
+            gpu=gpu,
+            operator_env=env,
+            seeds=[(vllm_cache, "/tmp/vllm-cache")] if vllm_cache else [],
+        )
+
     return Helper(launch, log_path, attempts=attempts, shared=shared)
 
 

@@ -13,17 +13,22 @@ import re
 import struct
 import time
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import httpx
 
 from driftmatrix.runner.settings import PROBE_BODY_BYTES, PROBE_READ_S, PROBE_REQUEST_S, PROBE_TOTAL_S
 
 SCHEMA = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
-TOOL = {"type": "function", "function": {
-    "name": "get_weather", "description": "Weather for a city",
-    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
+TOOL = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "Weather for a city",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+    },
+}
 SPEC_COUNTERS = ("num_drafts", "num_draft_tokens", "num_accepted_tokens")
 
 
@@ -44,8 +49,13 @@ def _png(size: int = 32) -> str:
 
     def chunk(tag: bytes, data: bytes) -> bytes:
         return struct.pack(">I", len(data)) + tag + data + struct.pack(">I", zlib.crc32(tag + data))
-    png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", size, size, 8, 2, 0, 0, 0))
-           + chunk(b"IDAT", raw) + chunk(b"IEND", b""))
+
+    png = (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", struct.pack(">IIBBBBB", size, size, 8, 2, 0, 0, 0))
+        + chunk(b"IDAT", raw)
+        + chunk(b"IEND", b"")
+    )
     return base64.b64encode(png).decode()
 
 
@@ -69,8 +79,14 @@ class Reply:
         return json.loads(self.content)
 
 
-def fetch(client: httpx.Client, method: str, url: str, *, json_body=None, deadline_s: float = PROBE_REQUEST_S,
-          ) -> Reply:
+def fetch(
+    client: httpx.Client,
+    method: str,
+    url: str,
+    *,
+    json_body=None,
+    deadline_s: float = PROBE_REQUEST_S,
+) -> Reply:
     """One request read to its end within `deadline_s` and PROBE_BODY_BYTES (httpx's own timeouts bound
     each wait for bytes, not the whole response)."""
     end = time.monotonic() + deadline_s
@@ -90,8 +106,12 @@ def _body(resp: Reply, limit: int = 600) -> str:
 
 
 def _chat(ctx: ProbeContext, client: httpx.Client, **extra) -> Reply:
-    payload = {"model": ctx.model, "messages": [{"role": "user", "content": "Say hello."}],
-               "max_tokens": 16, "temperature": 0} | extra
+    payload = {
+        "model": ctx.model,
+        "messages": [{"role": "user", "content": "Say hello."}],
+        "max_tokens": 16,
+        "temperature": 0,
+    } | extra
     return fetch(client, "POST", f"{ctx.base}/v1/chat/completions", json_body=payload)
 
 
@@ -104,8 +124,12 @@ def probe_models(ctx: ProbeContext, client: httpx.Client) -> dict:
 
 
 def probe_json_schema(ctx: ProbeContext, client: httpx.Client) -> dict:
-    r = _chat(ctx, client, max_tokens=48, response_format={
-        "type": "json_schema", "json_schema": {"name": "answer", "schema": SCHEMA}})
+    r = _chat(
+        ctx,
+        client,
+        max_tokens=48,
+        response_format={"type": "json_schema", "json_schema": {"name": "answer", "schema": SCHEMA}},
+    )
     if r.status_code != 200:
         return {"ok": False, "status": r.status_code, "detail": {"body": _body(r)}}
     data = r.json()
@@ -129,17 +153,24 @@ def schema_shape(message: dict, generated: int) -> dict:
     if content.lstrip().startswith(REASONING_OPENERS):
         # the raw answer is still in its reasoning channel (gpt-oss's harmony `<|channel|>analysis`,
         # served without a reasoning parser): the grammar applies to the final answer after it
-        detail.update(shape_checked=False, why="the answer is still in its reasoning channel; the schema "
-                                               "applies to the final answer after it")
+        detail.update(
+            shape_checked=False,
+            why="the answer is still in its reasoning channel; the schema applies to the final answer after it",
+        )
         return detail
     if not content and (thought or generated):
         # With a reasoning parser the grammar applies once the reasoning ends; a random-weight model
         # may never end it within max_tokens, or emit only tokens the server does not show (special
         # tokens, skipped): the shape cannot be seen, the server answered.
-        detail.update(reasoning=thought[:200], shape_checked=False, completion_tokens=generated,
-                      why="all tokens went to the reasoning; the schema applies after it ends" if thought
-                      else "every generated token is one the server does not show (a special token, "
-                           "outside the grammar until a reasoning parser sees the reasoning end)")
+        detail.update(
+            reasoning=thought[:200],
+            shape_checked=False,
+            completion_tokens=generated,
+            why="all tokens went to the reasoning; the schema applies after it ends"
+            if thought
+            else "every generated token is one the server does not show (a special token, "
+            "outside the grammar until a reasoning parser sees the reasoning end)",
+        )
         return detail
     detail["starts_as_object"] = content.lstrip().startswith("{")
     try:
@@ -154,17 +185,27 @@ def probe_chat(ctx: ProbeContext, client: httpx.Client) -> dict:
     detail: dict = {}
     if r.status_code == 200:
         data = r.json()
-        detail = {"finish_reason": data["choices"][0].get("finish_reason"),
-                  "completion_tokens": data.get("usage", {}).get("completion_tokens")}
+        detail = {
+            "finish_reason": data["choices"][0].get("finish_reason"),
+            "completion_tokens": data.get("usage", {}).get("completion_tokens"),
+        }
     else:
         detail = {"body": _body(r)}
-    return {"ok": r.status_code == 200 and bool(detail.get("completion_tokens")), "status": r.status_code,
-            "detail": detail}
+    return {
+        "ok": r.status_code == 200 and bool(detail.get("completion_tokens")),
+        "status": r.status_code,
+        "detail": detail,
+    }
 
 
 def probe_stream(ctx: ProbeContext, client: httpx.Client) -> dict:
-    payload = {"model": ctx.model, "messages": [{"role": "user", "content": "Count."}],
-               "max_tokens": 16, "temperature": 0, "stream": True}
+    payload = {
+        "model": ctx.model,
+        "messages": [{"role": "user", "content": "Count."}],
+        "max_tokens": 16,
+        "temperature": 0,
+        "stream": True,
+    }
     chunks, done, status, size = 0, False, 0, 0
     end = time.monotonic() + PROBE_REQUEST_S
     with client.stream("POST", f"{ctx.base}/v1/chat/completions", json=payload) as r:
@@ -178,13 +219,18 @@ def probe_stream(ctx: ProbeContext, client: httpx.Client) -> dict:
                     done = True
                 else:
                     chunks += 1
-    return {"ok": status == 200 and chunks > 0 and done, "status": status,
-            "detail": {"chunks": chunks, "done": done}}
+    return {"ok": status == 200 and chunks > 0 and done, "status": status, "detail": {"chunks": chunks, "done": done}}
 
 
 def probe_tool_call(ctx: ProbeContext, client: httpx.Client) -> dict:
-    r = _chat(ctx, client, max_tokens=64, tools=[TOOL], tool_choice="auto",
-              messages=[{"role": "user", "content": "What is the weather in Paris?"}])
+    r = _chat(
+        ctx,
+        client,
+        max_tokens=64,
+        tools=[TOOL],
+        tool_choice="auto",
+        messages=[{"role": "user", "content": "What is the weather in Paris?"}],
+    )
     detail: dict = {"body": _body(r)} if r.status_code != 200 else {}
     if r.status_code == 200:
         msg = r.json()["choices"][0]["message"]
@@ -203,11 +249,16 @@ def refuses_images(status: int, body: str) -> bool:
 
 
 def probe_image(ctx: ProbeContext, client: httpx.Client) -> dict:
-    content = [{"type": "text", "text": "What colour is this?"},
-               {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{_png()}"}}]
+    content = [
+        {"type": "text", "text": "What colour is this?"},
+        {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{_png()}"}},
+    ]
     r = _chat(ctx, client, messages=[{"role": "user", "content": content}])
-    detail = {"prompt_tokens": r.json().get("usage", {}).get("prompt_tokens")} if r.status_code == 200 \
+    detail = (
+        {"prompt_tokens": r.json().get("usage", {}).get("prompt_tokens")}
+        if r.status_code == 200
         else {"body": _body(r)}
+    )
     if refuses_images(r.status_code, r.text):
         detail.update(applicable=False, why="the served model takes no image input (vLLM's own answer)")
         return {"ok": ctx.alive(), "status": r.status_code, "detail": detail}
@@ -222,7 +273,7 @@ def spec_decode_metrics(base: str, client: httpx.Client) -> dict[str, float] | N
     for line in r.text.splitlines():
         if line.startswith("vllm:spec_decode_"):
             name, _, value = line.rpartition(" ")
-            key = name.split("{")[0][len("vllm:spec_decode_"):].removesuffix("_total")
+            key = name.split("{")[0][len("vllm:spec_decode_") :].removesuffix("_total")
             if key in SPEC_COUNTERS:
                 out[key] = out.get(key, 0.0) + float(value)
     return out or None
@@ -230,8 +281,12 @@ def spec_decode_metrics(base: str, client: httpx.Client) -> dict[str, float] | N
 
 def plan(tool_flags: bool, multimodal: bool) -> list[tuple[str, Callable]]:
     """The probes for one server, in order: json_schema immediately after /v1/models."""
-    steps = [("models", probe_models), ("json_schema", probe_json_schema), ("chat", probe_chat),
-             ("stream", probe_stream)]
+    steps = [
+        ("models", probe_models),
+        ("json_schema", probe_json_schema),
+        ("chat", probe_chat),
+        ("stream", probe_stream),
+    ]
     if tool_flags:
         steps.append(("tool_call", probe_tool_call))
     if multimodal:
@@ -239,8 +294,15 @@ def plan(tool_flags: bool, multimodal: bool) -> list[tuple[str, Callable]]:
     return steps
 
 
-def run(ctx: ProbeContext, tool_flags: bool, multimodal: bool, spec: bool, timeout: float = PROBE_READ_S,
-        api_key: str | None = None, total_s: float = PROBE_TOTAL_S) -> tuple[list[dict], dict | None]:
+def run(
+    ctx: ProbeContext,
+    tool_flags: bool,
+    multimodal: bool,
+    spec: bool,
+    timeout: float = PROBE_READ_S,
+    api_key: str | None = None,
+    total_s: float = PROBE_TOTAL_S,
+) -> tuple[list[dict], dict | None]:
     """The probes in order, each within PROBE_REQUEST_S, all within `total_s`; `timeout` bounds each
     wait for bytes."""
     results = []
@@ -249,8 +311,15 @@ def run(ctx: ProbeContext, tool_flags: bool, multimodal: bool, spec: bool, timeo
     with httpx.Client(timeout=timeout, headers=headers) as client:
         for name, fn in plan(tool_flags, multimodal):
             if time.monotonic() > end:
-                results.append({"name": name, "ok": False, "status": None, "duration_s": 0.0,
-                                "detail": {"error": f"not run: the probes' deadline of {total_s:.0f} s had passed"}})
+                results.append(
+                    {
+                        "name": name,
+                        "ok": False,
+                        "status": None,
+                        "duration_s": 0.0,
+                        "detail": {"error": f"not run: the probes' deadline of {total_s:.0f} s had passed"},
+                    }
+                )
                 break
             t0 = time.monotonic()
             try:

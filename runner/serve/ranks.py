@@ -34,8 +34,10 @@ def refusal(ranks: Ranks, gpus: int, cpu_build: bool) -> str | None:
     if not cpu_build:
         return f"{what}; this run has no GPU and the target is not vLLM's CPU build, which alone runs ranks on CPU"
     if ranks.multi_node:
-        return (f"{what} across nodes ({ranks.multi_node}): one node of a multi-node deployment, whose other ranks "
-                "are not this command's")
+        return (
+            f"{what} across nodes ({ranks.multi_node}): one node of a multi-node deployment, whose other ranks "
+            "are not this command's"
+        )
     if world > CPU_RANKS_MAX:
         return f"{what}; at most {CPU_RANKS_MAX} ranks run on CPU here (settings.CPU_RANKS_MAX)"
     need = server_gib(world)
@@ -58,5 +60,5 @@ def cpu_binding(world: int, cores: list[int]) -> str:
     cores = sorted(cores)
     if world <= len(cores):
         share = len(cores) // world
-        return "|".join(",".join(map(str, cores[r * share:(r + 1) * share])) for r in range(world))
+        return "|".join(",".join(map(str, cores[r * share : (r + 1) * share])) for r in range(world))
     return "|".join(str(cores[r * len(cores) // world]) for r in range(world))

@@ -16,15 +16,15 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 import httpx
 
 from driftmatrix.runner.argv.edit import without_options
+from driftmatrix.runner.diagnosis.logscan import read_lines
 from driftmatrix.runner.isolation.sandbox import Launch
 from driftmatrix.runner.isolation.sandbox.files import open_new
-from driftmatrix.runner.diagnosis.logscan import read_lines
 from driftmatrix.runner.settings import STOP_GRACE_S
 
 HOST_FLAGS = {"--host", "--port", "--uds"}
@@ -34,6 +34,7 @@ def _die_with_parent() -> None:
     """In the child: get SIGKILL when the runner dies, even by SIGKILL (Linux prctl)."""
     try:
         import ctypes
+
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         pass
@@ -101,8 +102,12 @@ def group_members(pgid: int) -> list[int]:
 def gpu_memory_used(devices: list[int]) -> list[int] | None:
     """MiB in use per GPU, or None without nvidia-smi."""
     try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=index,memory.used", "--format=csv,noheader,nounits"],
-                             capture_output=True, text=True, timeout=30)
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=index,memory.used", "--format=csv,noheader,nounits"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     used = {int(i): int(m) for i, m in (line.split(",") for line in out.stdout.strip().splitlines() if "," in line)}
@@ -145,14 +150,28 @@ class Server:
             _die_with_parent()
             if launch is not None:
                 launch.preexec()
+
         # An argv list, never a shell: `;`, `&&`, `$(...)` in a snippet stay literal arguments.
-        self.proc = subprocess.Popen(self.cmd, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                     env=self.env, start_new_session=True, cwd=self.log_path.parent,
-                                     preexec_fn=preexec, pass_fds=launch.pass_fds if launch else ())
+        self.proc = subprocess.Popen(
+            self.cmd,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=self.env,
+            start_new_session=True,
+            cwd=self.log_path.parent,
+            preexec_fn=preexec,
+            pass_fds=launch.pass_fds if launch else (),
+        )
         if launch is not None:
             launch.started()
-        self._reaper = subprocess.Popen([sys.executable, "-c", REAPER, str(self.proc.pid)], stdin=subprocess.PIPE,
-                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        self._reaper = subprocess.Popen(
+            [sys.executable, "-c", REAPER, str(self.proc.pid)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
@@ -215,8 +234,11 @@ class Server:
             self._reaper.communicate(b"done", timeout=10)
         except (OSError, ValueError, subprocess.TimeoutExpired):
             self._reaper.kill()
-        self.teardown = {"returncode": self.proc.returncode, "left_processes": len(left),
-                         "stop_s": round(time.monotonic() - t0, 2)}
+        self.teardown = {
+            "returncode": self.proc.returncode,
+            "left_processes": len(left),
+            "stop_s": round(time.monotonic() - t0, 2),
+        }
         if self.sandbox_events:
             self.teardown["sandbox"] = self.sandbox_events
         if self.gpus and self._baseline is not None:
@@ -229,8 +251,11 @@ class Server:
         while now and any(n > b + 512 for n, b in zip(now, self._baseline)) and time.monotonic() < end:
             time.sleep(1)
             now = gpu_memory_used(self.gpus)
-        return {"gpu_mib_before": self._baseline, "gpu_mib_after": now,
-                "gpu_memory_back": bool(now) and all(n <= b + 512 for n, b in zip(now, self._baseline))}
+        return {
+            "gpu_mib_before": self._baseline,
+            "gpu_mib_after": now,
+            "gpu_memory_back": bool(now) and all(n <= b + 512 for n, b in zip(now, self._baseline)),
+        }
 
     def log_lines(self) -> list[str]:
         """The log's head and tail (runner/logscan.read_lines: a flood of GBs is never read whole)."""

@@ -25,8 +25,15 @@ PROMPT = "Tell a long story about a lighthouse keeper and the ships that pass in
 
 
 async def _stream(client: httpx.AsyncClient, url: str, model: str, max_tokens: int) -> dict:
-    body = {"model": model, "messages": [{"role": "user", "content": PROMPT}], "max_tokens": max_tokens,
-            "temperature": 0, "ignore_eos": True, "stream": True, "stream_options": {"include_usage": True}}
+    body = {
+        "model": model,
+        "messages": [{"role": "user", "content": PROMPT}],
+        "max_tokens": max_tokens,
+        "temperature": 0,
+        "ignore_eos": True,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
     start = time.monotonic()
     first = last = None
     tokens = 0
@@ -54,25 +61,37 @@ async def _batch(base: str, model: str, streams: int, max_tokens: int, headers: 
     cannot hold the run: what did not finish by then is an error of the batch)."""
     async with httpx.AsyncClient(timeout=min(timeout, 60.0), headers=headers) as client:
         t0 = time.monotonic()
-        tasks = [asyncio.ensure_future(_stream(client, f"{base}/v1/chat/completions", model, max_tokens))
-                 for _ in range(streams)]
+        tasks = [
+            asyncio.ensure_future(_stream(client, f"{base}/v1/chat/completions", model, max_tokens))
+            for _ in range(streams)
+        ]
         _, late = await asyncio.wait(tasks, timeout=timeout)
         for task in late:
             task.cancel()
         await asyncio.gather(*late, return_exceptions=True)
-        results = [TimeoutError(f"not finished within the batch's {timeout:.0f} s") if task in late
-                   else task.exception() or task.result() for task in tasks]
+        results = [
+            TimeoutError(f"not finished within the batch's {timeout:.0f} s")
+            if task in late
+            else task.exception() or task.result()
+            for task in tasks
+        ]
     done = [r for r in results if isinstance(r, dict) and r.get("ok")]
-    errors = [f"{type(r).__name__}: {r}"[:200] if isinstance(r, BaseException) else f"HTTP {r.get('status')}"
-              for r in results if not (isinstance(r, dict) and r.get("ok"))]
+    errors = [
+        f"{type(r).__name__}: {r}"[:200] if isinstance(r, BaseException) else f"HTTP {r.get('status')}"
+        for r in results
+        if not (isinstance(r, dict) and r.get("ok"))
+    ]
     out: dict = {"streams": streams, "max_tokens": max_tokens, "completed": len(done), "errors": errors[:3]}
     if done:
         wall = max(r["end"] for r in done) - t0
         speeds = [r["decode_tok_s"] for r in done if r["decode_tok_s"]]
-        out.update(tokens=sum(r["tokens"] for r in done), wall_s=round(wall, 3),
-                   throughput_tok_s=round(sum(r["tokens"] for r in done) / wall, 2),
-                   decode_tok_s_median=round(statistics.median(speeds), 2) if speeds else None,
-                   ttft_s_median=round(statistics.median(r["ttft_s"] for r in done), 3))
+        out.update(
+            tokens=sum(r["tokens"] for r in done),
+            wall_s=round(wall, 3),
+            throughput_tok_s=round(sum(r["tokens"] for r in done) / wall, 2),
+            decode_tok_s_median=round(statistics.median(speeds), 2) if speeds else None,
+            ttft_s_median=round(statistics.median(r["ttft_s"] for r in done), 3),
+        )
     return out
 
 
@@ -85,8 +104,14 @@ def _delta(before: dict | None, after: dict | None) -> dict | None:
     return d
 
 
-def measure(base: str, *, concurrency: int = 16, max_tokens: int = 256, api_key: str | None = None,
-            timeout: float = PERF_REQUEST_S) -> dict:
+def measure(
+    base: str,
+    *,
+    concurrency: int = 16,
+    max_tokens: int = 256,
+    api_key: str | None = None,
+    timeout: float = PERF_REQUEST_S,
+) -> dict:
     """{single, concurrent, spec_decode (counter deltas during the runs)} for the server at `base`."""
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     with httpx.Client(timeout=30, headers=headers) as client:

@@ -19,21 +19,94 @@ from hypothesis import strategies as st
 
 from driftmatrix.common import inert
 
-TRICKY = st.text(alphabet=st.sampled_from(list("`~|\\ \n\r\t@#<>![]()*_-:/&;ab")) | st.characters(
-    blacklist_categories=("Cs", "Cc")), max_size=80)
+TRICKY = st.text(
+    alphabet=st.sampled_from(list("`~|\\ \n\r\t@#<>![]()*_-:/&;ab")) | st.characters(blacklist_categories=("Cs", "Cc")),
+    max_size=80,
+)
 """Markdown's specials and any printable text (the control characters: `CONTROLLED`)."""
 ESC, BEL = "\x1b", "\x07"
-CONTROLLED = st.lists(st.sampled_from([ESC, BEL, "\x9b", "\x9d", "\x00", "\x7f", "\x85", "\r", "\n", "\t", "[", "]",
-                                       "\\", ";", "0", "3", "1m", "8", "P", " ", "a"])
-                      | st.characters(blacklist_categories=("Cs",)), max_size=80).map("".join)
+CONTROLLED = st.lists(
+    st.sampled_from(
+        [
+            ESC,
+            BEL,
+            "\x9b",
+            "\x9d",
+            "\x00",
+            "\x7f",
+            "\x85",
+            "\r",
+            "\n",
+            "\t",
+            "[",
+            "]",
+            "\\",
+            ";",
+            "0",
+            "3",
+            "1m",
+            "8",
+            "P",
+            " ",
+            "a",
+        ]
+    )
+    | st.characters(blacklist_categories=("Cs",)),
+    max_size=80,
+).map("".join)
 """Escape sequences in the making (ESC, `[`, parameters, final bytes, string terminators), any
 other control character, and any text."""
-COMMANDS = st.lists(st.sampled_from([":", "::", "#", "##", "[", "]", " ", "\t", "\n", "\r", "\u2028", "\xa0", "\u3000",
-                                     "error", "add-mask", "stop-commands", "warning", "x", "=", ",", ESC, "[31m",
-                                     "\u2060"]), max_size=40).map("".join)
+COMMANDS = st.lists(
+    st.sampled_from(
+        [
+            ":",
+            "::",
+            "#",
+            "##",
+            "[",
+            "]",
+            " ",
+            "\t",
+            "\n",
+            "\r",
+            "\u2028",
+            "\xa0",
+            "\u3000",
+            "error",
+            "add-mask",
+            "stop-commands",
+            "warning",
+            "x",
+            "=",
+            ",",
+            ESC,
+            "[31m",
+            "\u2060",
+        ]
+    ),
+    max_size=40,
+).map("".join)
 """Workflow commands in the making: colons, hashes, brackets, names, whitespace .NET trims, line ends."""
-SAMPLES = [mdcheck.HOSTILE, mdcheck.MULTILINE, "`", "``x``", "` a `", "x`", "````", "\\", "a\\|b", "|", "~~~",
-           "\n\n<div>\n\n", "<!--", "# h", "- item", "1. item", "    indented", "\u2028x\u2029"]
+SAMPLES = [
+    mdcheck.HOSTILE,
+    mdcheck.MULTILINE,
+    "`",
+    "``x``",
+    "` a `",
+    "x`",
+    "````",
+    "\\",
+    "a\\|b",
+    "|",
+    "~~~",
+    "\n\n<div>\n\n",
+    "<!--",
+    "# h",
+    "- item",
+    "1. item",
+    "    indented",
+    "\u2028x\u2029",
+]
 
 
 def _para(text: str) -> mdcheck.Rendered:
@@ -117,7 +190,7 @@ def test_cap_cuts_at_a_row_and_says_what_is_left_out():
     assert len(out.encode()) <= inert.STEP_SUMMARY_CAP
     lines = out.split("\n")
     kept = [ln for ln in lines if ln.startswith("| `")]
-    assert kept == rows[:len(kept)] and lines[-2] == ""
+    assert kept == rows[: len(kept)] and lines[-2] == ""
     assert lines[-1].startswith(f"{5000 - len(kept):,} more row(s) left out: a step summary stops at 900 KiB")
     assert lines[-1].endswith("The full list: `outcomes.jsonl`.")
     assert set(mdcheck.table_cells(out)) == {2}
@@ -139,8 +212,14 @@ def test_cap_closes_a_fence_it_cuts():
 def test_no_control_character_survives_in_markdown_or_a_log(text):
     stripped = inert.strip_controls(text)
     assert not actions_log.controls(stripped)
-    for shown in (inert.code_span(text), inert.table_cell(text), inert.plain(text), inert.code_block(text, "bash"),
-                  inert.terminal(text), inert.console_markup(text)):
+    for shown in (
+        inert.code_span(text),
+        inert.table_cell(text),
+        inert.plain(text),
+        inert.code_block(text, "bash"),
+        inert.terminal(text),
+        inert.console_markup(text),
+    ):
         assert not actions_log.controls(shown), repr(shown)
     assert inert.code_span(text) == inert.code_span(stripped)  # stripped first: the rules above hold as they did
     assert inert.code_block(text) == inert.code_block(stripped)
@@ -177,8 +256,16 @@ def test_no_line_is_a_workflow_command_and_it_reads_the_same(text):
 def test_the_shapes_the_runner_takes():
     """Indentation, .NET's other whitespace and a legacy `##[` mid-line: each is a command before
     and none after; `::` and `##` elsewhere are left alone (`std::move`, `--host ::`, a heading)."""
-    commands = ["::error::x", "  ::add-mask::secret", "\t::stop-commands::tok", "\u3000\xa0::warning file=a::w",
-                "\u2028::notice::n", "text ##[error]legacy", "##[set-output name=x]1", "a ##[group]g"]
+    commands = [
+        "::error::x",
+        "  ::add-mask::secret",
+        "\t::stop-commands::tok",
+        "\u3000\xa0::warning file=a::w",
+        "\u2028::notice::n",
+        "text ##[error]legacy",
+        "##[set-output name=x]1",
+        "a ##[group]g",
+    ]
     for line in commands:
         assert actions_log.command(line), line
         shown = inert.terminal(line)
@@ -194,6 +281,7 @@ def test_driftmatrix_s_own_commands_stay_commands_with_their_data():
 
     def unescape(v: str) -> str:  # ActionCommand.cs's order: `%` last
         return v.replace("%0A", "\n").replace("%0D", "\r").replace("%3A", ":").replace("%2C", ",").replace("%25", "%")
+
     assert dict(p.split("=", 1) for p in props.split(",")) == {"file": "a%3Ab%2Cc.md", "line": "3"}
     assert unescape(data) == "ci: bad input 'x\n::add-mask::y' 100% " and unescape("a%3Ab%2Cc.md") == "a:b,c.md"
     assert name == "error" and inert.workflow_command("warning", "w") == "::warning::w"

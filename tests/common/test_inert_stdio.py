@@ -16,8 +16,31 @@ from hypothesis import strategies as st
 from driftmatrix.common import inert
 from driftmatrix.common.inert_stdio import InertStream, emit, guard_stdio, guarded
 
-PIECES = st.lists(st.sampled_from([":", "::", "#", "##", "[", "]", " ", "\t", "\n", "\r", "\u3000", "error", "add-mask",
-                                   "x", "\x1b", "[31m", "\x07", "\u2060"]), max_size=40).map("".join)
+PIECES = st.lists(
+    st.sampled_from(
+        [
+            ":",
+            "::",
+            "#",
+            "##",
+            "[",
+            "]",
+            " ",
+            "\t",
+            "\n",
+            "\r",
+            "\u3000",
+            "error",
+            "add-mask",
+            "x",
+            "\x1b",
+            "[31m",
+            "\x07",
+            "\u2060",
+        ]
+    ),
+    max_size=40,
+).map("".join)
 CUTS = st.lists(st.integers(min_value=0, max_value=60), max_size=8)
 
 

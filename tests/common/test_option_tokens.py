@@ -5,8 +5,18 @@ from __future__ import annotations
 
 from driftmatrix.common.option_tokens import canonical, may_ask_for, resolve
 
-OPTIONS = {"--trust-remote-code", "--trust-request-chat-template", "--tensor-parallel-size", "-tp", "--max-model-len",
-           "--speculative-config", "--host", "--port", "--no-enable-prefix-caching", "--enable-prefix-caching"}
+OPTIONS = {
+    "--trust-remote-code",
+    "--trust-request-chat-template",
+    "--tensor-parallel-size",
+    "-tp",
+    "--max-model-len",
+    "--speculative-config",
+    "--host",
+    "--port",
+    "--no-enable-prefix-caching",
+    "--enable-prefix-caching",
+}
 
 
 def test_a_unique_prefix_is_the_option_an_ambiguous_one_nothing():
@@ -25,9 +35,30 @@ def test_with_options_unknown_every_prefix_may_be_the_option():
 
 
 def test_canonical_spells_what_the_parser_reads_and_leaves_the_rest():
-    argv = ["org/m", "--tensor_parallel", "2", "--hos=0.0.0.0", "--speculative_config.method", "mtp", "--trust",
-            "--unknown-x", "1", "--max-model-len", "8"]
-    assert canonical(argv, OPTIONS) == ["org/m", "--tensor-parallel-size", "2", "--host=0.0.0.0",
-                                        "--speculative-config.method", "mtp", "--trust", "--unknown-x", "1",
-                                        "--max-model-len", "8"]
+    argv = [
+        "org/m",
+        "--tensor_parallel",
+        "2",
+        "--hos=0.0.0.0",
+        "--speculative_config.method",
+        "mtp",
+        "--trust",
+        "--unknown-x",
+        "1",
+        "--max-model-len",
+        "8",
+    ]
+    assert canonical(argv, OPTIONS) == [
+        "org/m",
+        "--tensor-parallel-size",
+        "2",
+        "--host=0.0.0.0",
+        "--speculative-config.method",
+        "mtp",
+        "--trust",
+        "--unknown-x",
+        "1",
+        "--max-model-len",
+        "8",
+    ]
     assert canonical(["--trust-rem"], OPTIONS, allow_abbrev=False) == ["--trust-rem"]

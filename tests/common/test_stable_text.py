@@ -39,8 +39,10 @@ def test_no_volatile_value_is_left_in_the_recorded_logs():
 
 
 def test_addresses_times_and_temp_names_go():
-    message = ("vllm serve: error: argument --mm-processor-kwargs: Value max_pixels=1003520 cannot be converted "
-               "to <function loads at 0x7f0d04700540>.")  # a real 0.32.0 message (its address differs per process)
+    message = (
+        "vllm serve: error: argument --mm-processor-kwargs: Value max_pixels=1003520 cannot be converted "
+        "to <function loads at 0x7f0d04700540>."
+    )  # a real 0.32.0 message (its address differs per process)
     assert stable(message) == message.replace("0x7f0d04700540", "0x…")
     assert stable("[W1204 15:46:45.471349342 ProcessGroupNCCL.cpp:1200] x") == "[W… ProcessGroupNCCL.cpp:1200] x"
     assert stable("started 2026-12-05T05:52:56+00:00") == "started …"
@@ -49,13 +51,15 @@ def test_addresses_times_and_temp_names_go():
 
 
 def test_what_says_something_stays():
-    kept = ["vLLM 0.34.0 (commit 62d4bc3c7) requires transformers>=4.56.0",
-            'File "vllm/engine/arg_utils.py", line 1136, in create_engine_config',
-            "no /health 200 within our deadline of 600 s (server killed)",  # a limit: a whole number
-            "Address already in use: http://0.0.0.0:8000",  # a port someone chose: below the OS's range
-            "max_model_len (16384) is greater than the derived max_model_len (max_position_embeddings=4096.0)",
-            "model deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B in /models/qwen-instruct",  # a word, not a temp name
-            "magic 0xdeadbeef"]  # a 32-bit constant
+    kept = [
+        "vLLM 0.34.0 (commit 62d4bc3c7) requires transformers>=4.56.0",
+        'File "vllm/engine/arg_utils.py", line 1136, in create_engine_config',
+        "no /health 200 within our deadline of 600 s (server killed)",  # a limit: a whole number
+        "Address already in use: http://0.0.0.0:8000",  # a port someone chose: below the OS's range
+        "max_model_len (16384) is greater than the derived max_model_len (max_position_embeddings=4096.0)",
+        "model deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B in /models/qwen-instruct",  # a word, not a temp name
+        "magic 0xdeadbeef",
+    ]  # a 32-bit constant
     for text in kept:
         assert stable(text) == text
 

@@ -19,8 +19,14 @@ GEMMA = "recipes/8959cf6/Google/Gemma4.md"
 
 
 def check(*args: str, stdin: str | None = None) -> tuple[int, object, str]:
-    proc = subprocess.run([sys.executable, "-m", "driftmatrix.cli", "check", *args], capture_output=True, text=True,
-                          input=stdin, cwd=REPO, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "driftmatrix.cli", "check", *args],
+        capture_output=True,
+        text=True,
+        input=stdin,
+        cwd=REPO,
+        timeout=120,
+    )
     body = json.loads(proc.stdout) if "--json" in args and proc.stdout.strip() else proc.stdout
     return proc.returncode, body, proc.stderr
 
@@ -36,7 +42,7 @@ def _use(entry: dict, text: str) -> dict:
 
 def test_the_gemma_4_page_s_speculative_command_at_its_line(corpus, history):
     page = corpus / GEMMA
-    line = next(i for i, ln in enumerate(page.read_text().splitlines(), 1) if "gemma-4-31B-it-assistant\", \"num" in ln)
+    line = next(i for i, ln in enumerate(page.read_text().splitlines(), 1) if 'gemma-4-31B-it-assistant", "num' in ln)
     code, body, err = check(f"{page}:{line}", "--docs", str(corpus / "recipes" / "8959cf6"), "--json")
     assert code in (0, 1), err
     [entry] = body
@@ -82,8 +88,9 @@ def test_the_matrix_s_verdicts_for_the_exact_command(tmp_path):
     commands = views_of(public.public_results(load(site / "snippets.json", [site / "outcomes-cpu-parse.jsonl"])))
     (tmp_path / "matrix.json").write_text(json.dumps(matrix_json.build(commands)))
     view = next(v for v in commands if v.snippet.kind == "serve" and v.outcomes)
-    code, body, err = check("--json", "--matrix", str(tmp_path / "matrix.json"),
-                            shell_text(view.snippet.argv, view.snippet.env))
+    code, body, err = check(
+        "--json", "--matrix", str(tmp_path / "matrix.json"), shell_text(view.snippet.argv, view.snippet.env)
+    )
     assert code in (0, 1), err
     [entry] = body
     assert entry["snippet_id"] == view.id  # the same command read the same: the matrix's own id
@@ -103,7 +110,9 @@ def test_inputs_that_cannot_be_read(tmp_path):
 
 def test_run_on_a_real_build_through_the_parse_tier(history):
     """--run: the CPU build's own parser agrees with what the history said, and its error is the evidence."""
-    code, body, err = check("--json", "--run", "stable", "vllm serve Qwen/Qwen3-0.6B --max-model-len 512 --swap-space 4")
+    code, body, err = check(
+        "--json", "--run", "stable", "vllm serve Qwen/Qwen3-0.6B --max-model-len 512 --swap-space 4"
+    )
     assert code == 1, err[-2000:]
     [entry] = body
     [ran] = entry["ran"]
@@ -121,8 +130,10 @@ def test_a_parser_name_vllm_removed(history):
     assert code == 1
     parser = _use(body[0], "--tool-call-parser minimax")
     assert parser["on"] == {"0.20.1": True, history.releases[-1]: False}
-    assert f"was removed from the {history.values['--tool-call-parser']['domain']} in vLLM {record['removed']}" \
+    assert (
+        f"was removed from the {history.values['--tool-call-parser']['domain']} in vLLM {record['removed']}"
         in parser["why"][history.releases[-1]]
+    )
 
 
 def test_a_config_key_vllm_moved_on_a_recipe_page(corpus, history):
@@ -135,8 +146,9 @@ def test_a_config_key_vllm_moved_on_a_recipe_page(corpus, history):
     key = history.keys["--compilation-config"]["keys"]["pass_config.fuse_minimax_qk_norm"]
     code, body, _ = check("--json", f"{page}:{line}", *docs)
     assert code == 1 and body[0]["failed"] is True and body[0]["asked"] == [history.releases[-1]]
-    code, body, _ = check("--json", f"{page}:{line}", *docs, "--version", key["added"], "--version",
-                          history.releases[-1])
+    code, body, _ = check(
+        "--json", f"{page}:{line}", *docs, "--version", key["added"], "--version", history.releases[-1]
+    )
     use = _use(body[0], "--compilation-config key `pass_config.fuse_minimax_qk_norm`")
     assert use["on"] == {key["added"]: True, history.releases[-1]: False}
     code, body, _ = check("--json", f"{page}:{line}", *docs, "--version", history.releases[-1])
@@ -161,8 +173,10 @@ def test_a_name_no_release_has_gets_the_nearest_name():
     command = f"vllm serve m --tool-call-parser-plugin x --load-format safetensor --speculative-config '{spec}'"
     code, out, err = check("--version", "0.20.1", command)
     assert code == 1, err
-    assert ("0.20.1: --tool-call-parser-plugin is not an option of any vLLM release from 0.6.0 to "
-            in out and "; did you mean --tool-parser-plugin?" in out)
+    assert (
+        "0.20.1: --tool-call-parser-plugin is not an option of any vLLM release from 0.6.0 to " in out
+        and "; did you mean --tool-parser-plugin?" in out
+    )
     assert "did you mean `safetensors`?" in out and "did you mean `num_speculative_tokens`?" in out
     code, body, _ = check("--json", "--version", "0.20.1", "vllm serve m --tool-call-parser-plugin x --xyzzy")
     [entry] = body

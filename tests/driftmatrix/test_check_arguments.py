@@ -44,9 +44,9 @@ def test_json_the_shell_stripped_of_its_quotes_is_refused(history):
 
 
 def test_a_trailing_comma_and_a_backslash_newline_inside_quotes_are_refused():
-    code, body, _ = check("--json", "-", stdin="vllm serve m --speculative-config '{\"method\": \"ngram\",}'\n")
+    code, body, _ = check("--json", "-", stdin='vllm serve m --speculative-config \'{"method": "ngram",}\'\n')
     assert code == 1 and "a trailing comma" in str(body[0]["uses"])
-    text = "vllm serve m --speculative-config '{\"method\": \"ngram\", \\\n  \"num_speculative_tokens\": 2}'\n"
+    text = 'vllm serve m --speculative-config \'{"method": "ngram", \\\n  "num_speculative_tokens": 2}\'\n'
     code, body, _ = check("--json", "-", stdin=text)
     assert code == 1, body
     assert "backslash-newline" in str(body[0]["uses"])
@@ -78,9 +78,14 @@ def test_a_flag_given_a_value_and_an_option_given_none():
 
 
 def test_what_the_history_cannot_type_is_said_beside_the_tick(history):
-    unread = next(o for o, specs in history.args.items() if o.startswith("--") and history.record(o)
-                  and history.within(history.record(o), "0.34.0") and not any(
-                      history.within(span, "0.34.0") for span in specs.values()))
+    unread = next(
+        o
+        for o, specs in history.args.items()
+        if o.startswith("--")
+        and history.record(o)
+        and history.within(history.record(o), "0.34.0")
+        and not any(history.within(span, "0.34.0") for span in specs.values())
+    )
     code, out, _ = check(f"vllm serve m {unread} x", "--version", "0.34.0")
     assert code == 0
     assert "✓ parses on" in out and f"cannot say for {unread} x" in out

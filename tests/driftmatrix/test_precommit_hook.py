@@ -36,8 +36,14 @@ def docs_change(tmp_path: Path) -> Path:
 def test_the_hook_under_pre_commit_fails_a_removed_option_with_its_line(tmp_path):
     repo = docs_change(tmp_path)
     env = {**os.environ, "PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home"), **GIT_ENV}
-    done = subprocess.run([sys.executable, "-m", "pre_commit", "try-repo", str(REPO), "driftmatrix-check"],
-                          cwd=repo, capture_output=True, text=True, env=env, timeout=900)
+    done = subprocess.run(
+        [sys.executable, "-m", "pre_commit", "try-repo", str(REPO), "driftmatrix-check"],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
+    )
     out = done.stdout + done.stderr
     assert done.returncode == 1, out[-4000:]
     assert "driftmatrix check (vLLM commands on changed pages)" in out and "Failed" in out
@@ -48,13 +54,23 @@ def test_the_hook_under_pre_commit_fails_a_removed_option_with_its_line(tmp_path
 
 def test_the_same_check_without_pre_commit(tmp_path):
     repo = docs_change(tmp_path)
-    done = subprocess.run([sys.executable, "-m", "driftmatrix.cli", "check", "--changed"], cwd=repo,
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "driftmatrix.cli", "check", "--changed"],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 1, done.stderr
     assert "docs/old.md:6" in done.stdout and "2 commands on 2 pages" in done.stdout
     (repo / "docs" / "old.md").write_text(REMOVED.replace("--swap-space 4", "--max-num-seqs 4"))
-    done = subprocess.run([sys.executable, "-m", "driftmatrix.cli", "check", "--changed"], cwd=repo,
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "driftmatrix.cli", "check", "--changed"],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
 
 
@@ -66,8 +82,13 @@ def test_the_hook_says_the_nearest_name(tmp_path):
     page's line fails, with the nearest name the page's releases have (issue 46, point 2)."""
     repo = docs_change(tmp_path)
     (repo / "docs" / "tools.md").write_text(TYPO)
-    done = subprocess.run([sys.executable, "-m", "driftmatrix.cli", "check", "docs/tools.md", "docs/good.md"],
-                          cwd=repo, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "driftmatrix.cli", "check", "docs/tools.md", "docs/good.md"],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 1, done.stdout + done.stderr
     assert "docs/tools.md:4" in done.stdout and "did you mean --tool-parser-plugin?" in done.stdout
     assert "docs/good.md" not in done.stdout

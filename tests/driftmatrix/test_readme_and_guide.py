@@ -29,11 +29,15 @@ CORPUS_READERS = {
     "tests/fixtures/site/snippets.json": "recorded from the corpus: its sources' root",
 }
 """The tracked files that may name the corpus beside the checkout: each reads it at run time."""
-NAMED_PATH = re.compile(r"(?<![\w/.~<>-])(?:driftmatrix|extractor|runner|publisher|flaghistory|common|tests|benchmarks|docs"
-                        r"|workflow-templates|\.github|\.ci)/[\w./-]*")
+NAMED_PATH = re.compile(
+    r"(?<![\w/.~<>-])(?:driftmatrix|extractor|runner|publisher|flaghistory|common|tests|benchmarks|docs"
+    r"|workflow-templates|\.github|\.ci)/[\w./-]*"
+)
 """A file or folder of this repository named in prose (`runner/models/hub.py`, `runner/models/twins.ensure`)."""
-NOT_OURS = {"driftmatrix/doc-warnings": "the doc-fix PR's branch name",
-            "docs/models/supported_models.md": "a file of vLLM's own tree"}
+NOT_OURS = {
+    "driftmatrix/doc-warnings": "the doc-fix PR's branch name",
+    "docs/models/supported_models.md": "a file of vLLM's own tree",
+}
 OUTSIDE = re.compile(r"\.\./shared\b|\b(?:DESIGN|GPU|VLLM-CPU)\.md\b")
 """A pointer out of the repository: the folder beside it, or the notes that used to live there."""
 
@@ -77,8 +81,9 @@ def test_readme_names_every_subcommand():
     (sub,) = [a for a in parser._actions if a.dest == "command"]
     text = README.read_text(encoding="utf-8")
     named = set(re.findall(r"^\| `driftmatrix ([a-z]+)` \|", text, re.M))
-    assert named == set(sub.choices), f"in the README only: {named - set(sub.choices)}; " \
-                                      f"missing: {set(sub.choices) - named}"
+    assert named == set(sub.choices), (
+        f"in the README only: {named - set(sub.choices)}; missing: {set(sub.choices) - named}"
+    )
 
 
 def test_readme_says_every_exit_code_of_run():

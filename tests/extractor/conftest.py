@@ -5,19 +5,21 @@ from pathlib import Path
 import pytest
 
 from driftmatrix.extractor.catalog import extract
-
-from driftmatrix.runner.builds.resolve import stable_pin
 from driftmatrix.extractor.snippet_record import Catalog
+from driftmatrix.runner.builds.resolve import stable_pin
 
 
 @pytest.fixture(scope="session")
 def real_catalog(corpus: Path) -> Catalog:
     """The three real corpora extracted once for the whole session."""
-    catalog, unusable = extract(stable=stable_pin(), sources=[
-        corpus / "vllm-docs" / "0.20.1",
-        corpus / "vllm-docs" / "0.33.0",
-        corpus / "recipes" / "8959cf6",
-    ])
+    catalog, unusable = extract(
+        stable=stable_pin(),
+        sources=[
+            corpus / "vllm-docs" / "0.20.1",
+            corpus / "vllm-docs" / "0.33.0",
+            corpus / "recipes" / "8959cf6",
+        ],
+    )
     assert unusable == []
     return catalog
 
@@ -25,9 +27,14 @@ def real_catalog(corpus: Path) -> Catalog:
 @pytest.fixture(scope="session")
 def snippets_from(real_catalog: Catalog):
     """snippets_from(corpus, version, file) -> the real catalog's snippets with a source there."""
+
     def find(corpus: str, version: str, file: str):
-        return [s for s in real_catalog.snippets
-                if any(src.corpus == corpus and src.version == version and src.file == file for src in s.sources)]
+        return [
+            s
+            for s in real_catalog.snippets
+            if any(src.corpus == corpus and src.version == version and src.file == file for src in s.sources)
+        ]
+
     return find
 
 
@@ -38,6 +45,7 @@ def sdist_0340() -> tuple[Path, Catalog]:
     from driftmatrix.common.package_index import PackageIndexError
     from driftmatrix.extractor.sdist import fetch_docs
     from driftmatrix.runner.settings import cache_dir
+
     try:
         tree = fetch_docs("0.34.0", cache_dir() / "sdists")
     except PackageIndexError as err:

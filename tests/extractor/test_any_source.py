@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 from driftmatrix.extractor.catalog import extract
-
 from driftmatrix.runner.builds.resolve import stable_pin
 
 CARD = """---
@@ -50,8 +49,11 @@ def test_a_model_card_serves_its_own_model(tmp_path):
     info = catalog.corpora[0]
     assert (info.name, info.layout, info.snippets) == ("model-card", "model-card", 3)
     models = {s.sources[0].line: (s.model, s.argv[0]) for s in catalog.snippets}
-    assert models == {13: ("acme/tiny-0.1", "acme/tiny-0.1"), 19: ("acme/tiny-0.1", "acme/tiny-0.1"),
-                      25: ("Qwen/Qwen3-0.6B", "Qwen/Qwen3-0.6B")}
+    assert models == {
+        13: ("acme/tiny-0.1", "acme/tiny-0.1"),
+        19: ("acme/tiny-0.1", "acme/tiny-0.1"),
+        25: ("Qwen/Qwen3-0.6B", "Qwen/Qwen3-0.6B"),
+    }
     assert all(s.runnable for s in catalog.snippets)
     assert [s.sources[0].heading for s in catalog.snippets] == ["Acme Tiny"] * 3
     assert all(s.sources[0].url is None for s in catalog.snippets)  # no --url-base: no link, never a path
@@ -79,19 +81,28 @@ def test_a_plain_folder_of_pages_with_a_url_base(tmp_path):
     (root / "index.md").write_text("# Runbooks\n\nNothing to run here.\n")
     (root / "gpu" / "Serving Qwen.md").write_text(
         "# Serving on the GPU box\n\n## Start the server\n\n```console\n$ numactl --cpunodebind=0 vllm serve "
-        "Qwen/Qwen3-0.6B \\\n    --max-model-len 4096\n```\n")
+        "Qwen/Qwen3-0.6B \\\n    --max-model-len 4096\n```\n"
+    )
     (root / "node_modules").mkdir()
     (root / "node_modules" / "x.md").write_text("```bash\nvllm serve skipped/model\n```\n")
-    catalog, unusable = extract(stable=stable_pin(), sources=[root], url_base="https://github.com/acme/runbooks/blob/main")
+    catalog, unusable = extract(
+        stable=stable_pin(), sources=[root], url_base="https://github.com/acme/runbooks/blob/main"
+    )
     assert unusable == [] and (catalog.corpora[0].name, catalog.corpora[0].layout) == ("markdown", "markdown-folder")
     [s] = catalog.snippets
     src = s.sources[0]
-    assert (src.file, src.line, src.anchor, src.title) == ("gpu/Serving Qwen.md", 6, "start-the-server",
-                                                            "Serving on the GPU box")
+    assert (src.file, src.line, src.anchor, src.title) == (
+        "gpu/Serving Qwen.md",
+        6,
+        "start-the-server",
+        "Serving on the GPU box",
+    )
     assert src.url == "https://github.com/acme/runbooks/blob/main/gpu/Serving Qwen.md?plain=1#L6"
     assert s.wrapper == ["numactl", "--cpunodebind=0"] and s.model == "Qwen/Qwen3-0.6B"
     catalog, _ = extract(stable=stable_pin(), sources=[root], url_base="https://runbooks.example.org/pages")
-    assert catalog.snippets[0].sources[0].url == "https://runbooks.example.org/pages/gpu/Serving Qwen.md#start-the-server"
+    assert (
+        catalog.snippets[0].sources[0].url == "https://runbooks.example.org/pages/gpu/Serving Qwen.md#start-the-server"
+    )
 
 
 BLOG = """<!doctype html><html><head><title>How we serve Qwen3 with speculative decoding | Acme blog</title></head>
@@ -128,9 +139,11 @@ def test_a_blog_page_of_any_site(tmp_path):
 
 def test_another_projects_latest_docs_are_not_vllm_nightly(tmp_path):
     page = tmp_path / "ascend.html"
-    page.write_text('<html><head><link rel="canonical" href="https://vllm-ascend.readthedocs.io/en/latest/quick_start.html">'
-                    '</head><body><article><h1>Quick start</h1><pre><code class="language-bash">vllm serve Qwen/Qwen3-0.6B'
-                    '</code></pre></article></body></html>')
+    page.write_text(
+        '<html><head><link rel="canonical" href="https://vllm-ascend.readthedocs.io/en/latest/quick_start.html">'
+        '</head><body><article><h1>Quick start</h1><pre><code class="language-bash">vllm serve Qwen/Qwen3-0.6B'
+        "</code></pre></article></body></html>"
+    )
     catalog, _ = extract(stable=stable_pin(), sources=[page])
     [s] = catalog.snippets
     assert s.sources[0].version == ""
@@ -141,9 +154,24 @@ def test_the_cli_takes_the_new_options_and_still_refuses_what_holds_no_page(tmp_
     card = tmp_path / "README.md"
     card.write_text(CARD.format(extra=""))
     out = tmp_path / "snippets.json"
-    run = subprocess.run([sys.executable, "-m", "driftmatrix.cli", "extract", str(card), "--model-id", "acme/tiny",
-                          "--url-base", "https://huggingface.co/acme/tiny/blob/main", "-o", str(out)],
-                         capture_output=True, text=True, cwd=Path(__file__).resolve().parents[2])
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "driftmatrix.cli",
+            "extract",
+            str(card),
+            "--model-id",
+            "acme/tiny",
+            "--url-base",
+            "https://huggingface.co/acme/tiny/blob/main",
+            "-o",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )
     assert run.returncode == 0, run.stderr
     data = json.loads(out.read_text())
     assert {s["model"] for s in data["snippets"]} == {"acme/tiny", "Qwen/Qwen3-0.6B"}
@@ -151,6 +179,10 @@ def test_the_cli_takes_the_new_options_and_still_refuses_what_holds_no_page(tmp_
     empty = tmp_path / "empty"
     empty.mkdir()
     (empty / "notes.txt").write_text("vllm serve x")
-    run = subprocess.run([sys.executable, "-m", "driftmatrix.cli", "extract", str(empty), "-o", str(out)],
-                         capture_output=True, text=True, cwd=Path(__file__).resolve().parents[2])
+    run = subprocess.run(
+        [sys.executable, "-m", "driftmatrix.cli", "extract", str(empty), "-o", str(out)],
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )
     assert run.returncode == 1 and "[bad-source]" in run.stderr and "Markdown page" in run.stderr

@@ -9,14 +9,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from driftmatrix.extractor.catalog import extract
-
-from driftmatrix.runner.builds.resolve import stable_pin
 from driftmatrix.extractor.corpus import _markdown
 from driftmatrix.extractor.snippet_builder import Place
+from driftmatrix.runner.builds.resolve import stable_pin
 
 GOOD = "# Good\n\n```bash\nvllm serve good/model --port 8001\n```\n"
 YAML_BOMB = 'a: &a ["x","x","x","x","x","x","x","x","x"]\n' + "".join(
-    f'{n}: &{n} [*{p},*{p},*{p},*{p},*{p},*{p},*{p},*{p},*{p}]\n' for p, n in zip("abcdefgh", "bcdefghi"))
+    f"{n}: &{n} [*{p},*{p},*{p},*{p},*{p},*{p},*{p},*{p},*{p}]\n" for p, n in zip("abcdefgh", "bcdefghi")
+)
 
 
 def make_tree(root: Path) -> Path:
@@ -26,7 +26,7 @@ def make_tree(root: Path) -> Path:
     (docs / "good.md").write_text(GOOD)
     (docs / "unterminated.md").write_text("# U\n\n```bash\nvllm serve unterminated/fence --x 1\n")
     (docs / "latin1.md").write_bytes("# Caf\xe9\n\n```bash\nvllm serve latin1/model\n```\n".encode("latin-1"))
-    (docs / "quotes.md").write_text("```bash\nvllm serve q/model --speculative-config '{\"method\": \"ngram\"}\n```\n")
+    (docs / "quotes.md").write_text('```bash\nvllm serve q/model --speculative-config \'{"method": "ngram"}\n```\n')
     (docs / "json.md").write_text("```bash\nvllm serve j/model --speculative-config '{\"method\": ngram}'\n```\n")
     (docs / "binary.md").write_bytes(b"\x89PNG\r\n\x1a\n\0\0\0" + bytes(range(256)) * 4)
     (docs / "bomb.md").write_text("```yaml\n" + YAML_BOMB + "args: ['vllm serve bomb/model']\n```\n")
@@ -68,8 +68,12 @@ def test_every_bad_file_is_diagnosed_and_nothing_else_is_lost(tmp_path):
 def test_cli_reports_diagnostics_on_stderr_and_keeps_results(tmp_path):
     tree = make_tree(tmp_path / "tree")
     out = tmp_path / "snippets.json"
-    proc = subprocess.run([sys.executable, "-m", "driftmatrix.cli", "extract", str(tree), str(tmp_path / "nope"),
-                           "-o", str(out)], capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "driftmatrix.cli", "extract", str(tree), str(tmp_path / "nope"), "-o", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 1  # one SOURCE could not be read at all
     assert "nope: no such file or directory" in proc.stderr
     assert "docs/binary.md: contains NUL bytes" in proc.stderr
@@ -79,12 +83,53 @@ def test_cli_reports_diagnostics_on_stderr_and_keeps_results(tmp_path):
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.sampled_from([
-    "```", "```bash", "```yaml", "```python", "    ", "=== \"T\"", "!!! note", "???+ tip", "<details>", "</details>",
-    "vllm serve", " m", " --speculative-config", " '{\"a\": 1}'", " $'x\\'y'", " \\", "\\  ", " # c", "\"", "'", "$(",
-    "${X}", " <M>", " {d}", "docker run vllm/vllm-openai", " --model x", "LLM(model='a', speculative_config={})",
-    "args: [\"vllm serve a\"]", "--8<-- \"examples/a.py\"", "#", "## H", "\n", "\n\n", "\t", "é", "\x00", "<<EOF", "EOF",
-]), max_size=60).map("".join))
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "```",
+                "```bash",
+                "```yaml",
+                "```python",
+                "    ",
+                '=== "T"',
+                "!!! note",
+                "???+ tip",
+                "<details>",
+                "</details>",
+                "vllm serve",
+                " m",
+                " --speculative-config",
+                " '{\"a\": 1}'",
+                " $'x\\'y'",
+                " \\",
+                "\\  ",
+                " # c",
+                '"',
+                "'",
+                "$(",
+                "${X}",
+                " <M>",
+                " {d}",
+                "docker run vllm/vllm-openai",
+                " --model x",
+                "LLM(model='a', speculative_config={})",
+                'args: ["vllm serve a"]',
+                '--8<-- "examples/a.py"',
+                "#",
+                "## H",
+                "\n",
+                "\n\n",
+                "\t",
+                "é",
+                "\x00",
+                "<<EOF",
+                "EOF",
+            ]
+        ),
+        max_size=60,
+    ).map("".join)
+)
 def test_markdown_fuzz_never_raises(text):
     snippets, diagnostics = _markdown(text, Place("fuzz", "0", "f.md", 1, url="https://x/"), None)
     for snippet in snippets:

@@ -42,8 +42,12 @@ def recipes_tree(root: Path) -> Path:
 def run_cli(tmp_path: Path, *sources: Path, timeout: float = 60) -> tuple[dict, str]:
     """`driftmatrix extract` in a fresh process (a regression to unbounded work fails on the timeout)."""
     out = tmp_path / "snippets.json"
-    proc = subprocess.run([sys.executable, "-m", "driftmatrix.cli", "extract", *map(str, sources), "-o", str(out)],
-                          capture_output=True, text=True, timeout=timeout)
+    proc = subprocess.run(
+        [sys.executable, "-m", "driftmatrix.cli", "extract", *map(str, sources), "-o", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     assert out.is_file(), proc.stderr
     return json.loads(out.read_text()), proc.stdout + proc.stderr
 
@@ -67,8 +71,12 @@ def test_the_300_byte_alias_bomb_recipe_is_refused_and_the_rest_extracts(tmp_pat
 def test_real_anchors_and_aliases_still_work(real_catalog, snippets_from):
     """The real recipes that use aliases (hardware overrides, a reused compilation config) read as before."""
     assert not [d for d in real_catalog.diagnostics if d.code == "yaml-alias-expansion"]
-    for file in ("Google/gemma-4-26B-A4B-it", "MiniMaxAI/MiniMax-M3.1-Flash", "deepseek-ai/DeepSeek-V4.1-Flash",
-                 "zai-org/GLM-5.3-Flash"):
+    for file in (
+        "Google/gemma-4-26B-A4B-it",
+        "MiniMaxAI/MiniMax-M3.1-Flash",
+        "deepseek-ai/DeepSeek-V4.1-Flash",
+        "zai-org/GLM-5.3-Flash",
+    ):
         assert snippets_from("vllm-docs", "0.33.0", f"recipes/models/{file}.yaml"), file
 
 
@@ -105,7 +113,8 @@ def test_an_oversized_page_and_a_long_line_are_diagnosed_and_the_rest_is_read(tm
     (docs / "long.md").write_text(
         "# Long\n\n```bash\nvllm serve kept/model\n```\n\n"  # lines 1-5
         f"```bash\nvllm serve long/model --x {long_word}\n```\n\n"  # the long line is line 8
-        f"```bash\nvllm serve cut/model \\\n  --x {long_word} \\\n  --port 1\n```\n")  # no command cut short
+        f"```bash\nvllm serve cut/model \\\n  --x {long_word} \\\n  --port 1\n```\n"
+    )  # no command cut short
     catalog, _ = extract(stable=stable_pin(), sources=[tmp_path])
     assert {s.model for s in catalog.snippets} == {"good/model", "kept/model"}
     diags = {(d.file, d.code, d.line) for d in catalog.diagnostics}
@@ -197,8 +206,9 @@ def test_headings_cost_linear_time(tmp_path):
     docs = tmp_path / "docs"
     docs.mkdir()
     (tmp_path / "mkdocs.yaml").write_text("site_name: t\n")
-    heads = "".join(f"## {'{#a ' * 250}\n\n## {'`' * 999}\n\n```bash\nvllm serve h{n}/model\n```\n\n"
-                    for n in range(40))
+    heads = "".join(
+        f"## {'{#a ' * 250}\n\n## {'`' * 999}\n\n```bash\nvllm serve h{n}/model\n```\n\n" for n in range(40)
+    )
     (docs / "page.md").write_text("# " + "`" * (bounds.MAX_HEADING_CHARS * 50) + "\n\n" + heads)
     data, _ = run_cli(tmp_path, tmp_path, timeout=30)
     assert len(data["snippets"]) == 40

@@ -32,29 +32,52 @@ def test_nsys_profile_in_front_of_vllm_serve_is_recorded_not_run(corpus, snippet
     src = next(x for x in s.sources if x.version == version)
     lines = page.read_text(encoding="utf-8").split("\n")
     assert lines[src.line - 1].startswith("nsys profile")  # the command's first line …
-    assert any("vllm serve meta-llama" in ln for ln in lines[src.line:src.line + 8])  # … is the server's
+    assert any("vllm serve meta-llama" in ln for ln in lines[src.line : src.line + 8])  # … is the server's
 
 
-@pytest.mark.parametrize("text, wrapper, model", [
-    ("numactl --cpunodebind=0 --membind=0 vllm serve Qwen/Qwen3-0.6B", ["numactl", "--cpunodebind=0", "--membind=0"],
-     "Qwen/Qwen3-0.6B"),
-    ("taskset -c 0-7 vllm serve Qwen/Qwen3-0.6B --port 8001", ["taskset", "-c", "0-7"], "Qwen/Qwen3-0.6B"),
-    ("timeout -s KILL 600 vllm serve Qwen/Qwen3-0.6B", ["timeout", "-s", "KILL", "600"], "Qwen/Qwen3-0.6B"),
-    ("sudo -E nohup python -m vllm.entrypoints.cli.main serve Qwen/Qwen3-0.6B &", ["sudo", "-E", "nohup"],
-     "Qwen/Qwen3-0.6B"),
-    ("kubectl exec -it vllm-0 -- env HF_HOME=/cache vllm serve facebook/opt-125m",
-     ["kubectl", "exec", "-it", "vllm-0", "--", "env"], "facebook/opt-125m"),
-    ("perf record -g -o out.data -- VLLM_LOGGING_LEVEL=DEBUG vllm serve facebook/opt-125m",
-     ["perf", "record", "-g", "-o", "out.data", "--"], "facebook/opt-125m"),
-])
+@pytest.mark.parametrize(
+    "text, wrapper, model",
+    [
+        (
+            "numactl --cpunodebind=0 --membind=0 vllm serve Qwen/Qwen3-0.6B",
+            ["numactl", "--cpunodebind=0", "--membind=0"],
+            "Qwen/Qwen3-0.6B",
+        ),
+        ("taskset -c 0-7 vllm serve Qwen/Qwen3-0.6B --port 8001", ["taskset", "-c", "0-7"], "Qwen/Qwen3-0.6B"),
+        ("timeout -s KILL 600 vllm serve Qwen/Qwen3-0.6B", ["timeout", "-s", "KILL", "600"], "Qwen/Qwen3-0.6B"),
+        (
+            "sudo -E nohup python -m vllm.entrypoints.cli.main serve Qwen/Qwen3-0.6B &",
+            ["sudo", "-E", "nohup"],
+            "Qwen/Qwen3-0.6B",
+        ),
+        (
+            "kubectl exec -it vllm-0 -- env HF_HOME=/cache vllm serve facebook/opt-125m",
+            ["kubectl", "exec", "-it", "vllm-0", "--", "env"],
+            "facebook/opt-125m",
+        ),
+        (
+            "perf record -g -o out.data -- VLLM_LOGGING_LEVEL=DEBUG vllm serve facebook/opt-125m",
+            ["perf", "record", "-g", "-o", "out.data", "--"],
+            "facebook/opt-125m",
+        ),
+    ],
+)
 def test_any_wrapper_program_is_peeled_and_recorded(text, wrapper, model):
     [s] = _shell(text)
     assert (s.wrapper, s.model, s.kind) == (wrapper, model, "serve")
     assert all(w not in s.argv for w in wrapper)
 
 
-@pytest.mark.parametrize("text", ["echo vllm serve Qwen/Qwen3-0.6B", "pip install vllm", "grep -r vllm serve .",
-                                  "uv pip install vllm serve", "cd vllm && ls"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "echo vllm serve Qwen/Qwen3-0.6B",
+        "pip install vllm",
+        "grep -r vllm serve .",
+        "uv pip install vllm serve",
+        "cd vllm && ls",
+    ],
+)
 def test_words_that_only_mention_vllm_are_not_commands(text):
     assert _shell(text) == []
 
@@ -65,8 +88,12 @@ def test_vllm_bench_with_a_speculative_config_is_a_subcommand_snippet(corpus, sn
     found = [s for s in snippets_from("vllm-docs", version, "docs/benchmarking/cli.md") if s.kind == "subcommand"]
     [s] = [s for s in found if s.subcommand == ["bench", "throughput"]]
     assert s.id.startswith("c-") and s.model == "meta-llama/Meta-Llama-3-8B-Instruct" and s.runnable
-    assert s.speculative_config == {"method": "ngram", "num_speculative_tokens": 5, "prompt_lookup_max": 5,
-                                    "prompt_lookup_min": 2}
+    assert s.speculative_config == {
+        "method": "ngram",
+        "num_speculative_tokens": 5,
+        "prompt_lookup_max": 5,
+        "prompt_lookup_min": 2,
+    }
     assert "bench" not in s.argv and "--speculative-config" in s.argv
     assert s.env == {"VLLM_WORKER_MULTIPROC_METHOD": "spawn"}  # its line is the command's first: the env prefix
     assert next(x.line for x in s.sources if x.version == version) == _line_of(page, "vllm bench throughput", line) - 1
@@ -75,21 +102,29 @@ def test_vllm_bench_with_a_speculative_config_is_a_subcommand_snippet(corpus, sn
 
 
 def test_run_batch_and_python_module_forms_are_subcommands_too():
-    [a, b] = _shell("vllm run-batch -i in.jsonl -o out.jsonl --model Qwen/Qwen3-0.6B "
-                    "-sc '{\"method\": \"ngram\", \"num_speculative_tokens\": 2}'\n"
-                    "python -m vllm.entrypoints.cli.main bench latency --model Qwen/Qwen3-0.6B "
-                    "--speculative-config.method ngram --speculative-config.num_speculative_tokens 2")
+    [a, b] = _shell(
+        "vllm run-batch -i in.jsonl -o out.jsonl --model Qwen/Qwen3-0.6B "
+        '-sc \'{"method": "ngram", "num_speculative_tokens": 2}\'\n'
+        "python -m vllm.entrypoints.cli.main bench latency --model Qwen/Qwen3-0.6B "
+        "--speculative-config.method ngram --speculative-config.num_speculative_tokens 2"
+    )
     assert (a.kind, a.subcommand, a.model) == ("subcommand", ["run-batch"], "Qwen/Qwen3-0.6B")
     assert a.speculative_config == {"method": "ngram", "num_speculative_tokens": 2}
-    assert (b.subcommand, b.speculative_config) == (["bench", "latency"], {"method": "ngram", "num_speculative_tokens": 2})
+    assert (b.subcommand, b.speculative_config) == (
+        ["bench", "latency"],
+        {"method": "ngram", "num_speculative_tokens": 2},
+    )
     assert a.id != b.id
 
 
 @pytest.mark.parametrize("version", ["0.20.1", "0.33.0"])
 def test_serve_cmd_in_a_quoted_option_is_extracted_at_the_strings_line(corpus, snippets_from, version):
     page = corpus / "vllm-docs" / version / "docs/benchmarking/sweeps.md"
-    nested = [s for s in snippets_from("vllm-docs", version, "docs/benchmarking/sweeps.md")
-              if any("--serve-cmd" in x.context for x in s.sources)]
+    nested = [
+        s
+        for s in snippets_from("vllm-docs", version, "docs/benchmarking/sweeps.md")
+        if any("--serve-cmd" in x.context for x in s.sources)
+    ]
     assert nested and all(s.model == "meta-llama/Llama-2-7b-chat-hf" and s.runnable for s in nested)
     lines = sorted({x.line for s in nested for x in s.sources if x.version == version})
     assert lines[0] == _line_of(page, "--serve-cmd 'vllm serve")
@@ -97,7 +132,7 @@ def test_serve_cmd_in_a_quoted_option_is_extracted_at_the_strings_line(corpus, s
 
 
 def test_python_strings_and_argument_lists_hold_commands():
-    code = '''import os, subprocess
+    code = """import os, subprocess
 model = "Qwen/Qwen3-0.6B"
 proc = subprocess.Popen(["vllm", "serve", model, "--port", "8000",
     "--speculative-config", '{"method": "ngram", "num_speculative_tokens": 3}'])
@@ -105,7 +140,7 @@ os.system("vllm serve facebook/opt-125m --max-model-len 512")
 cmd = f"vllm serve {other_model} --port 1"
 subprocess.run(["bash", "-c", "sleep 1 && vllm serve meta-llama/Llama-3.2-1B"])
 print("install vllm first")
-'''
+"""
     found, diags = from_python(code, Place("markdown", "", "page.md", 20, context="fence:python"))
     assert diags == []
     by_model = {s.model: s for s in found}
@@ -121,28 +156,36 @@ print("install vllm first")
 @pytest.mark.parametrize("version", ["0.20.1", "0.33.0"])
 def test_a_docstring_holding_the_serve_command_is_read(corpus, snippets_from, version):
     page = corpus / "vllm-docs" / version / "docs/features/interleaved_thinking.md"
-    [s] = [s for s in snippets_from("vllm-docs", version, "docs/features/interleaved_thinking.md")
-           if s.kind == "serve"]
+    [s] = [s for s in snippets_from("vllm-docs", version, "docs/features/interleaved_thinking.md") if s.kind == "serve"]
     assert s.model == "MiniMaxAI/MiniMax-M2" and "--enable-auto-tool-choice" in s.argv
     assert next(x.line for x in s.sources if x.version == version) == _line_of(page, "vllm serve MiniMaxAI")
 
 
 def test_image_placeholders_make_a_docker_command_not_runnable(snippets_from):
-    [s] = [s for s in snippets_from("vllm-docs", "0.33.0", "docs/getting_started/installation/gpu.rocm.inc.md")
-           if s.image and "<tag>" in s.image]
+    [s] = [
+        s
+        for s in snippets_from("vllm-docs", "0.33.0", "docs/getting_started/installation/gpu.rocm.inc.md")
+        if s.image and "<tag>" in s.image
+    ]
     assert not s.runnable and "<tag>" in s.placeholders
 
 
-@pytest.mark.parametrize("file", ["docs/getting_started/installation/cpu.x86.inc.md",
-                                  "docs/getting_started/installation/gpu.cuda.inc.md"])
+@pytest.mark.parametrize(
+    "file", ["docs/getting_started/installation/cpu.x86.inc.md", "docs/getting_started/installation/gpu.cuda.inc.md"]
+)
 def test_an_args_placeholder_is_never_the_model(snippets_from, file):
     found = [s for s in snippets_from("vllm-docs", "0.33.0", file) if "<args...>" in s.argv]
     assert found and all(s.model is None and not s.runnable and "<args...>" in s.placeholders for s in found)
 
 
-@pytest.mark.parametrize("file, word", [("docs/features/lora.md", "model"),
-                                        ("docs/training/weight_transfer/README.md", "my-model"),
-                                        ("docs/features/watermarking.md", "MODEL")])
+@pytest.mark.parametrize(
+    "file, word",
+    [
+        ("docs/features/lora.md", "model"),
+        ("docs/training/weight_transfer/README.md", "my-model"),
+        ("docs/features/watermarking.md", "MODEL"),
+    ],
+)
 def test_placeholder_words_are_not_models(snippets_from, file, word):
     found = [s for s in snippets_from("vllm-docs", "0.33.0", file) if word in s.argv[:1]]
     assert found and all(s.model is None and not s.runnable and word in s.placeholders for s in found)
@@ -166,8 +209,10 @@ def test_more_placeholder_words_add_to_the_shipped_ones_for_that_run_only(tmp_pa
     from driftmatrix.runner.builds.resolve import stable_pin
 
     page = tmp_path / "runbook.md"
-    page.write_text("# Runbook\n\n```bash\nvllm serve the-model-you-picked --port 8000\n```\n\n"
-                    "```bash\nvllm serve my-model --port 8000\n```\n")
+    page.write_text(
+        "# Runbook\n\n```bash\nvllm serve the-model-you-picked --port 8000\n```\n\n"
+        "```bash\nvllm serve my-model --port 8000\n```\n"
+    )
     given, _ = extract(stable=stable_pin(), sources=[page], placeholder_models=["the-model-you-picked"])
     assert sorted(p for s in given.snippets for p in s.placeholders) == ["my-model", "the-model-you-picked"]
     assert all(s.model is None and not s.runnable for s in given.snippets)
@@ -178,8 +223,11 @@ def test_more_placeholder_words_add_to_the_shipped_ones_for_that_run_only(tmp_pa
 
 @pytest.mark.parametrize("version", ["0.20.1", "0.33.0"])
 def test_angle_brackets_inside_json_strings_are_tokens_not_placeholders(snippets_from, version):
-    found = [s for s in snippets_from("vllm-docs", version, "docs/features/reasoning_outputs.md")
-             if "--reasoning-config" in s.argv]
+    found = [
+        s
+        for s in snippets_from("vllm-docs", version, "docs/features/reasoning_outputs.md")
+        if "--reasoning-config" in s.argv
+    ]
     assert found
     for s in found:
         config = json.loads(s.argv[s.argv.index("--reasoning-config") + 1])
@@ -188,8 +236,10 @@ def test_angle_brackets_inside_json_strings_are_tokens_not_placeholders(snippets
 
 
 def test_a_placeholder_in_a_json_model_value_still_counts():
-    [s] = _shell("vllm serve Qwen/Qwen3-8B --speculative-config '{\"model\": \"<draft-model>\", "
-                 "\"num_speculative_tokens\": 2}' --chat-template-kwargs '{\"stop\": \"<image>\"}'")
+    [s] = _shell(
+        'vllm serve Qwen/Qwen3-8B --speculative-config \'{"model": "<draft-model>", '
+        '"num_speculative_tokens": 2}\' --chat-template-kwargs \'{"stop": "<image>"}\''
+    )
     assert s.placeholders == ["<draft-model>"] and not s.runnable
 
 

@@ -45,6 +45,7 @@ def arg_lines(text: str, first_line: int = 1) -> dict[str, int]:
 
 # --- real values files ---------------------------------------------------------------------------
 
+
 def test_basic_config_values_file_is_the_charts_command():
     rel = "tutorials/assets/values-02-basic-config.yaml"
     text, lines = read(STACK, rel)
@@ -53,9 +54,21 @@ def test_basic_config_values_file_is_the_charts_command():
     [s] = snippets
     # deployment-vllm-multi.yaml's order: model, host/port, chunked prefill (hasKey: its `--no-` form),
     # prefix caching (false: `--no-`), maxModelLen, dtype, then extraArgs as written
-    assert s.argv == ["meta-llama/Llama-3.1-8B-Instruct", "--host", "0.0.0.0", "--port", "8000",
-                      "--no-enable-chunked-prefill", "--no-enable-prefix-caching", "--max-model-len", "4096",
-                      "--dtype", "bfloat16", "--gpu-memory-utilization", "0.8"]
+    assert s.argv == [
+        "meta-llama/Llama-3.1-8B-Instruct",
+        "--host",
+        "0.0.0.0",
+        "--port",
+        "8000",
+        "--no-enable-chunked-prefill",
+        "--no-enable-prefix-caching",
+        "--max-model-len",
+        "4096",
+        "--dtype",
+        "bfloat16",
+        "--gpu-memory-utilization",
+        "0.8",
+    ]
     assert s.kind == "docker" and s.image == "vllm/vllm-openai:latest" and s.runnable
     src = s.sources[0]
     assert src.line == line_of(lines, '- name: "llama3"') and src.context == "helm:modelSpec[0]"
@@ -83,7 +96,7 @@ def test_tutorial_fence_carries_the_removed_swap_space_option():
     # the argument's own line: the fence opens at line 31, its text starts at 32
     fence_start = line_of(lines, "```yaml")
     fence_end = line_of(lines, "```", after=fence_start)
-    fence = "\n".join(lines[fence_start:fence_end - 1])
+    fence = "\n".join(lines[fence_start : fence_end - 1])
     assert arg_lines(fence, fence_start + 1)["--swap-space"] == 51
     assert '"--swap-space", 0' in lines[50]
 
@@ -128,6 +141,7 @@ def test_chart_values_example_entry_not_deployed_is_said():
 
 # --- Kubernetes manifests, CI files, templates -----------------------------------------------------
 
+
 def test_kubernetes_manifest_file_gives_its_command():
     rel = "src/gateway_inference_extension/configs/vllm/gpu-deployment.yaml"
     text, lines = read(STACK, rel)
@@ -156,7 +170,7 @@ def test_gke_benchmark_deployment_gives_its_command():
     text, lines = read(TPU, rel)
     [s], _ = from_yaml_file(text, place(rel))
     assert s.model == "Qwen/Qwen3-235B-A22B-Instruct-2507-FP8" and "--tensor-parallel-size" in s.argv
-    assert s.sources[0].line == line_of(lines, "\"vllm serve Qwen/Qwen3-235B")
+    assert s.sources[0].line == line_of(lines, '"vllm serve Qwen/Qwen3-235B')
 
 
 def test_chart_templates_and_crd_prose_give_no_command():
@@ -204,13 +218,19 @@ def test_unknown_vllm_config_key_is_a_warning_at_its_line():
 def test_values_print_as_helm_prints_them():
     argv, _ = composed("    vllmConfig:\n      maxModelLen: 1000000\n      extraArgs: [--x, 0, true, 0.50]\n")
     assert argv[-6:] == ["--max-model-len", "1e+06", "--x", "0", "true", "0.5"]  # float64 through %v
-    assert [go_float(x) for x in (4096.0, 0.8, 123456.0, 1048576.0, 1e-05)] == \
-        ["4096", "0.8", "123456", "1.048576e+06", "1e-05"]
+    assert [go_float(x) for x in (4096.0, 0.8, 123456.0, 1048576.0, 1e-05)] == [
+        "4096",
+        "0.8",
+        "123456",
+        "1.048576e+06",
+        "1e-05",
+    ]
 
 
 def test_bad_values_are_diagnostics_and_the_rest_goes_on():
-    argv, diagnostics = composed("    vllmConfig:\n      dtype: [a]\n      extraArgs: [{a: 1}, --y]\n"
-                                 "  - just a string\n")
+    argv, diagnostics = composed(
+        "    vllmConfig:\n      dtype: [a]\n      extraArgs: [{a: 1}, --y]\n  - just a string\n"
+    )
     assert argv[-1] == "--y" and "--dtype" not in argv
     assert sorted(d.code for d in diagnostics) == ["helm-model-spec", "helm-value", "helm-value"]
     snippets, diagnostics = from_yaml_fence("servingEngineSpec:\n  modelSpec: [\n", place("x.md", 3))

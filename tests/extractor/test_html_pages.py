@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from driftmatrix.extractor.catalog import extract
-
 from driftmatrix.runner.builds.resolve import stable_pin
 
 PAGES = [
@@ -51,8 +50,11 @@ def built_site(tmp_path_factory, corpus: Path) -> tuple[Path, Path]:
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(corpus / "vllm-docs" / "0.33.0" / "docs" / page, target)
     (tree / "mkdocs.yaml").write_text(MKDOCS)
-    subprocess.run([sys.executable, "-m", "mkdocs", "build", "-q", "-f", str(tree / "mkdocs.yaml"),
-                    "-d", str(root / "site")], check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "-q", "-f", str(tree / "mkdocs.yaml"), "-d", str(root / "site")],
+        check=True,
+        capture_output=True,
+    )
     return tree, root / "site"
 
 
@@ -65,9 +67,12 @@ def test_html_page_gives_the_same_snippets_as_its_markdown(built_site):
         html, _ = extract(stable=stable_pin(), sources=[html_path])
         assert html.corpora[0].version == "0.33.0" and html.corpora[0].layout == "html-page"
         # A fence mkdocs renders as text is not code on the page: linted, absent from the HTML.
-        want = {(s.id, src.anchor, src.url) for s in markdown.snippets
-                for src in s.sources if src.file == f"docs/{page}"
-                and not any(x.code == "fence-not-rendered" for x in s.lints)}
+        want = {
+            (s.id, src.anchor, src.url)
+            for s in markdown.snippets
+            for src in s.sources
+            if src.file == f"docs/{page}" and not any(x.code == "fence-not-rendered" for x in s.lints)
+        }
         got = {(s.id, src.anchor, src.url) for s in html.snippets for src in s.sources}
         assert want and got == want, page
         assert all(src.corpus == "html" and src.line > 1 for s in html.snippets for src in s.sources)
@@ -84,9 +89,11 @@ def test_the_stray_indented_fence_in_speculative_decoding_readme_is_linted(built
 
 def test_script_in_a_page_is_not_a_problem(tmp_path):
     page = tmp_path / "p.html"
-    page.write_text('<html><head><link rel="canonical" href="https://docs.vllm.ai/en/latest/x/"></head><body>'
-                    '<article><h2 id="run">Run</h2><div class="language-bash highlight"><pre><code>'
-                    'vllm serve m --served-model-name &lt;script&gt;</code></pre></div></article></body></html>')
+    page.write_text(
+        '<html><head><link rel="canonical" href="https://docs.vllm.ai/en/latest/x/"></head><body>'
+        '<article><h2 id="run">Run</h2><div class="language-bash highlight"><pre><code>'
+        "vllm serve m --served-model-name &lt;script&gt;</code></pre></div></article></body></html>"
+    )
     result, _ = extract(stable=stable_pin(), sources=[page])
     (snippet,) = result.snippets
     assert snippet.argv == ["m", "--served-model-name", "<script>"]

@@ -4,7 +4,6 @@ import shutil
 from pathlib import Path
 
 from driftmatrix.extractor.catalog import extract
-
 from driftmatrix.runner.builds.resolve import stable_pin
 
 
@@ -16,10 +15,12 @@ def test_included_example_is_extracted_and_missing_one_is_reported(tmp_path: Pat
     (tree / "examples" / "offline_inference" / "spec_decode.py").write_text(
         'from vllm import LLM\n\n\ndef main():\n    llm = LLM(\n        model="meta-llama/Llama-3.1-8B-Instruct",\n'
         '        speculative_config={"method": "eagle3", "model": "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B",\n'
-        '                            "num_speculative_tokens": 2},\n    )\n')
+        '                            "num_speculative_tokens": 2},\n    )\n'
+    )
     (tree / "docs" / "features" / "spec.md").write_text(
         '# Spec\n\n??? code\n\n    ```python\n    --8<-- "examples/offline_inference/spec_decode.py"\n    ```\n\n'
-        '--8<-- "examples/offline_inference/missing.py"\n')
+        '--8<-- "examples/offline_inference/missing.py"\n'
+    )
     result, _ = extract(stable=stable_pin(), sources=[tree])
     (snippet,) = result.snippets
     assert snippet.kind == "python" and snippet.speculative_config["method"] == "eagle3"

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from driftmatrix.extractor.catalog import extract, merge
-from driftmatrix.extractor.snippet_record import Lint, Snippet, Source
 from driftmatrix.extractor.release_files import CODE, ReleaseTrees
+from driftmatrix.extractor.snippet_record import Lint, Snippet, Source
 from driftmatrix.runner.builds.resolve import stable_pin
 
 CMD = "vllm serve org/m --max-model-len 256"
@@ -33,6 +33,7 @@ def markdown(body: Callable[[int], str]) -> Callable[[Path, int], Path]:
         page = folder / "page.md"
         page.write_text("# Page\n\n" + body(n))
         return page
+
     return make
 
 
@@ -43,7 +44,8 @@ def recipe(folder: Path, n: int) -> Path:
     features = "".join(f"  f{i}:\n    args: [--max-num-seqs, '{i}']\n" for i in range(n))
     opt_in = "".join(f"  - f{i}\n" for i in range(n))
     (folder / "models" / "org" / "m.yaml").write_text(
-        f"model:\n  model_id: org/m\nfeatures:\n{features}opt_in_features:\n{opt_in}")
+        f"model:\n  model_id: org/m\nfeatures:\n{features}opt_in_features:\n{opt_in}"
+    )
     return folder
 
 
@@ -55,10 +57,16 @@ SHAPES: dict[str, Callable[[Path, int], Path]] = {
     "a lint per command in one block": markdown(lambda n: "```bash\n" + f"{CMD} \\  \n  --port 1\n" * n + "```\n"),
     "folded YAML scalars": markdown(lambda n: "```yaml\n" + f"- >\n  {CMD}\n  --port 1\n" * n + "```\n"),
     "Python command strings": markdown(lambda n: "```python\n" + f"x = '{CMD}'\n" * n + "```\n"),
-    "Python engine calls": markdown(lambda n: "```python\n" + "".join(
-        f"m{i} = 'a/b'\nLLM(model=m{i}, speculative_config={{'method': 'ngram'}})\n" for i in range(n)) + "```\n"),
+    "Python engine calls": markdown(
+        lambda n: (
+            "```python\n"
+            + "".join(f"m{i} = 'a/b'\nLLM(model=m{i}, speculative_config={{'method': 'ngram'}})\n" for i in range(n))
+            + "```\n"
+        )
+    ),
     "one long command, `vllm` in it n times": markdown(
-        lambda n: f"```bash\n{CMD}\nfoo \\\n" + "  vllm x \\\n" * n + "  --port 1\n```\n"),
+        lambda n: f"```bash\n{CMD}\nfoo \\\n" + "  vllm x \\\n" * n + "  --port 1\n```\n"
+    ),
     "recipe features": recipe,
 }
 
@@ -83,6 +91,7 @@ def work(fn: Callable[[], object]) -> int:
 
 def growth(make: Callable[[Path, int], Path], folder: Path, n: int, **options) -> float:
     """How much the increment of work grows from N->2N to 2N->4N (2.0: linear; 4.0: quadratic)."""
+
     def extraction(size: int) -> int:
         (folder / str(size)).mkdir(parents=True)
         source = make(folder / str(size), size)
@@ -142,6 +151,7 @@ def old_merge(snippets: list[Snippet]) -> list[Snippet]:
 def sample() -> list[Snippet]:
     """Snippets with repeated sources and lints (equal in content, distinct objects), placeholders,
     runnable and not, and a source repeated within one snippet."""
+
     def source(line: int) -> Source:
         return Source("markdown", "", "p.md", line, "h", None, f"vllm serve m{line % 2}")
 
@@ -150,13 +160,24 @@ def sample() -> list[Snippet]:
 
     out = []
     for i in range(12):
-        snippet = Snippet(f"s-{i % 2}", "serve", ["m"], {}, "m", None, placeholders=[f"<P{i % 3}>", "<Q>"],
-                          runnable=i % 5 != 4, reason=None if i % 5 != 4 else f"why {i}",
-                          lints=[lint(i % 4), lint(i % 4)], sources=[source(i % 6)])
+        snippet = Snippet(
+            f"s-{i % 2}",
+            "serve",
+            ["m"],
+            {},
+            "m",
+            None,
+            placeholders=[f"<P{i % 3}>", "<Q>"],
+            runnable=i % 5 != 4,
+            reason=None if i % 5 != 4 else f"why {i}",
+            lints=[lint(i % 4), lint(i % 4)],
+            sources=[source(i % 6)],
+        )
         out.append(snippet)
     out.append(Snippet("s-0", "serve", ["m"], {}, "m", None, sources=[source(9), source(9)]))  # both new: both kept
-    out.append(Snippet("s-2", "serve", ["m"], {}, "m", None, placeholders=["<A>", "<A>"],
-                       sources=[source(1), source(1)]))  # never merged: kept as it is
+    out.append(
+        Snippet("s-2", "serve", ["m"], {}, "m", None, placeholders=["<A>", "<A>"], sources=[source(1), source(1)])
+    )  # never merged: kept as it is
     return out
 
 
@@ -172,16 +193,26 @@ def test_merge_compares_each_source_a_constant_number_of_times(monkeypatch):
         def eq(self, other):
             calls["n"] += 1
             return original(self, other)
+
         return eq
 
     monkeypatch.setattr(Source, "__eq__", counting(Source.__eq__))
     monkeypatch.setattr(Lint, "__eq__", counting(Lint.__eq__))
 
     def comparisons(n: int) -> int:
-        snippets = [Snippet("s-1", "serve", ["m"], {}, "m", None,
-                            lints=[Lint("no-model", "m", line, "p.md", "markdown", "")],
-                            sources=[Source("markdown", "", "p.md", line, None, None, "vllm serve")])
-                    for line in range(n)]
+        snippets = [
+            Snippet(
+                "s-1",
+                "serve",
+                ["m"],
+                {},
+                "m",
+                None,
+                lints=[Lint("no-model", "m", line, "p.md", "markdown", "")],
+                sources=[Source("markdown", "", "p.md", line, None, None, "vllm serve")],
+            )
+            for line in range(n)
+        ]
         calls["n"] = 0
         [merged] = merge(snippets)
         assert len(merged.sources) == len(merged.lints) == n

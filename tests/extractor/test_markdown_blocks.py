@@ -6,8 +6,15 @@ from bs4 import BeautifulSoup
 from driftmatrix.extractor.markdown_blocks import code_blocks
 
 # The Markdown extensions of the vLLM mkdocs.yaml that shape headings and blocks.
-VLLM_DOCS_EXTENSIONS = ["attr_list", "md_in_html", "admonition", "pymdownx.details", "pymdownx.superfences",
-                        "pymdownx.tabbed", "toc"]
+VLLM_DOCS_EXTENSIONS = [
+    "attr_list",
+    "md_in_html",
+    "admonition",
+    "pymdownx.details",
+    "pymdownx.superfences",
+    "pymdownx.tabbed",
+    "toc",
+]
 
 PAGE = """# Title
 
@@ -88,19 +95,25 @@ def test_every_container_shape_with_exact_lines_and_anchors():
 def test_anchors_match_python_markdown_toc_on_real_pages(corpus: Path):
     """Our heading ids must be the ids mkdocs renders (Python-Markdown's toc)."""
     docs = corpus / "vllm-docs" / "0.33.0" / "docs"
-    pages = ["features/speculative_decoding/README.md", "serving/expert_parallel_deployment.md",
-             "benchmarking/cli.md", "deployment/k8s.md"]
+    pages = [
+        "features/speculative_decoding/README.md",
+        "serving/expert_parallel_deployment.md",
+        "benchmarking/cli.md",
+        "deployment/k8s.md",
+    ]
     for page in pages:
         text = (docs / page).read_text()
         html = markdown.markdown(text, extensions=VLLM_DOCS_EXTENSIONS)
-        rendered = [h.get("id") for h in BeautifulSoup(html, "html.parser").find_all(["h1", "h2", "h3", "h4", "h5", "h6"])]
+        rendered = [
+            h.get("id") for h in BeautifulSoup(html, "html.parser").find_all(["h1", "h2", "h3", "h4", "h5", "h6"])
+        ]
         ours = {b.anchor for b in code_blocks(text)} - {None}
         assert ours, page
         assert ours <= set(rendered), (page, ours - set(rendered))
 
 
 def test_blank_lines_inside_a_container_do_not_cut_its_code():
-    page = '??? code\n\n    ```python\n    import a\n\n\n    def f():\n        return LLM(speculative_config={})\n    ```\n\nafter\n'
+    page = "??? code\n\n    ```python\n    import a\n\n\n    def f():\n        return LLM(speculative_config={})\n    ```\n\nafter\n"
     (block,) = code_blocks(page)
     assert block.text.endswith("return LLM(speculative_config={})\n") and not block.unclosed
 

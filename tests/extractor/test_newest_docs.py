@@ -9,16 +9,19 @@ from pathlib import Path
 import pytest
 
 from driftmatrix.extractor.catalog import extract
-
-from driftmatrix.runner.builds.resolve import stable_pin
 from driftmatrix.extractor.python_calls import from_python
-from driftmatrix.extractor.snippet_record import Catalog
 from driftmatrix.extractor.snippet_builder import Place, from_shell_text
+from driftmatrix.extractor.snippet_record import Catalog
+from driftmatrix.runner.builds.resolve import stable_pin
 
 
 def at(catalog: Catalog, file: str, line: int, version: str | None = None):
-    return [s for s in catalog.snippets for src in s.sources
-            if src.file == file and src.line == line and version in (None, src.version)]
+    return [
+        s
+        for s in catalog.snippets
+        for src in s.sources
+        if src.file == file and src.line == line and version in (None, src.version)
+    ]
 
 
 def file_lines(root: Path, file: str) -> list[str]:
@@ -36,8 +39,10 @@ def test_a_command_written_as_a_comment_is_a_documented_command(real_catalog, co
     file = "DeepSeek/DeepSeek-V3_2.md"
     [v32] = at(real_catalog, file, 261, "8959cf6")
     assert file_lines(corpus / "recipes" / "8959cf6", file)[260].startswith("#   vllm serve serve")
-    assert v32.argv[:2] == ["serve", "deepseek-ai/DeepSeek-V3.2"] and v32.argv[-2:] == ["--reasoning-parser",
-                                                                                         "deepseek_v3"]
+    assert v32.argv[:2] == ["serve", "deepseek-ai/DeepSeek-V3.2"] and v32.argv[-2:] == [
+        "--reasoning-parser",
+        "deepseek_v3",
+    ]
 
 
 def test_docker_with_an_empty_entrypoint_and_an_image_variable(real_catalog, corpus):
@@ -45,14 +50,17 @@ def test_docker_with_an_empty_entrypoint_and_an_image_variable(real_catalog, cor
     # node). Before: not extracted (the empty entrypoint was taken for a program to look inside).
     file = "recipes/models/Qwen/Qwen3.6-27B.yaml"
     lines = file_lines(corpus / "vllm-docs" / "0.33.0", file)
-    starts = [i for i, line in enumerate(lines, 1) if 'docker run' in line and '--entrypoint=""' in lines[i]]
+    starts = [i for i, line in enumerate(lines, 1) if "docker run" in line and '--entrypoint=""' in lines[i]]
     assert len(starts) == 2
     found = [s for line in starts for s in at(real_catalog, file, line, "0.33.0")]
     assert [s.kind for s in found] == ["docker", "docker"]
     for snippet, rank in zip(found, ["0", "1"]):
         assert snippet.model == "nvidia/Qwen3.6-27B-NVFP4" and snippet.image == "$IMAGE"
-        assert snippet.speculative_config == {"method": "mtp", "num_speculative_tokens": 5,
-                                              "draft_tensor_parallel_size": 2}
+        assert snippet.speculative_config == {
+            "method": "mtp",
+            "num_speculative_tokens": 5,
+            "draft_tensor_parallel_size": 2,
+        }
         assert "$IMAGE" in snippet.placeholders and not snippet.runnable  # the image is the reader's
         assert snippet.argv[snippet.argv.index("--node-rank") + 1] == rank
 
@@ -62,8 +70,11 @@ def test_option_fragments_that_carry_a_speculative_config(real_catalog):
     # extracted (only a block starting with --speculative-config was a fragment).
     [glimmer] = at(real_catalog, "recipes/models/meta-models/Muse-Glimmer-30B.yaml", 369, "0.33.0")
     assert glimmer.argv[:2] == ["--max-num-seqs", "32"] and glimmer.reason.startswith("fragment")
-    assert glimmer.speculative_config == {"method": "dflash", "model": "meta-models/Muse-Glimmer-30B-assistant",
-                                          "num_speculative_tokens": 15}
+    assert glimmer.speculative_config == {
+        "method": "dflash",
+        "model": "meta-models/Muse-Glimmer-30B-assistant",
+        "num_speculative_tokens": 15,
+    }
     [step] = at(real_catalog, "StepFun/Step-3.5-Flash.md", 78, "8959cf6")
     assert step.argv[0] == "--hf-overrides" and step.speculative_config["method"] == "step3p5_mtp"
 
@@ -79,7 +90,9 @@ def test_a_closing_fence_on_the_command_line(real_catalog):
     assert not [d for d in real_catalog.diagnostics if d.file == file and d.code == "unterminated-fence"]
     # over two lines: the fence after the continued option
     file = "models/microsoft/Phi-4-multimodal-instruct.yaml"
-    [phi] = [s for s in at(real_catalog, file, 65, "8959cf6") if any(x.code == "fence-on-command-line" for x in s.lints)]
+    [phi] = [
+        s for s in at(real_catalog, file, 65, "8959cf6") if any(x.code == "fence-on-command-line" for x in s.lints)
+    ]
     assert phi.argv == ["microsoft/Phi-4-multimodal-instruct", "--trust-remote-code"]
     assert [lint.line for lint in phi.lints] == [66]
 
@@ -98,8 +111,12 @@ def test_a_feature_without_args_is_at_its_own_line(real_catalog, corpus):
     # MiniMax-M3's `encoder_parallel` has only per-hardware args. Before: recorded at line 1.
     file = "recipes/models/MiniMaxAI/MiniMax-M3.yaml"
     lines = file_lines(corpus / "vllm-docs" / "0.33.0", file)
-    found = [(s, src) for s in real_catalog.snippets for src in s.sources
-             if src.file == file and src.context == "recipe:features.encoder_parallel.args"]
+    found = [
+        (s, src)
+        for s in real_catalog.snippets
+        for src in s.sources
+        if src.file == file and src.context == "recipe:features.encoder_parallel.args"
+    ]
     assert found and all(lines[src.line - 1].strip() == "encoder_parallel:" for _, src in found)
     assert not [src for s in real_catalog.snippets for src in s.sources if src.file == file and src.line == 1]
 
@@ -134,8 +151,12 @@ def test_preset_runbooks_of_the_0340_sdist(sdist_0340):
     tree, catalog = sdist_0340
     file = "recipes/models/moonshotai/Kimi-K3.yaml"
     lines = file_lines(tree, file)
-    found = {src.line: (s, src) for s in catalog.snippets for src in s.sources
-             if src.file == file and src.context.endswith(".runbook")}
+    found = {
+        src.line: (s, src)
+        for s in catalog.snippets
+        for src in s.sources
+        if src.file == file and src.context.endswith(".runbook")
+    }
     serve_lines = [line for line, (s, _) in found.items() if s.kind == "serve" and s.model]
     assert serve_lines and all("vllm serve moonshotai/Kimi-K3" in lines[line - 1] for line in serve_lines)
     s, src = found[serve_lines[0]]
@@ -169,10 +190,15 @@ def test_recall_on_the_0340_sdist(sdist_0340):
             if text.startswith("```"):
                 fence, start = (not fence, i) if (not fence or text == "```") else (fence, start)
                 continue
-            if fence and NAIVE_COMMAND.search(line) and not text.startswith("#") or \
-                    fence and re.match(r"#\s*vllm serve \S", text):
+            if (
+                fence
+                and NAIVE_COMMAND.search(line)
+                and not text.startswith("#")
+                or fence
+                and re.match(r"#\s*vllm serve \S", text)
+            ):
                 seen += 1
                 if not any(a <= i <= b for a, b in spans.get(file, [])):
                     missed.append((file, i, start))
-    dynamo = [m for m in missed if "dynamo.vllm" in "\n".join(file_lines(tree, m[0])[m[2]:m[1]])]
+    dynamo = [m for m in missed if "dynamo.vllm" in "\n".join(file_lines(tree, m[0])[m[2] : m[1]])]
     assert seen > 900 and missed == dynamo and len(missed) <= 2

@@ -42,13 +42,17 @@ def _fenced(lines: list[str], lang: str = "console") -> str:
 
 # -- 1. program output in a code block -------------------------------------------------------------
 
-@pytest.mark.parametrize("file, command", [
-    # a kubectl command, its comments, then the pod's log (`INFO 03-08 20:42:31 api_server.py:912] …`)
-    ("thirdparty/production-stack-a6c01db/tutorials/terraform/gke/README.md", "kubectl logs -f"),
-    ("thirdparty/production-stack-a6c01db/tutorials/19-engine-sleep-wakeup-mode.md", None),  # `INFO:     10.1…`
-    ("vllm-docs/0.33.0/docs/deployment/frameworks/lws.md", None),  # `(Worker_PP0_TP0 pid=601) INFO 04-28 …`
-    ("vllm-docs/0.33.0/docs/usage/troubleshooting.md", None),  # `(EngineCore_0 pid=9492) …`
-])
+
+@pytest.mark.parametrize(
+    "file, command",
+    [
+        # a kubectl command, its comments, then the pod's log (`INFO 03-08 20:42:31 api_server.py:912] …`)
+        ("thirdparty/production-stack-a6c01db/tutorials/terraform/gke/README.md", "kubectl logs -f"),
+        ("thirdparty/production-stack-a6c01db/tutorials/19-engine-sleep-wakeup-mode.md", None),  # `INFO:     10.1…`
+        ("vllm-docs/0.33.0/docs/deployment/frameworks/lws.md", None),  # `(Worker_PP0_TP0 pid=601) INFO 04-28 …`
+        ("vllm-docs/0.33.0/docs/usage/troubleshooting.md", None),  # `(EngineCore_0 pid=9492) …`
+    ],
+)
 def test_real_log_lines_are_output_and_commands_next_to_them_are_kept(file, command):
     text = (CORPUS / file).read_text(encoding="utf-8")
     logs = [ln for ln in text.split("\n") if ln.lstrip().startswith(("INFO 0", "INFO:", "(Worker_", "(EngineCore_"))]
@@ -60,16 +64,19 @@ def test_real_log_lines_are_output_and_commands_next_to_them_are_kept(file, comm
         assert blank_log_lines(line) == line
 
 
-@pytest.mark.parametrize("log", [
-    "tests/entrypoints/test_serve.py::test_start[tp2] PASSED  Running: vllm serve Qwen/Qwen3-0.6B -tp 2",
-    "PASSED tests/e2e/test_spec.py::test_eagle - vllm serve Qwen/Qwen3-0.6B --port 8001",
-    "[2025-01-01 12:00:00] Running: vllm serve Qwen/Qwen3-0.6B --port 8000",
-    "2025-01-01T12:00:00.1234567Z Running: vllm serve Qwen/Qwen3-0.6B --port 8000",
-    "INFO 01-02 12:34:56 [api_server.py:123] Running: vllm serve Qwen/Qwen3-0.6B",
-    "(APIServer pid=1234) INFO 01-02 12:34:56 [utils.py:233] Running: vllm serve Qwen/Qwen3-0.6B",
-    "INFO:     started server process: vllm serve Qwen/Qwen3-0.6B",
-    "WARNING 01-02 12:34:56 [arg_utils.py:1] vllm serve Qwen/Qwen3-0.6B --enforce-eager is slow",
-])
+@pytest.mark.parametrize(
+    "log",
+    [
+        "tests/entrypoints/test_serve.py::test_start[tp2] PASSED  Running: vllm serve Qwen/Qwen3-0.6B -tp 2",
+        "PASSED tests/e2e/test_spec.py::test_eagle - vllm serve Qwen/Qwen3-0.6B --port 8001",
+        "[2025-01-01 12:00:00] Running: vllm serve Qwen/Qwen3-0.6B --port 8000",
+        "2025-01-01T12:00:00.1234567Z Running: vllm serve Qwen/Qwen3-0.6B --port 8000",
+        "INFO 01-02 12:34:56 [api_server.py:123] Running: vllm serve Qwen/Qwen3-0.6B",
+        "(APIServer pid=1234) INFO 01-02 12:34:56 [utils.py:233] Running: vllm serve Qwen/Qwen3-0.6B",
+        "INFO:     started server process: vllm serve Qwen/Qwen3-0.6B",
+        "WARNING 01-02 12:34:56 [arg_utils.py:1] vllm serve Qwen/Qwen3-0.6B --enforce-eager is slow",
+    ],
+)
 def test_a_log_line_quoting_a_server_start_is_not_a_command(tmp_path, log):
     catalog = _markdown(tmp_path, _fenced(["$ vllm serve meta-llama/Llama-3.1-8B-Instruct", log]))
     assert [s.model for s in catalog.snippets] == ["meta-llama/Llama-3.1-8B-Instruct"]
@@ -77,15 +84,19 @@ def test_a_log_line_quoting_a_server_start_is_not_a_command(tmp_path, log):
 
 # -- 2. process patterns that name `vllm serve` ----------------------------------------------------
 
-@pytest.mark.parametrize("pattern", [
-    'pgrep -f "vllm serve"',
-    "ps aux | grep 'vllm serve'",
-    "ps -ef | grep \"vllm serve\" | awk '{print $2}'",
-    "pkill -f 'vllm serve'",
-    "sudo pkill -9 -f vllm serve",
-    "/usr/bin/pgrep -af 'vllm serve Qwen/Qwen3-8B'",
-    'watch -n 1 "ps aux | grep \'vllm serve\'"',
-])
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        'pgrep -f "vllm serve"',
+        "ps aux | grep 'vllm serve'",
+        "ps -ef | grep \"vllm serve\" | awk '{print $2}'",
+        "pkill -f 'vllm serve'",
+        "sudo pkill -9 -f vllm serve",
+        "/usr/bin/pgrep -af 'vllm serve Qwen/Qwen3-8B'",
+        "watch -n 1 \"ps aux | grep 'vllm serve'\"",
+    ],
+)
 def test_a_process_pattern_naming_vllm_serve_is_not_a_command(tmp_path, pattern):
     catalog = _markdown(tmp_path, _fenced(["vllm serve Qwen/Qwen3-0.6B &", pattern], "bash"))
     assert [(s.model, s.argv) for s in catalog.snippets] == [("Qwen/Qwen3-0.6B", ["Qwen/Qwen3-0.6B"])]
@@ -93,6 +104,7 @@ def test_a_process_pattern_naming_vllm_serve_is_not_a_command(tmp_path, pattern)
 
 
 # -- 3. elided option values -----------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("version, line", [("0.20.1", 215), ("0.20.1", 224), ("0.33.0", 410)])
 def test_real_elided_kv_transfer_config_is_a_placeholder(version, line):
@@ -102,9 +114,17 @@ def test_real_elided_kv_transfer_config_is_a_placeholder(version, line):
     assert not s.runnable and s.reason == "placeholder: ..." and s.placeholders == ["..."]
 
 
-@pytest.mark.parametrize("value", [
-    "'{...}'", "'{…}'", "<...>", "<…>", "'{\"method\": \"eagle3\", ...}'", "'[...]'",
-])
+@pytest.mark.parametrize(
+    "value",
+    [
+        "'{...}'",
+        "'{…}'",
+        "<...>",
+        "<…>",
+        '\'{"method": "eagle3", ...}\'',
+        "'[...]'",
+    ],
+)
 @pytest.mark.parametrize("flag", ["--kv-transfer-config", "--speculative-config", "--compilation-config"])
 def test_an_elided_value_is_a_placeholder_not_broken_json(tmp_path, flag, value):
     catalog = _markdown(tmp_path, _fenced([f"vllm serve Qwen/Qwen3-0.6B {flag} {value}"], "bash"))
@@ -145,6 +165,7 @@ def test_a_real_json_value_is_unchanged_by_the_elision_rule():
 
 # -- 4. lints about a missing argument read positional arguments ---------------------------------
 
+
 def test_real_model_written_after_an_option_is_the_model():
     """production-stack: `vllm serve \\ --task transcription openai/whisper-small \\ --host … --port 8002`
     (argparse gives `--task` one word; the next is the model): no `no-model` lint, and the id of the
@@ -157,25 +178,31 @@ def test_real_model_written_after_an_option_is_the_model():
     assert s.id == first.id
 
 
-@pytest.mark.parametrize("args, model", [
-    (["--port", "8000", "Qwen/Qwen3-0.6B"], "Qwen/Qwen3-0.6B"),
-    (["-tp", "2", "Qwen/Qwen3-0.6B", "--port", "8000"], "Qwen/Qwen3-0.6B"),
-    (["--enforce-eager", "Qwen/Qwen3-0.6B"], "Qwen/Qwen3-0.6B"),
-    (["--trust-remote-code", "Qwen/Qwen3-0.6B"], "Qwen/Qwen3-0.6B"),
-    (["--enable-prefix-caching", "Qwen/Qwen3-0.6B"], "Qwen/Qwen3-0.6B"),
-])
+@pytest.mark.parametrize(
+    "args, model",
+    [
+        (["--port", "8000", "Qwen/Qwen3-0.6B"], "Qwen/Qwen3-0.6B"),
+        (["-tp", "2", "Qwen/Qwen3-0.6B", "--port", "8000"], "Qwen/Qwen3-0.6B"),
+        (["--enforce-eager", "Qwen/Qwen3-0.6B"], "Qwen/Qwen3-0.6B"),
+        (["--trust-remote-code", "Qwen/Qwen3-0.6B"], "Qwen/Qwen3-0.6B"),
+        (["--enable-prefix-caching", "Qwen/Qwen3-0.6B"], "Qwen/Qwen3-0.6B"),
+    ],
+)
 def test_the_model_is_the_first_word_no_option_takes(args, model):
     assert parse_serve_args(args).model == model
     [s] = _shell("vllm serve " + " ".join(args))
     assert s.model == model and not any(lint.code == "no-model" for lint in s.lints)
 
 
-@pytest.mark.parametrize("args, model", [
-    (["--task=transcription", "openai/whisper-small"], "openai/whisper-small"),  # `=`: the option's word is its own
-    (["--served-model-name", "a", "b"], None),  # a list option takes both words
-    (["--port", "8000"], None),
-    (["--port", "8000", "..."], None),  # "and more arguments": not a model
-])
+@pytest.mark.parametrize(
+    "args, model",
+    [
+        (["--task=transcription", "openai/whisper-small"], "openai/whisper-small"),  # `=`: the option's word is its own
+        (["--served-model-name", "a", "b"], None),  # a list option takes both words
+        (["--port", "8000"], None),
+        (["--port", "8000", "..."], None),  # "and more arguments": not a model
+    ],
+)
 def test_words_an_option_takes_are_not_the_model(args, model):
     """What the rule above must not take: it changes nothing here (these held before it too)."""
     assert parse_serve_args(args).model == model

@@ -8,8 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from driftmatrix.extractor.corpus import _markdown
-from driftmatrix.extractor.snippet_record import BREAKING_LINTS
 from driftmatrix.extractor.snippet_builder import Place
+from driftmatrix.extractor.snippet_record import BREAKING_LINTS
 
 CORPUS = Path(__file__).parents[2].parent / "shared" / "corpus"
 PLACE = Place("vllm-docs", "0.0.0", "docs/list.md", 1)
@@ -68,8 +68,10 @@ def test_two_broken_blocks_are_two_snippets():
 
 
 def test_a_repl_session_is_read_without_its_prompts():
-    session = ('```pycon\n>>> from vllm import LLM\n>>> llm = LLM(model="facebook/opt-125m",\n'
-               '...           speculative_config={"method": "ngram", "num_speculative_tokens": 3})\n```\n')
+    session = (
+        '```pycon\n>>> from vllm import LLM\n>>> llm = LLM(model="facebook/opt-125m",\n'
+        '...           speculative_config={"method": "ngram", "num_speculative_tokens": 3})\n```\n'
+    )
     (snippet,), _ = _markdown(session, PLACE, None)
     assert snippet.runnable and snippet.model == "facebook/opt-125m" and snippet.lints == []
 
@@ -79,6 +81,7 @@ def test_a_shell_command_under_a_python_fence_is_read_as_the_shell_block_it_is(t
     `VAR=… \\` … `vllm serve …` lines (49-55). Its reader runs it in a shell (the page calls it "the serving command");
     Python would stop on line 11 of it. Before: only a warning, the command lost."""
     from driftmatrix.extractor.corpus import detect, extract_file
+
     root = CORPUS / "thirdparty" / "vllm-gaudi-091bbadd"
     page = root / "docs" / "configuration" / "warm-up" / "managing_warm-up.md"
     found, diags = extract_file(detect(root), page)
@@ -92,11 +95,16 @@ def test_a_shell_command_under_a_python_fence_is_read_as_the_shell_block_it_is(t
     assert fence.line == 45 and "marked python but holds a shell command" in fence.message
     assert "line 11 of the block: SyntaxError: invalid decimal literal" in fence.message
     [warned] = [d for d in diags if d.code == "python-fence-holds-shell"]  # still on stderr
-    assert (warned.severity, warned.file, warned.line) == ("warning", "docs/configuration/warm-up/managing_warm-up.md", 45)
+    assert (warned.severity, warned.file, warned.line) == (
+        "warning",
+        "docs/configuration/warm-up/managing_warm-up.md",
+        45,
+    )
 
 
 def test_the_lint_reaches_stderr_from_a_page(tmp_path):
     from driftmatrix.extractor.corpus import detect, extract_file
+
     docs = tmp_path / "docs"
     docs.mkdir()
     (tmp_path / "mkdocs.yaml").write_text("site_name: t\n")

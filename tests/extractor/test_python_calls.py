@@ -5,7 +5,7 @@ PLACE = Place("vllm-docs", "9.9", "docs/x.md", 10)
 
 
 def test_llm_call_with_resolved_names_and_cli_equivalent():
-    code = '''from vllm import LLM
+    code = """from vllm import LLM
 model_path = "org/target"
 draft = {"model": "org/draft", "num_speculative_tokens": 2}
 llm = LLM(
@@ -15,7 +15,7 @@ llm = LLM(
     enable_prefix_caching=False,
     max_model_len=2048,
 )
-'''
+"""
     (snippet,), diags = from_python(code, PLACE)
     assert diags == []
     assert snippet.kind == "python" and snippet.runnable
@@ -29,9 +29,9 @@ llm = LLM(
 
 
 def test_async_engine_args_and_unresolved_expressions():
-    code = '''import os
+    code = """import os
 args = AsyncEngineArgs(model=os.environ["MODEL"], speculative_config={"method": "ngram", "num_speculative_tokens": 3})
-'''
+"""
     (snippet,), _ = from_python(code, PLACE)
     assert snippet.python["call"] == "AsyncEngineArgs"
     assert snippet.python["kwargs"]["model"] == {"unresolved": "os.environ['MODEL']"}

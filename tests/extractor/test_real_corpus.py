@@ -15,7 +15,9 @@ def fenced_blocks(text: str):
         m = FENCE.match(line)
         if block is None and m:
             block, marker, start = [], m.group(1)[0], i
-        elif block is not None and m and m.group(1)[0] == marker and line.strip() == line.strip()[0] * len(line.strip()):
+        elif (
+            block is not None and m and m.group(1)[0] == marker and line.strip() == line.strip()[0] * len(line.strip())
+        ):
             yield start, block
             block = None
         elif block is not None:
@@ -39,8 +41,12 @@ def test_every_file_with_a_fenced_serve_and_spec_config_yields_a_parsed_config(c
 
 def test_gemma4_recipe_page(snippets_from):
     found = snippets_from("recipes", "8959cf6", "Google/Gemma4.md")
-    match = [s for s in found if s.model == "google/gemma-4-31B-it" and s.speculative_config == {
-        "model": "google/gemma-4-31B-it-assistant", "num_speculative_tokens": 4}]
+    match = [
+        s
+        for s in found
+        if s.model == "google/gemma-4-31B-it"
+        and s.speculative_config == {"model": "google/gemma-4-31B-it-assistant", "num_speculative_tokens": 4}
+    ]
     assert len(match) == 1
     snippet = match[0]
     assert snippet.kind == "serve" and snippet.runnable
@@ -68,17 +74,28 @@ def test_gemma4_e2b_recipe_yaml_spec_decoding_feature(snippets_from, corpus):
 
 
 def test_ansi_c_quoted_ngram_config_in_benchmarking_cli(snippets_from):
-    found = [s for s in snippets_from("vllm-docs", "0.33.0", "docs/benchmarking/cli.md")
-             if s.speculative_config and s.speculative_config.get("method") == "ngram"]
+    found = [
+        s
+        for s in snippets_from("vllm-docs", "0.33.0", "docs/benchmarking/cli.md")
+        if s.speculative_config and s.speculative_config.get("method") == "ngram"
+    ]
     assert found
-    assert found[0].speculative_config == {"method": "ngram", "num_speculative_tokens": 5,
-                                           "prompt_lookup_max": 5, "prompt_lookup_min": 2}
+    assert found[0].speculative_config == {
+        "method": "ngram",
+        "num_speculative_tokens": 5,
+        "prompt_lookup_max": 5,
+        "prompt_lookup_min": 2,
+    }
 
 
 def test_backslash_followed_by_spaces_in_expert_parallel_deployment(snippets_from, corpus):
     file = "docs/serving/expert_parallel_deployment.md"
-    lints = [lint for s in snippets_from("vllm-docs", "0.33.0", file) for lint in s.lints
-             if lint.code == "backslash-not-continuation" and lint.file == file and lint.version == "0.33.0"]
+    lints = [
+        lint
+        for s in snippets_from("vllm-docs", "0.33.0", file)
+        for lint in s.lints
+        if lint.code == "backslash-not-continuation" and lint.file == file and lint.version == "0.33.0"
+    ]
     lines = (corpus / "vllm-docs" / "0.33.0" / file).read_text().split("\n")
     flagged = {lint.line for lint in lints}
     truth = {i for i, line in enumerate(lines, 1) if re.search(r"\\[ \t]+(#.*)?$", line)}
@@ -99,9 +116,11 @@ def test_ids_are_stable_across_docs_versions(real_catalog):
 
 
 def test_reported_lines_point_at_the_command(real_catalog, corpus):
-    roots = {("vllm-docs", "0.20.1"): corpus / "vllm-docs" / "0.20.1",
-             ("vllm-docs", "0.33.0"): corpus / "vllm-docs" / "0.33.0",
-             ("recipes", "8959cf6"): corpus / "recipes" / "8959cf6"}
+    roots = {
+        ("vllm-docs", "0.20.1"): corpus / "vllm-docs" / "0.20.1",
+        ("vllm-docs", "0.33.0"): corpus / "vllm-docs" / "0.33.0",
+        ("recipes", "8959cf6"): corpus / "recipes" / "8959cf6",
+    }
     cache: dict[Path, list[str]] = {}
     checked = 0
     for snippet in real_catalog.snippets:
@@ -120,8 +139,12 @@ def test_docker_kubernetes_and_python_shapes(snippets_from):
     docker = [s for s in snippets_from("vllm-docs", "0.33.0", "docs/deployment/docker.md") if s.kind == "docker"]
     assert any(s.image == "vllm/vllm-openai:latest" and s.model == "meta-llama/Llama-3.1-8B-Instruct" for s in docker)
     k8s = snippets_from("vllm-docs", "0.33.0", "docs/deployment/k8s.md")
-    assert any(s.model == "mistralai/Mistral-7B-Instruct-v0.3" and "--enable-chunked-prefill" in s.argv
-               and s.sources[0].context == "yaml:container" for s in k8s)
+    assert any(
+        s.model == "mistralai/Mistral-7B-Instruct-v0.3"
+        and "--enable-chunked-prefill" in s.argv
+        and s.sources[0].context == "yaml:container"
+        for s in k8s
+    )
     # a manifest in a here-document piped to kubectl
     assert any(s.model == "meta-llama/Llama-3.2-1B-Instruct" for s in k8s)
     gemma_python = [s for s in snippets_from("recipes", "8959cf6", "Google/Gemma4.md") if s.kind == "python"]

@@ -38,7 +38,13 @@ def test_recipe_commands_lines_and_guide():
     assert diags == []
     by_context = {s.sources[0].context: s for s in snippets}
     default = by_context["recipe:model.model_id"]
-    assert default.argv == ["org/model", "--trust-remote-code", "--enable-auto-tool-choice", "--tool-call-parser", "hermes"]
+    assert default.argv == [
+        "org/model",
+        "--trust-remote-code",
+        "--enable-auto-tool-choice",
+        "--tool-call-parser",
+        "hermes",
+    ]
     assert default.env == {"VLLM_X": "1"} and default.sources[0].line == 4
     assert default.sources[0].text.startswith("VLLM_X=1 vllm serve org/model --trust-remote-code")
     mtp = by_context["recipe:features.spec_decoding.modes.mtp.args"]
@@ -62,6 +68,7 @@ def test_not_a_recipe_is_a_warning():
 def test_flag_and_value_in_one_args_item_is_split(corpus):
     from driftmatrix.extractor.catalog import extract
     from driftmatrix.runner.builds.resolve import stable_pin
+
     catalog, _ = extract(stable=stable_pin(), sources=[corpus / "vllm-docs" / "0.33.0"])
     mimo = [s for s in catalog.snippets if s.model == "XiaomiMiMo/MiMo-V2.5-Pro" and s.kind == "recipe"]
     assert mimo and all("--max-model-len auto" not in s.argv for s in mimo)
@@ -73,17 +80,24 @@ def test_omni_recipes_compose_the_command_the_site_shows(corpus, snippets_from):
     vLLM would judge vLLM-Omni's `--init-timeout` a removed flag), and a task with its own
     checkpoint is a command of its own, at its own line."""
     import yaml
+
     root = corpus / "recipes" / "8959cf6"
-    omni = [p for p in sorted((root / "models").rglob("*.yaml"))
-            if "omni" in ((yaml.safe_load(p.read_text()) or {}).get("meta") or {}).get("tasks", [])]
+    omni = [
+        p
+        for p in sorted((root / "models").rglob("*.yaml"))
+        if "omni" in ((yaml.safe_load(p.read_text()) or {}).get("meta") or {}).get("tasks", [])
+    ]
     assert len(omni) >= 10
     for path in omni:
         got = snippets_from("recipes", "8959cf6", str(path.relative_to(root)))
         recipe = [s for s in got if s.kind == "recipe"]
         assert recipe, path
         assert all(s.argv[1] == "--omni" and s.argv.count("--omni") == 1 for s in recipe), path
-    wan = [s for s in snippets_from("recipes", "8959cf6", "models/Wan-AI/Wan2.2-T2V-A14B-Diffusers.yaml")
-           if s.kind == "recipe"]
+    wan = [
+        s
+        for s in snippets_from("recipes", "8959cf6", "models/Wan-AI/Wan2.2-T2V-A14B-Diffusers.yaml")
+        if s.kind == "recipe"
+    ]
     tasks = {s.model: s for s in wan if s.sources[0].context.startswith("recipe:omni.tasks")}
     assert set(tasks) == {"Wan-AI/Wan2.2-I2V-A14B-Diffusers", "Wan-AI/Wan2.2-TI2V-5B-Diffusers"}
     assert tasks["Wan-AI/Wan2.2-I2V-A14B-Diffusers"].sources[0].line == 31  # its `- id: i2v` entry

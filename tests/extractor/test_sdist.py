@@ -3,8 +3,8 @@
 import hashlib
 import io
 import json
-import re
 import os
+import re
 import subprocess
 import sys
 import tarfile
@@ -16,11 +16,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from driftmatrix.extractor.catalog import extract
-
-from driftmatrix.runner.builds.resolve import stable_pin
 from driftmatrix.common.package_index import PackageIndexError
+from driftmatrix.extractor.catalog import extract
 from driftmatrix.extractor.sdist import fetch_docs
+from driftmatrix.runner.builds.resolve import stable_pin
 
 
 def _sdist(corpus: Path, out: Path, version: str = "0.20.1") -> bytes:
@@ -29,9 +28,11 @@ def _sdist(corpus: Path, out: Path, version: str = "0.20.1") -> bytes:
     with tarfile.open(fileobj=buf, mode="w:gz") as tar:
         tar.add(corpus / "vllm-docs" / version / "docs", arcname=f"{top}/docs")
         tar.add(corpus / "vllm-docs" / version / "mkdocs.yaml", arcname=f"{top}/mkdocs.yaml")
-        for name, data in [(f"{top}/PKG-INFO", f"Metadata-Version: 2.1\nName: vllm\nVersion: {version}\n"),
-                           (f"{top}/vllm/__init__.py", "print('not docs')\n"),
-                           ("../evil.md", "escape")]:
+        for name, data in [
+            (f"{top}/PKG-INFO", f"Metadata-Version: 2.1\nName: vllm\nVersion: {version}\n"),
+            (f"{top}/vllm/__init__.py", "print('not docs')\n"),
+            ("../evil.md", "escape"),
+        ]:
             info = tarfile.TarInfo(name)
             info.size = len(data.encode())
             tar.addfile(info, io.BytesIO(data.encode()))
@@ -48,11 +49,18 @@ def index(tmp_path, corpus):
     """A local PEP 691 index serving a vllm-0.20.1 sdist built from the corpus docs."""
     root = tmp_path / "index"
     data = _sdist(corpus, root)
-    page = {"meta": {"api-version": "1.0"}, "name": "vllm", "files": [
-        {"filename": "vllm-0.20.1.tar.gz", "url": "../../files/vllm-0.20.1.tar.gz",
-         "hashes": {"sha256": hashlib.sha256(data).hexdigest()}},
-        {"filename": "vllm-0.19.0.tar.gz", "url": "../../files/vllm-0.19.0.tar.gz", "hashes": {}},
-    ]}
+    page = {
+        "meta": {"api-version": "1.0"},
+        "name": "vllm",
+        "files": [
+            {
+                "filename": "vllm-0.20.1.tar.gz",
+                "url": "../../files/vllm-0.20.1.tar.gz",
+                "hashes": {"sha256": hashlib.sha256(data).hexdigest()},
+            },
+            {"filename": "vllm-0.19.0.tar.gz", "url": "../../files/vllm-0.19.0.tar.gz", "hashes": {}},
+        ],
+    }
     (root / "simple" / "vllm").mkdir(parents=True)
     (root / "simple" / "vllm" / "index.html").write_text(json.dumps(page))
     server = ThreadingHTTPServer(("127.0.0.1", 0), partial(SimpleHTTPRequestHandler, directory=str(root)))
@@ -71,8 +79,10 @@ def test_fetched_docs_extract_like_the_tree(index, tmp_path, corpus):
     direct, _ = extract(stable=stable_pin(), sources=[corpus / "vllm-docs" / "0.20.1"])
     assert (fetched.corpora[0].version, fetched.corpora[0].layout) == ("0.20.1", "sdist")
     assert direct.corpora[0].layout == "docs-tree"
+
     def key(c):
         return {(s.id, src.file, src.line) for s in c.snippets for src in s.sources}
+
     assert key(fetched) == key(direct) and len(key(direct)) > 100
     assert fetch_docs("0.20.1", tmp_path / "cache", index="http://127.0.0.1:9/unused") == tree  # cached
 
@@ -99,9 +109,25 @@ def test_the_cache_is_keyed_by_version_and_hash(index, tmp_path):
 def test_cli_vllm_version(index, tmp_path):
     url, _ = index
     out = tmp_path / "s.json"
-    proc = subprocess.run([sys.executable, "-m", "driftmatrix.cli", "extract", "--vllm-version", "0.20.1", "-q",
-                           "-o", str(out), "--cache-dir", str(tmp_path / "cache")],
-                          env=os.environ | {"DRIFTMATRIX_INDEX_URL": url}, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "driftmatrix.cli",
+            "extract",
+            "--vllm-version",
+            "0.20.1",
+            "-q",
+            "-o",
+            str(out),
+            "--cache-dir",
+            str(tmp_path / "cache"),
+        ],
+        env=os.environ | {"DRIFTMATRIX_INDEX_URL": url},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     data = json.loads(out.read_text())
     assert data["corpora"][0]["version"] == "0.20.1" and len(data["snippets"]) > 100
@@ -127,10 +153,19 @@ def test_fetches_side_by_side_leave_one_whole_tree(index, tmp_path):
     url, _ = index
     alone = fetch_docs("0.20.1", tmp_path / "alone", index=url)
     files = sorted(str(p.relative_to(alone)) for p in alone.rglob("*"))
-    code = ("import sys; from pathlib import Path; from driftmatrix.extractor.sdist import fetch_docs; "
-            "print(fetch_docs('0.20.1', Path(sys.argv[1]), index=sys.argv[2]))")
-    procs = [subprocess.Popen([sys.executable, "-c", code, str(tmp_path / "shared"), url], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for _ in range(6)]
+    code = (
+        "import sys; from pathlib import Path; from driftmatrix.extractor.sdist import fetch_docs; "
+        "print(fetch_docs('0.20.1', Path(sys.argv[1]), index=sys.argv[2]))"
+    )
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", code, str(tmp_path / "shared"), url],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(6)
+    ]
     trees = set()
     for proc in procs:
         out, err = proc.communicate(timeout=300)
@@ -154,17 +189,27 @@ def test_source_fetches_side_by_side_leave_one_whole_tree(index, tmp_path):
     (root / "files" / "src").mkdir()
     (root / "files" / "src" / "vllm-0.20.1.tar.gz").write_bytes(buf.getvalue())
     release = [f"{url}/../files/src/vllm-0.20.1.tar.gz", hashlib.sha256(buf.getvalue()).hexdigest()]
-    code = ("import sys, httpx; from pathlib import Path; from driftmatrix.flaghistory.sources import Release, fetch_sources; "
-            "keep = lambda inner, head: True; "
-            "print(fetch_sources(Release('0.20.1', sys.argv[2], sys.argv[3]), Path(sys.argv[1]), "
-            "httpx.Client(follow_redirects=True), keep=keep))")
-    alone = subprocess.run([sys.executable, "-c", code, str(tmp_path / "alone"), *release], capture_output=True,
-                           text=True, timeout=300)
+    code = (
+        "import sys, httpx; from pathlib import Path; from driftmatrix.flaghistory.sources import Release, fetch_sources; "
+        "keep = lambda inner, head: True; "
+        "print(fetch_sources(Release('0.20.1', sys.argv[2], sys.argv[3]), Path(sys.argv[1]), "
+        "httpx.Client(follow_redirects=True), keep=keep))"
+    )
+    alone = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "alone"), *release], capture_output=True, text=True, timeout=300
+    )
     assert alone.returncode == 0, alone.stderr
     files = sorted(str(p.relative_to(alone.stdout.strip())) for p in Path(alone.stdout.strip()).rglob("*"))
     assert len(files) > 100
-    procs = [subprocess.Popen([sys.executable, "-c", code, str(tmp_path / "shared"), *release],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(6)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", code, str(tmp_path / "shared"), *release],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(6)
+    ]
     trees = set()
     for proc in procs:
         out, err = proc.communicate(timeout=300)

@@ -10,25 +10,38 @@ def test_model_positional_or_flag():
     assert parse_serve_args(["--enforce-eager"]).model is None
 
 
-@pytest.mark.parametrize("argv", [
-    ["m", "--speculative-config", '{"method": "ngram", "num_speculative_tokens": 3}'],
-    ["m", "--speculative_config", '{"method":"ngram","num_speculative_tokens":3}'],
-    ["m", "-sc", '{"num_speculative_tokens": 3, "method": "ngram"}'],
-    ["m", "--speculative-config={\"method\": \"ngram\", \"num_speculative_tokens\": 3}"],
-    ["m", "--speculative-config.method", "ngram", "--speculative-config.num_speculative_tokens", "3"],
-    ["m", "--speculative_config.method=ngram", "-sc.num_speculative_tokens", "3"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["m", "--speculative-config", '{"method": "ngram", "num_speculative_tokens": 3}'],
+        ["m", "--speculative_config", '{"method":"ngram","num_speculative_tokens":3}'],
+        ["m", "-sc", '{"num_speculative_tokens": 3, "method": "ngram"}'],
+        ["m", '--speculative-config={"method": "ngram", "num_speculative_tokens": 3}'],
+        ["m", "--speculative-config.method", "ngram", "--speculative-config.num_speculative_tokens", "3"],
+        ["m", "--speculative_config.method=ngram", "-sc.num_speculative_tokens", "3"],
+    ],
+)
 def test_speculative_config_spellings(argv):
     spec = parse_serve_args(argv).speculative_config
     assert spec["method"] == "ngram" and spec["num_speculative_tokens"] == 3
 
 
 def test_dotted_keys_nest_append_and_replace_the_json_form():
-    parsed = parse_serve_args([
-        "m", "--speculative-config", '{"method": "eagle"}',
-        "--speculative-config.draft.size", "80g", "--speculative-config.draft.on", "true",
-        "--speculative-config.ids+", "1,2", "--speculative-config.ids+", "3",
-    ])
+    parsed = parse_serve_args(
+        [
+            "m",
+            "--speculative-config",
+            '{"method": "eagle"}',
+            "--speculative-config.draft.size",
+            "80g",
+            "--speculative-config.draft.on",
+            "true",
+            "--speculative-config.ids+",
+            "1,2",
+            "--speculative-config.ids+",
+            "3",
+        ]
+    )
     assert parsed.speculative_config == {"draft": {"size": 80_000_000_000, "on": True}, "ids": ["1", "2", "3"]}
     assert [lint.code for lint in parsed.lints] == ["dotted-replaces-json"]
 
@@ -43,8 +56,9 @@ def test_invalid_json_reports_message_and_position():
 
 def test_canonical_form_ignores_spelling_and_order():
     a = parse_serve_args(["m", "-tp", "2", "--max_model_len=4096", "-sc", '{"b": 1, "a": 2}']).canonical()
-    b = parse_serve_args(["m", "--speculative-config", '{"a":2,"b":1}', "--max-model-len", "4096",
-                          "--tensor-parallel-size", "2"]).canonical()
+    b = parse_serve_args(
+        ["m", "--speculative-config", '{"a":2,"b":1}', "--max-model-len", "4096", "--tensor-parallel-size", "2"]
+    ).canonical()
     assert a == b
     assert a != parse_serve_args(["m", "--tensor-parallel-size", "4"]).canonical()
 

@@ -37,7 +37,7 @@ def test_legacy_entrypoint_is_a_serve_with_a_lint():
 def test_docker_run_options_image_and_server_args():
     inv = one(
         "docker run --runtime nvidia --gpus all -v ~/.cache/huggingface:/root/.cache/huggingface "
-        "--env \"HF_TOKEN=$HF_TOKEN\" -e VLLM_X=1 -p 8000:8000 --ipc=host --rm -it "
+        '--env "HF_TOKEN=$HF_TOKEN" -e VLLM_X=1 -p 8000:8000 --ipc=host --rm -it '
         "vllm/vllm-openai:v0.20.1 --model Qwen/Qwen3-0.6B --max-model-len 4096"
     )
     assert inv.kind == "docker"
@@ -55,7 +55,9 @@ def test_docker_with_other_image_counts_only_when_it_runs_vllm_serve():
 
 
 def test_docker_entrypoint_shell_runs_serve_inside():
-    inv = one("docker run --gpus all --entrypoint bash vllm/vllm-openai:latest -lc 'source e.sh && exec vllm serve m --x 1'")
+    inv = one(
+        "docker run --gpus all --entrypoint bash vllm/vllm-openai:latest -lc 'source e.sh && exec vllm serve m --x 1'"
+    )
     assert inv.kind == "docker" and args(inv) == ["m", "--x", "1"]
     assert scan("docker run -it --entrypoint /bin/bash vllm/vllm-openai:deploy").invocations == []
 
@@ -66,7 +68,7 @@ def test_sh_c_script_is_searched():
 
 
 def test_bare_spec_config_is_a_fragment():
-    inv = one("--speculative-config '{\"method\": \"ngram\"}'")
+    inv = one('--speculative-config \'{"method": "ngram"}\'')
     assert inv.kind == "fragment"
 
 

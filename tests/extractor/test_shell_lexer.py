@@ -27,12 +27,18 @@ def test_comment_after_continuation_is_dropped_and_linted():
 
 
 def test_hash_inside_a_word_is_not_a_comment():
-    assert words("vllm serve m --served-model-name a#b # real comment") == ["vllm", "serve", "m", "--served-model-name", "a#b"]
+    assert words("vllm serve m --served-model-name a#b # real comment") == [
+        "vllm",
+        "serve",
+        "m",
+        "--served-model-name",
+        "a#b",
+    ]
 
 
 def test_ansi_c_quoting_decodes_escapes_and_spans_lines():
-    ws = words("x $'{\"a\": 1,\n \"b\": \"it\\'s\\x41\\n\"}' y")
-    assert ws == ["x", "{\"a\": 1,\n \"b\": \"it'sA\n\"}", "y"]
+    ws = words('x $\'{"a": 1,\n "b": "it\\\'s\\x41\\n"}\' y')
+    assert ws == ["x", '{"a": 1,\n "b": "it\'sA\n"}', "y"]
 
 
 def test_expansions_only_outside_single_quotes():
@@ -46,7 +52,7 @@ def test_double_quote_escapes():
 
 
 def test_unbalanced_quote_is_reported_not_raised():
-    result = lex("vllm serve m --x '{\"a\": 1}\n--port 1")
+    result = lex('vllm serve m --x \'{"a": 1}\n--port 1')
     assert result.unterminated and "line 1" in result.unterminated
     assert [lint.code for lint in result.lints] == ["unbalanced-quote"]
 
@@ -60,12 +66,25 @@ def test_operators_and_redirections():
 
 def test_placeholders_are_single_words_not_redirections():
     assert words("vllm serve <MODEL NAME> --x {your model dir} --y ${HOME}") == [
-        "vllm", "serve", "<MODEL NAME>", "--x", "{your model dir}", "--y", "${HOME}"]
+        "vllm",
+        "serve",
+        "<MODEL NAME>",
+        "--x",
+        "{your model dir}",
+        "--y",
+        "${HOME}",
+    ]
 
 
 def test_heredoc_body_is_not_lexed_as_commands():
     assert words("cat <<EOF > c.yaml\nvllm serve inside\nEOF\nvllm serve after") == [
-        "cat", "EOF", "c.yaml", "vllm", "serve", "after"]  # redirection targets are words too
+        "cat",
+        "EOF",
+        "c.yaml",
+        "vllm",
+        "serve",
+        "after",
+    ]  # redirection targets are words too
 
 
 def test_heredoc_bodies_are_kept_as_data():

@@ -11,7 +11,6 @@ from driftmatrix.extractor.catalog import extract
 from driftmatrix.extractor.corpus import detect
 
 
-
 @pytest.fixture
 def site(corpus):
     return lambda name: next((corpus / "thirdparty").glob(f"{name}-*"))
@@ -78,16 +77,21 @@ def test_a_nightly_tpu_image_means_nightly(site):
 
 def _mini_site(root: Path, extra: str, page: str) -> Path:
     (root / "docs").mkdir(parents=True)
-    (root / "mkdocs.yml").write_text("site_name: Some Plugin\nrepo_url: https://github.com/example/vllm-thing\n"
-                                     "site_url: !ENV READTHEDOCS_CANONICAL_URL\nplugins:\n  - macros\n" + extra)
+    (root / "mkdocs.yml").write_text(
+        "site_name: Some Plugin\nrepo_url: https://github.com/example/vllm-thing\n"
+        "site_url: !ENV READTHEDOCS_CANONICAL_URL\nplugins:\n  - macros\n" + extra
+    )
     (root / "docs" / "index.md").write_text(page)
     return root
 
 
 def test_a_page_with_a_mkdocs_variable_is_written_for_its_value(tmp_path):
-    root = _mini_site(tmp_path / "s", "extra:\n  pip_vllm_version: \"0.11.0\"\n  analytics:\n    provider: x\n",
-                      "# Install\n\n```bash\npip install vllm=={{ pip_vllm_version }}\n"
-                      "vllm serve org/model --max-model-len 1024\n```\n")
+    root = _mini_site(
+        tmp_path / "s",
+        'extra:\n  pip_vllm_version: "0.11.0"\n  analytics:\n    provider: x\n',
+        "# Install\n\n```bash\npip install vllm=={{ pip_vllm_version }}\n"
+        "vllm serve org/model --max-model-len 1024\n```\n",
+    )
     catalog, _ = extract([root], stable="0.34.0")
     [src] = sources(catalog)
     assert src.written_for.spec == "==0.11.0" and "vllm==0.11.0" in src.written_for.origin
@@ -95,8 +99,8 @@ def test_a_page_with_a_mkdocs_variable_is_written_for_its_value(tmp_path):
 
 
 def test_a_page_that_states_nothing_is_written_for_todays_stable(tmp_path):
-    from driftmatrix.release_pins import todays_stable
     from driftmatrix.flaghistory.commands import shipped
+    from driftmatrix.release_pins import todays_stable
 
     root = _mini_site(tmp_path / "s", "", "# Serve\n\n```bash\nvllm serve org/model\n```\n")
     stable = todays_stable()
@@ -107,8 +111,11 @@ def test_a_page_that_states_nothing_is_written_for_todays_stable(tmp_path):
 
 
 def test_main_branch_words_mean_the_nightly_builds(tmp_path):
-    root = _mini_site(tmp_path / "s", "", "# Serve\n\nThis guide is built from vLLM's main branch.\n\n"
-                                          "```bash\nvllm serve org/model\n```\n")
+    root = _mini_site(
+        tmp_path / "s",
+        "",
+        "# Serve\n\nThis guide is built from vLLM's main branch.\n\n```bash\nvllm serve org/model\n```\n",
+    )
     catalog, _ = extract([root], stable="0.34.0")
     [src] = sources(catalog)
     assert src.written_for.basis == "nightly" and src.written_for.spec == ">0.34.0"

@@ -3,9 +3,8 @@ import json
 import pytest
 
 from driftmatrix.extractor.catalog import extract
-
-from driftmatrix.runner.builds.resolve import stable_pin
 from driftmatrix.extractor.snippet_record import SCHEMA, SNIPPET_KINDS, Catalog, Snippet
+from driftmatrix.runner.builds.resolve import stable_pin
 
 
 def test_catalog_round_trip_and_schema(tmp_path, corpus):
@@ -15,11 +14,34 @@ def test_catalog_round_trip_and_schema(tmp_path, corpus):
     data = json.loads(path.read_text())
     assert data["schema"] == SCHEMA == 2
     for snippet in data["snippets"]:
-        assert {"id", "kind", "argv", "env", "model", "speculative_config", "placeholders", "runnable",
-                "reason", "lints", "sources"} <= set(snippet)
+        assert {
+            "id",
+            "kind",
+            "argv",
+            "env",
+            "model",
+            "speculative_config",
+            "placeholders",
+            "runnable",
+            "reason",
+            "lints",
+            "sources",
+        } <= set(snippet)
         for source in snippet["sources"]:
-            assert set(source) == {"corpus", "version", "file", "line", "anchor", "url", "text", "context", "written_for",
-                                   "title", "heading", "plugin"}
+            assert set(source) == {
+                "corpus",
+                "version",
+                "file",
+                "line",
+                "anchor",
+                "url",
+                "text",
+                "context",
+                "written_for",
+                "title",
+                "heading",
+                "plugin",
+            }
             assert set(source["written_for"]) == {"spec", "origin", "basis"} and source["written_for"]["origin"]
     again = Catalog.read(path)
     assert [s.to_dict() for s in again.snippets] == [s.to_dict() for s in catalog.snippets]
@@ -44,7 +66,9 @@ def test_catalog_round_trip_and_schema(tmp_path, corpus):
 
 
 def test_identical_invocations_are_merged(corpus):
-    catalog, _ = extract(stable=stable_pin(), sources=[corpus / "vllm-docs" / "0.20.1", corpus / "vllm-docs" / "0.33.0"])
+    catalog, _ = extract(
+        stable=stable_pin(), sources=[corpus / "vllm-docs" / "0.20.1", corpus / "vllm-docs" / "0.33.0"]
+    )
     ids = [s.id for s in catalog.snippets]
     assert len(ids) == len(set(ids))
     multi = [s for s in catalog.snippets if len(s.sources) > 1]

@@ -12,27 +12,34 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_html_pages import MKDOCS  # the same mkdocs config the HTML-page tests build with
 
 from driftmatrix.extractor.catalog import extract
-
-from driftmatrix.runner.builds.resolve import stable_pin
 from driftmatrix.extractor.markdown_blocks import code_blocks, plain_text, title_from_file
 from driftmatrix.extractor.snippet_record import Catalog, Source
-from test_html_pages import MKDOCS  # the same mkdocs config the HTML-page tests build with
+from driftmatrix.runner.builds.resolve import stable_pin
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "site" / "snippets.json"
 
 
 def places(catalog: Catalog, corpus: str, version: str, file: str) -> list[Source]:
-    return sorted((src for s in catalog.snippets for src in s.sources
-                   if (src.corpus, src.version, src.file) == (corpus, version, file)), key=lambda src: src.line)
+    return sorted(
+        (
+            src
+            for s in catalog.snippets
+            for src in s.sources
+            if (src.corpus, src.version, src.file) == (corpus, version, file)
+        ),
+        key=lambda src: src.line,
+    )
 
 
 def test_speculative_decoding_pages_give_the_page_title_and_the_section(real_catalog):
     eagle = places(real_catalog, "vllm-docs", "0.33.0", "docs/features/speculative_decoding/eagle.md")
     assert [(src.title, src.heading, src.anchor) for src in eagle] == [
         ("EAGLE Draft Models", "Eagle Drafter Example", "eagle-drafter-example"),
-        ("EAGLE Draft Models", "Eagle3 Drafter Example", "eagle3-drafter-example")]
+        ("EAGLE Draft Models", "Eagle3 Drafter Example", "eagle3-drafter-example"),
+    ]
     readme = places(real_catalog, "vllm-docs", "0.33.0", "docs/features/speculative_decoding/README.md")
     assert {src.title for src in readme} == {"Speculative Decoding"}
     # "## `--speculative-config` schema": the code span's text, without the backticks
@@ -50,8 +57,10 @@ def test_front_matter_is_metadata_not_a_heading(real_catalog):
     docker = places(real_catalog, "vllm-docs", "0.33.0", "docs/deployment/docker.md")
     assert docker and {src.title for src in docker} == {"Using Docker"}
     assert "toc_depth: 2" not in {src.heading for src in docker}
-    page = ("---\ntitle: \"Serving &lt;model&gt; <em>fast</em>\"\ntoc_depth: 2\n---\n"
-            "# Ignored\n\n```bash\nvllm serve m\n```\n")
+    page = (
+        '---\ntitle: "Serving &lt;model&gt; <em>fast</em>"\ntoc_depth: 2\n---\n'
+        "# Ignored\n\n```bash\nvllm serve m\n```\n"
+    )
     blocks = list(code_blocks(page))
     assert [(b.line, b.heading) for b in blocks] == [(8, "Ignored")]  # line numbers kept
     catalog = extract_page(page)
@@ -122,17 +131,25 @@ def test_every_place_of_the_real_corpora_has_a_plain_text_title(real_catalog):
 
 
 def test_plain_text_of_headings():
-    assert plain_text("Serve `<target-model>` with &lt;care&gt; & *style* {#serve}") == \
-        "Serve <target-model> with <care> & style"
-    assert plain_text("A [link](https://x.example) ![logo](x.png) <b>bold</b> \\*stars\\* __init__ max_model_len") == \
-        "A link bold *stars* init max_model_len"
-    assert plain_text("Qwen <img src=\"https://qwenlm.github.io/favicon.png\" alt=\"Qwen\" width=\"16\">") == "Qwen"
+    assert (
+        plain_text("Serve `<target-model>` with &lt;care&gt; & *style* {#serve}")
+        == "Serve <target-model> with <care> & style"
+    )
+    assert (
+        plain_text("A [link](https://x.example) ![logo](x.png) <b>bold</b> \\*stars\\* __init__ max_model_len")
+        == "A link bold *stars* init max_model_len"
+    )
+    assert plain_text('Qwen <img src="https://qwenlm.github.io/favicon.png" alt="Qwen" width="16">') == "Qwen"
     assert plain_text("`` a`b ``  and  <https://x.example/a>") == "a`b and https://x.example/a"
-    assert plain_text("Hostile <script>alert(1)</script> `<img src=x onerror=alert(2)>`") == \
-        "Hostile alert(1) <img src=x onerror=alert(2)>"
+    assert (
+        plain_text("Hostile <script>alert(1)</script> `<img src=x onerror=alert(2)>`")
+        == "Hostile alert(1) <img src=x onerror=alert(2)>"
+    )
     # what Python-Markdown (CommonMark's tag grammar) does not read as a tag is text; unpaired markers too
-    assert plain_text("<img src=x onerror=window.__pwned=1> *a*b* 2*3 snake_case") == \
-        "<img src=x onerror=window.__pwned=1> ab* 2*3 snake_case"
+    assert (
+        plain_text("<img src=x onerror=window.__pwned=1> *a*b* 2*3 snake_case")
+        == "<img src=x onerror=window.__pwned=1> ab* 2*3 snake_case"
+    )
     assert plain_text("*`a*b`* [`<m>`](x) &amp;lt;") == "a*b <m> &lt;"
 
 
@@ -147,8 +164,13 @@ def test_an_older_snippets_json_still_loads():
     assert (src.title, src.heading) == ("T", "H")
 
 
-PAGES = ["features/speculative_decoding/README.md", "features/speculative_decoding/eagle.md",
-         "features/speculative_decoding/mtp.md", "deployment/docker.md", "benchmarking/cli.md"]
+PAGES = [
+    "features/speculative_decoding/README.md",
+    "features/speculative_decoding/eagle.md",
+    "features/speculative_decoding/mtp.md",
+    "deployment/docker.md",
+    "benchmarking/cli.md",
+]
 TRICKY = """# Serving `<target-model>` &amp; friends
 
 ## Run `<target-model>` with &lt;care&gt; & *style* {#run}
@@ -178,21 +200,32 @@ def test_saved_html_pages_give_the_titles_and_headings_mkdocs_renders(tmp_path, 
         shutil.copy(corpus / "vllm-docs" / "0.33.0" / "docs" / page, tree / "docs" / page)
     (tree / "docs" / "tricky.md").write_text(TRICKY)
     (tree / "mkdocs.yaml").write_text(MKDOCS)
-    subprocess.run([sys.executable, "-m", "mkdocs", "build", "-q", "-f", str(tree / "mkdocs.yaml"),
-                    "-d", str(tmp_path / "site")], check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "-q", "-f", str(tree / "mkdocs.yaml"), "-d", str(tmp_path / "site")],
+        check=True,
+        capture_output=True,
+    )
     markdown, _ = extract(stable=stable_pin(), sources=[tree])
     for page in [*PAGES, "tricky.md"]:
         html_path = tmp_path / "site" / page.removesuffix(".md").removesuffix("README") / "index.html"
         html, _ = extract(stable=stable_pin(), sources=[html_path])
-        want = {(s.id, src.title, src.heading) for s in markdown.snippets for src in s.sources
-                if src.file == f"docs/{page}" and not any(x.code == "fence-not-rendered" for x in s.lints)}
+        want = {
+            (s.id, src.title, src.heading)
+            for s in markdown.snippets
+            for src in s.sources
+            if src.file == f"docs/{page}" and not any(x.code == "fence-not-rendered" for x in s.lints)
+        }
         got = {(s.id, src.title, src.heading) for s in html.snippets for src in s.sources}
         assert want and got == want, page
     tricky = {src.heading for s in markdown.snippets for src in s.sources if src.file == "docs/tricky.md"}
-    assert tricky == {"Run <target-model> with <care> & style", "A link bold *stars* init and max_model_len",
-                      "Hostile <img src=x onerror=window.__pwned=1> <script>window.__pwned=2</script>"}
-    assert {src.title for s in markdown.snippets for src in s.sources if src.file == "docs/tricky.md"} == \
-        {"Serving <target-model> & friends"}
+    assert tricky == {
+        "Run <target-model> with <care> & style",
+        "A link bold *stars* init and max_model_len",
+        "Hostile <img src=x onerror=window.__pwned=1> <script>window.__pwned=2</script>",
+    }
+    assert {src.title for s in markdown.snippets for src in s.sources if src.file == "docs/tricky.md"} == {
+        "Serving <target-model> & friends"
+    }
 
 
 @pytest.mark.parametrize("raw", ["", "   ", "{#only-an-id}"])

@@ -11,7 +11,6 @@ import pytest
 from packaging.specifiers import SpecifierSet
 
 from driftmatrix.extractor.catalog import extract
-
 from driftmatrix.extractor.written_for import WrittenForError, override, statements
 
 
@@ -37,22 +36,38 @@ def test_release_docs_are_written_for_their_release_line(real_catalog):
 
 
 def test_recipes_are_written_for_their_min_vllm_version(real_catalog):
-    gemma = {src.written_for.spec for s in real_catalog.snippets for src in s.sources
-             if src.corpus == "recipes" and src.file == "models/Google/gemma-4-E2B-it.yaml"}
+    gemma = {
+        src.written_for.spec
+        for s in real_catalog.snippets
+        for src in s.sources
+        if src.corpus == "recipes" and src.file == "models/Google/gemma-4-E2B-it.yaml"
+    }
     assert gemma == {">=0.19.1"}  # the recipe's own claim: model.min_vllm_version "0.19.1"
-    ling = {s.recipe["variant"]: src.written_for for s in real_catalog.snippets for src in s.sources
-            if src.corpus == "recipes" and src.file == "models/inclusionAI/Ling-3.0-flash.yaml" and s.recipe}
+    ling = {
+        s.recipe["variant"]: src.written_for
+        for s in real_catalog.snippets
+        for src in s.sources
+        if src.corpus == "recipes" and src.file == "models/inclusionAI/Ling-3.0-flash.yaml" and s.recipe
+    }
     assert ling["default"].spec == ">=0.25.0.dev0"  # min 0.25.0 + nightly_required: its nightlies count
     assert ling["fp8"].spec == ">=0.26.0.dev0" and "variant fp8" in ling["fp8"].origin  # the variant's own
     # inside a versioned vLLM tree a recipe is read for that release line *and* its own claim
-    inside = {src.written_for.spec for s in real_catalog.snippets for src in s.sources
-              if src.corpus == "vllm-docs" and src.file == "recipes/models/Google/gemma-4-E2B-it.yaml"}
+    inside = {
+        src.written_for.spec
+        for s in real_catalog.snippets
+        for src in s.sources
+        if src.corpus == "vllm-docs" and src.file == "recipes/models/Google/gemma-4-E2B-it.yaml"
+    }
     assert inside == {"==0.33.*,>=0.19.1"}
 
 
 def test_a_recipe_page_that_installs_the_nightly_is_written_for_nightly(real_catalog):
-    gemma_md = {src.written_for for s in real_catalog.snippets for src in s.sources
-                if src.corpus == "recipes" and src.file == "Google/Gemma4.md" and src.line > 70}
+    gemma_md = {
+        src.written_for
+        for s in real_catalog.snippets
+        for src in s.sources
+        if src.corpus == "recipes" and src.file == "Google/Gemma4.md" and src.line > 70
+    }
     # its `docker run vllm/vllm-tpu:gemma4 …` too: vLLM's own launch image, built near the page that says nightly
     assert {(w.spec, w.basis) for w in gemma_md} == {(">0.20.1", "nightly")}
     assert all("Google/Gemma4.md:" in w.origin and "--pre" in w.origin for w in gemma_md)
@@ -101,19 +116,22 @@ def test_without_a_statement_the_current_stable_and_newer(tmp_path):
     assert (wf.spec, wf.basis) == (">=0.21.0", "default") and "0.21.0" in wf.origin
 
 
-@pytest.mark.parametrize(("line", "spec"), [
-    ("uv pip install -U vllm --torch-backend auto # vllm>=0.12.0 is required", ">=0.12.0"),
-    ("uv pip install vllm==0.11.2 --torch-backend auto", "==0.11.2"),
-    ("pip install 'vllm[audio]>=0.14.1,<0.20'", ">=0.14.1,<0.20"),
-    ("uv pip install -U vllm --pre --extra-index-url https://wheels.vllm.ai/nightly", ">0.20.1"),
-    ("docker pull vllm/vllm-openai:nightly", ">0.20.1"),
-    ("docker run vllm/vllm-openai-rocm:v0.15.1", "==0.15.1"),
-    ("Requires vLLM >= 0.12 for this model.", ">=0.12"),
-    ("On vLLM v0.21.0+, the default changed.", ">=0.21.0"),
-    ("pip install vllm", None),  # no version: nothing stated
-    ("git clone https://github.com/vllm-project/vllm==0.1", None),
-    ("docker pull vllm/vllm-openai:latest", None),
-])
+@pytest.mark.parametrize(
+    ("line", "spec"),
+    [
+        ("uv pip install -U vllm --torch-backend auto # vllm>=0.12.0 is required", ">=0.12.0"),
+        ("uv pip install vllm==0.11.2 --torch-backend auto", "==0.11.2"),
+        ("pip install 'vllm[audio]>=0.14.1,<0.20'", ">=0.14.1,<0.20"),
+        ("uv pip install -U vllm --pre --extra-index-url https://wheels.vllm.ai/nightly", ">0.20.1"),
+        ("docker pull vllm/vllm-openai:nightly", ">0.20.1"),
+        ("docker run vllm/vllm-openai-rocm:v0.15.1", "==0.15.1"),
+        ("Requires vLLM >= 0.12 for this model.", ">=0.12"),
+        ("On vLLM v0.21.0+, the default changed.", ">=0.21.0"),
+        ("pip install vllm", None),  # no version: nothing stated
+        ("git clone https://github.com/vllm-project/vllm==0.1", None),
+        ("docker pull vllm/vllm-openai:latest", None),
+    ],
+)
 def test_statement_shapes(line, spec):
     found = statements(f"intro\n{line}\n", "0.20.1", "p.md")
     assert [s.written_for.spec for s in found] == ([spec] if spec else [])
@@ -143,7 +161,16 @@ def test_override_and_malformed_specifiers(tmp_path, corpus):
     with pytest.raises(WrittenForError, match="'>= banana'"):
         override(">= banana")
     out = tmp_path / "s.json"
-    cli = [sys.executable, "-m", "driftmatrix.cli", "extract", str(corpus / "vllm-docs" / "0.20.1"), "-q", "-o", str(out)]
+    cli = [
+        sys.executable,
+        "-m",
+        "driftmatrix.cli",
+        "extract",
+        str(corpus / "vllm-docs" / "0.20.1"),
+        "-q",
+        "-o",
+        str(out),
+    ]
     bad = subprocess.run([*cli, "--written-for", "0.21 or later"], capture_output=True, text=True)
     assert bad.returncode == 2 and "'0.21 or later' is not a PEP 440 version specifier" in bad.stderr
     assert not out.exists()
@@ -152,6 +179,10 @@ def test_override_and_malformed_specifiers(tmp_path, corpus):
     good = subprocess.run([*cli, "--written-for", ">=0.21.0"], capture_output=True, text=True)
     assert good.returncode == 0, good.stderr
     import json
-    specs = {(src["written_for"]["spec"], src["written_for"]["basis"])
-             for s in json.loads(out.read_text())["snippets"] for src in s["sources"]}
+
+    specs = {
+        (src["written_for"]["spec"], src["written_for"]["basis"])
+        for s in json.loads(out.read_text())["snippets"]
+        for src in s["sources"]
+    }
     assert specs == {(">=0.21.0", "override")}

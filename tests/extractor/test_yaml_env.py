@@ -66,8 +66,9 @@ def test_lws_container_env_and_sh_c_script_lines(corpus):
     # HF_TOKEN: <your-hf-token> is the reader's own secret, which the runner supplies: runnable, and the
     # record does not carry the placeholder text (issue 32); the id hashes the env as written.
     assert leader.runnable and leader.env == {}
-    assert leader.id == snippet_id("serve", parse_serve_args(leader.argv).canonical(),
-                                   {"HF_TOKEN": "<your-hf-token>"}, None)
+    assert leader.id == snippet_id(
+        "serve", parse_serve_args(leader.argv).canonical(), {"HF_TOKEN": "<your-hf-token>"}, None
+    )
     assert leader.sources[0].text.endswith("--distributed-executor-backend ray")  # no closing quote
     # LWS sets these at run time: placeholders, whatever the container's env.
     for line in lines_with(lines, '- "vllm serve meta-llama/Meta-Llama-3.1-405B-Instruct'):
@@ -75,8 +76,13 @@ def test_lws_container_env_and_sh_c_script_lines(corpus):
     assert len(snippets) == 3
 
 
-@pytest.mark.parametrize("version,needle,count", [("0.33.0", "vllm serve meta-llama/Llama-3.1-405B-Instruct", 6),
-                                                  ("0.20.1", "python3 -m vllm.entrypoints.openai.api_server", 2)])
+@pytest.mark.parametrize(
+    "version,needle,count",
+    [
+        ("0.33.0", "vllm serve meta-llama/Llama-3.1-405B-Instruct", 6),
+        ("0.20.1", "python3 -m vllm.entrypoints.openai.api_server", 2),
+    ],
+)
 def test_kthena_folded_and_quoted_scripts_at_the_serve_line(corpus, version, needle, count):
     snippets, lines = page(corpus, version, "docs/deployment/integrations/kthena.md")
     # Folded `- >` scripts and multi-line quoted ones start with `bash …multi-node-serving.sh` lines.
@@ -92,7 +98,7 @@ def test_folded_script_shows_the_file_lines(corpus):
     line = lines_with(lines, "vllm serve meta-llama/Llama-3.1-405B-Instruct --port 8080 --tensor-parallel-size 8")[0]
     assert lines[line - 4].strip() == "- >"
     [s] = [s for s in snippets if s.sources[0].line == line]
-    assert s.sources[0].text == "\n".join(x.strip() for x in lines[line - 1:line + 1])
+    assert s.sources[0].text == "\n".join(x.strip() for x in lines[line - 1 : line + 1])
     assert s.argv[-4:] == ["--pipeline-parallel-size", "2", "--distributed-executor-backend", "ray"]
 
 
@@ -177,8 +183,13 @@ run: >
   --port 1
 """)
     assert s.sources[0].line == 10 + 4
-    assert s.argv == ["org/m", "--speculative-config", '{"method": "ngram", "num_speculative_tokens": 3}',
-                      "--port", "1"]
+    assert s.argv == [
+        "org/m",
+        "--speculative-config",
+        '{"method": "ngram", "num_speculative_tokens": 3}',
+        "--port",
+        "1",
+    ]
     assert s.speculative_config == {"method": "ngram", "num_speculative_tokens": 3}
 
 
@@ -191,9 +202,13 @@ run: |
     assert s.argv == ["$MODEL", "--port", "8000"] and s.placeholders == ["$MODEL"]
 
 
-@pytest.mark.parametrize("version,needle,first_option", [
-    ("0.33.0", "vllm serve meta-llama/Llama-3.1-405B-Instruct", "--tensor-parallel-size 8"),
-    ("0.20.1", "python3 -m vllm.entrypoints.openai.api_server", "--port 8080")])
+@pytest.mark.parametrize(
+    "version,needle,first_option",
+    [
+        ("0.33.0", "vllm serve meta-llama/Llama-3.1-405B-Instruct", "--tensor-parallel-size 8"),
+        ("0.20.1", "python3 -m vllm.entrypoints.openai.api_server", "--port 8080"),
+    ],
+)
 def test_folded_block_with_more_indented_options_is_cut_where_the_shell_ends_it(corpus, version, needle, first_option):
     """kthena.md's multiprocessing leader and worker (`- >` then `vllm serve m` and its options indented
     two more): YAML keeps those line breaks, so `sh -c` runs `vllm serve m` alone. Before: the options

@@ -21,13 +21,27 @@ from driftmatrix.runner.settings import cache_dir
 
 
 def _domain(names, deprecated=None, open_=None, fold=None, where="vllm/config/x.py"):
-    return {"domain": "values of --x", "from": "literal", "where": where, "values": list(names), "fold": fold,
-            "open": open_, "deprecated": deprecated or {}, "open_with": [], "model_dependent": None}
+    return {
+        "domain": "values of --x",
+        "from": "literal",
+        "where": where,
+        "values": list(names),
+        "fold": fold,
+        "open": open_,
+        "deprecated": deprecated or {},
+        "open_with": [],
+        "model_dependent": None,
+    }
 
 
 def _keys(names, closed=True, deprecated=None):
-    return {"class": "XConfig", "where": "vllm/config/x.py", "closed": closed, "keys": list(names),
-            "deprecated": deprecated or {}}
+    return {
+        "class": "XConfig",
+        "where": "vllm/config/x.py",
+        "closed": closed,
+        "keys": list(names),
+        "deprecated": deprecated or {},
+    }
 
 
 def _reads() -> list[ReleaseRead]:
@@ -36,24 +50,60 @@ def _reads() -> list[ReleaseRead]:
     dep = {"--old": {"text": "old is deprecated", "replacement": None}}
     dep2 = {"--old": {"text": "use --new", "replacement": "--new"}}
     return [
-        ReleaseRead("0.1.0", ["--a", "--old", "--x", "-q", "--quantization"], {}, [], [],
-                    {"--x": _domain(["p", "q"]), "--quantization": _domain(["awq"])},
-                    {"--cfg": _keys(["k1"], closed=False)}, {"-q": "--quantization"}),
-        ReleaseRead("0.2.0", ["--a", "--old", "--x", "--quantization"], dep, ["--option.key"], ["a diagnostic"],
-                    {"--quantization": _domain(["awq", "gptq"], deprecated={"awq": {"text": "awq is old",
-                                                                                      "replacement": None}})},
-                    {"--cfg": _keys(["k1", "k2"])}, {}),
-        ReleaseRead("0.3.0", ["--old", "--x", "--new", "--quantization"], dep2, ["--option.key"], [],
-                    {"--x": _domain(["q", "r"], open_="str | X"), "--quantization": _domain(["gptq"], fold="lower")},
-                    {"--cfg": _keys(["k2"]), "--other": _keys(["z"])}, {}),
-        ReleaseRead("0.4.0", ["--x", "--new", "--quantization", "--a"], {}, ["--option.key", "-O<level>"], [],
-                    {"--x": _domain(["p", "r"]), "--quantization": _domain(["awq", "gptq"])},
-                    {"--cfg": _keys(["k1", "k2", "k3"], deprecated={"k2": {"text": "k2 goes", "replacement": "k3"}})},
-                    {}),
-        ReleaseRead("0.5.0", ["--x", "--a", "--brand-new", "--old", "-q", "--quantization"],
-                    {"--old": {"text": "back, still deprecated", "replacement": None}}, ["-O<level>"], ["head note"],
-                    {"--quantization": _domain(["gptq", "marlin"]), "--brand": _domain(["b"], open_="str")},
-                    {"--cfg": _keys(["k3"], closed=False), "--new-cfg": _keys(["n"])}, {"-q": "--quantization"}),
+        ReleaseRead(
+            "0.1.0",
+            ["--a", "--old", "--x", "-q", "--quantization"],
+            {},
+            [],
+            [],
+            {"--x": _domain(["p", "q"]), "--quantization": _domain(["awq"])},
+            {"--cfg": _keys(["k1"], closed=False)},
+            {"-q": "--quantization"},
+        ),
+        ReleaseRead(
+            "0.2.0",
+            ["--a", "--old", "--x", "--quantization"],
+            dep,
+            ["--option.key"],
+            ["a diagnostic"],
+            {
+                "--quantization": _domain(
+                    ["awq", "gptq"], deprecated={"awq": {"text": "awq is old", "replacement": None}}
+                )
+            },
+            {"--cfg": _keys(["k1", "k2"])},
+            {},
+        ),
+        ReleaseRead(
+            "0.3.0",
+            ["--old", "--x", "--new", "--quantization"],
+            dep2,
+            ["--option.key"],
+            [],
+            {"--x": _domain(["q", "r"], open_="str | X"), "--quantization": _domain(["gptq"], fold="lower")},
+            {"--cfg": _keys(["k2"]), "--other": _keys(["z"])},
+            {},
+        ),
+        ReleaseRead(
+            "0.4.0",
+            ["--x", "--new", "--quantization", "--a"],
+            {},
+            ["--option.key", "-O<level>"],
+            [],
+            {"--x": _domain(["p", "r"]), "--quantization": _domain(["awq", "gptq"])},
+            {"--cfg": _keys(["k1", "k2", "k3"], deprecated={"k2": {"text": "k2 goes", "replacement": "k3"}})},
+            {},
+        ),
+        ReleaseRead(
+            "0.5.0",
+            ["--x", "--a", "--brand-new", "--old", "-q", "--quantization"],
+            {"--old": {"text": "back, still deprecated", "replacement": None}},
+            ["-O<level>"],
+            ["head note"],
+            {"--quantization": _domain(["gptq", "marlin"]), "--brand": _domain(["b"], open_="str")},
+            {"--cfg": _keys(["k3"], closed=False), "--new-cfg": _keys(["n"])},
+            {"-q": "--quantization"},
+        ),
     ]
 
 
@@ -65,7 +115,7 @@ def _same(folded: dict, whole: dict) -> None:
 
 @pytest.mark.parametrize("upto", [1, 2, 3, 4])
 def test_folding_one_more_release_is_assemble(upto):
-    reads = _reads()[:upto + 1]
+    reads = _reads()[: upto + 1]
     _same(with_head(assemble(reads[:-1], "src"), reads[-1], reads[-1].version), assemble(reads, "src"))
 
 
@@ -79,8 +129,10 @@ def test_folding_real_releases_is_assemble():
         reads = read_all(releases, cache_dir() / "flag-history", client)
     assert [r.version for r in reads] == wanted and all(r.options for r in reads)
     for upto in (3, len(reads) - 1):
-        _same(with_head(assemble(reads[:upto], "src"), reads[upto], reads[upto].version),
-              assemble(reads[:upto + 1], "src"))
+        _same(
+            with_head(assemble(reads[:upto], "src"), reads[upto], reads[upto].version),
+            assemble(reads[: upto + 1], "src"),
+        )
 
 
 def _head_history() -> tuple[FlagHistory, str]:
@@ -106,8 +158,9 @@ def test_what_the_head_adds_passes_and_what_it_removes_fails_in_its_words():
     assert added.ok
     removed = check_argv(history, ["vllm", "serve", "m", "--new", "1"], [label])
     assert not removed.ok
-    assert removed.uses[0].why[label] == ("--new is not in the head's sources (vllm/ at 1a2b3c4): vLLM 0.4.0 has "
-                                          "it, the change removes or renames it")
+    assert removed.uses[0].why[label] == (
+        "--new is not in the head's sources (vllm/ at 1a2b3c4): vLLM 0.4.0 has it, the change removes or renames it"
+    )
     # a release asked about an option only the head has: said as new in the head
     assert explain(history, "--brand-new", "0.4.0").startswith("--brand-new is new in the head's sources")
     # a value the head dropped, and one dropped releases ago keeps the history's own words

@@ -30,8 +30,11 @@ def test_a_removed_option(history):
     assert history.accepts("--swap-space", "0.18.0") is False
     assert history.flags["--swap-space"]["removed"] == "0.18.0"
     record = history.flags["--cuda-graph-sizes"]
-    assert (record["deprecated"], record["removed"], record["replacement"]) == ("0.11.1", "0.13.0",
-                                                                              "--cudagraph-capture-sizes")
+    assert (record["deprecated"], record["removed"], record["replacement"]) == (
+        "0.11.1",
+        "0.13.0",
+        "--cudagraph-capture-sizes",
+    )
     assert "is deprecated" in record["deprecation"]
     said = explain(history, "--cuda-graph-sizes", "0.20.1")
     assert said.startswith("--cuda-graph-sizes was removed in vLLM 0.13.0; vLLM 0.11.1 deprecated it: “")
@@ -61,7 +64,10 @@ def test_a_command_range(history):
     found = command_options(history, ["m", "--not-a-vllm-option"])
     assert found.first is None and found.unknown == ["--not-a-vllm-option"]
     assert command_options(history, ["m"]) is None
-    assert rejected_options("vllm: error: unrecognized arguments: --swap-space 4 --foo=1") == ["--swap-space", "--foo=1"]
+    assert rejected_options("vllm: error: unrecognized arguments: --swap-space 4 --foo=1") == [
+        "--swap-space",
+        "--foo=1",
+    ]
 
 
 def test_an_unreadable_file_is_refused(tmp_path):

@@ -30,14 +30,18 @@ def _rejected(history: FlagHistory, argv: list[str], version: str = RELEASE) -> 
 SPEC = json.dumps({"model": "org/draft", "num_spec_tokens": 3})
 
 
-@pytest.mark.parametrize("argv, names", [
-    (["m", "--tool-call-parser-plugin", "x"], ("--tool-parser-plugin",)),
-    (["m", "--load-format", "safetensor"], ("safetensors",)),
-    (["m", "--speculative-config", SPEC], ("num_speculative_tokens",)),
-    (["m", "--speculative-config.num_spec_tokens", "3"], ("num_speculative_tokens",)),
-    (["m", "--kv-cache-type", "fp8"], ("--kv-cache-dtype",)),
-    (["m", "--quantization", "gptq-marlin"], ("gptq_marlin",)),  # `-` for `_`: the same name
-], ids=["option", "value", "json-key", "dotted-key", "option-typo", "dash-form"])
+@pytest.mark.parametrize(
+    "argv, names",
+    [
+        (["m", "--tool-call-parser-plugin", "x"], ("--tool-parser-plugin",)),
+        (["m", "--load-format", "safetensor"], ("safetensors",)),
+        (["m", "--speculative-config", SPEC], ("num_speculative_tokens",)),
+        (["m", "--speculative-config.num_spec_tokens", "3"], ("num_speculative_tokens",)),
+        (["m", "--kv-cache-type", "fp8"], ("--kv-cache-dtype",)),
+        (["m", "--quantization", "gptq-marlin"], ("gptq_marlin",)),  # `-` for `_`: the same name
+    ],
+    ids=["option", "value", "json-key", "dotted-key", "option-typo", "dash-form"],
+)
 def test_the_nearest_name_of_the_release(history, argv, names):
     use = _rejected(history, argv)
     assert nearest.nearest(history, use, RELEASE) == names
@@ -85,8 +89,10 @@ def test_never_the_other_polarity_nor_a_known_name(history):
 def test_the_history_s_sentences_end_with_it(history):
     """explain / explain_use are the words `check`, the command pages and the gate share."""
     said = explain(history, "--tool-call-parser-plugin", RELEASE)
-    assert said == ("--tool-call-parser-plugin is not an option of any vLLM release from 0.6.0 to "
-                    f"{history.releases[-1]}; did you mean --tool-parser-plugin?")
+    assert said == (
+        "--tool-call-parser-plugin is not an option of any vLLM release from 0.6.0 to "
+        f"{history.releases[-1]}; did you mean --tool-parser-plugin?"
+    )
     value = explain_use(history, _rejected(history, ["m", "--load-format", "safetensor"]), RELEASE)
     assert value.endswith("; did you mean `safetensors`?")
     key = explain_use(history, _rejected(history, ["m", "--speculative-config", SPEC]), RELEASE)
@@ -100,6 +106,8 @@ def test_the_check_answer_and_the_command_s_options_carry_them(history):
     assert check.as_json()["uses"][check.uses.index(answer)]["nearest"] == answer.nearest
     assert all(a.nearest == {} for a in check.uses if a is not answer)  # what follows it: no name to offer
     found = command_options(history, ["m", "--tool-call-parser-plugin", "x", "--load-format", "safetensor"])
-    assert found.nearest == {"--tool-call-parser-plugin": ["--tool-parser-plugin"],
-                             "--load-format safetensor": ["safetensors"]}
+    assert found.nearest == {
+        "--tool-call-parser-plugin": ["--tool-parser-plugin"],
+        "--load-format safetensor": ["safetensors"],
+    }
     assert found.as_json()["nearest"] == found.nearest

@@ -18,8 +18,14 @@ def history() -> FlagHistory:
 
 
 def test_the_shipped_history_has_values_and_keys(history):
-    for domain in ("--tool-call-parser", "--reasoning-parser", "--quantization", "--load-format",
-                   "--speculative-config.method", "--distributed-executor-backend"):
+    for domain in (
+        "--tool-call-parser",
+        "--reasoning-parser",
+        "--quantization",
+        "--load-format",
+        "--speculative-config.method",
+        "--distributed-executor-backend",
+    ):
         assert domain in history.values, domain
         assert len(history.values[domain]["values"]) >= 3, domain
     assert {"--speculative-config", "--compilation-config", "--kv-transfer-config"} <= set(history.keys)
@@ -28,8 +34,15 @@ def test_the_shipped_history_has_values_and_keys(history):
 
 def test_a_command_s_options_values_and_keys(history):
     spec = json.dumps({"method": "eagle3", "model": "org/draft", "num_speculative_tokens": 3})
-    argv = ["org/model", "--tool_call_parser=hermes", "--enable-auto-tool-choice", "--speculative-config", spec,
-            "--kv-transfer-config.kv_connector_extra_config.backends+", "UCX"]
+    argv = [
+        "org/model",
+        "--tool_call_parser=hermes",
+        "--enable-auto-tool-choice",
+        "--speculative-config",
+        spec,
+        "--kv-transfer-config.kv_connector_extra_config.backends+",
+        "UCX",
+    ]
     uses = uses_of(history, argv)
     assert Use("option", "--tool-call-parser", "--tool_call_parser") in uses
     assert Use("value", "--tool-call-parser", "--tool_call_parser", value="hermes") in uses

@@ -18,14 +18,48 @@ from driftmatrix.runner.settings import cache_dir
 
 RELEASES = ["0.10.2", "0.11.0", "0.12.0", "0.13.0", "0.20.1", "0.32.0", "0.34.0"]
 SPEC_0_20_1 = {
-    "deepseek_mtp", "mimo_mtp", "glm4_moe_mtp", "glm4_moe_lite_mtp", "glm_ocr_mtp", "ernie_mtp", "nemotron_h_mtp",
-    "exaone_moe_mtp", "exaone4_5_mtp", "qwen3_next_mtp", "qwen3_5_mtp", "longcat_flash_mtp", "mtp",
-    "pangu_ultra_moe_mtp", "step3p5_mtp", "hy_v3_mtp",  # MTPModelTypes
-    "ngram_gpu", "dflash", "eagle", "eagle3", "extract_hidden_states",  # NgramGPU/DFlash/EagleModelTypes
-    "ngram", "medusa", "mlp_speculator", "draft_model", "suffix"}
-NEW_IN_0_32_0 = {"dots3_note_mtp", "mimo_v2_mtp", "qwen4_exp_mtp", "bailing_hybrid_v3_mtp", "minimax_m3_mtp",
-                 "bailing_hybrid_mtp", "kimi_k3_mtp", "hy_v4_mtp", "gemma4_mtp", "inkling_mtp", "glm5_next_mtp",
-                 "dspark", "custom_class"}
+    "deepseek_mtp",
+    "mimo_mtp",
+    "glm4_moe_mtp",
+    "glm4_moe_lite_mtp",
+    "glm_ocr_mtp",
+    "ernie_mtp",
+    "nemotron_h_mtp",
+    "exaone_moe_mtp",
+    "exaone4_5_mtp",
+    "qwen3_next_mtp",
+    "qwen3_5_mtp",
+    "longcat_flash_mtp",
+    "mtp",
+    "pangu_ultra_moe_mtp",
+    "step3p5_mtp",
+    "hy_v3_mtp",  # MTPModelTypes
+    "ngram_gpu",
+    "dflash",
+    "eagle",
+    "eagle3",
+    "extract_hidden_states",  # NgramGPU/DFlash/EagleModelTypes
+    "ngram",
+    "medusa",
+    "mlp_speculator",
+    "draft_model",
+    "suffix",
+}
+NEW_IN_0_32_0 = {
+    "dots3_note_mtp",
+    "mimo_v2_mtp",
+    "qwen4_exp_mtp",
+    "bailing_hybrid_v3_mtp",
+    "minimax_m3_mtp",
+    "bailing_hybrid_mtp",
+    "kimi_k3_mtp",
+    "hy_v4_mtp",
+    "gemma4_mtp",
+    "inkling_mtp",
+    "glm5_next_mtp",
+    "dspark",
+    "custom_class",
+}
 
 
 @pytest.fixture(scope="module")
@@ -76,8 +110,9 @@ def test_a_deprecated_then_removed_quantization_method(history):
     record = history["values"]["--quantization"]["values"]["fp_quant"]
     assert (record["deprecated"], record["removed"], record["replacement"]) == ("0.20.1", "0.34.0", None)
     assert record["deprecation"].startswith("The quantization method %s is deprecated")
-    assert "gguf" in _names(history, "--quantization", "0.20.1") and "gguf" not in _names(history, "--quantization",
-                                                                                         "0.32.0")
+    assert "gguf" in _names(history, "--quantization", "0.20.1") and "gguf" not in _names(
+        history, "--quantization", "0.32.0"
+    )
 
 
 @pytest.mark.network
@@ -85,13 +120,20 @@ def test_a_moved_compilation_key_and_when_keys_are_rejected(history):
     keys = history["keys"]["--compilation-config"]
     level = keys["keys"]["level"]
     assert (level["added"], level["removed"], level["deprecated"], level["replacement"]) == (
-        "0.10.2", "0.20.1", "0.12.0", "mode")
+        "0.10.2",
+        "0.20.1",
+        "0.12.0",
+        "mode",
+    )
     assert level["deprecation"].startswith("Level is deprecated")
     assert keys["keys"]["mode"]["added"] == "0.12.0"  # 0.11.0's CompilationConfig has `level` only
     # PassConfig's renamed flags (0.12.0: "Deprecated in: v0.12.0. Use fuse_norm_quant and fuse_act_quant instead.")
     fusion = keys["keys"]["pass_config.enable_fusion"]
     assert (fusion["deprecated"], fusion["replacement"], fusion["removed"]) == (
-        "0.12.0", "pass_config.fuse_norm_quant", "0.13.0")
+        "0.12.0",
+        "pass_config.fuse_norm_quant",
+        "0.13.0",
+    )
     assert any(k.startswith("pass_config.") for k in keys["keys"])  # nested PassConfig as dotted keys
     # 0.10.2: pydantic dataclass, extra ignored; 0.13.0: @dataclass(config=ConfigDict(extra="forbid"))
     assert keys["closed"] == {"added": "0.13.0", "removed": None}
@@ -101,7 +143,9 @@ def test_a_moved_compilation_key_and_when_keys_are_rejected(history):
 
 @pytest.mark.network
 def test_value_deprecations_in_vllm_words(history):
-    reward = history["values"]["--convert"]["values"]["reward"]  # "`--convert reward` is deprecated … use `--convert embed`"
+    reward = history["values"]["--convert"]["values"][
+        "reward"
+    ]  # "`--convert reward` is deprecated … use `--convert embed`"
     assert (reward["deprecated"], reward["replacement"], reward["removed"]) == ("0.13.0", "embed", "0.20.1")
     backends = history["values"]["--attention-backend"]
     assert backends["fold"] == "upper" and "FLASH_ATTN" in _names(history, "--attention-backend", "0.34.0")
@@ -118,7 +162,16 @@ def test_tokenizer_modes_are_the_literal_and_the_registry(history):
     # 0.20.1: TokenizerMode = Literal["auto", "hf", "slow", "mistral", "deepseek_v32", "deepseek_v4"] and
     # vllm/tokenizers/registry.py's _VLLM_TOKENIZERS adds grok2, kimi_audio, qwen_vl
     assert _names(history, "--tokenizer-mode", "0.20.1") == {
-        "auto", "hf", "slow", "mistral", "deepseek_v32", "deepseek_v4", "grok2", "kimi_audio", "qwen_vl"}
+        "auto",
+        "hf",
+        "slow",
+        "mistral",
+        "deepseek_v32",
+        "deepseek_v4",
+        "grok2",
+        "kimi_audio",
+        "qwen_vl",
+    }
     # 0.32.0: the table adds deepseek_v41 (new) and kimi_audio; auto is the Literal's only; grok2, qwen_vl are gone
     modes = _names(history, "--tokenizer-mode", "0.32.0")
     assert {"deepseek_v41", "kimi_audio", "auto"} <= modes and not {"grok2", "qwen_vl"} & modes
@@ -151,7 +204,11 @@ def test_a_choice_the_serve_parser_removes(history):
 def test_short_aliases_are_judged_as_their_long_option(history):
     aliases = history["aliases"]  # 0.34.0's add_argument("--compilation-config", "-cc", …)
     assert (aliases["-cc"], aliases["-ac"], aliases["-q"], aliases["-tp"]) == (
-        "--compilation-config", "--attention-config", "--quantization", "--tensor-parallel-size")
+        "--compilation-config",
+        "--attention-config",
+        "--quantization",
+        "--tensor-parallel-size",
+    )
     flags = FlagHistory(history)
     uses = uses_of(flags, ["vllm", "serve", "m", "-cc", '{"mode": 3, "bogus_key": 1}', "-q", "fp9"])
     assert Use("key", "--compilation-config", "-cc", key="mode") in uses
@@ -165,6 +222,7 @@ def test_nested_configs_typed_optional(history):
     def keys(option):
         spans = history["keys"][option]["keys"]
         return {k for k, span in spans.items() if _has(span, "0.32.0", history["releases"])}
+
     # `linear: QuantSpec | None`, `hisparse_config: HiSparseConfig | None`, `draft_load_config: LoadConfig | None`
     assert {"linear.weight", "linear.activation", "moe.weight"} <= keys("--quantization-config")
     assert {"hisparse_config.device_buffer_size", "hisparse_config.eager_host_mirror"} <= keys("--attention-config")
@@ -198,8 +256,15 @@ def test_the_shipped_values_and_keys_follow_the_schema():
         assert span["added"] in releases and span["removed"] in (None, *releases)
         assert ("deprecated" in span) == ("deprecation" in span) == ("replacement" in span)
     # the domains issue 34 names, each read up to the newest release
-    for option in ("--tool-call-parser", "--reasoning-parser", "--quantization", "--load-format",
-                   "--speculative-config.method", "--attention-backend", "--distributed-executor-backend"):
+    for option in (
+        "--tool-call-parser",
+        "--reasoning-parser",
+        "--quantization",
+        "--load-format",
+        "--speculative-config.method",
+        "--attention-backend",
+        "--distributed-executor-backend",
+    ):
         assert data["values"][option]["read"]["removed"] is None, option
 
 
@@ -207,18 +272,26 @@ def test_an_open_domain_never_rejects_an_unknown_name():
     history = FlagHistory.load(SHIPPED)
     executor = Use("value", "--distributed-executor-backend", "--distributed-executor-backend", "my_pkg.MyExecutor")
     assert history.accepts_use(executor, "0.34.0") is None  # `str | DistributedExecutorBackend | type[Executor]`
-    assert history.accepts_use(Use("value", "--distributed-executor-backend", "--distributed-executor-backend", "mp"),
-                               "0.34.0") is True
+    assert (
+        history.accepts_use(
+            Use("value", "--distributed-executor-backend", "--distributed-executor-backend", "mp"), "0.34.0"
+        )
+        is True
+    )
     assert history.accepts_use(Use("value", "--quantization", "--quantization", "fp9"), "0.34.0") is False
     # --kv-cache-dtype: `CacheDType` in 0.32.0 (argparse's choices), `CacheDType | str` from 0.33.0
-    assert history.values["--kv-cache-dtype"]["open"] == {"added": "0.33.0", "removed": None, "type": "CacheDType | str"}
+    assert history.values["--kv-cache-dtype"]["open"] == {
+        "added": "0.33.0",
+        "removed": None,
+        "type": "CacheDType | str",
+    }
     dtype = Use("value", "--kv-cache-dtype", "--kv-cache-dtype", "octave_k9")
     assert history.accepts_use(dtype, "0.32.0") is False and history.accepts_use(dtype, "0.34.0") is None
 
 
 # -- the ast rules on small sources ---------------------------------------------------------
 SOURCES = {
-    "vllm/config/a.py": '''
+    "vllm/config/a.py": """
 from enum import Enum
 from typing import Literal, Union
 Inner = Literal["b", "c"]
@@ -229,7 +302,7 @@ TABLE = {"p": 1, "q": 2}
 class Fmt(str, Enum):
     AUTO = "auto"
     HF = "hf"
-''',
+""",
 }
 
 

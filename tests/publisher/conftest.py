@@ -20,8 +20,11 @@ CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
 @pytest.fixture(scope="session")
 def site_inputs() -> dict:
-    return {"snippets": SITE_FIXTURES / "snippets.json", "parse": SITE_FIXTURES / "outcomes-cpu-parse.jsonl",
-            "config": SITE_FIXTURES / "outcomes-cpu-config.jsonl"}
+    return {
+        "snippets": SITE_FIXTURES / "snippets.json",
+        "parse": SITE_FIXTURES / "outcomes-cpu-parse.jsonl",
+        "config": SITE_FIXTURES / "outcomes-cpu-config.jsonl",
+    }
 
 
 def written_for(snippets: Path, spec: str, out: Path) -> Path:
@@ -55,6 +58,7 @@ def artifacts() -> Path:
 @pytest.fixture(scope="session")
 def browser():
     from playwright.sync_api import sync_playwright
+
     if not Path(CHROMIUM).exists():
         pytest.fail("no chromium: install Debian's `chromium` (the README's test command does)")
     with sync_playwright() as p:
@@ -67,14 +71,19 @@ def browser():
 def seed(corpus, tmp_path_factory):
     """(`driftmatrix pr` tests) The docs as a repository with more than 50 commits, so that `--depth 50` really is shallow."""
     from prhelp import git
+
     root = tmp_path_factory.mktemp("pr-seed")
     seed = root / "seed"
     shutil.copytree(corpus / "vllm-docs" / "0.33.0", seed)
     git(root, "init", "-q", "-b", "main", str(seed))
     git(seed, "add", "-A")
     git(seed, "commit", "-q", "-m", "docs as of 0.33.0")
-    stream = "".join(f"commit refs/heads/main\ncommitter t <t@example.test> {1700000000 + i} +0000\ndata 7\nedit {i:02d}\n"
-                     + ("from refs/heads/main^0\n" if i == 0 else "") + "\n" for i in range(55))
+    stream = "".join(
+        f"commit refs/heads/main\ncommitter t <t@example.test> {1700000000 + i} +0000\ndata 7\nedit {i:02d}\n"
+        + ("from refs/heads/main^0\n" if i == 0 else "")
+        + "\n"
+        for i in range(55)
+    )
     subprocess.run(["git", "-C", str(seed), "fast-import", "--quiet"], input=stream, text=True, check=True)
     git(seed, "reset", "-q", "--hard")
     return seed

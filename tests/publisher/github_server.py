@@ -34,29 +34,60 @@ class LocalGitHub:
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
 
-    def add_repo(self, full_name: str, path: Path, push: bool = True, default_branch: str = "main",
-                 protected: tuple[str, ...] = (), parent: str | None = None) -> dict:
+    def add_repo(
+        self,
+        full_name: str,
+        path: Path,
+        push: bool = True,
+        default_branch: str = "main",
+        protected: tuple[str, ...] = (),
+        parent: str | None = None,
+    ) -> dict:
         """A repository backed by the real bare repository at `path` (its `clone_url`)."""
         owner, name = full_name.split("/")
-        repo = {"id": 5000 + len(self.repos), "name": name, "full_name": full_name, "private": False,
-                "owner": {"login": owner, "type": "User"}, "html_url": f"https://github.com/{full_name}",
-                "url": f"{self.url}/repos/{full_name}", "clone_url": f"file://{path}", "fork": parent is not None,
-                "default_branch": default_branch,
-                "permissions": {"admin": push, "maintain": push, "push": push, "triage": push, "pull": True}}
+        repo = {
+            "id": 5000 + len(self.repos),
+            "name": name,
+            "full_name": full_name,
+            "private": False,
+            "owner": {"login": owner, "type": "User"},
+            "html_url": f"https://github.com/{full_name}",
+            "url": f"{self.url}/repos/{full_name}",
+            "clone_url": f"file://{path}",
+            "fork": parent is not None,
+            "default_branch": default_branch,
+            "permissions": {"admin": push, "maintain": push, "push": push, "triage": push, "pull": True},
+        }
         if parent:
             repo["parent"] = repo["source"] = {k: v for k, v in self.repos[parent].items() if k != "permissions"}
         self.repos[full_name], self.paths[full_name] = repo, path
         self.protected[full_name] = set(protected)
         return repo
 
-    def fail(self, method: str, path: str, status: int, message: str, headers: dict | None = None,
-             errors: list | None = None, times: int = 1) -> None:
+    def fail(
+        self,
+        method: str,
+        path: str,
+        status: int,
+        message: str,
+        headers: dict | None = None,
+        errors: list | None = None,
+        times: int = 1,
+    ) -> None:
         """The next `times` calls of `method` on a path matching the regex `path` get this error."""
         payload = {"message": message, "documentation_url": DOCS}
         if errors:
             payload["errors"] = errors
-        self.failures.append({"method": method, "path": path, "status": status, "payload": payload,
-                              "headers": headers or {}, "times": times})
+        self.failures.append(
+            {
+                "method": method,
+                "path": path,
+                "status": status,
+                "payload": payload,
+                "headers": headers or {},
+                "times": times,
+            }
+        )
 
     def close(self) -> None:
         self.httpd.shutdown()
@@ -87,15 +118,24 @@ class LocalGitHub:
         return 202, self.repos[name]
 
     def _branch(self, full: str, branch: str) -> tuple[int, object]:
-        sha = subprocess.run(["git", "-C", str(self.paths[full]), "rev-parse", "--verify", "-q",
-                              f"refs/heads/{branch}"], capture_output=True, text=True).stdout.strip()
+        sha = subprocess.run(
+            ["git", "-C", str(self.paths[full]), "rev-parse", "--verify", "-q", f"refs/heads/{branch}"],
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
         if not sha:
             return 404, {"message": "Branch not found", "documentation_url": DOCS}
         protected = branch in self.protected[full]
-        return 200, {"name": branch, "commit": {"sha": sha, "url": f"{self.url}/repos/{full}/commits/{sha}"},
-                     "protected": protected, "protection": {"enabled": protected, "required_status_checks": {
-                         "enforcement_level": "off", "contexts": [], "checks": []}},
-                     "protection_url": f"{self.url}/repos/{full}/branches/{branch}/protection"}
+        return 200, {
+            "name": branch,
+            "commit": {"sha": sha, "url": f"{self.url}/repos/{full}/commits/{sha}"},
+            "protected": protected,
+            "protection": {
+                "enabled": protected,
+                "required_status_checks": {"enforcement_level": "off", "contexts": [], "checks": []},
+            },
+            "protection_url": f"{self.url}/repos/{full}/branches/{branch}/protection",
+        }
 
     def _pulls(self, full: str, method: str, rest: str, query: dict, body: dict) -> tuple[int, object]:
         m = re.match(r"^/(pulls|issues)(?:/(\d+))?(/labels)?$", rest)
@@ -104,8 +144,11 @@ class LocalGitHub:
         kind, number, labels = m.groups()
         if kind == "pulls" and method == "GET" and number is None:
             head = query.get("head", "")
-            return 200, [p for p in self.pulls if p["state"] == query.get("state", "open")
-                         and (not head or p["head"]["label"] == head)]
+            return 200, [
+                p
+                for p in self.pulls
+                if p["state"] == query.get("state", "open") and (not head or p["head"]["label"] == head)
+            ]
         if kind == "pulls" and method == "POST":
             return self._create_pull(full, body)
         if kind == "pulls" and method == "PATCH" and number:
@@ -124,20 +167,53 @@ class LocalGitHub:
         head_owner = head_owner or owner
         label = f"{head_owner}:{ref}"
         if len(body.get("body") or "") > 65536:
-            return 422, {"message": "Validation Failed", "documentation_url": DOCS, "errors": [
-                {"resource": "Issue", "code": "custom", "field": "body",
-                 "message": "body is too long (maximum is 65536 characters)"}]}
+            return 422, {
+                "message": "Validation Failed",
+                "documentation_url": DOCS,
+                "errors": [
+                    {
+                        "resource": "Issue",
+                        "code": "custom",
+                        "field": "body",
+                        "message": "body is too long (maximum is 65536 characters)",
+                    }
+                ],
+            }
         if any(p["state"] == "open" and p["head"]["label"] == label for p in self.pulls):
-            return 422, {"message": "Validation Failed", "documentation_url": DOCS, "errors": [
-                {"resource": "PullRequest", "code": "custom", "message": f"A pull request already exists for {label}."}]}
-        head_repo = next((r for r in self.repos.values() if r["owner"]["login"] == head_owner
-                          and (r["full_name"] == full or (r.get("parent") or {}).get("full_name") == full)), None)
+            return 422, {
+                "message": "Validation Failed",
+                "documentation_url": DOCS,
+                "errors": [
+                    {
+                        "resource": "PullRequest",
+                        "code": "custom",
+                        "message": f"A pull request already exists for {label}.",
+                    }
+                ],
+            }
+        head_repo = next(
+            (
+                r
+                for r in self.repos.values()
+                if r["owner"]["login"] == head_owner
+                and (r["full_name"] == full or (r.get("parent") or {}).get("full_name") == full)
+            ),
+            None,
+        )
         n = len(self.pulls) + 1
-        pull = {"url": f"{self.url}/repos/{full}/pulls/{n}", "id": 1000 + n, "number": n,
-                "html_url": f"https://github.com/{full}/pull/{n}", "state": "open",
-                "title": body["title"], "body": body.get("body"), "user": {"login": self.login},
-                "labels": [], "head": {"label": label, "ref": ref, "repo": head_repo},
-                "base": {"label": f"{owner}:{body['base']}", "ref": body["base"], "repo": self.repos[full]}}
+        pull = {
+            "url": f"{self.url}/repos/{full}/pulls/{n}",
+            "id": 1000 + n,
+            "number": n,
+            "html_url": f"https://github.com/{full}/pull/{n}",
+            "state": "open",
+            "title": body["title"],
+            "body": body.get("body"),
+            "user": {"login": self.login},
+            "labels": [],
+            "head": {"label": label, "ref": ref, "repo": head_repo},
+            "base": {"label": f"{owner}:{body['base']}", "ref": body["base"], "repo": self.repos[full]},
+        }
         self.pulls.append(pull)
         return 201, pull
 
@@ -168,8 +244,15 @@ def _handler(server: LocalGitHub):
         def _handle(self, method: str) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             raw = self.rfile.read(length).decode() if length else ""
-            server.requests.append({"method": method, "path": self.path, "body": raw, "at": time.monotonic(),
-                                    "auth": self.headers.get("Authorization", "")})
+            server.requests.append(
+                {
+                    "method": method,
+                    "path": self.path,
+                    "body": raw,
+                    "at": time.monotonic(),
+                    "auth": self.headers.get("Authorization", ""),
+                }
+            )
             if not self.headers.get("Authorization", "").startswith("Bearer "):
                 return self._send(401, {"message": "Requires authentication", "documentation_url": DOCS})
             path, _, query = self.path.partition("?")

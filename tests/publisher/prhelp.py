@@ -10,21 +10,28 @@ import secrets
 import string
 import subprocess
 
-
 BRANCH = "driftmatrix/doc-warnings"
 SITE = "https://example.test/dm"
-IDENTITY = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.test",
-            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.test"}
+IDENTITY = {
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@example.test",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@example.test",
+}
 
 
 def git(cwd, *args) -> str:
-    return subprocess.run(["git", "-C", str(cwd), *args], capture_output=True, text=True, check=True,
-                          env={**os.environ, **IDENTITY}).stdout
+    return subprocess.run(
+        ["git", "-C", str(cwd), *args], capture_output=True, text=True, check=True, env={**os.environ, **IDENTITY}
+    ).stdout
 
 
 def tip(remote, branch=BRANCH) -> str | None:
-    out = subprocess.run(["git", "-C", str(remote), "rev-parse", "--verify", "-q", f"refs/heads/{branch}"],
-                         capture_output=True, text=True).stdout.strip()
+    out = subprocess.run(
+        ["git", "-C", str(remote), "rev-parse", "--verify", "-q", f"refs/heads/{branch}"],
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
     return out or None
 
 
@@ -34,8 +41,11 @@ def refs(remote) -> str:
 
 def updates(remote, branch=BRANCH) -> int:
     """How many times the branch was written on the remote (its reflog: core.logAllRefUpdates)."""
-    proc = subprocess.run(["git", "-C", str(remote), "reflog", "show", "--format=%H", f"refs/heads/{branch}"],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        ["git", "-C", str(remote), "reflog", "show", "--format=%H", f"refs/heads/{branch}"],
+        capture_output=True,
+        text=True,
+    )
     return len(proc.stdout.split()) if proc.returncode == 0 else 0
 
 
@@ -71,8 +81,22 @@ def in_process(argv, token) -> tuple[int, str]:
 
 
 def pr_args(checkout, server, snippets, outcomes, *extra, repo="vllm-project/vllm"):
-    return ["pr", "--repo", repo, "--checkout", checkout, "--snippets", snippets, "--outcomes", outcomes,
-            "--api-url", server.url, "--site-url", SITE, *extra]
+    return [
+        "pr",
+        "--repo",
+        repo,
+        "--checkout",
+        checkout,
+        "--snippets",
+        snippets,
+        "--outcomes",
+        outcomes,
+        "--api-url",
+        server.url,
+        "--site-url",
+        SITE,
+        *extra,
+    ]
 
 
 def racing_hook(checkout, remote, marker):

@@ -32,8 +32,9 @@ def vllm_markdown_extensions(corpus) -> str:
 
 
 def cli(*args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "driftmatrix.cli", "annotate", *map(str, args)],
-                          capture_output=True, text=True)
+    return subprocess.run(
+        [sys.executable, "-m", "driftmatrix.cli", "annotate", *map(str, args)], capture_output=True, text=True
+    )
 
 
 @pytest.fixture(scope="module")
@@ -50,8 +51,12 @@ def _text_files(root: Path) -> dict[str, bytes]:
 def _drift_places(results) -> set[tuple[str, str, int]]:
     """(snippet id, file, line) of every Markdown place judged doc-drift."""
     judge = Judge(results)
-    return {(s.id, src.file, src.line) for s in results.snippets for src in s.sources
-            if src.file.endswith(".md") and judge.of_source(s, src).kind == "doc-drift"}
+    return {
+        (s.id, src.file, src.line)
+        for s in results.snippets
+        for src in s.sources
+        if src.file.endswith(".md") and judge.of_source(s, src).kind == "doc-drift"
+    }
 
 
 def test_pages_of_0_33_get_no_warning_from_older_builds(docs_copy, site_inputs, tmp_path):
@@ -62,10 +67,22 @@ def test_pages_of_0_33_get_no_warning_from_older_builds(docs_copy, site_inputs, 
     assert any(o.verdict == "FAIL" for o in results.cells.values())
     drift, judge = _drift_places(results), Judge(results)
     assert drift and {file for _, file, _ in drift} == {"docs/serving/expert_parallel_deployment.md"}
-    assert all(judge.of_source(s, src).decided_by == "shell" for s in results.snippets for src in s.sources
-               if (s.id, src.file, src.line) in drift)
-    r = cli("--docs", docs_copy, "--snippets", site_inputs["snippets"], "--outcomes", site_inputs["parse"],
-            "--patch", tmp_path / "p.diff")
+    assert all(
+        judge.of_source(s, src).decided_by == "shell"
+        for s in results.snippets
+        for src in s.sources
+        if (s.id, src.file, src.line) in drift
+    )
+    r = cli(
+        "--docs",
+        docs_copy,
+        "--snippets",
+        site_inputs["snippets"],
+        "--outcomes",
+        site_inputs["parse"],
+        "--patch",
+        tmp_path / "p.diff",
+    )
     assert r.returncode == 0, r.stderr
     assert f"{len(drift)} admonition(s) inserted" in r.stdout
     patched = set(re.findall(r"^\+\+\+ b/(\S+)", (tmp_path / "p.diff").read_text(), re.M))
@@ -99,9 +116,13 @@ def test_corpus_pages_idempotent_and_otherwise_identical(docs_copy, corpus, site
     # A later run where every command checked runs (the nightly's PASSes): every warning goes, but
     # those for what the shell runs (expert_parallel_deployment.md's `\\` + comment): no build decides those.
     passing = tmp_path / "passing.jsonl"
-    passing.write_text("".join(ln + "\n" for ln in site_inputs["parse"].read_text().splitlines()
-                               if ln.strip() and json.loads(ln)["target"]["name"] == "nightly"
-                               and json.loads(ln)["verdict"] == "PASS"))
+    passing.write_text(
+        "".join(
+            ln + "\n"
+            for ln in site_inputs["parse"].read_text().splitlines()
+            if ln.strip() and json.loads(ln)["target"]["name"] == "nightly" and json.loads(ln)["verdict"] == "PASS"
+        )
+    )
     fixed = tmp_path / "fixed"
     r = cli("--docs", once, "--snippets", stable_plus, "--outcomes", passing, "-o", fixed)
     assert r.returncode == 0, r.stderr
@@ -109,8 +130,11 @@ def test_corpus_pages_idempotent_and_otherwise_identical(docs_copy, corpus, site
     still = {k for k in after if after[k] != original[k]}
     assert still == {"docs/serving/expert_parallel_deployment.md"}
     kept = set(re.findall(r"<!-- driftmatrix:begin (\S+) -->", after[still.pop()].decode()))
-    shell = {s.id for s in load(stable_plus, [passing]).snippets if any(lint.code == "backslash-not-continuation"
-                                                                        for lint in s.lints)}
+    shell = {
+        s.id
+        for s in load(stable_plus, [passing]).snippets
+        if any(lint.code == "backslash-not-continuation" for lint in s.lints)
+    }
     assert kept == shell and kept
 
 
@@ -123,7 +147,9 @@ def test_warning_says_what_fails_where_and_how_deep_it_runs(docs_copy, site_inpu
     assert shell <= {i.snippet_id for i in inserts}
     for i in inserts:
         if i.snippet_id in shell:  # what the shell runs, whatever the builds say: the line where it ends it
-            assert re.match(r'!!! warning "Does not run as written: the shell ends the command on line \d+"', i.admonition)
+            assert re.match(
+                r'!!! warning "Does not run as written: the shell ends the command on line \d+"', i.admonition
+            )
             assert "is followed by a comment, so bash does not continue" in i.admonition
             continue
         o = {c.name: results.cell(i.snippet_id, c) for c in results.columns}
@@ -145,14 +171,32 @@ def sample(site_inputs, tmp_path_factory):
     tree = root / "sample-docs"
     shutil.copytree(HERE / "sample-docs", tree)
     snippets = root / "snippets.json"
-    r = subprocess.run([sys.executable, "-m", "driftmatrix.cli", "extract", str(tree), "-q", "--stable", stable_pin(), "-o",
-                        str(snippets)],
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "driftmatrix.cli",
+            "extract",
+            str(tree),
+            "-q",
+            "--stable",
+            stable_pin(),
+            "-o",
+            str(snippets),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 0, r.stderr
     outcomes = root / "outcomes.jsonl"
     ids = {s["id"] for s in json.loads(snippets.read_text())["snippets"]}
-    outcomes.write_text("".join(ln + "\n" for ln in site_inputs["parse"].read_text().splitlines()
-                                if ln.strip() and json.loads(ln)["snippet_id"] in ids))
+    outcomes.write_text(
+        "".join(
+            ln + "\n"
+            for ln in site_inputs["parse"].read_text().splitlines()
+            if ln.strip() and json.loads(ln)["snippet_id"] in ids
+        )
+    )
     assert outcomes.read_text(), "the sample's command is one of the recorded ones"
     out = root / "patched"
     r = cli("--docs", tree, "--snippets", snippets, "--outcomes", outcomes, "-o", out)
@@ -179,9 +223,24 @@ def test_patched_pages_build_with_vllms_markdown_extensions(sample, corpus, tmp_
     an admonition right after its code block, inside the same tab or admonition."""
     _, out = sample
     extensions = vllm_markdown_extensions(corpus)
-    (out / "mkdocs.yml").write_text(f"site_name: sample\ndocs_dir: docs\ntheme:\n  name: material\n  font: false\n{extensions}")
-    r = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(out / "mkdocs.yml"),
-                        "-d", str(tmp_path / "site")], capture_output=True, text=True)
+    (out / "mkdocs.yml").write_text(
+        f"site_name: sample\ndocs_dir: docs\ntheme:\n  name: material\n  font: false\n{extensions}"
+    )
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mkdocs",
+            "build",
+            "--strict",
+            "-f",
+            str(out / "mkdocs.yml"),
+            "-d",
+            str(tmp_path / "site"),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 0, r.stderr
     html = BeautifulSoup((tmp_path / "site" / "containers" / "index.html").read_text(), "html.parser")
     warnings = html.select("div.admonition.warning")
@@ -201,9 +260,24 @@ def test_site_shows_the_annotated_pages(sample, site_inputs, tmp_path):
     tree, _ = sample
     snippets = tree.parent / "snippets.json"
     outcomes = tree.parent / "outcomes.jsonl"
-    r = subprocess.run([sys.executable, "-m", "driftmatrix.cli", "publish", "--snippets", str(snippets),
-                        "--outcomes", str(outcomes), "--docs", str(tree), "--site-dir", str(tmp_path / "site")],
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "driftmatrix.cli",
+            "publish",
+            "--snippets",
+            str(snippets),
+            "--outcomes",
+            str(outcomes),
+            "--docs",
+            str(tree),
+            "--site-dir",
+            str(tmp_path / "site"),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 0, r.stderr
     index = BeautifulSoup((tmp_path / "site" / "annotated" / "index.html").read_text(), "html.parser")
     links = index.select("table.dm-annotated a")
@@ -224,13 +298,20 @@ def test_corpus_warnings_render_after_their_blocks(docs_copy, site_inputs, stabl
         (mini / "docs" / p.file).parent.mkdir(parents=True, exist_ok=True)
         (mini / "docs" / p.file).write_text(p.after)
     extensions = vllm_markdown_extensions(corpus)
-    (mini / "mkdocs.yml").write_text(f"site_name: mini\ndocs_dir: docs/docs\ntheme:\n  name: material\n  font: false\n{extensions}")
-    r = subprocess.run([sys.executable, "-m", "mkdocs", "build", "-f", str(mini / "mkdocs.yml"), "-d", str(tmp_path / "site")],
-                       capture_output=True, text=True)
+    (mini / "mkdocs.yml").write_text(
+        f"site_name: mini\ndocs_dir: docs/docs\ntheme:\n  name: material\n  font: false\n{extensions}"
+    )
+    r = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "-f", str(mini / "mkdocs.yml"), "-d", str(tmp_path / "site")],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 0, r.stderr
     for p in result.patches:
-        html = BeautifulSoup((tmp_path / "site" / p.file.removeprefix("docs/").removesuffix(".md") / "index.html").read_text(),
-                             "html.parser")
+        html = BeautifulSoup(
+            (tmp_path / "site" / p.file.removeprefix("docs/").removesuffix(".md") / "index.html").read_text(),
+            "html.parser",
+        )
         shown = [a for a in html.select("div.admonition") if "driftmatrix" in a.get_text()]
         assert len(shown) == len(p.inserts), p.file
         for a, ins in zip(shown, p.inserts):
@@ -256,10 +337,17 @@ def test_the_seed_case_on_the_h200_records(tmp_path):
     assert inserts["s-9ac554db7c65"].admonition.startswith('!!! warning "Does not start on vLLM 0.20.1"')
     assert "does not support multimodal models yet" in inserts["s-9ac554db7c65"].admonition
     assert "It starts on vLLM 0.21.0 and answers requests, with a warning" in inserts["s-9ac554db7c65"].admonition
-    assert inserts["s-e731a0b09d3a"].admonition.startswith('!!! warning "Is rejected by the engine config of vLLM 0.20.1"')
+    assert inserts["s-e731a0b09d3a"].admonition.startswith(
+        '!!! warning "Is rejected by the engine config of vLLM 0.20.1"'
+    )
     only = tmp_path / "0.21.0.jsonl"
-    only.write_text("".join(ln + "\n" for ln in (gpu / "outcomes-h200.jsonl").read_text().splitlines()
-                            if ln.strip() and json.loads(ln)["target"]["version"] == "0.21.0"))
+    only.write_text(
+        "".join(
+            ln + "\n"
+            for ln in (gpu / "outcomes-h200.jsonl").read_text().splitlines()
+            if ln.strip() and json.loads(ln)["target"]["version"] == "0.21.0"
+        )
+    )
     later = load(snippets, [only])
     assert ann.annotate(later, repo / "benchmarks" / "gpu" / "docs").patches == []
     judge = Judge(later)
@@ -272,12 +360,15 @@ def test_symlinks_are_neither_read_nor_written_through(site_inputs, tmp_path):
     not read (reported), even when the snippets name them, and no patch is written through a link
     (`docs/twin.md -> TREE/docs/containers.md`: an absolute link that the `-o` copy keeps)."""
     import uuid
+
     canary = f"canary-{uuid.uuid4().hex}"
     outside = tmp_path / "outside"
     outside.mkdir()
     command = "vllm serve model --enable-lora --max-lora-cls-labels 8"
-    page = (f"# {canary}\n\n<!-- driftmatrix:begin s-old -->\n{canary}\n<!-- driftmatrix:end s-old -->\n\n"
-            f"```bash\n{command}\n```\n")
+    page = (
+        f"# {canary}\n\n<!-- driftmatrix:begin s-old -->\n{canary}\n<!-- driftmatrix:end s-old -->\n\n"
+        f"```bash\n{command}\n```\n"
+    )
     (outside / "page.md").write_text(page)
     tree = tmp_path / "sample-docs"
     shutil.copytree(HERE / "sample-docs", tree)
@@ -286,19 +377,40 @@ def test_symlinks_are_neither_read_nor_written_through(site_inputs, tmp_path):
     (tree / "docs" / "twin.md").symlink_to(tree / "docs" / "containers.md")
     original = (tree / "docs" / "containers.md").read_bytes()
     snippets = tmp_path / "snippets.json"
-    r = subprocess.run([sys.executable, "-m", "driftmatrix.cli", "extract", str(tree), "-q", "--stable", stable_pin(), "-o",
-                        str(snippets)],
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "driftmatrix.cli",
+            "extract",
+            str(tree),
+            "-q",
+            "--stable",
+            stable_pin(),
+            "-o",
+            str(snippets),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 0, r.stderr
     data = json.loads(snippets.read_text())
     for s in data["snippets"]:  # snippets naming the linked pages (an older extraction's, say)
-        s["sources"] += [{**src, "file": f"docs/{name}.md", "line": line} for src in s["sources"][:1]
-                         for name, line in (("evil", 8), ("twin", src["line"]))]
+        s["sources"] += [
+            {**src, "file": f"docs/{name}.md", "line": line}
+            for src in s["sources"][:1]
+            for name, line in (("evil", 8), ("twin", src["line"]))
+        ]
     snippets.write_text(json.dumps(data))
     ids = {s["id"] for s in data["snippets"]}
     outcomes = tmp_path / "outcomes.jsonl"
-    outcomes.write_text("".join(ln + "\n" for ln in site_inputs["parse"].read_text().splitlines()
-                                if ln.strip() and json.loads(ln)["snippet_id"] in ids))
+    outcomes.write_text(
+        "".join(
+            ln + "\n"
+            for ln in site_inputs["parse"].read_text().splitlines()
+            if ln.strip() and json.loads(ln)["snippet_id"] in ids
+        )
+    )
     out, patch = tmp_path / "patched", tmp_path / "annotate.patch"
     said = ""
     for where in (("--patch", patch), ("-o", out)):

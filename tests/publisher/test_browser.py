@@ -7,15 +7,15 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
-
 from sitehttp import serve_dir
 from test_matrix_page import show_all
+
 from driftmatrix.publisher.results import load
 
-XSS = "<script>window.__pwned = 1</script><img src=x onerror=\"window.__pwned = 2\">"
+XSS = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">'
 
 
 @pytest.fixture(scope="module")
@@ -26,12 +26,27 @@ def site(site_inputs, tmp_path_factory):
     records = [json.loads(ln) for ln in site_inputs["parse"].read_text().splitlines() if ln.strip()]
     fail = next(r for r in records if r["verdict"] == "FAIL")
     fail["evidence"]["log_excerpt"] = (fail["evidence"].get("log_excerpt") or "") + "\n\n" + XSS + "\n"
-    fail["started"] = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")  # the latest of its cell: shown
+    fail["started"] = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")  # the latest of its cell: shown
     hostile = root / "hostile.jsonl"
     hostile.write_text(json.dumps(fail) + "\n")
-    r = subprocess.run([sys.executable, "-m", "driftmatrix.cli", "publish", "--snippets", str(site_inputs["snippets"]),
-                        "--outcomes", str(site_inputs["parse"]), str(site_inputs["config"]), str(hostile),
-                        "--site-dir", str(root / "site")], capture_output=True, text=True)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "driftmatrix.cli",
+            "publish",
+            "--snippets",
+            str(site_inputs["snippets"]),
+            "--outcomes",
+            str(site_inputs["parse"]),
+            str(site_inputs["config"]),
+            str(hostile),
+            "--site-dir",
+            str(root / "site"),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 0, r.stderr
     httpd, base = serve_dir(root / "site")
     yield base, fail
@@ -59,7 +74,11 @@ def test_matrix_renders_and_filters(site, tab, site_inputs, artifacts):
     rows = page.locator("tr.dm-row")
     assert rows.count() == len(results.snippets)
     assert page.locator("thead th.dm-col").count() == len(results.columns)
-    assert page.locator("#dm-count").inner_text().startswith(f"{len(results.snippets)} of {len(results.snippets)} commands")
+    assert (
+        page.locator("#dm-count")
+        .inner_text()
+        .startswith(f"{len(results.snippets)} of {len(results.snippets)} commands")
+    )
     page.screenshot(path=str(artifacts / "matrix.png"), full_page=True)
 
     page.select_option("#dm-verdict", "FAIL")
@@ -76,7 +95,8 @@ def test_matrix_renders_and_filters(site, tab, site_inputs, artifacts):
     cells = page.locator("button.dm-cell")
     words = {cells.nth(i).locator(".dm-depth").inner_text() for i in range(cells.count())}
     assert "parser" in words and words <= {"parser", "config", "started", "probed", "perf", "skip", "error"} | {
-        f"at {s}" for s in ("parse", "config", "start", "probe", "perf")}
+        f"at {s}" for s in ("parse", "config", "start", "probe", "perf")
+    }
     page.select_option("#dm-judgement", "needs-newer")
     show_all(page)
     assert rows.count() > 0
@@ -139,8 +159,14 @@ def test_hostile_log_text_stays_text(site, tab):
 def test_overview_and_doc_pages_render(site, tab, artifacts):
     base, _ = site
     page, errors = tab
-    for path in ("index.html", "pages/index.html", "annotated/index.html", "matrix-json.html", "guide/index.html",
-                 "guide/reading-the-matrix.html"):
+    for path in (
+        "index.html",
+        "pages/index.html",
+        "annotated/index.html",
+        "matrix-json.html",
+        "guide/index.html",
+        "guide/reading-the-matrix.html",
+    ):
         page.goto(f"{base}/{path}")
         assert page.locator("h1").count() >= 1
     page.goto(f"{base}/index.html")

@@ -13,10 +13,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from sitehttp import serve_dir
 
 from driftmatrix.publisher import causes, command_text, public
 from driftmatrix.publisher.results import load
-from sitehttp import serve_dir
 
 REPO = Path(__file__).resolve().parents[2]
 GPU = REPO / "tests" / "fixtures" / "gpu"
@@ -28,8 +28,22 @@ SIZES = {"desktop": (1400, 1000), "phone": (390, 844)}
 
 
 def publish(snippets: Path, outcomes: list[Path], out: Path) -> Path:
-    r = subprocess.run([sys.executable, "-m", "driftmatrix.cli", "publish", "--snippets", str(snippets),
-                        "--outcomes", *map(str, outcomes), "--site-dir", str(out)], capture_output=True, text=True)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "driftmatrix.cli",
+            "publish",
+            "--snippets",
+            str(snippets),
+            "--outcomes",
+            *map(str, outcomes),
+            "--site-dir",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 0, r.stderr
     return out
 
@@ -67,8 +81,9 @@ def bash_words(command: str) -> list[str]:
     """The words bash reads from a `vllm …` / `docker …` command (each program a function that prints
     its arguments): two texts that give the same words are the same command."""
     prelude = "vllm() { printf '%s\\0' \"$@\"; }; docker() { printf '%s\\0' docker \"$@\"; }\n"
-    r = subprocess.run(["bash", "--noprofile", "--norc", "-c", prelude + command], capture_output=True,
-                       env={"PATH": "/usr/bin:/bin"})
+    r = subprocess.run(
+        ["bash", "--noprofile", "--norc", "-c", prelude + command], capture_output=True, env={"PATH": "/usr/bin:/bin"}
+    )
     assert r.returncode == 0, r.stderr
     return r.stdout.decode().split("\0")[:-1]
 
@@ -226,7 +241,9 @@ def test_nothing_is_wider_than_the_window(gpu_site, cpu_site, tab, artifacts):
     """Every command page of the H200 site and every CPU page with a FAIL, folded parts opened."""
     page, errors, size, _ = tab
     width = SIZES[size][0]
-    pages = [(gpu_site[0], s.id) for s in gpu_site[1].snippets if any(gpu_site[1].cell(s.id, c) for c in gpu_site[1].columns)]
+    pages = [
+        (gpu_site[0], s.id) for s in gpu_site[1].snippets if any(gpu_site[1].cell(s.id, c) for c in gpu_site[1].columns)
+    ]
     cpu_base, cpu = cpu_site
     failing = [s.id for s in cpu.snippets if any((o := cpu.cell(s.id, c)) and o.verdict == "FAIL" for c in cpu.columns)]
     assert len(failing) >= 5

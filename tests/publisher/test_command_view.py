@@ -8,9 +8,9 @@ import pytest
 
 from driftmatrix.publisher import annotate as ann
 from driftmatrix.publisher import judgement, matrix_data, matrix_json, pages, pr_body, public
-from driftmatrix.runner.outcomes import vocabulary
 from driftmatrix.publisher.command_view import views_of
 from driftmatrix.publisher.results import load
+from driftmatrix.runner.outcomes import vocabulary
 
 
 @pytest.fixture(scope="module")
@@ -69,16 +69,22 @@ def test_the_my_version_table_holds_values_and_keys_too(commands):
     history = shipped()
     data = matrix_data.build(commands)
     rows = {row[0]: row for g in data["groups"] for row in g[3]}
-    with_values = [v for v in commands if v.snippet.kind != "subcommand"
-                   and any(u.kind != "option" for u in uses_of(history, v.snippet.argv or []))]
+    with_values = [
+        v
+        for v in commands
+        if v.snippet.kind != "subcommand" and any(u.kind != "option" for u in uses_of(history, v.snippet.argv or []))
+    ]
     assert len(with_values) >= 5
     for v in with_values:
         names = [data["options"][i][0] for i in rows[v.id][8]]
         uses = uses_of(history, v.snippet.argv or [])
         given = frozenset(u.option for u in uses)
         # what follows an option is listed only where some release refuses it (the option's line says the rest)
-        uses = [u for u in uses if u.kind != "argument" or
-                any(history.accepts_use(u, r, given) is False for r in history.releases)]
+        uses = [
+            u
+            for u in uses
+            if u.kind != "argument" or any(history.accepts_use(u, r, given) is False for r in history.releases)
+        ]
         assert names == [u.text() for u in uses]
         for i, use in zip(rows[v.id][8], uses):
             taken = [history.accepts_use(use, r, given) is not False for r in history.releases]

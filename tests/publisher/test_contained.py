@@ -8,14 +8,22 @@ from driftmatrix.runner.outcomes.outcome_record import Outcome, TargetRef
 
 
 def outcome(host: dict) -> Outcome:
-    return Outcome(snippet_id="s-1", target=TargetRef("nightly", "0.32.0"), tier="start", stage="start",
-                   verdict="PASS", started="2026-12-04T10:00:00+00:00", host=host)
+    return Outcome(
+        snippet_id="s-1",
+        target=TargetRef("nightly", "0.32.0"),
+        tier="start",
+        stage="start",
+        verdict="PASS",
+        started="2026-12-04T10:00:00+00:00",
+        host=host,
+    )
 
 
 def test_the_run_line_says_whether_it_was_contained():
     inside = outcome({"cpus": 2, "sandbox": "bubblewrap 0.8.0: …", "contained": True})
-    plain = outcome({"cpus": 2, "sandbox": "none: bubblewrap (bwrap) is not installed (plain processes)",
-                     "contained": False})
+    plain = outcome(
+        {"cpus": 2, "sandbox": "none: bubblewrap (bwrap) is not installed (plain processes)", "contained": False}
+    )
     asked = outcome({"sandbox": "none: --unsandboxed (plain processes, by request)", "contained": False})
     assert contained(inside) == "in a sandbox" and ran(inside).endswith("· in a sandbox")
     assert contained(plain) == "NOT in a sandbox (plain processes)"

@@ -35,9 +35,25 @@ def day(tmp_path_factory) -> Path:
 def fixes(day: Path, *args, outcomes: list[Path], summary: Path | None = None) -> tuple[list[str], str]:
     """(the ids written, stdout) of `driftmatrix fixes`."""
     env = {**os.environ, "GITHUB_STEP_SUMMARY": str(summary or day / "none.md")}
-    done = subprocess.run([sys.executable, "-m", "driftmatrix.cli", "fixes", "--snippets", str(day / "snippets.json"),
-                           "--outcomes", *map(str, outcomes), "-o", str(day / "fixes.json"), *map(str, args)],
-                          capture_output=True, text=True, check=True, env=env)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "driftmatrix.cli",
+            "fixes",
+            "--snippets",
+            str(day / "snippets.json"),
+            "--outcomes",
+            *map(str, outcomes),
+            "-o",
+            str(day / "fixes.json"),
+            *map(str, args),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
+    )
     return [s["id"] for s in json.loads((day / "fixes.json").read_text())["snippets"]], done.stdout
 
 
@@ -62,8 +78,13 @@ def test_a_fix_already_checked_costs_nothing_and_stays(day):
     """The probe fix's outcomes are there (the run reuses them): it is kept beyond the cap, after
     the three to run; a shallower candidate is never pushed out by it."""
     checked = day / "checked.jsonl"
-    checked.write_text("".join(ln + "\n" for ln in (day / "fix-outcomes.jsonl").read_text().splitlines()
-                               if json.loads(ln)["snippet_id"] == PROBE_FIX))
+    checked.write_text(
+        "".join(
+            ln + "\n"
+            for ln in (day / "fix-outcomes.jsonl").read_text().splitlines()
+            if json.loads(ln)["snippet_id"] == PROBE_FIX
+        )
+    )
     every, _ = fixes(day, outcomes=[day / "originals.jsonl"])
     ids, said = fixes(day, "--max-candidates", 3, outcomes=[day / "originals.jsonl", checked])
     assert ids == every[:3] + [PROBE_FIX] and "3 to run, 1 with outcomes already" in said

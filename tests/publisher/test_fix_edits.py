@@ -21,7 +21,10 @@ def test_a_dropped_last_line_leaves_no_dangling_continuation():
 def test_a_dropped_option_takes_its_blank_not_its_neighbour():
     """vLLM 0.8.5's docs/source/features/reasoning_outputs.md:26: `--enable-reasoning` dropped, the
     `--reasoning-parser` beside it kept at the line's indentation."""
-    lines = ["vllm serve deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B \\", "    --enable-reasoning --reasoning-parser deepseek_r1"]
+    lines = [
+        "vllm serve deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B \\",
+        "    --enable-reasoning --reasoning-parser deepseek_r1",
+    ]
     assert apply(lines, [["--enable-reasoning", ""]]) == [lines[0], "    --reasoning-parser deepseek_r1"]
     assert apply(["vllm serve m --x 1 --enable-reasoning"], [["--enable-reasoning", ""]]) == ["vllm serve m --x 1"]
 
@@ -31,7 +34,7 @@ def test_backslash_edits_only_where_the_lexer_saw_one():
     edits, why = backslash_edits(text, {0, 1, 2})
     fixed = apply(text.split("\n"), edits)
     assert fixed == ["# why", "vllm serve m \\", "  --a 1 \\", "  --b 2 "]  # the last `\` goes
-    quoted = "vllm serve m --chat-template-kwargs '{\"sep\": \"a\\\\ #b\"}' --x 1"
+    quoted = 'vllm serve m --chat-template-kwargs \'{"sep": "a\\\\ #b"}\' --x 1'
     assert backslash_edits(quoted, set()) == ([], [])  # inside quotes: the lexer raised nothing
 
 

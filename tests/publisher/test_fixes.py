@@ -15,14 +15,13 @@ from pathlib import Path
 import pytest
 
 from driftmatrix.extractor.catalog import extract
-
-from driftmatrix.runner.builds.resolve import stable_pin
-from driftmatrix.extractor.snippet_record import Catalog
 from driftmatrix.extractor.sdist import fetch_docs
+from driftmatrix.extractor.snippet_record import Catalog
 from driftmatrix.publisher import annotate as ann
 from driftmatrix.publisher.command_view import views_of
 from driftmatrix.publisher.pull_request import body
 from driftmatrix.publisher.results import load
+from driftmatrix.runner.builds.resolve import stable_pin
 from driftmatrix.runner.outcomes import store
 from driftmatrix.runner.settings import cache_dir
 
@@ -41,15 +40,20 @@ deepseek_r1`; read as a page of its own, it is written for the current stable re
 
 
 def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    done = subprocess.run([sys.executable, "-m", "driftmatrix.cli", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=1200)
+    done = subprocess.run(
+        [sys.executable, "-m", "driftmatrix.cli", *args], cwd=cwd, capture_output=True, text=True, timeout=1200
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return done
 
 
 def ids_at(catalog: Catalog, places) -> dict[tuple, str]:
-    return {(src.corpus, src.file, src.line): s.id for s in catalog.snippets for src in s.sources
-            if (src.corpus, src.file, src.line) in places}
+    return {
+        (src.corpus, src.file, src.line): s.id
+        for s in catalog.snippets
+        for src in s.sources
+        if (src.corpus, src.file, src.line) in places
+    }
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +63,18 @@ def work(corpus: Path, tmp_path_factory) -> Path:
     shutil.copytree(corpus / "recipes" / "8959cf6", work / "recipes")
     (work / "reasoning").mkdir()
     shutil.copy(fetch_docs("0.8.5", cache_dir() / "sdists") / REASONING, work / "reasoning")
-    cli("extract", "-q", "--stable", stable_pin(), "docs-0.20.1", "recipes", "reasoning", "-o", "snippets.json", cwd=work)
+    cli(
+        "extract",
+        "-q",
+        "--stable",
+        stable_pin(),
+        "docs-0.20.1",
+        "recipes",
+        "reasoning",
+        "-o",
+        "snippets.json",
+        cwd=work,
+    )
     ids = ids_at(Catalog.read(work / "snippets.json"), PLACES)
     assert len(ids) == len(PLACES), ids
     cache = ("--cache-dir", str(cache_dir()))
@@ -72,8 +87,10 @@ def work(corpus: Path, tmp_path_factory) -> Path:
 
 
 def _ids(work: Path) -> dict[tuple, str]:
-    return {tuple(int(x) if x.isdigit() else x for x in k.split("|")): v
-            for k, v in json.loads((work / "ids.json").read_text()).items()}
+    return {
+        tuple(int(x) if x.isdigit() else x for x in k.split("|")): v
+        for k, v in json.loads((work / "ids.json").read_text()).items()
+    }
 
 
 def test_fixes_are_run_and_verified_on_both_builds(work):
@@ -118,12 +135,16 @@ def test_a_removed_option_whose_replacement_is_given_is_dropped(work, annotated)
     # history judges them, their placeholder model notwithstanding
     history = '!!! warning "Not an option of the vLLM versions this page is written for (removed by vLLM 0.10.0)"'
     assert [(i.after_line, i.admonition.split("\n")[0]) for i in patch.inserts] == [(144, history), (323, history)]
-    before = "vllm serve deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B \\\n    --enable-reasoning --reasoning-parser deepseek_r1"
+    before = (
+        "vllm serve deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B \\\n    --enable-reasoning --reasoning-parser deepseek_r1"
+    )
     assert patch.fixes[0].before == before
     assert patch.fixes[0].after == before.replace("--enable-reasoning ", "")
     assert [c[2] for c in patch.fixes[0].checks] == ["accepted by the argument parser (not started)"] * 2
-    assert patch.fixes[0].checked.startswith("The original fails on stable (vLLM 0.20.1, CPU build) at parse; nightly "
-                                             "(vLLM 0.32.0, CPU build) at parse: the fix was run through the same checks")
+    assert patch.fixes[0].checked.startswith(
+        "The original fails on stable (vLLM 0.20.1, CPU build) at parse; nightly "
+        "(vLLM 0.32.0, CPU build) at parse: the fix was run through the same checks"
+    )
 
 
 def test_annotate_applies_verified_fixes_minimally_and_idempotently(work, annotated):
@@ -137,7 +158,9 @@ def test_annotate_applies_verified_fixes_minimally_and_idempotently(work, annota
     cli_md = changed["docs/benchmarking/cli.md"]
     assert "  --mm-processor-kwargs '{\"max_pixels\": 1003520}'" in cli_md.after.split("\n")
     ep = changed["docs/serving/expert_parallel_deployment.md"]
-    assert "# Tensor parallelism across 1 GPU\n# Data parallelism across 8 processes\nvllm serve deepseek-ai/" in ep.after
+    assert (
+        "# Tensor parallelism across 1 GPU\n# Data parallelism across 8 processes\nvllm serve deepseek-ai/" in ep.after
+    )
     assert "\\       #" not in ep.after.split("```bash")[1]
     glm = changed["GLM/GLM-V.md"]
     removed = [ln for ln in glm.before.split("\n") if ln not in glm.after.split("\n")]
@@ -151,7 +174,9 @@ def test_annotate_applies_verified_fixes_minimally_and_idempotently(work, annota
         again = ann.annotate(results, work / f"patched-{a.tree.name}")
         assert again.patches == [], [p.file for p in again.patches]
     pr = body(views_of(results), recipes, "https://example.org/site")
-    assert "## Commands fixed" in pr and "    --disable-log-requests \\" in pr and "    --no-enable-log-requests \\" in pr
+    assert (
+        "## Commands fixed" in pr and "    --disable-log-requests \\" in pr and "    --no-enable-log-requests \\" in pr
+    )
     assert "checked on stable (vLLM 0.20.1, CPU build): accepted by the argument parser (not started)" in pr
     # Ernie4.5-VL.md:8 says its support "was recently added to vLLM main branch": written for the nightly
     # builds, so the fix cites the original's failure on the nightly build, the one of the page's versions
@@ -166,11 +191,15 @@ def test_a_bash_only_fix_says_what_was_checked(work, annotated):
     results, docs, _ = annotated
     fixes = {f.snippet_id: f for p in docs.patches for f in p.fixes}
     ep = fixes[_ids(work)[("vllm-docs", "docs/serving/expert_parallel_deployment.md", 74)]]
-    assert ep.checked.startswith("Bash ends the original at its line 2 (of 4: a `\\` that does not continue it), "
-                                 "so whoever copies it runs only part of it; the original failed on no build")
-    assert ep.checked.endswith("The fixed command was checked on stable (vLLM 0.20.1, CPU build): accepted by "
-                               "the argument parser (not started); nightly (vLLM 0.32.0, CPU build): accepted by "
-                               "the argument parser (not started).")
+    assert ep.checked.startswith(
+        "Bash ends the original at its line 2 (of 4: a `\\` that does not continue it), "
+        "so whoever copies it runs only part of it; the original failed on no build"
+    )
+    assert ep.checked.endswith(
+        "The fixed command was checked on stable (vLLM 0.20.1, CPU build): accepted by "
+        "the argument parser (not started); nightly (vLLM 0.32.0, CPU build): accepted by "
+        "the argument parser (not started)."
+    )
     pr = body(views_of(results), docs, None)
     assert "failing original" not in pr and "the original failed on no build" in pr
     warned = {i.snippet_id for p in docs.patches for i in p.inserts}
@@ -196,17 +225,32 @@ def test_a_fixed_command_page_shows_its_fix(work, annotated):
 
 def test_the_patched_pages_extract_to_commands_that_parse(work, annotated):
     catalog, _ = extract(stable=stable_pin(), sources=[work / "patched-docs-0.20.1", work / "patched-recipes"])
-    wanted = {("recipes", "Ernie/Ernie4.5-VL.md", 60), ("vllm-docs", "docs/benchmarking/cli.md", 969),
-              ("vllm-docs", "docs/serving/expert_parallel_deployment.md", 76),  # two comment lines moved above
-              ("recipes", "GLM/GLM-V.md", 25)}
+    wanted = {
+        ("recipes", "Ernie/Ernie4.5-VL.md", 60),
+        ("vllm-docs", "docs/benchmarking/cli.md", 969),
+        ("vllm-docs", "docs/serving/expert_parallel_deployment.md", 76),  # two comment lines moved above
+        ("recipes", "GLM/GLM-V.md", 25),
+    }
     ids = ids_at(catalog, wanted)
     assert len(ids) == 4, ids
     found = {s.id: s for s in catalog.snippets if s.id in ids.values()}
-    assert not any(lint.code in ("key-value-not-json", "backslash-not-continuation") for s in found.values()
-                   for lint in s.lints)
+    assert not any(
+        lint.code in ("key-value-not-json", "backslash-not-continuation") for s in found.values() for lint in s.lints
+    )
     catalog.write(work / "again.json")
-    cli("run", "again.json", "--tier", "parse", "--only", *ids.values(), "-o", "again.jsonl",
-        "--cache-dir", str(cache_dir()), cwd=work)
+    cli(
+        "run",
+        "again.json",
+        "--tier",
+        "parse",
+        "--only",
+        *ids.values(),
+        "-o",
+        "again.jsonl",
+        "--cache-dir",
+        str(cache_dir()),
+        cwd=work,
+    )
     outcomes, _ = store.read(work / "again.jsonl")
     assert len(outcomes) == 8 and {o.verdict for o in outcomes} == {"PASS"}, [o.reason for o in outcomes]
 
@@ -241,8 +285,10 @@ def test_an_unknown_speculative_method_is_left_to_the_release(tmp_path):
     assert (original["0.20.1"].verdict, original["0.20.1"].stage) == ("FAIL", "config")
     assert "Unsupported speculative method: 'mtp'" in original["0.20.1"].evidence.exception.message
     fixed = {c.version: results.cell(fix.id, c, "fix") for c in results.columns}
-    assert {v: (o.verdict, o.stage) for v, o in fixed.items()} == {"0.20.1": ("PASS", "config"),
-                                                                   "0.32.0": ("PASS", "config")}  # its tier, not probe
+    assert {v: (o.verdict, o.stage) for v, o in fixed.items()} == {
+        "0.20.1": ("PASS", "config"),
+        "0.32.0": ("PASS", "config"),
+    }  # its tier, not probe
     assert fixed["0.20.1"].evidence.effective_config["speculative_method"] == "draft_model"
     patch = ann.annotate(results, tmp_path / "docs").patches[0]
     assert patch.fixes and not patch.inserts

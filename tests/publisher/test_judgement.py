@@ -38,7 +38,9 @@ def judged(request, site_inputs, stable_plus, docs, tmp_path_factory):
     root = tmp_path_factory.mktemp("judged")
     site = _cli("publish", "--snippets", snippets, "--outcomes", *outcomes, "--site-dir", root / "site")
     assert site.returncode == 0, site.stderr
-    annotated = _cli("annotate", "--docs", docs, "--snippets", snippets, "--outcomes", *outcomes, "-o", root / "patched")
+    annotated = _cli(
+        "annotate", "--docs", docs, "--snippets", snippets, "--outcomes", *outcomes, "-o", root / "patched"
+    )
     assert annotated.returncode == 0, annotated.stderr
     pr = _cli("pr", "--repo", "vllm-project/vllm", "--checkout", docs, "--snippets", snippets, "--outcomes", *outcomes)
     assert pr.returncode == 0, pr.stderr
@@ -66,8 +68,12 @@ def test_matrix_json_and_the_pages_say_the_judgement(judged):
 
 def test_annotate_and_the_pr_body_warn_exactly_for_doc_drift(judged, docs):
     reading, results, judge, root, body = judged
-    drift = {(s.id, src.file) for s in results.snippets for src in s.sources
-             if src.file.endswith(".md") and (docs / src.file).is_file() and judge.of_source(s, src).kind == "doc-drift"}
+    drift = {
+        (s.id, src.file)
+        for s in results.snippets
+        for src in s.sources
+        if src.file.endswith(".md") and (docs / src.file).is_file() and judge.of_source(s, src).kind == "doc-drift"
+    }
     inserted = set()
     for page in (root / "patched" / "docs").rglob("*.md"):
         rel = page.relative_to(root / "patched").as_posix()
@@ -78,10 +84,17 @@ def test_annotate_and_the_pr_body_warn_exactly_for_doc_drift(judged, docs):
     doc = json.loads((root / "site" / "matrix.json").read_text())
     assert {sid for sid, e in doc["snippets"].items() if e["judgement"] == "doc-drift"} >= rows
     regressions = set(re.findall(r"^Command \(`([a-z]-[0-9a-f]{12})`", body, re.M))
-    assert regressions == {s.id for s in results.snippets if judge.of(s).kind == "vllm-regression"
-                           and any((docs / src.file).is_file() for src in s.sources)}
-    shell = {(s.id, src.file) for s in results.snippets for src in s.sources
-             if src.file.endswith(".md") and judge.of_source(s, src).decided_by == "shell"}
+    assert regressions == {
+        s.id
+        for s in results.snippets
+        if judge.of(s).kind == "vllm-regression" and any((docs / src.file).is_file() for src in s.sources)
+    }
+    shell = {
+        (s.id, src.file)
+        for s in results.snippets
+        for src in s.sources
+        if src.file.endswith(".md") and judge.of_source(s, src).decided_by == "shell"
+    }
     assert shell and {src for _, src in shell} == {"docs/serving/expert_parallel_deployment.md"}  # `\` + comment
     if reading == "as-extracted":  # 0.33.0 docs, checked on 0.20.1 and 0.32.0 only: the shell's reading alone
         assert drift == shell and f"{len(shell)} warning(s)" in body

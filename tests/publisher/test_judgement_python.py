@@ -5,8 +5,6 @@ tree extracted here, published with no outcome."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from driftmatrix.extractor.catalog import extract
@@ -61,8 +59,10 @@ def test_a_block_python_rejects_is_doc_drift_decided_by_python(published):
     j = Judge(results).of_source(broken, broken.sources[0])
     assert (j.kind, j.decided_by, j.depth, j.failing) == ("doc-drift", "python", "python", [])
     assert [(d.code, d.line) for d in j.defects] == [("python-syntax", 7)]
-    assert j.summary.startswith(f"Python does not run this block as written ({FILE}:7: IndentationError: "
-                                "unexpected indent (line 2 of the block): Python 3.")
+    assert j.summary.startswith(
+        f"Python does not run this block as written ({FILE}:7: IndentationError: "
+        "unexpected indent (line 2 of the block): Python 3."
+    )
     assert "command as meant" not in j.summary  # nothing of it ran: no builds' reading to add
     [shown] = matrix_json.build(views_of(results))["snippets"][broken.id]["judgements"]
     assert (shown["judgement"], shown["depth"], shown["decided_by"]) == ("doc-drift", "python", "python")

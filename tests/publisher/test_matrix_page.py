@@ -11,11 +11,11 @@ import subprocess
 import sys
 
 import pytest
+from sitehttp import serve_dir
 
 from driftmatrix.flaghistory.commands import shipped
 from driftmatrix.flaghistory.uses import uses_of
 from driftmatrix.publisher.results import load
-from sitehttp import serve_dir
 
 PHONE = {"width": 390, "height": 844}
 WIDE = {"width": 1400, "height": 1000}
@@ -24,9 +24,23 @@ WIDE = {"width": 1400, "height": 1000}
 @pytest.fixture(scope="module")
 def site(site_inputs, tmp_path_factory):
     root = tmp_path_factory.mktemp("matrix-page")
-    r = subprocess.run([sys.executable, "-m", "driftmatrix.cli", "publish", "--snippets", str(site_inputs["snippets"]),
-                        "--outcomes", str(site_inputs["parse"]), str(site_inputs["config"]),
-                        "--site-dir", str(root / "site")], capture_output=True, text=True)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "driftmatrix.cli",
+            "publish",
+            "--snippets",
+            str(site_inputs["snippets"]),
+            "--outcomes",
+            str(site_inputs["parse"]),
+            str(site_inputs["config"]),
+            "--site-dir",
+            str(root / "site"),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 0, r.stderr
     httpd, base = serve_dir(root / "site")
     yield base
@@ -172,8 +186,10 @@ def test_headings_stay_in_view_down_to_the_last_row(site, browser, artifacts):
     header = page.locator("thead th.dm-col").first.bounding_box()
     assert 0 <= header["y"] < 200, header  # stuck under the site's header, not scrolled away
     # and on top: what is drawn at its centre is the heading itself
-    assert page.evaluate(f"document.elementFromPoint({header['x'] + header['width'] / 2}, "
-                         f"{header['y'] + header['height'] / 2}).closest('th.dm-col') !== null")
+    assert page.evaluate(
+        f"document.elementFromPoint({header['x'] + header['width'] / 2}, "
+        f"{header['y'] + header['height'] / 2}).closest('th.dm-col') !== null"
+    )
     page.screenshot(path=str(artifacts / "matrix-scrolled.png"))
     assert not errors, errors
 
@@ -181,7 +197,12 @@ def test_headings_stay_in_view_down_to_the_last_row(site, browser, artifacts):
 def test_no_sideways_scrolling_on_a_phone(site, browser, artifacts):
     page, errors = open_page(browser, f"{site}/matrix.html", PHONE)
     page.locator("button.dm-cell.dm-FAIL").first.click()
-    fail_page = page.locator("tr.dm-row").filter(has=page.locator("button.dm-FAIL")).first.locator("td.dm-cmd a").get_attribute("href")
+    fail_page = (
+        page.locator("tr.dm-row")
+        .filter(has=page.locator("button.dm-FAIL"))
+        .first.locator("td.dm-cmd a")
+        .get_attribute("href")
+    )
     widths = {"matrix": page.evaluate("document.documentElement.scrollWidth")}
     page.screenshot(path=str(artifacts / "matrix-phone.png"), full_page=False)
     for name, path in (("overview", "index.html"), ("command", fail_page), ("doc pages", "pages/index.html")):

@@ -25,9 +25,14 @@ PAGES = ["docs/serving/data_parallel_deployment.md", "docs/features/lora.md"]
 def build(root: Path, matrix: str, corpus: Path, out: Path) -> subprocess.CompletedProcess:
     (root / "mkdocs.yml").write_text(
         f"site_name: vllm pages\ndocs_dir: docs\ntheme:\n  name: material\n  font: false\n"
-        f"plugins:\n  - driftmatrix:\n      matrix: {json.dumps(matrix)}\n{vllm_markdown_extensions(corpus)}")
-    return subprocess.run([sys.executable, "-m", "mkdocs", "build", "-f", str(root / "mkdocs.yml"), "-d", str(out)],
-                          capture_output=True, text=True, timeout=300)
+        f"plugins:\n  - driftmatrix:\n      matrix: {json.dumps(matrix)}\n{vllm_markdown_extensions(corpus)}"
+    )
+    return subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "-f", str(root / "mkdocs.yml"), "-d", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -62,8 +67,10 @@ def test_status_lines_under_checked_blocks(served, browser):
         assert text.startswith("driftmatrix: ") and "vLLM 0.20.1" in text and "vLLM 0.32.0" in text, text
         assert "this page (==0.33.*): " in text
         # right under its code block (two commands in one block: two lines under it)
-        block = line.evaluate("e => { let p = e.previousElementSibling; while (p && p.classList.contains("
-                              "'driftmatrix-status')) p = p.previousElementSibling; return [p.className, p.innerText]; }")
+        block = line.evaluate(
+            "e => { let p = e.previousElementSibling; while (p && p.classList.contains("
+            "'driftmatrix-status')) p = p.previousElementSibling; return [p.className, p.innerText]; }"
+        )
         assert "highlight" in block[0] or "language-" in block[0], block
         href = line.locator("a").get_attribute("href")
         assert href.startswith(f"{url}/snippets/") and href.endswith(".html")
@@ -94,8 +101,9 @@ def test_matrix_text_is_inert_and_malformed_entries_are_skipped(served, corpus, 
     cause, an id with markup stay text on one line; entries of the wrong shape are warnings."""
     work, _, _, results = served
     doc = matrix_json.build(views_of(results))
-    sid, entry = next((k, v) for k, v in doc["snippets"].items()
-                      if any(src["file"] == PAGES[0] for src in v["sources"]))
+    sid, entry = next(
+        (k, v) for k, v in doc["snippets"].items() if any(src["file"] == PAGES[0] for src in v["sources"])
+    )
     for src in entry["sources"]:
         src["written_for"] = ">=0.1\n\n<img src=x onerror=alert(2)>"
     next(iter(entry["support"].values())).update(status="FAIL", notes=["boom\n\n!!! danger\n<script>x()</script>"])

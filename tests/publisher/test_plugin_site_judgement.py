@@ -54,7 +54,9 @@ def test_a_value_a_plugin_may_register_is_left_out_of_the_historys_verdict(corpu
     from driftmatrix.publisher import option_verdict
 
     catalog, _ = extract([_gaudi(corpus)], stable="0.34.0")
-    [s] = [x for x in catalog.snippets if any(src.file == "docs/configuration/quantization/inc.md" for src in x.sources)]
+    [s] = [
+        x for x in catalog.snippets if any(src.file == "docs/configuration/quantization/inc.md" for src in x.sources)
+    ]
     history = shipped()
     removed = history.values["--tool-call-parser"]["values"]["minimax"]["removed"]
     s.argv = [*s.argv, "--tool-call-parser", "minimax"]

@@ -15,13 +15,12 @@ from pathlib import Path
 import pytest
 
 from driftmatrix.extractor.catalog import extract
-
-from driftmatrix.runner.builds.resolve import stable_pin
 from driftmatrix.extractor.written_for import override
 from driftmatrix.publisher import annotate as ann
 from driftmatrix.publisher import pr_body, public
 from driftmatrix.publisher.command_view import views_of
 from driftmatrix.publisher.results import load
+from driftmatrix.runner.builds.resolve import stable_pin
 
 RUNS = Path(__file__).resolve().parents[1] / "fixtures" / "stable-text"
 PAGE = "docs/benchmarking/cli.md"
@@ -47,7 +46,11 @@ def _day(tree_and_snippets, run: str):
     tree, snippets = tree_and_snippets
     results = load(snippets, [RUNS / f"outcomes-{run}.jsonl"])
     annotation = ann.annotate(results, tree)
-    return results, annotation, pr_body.fit(pr_body.body(views_of(public.public_results(results)), annotation, SITE), SITE)
+    return (
+        results,
+        annotation,
+        pr_body.fit(pr_body.body(views_of(public.public_results(results)), annotation, SITE), SITE),
+    )
 
 
 def test_two_runs_of_the_same_failure_give_the_same_bytes(tree_and_snippets):
@@ -68,10 +71,9 @@ def test_the_body_lists_the_builds_it_names(tree_and_snippets):
     results, _, text = _day(tree_and_snippets, "run1")
     head = text.split("\n")
     assert head[0] == "driftmatrix ran the commands these pages show against these vLLM builds:"
-    listed = head[2:2 + len(results.columns)]
+    listed = head[2 : 2 + len(results.columns)]
     assert listed == [f"- {c.label}" + (f", commit `{c.commit}`" if c.commit else "") for c in results.columns]
-    assert {"- stable (vLLM 0.34.0, CUDA build), commit `62d4bc3c7`",
-            "- cpu (vLLM 0.32.0, CPU build)"} == set(listed)
+    assert {"- stable (vLLM 0.34.0, CUDA build), commit `62d4bc3c7`", "- cpu (vLLM 0.32.0, CPU build)"} == set(listed)
     assert "| Command | Page |" in text and f"`{PAGE}:1317`" in text
 
 

@@ -10,16 +10,16 @@ from __future__ import annotations
 import copy
 import json
 
+import mdcheck
 import pytest
 
-import mdcheck
 from driftmatrix.extractor.catalog import extract
-from driftmatrix.runner.builds.resolve import stable_pin
 from driftmatrix.extractor.written_for import override
 from driftmatrix.publisher import annotate as ann
 from driftmatrix.publisher import pr_body, public
 from driftmatrix.publisher.command_view import views_of
 from driftmatrix.publisher.results import load
+from driftmatrix.runner.builds.resolve import stable_pin
 from driftmatrix.runner.outcomes.evidence_record import RaisedException
 from driftmatrix.runner.outcomes.outcome_record import Evidence, Outcome, TargetRef
 
@@ -37,15 +37,28 @@ def _docs(tmp):
     (tree / "mkdocs.yaml").write_text("site_name: docs\n")
     (tree / PAGE).write_text(
         f"# Serve {VALUE}\n\n```bash\nvllm serve Qwen/Qwen3-0.6B --dtype '{VALUE}'\n```\n\n"
-        "## Later\n\n```bash\nvllm serve Qwen/Qwen3-0.6B --max-model-len 4096\n```\n", encoding="utf-8")
+        "## Later\n\n```bash\nvllm serve Qwen/Qwen3-0.6B --max-model-len 4096\n```\n",
+        encoding="utf-8",
+    )
     return tree
 
 
 def _fail(sid, target, message, log=None):
-    exc = {"type": f"ArgumentError{VALUE}", "message": message,
-           "location": {"file": "vllm/engine/`arg_utils`@vllm-project.py", "line": 12, "function": "parse"}}
-    return Outcome(sid, target, "parse", "parse", "FAIL", reason=f"ArgumentError: {message}",
-                   evidence=Evidence(exception=RaisedException.from_json(exc), log_excerpt=log), started="2026-12-02T16:00:00+00:00")
+    exc = {
+        "type": f"ArgumentError{VALUE}",
+        "message": message,
+        "location": {"file": "vllm/engine/`arg_utils`@vllm-project.py", "line": 12, "function": "parse"},
+    }
+    return Outcome(
+        sid,
+        target,
+        "parse",
+        "parse",
+        "FAIL",
+        reason=f"ArgumentError: {message}",
+        evidence=Evidence(exception=RaisedException.from_json(exc), log_excerpt=log),
+        started="2026-12-02T16:00:00+00:00",
+    )
 
 
 @pytest.fixture(scope="module")
@@ -56,18 +69,29 @@ def inputs(tmp_path_factory):
     assert not unusable and len(catalog.snippets) == 2
     catalog.write(tmp / "snippets.json")
     drift, regression = sorted(catalog.snippets, key=lambda s: s.sources[0].line)
-    invalid = (f"argument --dtype: invalid choice: '{VALUE}' (choose from 'auto', 'half') "
-               f"{mdcheck.HOSTILE}\n{mdcheck.MULTILINE}")
+    invalid = (
+        f"argument --dtype: invalid choice: '{VALUE}' (choose from 'auto', 'half') "
+        f"{mdcheck.HOSTILE}\n{mdcheck.MULTILINE}"
+    )
     log = "".join(f"{mdcheck.MULTILINE}\n{mdcheck.HOSTILE}\n" for _ in range(400))  # > GitHub's 65,536
-    outcomes = [_fail(drift.id, OLD, invalid), _fail(drift.id, NEW, invalid),
-                Outcome(regression.id, OLD, "parse", "parse", "PASS", started="2026-12-02T16:00:00+00:00"),
-                _fail(regression.id, NEW, f"broken {mdcheck.HOSTILE}\n{mdcheck.MULTILINE}", log)]
+    outcomes = [
+        _fail(drift.id, OLD, invalid),
+        _fail(drift.id, NEW, invalid),
+        Outcome(regression.id, OLD, "parse", "parse", "PASS", started="2026-12-02T16:00:00+00:00"),
+        _fail(regression.id, NEW, f"broken {mdcheck.HOSTILE}\n{mdcheck.MULTILINE}", log),
+    ]
     (tmp / "outcomes.jsonl").write_text("".join(json.dumps(o.to_dict()) + "\n" for o in outcomes), encoding="utf-8")
     results = public.public_results(load(tmp / "snippets.json", [tmp / "outcomes.jsonl"]))
     annotation = ann.annotate(results, tree)
     assert [len(p.inserts) for p in annotation.patches] == [1], annotation.problems
-    fix = ann.FixApplied(drift.id, 4, f"vllm serve x --dtype '{VALUE}'\n{mdcheck.MULTILINE}", mdcheck.HOSTILE,
-                         [mdcheck.HOSTILE, mdcheck.MULTILINE], [("stable vLLM 0.20.1", "0.20.1", "accepted by the argument parser (not started)")])
+    fix = ann.FixApplied(
+        drift.id,
+        4,
+        f"vllm serve x --dtype '{VALUE}'\n{mdcheck.MULTILINE}",
+        mdcheck.HOSTILE,
+        [mdcheck.HOSTILE, mdcheck.MULTILINE],
+        [("stable vLLM 0.20.1", "0.20.1", "accepted by the argument parser (not started)")],
+    )
     annotation.patches[0].fixes.append(fix)
     return results, annotation, drift, regression
 
@@ -110,6 +134,7 @@ def test_one_hostile_cause_in_a_row(inputs, message):
     for o in results.cells.values():
         if o.snippet_id == drift.id:
             o.evidence.exception.message = message
-    r = mdcheck.assert_inert(pr_body.body(views_of(results), annotation, SITE), allowed_links=(f"{SITE}/snippets/",),
-                             allowed_html=OWN_HTML)
+    r = mdcheck.assert_inert(
+        pr_body.body(views_of(results), annotation, SITE), allowed_links=(f"{SITE}/snippets/",), allowed_html=OWN_HTML
+    )
     assert any(mdcheck.collapsed(message)[:150] in c for c in r.code)

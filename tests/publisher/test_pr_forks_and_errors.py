@@ -1,6 +1,7 @@
 """`driftmatrix pr` through a fork (a token that may not push upstream) and against GitHub's
 refusals: 403/422 roll the push back, 429 with Retry-After is retried, an exhausted rate limit is
 not slept through, a body over GitHub's limit is cut with the site link."""
+
 from __future__ import annotations
 
 import json
@@ -8,10 +9,20 @@ import re
 import time
 
 import pytest
-
 from github_server import LocalGitHub
-from prhelp import (remote_and_checkout, BRANCH, SITE, bare_remote, git, in_process, new_token, pr_args, refs,
-                    shallow_checkout, tip)
+from prhelp import (
+    BRANCH,
+    SITE,
+    bare_remote,
+    git,
+    in_process,
+    new_token,
+    pr_args,
+    refs,
+    remote_and_checkout,
+    shallow_checkout,
+    tip,
+)
 
 
 @pytest.fixture(scope="module")
@@ -24,16 +35,29 @@ def fork_world(seed, site_inputs, stable_plus):
     checkout = shallow_checkout(upstream, root / "checkout")
     server = LocalGitHub(login="dm-bot", forks_dir=root)
     server.add_repo("vllm-project/vllm", upstream, push=False)
-    server.fail("POST", r"/pulls$", 429, "You have exceeded a secondary rate limit. Please wait a few minutes "
-                "before you try again.", headers={"Retry-After": "1"})
+    server.fail(
+        "POST",
+        r"/pulls$",
+        429,
+        "You have exceeded a secondary rate limit. Please wait a few minutes before you try again.",
+        headers={"Retry-After": "1"},
+    )
     before, token, runs = refs(upstream), new_token(), {}
-    for name, extra in (("detected", ["--committer", "Doc Bot <doc-bot@example.test>"]),
-                        ("explicit", ["--push-to-fork", "dm-bot/vllm"])):
+    for name, extra in (
+        ("detected", ["--committer", "Doc Bot <doc-bot@example.test>"]),
+        ("explicit", ["--push-to-fork", "dm-bot/vllm"]),
+    ):
         asked = len(server.requests)
         runs[name] = in_process(pr_args(checkout, server, stable_plus, site_inputs["parse"], "--apply", *extra), token)
         runs[name] += (server.requests[asked:], tip(root / "dm-bot-vllm.git"))
-    yield {"root": root, "upstream": upstream, "before": before, "after": refs(upstream), "server": server,
-           "runs": runs}
+    yield {
+        "root": root,
+        "upstream": upstream,
+        "before": before,
+        "after": refs(upstream),
+        "server": server,
+        "runs": runs,
+    }
     server.close()
 
 
@@ -54,7 +78,8 @@ def test_committer_is_configurable_and_signs_off(fork_world):
     _, _, _, fork_tip = fork_world["runs"]["detected"]
     fork = fork_world["root"] / "dm-bot-vllm.git"
     assert git(fork, "log", "-1", "--format=%an <%ae>|%cn <%ce>", fork_tip).strip() == (
-        "Doc Bot <doc-bot@example.test>|Doc Bot <doc-bot@example.test>")
+        "Doc Bot <doc-bot@example.test>|Doc Bot <doc-bot@example.test>"
+    )
     assert "Signed-off-by: Doc Bot <doc-bot@example.test>" in git(fork, "log", "-1", "--format=%(trailers)", fork_tip)
 
 
@@ -93,18 +118,35 @@ def failing(seed, site_inputs, stable_plus):
         runs[name] = (rc, out, server.requests[asked:], tip(remote), len(server.pulls))
 
     pr("403", "POST", r"/pulls$", 403, "Resource not accessible by personal access token")
-    pr("422", "POST", r"/pulls$", 422, "Validation Failed",
-       {"errors": [{"resource": "PullRequest", "code": "custom", "message": f"No commits between main and {BRANCH}"}]})
-    pr("limit", "GET", r"^/repos/[^/]+/[^/]+$", 403, "API rate limit exceeded for user ID 42.",
-       {"headers": {"x-ratelimit-remaining": "0", "x-ratelimit-reset": str(int(time.time()) + 3600)}})
+    pr(
+        "422",
+        "POST",
+        r"/pulls$",
+        422,
+        "Validation Failed",
+        {"errors": [{"resource": "PullRequest", "code": "custom", "message": f"No commits between main and {BRANCH}"}]},
+    )
+    pr(
+        "limit",
+        "GET",
+        r"^/repos/[^/]+/[^/]+$",
+        403,
+        "API rate limit exceeded for user ID 42.",
+        {"headers": {"x-ratelimit-remaining": "0", "x-ratelimit-reset": str(int(time.time()) + 3600)}},
+    )
     pr("opened")
     pr("update-403", "PATCH", r"/pulls/\d+$", 403, "Resource not accessible by personal access token", outcomes=fewer)
     yield {"runs": runs, "remote": remote}
     server.close()
 
 
-@pytest.mark.parametrize("name, said", [("403", r"HTTP 403: Resource not accessible .* forbidden: the token lacks"),
-                                        ("422", rf"HTTP 422: Validation Failed \(No commits between main and {BRANCH}\)")])
+@pytest.mark.parametrize(
+    "name, said",
+    [
+        ("403", r"HTTP 403: Resource not accessible .* forbidden: the token lacks"),
+        ("422", rf"HTTP 422: Validation Failed \(No commits between main and {BRANCH}\)"),
+    ],
+)
 def test_opening_the_pr_refused_rolls_the_push_back(failing, name, said):
     rc, out, requests, after, pulls = failing["runs"][name]
     assert rc == 1, out
@@ -144,14 +186,18 @@ def test_a_body_over_githubs_limit_is_cut_with_the_site_link():
     assert "without --apply" in fit(text, None)
 
 
-@pytest.mark.parametrize("status, headers, message, wait", [
-    (429, {"retry-after": "1"}, "secondary rate limit", 1.0),
-    (403, {"retry-after": "7"}, "You have exceeded a secondary rate limit", 7.0),
-    (403, {"x-ratelimit-remaining": "0", "x-ratelimit-reset": "1030"}, "API rate limit exceeded", 30.0),
-    (403, {"retry-after": "Thu, 01 Jan 1970 00:17:20 GMT"}, "secondary rate limit", 40.0),
-    (429, {}, "secondary rate limit", 60.0),
-    (403, {}, "Resource not accessible by personal access token", None),
-    (422, {"retry-after": "1"}, "Validation Failed", None)])
+@pytest.mark.parametrize(
+    "status, headers, message, wait",
+    [
+        (429, {"retry-after": "1"}, "secondary rate limit", 1.0),
+        (403, {"retry-after": "7"}, "You have exceeded a secondary rate limit", 7.0),
+        (403, {"x-ratelimit-remaining": "0", "x-ratelimit-reset": "1030"}, "API rate limit exceeded", 30.0),
+        (403, {"retry-after": "Thu, 01 Jan 1970 00:17:20 GMT"}, "secondary rate limit", 40.0),
+        (429, {}, "secondary rate limit", 60.0),
+        (403, {}, "Resource not accessible by personal access token", None),
+        (422, {"retry-after": "1"}, "Validation Failed", None),
+    ],
+)
 def test_what_counts_as_a_rate_limit(status, headers, message, wait):
     """GitHub's documented signals (retry-after first, then x-ratelimit-remaining: 0 until the
     reset); a 403 without them is a permission problem and is not retried."""

@@ -13,8 +13,8 @@ import types
 import mdcheck
 
 from driftmatrix.common.inert import STEP_SUMMARY_CAP
-from driftmatrix.publish_cli import PUBLISH_FULL, publish_summary
 from driftmatrix.common.step_summary import write
+from driftmatrix.publish_cli import PUBLISH_FULL, publish_summary
 
 SITE_URL = "https://example.test/dm"
 
@@ -23,10 +23,26 @@ def test_every_new_doc_drift_link_is_a_page_of_the_built_site(site_inputs, stabl
     """`driftmatrix publish` as the workflow runs it (a first publish: all doc-drift is new), into a
     real mkdocs build; each link of the summary, taken back to a path under the site, is a file."""
     summary = tmp_path / "summary.md"
-    out = subprocess.run([sys.executable, "-m", "driftmatrix.cli", "publish", "--snippets", str(stable_plus),
-                          "--outcomes", str(site_inputs["parse"]), str(site_inputs["config"]),
-                          "--site-dir", str(tmp_path / "site"), "--site-url", SITE_URL],
-                         capture_output=True, text=True, env={**os.environ, "GITHUB_STEP_SUMMARY": str(summary)})
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "driftmatrix.cli",
+            "publish",
+            "--snippets",
+            str(stable_plus),
+            "--outcomes",
+            str(site_inputs["parse"]),
+            str(site_inputs["config"]),
+            "--site-dir",
+            str(tmp_path / "site"),
+            "--site-url",
+            SITE_URL,
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "GITHUB_STEP_SUMMARY": str(summary)},
+    )
     assert out.returncode == 0, out.stderr
     text = summary.read_text()
     new = int(re.search(r"\*\*New doc-drift: (\d+)\*\*", text).group(1))
@@ -36,7 +52,7 @@ def test_every_new_doc_drift_link_is_a_page_of_the_built_site(site_inputs, stabl
     assert len(drift) == min(new, 25)
     for url in links:
         assert url.startswith(SITE_URL + "/"), url
-        rel = url[len(SITE_URL) + 1:] or "index.html"
+        rel = url[len(SITE_URL) + 1 :] or "index.html"
         assert (tmp_path / "site" / rel).is_file(), f"{url}: no such page in the built site"
 
 
@@ -51,4 +67,6 @@ def test_the_publish_summary_is_capped_with_oversized_page_names(tmp_path):
     text = summary.read_text()
     assert len(text.encode()) < 100_000 <= STEP_SUMMARY_CAP
     assert f"… and 5 more: {PUBLISH_FULL}" in text
-    mdcheck.assert_inert(text, allowed_links=tuple(f"{SITE_URL}/snippets/{sid}.html" for sid in entries) + (SITE_URL + "/",))
+    mdcheck.assert_inert(
+        text, allowed_links=tuple(f"{SITE_URL}/snippets/{sid}.html" for sid in entries) + (SITE_URL + "/",)
+    )

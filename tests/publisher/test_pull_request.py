@@ -18,11 +18,22 @@ import sys
 import types
 
 import pytest
+from github_server import LocalGitHub
+from prhelp import (
+    BRANCH,
+    bare_remote,
+    git,
+    in_process,
+    new_token,
+    pr_args,
+    racing_hook,
+    refs,
+    remote_and_checkout,
+    tip,
+    updates,
+)
 
 from driftmatrix.extractor.snippet_record import BREAKING_LINTS, Catalog
-from github_server import LocalGitHub
-from prhelp import (remote_and_checkout, BRANCH, bare_remote, git, in_process, new_token, pr_args, racing_hook, refs,
-                    tip, updates)
 
 
 @pytest.fixture(scope="module")
@@ -34,8 +45,13 @@ def world(seed, site_inputs, stable_plus):
     lines = [ln for ln in site_inputs["parse"].read_text().splitlines() if ln.strip()]
     # a later run where every command checked runs (the nightly's PASSes)
     nightly = root / "passing.jsonl"
-    nightly.write_text("".join(ln + "\n" for ln in lines if json.loads(ln)["target"]["name"] == "nightly"
-                               and json.loads(ln)["verdict"] == "PASS"))
+    nightly.write_text(
+        "".join(
+            ln + "\n"
+            for ln in lines
+            if json.loads(ln)["target"]["name"] == "nightly" and json.loads(ln)["verdict"] == "PASS"
+        )
+    )
     # a run where one command that failed runs again: one warning fewer, other content
     gone = next(json.loads(ln)["snippet_id"] for ln in lines if json.loads(ln)["verdict"] == "FAIL")
     fewer = root / "fewer.jsonl"
@@ -53,8 +69,12 @@ def world(seed, site_inputs, stable_plus):
         args = pr_args(checkout, server, snippets, outcomes or site_inputs["parse"], *extra)
         before = len(server.requests)
         if name == "dry":  # once through the real entry point, in its own process
-            runs[name] = subprocess.run([sys.executable, "-m", "driftmatrix.cli", *map(str, args)], capture_output=True,
-                                        text=True, env={**os.environ, "GITHUB_TOKEN": token})
+            runs[name] = subprocess.run(
+                [sys.executable, "-m", "driftmatrix.cli", *map(str, args)],
+                capture_output=True,
+                text=True,
+                env={**os.environ, "GITHUB_TOKEN": token},
+            )
         else:
             rc, out = in_process(args, token)
             runs[name] = types.SimpleNamespace(returncode=rc, stdout=out, stderr="")
@@ -70,8 +90,16 @@ def world(seed, site_inputs, stable_plus):
     pr("raced", "--apply")
     git(checkout, "config", "--unset", "core.hooksPath")
     pr("fixed", "--apply", outcomes=nightly)
-    yield {"root": root, "remote": remote, "token": token, "server": server, "runs": runs, "tips": tips,
-           "writes": writes, "intruder": intruder}
+    yield {
+        "root": root,
+        "remote": remote,
+        "token": token,
+        "server": server,
+        "runs": runs,
+        "tips": tips,
+        "writes": writes,
+        "intruder": intruder,
+    }
     server.close()
 
 
@@ -107,7 +135,9 @@ def test_commit_is_signed_off_by_the_committer(world):
     message = git(remote, "log", "-1", "--format=%B", sha)
     assert "docs: warn where" in message
     who = git(remote, "log", "-1", "--format=%cn <%ce>|%an <%ae>", sha).strip()
-    assert who == "driftmatrix <driftmatrix@users.noreply.github.com>|driftmatrix <driftmatrix@users.noreply.github.com>"
+    assert (
+        who == "driftmatrix <driftmatrix@users.noreply.github.com>|driftmatrix <driftmatrix@users.noreply.github.com>"
+    )
     assert message.strip().splitlines()[-1] == "Signed-off-by: driftmatrix <driftmatrix@users.noreply.github.com>"
 
 
@@ -159,8 +189,9 @@ def test_token_is_in_no_byte_written(world):
         assert token not in json.dumps(pull)
     root = world["root"]
     for repo in (root / "checkout", root / "remote.git"):
-        objects = subprocess.run(["git", "-C", str(repo), "cat-file", "--batch-all-objects", "--batch"],
-                                 capture_output=True, check=True).stdout
+        objects = subprocess.run(
+            ["git", "-C", str(repo), "cat-file", "--batch-all-objects", "--batch"], capture_output=True, check=True
+        ).stdout
         assert token.encode() not in objects
     for path in (root / "checkout").rglob("*"):
         if path.is_file():
@@ -187,17 +218,26 @@ def small(tmp_path_factory):
     server.close()
 
 
-@pytest.mark.parametrize("extra, api", [
-    (["--branch", "main", "--apply"], False), (["--branch", "trunk", "--apply"], False),
-    (["--branch", "Master", "--apply"], False), (["--branch", "release/v0.9", "--apply"], False),
-    (["--branch", "releases/v0.9.1", "--apply"], False), (["--branch", "gh-pages", "--apply"], False),
-    (["--base", "docs/x", "--branch", "docs/x", "--apply"], False), (["--branch", "main"], False),
-    (["--branch", "docs/locked", "--apply"], True)])
+@pytest.mark.parametrize(
+    "extra, api",
+    [
+        (["--branch", "main", "--apply"], False),
+        (["--branch", "trunk", "--apply"], False),
+        (["--branch", "Master", "--apply"], False),
+        (["--branch", "release/v0.9", "--apply"], False),
+        (["--branch", "releases/v0.9.1", "--apply"], False),
+        (["--branch", "gh-pages", "--apply"], False),
+        (["--base", "docs/x", "--branch", "docs/x", "--apply"], False),
+        (["--branch", "main"], False),
+        (["--branch", "docs/locked", "--apply"], True),
+    ],
+)
 def test_protected_branches_are_refused_with_the_remote_untouched(small, site_inputs, stable_plus, extra, api):
     server, before = small["server"], refs(small["remote"])
     asked = len(server.requests)
-    rc, out = in_process(pr_args(small["checkout"], server, stable_plus, site_inputs["parse"], *extra, repo="o/docs"),
-                         new_token())
+    rc, out = in_process(
+        pr_args(small["checkout"], server, stable_plus, site_inputs["parse"], *extra, repo="o/docs"), new_token()
+    )
     assert rc == 2, out
     assert "refused" in out and "nothing was" in out
     assert ("protected branch of o/docs" in out) == api

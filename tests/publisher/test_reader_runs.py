@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from driftmatrix.extractor.catalog import extract
-from driftmatrix.extractor.snippet_record import Catalog
 from driftmatrix.extractor.sdist import fetch_docs
+from driftmatrix.extractor.snippet_record import Catalog
 from driftmatrix.extractor.written_for import specifier
 from driftmatrix.flaghistory.commands import explain_failure, shipped
 from driftmatrix.flaghistory.history import FlagHistory
@@ -55,7 +55,10 @@ def test_a_backslash_followed_by_a_comment_is_doc_drift_on_every_build(ep_site):
     assert builds_only.kind == "ok" and builds_only.decided_by == "builds"  # what the site said before
     j = Judge(results).of_source(s, src)
     assert (j.kind, j.decided_by, j.depth, j.failing) == ("doc-drift", "shell", "shell", [])
-    assert [(d.code, d.line) for d in j.defects] == [("backslash-not-continuation", 78), ("backslash-not-continuation", 79)]
+    assert [(d.code, d.line) for d in j.defects] == [
+        ("backslash-not-continuation", 78),
+        ("backslash-not-continuation", 79),
+    ]
     assert j.summary.startswith(f"The shell ends this command on line 78 ({EP}:78: `\\` is followed by a comment")
     assert "vLLM 0.32.0" in j.summary  # what the builds said of the command as meant follows
     kind, title, body = ann.decision(views_of(results)[s.id], src)
@@ -75,8 +78,12 @@ def test_a_command_clean_on_one_page_and_broken_on_another(corpus, tmp_path):
     snippet (the id hashes the argv the author meant), two judgements."""
     root = corpus / "recipes" / "8959cf6"
     catalog = Catalog.read(_catalog([root], tmp_path / "snippets.json"))
-    [s] = [x for x in catalog.snippets if {"GLM/GLM-V.md", "models/zai-org/GLM-4.5V.yaml"} <= {y.file for y in x.sources}
-           and "--mm-encoder-tp-mode" in x.argv]
+    [s] = [
+        x
+        for x in catalog.snippets
+        if {"GLM/GLM-V.md", "models/zai-org/GLM-4.5V.yaml"} <= {y.file for y in x.sources}
+        and "--mm-encoder-tp-mode" in x.argv
+    ]
     results = load(tmp_path / "snippets.json", [])
     s = next(x for x in results.snippets if x.id == s.id)
     j = Judge(results)
@@ -98,19 +105,34 @@ def sdist_0340(tmp_path_factory):
     return load(out, [RECORDED])
 
 
-@pytest.mark.parametrize("file,line,option,removed", [
-    ("recipes/models/Qwen/Qwen3-235B-A22B-Instruct-2507.yaml", 119, "--swap-space", "0.18.0"),
-    ("recipes/models/Qwen/Qwen2.5-VL-7B-Instruct.yaml", 163, "--guided-decoding-backend", "0.12.0")])
+@pytest.mark.parametrize(
+    "file,line,option,removed",
+    [
+        ("recipes/models/Qwen/Qwen3-235B-A22B-Instruct-2507.yaml", 119, "--swap-space", "0.18.0"),
+        ("recipes/models/Qwen/Qwen2.5-VL-7B-Instruct.yaml", 163, "--guided-decoding-backend", "0.12.0"),
+    ],
+)
 def test_the_option_history_judges_a_0340_page_no_build_of_it_checked(sdist_0340, file, line, option, removed):
     """Before: needs-newer ("fails only on builds older than the page's versions"); now doc-drift,
     decided by the history, with the release that removed the option and vLLM's own words."""
     results = sdist_0340
     s, src = next((x, y) for x in results.snippets for y in x.sources if (y.file, y.line) == (file, line))
     j = Judge(results).of_source(s, src)
-    assert [(k.version, k.scope, k.outcome.verdict, k.outcome.stage) for k in j.checks] == [("0.32.0", "older", "FAIL", "parse")]
-    assert (j.kind, j.decided_by, j.depth, j.history_release, j.failing) == ("doc-drift", "history", "history", removed, [])
+    assert [(k.version, k.scope, k.outcome.verdict, k.outcome.stage) for k in j.checks] == [
+        ("0.32.0", "older", "FAIL", "parse")
+    ]
+    assert (j.kind, j.decided_by, j.depth, j.history_release, j.failing) == (
+        "doc-drift",
+        "history",
+        "history",
+        removed,
+        [],
+    )
     assert j.option_notes[0].startswith(f"{option} was removed in vLLM {removed}")
-    assert f"do not have {option} (removed by vLLM {removed})" in j.summary and "No build the page is written for" in j.summary
+    assert (
+        f"do not have {option} (removed by vLLM {removed})" in j.summary
+        and "No build the page is written for" in j.summary
+    )
     kind, title, body = ann.decision(views_of(results)[s.id], src)
     assert title.endswith(f"(removed by vLLM {removed})") and f"was removed in vLLM {removed}" in body
 
@@ -123,13 +145,17 @@ def test_a_history_contradicted_by_a_build_judges_nothing(corpus, tmp_path):
     older_only = tmp_path / "older.jsonl"
     older_only.write_text("".join(x for x in RECORDED.read_text().splitlines(True) if '"version": "0.32.0"' in x))
     results = load(out, [older_only])
-    s, src = next((x, y) for x in results.snippets for y in x.sources if (y.file, y.line) == ("moonshotai/Kimi-K2.md", 30))
+    s, src = next(
+        (x, y) for x in results.snippets for y in x.sources if (y.file, y.line) == ("moonshotai/Kimi-K2.md", 30)
+    )
     j = Judge(results).of_source(s, src)
     assert (j.kind, j.decided_by) == ("needs-newer", "builds")  # the builds' reading, as before
     # a history that does not pair --disable-log-requests with --enable-log-requests (as a release
     # whose pairs it misread would): only a build at or after the removal that parsed it stops it
     history = shipped()
-    unpaired = FlagHistory({**history.data, "flags": {k: v for k, v in history.flags.items() if k != "--enable-log-requests"}})
+    unpaired = FlagHistory(
+        {**history.data, "flags": {k: v for k, v in history.flags.items() if k != "--enable-log-requests"}}
+    )
     spec = specifier(j.written_for.spec)
     args = (unpaired, s, spec, lower_bound(spec))
     said = option_verdict.verdict(*args, j.checks)
@@ -137,7 +163,9 @@ def test_a_history_contradicted_by_a_build_judges_nothing(corpus, tmp_path):
     both = load(out, [RECORDED])
     checks = Judge(both).of_source(next(x for x in both.snippets if x.id == s.id), src).checks
     assert sorted((k.version, k.outcome.verdict, k.outcome.stage) for k in checks) == [
-        ("0.32.0", "FAIL", "parse"), ("0.34.0", "PASS", "parse")]
+        ("0.32.0", "FAIL", "parse"),
+        ("0.34.0", "PASS", "parse"),
+    ]
     assert option_verdict.verdict(*args, checks) is None  # vLLM 0.34.0 parsed it: the history is wrong here
     assert history.record("--disable-log-requests")["removed"] == "0.17.0"  # what the shipped history says
 
@@ -149,8 +177,12 @@ def test_the_option_history_judges_a_config_key_too(tmp_path):
     option, and the failing cell says why from the history."""
     tree = fetch_docs("0.34.0", cache_dir() / "sdists")
     results = load(_catalog([tree], tmp_path / "snippets.json"), [VALUES])
-    s, src = next((x, y) for x in results.snippets for y in x.sources
-                  if (y.file, y.line) == ("recipes/models/inclusionAI/Ring-1T-FP8.yaml", 90))
+    s, src = next(
+        (x, y)
+        for x in results.snippets
+        for y in x.sources
+        if (y.file, y.line) == ("recipes/models/inclusionAI/Ring-1T-FP8.yaml", 90)
+    )
     record = shipped().keys["--compilation-config"]["keys"]["use_inductor"]
     j = Judge(results).of_source(s, src)
     assert [(k.version, k.scope, k.outcome.verdict) for k in j.checks] == [("0.32.0", "older", "FAIL")]
@@ -169,4 +201,5 @@ def test_a_refused_value_is_explained_from_the_history():
     record = shipped().values["--kv-cache-dtype"]["values"]["octave_k3v4"]
     assert "invalid choice: 'octave_k3v4'" in outcome.reason  # a SKIP (a placeholder): its parse error kept
     assert explain_failure(shipped(), outcome.reason, "0.32.0") == [
-        f"`--kv-cache-dtype octave_k3v4` is known from vLLM {record['added']} (the values of --kv-cache-dtype)"]
+        f"`--kv-cache-dtype octave_k3v4` is known from vLLM {record['added']} (the values of --kv-cache-dtype)"
+    ]

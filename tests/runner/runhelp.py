@@ -13,7 +13,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 from driftmatrix.extractor.catalog import extract
-
 from driftmatrix.runner.builds.resolve import stable_pin
 from driftmatrix.runner.outcomes.outcome_record import Outcome
 from driftmatrix.runner.settings import cache_dir

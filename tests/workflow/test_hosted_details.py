@@ -32,14 +32,21 @@ UPLOADS = ("actions/upload-artifact@", "actions/upload-pages-artifact@")
 
 def bash_step(script: str, cwd: Path, env: dict, tmp_path: Path) -> subprocess.CompletedProcess:
     (tmp_path / "step.sh").write_text(script)
-    return subprocess.run([BASH, "--noprofile", "--norc", "-eo", "pipefail", str(tmp_path / "step.sh")],
-                          capture_output=True, text=True, timeout=120, cwd=cwd, env=env)
+    return subprocess.run(
+        [BASH, "--noprofile", "--norc", "-eo", "pipefail", str(tmp_path / "step.sh")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=cwd,
+        env=env,
+    )
 
 
 def steps_run(path: Path, scenario: dict, tmp_path: Path) -> dict:
     (tmp_path / "scenario.json").write_text(json.dumps(scenario))
-    out = subprocess.run(["node", str(STEPRUN), str(path), str(tmp_path / "scenario.json")],
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        ["node", str(STEPRUN), str(path), str(tmp_path / "scenario.json")], capture_output=True, text=True, timeout=120
+    )
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)
 
@@ -67,8 +74,11 @@ def test_every_job_that_runs_python_picks_it_first():
     for path in WORKFLOWS:
         for job in workflow(path)["jobs"]:
             steps = job["steps"]
-            pythonic = [i for i, s in enumerate(steps) if s.get("run") and s.get("id") != "python"
-                        and _PYTHONISH.search(s["run"])]
+            pythonic = [
+                i
+                for i, s in enumerate(steps)
+                if s.get("run") and s.get("id") != "python" and _PYTHONISH.search(s["run"])
+            ]
             if not pythonic:
                 continue
             choice = [i for i, s in enumerate(steps) if s.get("id") == "python"]
@@ -108,8 +118,12 @@ else:
     os.execv({real!r}, [{real!r}, *args])
 """)
         (bin_dir / "python3").chmod(0o755)
-    env = {"PATH": str(bin_dir), "GITHUB_OUTPUT": str(tmp_path / "output"), "HOME": str(tmp_path),
-           "TMPDIR": str(tmp_path)}
+    env = {
+        "PATH": str(bin_dir),
+        "GITHUB_OUTPUT": str(tmp_path / "output"),
+        "HOME": str(tmp_path),
+        "TMPDIR": str(tmp_path),
+    }
     if runner is not None:
         env["RUNNER_ENVIRONMENT"] = runner
     out = bash_step(script, tmp_path, env, tmp_path)
@@ -117,14 +131,18 @@ else:
     return (tmp_path / "output").read_text().strip(), out.stdout
 
 
-@pytest.mark.parametrize("runner,version,venv,own", [
-    ("self-hosted", (3, 11, 2), True, True),     # Debian 12's own Python
-    (None, (3, 10, 0), True, True),              # a runner too old to say what it is: its Python when it has one
-    ("self-hosted", (3, 9, 2), True, False),     # too old: setup-python
-    ("self-hosted", (3, 11, 2), False, False),   # no python3-venv: setup-python
-    ("self-hosted", None, True, False),          # none at all
-    ("github-hosted", (3, 12, 3), True, False),  # GitHub's image: the pinned version, not the image's
-], ids=["debian-3.11", "unknown-runner-3.10", "3.9", "no-venv", "no-python", "github-hosted"])
+@pytest.mark.parametrize(
+    "runner,version,venv,own",
+    [
+        ("self-hosted", (3, 11, 2), True, True),  # Debian 12's own Python
+        (None, (3, 10, 0), True, True),  # a runner too old to say what it is: its Python when it has one
+        ("self-hosted", (3, 9, 2), True, False),  # too old: setup-python
+        ("self-hosted", (3, 11, 2), False, False),  # no python3-venv: setup-python
+        ("self-hosted", None, True, False),  # none at all
+        ("github-hosted", (3, 12, 3), True, False),  # GitHub's image: the pinned version, not the image's
+    ],
+    ids=["debian-3.11", "unknown-runner-3.10", "3.9", "no-venv", "no-python", "github-hosted"],
+)
 def test_which_python(tmp_path, runner, version, venv, own):
     output, log = _choose_python(tmp_path, runner, version, venv)
     assert output == f"own={'true' if own else 'false'}", log
@@ -135,8 +153,11 @@ def test_which_python(tmp_path, runner, version, venv, own):
 
 # ---- 4. retention, and the state travelling once ----
 
+
 def _uploads() -> list[tuple[Path, str, dict]]:
-    return [(p, job["id"], s) for p in WORKFLOWS for job in workflow(p)["jobs"] for s in job["steps"] if uses(s, UPLOADS)]
+    return [
+        (p, job["id"], s) for p in WORKFLOWS for job in workflow(p)["jobs"] for s in job["steps"] if uses(s, UPLOADS)
+    ]
 
 
 def test_every_upload_has_a_short_retention():
@@ -145,7 +166,9 @@ def test_every_upload_has_a_short_retention():
     for path, job, step in found:
         days = step["with"].get("retention-days")
         assert days is not None and 1 <= int(days) <= 7, (path.name, job, step["with"].get("name"), days)
-    legs = {s["with"]["name"]: int(s["with"]["retention-days"]) for _, job, s in found if job in ("run", "verify-fixes")}
+    legs = {
+        s["with"]["name"]: int(s["with"]["retention-days"]) for _, job, s in found if job in ("run", "verify-fixes")
+    }
     assert legs == {"${{ format('outcomes-{0}', matrix.entry) }}": 7, "fixes": 7}
 
 
@@ -166,10 +189,15 @@ def test_the_state_travels_once():
     the previous outcomes alone; save-state puts the state back together and hands publish and the PRs
     what it merged, and nothing else."""
     doc = workflow(SCHEDULED)
-    uploads = {s["with"]["name"]: (job, s) for path, job, s in _uploads()
-               if path == SCHEDULED and uses(s, "actions/upload-artifact@")}
-    state_paths = {n: [p for p in s["with"]["path"].split("\n") if p.strip().lstrip("!").startswith("state")]
-                   for n, (_, s) in uploads.items()}
+    uploads = {
+        s["with"]["name"]: (job, s)
+        for path, job, s in _uploads()
+        if path == SCHEDULED and uses(s, "actions/upload-artifact@")
+    }
+    state_paths = {
+        n: [p for p in s["with"]["path"].split("\n") if p.strip().lstrip("!").startswith("state")]
+        for n, (_, s) in uploads.items()
+    }
     assert state_paths["state"] == ["state/", "!state/outcomes.jsonl"]
     assert state_paths["inputs"] == ["state/outcomes.jsonl"]
     assert all(not paths for n, paths in state_paths.items() if n not in ("state", "inputs")), state_paths
@@ -177,19 +205,31 @@ def test_the_state_travels_once():
     assert state_job == "extract" and int(state["with"]["retention-days"]) >= 7
     assert state["with"]["include-hidden-files"] == "true"  # .state-commit, which `state save` needs
     names = {n.replace("${{ format('outcomes-{0}', matrix.entry) }}", "outcomes-stable-1") for n in uploads}
-    takers = {job["id"] for job in doc["jobs"] for s in job["steps"]
-              if uses(s, "actions/download-artifact@") and "state" in _downloaded(s, names)}
+    takers = {
+        job["id"]
+        for job in doc["jobs"]
+        for s in job["steps"]
+        if uses(s, "actions/download-artifact@") and "state" in _downloaded(s, names)
+    }
     assert takers == {"save-state"}
-    merged_takers = {job["id"] for job in doc["jobs"] for s in job["steps"]
-                     if uses(s, "actions/download-artifact@") and "merged" in _downloaded(s, names)}
+    merged_takers = {
+        job["id"]
+        for job in doc["jobs"]
+        for s in job["steps"]
+        if uses(s, "actions/download-artifact@") and "merged" in _downloaded(s, names)
+    }
     assert merged_takers == {"publish", "pull-requests"} and uploads["merged"][0] == "save-state"
     save = next(j for j in doc["jobs"] if j["id"] == "save-state")
     script = "\n".join(s.get("run") or "" for s in save["steps"])
     assert "cp -r artifacts/state/. state/" in script and "driftmatrix state load" in script
-    assert "merge artifacts/inputs/state/outcomes.jsonl" in script and "cp merged/merged.jsonl state/outcomes.jsonl" in script
+    assert (
+        "merge artifacts/inputs/state/outcomes.jsonl" in script
+        and "cp merged/merged.jsonl state/outcomes.jsonl" in script
+    )
 
 
 # ---- 5. the PR job's summary, also when `driftmatrix pr` fails ----
+
 
 def _pr_steps() -> tuple[dict, dict]:
     job = next(j for j in workflow(SCHEDULED)["jobs"] if j["id"] == "pull-requests")
@@ -199,12 +239,17 @@ def _pr_steps() -> tuple[dict, dict]:
 
 
 def test_the_pr_summary_step_runs_after_a_failure(tmp_path):
-    ran = steps_run(SCHEDULED, {"job": "pull-requests", "outputs": {"python": {"own": "false"}},
-                                "outcomes": {"pr": "failure"}}, tmp_path)
+    ran = steps_run(
+        SCHEDULED,
+        {"job": "pull-requests", "outputs": {"python": {"own": "false"}}, "outcomes": {"pr": "failure"}},
+        tmp_path,
+    )
     outcome = {s["id"]: s["outcome"] for s in ran["steps"]}
     _, summary = _pr_steps()
     assert outcome["pr"] == "failure" and outcome[summary["id"]] == "success" and ran["result"] == "failure"
-    ran = steps_run(SCHEDULED, {"job": "pull-requests", "outcomes": {"__actions_download-artifact": "failure"}}, tmp_path)
+    ran = steps_run(
+        SCHEDULED, {"job": "pull-requests", "outcomes": {"__actions_download-artifact": "failure"}}, tmp_path
+    )
     assert {s["id"]: s["outcome"] for s in ran["steps"]}[summary["id"]] == "skipped"  # no PR step, no summary
 
 
@@ -218,13 +263,20 @@ def test_a_failing_pr_keeps_its_failure_and_gets_its_summary(tmp_path):
     (bin_dir / "driftmatrix").write_text(
         "#!/bin/bash\necho 'rebuilding driftmatrix/doc-warnings'\n"
         f"echo {mdcheck.HOSTILE!r}\n"
-        "echo 'driftmatrix pr: GitHub refused the push (403): the token may not push to vllm-project/vllm' >&2\nexit 1\n")
+        "echo 'driftmatrix pr: GitHub refused the push (403): the token may not push to vllm-project/vllm' >&2\nexit 1\n"
+    )
     for name in ("git", "driftmatrix"):
         (bin_dir / name).chmod(0o755)
     (bin_dir / "python").symlink_to(sys.executable)
     summary_file = tmp_path / "summary.md"
-    env = {"PATH": str(bin_dir), "HOME": str(tmp_path), "GITHUB_STEP_SUMMARY": str(summary_file),
-           "REPO": "vllm-project/vllm", "APPLY": "true", "PYTHONPATH": str(REPO)}
+    env = {
+        "PATH": str(bin_dir),
+        "HOME": str(tmp_path),
+        "GITHUB_STEP_SUMMARY": str(summary_file),
+        "REPO": "vllm-project/vllm",
+        "APPLY": "true",
+        "PYTHONPATH": str(REPO),
+    }
     out = bash_step(pr["run"], tmp_path, env, tmp_path)
     assert out.returncode == 1, out.stdout + out.stderr  # the step fails (pipefail), as before
     assert not summary_file.exists()
@@ -243,7 +295,17 @@ def test_the_pr_summary_is_capped(tmp_path):
     log.write_text("\n".join(["x" * 3_000_000, *[f"line {i} " + "y" * 60 for i in range(30_000)], "the last line"]))
     summary = tmp_path / "summary.md"
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    base = [sys.executable, "-m", "driftmatrix.common.step_summary", "--title", "PR", "--log", str(log), "--summary", str(summary)]
+    base = [
+        sys.executable,
+        "-m",
+        "driftmatrix.common.step_summary",
+        "--title",
+        "PR",
+        "--log",
+        str(log),
+        "--summary",
+        str(summary),
+    ]
     subprocess.run([*base, "--lines", "25"], check=True, env=env, cwd=tmp_path)
     first = summary.read_text()
     assert "the last line" in first and len(first.encode()) < 60_000  # long lines cut, the end kept
@@ -255,6 +317,7 @@ def test_the_pr_summary_is_capped(tmp_path):
 
 
 # ---- 6. the docs gate: a required check on every PR and merge-queue entry ----
+
 
 def test_the_gate_runs_on_every_pr_and_the_merge_queue():
     on = workflow(GATE)["on"]
@@ -268,9 +331,19 @@ def _docs_repo(tmp_path: Path) -> Path:
     repo.mkdir()
 
     def git(*args: str) -> str:
-        return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True,
-                              env={**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
-                                   "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}).stdout.strip()
+        return subprocess.run(
+            ["git", "-C", str(repo), *args],
+            check=True,
+            capture_output=True,
+            text=True,
+            env={
+                **os.environ,
+                "GIT_AUTHOR_NAME": "t",
+                "GIT_AUTHOR_EMAIL": "t@t",
+                "GIT_COMMITTER_NAME": "t",
+                "GIT_COMMITTER_EMAIL": "t@t",
+            },
+        ).stdout.strip()
 
     git("init", "-q", "-b", "main")
     for rel in ("docs/serving.md", "vllm/engine.py", "mkdocs.yaml"):
@@ -291,15 +364,28 @@ def _docs_repo(tmp_path: Path) -> Path:
     return repo, shas
 
 
-@pytest.mark.parametrize("base,head,docs", [
-    ("base", "code", False), ("main", "code", False), ("base", "docs", True), ("base", "config", True),
-], ids=["code-only", "code-only-base-moved", "docs", "mkdocs.yaml"])
+@pytest.mark.parametrize(
+    "base,head,docs",
+    [
+        ("base", "code", False),
+        ("main", "code", False),
+        ("base", "docs", True),
+        ("base", "config", True),
+    ],
+    ids=["code-only", "code-only-base-moved", "docs", "mkdocs.yaml"],
+)
 def test_the_gate_decides_whether_docs_changed(tmp_path, base, head, docs):
     repo, shas = _docs_repo(tmp_path)
     step = next(s for s in workflow(GATE)["jobs"][0]["steps"] if s.get("id") == "changes")
-    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "BASE_SHA": shas[base], "HEAD_SHA": shas[head],
-           "GITHUB_OUTPUT": str(tmp_path / "output"), "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
-           "GATE_MODE": workflow(GATE)["env"]["GATE_MODE"]}
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(tmp_path),
+        "BASE_SHA": shas[base],
+        "HEAD_SHA": shas[head],
+        "GITHUB_OUTPUT": str(tmp_path / "output"),
+        "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
+        "GATE_MODE": workflow(GATE)["env"]["GATE_MODE"],
+    }
     out = bash_step(step["run"], repo.parent, env, tmp_path)
     assert out.returncode == 0, out.stdout + out.stderr
     # no vLLM source tree here (vllm/engine.py is not where the option reader starts): the builds
@@ -307,11 +393,17 @@ def test_the_gate_decides_whether_docs_changed(tmp_path, base, head, docs):
     assert ((tmp_path / "summary.md").exists() and "no docs changed" in (tmp_path / "summary.md").read_text()) != docs
 
 
-@pytest.mark.parametrize("gate_mode,entry,mode", [
-    ("auto", "vllm/engine/arg_utils.py", "head"), ("auto", "vllm/scripts.py", "head"),
-    ("auto", "vllm/other.py", "builds"), ("builds", "vllm/engine/arg_utils.py", "builds"),
-    ("head", "vllm/other.py", "head"), ("bogus", "vllm/scripts.py", None),
-])
+@pytest.mark.parametrize(
+    "gate_mode,entry,mode",
+    [
+        ("auto", "vllm/engine/arg_utils.py", "head"),
+        ("auto", "vllm/scripts.py", "head"),
+        ("auto", "vllm/other.py", "builds"),
+        ("builds", "vllm/engine/arg_utils.py", "builds"),
+        ("head", "vllm/other.py", "head"),
+        ("bogus", "vllm/scripts.py", None),
+    ],
+)
 def test_the_gate_judges_a_vllm_tree_against_its_own_sources(tmp_path, gate_mode, entry, mode):
     """Issue 46: a head that holds the file vLLM's option reader starts from is judged against its own
     sources (no build, no sandbox); GATE_MODE overrides; anything else is refused."""
@@ -319,19 +411,44 @@ def test_the_gate_judges_a_vllm_tree_against_its_own_sources(tmp_path, gate_mode
     (repo / entry).parent.mkdir(parents=True, exist_ok=True)
     (repo / entry).write_text("x = 1\n")
     (repo / "docs" / "serving.md").write_text("a docs change\n")
-    subprocess.run(["git", "-C", str(repo), "commit", "-qam", "x"], check=True, capture_output=True,
-                   env={**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
-                        "GIT_COMMITTER_EMAIL": "t@t"})
+    subprocess.run(
+        ["git", "-C", str(repo), "commit", "-qam", "x"],
+        check=True,
+        capture_output=True,
+        env={
+            **os.environ,
+            "GIT_AUTHOR_NAME": "t",
+            "GIT_AUTHOR_EMAIL": "t@t",
+            "GIT_COMMITTER_NAME": "t",
+            "GIT_COMMITTER_EMAIL": "t@t",
+        },
+    )
     subprocess.run(["git", "-C", str(repo), "add", entry], check=True)
-    subprocess.run(["git", "-C", str(repo), "commit", "-qm", "entry"], check=True, capture_output=True,
-                   env={**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
-                        "GIT_COMMITTER_EMAIL": "t@t"})
-    head = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], check=True, capture_output=True,
-                          text=True).stdout.strip()
+    subprocess.run(
+        ["git", "-C", str(repo), "commit", "-qm", "entry"],
+        check=True,
+        capture_output=True,
+        env={
+            **os.environ,
+            "GIT_AUTHOR_NAME": "t",
+            "GIT_AUTHOR_EMAIL": "t@t",
+            "GIT_COMMITTER_NAME": "t",
+            "GIT_COMMITTER_EMAIL": "t@t",
+        },
+    )
+    head = subprocess.run(
+        ["git", "-C", str(repo), "rev-parse", "HEAD"], check=True, capture_output=True, text=True
+    ).stdout.strip()
     step = next(s for s in workflow(GATE)["jobs"][0]["steps"] if s.get("id") == "changes")
-    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "BASE_SHA": shas["base"], "HEAD_SHA": head,
-           "GITHUB_OUTPUT": str(tmp_path / "output"), "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
-           "GATE_MODE": gate_mode}
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(tmp_path),
+        "BASE_SHA": shas["base"],
+        "HEAD_SHA": head,
+        "GITHUB_OUTPUT": str(tmp_path / "output"),
+        "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
+        "GATE_MODE": gate_mode,
+    }
     out = bash_step(step["run"], repo.parent, env, tmp_path)
     if mode is None:
         assert out.returncode != 0 and "GATE_MODE must be" in out.stdout
@@ -343,8 +460,14 @@ def test_the_gate_judges_a_vllm_tree_against_its_own_sources(tmp_path, gate_mode
 def test_the_gate_fails_when_it_cannot_tell(tmp_path):
     repo, shas = _docs_repo(tmp_path)
     step = next(s for s in workflow(GATE)["jobs"][0]["steps"] if s.get("id") == "changes")
-    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "BASE_SHA": "0" * 40, "HEAD_SHA": shas["docs"],
-           "GITHUB_OUTPUT": str(tmp_path / "output"), "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md")}
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(tmp_path),
+        "BASE_SHA": "0" * 40,
+        "HEAD_SHA": shas["docs"],
+        "GITHUB_OUTPUT": str(tmp_path / "output"),
+        "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
+    }
     assert bash_step(step["run"], repo.parent, env, tmp_path).returncode != 0  # never green by not knowing
     assert not (tmp_path / "output").exists()
 
@@ -356,7 +479,7 @@ def test_without_docs_the_gate_is_green_at_once(tmp_path, docs, mode):
     on the builds; head (a vLLM source tree): no sandbox, the check against the change's own sources."""
     outputs = {"changes": {"docs": str(docs).lower(), "mode": mode}, "python": {"own": "true"}}
     ran = steps_run(GATE, {"job": "gate", "outputs": outputs}, tmp_path)
-    after = ran["steps"][[s["id"] for s in ran["steps"]].index("changes") + 1:]
+    after = ran["steps"][[s["id"] for s in ran["steps"]].index("changes") + 1 :]
     assert ran["result"] == "success"
     if mode == "builds":  # sandbox, python, setup-python (own Python), install, head check, builds check, upload
         assert [s["ran"] for s in after] == [True, True, False, True, False, True, True]
@@ -370,13 +493,17 @@ def test_the_disk_is_kept_for_the_builds():
     """No pip cache anywhere, the gate's clone without old blobs, the cache folder on the larger disk,
     and the fix check holding one build's environment at a time on GitHub's runners."""
     import yaml
+
     for path in WORKFLOWS:
         assert yaml.safe_load(path.read_text())["env"].get("PIP_NO_CACHE_DIR") == "1", path.name
     checkouts = [s for job in workflow(GATE)["jobs"] for s in job["steps"] if uses(s, "actions/checkout")]
     assert any(s["with"].get("filter") == "blob:none" for s in checkouts)
     fixes = next(job for job in workflow(SCHEDULED)["jobs"] if job["id"] == "verify-fixes")
-    script = next(s["run"] for s in fixes["steps"] if "driftmatrix run fixes.json" in (s.get("run") or "")
-                  and "--fetch-only" not in s["run"])
+    script = next(
+        s["run"]
+        for s in fixes["steps"]
+        if "driftmatrix run fixes.json" in (s.get("run") or "") and "--fetch-only" not in s["run"]
+    )
     assert '--target "$target"' in script and 'rm -rf "$CACHE_DIR/envs"' in script
     for job in workflow(SCHEDULED)["jobs"]:  # every step that fetches or runs takes the disk step's folder
         for step in job["steps"]:
@@ -390,26 +517,42 @@ def _disk_script() -> str:
     return scripts.pop()
 
 
-@pytest.mark.parametrize("runner, given, sudo, expect", [
-    ("github-hosted", "", True, "mnt"),        # GitHub's runners: /mnt (~66 GB) instead of / (~19 GB)
-    ("self-hosted", "", True, "home"),         # a self-hosted runner keeps its own folder from run to run
-    ("github-hosted", "~/big", True, "given"),  # vars.DRIFTMATRIX_CACHE_DIR wins
-    ("github-hosted", "", False, "home"),      # no passwordless sudo to make /mnt/driftmatrix: the home folder
-])
+@pytest.mark.parametrize(
+    "runner, given, sudo, expect",
+    [
+        ("github-hosted", "", True, "mnt"),  # GitHub's runners: /mnt (~66 GB) instead of / (~19 GB)
+        ("self-hosted", "", True, "home"),  # a self-hosted runner keeps its own folder from run to run
+        ("github-hosted", "~/big", True, "given"),  # vars.DRIFTMATRIX_CACHE_DIR wins
+        ("github-hosted", "", False, "home"),  # no passwordless sudo to make /mnt/driftmatrix: the home folder
+    ],
+)
 def test_the_cache_goes_on_the_larger_disk(tmp_path, runner, given, sudo, expect):
     bin_dir, mnt, home = tmp_path / "bin", tmp_path / "mnt", tmp_path / "home"
     tools(bin_dir, "mkdir", "df", "id", "chown")
     mnt.mkdir(mode=0o755)
     home.mkdir()
-    (bin_dir / "sudo").write_text("#!/bin/bash\n" + ("[ \"$1\" = -n ] && shift\n\"$@\"\n" if sudo else "exit 1\n"))
+    (bin_dir / "sudo").write_text("#!/bin/bash\n" + ('[ "$1" = -n ] && shift\n"$@"\n' if sudo else "exit 1\n"))
     (bin_dir / "sudo").chmod(0o755)
     out_file = tmp_path / "out"
     script = _disk_script().replace("/mnt", str(mnt))
-    done = bash_step(script, tmp_path, {"PATH": str(bin_dir), "HOME": str(home), "RUNNER_ENVIRONMENT": runner,
-                                        "CACHE_DIR": given, "GITHUB_OUTPUT": str(out_file)}, tmp_path)
+    done = bash_step(
+        script,
+        tmp_path,
+        {
+            "PATH": str(bin_dir),
+            "HOME": str(home),
+            "RUNNER_ENVIRONMENT": runner,
+            "CACHE_DIR": given,
+            "GITHUB_OUTPUT": str(out_file),
+        },
+        tmp_path,
+    )
     assert done.returncode == 0, done.stderr
     chosen = dict(line.split("=", 1) for line in out_file.read_text().splitlines())["dir"]
-    assert chosen == {"mnt": f"{mnt}/driftmatrix-cache", "home": f"{home}/.cache/driftmatrix", "given": f"{home}/big"}[expect]
+    assert (
+        chosen
+        == {"mnt": f"{mnt}/driftmatrix-cache", "home": f"{home}/.cache/driftmatrix", "given": f"{home}/big"}[expect]
+    )
     assert Path(chosen).is_dir()
 
 
@@ -419,8 +562,9 @@ EXPR = REPO / "tests" / "workflow" / "expr.mjs"
 def _evaluate(expression: str, contexts: dict, tmp_path: Path) -> str:
     """`${{ expression }}` as GitHub's own evaluator computes it (tests/workflow/expr.mjs)."""
     (tmp_path / "contexts.json").write_text(json.dumps(contexts))
-    out = subprocess.run(["node", str(EXPR), expression, str(tmp_path / "contexts.json")],
-                         capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        ["node", str(EXPR), expression, str(tmp_path / "contexts.json")], capture_output=True, text=True, timeout=60
+    )
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)
 
@@ -436,9 +580,14 @@ def test_twins_are_kept_under_a_size_on_githubs_runners(job, tmp_path):
     for step in runs:
         raw = str(step["env"]["DRIFTMATRIX_TWIN_CACHE_GB"])
         expression = re.fullmatch(r"\$\{\{(.*)\}\}", raw.strip()).group(1)
-        on = {mode: _evaluate(expression, {"needs": {"extract": {"outputs": {"mode": mode}}}}, tmp_path)
-              for mode in ("cpu", "gpu")}
+        on = {
+            mode: _evaluate(expression, {"needs": {"extract": {"outputs": {"mode": mode}}}}, tmp_path)
+            for mode in ("cpu", "gpu")
+        }
         assert on == {"cpu": "free", "gpu": ""}  # as many as leave the next build room (runner/settings.py)
-        chosen = _evaluate(expression, {"vars": {"DRIFTMATRIX_TWIN_CACHE_GB": "5"},
-                                        "needs": {"extract": {"outputs": {"mode": "cpu"}}}}, tmp_path)
+        chosen = _evaluate(
+            expression,
+            {"vars": {"DRIFTMATRIX_TWIN_CACHE_GB": "5"}, "needs": {"extract": {"outputs": {"mode": "cpu"}}}},
+            tmp_path,
+        )
         assert chosen == "5"

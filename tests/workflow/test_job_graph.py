@@ -39,8 +39,9 @@ def graph(tmp_path: Path, scenario: dict) -> dict:
 
 
 def ci(action: str, env: dict, *extra: str) -> dict[str, str]:
-    out = subprocess.run([*CLI, "ci", action, *extra], capture_output=True, text=True, check=True,
-                         env={**os.environ, **env}, cwd=REPO)
+    out = subprocess.run(
+        [*CLI, "ci", action, *extra], capture_output=True, text=True, check=True, env={**os.environ, **env}, cwd=REPO
+    )
     return dict(line.split("=", 1) for line in out.stdout.splitlines() if "=" in line)
 
 
@@ -48,9 +49,19 @@ class Runners:
     """GET /repos/o/r/actions/runners as GitHub answers it (docs.github.com/rest/actions/self-hosted-runners)."""
 
     def __init__(self, status: str):
-        runners = [{"id": 1, "name": "h200-1", "os": "Linux", "status": status, "busy": False,
-                    "labels": [{"id": 1, "name": "self-hosted", "type": "read-only"},
-                               {"id": 2, "name": "gpu", "type": "custom"}]}]
+        runners = [
+            {
+                "id": 1,
+                "name": "h200-1",
+                "os": "Linux",
+                "status": status,
+                "busy": False,
+                "labels": [
+                    {"id": 1, "name": "self-hosted", "type": "read-only"},
+                    {"id": 2, "name": "gpu", "type": "custom"},
+                ],
+            }
+        ]
 
         class Handler(BaseHTTPRequestHandler):
             def log_message(self, *args):
@@ -64,6 +75,7 @@ class Runners:
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)
+
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
@@ -87,27 +99,65 @@ def choose(status: str | None, wanted: str = "true") -> tuple[dict, float]:
 
 def plan(tmp_path: Path, previous: list[str]) -> dict[str, str]:
     out = tmp_path / "plan.json"
-    subprocess.run([*CLI, "plan", str(SITE / "snippets.json"), "--targets", str(REPO / "runner/data/targets-cpu.toml"),
-                    "--tier", "parse", "--shards", "2", "--previous", *previous, "-o", str(out)],
-                   capture_output=True, text=True, check=True)
+    subprocess.run(
+        [
+            *CLI,
+            "plan",
+            str(SITE / "snippets.json"),
+            "--targets",
+            str(REPO / "runner/data/targets-cpu.toml"),
+            "--tier",
+            "parse",
+            "--shards",
+            "2",
+            "--previous",
+            *previous,
+            "-o",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     doc = json.loads(out.read_text())
     return {"jobs": str(doc["jobs"]), "entries": json.dumps(doc["entries"])}
 
 
 def extract_outputs(inputs: dict, runner: dict, planned: dict) -> dict:
-    return {"jobs": planned["jobs"], "entries": planned["entries"], "runner": runner["runner"], "mode": runner["mode"],
-            "hosted": runner["hosted"], "publish": inputs["publish"], "apply_prs": inputs["apply_prs"]}
+    return {
+        "jobs": planned["jobs"],
+        "entries": planned["entries"],
+        "runner": runner["runner"],
+        "mode": runner["mode"],
+        "hosted": runner["hosted"],
+        "publish": inputs["publish"],
+        "apply_prs": inputs["apply_prs"],
+    }
 
 
-SCHEDULE = {"event_name": "schedule", "ref": "refs/heads/main", "ref_name": "main",
-            "event": {"schedule": "17 4 * * *"}, "repository": "o/r"}
-DISPATCH = {"event_name": "workflow_dispatch", "ref": "refs/heads/main", "ref_name": "main", "repository": "o/r",
-            "event": {"repository": {"default_branch": "main"}, "ref": "refs/heads/main"}}
+SCHEDULE = {
+    "event_name": "schedule",
+    "ref": "refs/heads/main",
+    "ref_name": "main",
+    "event": {"schedule": "17 4 * * *"},
+    "repository": "o/r",
+}
+DISPATCH = {
+    "event_name": "workflow_dispatch",
+    "ref": "refs/heads/main",
+    "ref_name": "main",
+    "repository": "o/r",
+    "event": {"repository": {"default_branch": "main"}, "ref": "refs/heads/main"},
+}
 
 
 def inputs_for(scenario: dict, **given: str) -> dict:
-    env = {"EVENT": scenario["event_name"], "REF": scenario["ref"],
-           "DEFAULT_BRANCH": (scenario["event"].get("repository") or {}).get("default_branch", ""), **given}
+    env = {
+        "EVENT": scenario["event_name"],
+        "REF": scenario["ref"],
+        "DEFAULT_BRANCH": (scenario["event"].get("repository") or {}).get("default_branch", ""),
+        **given,
+    }
     return ci("inputs", env)
 
 
@@ -129,8 +179,12 @@ def first_run_plan(tmp_path_factory) -> dict:
     tmp = tmp_path_factory.mktemp("state")
     remote = tmp / "remote.git"
     subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(remote)], check=True)
-    out = subprocess.run([*CLI, "state", "load", "--remote", str(remote), "-d", str(tmp / "state")],
-                         capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [*CLI, "state", "load", "--remote", str(remote), "-d", str(tmp / "state")],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert "first run" in out.stdout and (tmp / "state" / "outcomes.jsonl").read_text() == ""
     return plan(tmp, [str(tmp / "state" / "outcomes.jsonl")])
 
@@ -152,8 +206,9 @@ def test_gpu_runners_offline_fall_back_to_cpu_in_bounded_time(tmp_path, first_ru
     assert waited < 0.05 * 60 + 10  # the configured wait (3 s here), not GitHub's 24-hour queue
     no_token, _ = choose(None)
     assert no_token["mode"] == "cpu"  # cannot see the runners: never sent to a label that may be offline
-    jobs = graph(tmp_path, {**SCHEDULE, "outputs": {"extract": extract_outputs(inputs_for(SCHEDULE), runner,
-                                                                               first_run_plan)}})
+    jobs = graph(
+        tmp_path, {**SCHEDULE, "outputs": {"extract": extract_outputs(inputs_for(SCHEDULE), runner, first_run_plan)}}
+    )
     assert jobs["run"]["result"] == "success" and jobs["run"]["runs_on"] == HOSTED_RUNNER
     published_everywhere(jobs)
 
@@ -162,8 +217,14 @@ def test_manual_dispatch_without_gpu(tmp_path, first_run_plan):
     inputs = inputs_for(DISPATCH, IN_GPU="false", IN_TIER="config", IN_SHARDS="2", IN_APPLY_PRS="false")
     runner, _ = choose("online", wanted=inputs["gpu"])
     assert runner["mode"] == "cpu" and inputs["apply_prs"] == "false"  # the PR job runs, as a dry run
-    jobs = graph(tmp_path, {**DISPATCH, "inputs": {"gpu": False, "tier": "config", "shards": 2},
-                            "outputs": {"extract": extract_outputs(inputs, runner, first_run_plan)}})
+    jobs = graph(
+        tmp_path,
+        {
+            **DISPATCH,
+            "inputs": {"gpu": False, "tier": "config", "shards": 2},
+            "outputs": {"extract": extract_outputs(inputs, runner, first_run_plan)},
+        },
+    )
     assert jobs["run"]["runs_on"] == HOSTED_RUNNER
     published_everywhere(jobs)
 
@@ -197,8 +258,14 @@ def test_a_feature_branch_builds_the_site_but_deploys_and_pushes_nothing(tmp_pat
 def test_a_failed_extract_stops_everything(tmp_path):
     jobs = graph(tmp_path, {**SCHEDULE, "results": {"extract": "failure"}})
     assert {k: v["result"] for k, v in jobs.items()} == {
-        "extract": "failure", "run": "skipped", "verify-fixes": "skipped", "save-state": "skipped", "publish": "skipped",
-        "deploy": "skipped", "pull-requests": "skipped"}
+        "extract": "failure",
+        "run": "skipped",
+        "verify-fixes": "skipped",
+        "save-state": "skipped",
+        "publish": "skipped",
+        "deploy": "skipped",
+        "pull-requests": "skipped",
+    }
 
 
 def test_a_failed_fix_check_still_publishes(tmp_path, first_run_plan):
@@ -207,11 +274,17 @@ def test_a_failed_fix_check_still_publishes(tmp_path, first_run_plan):
     assert jobs["publish"]["result"] == jobs["deploy"]["result"] == jobs["pull-requests"]["result"] == "success"
 
 
-@pytest.mark.parametrize("given, bad", [
-    ({"IN_TARGETS": "stable; rm -rf /"}, "targets"), ({"IN_TIER": "everything"}, "tier"),
-    ({"IN_SHARDS": "0"}, "shards"), ({"IN_SHARDS": "4; echo"}, "shards"), ({"IN_GPU": "yes"}, "gpu"),
-    ({"STABLE_PIN": "$(id)"}, "DRIFTMATRIX_STABLE"),
-])
+@pytest.mark.parametrize(
+    "given, bad",
+    [
+        ({"IN_TARGETS": "stable; rm -rf /"}, "targets"),
+        ({"IN_TIER": "everything"}, "tier"),
+        ({"IN_SHARDS": "0"}, "shards"),
+        ({"IN_SHARDS": "4; echo"}, "shards"),
+        ({"IN_GPU": "yes"}, "gpu"),
+        ({"STABLE_PIN": "$(id)"}, "DRIFTMATRIX_STABLE"),
+    ],
+)
 def test_inputs_are_validated(given, bad):
     env = {**os.environ, "EVENT": "workflow_dispatch", **given}
     out = subprocess.run([*CLI, "ci", "inputs"], capture_output=True, text=True, env=env, cwd=REPO)
@@ -230,11 +303,35 @@ def test_a_day_over_one_legs_budget_gets_more_legs_and_defers_the_rest(tmp_path)
 
     def plan_step(*extra: str) -> dict:
         summary = tmp_path / "summary.md"
-        subprocess.run([*CLI, "plan", str(tmp_path / "snippets.json"), "--targets", str(tmp_path / "targets.toml"),
-                        "--tier", inputs["tier"], "--daily-tier", inputs["daily_tier"], "--shards", inputs["shards"],
-                        "--leg-hours", inputs["leg_hours"], "--stand-ins", "tiny", "--previous",
-                        str(tmp_path / "outcomes.jsonl"), "--require-pinned", "-o", str(tmp_path / "plan.json"), *extra],
-                       capture_output=True, text=True, check=True, env={**os.environ, "GITHUB_STEP_SUMMARY": str(summary)})
+        subprocess.run(
+            [
+                *CLI,
+                "plan",
+                str(tmp_path / "snippets.json"),
+                "--targets",
+                str(tmp_path / "targets.toml"),
+                "--tier",
+                inputs["tier"],
+                "--daily-tier",
+                inputs["daily_tier"],
+                "--shards",
+                inputs["shards"],
+                "--leg-hours",
+                inputs["leg_hours"],
+                "--stand-ins",
+                "tiny",
+                "--previous",
+                str(tmp_path / "outcomes.jsonl"),
+                "--require-pinned",
+                "-o",
+                str(tmp_path / "plan.json"),
+                *extra,
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "GITHUB_STEP_SUMMARY": str(summary)},
+        )
         return {**json.loads((tmp_path / "plan.json").read_text()), "summary": summary.read_text()}
 
     wide = plan_step()
@@ -244,7 +341,9 @@ def test_a_day_over_one_legs_budget_gets_more_legs_and_defers_the_rest(tmp_path)
         assert stop < 360 * 60 - 15 * 60  # the leg's deadline leaves time to upload what it finished
     capped = plan_step("--max-legs", "1")
     assert len(capped["runs"]) == 1 and capped["deferred"] > 0 and "Deferred to the next run" in capped["summary"]
-    out = extract_outputs(inputs, choose(None)[0], {"jobs": str(capped["jobs"]), "entries": json.dumps(capped["entries"])})
+    out = extract_outputs(
+        inputs, choose(None)[0], {"jobs": str(capped["jobs"]), "entries": json.dumps(capped["entries"])}
+    )
     jobs = graph(tmp_path, {**SCHEDULE, "outputs": {"extract": out}})
     assert [m["entry"] for m in jobs["run"]["matrix"]] == ["stable-1"]
     published_everywhere(jobs)
@@ -266,8 +365,10 @@ def test_a_cancelled_leg_keeps_what_finished(tmp_path, first_run_plan, leg):
     jobs = graph(tmp_path, {**SCHEDULE, "outputs": {"extract": out}, "results": {"run": leg}})
     assert jobs["save-state"]["result"] == "success" and jobs["publish"]["result"] == "success"
     from test_hosted_details import steps_run
-    ran = steps_run(WORKFLOW, {"job": "run", "outputs": {"python": {"own": "false"}}, "outcomes": {"leg": "failure"}},
-                    tmp_path)["steps"]
+
+    ran = steps_run(
+        WORKFLOW, {"job": "run", "outputs": {"python": {"own": "false"}}, "outcomes": {"leg": "failure"}}, tmp_path
+    )["steps"]
     leg_at = next(i for i, s in enumerate(ran) if s["id"] == "leg")
     assert ran[leg_at]["outcome"] == "failure"
     assert ran[-1]["ran"] and ran[-1]["if"] == "always()" and ran[-1]["id"] != "leg", ran[-1]  # the upload
@@ -277,19 +378,38 @@ def test_a_cancelled_run_still_saves_what_finished(tmp_path, first_run_plan):
     """A maintainer cancels the run mid-day: the legs' uploads run on cancellation, and save-state
     (`always()`) keeps them; nothing is published from a cancelled run."""
     out = extract_outputs(inputs_for(SCHEDULE), choose(None)[0], first_run_plan)
-    jobs = graph(tmp_path, {**SCHEDULE, "cancelled": True, "decided_before_cancel": ["extract", "run"],
-                            "outputs": {"extract": out}, "results": {"run": "cancelled"}})
+    jobs = graph(
+        tmp_path,
+        {
+            **SCHEDULE,
+            "cancelled": True,
+            "decided_before_cancel": ["extract", "run"],
+            "outputs": {"extract": out},
+            "results": {"run": "cancelled"},
+        },
+    )
     assert jobs["save-state"]["result"] == "success"
     assert jobs["publish"]["result"] == jobs["deploy"]["result"] == jobs["pull-requests"]["result"] == "skipped"
 
 
-PULL_REQUEST = {"event_name": "pull_request", "ref": "refs/pull/7/merge", "ref_name": "7/merge", "repository": "o/r",
-                "event": {"repository": {"default_branch": "main"}, "pull_request": {"number": 7}}}
+PULL_REQUEST = {
+    "event_name": "pull_request",
+    "ref": "refs/pull/7/merge",
+    "ref_name": "7/merge",
+    "repository": "o/r",
+    "event": {"repository": {"default_branch": "main"}, "pull_request": {"number": 7}},
+}
 
 
-@pytest.mark.parametrize("scenario", [PULL_REQUEST, {**DISPATCH, "ref": "refs/heads/try-this", "ref_name": "try-this"},
-                                      {**PULL_REQUEST, "event_name": "pull_request_target"}],
-                         ids=["pull_request", "dispatch-on-a-branch", "pull_request_target"])
+@pytest.mark.parametrize(
+    "scenario",
+    [
+        PULL_REQUEST,
+        {**DISPATCH, "ref": "refs/heads/try-this", "ref_name": "try-this"},
+        {**PULL_REQUEST, "event_name": "pull_request_target"},
+    ],
+    ids=["pull_request", "dispatch-on-a-branch", "pull_request_target"],
+)
 def test_no_other_event_reaches_a_self_hosted_job(tmp_path, first_run_plan, scenario):
     """Labels are not access control: were this workflow run by another event or branch with the GPU
     runner chosen, the jobs that run on self-hosted runners are skipped by their own `if`; the CPU
@@ -298,8 +418,9 @@ def test_no_other_event_reaches_a_self_hosted_job(tmp_path, first_run_plan, scen
     inputs = {"publish": "false", "apply_prs": "false"}
     jobs = graph(tmp_path, {**scenario, "outputs": {"extract": extract_outputs(inputs, gpu, first_run_plan)}})
     assert jobs["run"]["result"] == jobs["verify-fixes"]["result"] == "skipped"
-    assert not any(j["runs_on"] and "self-hosted" in json.dumps(j["runs_on"]) for j in jobs.values()
-                   if j["result"] != "skipped")
+    assert not any(
+        j["runs_on"] and "self-hosted" in json.dumps(j["runs_on"]) for j in jobs.values() if j["result"] != "skipped"
+    )
     cpu = {"runner": json.dumps(HOSTED_RUNNER), "hosted": json.dumps(HOSTED_RUNNER), "mode": "cpu"}
     jobs = graph(tmp_path, {**scenario, "outputs": {"extract": extract_outputs(inputs, cpu, first_run_plan)}})
     assert jobs["run"]["result"] == "success" and jobs["run"]["runs_on"] == HOSTED_RUNNER
@@ -317,8 +438,13 @@ def test_the_runner_count_for_the_plan(monkeypatch):
         base = {"GPU_WANTED": "true", "REPO": "o/r", "WAIT_MINUTES": "0.05", "RUNNERS_TOKEN": "t", "API": server.url}
         assert ci("runner", base, "--poll", "0.5")["runners"] == "1"
         assert ci("runner", {**base, "GPU_RUNNERS": "3"}, "--poll", "0.5")["runners"] == "3"
-        bad = subprocess.run([*CLI, "ci", "runner", "--poll", "0.5"], capture_output=True, text=True, cwd=REPO,
-                             env={**os.environ, **base, "GPU_RUNNERS": "two"})
+        bad = subprocess.run(
+            [*CLI, "ci", "runner", "--poll", "0.5"],
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            env={**os.environ, **base, "GPU_RUNNERS": "two"},
+        )
         assert bad.returncode == 2 and "DRIFTMATRIX_GPU_RUNNERS" in bad.stdout + bad.stderr
     finally:
         server.close()

@@ -27,9 +27,9 @@ WORKFLOWS = [SCHEDULED, GATE]
 
 DOCS_CODE = {
     "run": "starts `vllm serve` and the parse/config helper on the docs' commands (models' remote code); "
-           "not with --fetch-only, which only downloads",
+    "not with --fetch-only, which only downloads",
     "gate": "the parse and config tiers of `run` on a docs change; not with --mode head, which reads a vLLM "
-            "tree's sources statically (ast) and runs nothing",
+    "tree's sources statically (ast) and runs nothing",
     "pipeline": "extract -> run -> publish",
     "standin": "builds a stand-in model with a target's transformers from a model's configuration",
     "check": "reads the option history (no vLLM); with --run, the tiers of `run` on the command",
@@ -51,8 +51,13 @@ NO_DOCS_CODE = {
 """Every `driftmatrix` subcommand, decided: one that runs code from the docs needs the sandbox."""
 
 SANDBOX_STEP_NAME = "Sandbox for code from the docs"
-PROFILE = ["abi <abi/4.0>,", "include <tunables/global>", "profile bwrap /usr/bin/bwrap flags=(unconfined) {",
-           "userns,", "}"]
+PROFILE = [
+    "abi <abi/4.0>,",
+    "include <tunables/global>",
+    "profile bwrap /usr/bin/bwrap flags=(unconfined) {",
+    "userns,",
+    "}",
+]
 USERNS_RESTRICTION = "/proc/sys/kernel/apparmor_restrict_unprivileged_userns"
 _SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|(^|_)KEY($|_)|AUTH", re.I)
 
@@ -93,9 +98,9 @@ def invocations(script: str | None) -> list[tuple[str, list[str]]]:
     prog += [rf"\$\{{?{re.escape(a)}\}}?(?!\w)" for a in aliases]
     found = []
     for m in re.finditer("|".join(f"(?:{p})" for p in prog), text):
-        if re.search(r"(?<![\w$])\w+=[\"']?$", text[:m.start()]):
+        if re.search(r"(?<![\w$])\w+=[\"']?$", text[: m.start()]):
             continue  # `dm=.venv/bin/driftmatrix`: an alias being set, not a run
-        rest = _SEPARATORS.split(text[m.end():], maxsplit=1)[0].split()
+        rest = _SEPARATORS.split(text[m.end() :], maxsplit=1)[0].split()
         sub = next((w for w in rest if not w.startswith("-")), None)
         if sub is not None:
             found.append((sub, rest))
@@ -103,13 +108,17 @@ def invocations(script: str | None) -> list[tuple[str, list[str]]]:
 
 
 def runs_docs_code(step: dict) -> bool:
-    return any(sub in DOCS_CODE and not (sub == "run" and "--fetch-only" in args) and not _head_gate(sub, args)
-               for sub, args in invocations(step.get("run")))
+    return any(
+        sub in DOCS_CODE and not (sub == "run" and "--fetch-only" in args) and not _head_gate(sub, args)
+        for sub, args in invocations(step.get("run"))
+    )
 
 
 def _head_gate(sub: str, args: list[str]) -> bool:
     """`driftmatrix gate --mode head`: nothing of the change runs (driftmatrix/gate_head.py)."""
-    return sub == "gate" and ("--mode=head" in args or any(a == "--mode" and b == "head" for a, b in zip(args, args[1:])))
+    return sub == "gate" and (
+        "--mode=head" in args or any(a == "--mode" and b == "head" for a, b in zip(args, args[1:]))
+    )
 
 
 def effective_env(doc: dict, job: dict, step: dict) -> dict:
@@ -138,15 +147,19 @@ def is_sandbox_step(step: dict) -> bool:
         and re.search(r"apparmor_parser -r /etc/apparmor\.d/bwrap\b", script)
         and USERNS_RESTRICTION in script
         and re.search(r"bwrap --unshare-all --die-with-parent --ro-bind / /", script)
-        and "::error::" in script and re.search(r"\bexit 1\b", script))
+        and "::error::" in script
+        and re.search(r"\bexit 1\b", script)
+    )
 
 
 # ---- the rules ----
 
+
 def test_every_subcommand_is_decided():
     """A new subcommand must be put in DOCS_CODE or NO_DOCS_CODE before the workflow may use it."""
-    out = subprocess.run([sys.executable, "-m", "driftmatrix.cli", "--help"], capture_output=True, text=True,
-                         check=True, cwd=REPO)
+    out = subprocess.run(
+        [sys.executable, "-m", "driftmatrix.cli", "--help"], capture_output=True, text=True, check=True, cwd=REPO
+    )
     choices = set(re.search(r"^\s+\{([\w,-]+)\}$", out.stdout, re.M).group(1).split(","))
     assert set(DOCS_CODE).isdisjoint(NO_DOCS_CODE)
     assert set(DOCS_CODE) | set(NO_DOCS_CODE) == choices
@@ -166,14 +179,26 @@ def test_the_scanner_reads_the_workflows():
     assert {"run", "gate", "merge", "fixes", "publish", "pr", "extract", "plan", "state", "ci"} <= set(found)
     assert found["run"] == 4  # fetch + run in `run` and in `verify-fixes`
     names = {(p.name, job["id"], step["name"]) for p in WORKFLOWS for job, step, _ in docs_code_steps(p)}
-    assert {("driftmatrix.yml", "run", "${{ format('Run {0} (exactly the plan''s arguments; no token, vLLM "
-                                       "sandboxed)', matrix.entry) }}"),
-            ("driftmatrix.yml", "verify-fixes", "Run them as deep as their originals (no token, vLLM sandboxed)"),
-            ("driftmatrix-docs-gate.yml", "gate", "Check the commands on the changed pages")} <= names
-    assert invocations('dm=.venv/bin/driftmatrix\n$dm merge a -o b\n${dm} run x --fetch-only') == [
-        ("merge", ["merge", "a", "-o", "b"]), ("run", ["run", "x", "--fetch-only"])]
-    assert invocations('pip install "$DRIFTMATRIX"; git clone https://github.com/o/driftmatrix@abc; '
-                       'ls ~/.cache/driftmatrix/x driftmatrix-state') == []
+    assert {
+        (
+            "driftmatrix.yml",
+            "run",
+            "${{ format('Run {0} (exactly the plan''s arguments; no token, vLLM sandboxed)', matrix.entry) }}",
+        ),
+        ("driftmatrix.yml", "verify-fixes", "Run them as deep as their originals (no token, vLLM sandboxed)"),
+        ("driftmatrix-docs-gate.yml", "gate", "Check the commands on the changed pages"),
+    } <= names
+    assert invocations("dm=.venv/bin/driftmatrix\n$dm merge a -o b\n${dm} run x --fetch-only") == [
+        ("merge", ["merge", "a", "-o", "b"]),
+        ("run", ["run", "x", "--fetch-only"]),
+    ]
+    assert (
+        invocations(
+            'pip install "$DRIFTMATRIX"; git clone https://github.com/o/driftmatrix@abc; '
+            "ls ~/.cache/driftmatrix/x driftmatrix-state"
+        )
+        == []
+    )
     assert invocations("python -m driftmatrix.cli gate --repo r") == [("gate", ["gate", "--repo", "r"])]
 
 
@@ -184,8 +209,9 @@ def test_docs_code_runs_only_with_the_sandbox_required(path):
     doc = workflow(path)
     for job, step, _ in steps:
         env = effective_env(doc, job, step)
-        assert env.get("DRIFTMATRIX_SANDBOX") == "required", \
+        assert env.get("DRIFTMATRIX_SANDBOX") == "required", (
             f"{path.name}/{job['id']}: {step['name']!r} runs code from the docs without DRIFTMATRIX_SANDBOX=required"
+        )
     for job in doc["jobs"]:  # and no script turns it off for later steps ($GITHUB_ENV) or this one
         for step in job["steps"]:
             assert "DRIFTMATRIX_SANDBOX" not in (step.get("run") or ""), (path.name, job["id"], step.get("name"))
@@ -195,19 +221,29 @@ def test_docs_code_runs_only_with_the_sandbox_required(path):
 def test_the_sandbox_is_set_up_before_docs_code(path):
     for job, step, index in docs_code_steps(path):
         before = [s for s in job["steps"][:index] if is_sandbox_step(s)]
-        assert before, (f"{path.name}/{job['id']}: no earlier step installs bubblewrap and loads the AppArmor "
-                        f"profile before {step['name']!r}")
+        assert before, (
+            f"{path.name}/{job['id']}: no earlier step installs bubblewrap and loads the AppArmor "
+            f"profile before {step['name']!r}"
+        )
         for sandbox in before:  # it must be able to fail the job, and run whenever the docs code does
             # (the docs gate skips both, on one condition, when a change touches no docs)
             assert sandbox["if"] in ("${{ success() }}", step["if"]), (path.name, job["id"], sandbox["if"])
-            assert sandbox["if"].startswith("${{ success()") and not sandbox["continue_on_error"], (path.name, job["id"])
+            assert sandbox["if"].startswith("${{ success()") and not sandbox["continue_on_error"], (
+                path.name,
+                job["id"],
+            )
 
 
 def test_the_sandbox_steps_are_one_script():
     """The same step everywhere (three jobs, two files): a fix to one is a fix to all."""
     scripts = {s["run"] for p in WORKFLOWS for job in workflow(p)["jobs"] for s in job["steps"] if is_sandbox_step(s)}
-    named = {s["run"] for p in WORKFLOWS for job in workflow(p)["jobs"] for s in job["steps"]
-             if (s.get("name") or "").startswith(SANDBOX_STEP_NAME)}
+    named = {
+        s["run"]
+        for p in WORKFLOWS
+        for job in workflow(p)["jobs"]
+        for s in job["steps"]
+        if (s.get("name") or "").startswith(SANDBOX_STEP_NAME)
+    }
     assert len(scripts) == 1 and named == scripts
 
 
@@ -218,10 +254,12 @@ def test_the_restriction_stays_on(path):
     for job in workflow(path)["jobs"]:
         for step in job["steps"]:
             script = step.get("run") or ""
-            assert not re.search(r"apparmor_restrict_unprivileged_userns\s*=|sysctl\s+(-w\s+)?kernel\.apparmor|"
-                                 r"unprivileged_userns_clone|aa-teardown|aa-complain|aa-disable|"
-                                 r"systemctl\s+(stop|disable)\s+apparmor|>\s*" + re.escape(USERNS_RESTRICTION),
-                                 script), (path.name, job["id"], step.get("name"))
+            assert not re.search(
+                r"apparmor_restrict_unprivileged_userns\s*=|sysctl\s+(-w\s+)?kernel\.apparmor|"
+                r"unprivileged_userns_clone|aa-teardown|aa-complain|aa-disable|"
+                r"systemctl\s+(stop|disable)\s+apparmor|>\s*" + re.escape(USERNS_RESTRICTION),
+                script,
+            ), (path.name, job["id"], step.get("name"))
 
 
 @pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)
@@ -229,8 +267,9 @@ def test_no_secret_where_docs_code_runs(path):
     doc = workflow(path)
     for job, step, _ in docs_code_steps(path):
         for key, value in effective_env(doc, job, step).items():
-            assert not re.search(r"\bsecrets\.|\bgithub\.token\b", str(value)) and not _SECRET_NAME.search(key), \
+            assert not re.search(r"\bsecrets\.|\bgithub\.token\b", str(value)) and not _SECRET_NAME.search(key), (
                 f"{path.name}/{job['id']}: {step['name']!r} runs code from the docs with {key}={value}"
+            )
 
 
 def test_secrets_only_where_no_docs_code_runs():
@@ -246,9 +285,14 @@ def test_secrets_only_where_no_docs_code_runs():
             if secret:
                 assert not runs_docs_code(step), (job["id"], step["name"], secret)
                 holders.add((job["id"], tuple(sorted({sub for sub, _ in invocations(step["run"])})), tuple(secret)))
-    assert holders == {("extract", ("ci",), ("RUNNERS_TOKEN",)), ("extract", ("state",), ("GITHUB_TOKEN",)),
-                       ("run", ("run",), ("HF_TOKEN",)), ("verify-fixes", ("run",), ("HF_TOKEN",)),
-                       ("save-state", ("state",), ("GITHUB_TOKEN",)), ("pull-requests", ("pr",), ("GITHUB_TOKEN",))}
+    assert holders == {
+        ("extract", ("ci",), ("RUNNERS_TOKEN",)),
+        ("extract", ("state",), ("GITHUB_TOKEN",)),
+        ("run", ("run",), ("HF_TOKEN",)),
+        ("verify-fixes", ("run",), ("HF_TOKEN",)),
+        ("save-state", ("state",), ("GITHUB_TOKEN",)),
+        ("pull-requests", ("pr",), ("GITHUB_TOKEN",)),
+    }
 
 
 @pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)
@@ -256,7 +300,10 @@ def test_vllm_only_through_driftmatrix(path):
     """A `vllm serve` (or `python -m vllm`) straight from a script would bypass the sandbox."""
     for job in workflow(path)["jobs"]:
         for step in job["steps"]:
-            assert not re.search(r"(?<![\w/-])vllm\s+serve\b|-m\s+vllm\b", step.get("run") or ""), (job["id"], step.get("name"))
+            assert not re.search(r"(?<![\w/-])vllm\s+serve\b|-m\s+vllm\b", step.get("run") or ""), (
+                job["id"],
+                step.get("name"),
+            )
 
 
 # ---- the sandbox step, run on the hosts it meets ----
@@ -265,17 +312,19 @@ _STUBS = {
     # sudo: absent, asking for a password (`-n` fails), or running the command as given
     "sudo": 'echo "sudo $*" >> "$STATE/log"\n[ -e "$STATE/sudo-password" ] && exit 1\n[ "$1" = -n ] && shift\n"$@"\n',
     "apt-get": 'echo "apt-get $*" >> "$STATE/log"\n'
-               'if [ "$1" = install ]; then /bin/cp "$STATE/bwrap.stub" "$STUBS/bwrap"; /bin/chmod +x "$STUBS/bwrap"; fi\n',
+    'if [ "$1" = install ]; then /bin/cp "$STATE/bwrap.stub" "$STUBS/bwrap"; /bin/chmod +x "$STUBS/bwrap"; fi\n',
     "tee": 'echo "tee $*" >> "$STATE/log"\n/bin/cat > "$STATE/written"\n',
     "apparmor_parser": 'echo "apparmor_parser $*" >> "$STATE/log"\n'
-                       '[ "$*" = "-r /etc/apparmor.d/bwrap" ] && /bin/cp "$STATE/written" "$STATE/loaded"\n'
-                       '[ "$*" = "-r $STATE/distro-profile" ] && /bin/cp "$STATE/distro-profile" "$STATE/loaded"\n'
-                       'exit 0\n',
+    '[ "$*" = "-r /etc/apparmor.d/bwrap" ] && /bin/cp "$STATE/written" "$STATE/loaded"\n'
+    '[ "$*" = "-r $STATE/distro-profile" ] && /bin/cp "$STATE/distro-profile" "$STATE/loaded"\n'
+    "exit 0\n",
     "sysctl": 'echo "sysctl $*" >> "$STATE/log"\n',
 }
-_BWRAP = ('echo "bwrap $*" >> "$STATE/log"\n'
-          '[ -e "$STATE/userns-ok" ] || [ -e "$STATE/loaded" ] && exit 0\n'
-          'echo "bwrap: setting up uid map: Permission denied" >&2\nexit 1\n')
+_BWRAP = (
+    'echo "bwrap $*" >> "$STATE/log"\n'
+    '[ -e "$STATE/userns-ok" ] || [ -e "$STATE/loaded" ] && exit 0\n'
+    'echo "bwrap: setting up uid map: Permission denied" >&2\nexit 1\n'
+)
 
 
 def sandbox_script() -> str:
@@ -287,8 +336,15 @@ def sandbox_script() -> str:
 DISTRO_PROFILES = ("/etc/apparmor.d/bwrap-userns-restrict", "/usr/share/apparmor/extra-profiles/bwrap-userns-restrict")
 
 
-def host(tmp_path: Path, *, bwrap: str, restricted: bool | None, sudo: str, runner: str = "github-hosted",
-         distro_profile: bool = False) -> tuple[int, str, list[str], Path]:
+def host(
+    tmp_path: Path,
+    *,
+    bwrap: str,
+    restricted: bool | None,
+    sudo: str,
+    runner: str = "github-hosted",
+    distro_profile: bool = False,
+) -> tuple[int, str, list[str], Path]:
     """Run the sandbox step as GitHub runs a `shell: bash` step, on a host where bwrap is `absent`,
     `works` or `blocked` (no namespaces), `restricted` is the AppArmor sysctl (None: no such file,
     Debian), sudo is `yes`, `password` (not passwordless) or `absent`, `runner` is RUNNER_ENVIRONMENT
@@ -318,12 +374,24 @@ def host(tmp_path: Path, *, bwrap: str, restricted: bool | None, sudo: str, runn
     script = script.replace(USERNS_RESTRICTION, str(sysctl)).replace(DISTRO_PROFILES[0], str(state / "no-such-profile"))
     script = script.replace(DISTRO_PROFILES[1], str(state / "distro-profile"))
     if distro_profile:
-        (state / "distro-profile").write_text("profile bwrap /usr/bin/bwrap { userns, change_profile -> unpriv_bwrap, }\n")
+        (state / "distro-profile").write_text(
+            "profile bwrap /usr/bin/bwrap { userns, change_profile -> unpriv_bwrap, }\n"
+        )
     (tmp_path / "step.sh").write_text(script)
-    out = subprocess.run([shutil.which("bash"), "--noprofile", "--norc", "-eo", "pipefail", str(tmp_path / "step.sh")],
-                         capture_output=True, text=True, timeout=60, cwd=tmp_path,
-                         env={"PATH": str(stubs), "STATE": str(state), "STUBS": str(stubs), "HOME": str(tmp_path),
-                              "RUNNER_ENVIRONMENT": runner})
+    out = subprocess.run(
+        [shutil.which("bash"), "--noprofile", "--norc", "-eo", "pipefail", str(tmp_path / "step.sh")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+        env={
+            "PATH": str(stubs),
+            "STATE": str(state),
+            "STUBS": str(stubs),
+            "HOME": str(tmp_path),
+            "RUNNER_ENVIRONMENT": runner,
+        },
+    )
     log = (state / "log").read_text().splitlines() if (state / "log").exists() else []
     return out.returncode, out.stdout + out.stderr, log, state
 
@@ -360,13 +428,17 @@ def test_self_hosted_debian(tmp_path, restricted):
     assert [line.split()[0] for line in log] == ["bwrap"]
 
 
-@pytest.mark.parametrize("case", [
-    dict(bwrap="absent", restricted=None, sudo="absent"),      # Debian without bubblewrap, no sudo
-    dict(bwrap="absent", restricted=True, sudo="password"),    # sudo asks for a password
-    dict(bwrap="blocked", restricted=True, sudo="absent"),     # Ubuntu 24.04, no sudo to load the profile
-    dict(bwrap="blocked", restricted=None, sudo="yes"),        # user namespaces off some other way
-    dict(bwrap="blocked", restricted=False, sudo="yes"),
-], ids=["no-bwrap-no-sudo", "sudo-password", "ubuntu-no-sudo", "userns-disabled", "restriction-off-still-blocked"])
+@pytest.mark.parametrize(
+    "case",
+    [
+        dict(bwrap="absent", restricted=None, sudo="absent"),  # Debian without bubblewrap, no sudo
+        dict(bwrap="absent", restricted=True, sudo="password"),  # sudo asks for a password
+        dict(bwrap="blocked", restricted=True, sudo="absent"),  # Ubuntu 24.04, no sudo to load the profile
+        dict(bwrap="blocked", restricted=None, sudo="yes"),  # user namespaces off some other way
+        dict(bwrap="blocked", restricted=False, sudo="yes"),
+    ],
+    ids=["no-bwrap-no-sudo", "sudo-password", "ubuntu-no-sudo", "userns-disabled", "restriction-off-still-blocked"],
+)
 def test_fails_the_job_without_a_sandbox(tmp_path, case):
     rc, out, log, state = host(tmp_path, **case)
     assert rc != 0 and "::error::bubblewrap" in out, out
@@ -384,8 +456,9 @@ def test_a_self_hosted_host_keeps_its_apparmor_profiles(tmp_path, sudo):
     assert rc == 0 and not any(line.startswith(("tee", "apparmor_parser")) for line in log)  # already allowed
     blocked = tmp_path / "blocked"
     blocked.mkdir()
-    rc, out, log, state = host(blocked, bwrap="blocked", restricted=True, sudo=sudo, runner="self-hosted",
-                               distro_profile=True)
+    rc, out, log, state = host(
+        blocked, bwrap="blocked", restricted=True, sudo=sudo, runner="self-hosted", distro_profile=True
+    )
     assert not any(line.startswith("tee") for line in log) and not (state / "written").exists()
     if sudo == "yes":
         assert rc == 0, out

@@ -32,15 +32,23 @@ def _remote(tmp_path: Path) -> tuple[Path, dict]:
     remote = tmp_path / "remote.git"
     subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(remote)], check=True)
     gitconfig = tmp_path / "gitconfig"
-    gitconfig.write_text(f'[url "{remote}"]\n\tinsteadOf = https://github.com/o/r\n'
-                         "[user]\n\tname = t\n\temail = t@example.invalid\n")
+    gitconfig.write_text(
+        f'[url "{remote}"]\n\tinsteadOf = https://github.com/o/r\n[user]\n\tname = t\n\temail = t@example.invalid\n'
+    )
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    (bin_dir / "driftmatrix").write_text(f"#!/bin/sh\nexec {sys.executable} -m driftmatrix.cli \"$@\"\n")
+    (bin_dir / "driftmatrix").write_text(f'#!/bin/sh\nexec {sys.executable} -m driftmatrix.cli "$@"\n')
     (bin_dir / "driftmatrix").chmod(0o755)
-    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "GIT_CONFIG_GLOBAL": str(gitconfig),
-           "GIT_CONFIG_NOSYSTEM": "1", "REPO": "o/r", "GITHUB_TOKEN": "", "PYTHONPATH": str(REPO),
-           "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md")}
+    env = {
+        **os.environ,
+        "PATH": f"{bin_dir}:{os.environ['PATH']}",
+        "GIT_CONFIG_GLOBAL": str(gitconfig),
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "REPO": "o/r",
+        "GITHUB_TOKEN": "",
+        "PYTHONPATH": str(REPO),
+        "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
+    }
     return remote, env
 
 
@@ -65,9 +73,14 @@ def _run_job(job: Path, env: dict, publish: str = "true") -> list[str]:
         if "needs.extract.outputs.publish" in step["if"] and publish != "true":
             continue
         (job / "step.sh").write_text(step["run"])
-        out = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", str(job / "step.sh")], cwd=job,
-                             env={**env, **{k: v for k, v in step["env"].items() if "${{" not in str(v)}},
-                             capture_output=True, text=True, timeout=300)
+        out = subprocess.run(
+            ["bash", "--noprofile", "--norc", "-eo", "pipefail", str(job / "step.sh")],
+            cwd=job,
+            env={**env, **{k: v for k, v in step["env"].items() if "${{" not in str(v)}},
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert out.returncode == 0, (step["name"], out.stdout, out.stderr)
         ran.append(step["name"])
     return ran
@@ -76,8 +89,13 @@ def _run_job(job: Path, env: dict, publish: str = "true") -> list[str]:
 def _next_morning(tmp_path: Path, env: dict) -> Path:
     """What the next run's extract job loads from the state branch."""
     dest = tmp_path / "next-morning"
-    out = subprocess.run([*CLI, "state", "load", "--remote", "https://github.com/o/r", "-d", str(dest)],
-                         capture_output=True, text=True, env=env, check=True)
+    out = subprocess.run(
+        [*CLI, "state", "load", "--remote", "https://github.com/o/r", "-d", str(dest)],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    )
     assert "state of driftmatrix-state" in out.stdout
     return dest
 
@@ -85,8 +103,12 @@ def _next_morning(tmp_path: Path, env: dict) -> Path:
 def test_the_days_outcomes_are_saved_before_any_site(tmp_path):
     remote, env = _remote(tmp_path)
     first = tmp_path / "extract-state"
-    subprocess.run([*CLI, "state", "load", "--remote", "https://github.com/o/r", "-d", str(first)],
-                   check=True, env=env, capture_output=True)  # a first run: no branch yet
+    subprocess.run(
+        [*CLI, "state", "load", "--remote", "https://github.com/o/r", "-d", str(first)],
+        check=True,
+        env=env,
+        capture_output=True,
+    )  # a first run: no branch yet
     job = tmp_path / "save-state"
     job.mkdir()
     _artifacts(job, first)
@@ -110,19 +132,26 @@ def test_an_expired_state_artifact_loads_the_branch(tmp_path):
     remote, env = _remote(tmp_path)
     seed = tmp_path / "seed"
     (seed / "history").mkdir(parents=True)
-    (seed / "history" / "matrix-20261201T041700Z.json").write_text(json.dumps({"generated": "2026-12-01T04:17:00Z",
-                                                                               "snippets": {}}))
+    (seed / "history" / "matrix-20261201T041700Z.json").write_text(
+        json.dumps({"generated": "2026-12-01T04:17:00Z", "snippets": {}})
+    )
     (seed / "outcomes.jsonl").write_text((SITE / "outcomes-cpu-config.jsonl").read_text())
-    subprocess.run([*CLI, "state", "save", "--remote", "https://github.com/o/r", "-d", str(seed)],
-                   check=True, env=env, capture_output=True)
+    subprocess.run(
+        [*CLI, "state", "save", "--remote", "https://github.com/o/r", "-d", str(seed)],
+        check=True,
+        env=env,
+        capture_output=True,
+    )
     job = tmp_path / "save-state"
     job.mkdir()
     _artifacts(job, None)
     _run_job(job, env)
     state = _next_morning(tmp_path, env)
     assert len(list((state / "history").glob("matrix-*.json"))) == 2  # the earlier run's and this one's
-    keys = {(o["snippet_id"], o.get("variant"), o["target"]["name"], o["tier"])
-            for o in map(json.loads, (state / "outcomes.jsonl").read_text().splitlines())}
+    keys = {
+        (o["snippet_id"], o.get("variant"), o["target"]["name"], o["tier"])
+        for o in map(json.loads, (state / "outcomes.jsonl").read_text().splitlines())
+    }
     for path in ("outcomes-cpu-config.jsonl", "outcomes-cpu-parse.jsonl"):  # nothing on the branch is lost
         for o in map(json.loads, (SITE / path).read_text().splitlines()):
             assert (o["snippet_id"], o.get("variant"), o["target"]["name"], o["tier"]) in keys

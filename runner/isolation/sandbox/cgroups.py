@@ -51,7 +51,7 @@ def _own_paths() -> dict[str, str]:
     try:
         for line in Path("/proc/self/cgroup").read_text().splitlines():
             _, controllers, path = line.split(":", 2)
-            for c in (controllers.split(",") if controllers else ["unified"]):
+            for c in controllers.split(",") if controllers else ["unified"]:
                 own[c] = path
     except (OSError, ValueError):
         pass
@@ -134,8 +134,7 @@ def create(limits: Limits) -> Cgroup | None:
     made = Cgroup()
     try:
         if "pids" in mounts and "memory" in mounts:  # v1
-            for controller, settings in (("pids", {"pids.max": tasks}),
-                                         ("memory", {"memory.limit_in_bytes": memory})):
+            for controller, settings in (("pids", {"pids.max": tasks}), ("memory", {"memory.limit_in_bytes": memory})):
                 path = mounts[controller] / own.get(controller, "/").lstrip("/") / name
                 path.mkdir()
                 made.dirs[controller] = path

@@ -65,8 +65,10 @@ class LineReader:
         while b"\n" not in self.buffer:
             left = end - time.monotonic()
             if left <= 0:
-                raise ProtocolError(f"no whole line within {timeout:.0f} s"
-                                    + (f" (a partial line of {len(self.buffer)} bytes)" if self.buffer else ""))
+                raise ProtocolError(
+                    f"no whole line within {timeout:.0f} s"
+                    + (f" (a partial line of {len(self.buffer)} bytes)" if self.buffer else "")
+                )
             ready, _, _ = select.select([self.fd], [], [], left)
             if not ready:
                 continue

@@ -64,9 +64,11 @@ class Limits:
     """Open files per process (RLIMIT_NOFILE): vLLM raises its soft limit; a descriptor leak stops."""
 
     def describe(self) -> str:
-        return (f"memory {self.memory_mib} MiB, {self.tasks} tasks, files up to {self.file_mib} MiB, log up to "
-                f"{self.log_mib} MiB, cache or output up to {self.disk_mib} MiB on disk and {self.disk_files} entries, "
-                f"{self.cpu_s} CPU s per process, /tmp {self.tmp_mib} MiB, /dev/shm {self.shm_mib} MiB")
+        return (
+            f"memory {self.memory_mib} MiB, {self.tasks} tasks, files up to {self.file_mib} MiB, log up to "
+            f"{self.log_mib} MiB, cache or output up to {self.disk_mib} MiB on disk and {self.disk_files} entries, "
+            f"{self.cpu_s} CPU s per process, /tmp {self.tmp_mib} MiB, /dev/shm {self.shm_mib} MiB"
+        )
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -100,24 +102,39 @@ def for_kind(kind: Kind, jobs: int = 1, ranks: int = 1) -> Limits:
     if kind == "server" and ranks > 1:  # it runs alone (runner/run/loop.py CpuSeats): most of the machine
         share = max(share, int(_memory_total_mib() * 0.85))
     memory = _env_int("MEMORY_MIB", share)
-    base = Limits(memory_mib=memory, tasks=_env_int("TASKS", 1024 * max(ranks, 1)),
-                  file_mib=_env_int("FILE_MIB", memory),
-                  log_mib=_env_int("LOG_MIB", 256), disk_mib=_env_int("DISK_MIB", 1024),
-                  disk_files=_env_int("DISK_FILES", 50_000),
-                  cpu_s=_env_int("CPU_S", 4 * 3600), tmp_mib=_env_int("TMP_MIB", min(4096, memory // 2)),
-                  shm_mib=_env_int("SHM_MIB", min(4096, memory // 2)))
+    base = Limits(
+        memory_mib=memory,
+        tasks=_env_int("TASKS", 1024 * max(ranks, 1)),
+        file_mib=_env_int("FILE_MIB", memory),
+        log_mib=_env_int("LOG_MIB", 256),
+        disk_mib=_env_int("DISK_MIB", 1024),
+        disk_files=_env_int("DISK_FILES", 50_000),
+        cpu_s=_env_int("CPU_S", 4 * 3600),
+        tmp_mib=_env_int("TMP_MIB", min(4096, memory // 2)),
+        shm_mib=_env_int("SHM_MIB", min(4096, memory // 2)),
+    )
     if kind == "build":  # full-size twins: GBs of weights written, as big as the source model
-        return replace(base, memory_mib=max(memory, int(_memory_total_mib() * 0.7)), file_mib=max(base.file_mib,
-                       256 * 1024), disk_mib=max(base.disk_mib, 512 * 1024))
+        return replace(
+            base,
+            memory_mib=max(memory, int(_memory_total_mib() * 0.7)),
+            file_mib=max(base.file_mib, 256 * 1024),
+            disk_mib=max(base.disk_mib, 512 * 1024),
+        )
     if kind == "query":  # `import vllm` and a few prints
         return replace(base, cpu_s=min(base.cpu_s, 600))
     return base
 
 
-WORDS = {"memory_mib": ("memory", "MiB"), "tasks": ("process and thread count", "tasks"),
-         "file_mib": ("file size", "MiB"), "cpu_s": ("CPU time", "s"), "tmp_mib": ("/tmp size", "MiB"),
-         "log_mib": ("log size", "MiB"), "disk_mib": ("disk (allocated blocks) of its cache or output", "MiB"),
-         "disk_files": ("number of files and folders in its cache or output", "entries")}
+WORDS = {
+    "memory_mib": ("memory", "MiB"),
+    "tasks": ("process and thread count", "tasks"),
+    "file_mib": ("file size", "MiB"),
+    "cpu_s": ("CPU time", "s"),
+    "tmp_mib": ("/tmp size", "MiB"),
+    "log_mib": ("log size", "MiB"),
+    "disk_mib": ("disk (allocated blocks) of its cache or output", "MiB"),
+    "disk_files": ("number of files and folders in its cache or output", "entries"),
+}
 
 
 def explain(hit: dict) -> str:
@@ -125,5 +142,7 @@ def explain(hit: dict) -> str:
     what, unit = WORDS.get(hit.get("limit"), (str(hit.get("limit")), ""))
     value = f" ({hit['value']} {unit})" if hit.get("value") is not None else ""
     by = " (the kernel's cgroup limit)" if hit.get("by") == "kernel" else ""
-    return (f"the sandbox stopped it at its {what} limit of {hit.get('max')} {unit}{value}{by}: a limit of this run, "
-            "not a verdict on the docs (DRIFTMATRIX_SANDBOX_* sets the limits)")
+    return (
+        f"the sandbox stopped it at its {what} limit of {hit.get('max')} {unit}{value}{by}: a limit of this run, "
+        "not a verdict on the docs (DRIFTMATRIX_SANDBOX_* sets the limits)"
+    )

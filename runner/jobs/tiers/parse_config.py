@@ -18,16 +18,13 @@ with what, for this command, the missing device or the declaration decided."""
 from __future__ import annotations
 
 from driftmatrix.runner.diagnosis import classify
-
-from driftmatrix.runner.models import placeholders
-
-from driftmatrix.runner.outcomes import subcommands
-
 from driftmatrix.runner.isolation import trust
-from driftmatrix.runner.outcomes.evidence_record import LoggedWarning, RaisedException
-from driftmatrix.runner.serve.helper_client import HelperAnswer
 from driftmatrix.runner.jobs.tiers import plugins, twin_artefacts
 from driftmatrix.runner.jobs.tiers.state import JobState, Verdict, fail, literal_env, skip, unloadable
+from driftmatrix.runner.models import placeholders
+from driftmatrix.runner.outcomes import subcommands
+from driftmatrix.runner.outcomes.evidence_record import LoggedWarning, RaisedException
+from driftmatrix.runner.serve.helper_client import HelperAnswer
 
 
 def parse_config(state: JobState) -> Verdict | None:
@@ -40,20 +37,29 @@ def parse_config(state: JobState) -> Verdict | None:
         if tier == "parse":
             return skip(why, "parse")
         state.skip_at.setdefault("config", why)
-    want_config = state.wants("config") and not state.placeholders and not state.missing \
-        and not state.unloadable and "config" not in state.skip_at and sub is None
+    want_config = (
+        state.wants("config")
+        and not state.placeholders
+        and not state.missing
+        and not state.unloadable
+        and "config" not in state.skip_at
+        and sub is None
+    )
     state.report("config" if want_config else "parse")
     answer = _ask(state, "config" if want_config else "parse", sub)
     # the helper's warnings as it sent them (JSON from its process), each judged feature or not here
-    out.evidence.warnings.extend(LoggedWarning.from_json({**w, "feature": _feature(state, w["message"])})
-                                 for w in answer.warnings)
+    out.evidence.warnings.extend(
+        LoggedWarning.from_json({**w, "feature": _feature(state, w["message"])}) for w in answer.warnings
+    )
     out.evidence.effective_config.update(answer.effective_config)
     if answer.depth:
         out.evidence.notes.append(answer.depth)
     if answer.import_probes:
-        out.evidence.notes.append("vLLM's modules asked torch about the device at import and were answered "
-                                  f"\"none\" (what they set from it is as on a machine without a GPU): "
-                                  f"{'; '.join(answer.import_probes[:6])}")
+        out.evidence.notes.append(
+            "vLLM's modules asked torch about the device at import and were answered "
+            f'"none" (what they set from it is as on a machine without a GPU): '
+            f"{'; '.join(answer.import_probes[:6])}"
+        )
     out.stage = answer.stage
     if answer.result == "skipped":
         return skip(answer.skip or "the helper could not check it here", answer.stage)
@@ -75,8 +81,12 @@ def parse_config(state: JobState) -> Verdict | None:
         return skip(state.skip_at["config"], "config")
     if state.missing:
         why = f"; no stand-in: {'; '.join(state.why_not)}" if state.why_not else ""
-        return skip(state.skip_at.get("config") or f"model {', '.join(state.missing)} not available here (no "
-                    f"model-map entry, Hugging Face hub unreachable{why})", "config")
+        return skip(
+            state.skip_at.get("config")
+            or f"model {', '.join(state.missing)} not available here (no "
+            f"model-map entry, Hugging Face hub unreachable{why})",
+            "config",
+        )
     return None
 
 
@@ -97,26 +107,33 @@ def _ask(state: JobState, tier: str, sub: list[str] | None) -> HelperAnswer:
     state.foreign = sorted({*spelled, *answer.foreign})
     if unseen := sorted(set(answer.foreign) - set(spelled)):
         shared.close()  # the parser read code our reading of the argv did not: that process is not reused
-        state.outcome.evidence.notes.append(f"vLLM's parser read {', '.join(unseen)} where no option of the command "
-                                            "spells it; the shared helper stopped after argparse and was replaced")
+        state.outcome.evidence.notes.append(
+            f"vLLM's parser read {', '.join(unseen)} where no option of the command "
+            "spells it; the shared helper stopped after argparse and was replaced"
+        )
     if not state.foreign:
         return _with_device(state, tier, sub, answer, lambda declared: ctx.helper(job.target, declared=declared))
     if answer.result == "failed" or answer.result == "skipped":  # argparse refused it: no code ran, no own helper
         return answer
     if (unsafe := trust.refusal(state.argv, state.options, state.foreign)) and not job.target.target.docker:
         state.skip_at.setdefault("config", unsafe)
-        state.outcome.evidence.notes.append("parsed by argparse only: vLLM's own validation of a command that loads "
-                                            "code runs in a sandbox only")
+        state.outcome.evidence.notes.append(
+            "parsed by argparse only: vLLM's own validation of a command that loads code runs in a sandbox only"
+        )
         return answer
     name = f"{job.snippet.id}-{job.variant or 'doc'}-{job.target.target.name}"
     state.outcome.stage = "config" if tier == "config" else "parse"  # what stops this helper stops this tier
-    state.outcome.evidence.notes.append("checked in a helper process of its own: it runs code that is not vLLM's "
-                                        f"({', '.join(state.foreign)})")
-    return _with_device(state, tier, sub, None,
-                        lambda declared: ctx.own_helper(job.target, name, _readable(state), declared=declared))
+    state.outcome.evidence.notes.append(
+        f"checked in a helper process of its own: it runs code that is not vLLM's ({', '.join(state.foreign)})"
+    )
+    return _with_device(
+        state, tier, sub, None, lambda declared: ctx.own_helper(job.target, name, _readable(state), declared=declared)
+    )
 
 
-def _with_device(state: JobState, tier: str, sub: list[str] | None, answer: HelperAnswer | None, helper_for) -> HelperAnswer:
+def _with_device(
+    state: JobState, tier: str, sub: list[str] | None, answer: HelperAnswer | None, helper_for
+) -> HelperAnswer:
     """`answer` (asked of `helper_for(False)` when None); a CUDA build's config tier without a device is
     asked again of `helper_for(True)`, over the declared device. A helper of a command's own is shut
     down after its answer."""
@@ -145,8 +162,10 @@ def _readable(state: JobState) -> list[str]:
 def _no_declaration(state: JobState) -> str | None:
     """Why a CUDA build's config cannot be built over a declared device here, or None."""
     if state.job.target.target.docker:
-        return ("a CUDA build without a device: its engine config is built over a declared device only in a target "
-                "environment, not in a Docker image")
+        return (
+            "a CUDA build without a device: its engine config is built over a declared device only in a target "
+            "environment, not in a Docker image"
+        )
     if not state.ctx.declared_device:
         return "a CUDA build without a device, and no device declared (run --declared-device)"
     return None
@@ -159,9 +178,13 @@ def _failed(state: JobState, stage: str, err: dict) -> Verdict:
     if kept and not unknown_flag:  # a value we had to leave unfilled may be the cause
         return skip(f"placeholder {', '.join(kept)} must be filled in (parse error on it: {message})", stage)
     # a replacement's failure is no finding: one it names, and any config built on one (runner/models/placeholders.py)
-    stood = placeholders.blamed(message, state.stood_in) or (state.stood_in[0] if stage == "config" and
-                                                            state.stood_in else None)
+    stood = placeholders.blamed(message, state.stood_in) or (
+        state.stood_in[0] if stage == "config" and state.stood_in else None
+    )
     if stood:
-        return skip(f"placeholder {stood.placeholder} must be filled in: the {stage} tier failed with a stand-in in "
-                    f"its place, which may be the cause ({message})", stage)
+        return skip(
+            f"placeholder {stood.placeholder} must be filled in: the {stage} tier failed with a stand-in in "
+            f"its place, which may be the cause ({message})",
+            stage,
+        )
     return fail(state, stage, RaisedException.from_helper(err) if err else None)

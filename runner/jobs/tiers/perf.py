@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import httpx
 
+from driftmatrix.runner.jobs.tiers.state import JobState, Verdict, error
 from driftmatrix.runner.outcomes.evidence_record import PerfRun
 from driftmatrix.runner.serve import throughput
 from driftmatrix.runner.serve.server import gpu_memory_used
-from driftmatrix.runner.jobs.tiers.state import JobState, Verdict, error
 
 
 def perf(state: JobState) -> Verdict | None:

@@ -14,10 +14,9 @@ requirements install the plugin; elsewhere:
 from __future__ import annotations
 
 from driftmatrix.common import vllm_plugins
+from driftmatrix.extractor.snippet_record import Snippet
 from driftmatrix.flaghistory.commands import shipped
 from driftmatrix.flaghistory.uses import uses_of
-from driftmatrix.extractor.snippet_record import Snippet
-
 from driftmatrix.runner.builds.targets import Target
 
 
@@ -59,15 +58,20 @@ def refusal(snippet: Snippet, argv: list[str], target: Target) -> tuple[str, str
     unknown = [f"{o.replace('.', ' ')} {v}" for o, v in given if _stock(o, v) is not True]
     foreign = _foreign_options(argv)
     if unknown or foreign:
-        how = [vllm_plugins.PLUGIN_OPTIONS[o][0] for o, v in given if _stock(o, v) is not True][:1] or \
-            ["a plugin may add `vllm serve` options: vllm-omni's --omni"]
-        return "parse", (f"registered by a plugin ({who}): {', '.join(foreign + unknown)} is not in stock vLLM "
-                         f"({how[0]}); not decided by a build without the plugin — a target that installs it "
-                         f"judges it{where}")
+        how = [vllm_plugins.PLUGIN_OPTIONS[o][0] for o, v in given if _stock(o, v) is not True][:1] or [
+            "a plugin may add `vllm serve` options: vllm-omni's --omni"
+        ]
+        return "parse", (
+            f"registered by a plugin ({who}): {', '.join(foreign + unknown)} is not in stock vLLM "
+            f"({how[0]}); not decided by a build without the plugin — a target that installs it "
+            f"judges it{where}"
+        )
     platform = [(o, v) for o, v in given if vllm_plugins.PLUGIN_OPTIONS[o][1]]
     if not platform:
         return None
     what = ", ".join(f"{o} {v}" for o, v in platform)
-    return "config", (f"registered by a plugin ({who}): on its platform the plugin runs {what} "
-                      f"({vllm_plugins.PLUGIN_OPTIONS[platform[0][0]][0]}); a build without the plugin decides "
-                      f"only the parsing — a target that installs it judges the rest{where}")
+    return "config", (
+        f"registered by a plugin ({who}): on its platform the plugin runs {what} "
+        f"({vllm_plugins.PLUGIN_OPTIONS[platform[0][0]][0]}); a build without the plugin decides "
+        f"only the parsing — a target that installs it judges the rest{where}"
+    )

@@ -17,21 +17,17 @@ from __future__ import annotations
 from dataclasses import replace
 
 from driftmatrix.common.option_tokens import canonical
-
-from driftmatrix.runner.models import draft_kinds, hub_answer, placeholders, twins
-
-from driftmatrix.runner.isolation import env_policy
-
-from driftmatrix.runner.builds import source_trees
-
-from driftmatrix.runner.outcomes import subcommands
-from driftmatrix.runner.outcomes.evidence_record import TwinNote
 from driftmatrix.runner.argv.edit import VARIANTS, variant_argv, without_options
 from driftmatrix.runner.argv.shape import twin_shape
-from driftmatrix.runner.serve import ranks
-from driftmatrix.runner.models.resolution import Resolution, has_weights, needed_models, substitute
-from driftmatrix.runner.settings import weights_budget_bytes
+from driftmatrix.runner.builds import source_trees
+from driftmatrix.runner.isolation import env_policy
 from driftmatrix.runner.jobs.tiers.state import JobState, Verdict, skip
+from driftmatrix.runner.models import draft_kinds, hub_answer, placeholders, twins
+from driftmatrix.runner.models.resolution import Resolution, has_weights, needed_models, substitute
+from driftmatrix.runner.outcomes import subcommands
+from driftmatrix.runner.outcomes.evidence_record import TwinNote
+from driftmatrix.runner.serve import ranks
+from driftmatrix.runner.settings import weights_budget_bytes
 
 
 def prepare(state: JobState) -> Verdict | None:
@@ -52,8 +48,11 @@ def prepare(state: JobState) -> Verdict | None:
         return None
     argv = _as_parsed(state, argv)
     stood = _placeholders(state)
-    models = [m for m in needed_models(snippet) if not any(s.placeholder in m for s in stood)] \
-        if not state.placeholders else []
+    models = (
+        [m for m in needed_models(snippet) if not any(s.placeholder in m for s in stood)]
+        if not state.placeholders
+        else []
+    )
     if job.variant in VARIANTS:
         models = models[:1]
     if models:
@@ -64,8 +63,11 @@ def prepare(state: JobState) -> Verdict | None:
     out.evidence.notes.extend(f"{m}: {note}" for m, note in res.from_hub.items())
     # a twin replaces a config-only folder: from the model map always, from the hub when its weights
     # were wanted (a server starts) and not fetched; below the start tier the real config serves
-    configs_only = {m: subs.pop(m) for m in models if ctx.stand_ins and m in subs
-                    and (m in res.no_weights if m in res.from_hub else not has_weights(subs[m]))}
+    configs_only = {
+        m: subs.pop(m)
+        for m in models
+        if ctx.stand_ins and m in subs and (m in res.no_weights if m in res.from_hub else not has_weights(subs[m]))
+    }
     missing += [m for m in models if m in configs_only]
     if missing and ctx.stand_ins:
         state.report("stand-in")
@@ -75,8 +77,10 @@ def prepare(state: JobState) -> Verdict | None:
     state.argv = placeholders.apply(substitute(argv, subs), stood)
     if state.weightless:  # vLLM initialises the weights itself: the command's own load format cannot apply
         state.argv = [*without_options(state.argv, "--load-format".__eq__), *twins.WEIGHTLESS]
-        state.outcome.evidence.notes.append(f"{' '.join(twins.WEIGHTLESS)} added: the twin has no weights "
-                                            "(an architecture only vLLM describes); weight loading is not checked")
+        state.outcome.evidence.notes.append(
+            f"{' '.join(twins.WEIGHTLESS)} added: the twin has no weights "
+            "(an architecture only vLLM describes); weight loading is not checked"
+        )
     state.missing = missing
     out.argv, out.substitutions = state.argv, subs
     out.stand_in = any(ctx.resolver.is_twin(p) for p in subs.values()) or any(s.twin for s in stood)
@@ -109,16 +113,24 @@ def _placeholders(state: JobState) -> list[placeholders.StoodIn]:
     if not stood:
         return stood
     words = ", ".join(s.placeholder for s in stood)
-    state.skip_at["start"] = (f"placeholder {words} must be filled in: a server starts only on the reader's own "
-                              "model and files (the tiers before ran with a stand-in)")
+    state.skip_at["start"] = (
+        f"placeholder {words} must be filled in: a server starts only on the reader's own "
+        "model and files (the tiers before ran with a stand-in)"
+    )
     draft = next((s for s in stood if s.role == "draft model"), None)
     model = next((s for s in stood if s.role == "model"), None)
     if draft:
-        state.skip_at.setdefault("config", f"placeholder {draft.placeholder} must be filled in: the draft model's "
-                                           "type decides the speculative config, and a stand-in is not of it")
+        state.skip_at.setdefault(
+            "config",
+            f"placeholder {draft.placeholder} must be filled in: the draft model's "
+            "type decides the speculative config, and a stand-in is not of it",
+        )
     elif model and isinstance((state.job.snippet.speculative_config or {}).get("model"), str):  # judged against it
-        state.skip_at.setdefault("config", f"placeholder {model.placeholder} must be filled in: the draft model is "
-                                           "checked against the served model, and a stand-in is not it")
+        state.skip_at.setdefault(
+            "config",
+            f"placeholder {model.placeholder} must be filled in: the draft model is "
+            "checked against the served model, and a stand-in is not it",
+        )
     return stood
 
 
@@ -128,12 +140,19 @@ def _placeholder_twin(state: JobState, stood: list, argv: list[str]) -> list:
     model = next((s for s in stood if s.role == "model"), None)
     if model and state.wants("config") and not state.placeholders and "config" not in state.skip_at:
         if not state.ctx.stand_ins:
-            state.skip_at["config"] = (f"placeholder {model.placeholder} must be filled in: the config tier needs a "
-                                       "model config (`run --stand-ins` checks it on a stand-in)")
+            state.skip_at["config"] = (
+                f"placeholder {model.placeholder} must be filled in: the config tier needs a "
+                "model config (`run --stand-ins` checks it on a stand-in)"
+            )
         else:
             try:
-                twin = twins.ensure(placeholders.TWIN_OF, state.job.target, state.ctx.cache_dir,
-                                       split=twin_shape(argv), leases=state.leases)
+                twin = twins.ensure(
+                    placeholders.TWIN_OF,
+                    state.job.target,
+                    state.ctx.cache_dir,
+                    split=twin_shape(argv),
+                    leases=state.leases,
+                )
                 stood = [replace(s, value=twin.dir, twin=True) if s is model else s for s in stood]
             except twins.TwinError as err:
                 state.skip_at["config"] = f"placeholder {model.placeholder} must be filled in (no stand-in: {err})"
@@ -163,8 +182,9 @@ def _unloadable(state: JobState, argv: list[str], res: Resolution) -> None:
             state.unloadable.append(found)
             continue
         res.missing.append(model)
-        res.unavailable[model] = f"{found.why}, but the command reads it with {elsewhere}, which the hub's main " \
-                                 "listing does not decide"
+        res.unavailable[model] = (
+            f"{found.why}, but the command reads it with {elsewhere}, which the hub's main listing does not decide"
+        )
 
 
 def _hub_limits(state: JobState, res: Resolution) -> None:
@@ -175,12 +195,18 @@ def _hub_limits(state: JobState, res: Resolution) -> None:
         no_twin = f"; no stand-in: {'; '.join(state.why_not)}" if state.why_not else ""
         why = "; ".join(f"{m}: {res.unavailable[m]}" for m in refused)
         state.skip_at["config"] = f"model not available here ({why}{no_twin})"
-    bare = [m for m, folder in state.outcome.substitutions.items()
-            if m in res.no_weights and not state.ctx.resolver.is_twin(folder)]
+    bare = [
+        m
+        for m, folder in state.outcome.substitutions.items()
+        if m in res.no_weights and not state.ctx.resolver.is_twin(folder)
+    ]
     if bare and not state.missing:
-        no_twin = f"; no stand-in: {'; '.join(state.why_not)}" if state.why_not else \
-            "; `run --stand-ins` starts a twin built from its published config; DRIFTMATRIX_WEIGHTS_BUDGET_GB " \
+        no_twin = (
+            f"; no stand-in: {'; '.join(state.why_not)}"
+            if state.why_not
+            else "; `run --stand-ins` starts a twin built from its published config; DRIFTMATRIX_WEIGHTS_BUDGET_GB "
             "sets the budget"
+        )
         why = "; ".join(f"{m}: {res.no_weights[m]}" for m in bare)
         state.skip_at["start"] = f"model weights not here ({why}{no_twin})"
 
@@ -191,12 +217,15 @@ def _env_policy(state: JobState) -> None:
     why = env_policy.dropped_why(state.job.snippet.env)
     dropped = state.outcome.evidence.env_dropped = sorted(why)
     if dropped:
-        state.outcome.evidence.notes.append("not passed to vLLM (untrusted environment): "
-                                            + "; ".join(f"{name}: {why[name]}" for name in dropped))
+        state.outcome.evidence.notes.append(
+            "not passed to vLLM (untrusted environment): " + "; ".join(f"{name}: {why[name]}" for name in dropped)
+        )
     needed = env_policy.meaningless_without(dropped)
     if needed:
-        state.skip_at["config"] = (f"needs {', '.join(needed)} from the docs author's machine, which driftmatrix does "
-                                   "not pass to vLLM (untrusted environment): only the options were checked")
+        state.skip_at["config"] = (
+            f"needs {', '.join(needed)} from the docs author's machine, which driftmatrix does "
+            "not pass to vLLM (untrusted environment): only the options were checked"
+        )
 
 
 def _notes(state: JobState) -> None:
@@ -204,13 +233,17 @@ def _notes(state: JobState) -> None:
     if snippet.kind == "python":
         ev.notes.append("python snippet: LLM(...) keyword arguments run as the equivalent `vllm serve` flags")
     if snippet.kind == "subcommand" and subcommands.words(snippet):
-        ev.notes.append(f"subcommand snippet: checked with `{subcommands.program(snippet)}`'s own argument parser "
-                        "(and its validation) only; no model was loaded")
+        ev.notes.append(
+            f"subcommand snippet: checked with `{subcommands.program(snippet)}`'s own argument parser "
+            "(and its validation) only; no model was loaded"
+        )
     if snippet.wrapper:  # untrusted programs (`nsys profile`, `numactl`): the reader's, never ours to run
         ev.notes.append(f"run without the program the docs put in front of it: `{' '.join(snippet.wrapper)}`")
     if snippet.kind == "docker" and state.job.target.target.kind != "docker":
-        ev.notes.append(f"docker snippet: image {snippet.image} not used; its server arguments ran "
-                        f"against {state.job.target.target.name}")
+        ev.notes.append(
+            f"docker snippet: image {snippet.image} not used; its server arguments ran "
+            f"against {state.job.target.target.name}"
+        )
 
 
 def _source_files(state: JobState, argv: list[str]) -> dict[str, str]:
@@ -221,17 +254,25 @@ def _source_files(state: JobState, argv: list[str]) -> dict[str, str]:
     tree, why = source_trees.release_source(target.version, state.ctx.cache_dir)
     if tree is None:
         why = why or "no release sdist for this build"
-        state.outcome.evidence.notes.append(f"the vllm {target.version} sdist (for the files the command names) "
-                                            f"could not be had: {why}")
+        state.outcome.evidence.notes.append(
+            f"the vllm {target.version} sdist (for the files the command names) could not be had: {why}"
+        )
     files = source_trees.files_named(argv, tree)
     if files:
-        state.outcome.evidence.notes.append(f"{', '.join(files)}: taken from the vllm {target.version} sdist (the "
-                                            "docs assume a vLLM checkout)")
+        state.outcome.evidence.notes.append(
+            f"{', '.join(files)}: taken from the vllm {target.version} sdist (the docs assume a vLLM checkout)"
+        )
     return files
 
 
-def _build_twins(state: JobState, models: list[str], subs: dict, missing: list[str],
-               configs: dict[str, str], no_weights: dict[str, str]) -> list[str]:
+def _build_twins(
+    state: JobState,
+    models: list[str],
+    subs: dict,
+    missing: list[str],
+    configs: dict[str, str],
+    no_weights: dict[str, str],
+) -> list[str]:
     """Twins for the missing models (the served one first; a draft shares its tokenizer); returns
     the models still missing. `configs`: model-map entries or hub folders holding a config.json but
     no weights; `no_weights`: why a hub folder has none."""
@@ -244,12 +285,19 @@ def _build_twins(state: JobState, models: list[str], subs: dict, missing: list[s
             continue
         served = subs.get(models[0])  # never a folder the docs name: only what we resolved or built
         try:
-            twin = twins.ensure(model, target, state.ctx.cache_dir, layers=2 if i == 0 else 1,
-                                   tokenizer_from=served if i > 0 else None, config_from=configs.get(model),
-                                   full_size=state.ctx.stand_ins == "full", docs_root=docs_root,
-                                   split=twin_shape(variant_argv(state.job.snippet, state.job.variant)),
-                                   leases=state.leases,
-                                   draft=draft_kinds.of(state.job.snippet.speculative_config, models[0]) if i else None)
+            twin = twins.ensure(
+                model,
+                target,
+                state.ctx.cache_dir,
+                layers=2 if i == 0 else 1,
+                tokenizer_from=served if i > 0 else None,
+                config_from=configs.get(model),
+                full_size=state.ctx.stand_ins == "full",
+                docs_root=docs_root,
+                split=twin_shape(variant_argv(state.job.snippet, state.job.variant)),
+                leases=state.leases,
+                draft=draft_kinds.of(state.job.snippet.speculative_config, models[0]) if i else None,
+            )
         except twins.TwinError as err:
             state.why_not.append(str(err))
             if model in no_weights:  # the hub's config still serves the tiers before start
@@ -265,8 +313,16 @@ def _build_twins(state: JobState, models: list[str], subs: dict, missing: list[s
         subs[model] = twin.dir
         hub = f" (config from the hub; {no_weights[model]})" if model in no_weights else ""
         state.outcome.evidence.notes.append(f"{model}: {_describe(twin)}{hub}")
-        state.outcome.evidence.twins.append(TwinNote(model, twin.family, i == 0, twin.published_architecture,
-                                                     twin.config_source, transformers=twin.transformers))
+        state.outcome.evidence.twins.append(
+            TwinNote(
+                model,
+                twin.family,
+                i == 0,
+                twin.published_architecture,
+                twin.config_source,
+                transformers=twin.transformers,
+            )
+        )
     return still
 
 
@@ -275,5 +331,7 @@ def _describe(twin) -> str:
     pattern = "" if twin.full_size else pattern  # a full-size pattern is the source's, dozens long
     extra = "".join(f"; {n}" for n in twin.notes or [])
     size = "full-size " if twin.full_size else ""
-    return (f"stand-in {size}{twin.family} twin ({twin.config_source}; transformers {twin.transformers}; "
-            f"{twin.layers} layer(s){pattern}; random weights{extra})")
+    return (
+        f"stand-in {size}{twin.family} twin ({twin.config_source}; transformers {twin.transformers}; "
+        f"{twin.layers} layer(s){pattern}; random weights{extra})"
+    )

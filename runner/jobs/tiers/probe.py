@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from driftmatrix.extractor.shell_commands import SPEC_FLAGS
 from driftmatrix.runner.diagnosis import classify, logscan
+from driftmatrix.runner.jobs.tiers.state import JobState, Verdict, crashed, error, fail, sandbox_limit
 from driftmatrix.runner.outcomes.evidence_record import ProbeResult, RaisedException
 from driftmatrix.runner.serve import probes
-from driftmatrix.runner.jobs.tiers.state import JobState, Verdict, crashed, error, fail, sandbox_limit
 
 TOOL_FLAGS = ("--enable-auto-tool-choice", "--tool-call-parser")
 
@@ -31,8 +31,11 @@ def probe(state: JobState) -> Verdict | None:
         return None
     first = failed[0]
     if server.alive() and deadline_missed(first):
-        return error(f"probe {first.name}: no answer within our deadline ({_said(first)}): this run's deadline or "
-                     "this machine's load, not the docs'", "probe")
+        return error(
+            f"probe {first.name}: no answer within our deadline ({_said(first)}): this run's deadline or "
+            "this machine's load, not the docs'",
+            "probe",
+        )
     lines = server.log_lines()
     if not server.alive():  # it died while answering: stopped by a sandbox limit, or its own failure
         state.close()
@@ -43,15 +46,21 @@ def probe(state: JobState) -> Verdict | None:
         return Verdict(crash.verdict, f"probe {first.name}: {crash.reason}", crash.stage)
     root = classify.root_cause(logscan.tracebacks(lines))
     if root is None:
-        return Verdict("FAIL", f"probe {first.name} failed: status {first.status} "
-                               f"{str(first.detail)[:200]}", "probe")
-    verdict = fail(state, "probe", RaisedException(root.type, root.message, root.location()),
-                   logscan.excerpt(lines, root.end))
+        return Verdict("FAIL", f"probe {first.name} failed: status {first.status} {str(first.detail)[:200]}", "probe")
+    verdict = fail(
+        state, "probe", RaisedException(root.type, root.message, root.location()), logscan.excerpt(lines, root.end)
+    )
     return Verdict(verdict.verdict, f"probe {first.name}: {verdict.reason}", verdict.stage)
 
 
-OUR_DEADLINES = ("ReadTimeout", "WriteTimeout", "ConnectTimeout", "PoolTimeout", "TimeoutException",
-                 "not run: the probes' deadline")
+OUR_DEADLINES = (
+    "ReadTimeout",
+    "WriteTimeout",
+    "ConnectTimeout",
+    "PoolTimeout",
+    "TimeoutException",
+    "not run: the probes' deadline",
+)
 """How a probe that got no answer in time is reported by runner/serve/probes.py (no HTTP status)."""
 
 

@@ -10,17 +10,26 @@ from __future__ import annotations
 import os
 
 from driftmatrix.extractor.shell_commands import option_value
-from driftmatrix.runner.diagnosis import classify, logscan
-from driftmatrix.runner.serve import compile_cache, docker_target, ranks
-from driftmatrix.runner.isolation import env_policy, sandbox, trust, unix_relay
 from driftmatrix.runner.argv.edit import without_options
 from driftmatrix.runner.argv.parallel import ranks_of
+from driftmatrix.runner.diagnosis import classify, logscan
+from driftmatrix.runner.isolation import env_policy, sandbox, trust, unix_relay
+from driftmatrix.runner.jobs.tiers.state import (
+    JobState,
+    Verdict,
+    crashed,
+    error,
+    fail,
+    literal_env,
+    read_log,
+    sandbox_limit,
+    skip,
+)
 from driftmatrix.runner.models.resolution import estimated_bytes
 from driftmatrix.runner.outcomes.evidence_record import RaisedException, RankRun, ServerRun
+from driftmatrix.runner.serve import compile_cache, docker_target, ranks
 from driftmatrix.runner.serve.server import Server, free_port, serve_args
 from driftmatrix.runner.settings import SHARED_GPU_MEMORY, cpu_cores
-from driftmatrix.runner.jobs.tiers.state import (JobState, Verdict, crashed, error, fail, literal_env, read_log, sandbox_limit,
-                                     skip)
 
 
 def start(state: JobState) -> Verdict | None:
@@ -45,8 +54,7 @@ def start(state: JobState) -> Verdict | None:
             return None
         if verdict != "port taken":
             return verdict
-        state.outcome.evidence.notes.append(f"port {state.outcome.evidence.server.port} was taken; retried on "
-                                            "another")
+        state.outcome.evidence.notes.append(f"port {state.outcome.evidence.server.port} was taken; retried on another")
     raise AssertionError("unreachable: the second attempt decides")
 
 
@@ -75,7 +83,8 @@ def _share_gpu(state: JobState) -> None:
     state.argv = [*without_options(state.argv, flag.__eq__), flag, str(fraction)]
     state.outcome.evidence.notes.append(
         f"run beside up to {share - 1} other server(s) on one GPU: {flag} {fraction} "
-        f"(documented: {documented or 'not set, vLLM default'})")
+        f"(documented: {documented or 'not set, vLLM default'})"
+    )
 
 
 def _server_env(state: JobState) -> dict[str, str]:
@@ -83,8 +92,11 @@ def _server_env(state: JobState) -> dict[str, str]:
     assignments; offline always and without a token: the models are local folders fetched beforehand
     (runner/models/hub.py), so the server runs on exactly those files and never downloads on its own."""
     ctx, target = state.ctx, state.job.target
-    env = {**env_policy.runner_env(), **env_policy.without_secrets({**ctx.base_env, **target.env}),
-           **literal_env(state.job)}
+    env = {
+        **env_policy.runner_env(),
+        **env_policy.without_secrets({**ctx.base_env, **target.env}),
+        **literal_env(state.job),
+    }
     if state.gpu_ids:  # nvidia-smi's indexes are PCI bus order; CUDA's default order is fastest first
         env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, state.gpu_ids))
         env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
@@ -104,8 +116,10 @@ def _rank_run(state: JobState, env: dict[str, str]) -> RankRun | None:
     if not ranks.on_cpu(asked, state.ctx.gpus):
         return None
     binding = env.get("VLLM_CPU_OMP_THREADS_BIND")
-    state.outcome.evidence.notes.append(f"ran with {asked.world} ranks on CPU ({asked.describe()}): vLLM's CPU build, "
-                                        f"one worker process per rank, threads bound '{binding}'")
+    state.outcome.evidence.notes.append(
+        f"ran with {asked.world} ranks on CPU ({asked.describe()}): vLLM's CPU build, "
+        f"one worker process per rank, threads bound '{binding}'"
+    )
     return RankRun(asked.world, asked.tp, asked.pp, asked.dp, asked.ep, "cpu", binding)
 
 
@@ -120,11 +134,26 @@ def _server(state: JobState, env: dict[str, str], port: int) -> Server:
     if image:
         name = f"driftmatrix-{job.snippet.id}-{port}"
         relay = unix_relay.UnixRelay(port)  # OSError when the port was taken meanwhile: the caller retries
-        cmd = docker_target.server_command(image, name, serve_args(state.argv, port),
-                                           {**ctx.base_env, **job.target.env, **literal_env(job)}, models,
-                                           state.gpu_ids, relay_dir=relay.dir, port=port)
-        return Server(cmd, env_policy.docker_cli_env(), log, port, state.gpu_ids,
-                      cleanup=docker_target.cleanup_command(name), relay=relay, shared_gpu=shared)
+        cmd = docker_target.server_command(
+            image,
+            name,
+            serve_args(state.argv, port),
+            {**ctx.base_env, **job.target.env, **literal_env(job)},
+            models,
+            state.gpu_ids,
+            relay_dir=relay.dir,
+            port=port,
+        )
+        return Server(
+            cmd,
+            env_policy.docker_cli_env(),
+            log,
+            port,
+            state.gpu_ids,
+            cleanup=docker_target.cleanup_command(name),
+            relay=relay,
+            shared_gpu=shared,
+        )
     cmd = [*job.target.vllm, "serve", *serve_args(state.argv, port)]
     if not sandbox.active():
         return Server(cmd, env, log, port, state.gpu_ids, shared_gpu=shared)
@@ -132,13 +161,22 @@ def _server(state: JobState, env: dict[str, str], port: int) -> Server:
     warm, own = _compile_caches(state)
     # its compile cache lives in its private /tmp while it runs (held to the disk limits there), and is
     # handed out by its init once every process is gone: no folder of the runner's disk is writable to it
-    launch = sandbox.contain(cmd, python=job.target.python, env=env, kind="server", jobs=ctx.jobs,
-                             ranks=ranks_of(state.argv).world if not state.gpu_ids else 1, readable=models,
-                             gpu=bool(state.gpu_ids), listen=listen, port=port,
-                             seeds=[*([(warm, "/tmp")] if warm else []), *([(own, "/tmp/vllm-cache")] if own.is_dir()
-                                                                           else [])],
-                             watched=[compile_cache.INSIDE], export=[compile_cache.INSIDE],
-                             operator_env={**ctx.base_env, **job.target.env})
+    launch = sandbox.contain(
+        cmd,
+        python=job.target.python,
+        env=env,
+        kind="server",
+        jobs=ctx.jobs,
+        ranks=ranks_of(state.argv).world if not state.gpu_ids else 1,
+        readable=models,
+        gpu=bool(state.gpu_ids),
+        listen=listen,
+        port=port,
+        seeds=[*([(warm, "/tmp")] if warm else []), *([(own, "/tmp/vllm-cache")] if own.is_dir() else [])],
+        watched=[compile_cache.INSIDE],
+        export=[compile_cache.INSIDE],
+        operator_env={**ctx.base_env, **job.target.env},
+    )
     server = Server(launch.argv, launch.env, log, port, state.gpu_ids, launch=launch, shared_gpu=shared)
     server.after_stop = lambda: compile_cache.keep(launch, own, ctx.cache_dir)
     return server
@@ -168,8 +206,9 @@ def _one_start(state: JobState, env: dict[str, str], retry: bool) -> Verdict | s
     server.start()
     state.server = server
     ready = server.wait_ready(ctx.start_timeout)
-    out.evidence.server = ServerRun(port, round(server.ready_s, 1) if server.ready_s else None, ready,
-                                    ranks=_rank_run(state, env))
+    out.evidence.server = ServerRun(
+        port, round(server.ready_s, 1) if server.ready_s else None, ready, ranks=_rank_run(state, env)
+    )
     if ready == "ready":
         return "ready"
     lines = server.log_lines()
@@ -193,14 +232,20 @@ def _not_ready(state: JobState, ready: str, lines: list[str], returncode, retry:
     root = classify.root_cause(tbs)
     if root is None:
         ev.log_excerpt = logscan.excerpt(lines)
-        return error(f"server exited with status {returncode} before /health without a traceback (killed? out of "
-                     "memory?)", "start")
+        return error(
+            f"server exited with status {returncode} before /health without a traceback (killed? out of memory?)",
+            "start",
+        )
     ev.log_excerpt = logscan.excerpt(lines, root.end)
     sig = classify.match_signature(f"{root.type}: {root.message}")
     if sig and sig.id == "port-in-use" and retry:
         return "port taken"
-    exc = RaisedException(root.type, root.message, root.location(),
-                          final=f"{tbs[-1].type}: {tbs[-1].message}"[:500] if tbs[-1] is not root else None)
+    exc = RaisedException(
+        root.type,
+        root.message,
+        root.location(),
+        final=f"{tbs[-1].type}: {tbs[-1].message}"[:500] if tbs[-1] is not root else None,
+    )
     exc.keep_none("final")  # the start tier says "none" when the last traceback is the root cause
     frames = "\n".join(f'File "{f["path"]}", line {f["line"]}, in {f["function"]}' for f in root.frames)
     return fail(state, "start", exc, ev.log_excerpt, frames)

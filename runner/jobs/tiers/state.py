@@ -12,19 +12,22 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from driftmatrix.runner.diagnosis import classify, logscan
-
-from driftmatrix.runner.outcomes import counts
-
 from driftmatrix.runner.isolation import env_policy
-
-from driftmatrix.runner.models import placeholders
 from driftmatrix.runner.isolation.sandbox import limits
 from driftmatrix.runner.jobs.job import Job, RunContext
-from driftmatrix.runner.outcomes.evidence_record import FailureSignature, HubAnswer, RaisedException, ServerRun, TwinNote
+from driftmatrix.runner.jobs.tiers import twin_artefacts
+from driftmatrix.runner.models import placeholders
+from driftmatrix.runner.outcomes import counts
+from driftmatrix.runner.outcomes.evidence_record import (
+    FailureSignature,
+    HubAnswer,
+    RaisedException,
+    ServerRun,
+    TwinNote,
+)
 from driftmatrix.runner.outcomes.outcome_record import Outcome
 from driftmatrix.runner.outcomes.vocabulary import TIERS, StageName, TierName, VerdictName
 from driftmatrix.runner.serve.server import Server
-from driftmatrix.runner.jobs.tiers import twin_artefacts
 
 
 @dataclass(frozen=True)
@@ -110,6 +113,7 @@ def read_log(out: Outcome, lines: list[str]) -> None:
 
 # --- verdicts ---------------------------------------------------------------------------------
 
+
 def skip(reason: str, stage: StageName | None = None) -> Verdict:
     return Verdict("SKIP", reason, stage)
 
@@ -119,8 +123,15 @@ def error(reason: str, stage: StageName | None = None) -> Verdict:
     return Verdict("ERROR", reason, stage)
 
 
-def judge_failure(twins: list[TwinNote], stage: StageName, exc: RaisedException | None, version: str, device: str,
-                  excerpt: str | None = None, frames: str | None = None) -> tuple[Verdict, classify.Signature | None]:
+def judge_failure(
+    twins: list[TwinNote],
+    stage: StageName,
+    exc: RaisedException | None,
+    version: str,
+    device: str,
+    excerpt: str | None = None,
+    frames: str | None = None,
+) -> tuple[Verdict, classify.Signature | None]:
     """The verdict on a failure and the signature it matched: raised where vLLM loads a twin
     twin's own parts it is the twin's (SKIP, runner/jobs/tiers/twin_artefacts.py); a known signature may
     say it is the machine's (ERROR) or something that cannot be had here (SKIP); else FAIL. Pure, so
@@ -139,8 +150,13 @@ def judge_failure(twins: list[TwinNote], stage: StageName, exc: RaisedException 
     return Verdict("FAIL", line, stage), sig
 
 
-def fail(state: JobState, stage: StageName, exc: RaisedException | None, excerpt: str | None = None,
-         frames: str | None = None) -> Verdict:
+def fail(
+    state: JobState,
+    stage: StageName,
+    exc: RaisedException | None,
+    excerpt: str | None = None,
+    frames: str | None = None,
+) -> Verdict:
     """A failure with its exception, judged by judge_failure and recorded in the evidence."""
     ev = state.outcome.evidence
     verdict, sig = judge_failure(ev.twins, stage, exc, state.job.target.version, state.ctx.device, excerpt, frames)

@@ -32,13 +32,16 @@ def snippet(fix_tier: str | None = None) -> Snippet:
     return Snippet(id="s-x", kind="serve", argv=["m"], env={}, model="m", speculative_config=None, fix=fix)
 
 
-@pytest.mark.parametrize("asked, capped, open_", [
-    ("parse", "parse", "parse"),
-    ("config", "config", "config"),
-    ("start", "config", "start"),
-    ("probe", "config", "probe"),
-    ("perf", "config", "perf"),
-])
+@pytest.mark.parametrize(
+    "asked, capped, open_",
+    [
+        ("parse", "parse", "parse"),
+        ("config", "config", "config"),
+        ("start", "config", "start"),
+        ("probe", "config", "probe"),
+        ("perf", "config", "perf"),
+    ],
+)
 def test_the_target_caps_what_is_asked(targets, asked, capped, open_):
     assert deepest_tier(snippet(), targets["capped"], asked) == capped
     assert deepest_tier(snippet(), targets["open"], asked) == open_

@@ -24,8 +24,13 @@ def cuda_env():
 
 
 def test_bare_cli_cannot_build_its_parser_here(cuda_env):
-    proc = subprocess.run([*cuda_env.vllm, "serve", "--help"], capture_output=True, text=True,
-                          env={**os.environ, **cuda_env.env}, timeout=300)
+    proc = subprocess.run(
+        [*cuda_env.vllm, "serve", "--help"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **cuda_env.env},
+        timeout=300,
+    )
     assert proc.returncode != 0
     assert "Failed to infer device type" in proc.stderr + proc.stdout
 
@@ -34,8 +39,21 @@ def test_parse_tier_runs_on_the_cuda_build(cuda_env, docs, tmp_path):
     snippets, ids = docs
     targets = tmp_path / "t.toml"
     targets.write_text(f'[targets.cuda]\npython = "{cuda_env.info["path"]}"\n')
-    run_cli(str(snippets), "--targets", str(targets), "--tier", "config", "--gpus", "0",
-            "--only", ids["a-removed-flag"][0], ids["draft-model"][0], "-o", str(tmp_path / "o.jsonl"), cwd=tmp_path)
+    run_cli(
+        str(snippets),
+        "--targets",
+        str(targets),
+        "--tier",
+        "config",
+        "--gpus",
+        "0",
+        "--only",
+        ids["a-removed-flag"][0],
+        ids["draft-model"][0],
+        "-o",
+        str(tmp_path / "o.jsonl"),
+        cwd=tmp_path,
+    )
     items = outcomes(tmp_path / "o.jsonl")
     removed = pick(items, ids["a-removed-flag"][0], "cuda")
     assert (removed.verdict, removed.stage) == ("FAIL", "parse")
@@ -75,24 +93,39 @@ def test_config_tier_over_a_declared_device(cuda_env, tiny_models, tmp_path):
     8 GPUs) with its real kernel library over a no-device driver stub, on the real Qwen3 twin."""
     snippets, ids = catalog_of(docs_tree(tmp_path / "docs", DECLARED_DOCS))
     targets = tmp_path / "t.toml"
-    targets.write_text(f'[targets.cuda]\npython = "{cuda_env.info["path"]}"\n\n[models]\n'
-                       f'"Qwen/Qwen3-0.6B" = "{tiny_models["target"]}"\n')
-    run_cli(str(snippets), "--targets", str(targets), "--tier", "config", "--gpus", "0",
-            "-o", str(tmp_path / "o.jsonl"), cwd=tmp_path)
+    targets.write_text(
+        f'[targets.cuda]\npython = "{cuda_env.info["path"]}"\n\n[models]\n'
+        f'"Qwen/Qwen3-0.6B" = "{tiny_models["target"]}"\n'
+    )
+    run_cli(
+        str(snippets),
+        "--targets",
+        str(targets),
+        "--tier",
+        "config",
+        "--gpus",
+        "0",
+        "-o",
+        str(tmp_path / "o.jsonl"),
+        cwd=tmp_path,
+    )
     items = outcomes(tmp_path / "o.jsonl")
     builds = pick(items, ids["builds"][0], "cuda")
     assert (builds.verdict, builds.stage) == ("PASS", "config"), builds.reason
     assert builds.evidence.effective_config["max_model_len"] == 4096
     assert builds.evidence.effective_config["dtype"] == "torch.bfloat16"  # the declared 9.0 has bfloat16
     assert builds.stand_in
-    assert any(n.startswith("config built with a declared CUDA device 9.0 (NVIDIA H200, 140 GiB, 8 GPUs), "
-                            "no device present") for n in builds.evidence.notes), builds.evidence.notes
+    assert any(
+        n.startswith("config built with a declared CUDA device 9.0 (NVIDIA H200, 140 GiB, 8 GPUs), no device present")
+        for n in builds.evidence.notes
+    ), builds.evidence.notes
 
     # vLLM's own cross-feature check, which asks nothing of the device: a FAIL as on any GPU
     rejected = pick(items, ids["rejected-anywhere"][0], "cuda")
     assert (rejected.verdict, rejected.stage) == ("FAIL", "config"), rejected.reason
-    assert "async scheduling is only supported with EAGLE/MTP/Draft Model/NGram GPU" in \
-        rejected.evidence.exception.message
+    assert (
+        "async scheduling is only supported with EAGLE/MTP/Draft Model/NGram GPU" in rejected.evidence.exception.message
+    )
     assert any(n.startswith("config built with a declared CUDA device 9.0") for n in rejected.evidence.notes)
 
     # the rejection rests on the declared device count: not the command's fault alone
@@ -132,19 +165,30 @@ def test_device_queries_are_withheld(cuda_env, tmp_path):
     withheld, naming the call and where vLLM made it; the kernel library's compiled-in answers are
     its own (cutlass_scaled_mm_supports_fp8(90): True)."""
     from driftmatrix.runner.serve.helper_client import DECLARED_HELPER
+
     script = tmp_path / "withheld.py"
     script.write_text(WITHHELD)
-    proc = subprocess.run([cuda_env.python, str(script), str(DECLARED_HELPER.parent)], capture_output=True, text=True,
-                          env={**os.environ, **cuda_env.env, "TMPDIR": str(tmp_path)}, timeout=600, cwd=tmp_path)
+    proc = subprocess.run(
+        [cuda_env.python, str(script), str(DECLARED_HELPER.parent)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **cuda_env.env, "TMPDIR": str(tmp_path)},
+        timeout=600,
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     got = json.loads(proc.stdout.strip().splitlines()[-1])
     assert got["platform"] == "DeclaredCudaPlatform" and got["stub"] and got["unavailable"] is None
     assert got["dtypes"] == ["torch.bfloat16", "torch.float16", "torch.float32"]
     assert got["fp8"] is True
-    assert got["torch"].startswith("cannot be decided without a device: vLLM asked torch.cuda.get_device_capability() "
-                                   "at vllm/model_executor/layers/quantization/utils/marlin_utils.py:")
-    assert got["units"].startswith("cannot be decided without a device: vLLM asked the platform's "
-                                   "num_compute_units() at vllm/utils/platform_utils.py:")
+    assert got["torch"].startswith(
+        "cannot be decided without a device: vLLM asked torch.cuda.get_device_capability() "
+        "at vllm/model_executor/layers/quantization/utils/marlin_utils.py:"
+    )
+    assert got["units"].startswith(
+        "cannot be decided without a device: vLLM asked the platform's "
+        "num_compute_units() at vllm/utils/platform_utils.py:"
+    )
 
 
 TODAYS_STABLE = "0.34.0"
@@ -159,24 +203,40 @@ def todays_stable():
 
 
 def test_todays_stable_parses_on_its_cuda_wheel(todays_stable, tmp_path):
-    page = ("# Today\n\n```bash\nvllm serve Qwen/Qwen3-0.6B --swap-space 4\n```\n\n"
-            # paired again with --enable-log-requests in 0.34.0 (argparse_utils: --enable-x / --disable-x)
-            "```bash\nvllm serve Qwen/Qwen3-0.6B --disable-log-requests\n```\n")
+    page = (
+        "# Today\n\n```bash\nvllm serve Qwen/Qwen3-0.6B --swap-space 4\n```\n\n"
+        # paired again with --enable-log-requests in 0.34.0 (argparse_utils: --enable-x / --disable-x)
+        "```bash\nvllm serve Qwen/Qwen3-0.6B --disable-log-requests\n```\n"
+    )
     snippets, _ = catalog_of(docs_tree(tmp_path / "docs", page))
     ids = [s["id"] for s in json.loads(snippets.read_text())["snippets"]]
     targets = tmp_path / "t.toml"
-    targets.write_text(f'[targets.stable]\npip = "vllm=={TODAYS_STABLE}"\nmax_tier = "config"\n'
-                       'label = "CUDA wheel on a CPU runner"\n')
-    run_cli(str(snippets), "--targets", str(targets), "--tier", "probe", "--gpus", "0",
-            "-o", str(tmp_path / "o.jsonl"), cwd=tmp_path)
+    targets.write_text(
+        f'[targets.stable]\npip = "vllm=={TODAYS_STABLE}"\nmax_tier = "config"\nlabel = "CUDA wheel on a CPU runner"\n'
+    )
+    run_cli(
+        str(snippets),
+        "--targets",
+        str(targets),
+        "--tier",
+        "probe",
+        "--gpus",
+        "0",
+        "-o",
+        str(tmp_path / "o.jsonl"),
+        cwd=tmp_path,
+    )
     items = outcomes(tmp_path / "o.jsonl")
     swap, log_requests = (pick(items, i, "stable") for i in ids)
     assert (swap.verdict, swap.stage) == ("FAIL", "parse") and "--swap-space" in swap.reason
     assert log_requests.stage == "config" and log_requests.verdict != "ERROR", log_requests.reason  # parsed
     assert log_requests.tier == "config"  # max_tier: no server from a CUDA wheel without a GPU
     for o in (swap, log_requests):
-        assert (o.target.version, o.target.distribution, o.target.label) == (TODAYS_STABLE, "vllm",
-                                                                           "CUDA wheel on a CPU runner")
+        assert (o.target.version, o.target.distribution, o.target.label) == (
+            TODAYS_STABLE,
+            "vllm",
+            "CUDA wheel on a CPU runner",
+        )
         assert o.target.without == (todays_stable.info.get("without") or None)
     for requirement in todays_stable.info.get("without") or []:  # only exact pins of other packages are left out
         name, _, version = requirement.partition("==")

@@ -8,20 +8,27 @@ from pathlib import Path
 import pytest
 
 from driftmatrix.extractor.catalog import extract
-
-from driftmatrix.runner.builds.resolve import stable_pin
-from driftmatrix.runner.builds.history_agreement import ask_arguments, ask_parser, compare, compare_arguments, docs_tokens
-from driftmatrix.runner.builds.value_agreement import ask_build, compare_values, docs_uses
 from driftmatrix.flaghistory.history import SHIPPED, FlagHistory
 from driftmatrix.runner.builds.envs import ensure
-from driftmatrix.runner.settings import cache_dir
+from driftmatrix.runner.builds.history_agreement import (
+    ask_arguments,
+    ask_parser,
+    compare,
+    compare_arguments,
+    docs_tokens,
+)
+from driftmatrix.runner.builds.resolve import stable_pin
 from driftmatrix.runner.builds.targets import DEFAULT_CPU, load
+from driftmatrix.runner.builds.value_agreement import ask_build, compare_values, docs_uses
+from driftmatrix.runner.settings import cache_dir
 
 
 @pytest.fixture(scope="module")
 def tokens(corpus: Path) -> list[str]:
-    catalog, _ = extract(stable=stable_pin(), sources=[corpus / "vllm-docs" / "0.20.1", corpus / "vllm-docs" / "0.33.0",
-                          corpus / "recipes" / "8959cf6"])
+    catalog, _ = extract(
+        stable=stable_pin(),
+        sources=[corpus / "vllm-docs" / "0.20.1", corpus / "vllm-docs" / "0.33.0", corpus / "recipes" / "8959cf6"],
+    )
     found = docs_tokens(catalog)
     assert len(found) > 200 and "--speculative-config" in found
     return found
@@ -56,8 +63,10 @@ KNOWN_DISAGREEMENTS: dict[str, list[str]] = {
 
 @pytest.fixture(scope="module")
 def value_catalog(corpus: Path):
-    catalog, _ = extract(stable=stable_pin(), sources=[corpus / "vllm-docs" / "0.20.1", corpus / "vllm-docs" / "0.33.0",
-                          corpus / "recipes" / "8959cf6"])
+    catalog, _ = extract(
+        stable=stable_pin(),
+        sources=[corpus / "vllm-docs" / "0.20.1", corpus / "vllm-docs" / "0.33.0", corpus / "recipes" / "8959cf6"],
+    )
     return catalog
 
 
@@ -79,14 +88,22 @@ def test_the_history_names_values_and_keys_like_the_build(target, value_catalog)
     assert refused, "the docs use values or keys this build refuses, and the two agree on them"
     assert all(n["why"] != "unknown" for n in result.history_cannot_say), result.history_cannot_say
     # what the build itself could not be asked: only the free-form JSON options
-    assert {u["domain"] for u in result.build_unknown} <= {"--config", "--generation-config", "--override-generation-config",
-                                                          "--model-loader-extra-config", "--additional-config"}
+    assert {u["domain"] for u in result.build_unknown} <= {
+        "--config",
+        "--generation-config",
+        "--override-generation-config",
+        "--model-loader-extra-config",
+        "--additional-config",
+    }
     # the registries were read from the build, not only its parser
-    assert {"--tool-call-parser", "--reasoning-parser", "--quantization", "--speculative-config.method"} <= set(answers["domains"])
+    assert {"--tool-call-parser", "--reasoning-parser", "--quantization", "--speculative-config.method"} <= set(
+        answers["domains"]
+    )
     assert answers["keys"]["--speculative-config"]["closed"] is True
 
 
 # -- issue 46: what an option takes after it, and its type -------------------------------------------
+
 
 @pytest.mark.parametrize("target", [t.name for t in load(DEFAULT_CPU).targets])
 def test_the_history_types_options_like_the_builds_parser(target):

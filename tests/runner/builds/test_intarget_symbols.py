@@ -11,8 +11,8 @@ import httpx
 import pytest
 from runhelp import CACHE
 
-from driftmatrix.runner.serve.helper_client import HELPER, contained
 from driftmatrix.runner.builds.symbol_check import check, release_sources, releases, vllm_imports
+from driftmatrix.runner.serve.helper_client import HELPER, contained
 
 INTARGET = HELPER.parent
 
@@ -68,5 +68,7 @@ def test_the_helper_starts_and_parses_on_the_installed_builds(cpu_envs, tmp_path
         helper.shutdown()
     assert answer.result == "ok", answer.error
     assert wrong.result == "failed" and "max-modle-len" in wrong.error["message"]
-    assert helper.homes["cli_env_setup"] == {"stable": "vllm.entrypoints.utils",
-                                             "nightly": "vllm.entrypoints.serve.utils.api_utils"}[name]
+    assert (
+        helper.homes["cli_env_setup"]
+        == {"stable": "vllm.entrypoints.utils", "nightly": "vllm.entrypoints.serve.utils.api_utils"}[name]
+    )

@@ -15,8 +15,10 @@ def test_raising_file_is_named_from_the_vllm_package_wherever_it_is_installed():
     from driftmatrix.runner.diagnosis.logscan import relative
 
     assert relative("/x/lib/python3.12/site-packages/vllm/v1/a.py") == "vllm/v1/a.py"
-    assert relative("/root/site-0.20.1/vllm/v1/spec_decode/llm_base_proposer.py") == \
-        "vllm/v1/spec_decode/llm_base_proposer.py"  # a carried vLLM (GPU run)
+    assert (
+        relative("/root/site-0.20.1/vllm/v1/spec_decode/llm_base_proposer.py")
+        == "vllm/v1/spec_decode/llm_base_proposer.py"
+    )  # a carried vLLM (GPU run)
     assert relative("/home/u/vllm/vllm/config/speculative.py") == "vllm/config/speculative.py"  # a checkout
     assert relative("/usr/lib/python3.12/json/decoder.py") == "/usr/lib/python3.12/json/decoder.py"
 
@@ -60,16 +62,36 @@ print(json.dumps({{"tbs": [[t.type, t.message[:20], t.message[-40:], len(t.messa
     assert got["root"] == "ValueError" and got["sig"] is None
 
 
-ADVERSARIAL = ["aError", "Error", "a.", "(", "(pid=1", "[", "Initializing a V1 LLM engine (", "Model loading took 1",
-               "method", "ImportError: package ", "kv cache", "max_model_len", "Free memory on device ", "sk-",
-               "-github_pat_", "hf_", " ", "\t", "does not ", "is ignored"]
+ADVERSARIAL = [
+    "aError",
+    "Error",
+    "a.",
+    "(",
+    "(pid=1",
+    "[",
+    "Initializing a V1 LLM engine (",
+    "Model loading took 1",
+    "method",
+    "ImportError: package ",
+    "kv cache",
+    "max_model_len",
+    "Free memory on device ",
+    "sk-",
+    "-github_pat_",
+    "hf_",
+    " ",
+    "\t",
+    "does not ",
+    "is ignored",
+]
 
 
 def test_every_log_pattern_is_fast_on_long_adversarial_lines():
     """Each reader of a log (logscan), each classification (signatures, feature warnings, root
     cause) and the redactor, on 4 MB lines made of each pattern's own pieces (a signature such as
     `(ImportError|…): .*(package .*is required|…)` is cubic in what it searches)."""
-    got = in_fresh_process(f"""
+    got = in_fresh_process(
+        f"""
 import json
 from driftmatrix.runner.diagnosis import logscan, classify
 from driftmatrix.common import redact
@@ -88,7 +110,9 @@ for unit in {ADVERSARIAL!r}:
     redactor(line)
     out[unit] = [len(tbs), len(warned), max((len(w.message) for w in warned), default=0)]
 print(json.dumps(out))
-""", timeout=120)
+""",
+        timeout=120,
+    )
     assert set(got) == set(ADVERSARIAL)
     for unit, (_, warned, longest) in got.items():
         assert warned == 1 and longest < logscan.MAX_MESSAGE_CHARS + 50, unit
@@ -99,7 +123,7 @@ def test_only_the_head_and_tail_of_a_huge_log_are_read(tmp_path):
     log = tmp_path / "server.log"
     with log.open("wb") as f:
         f.write(b"INFO 01-02 03:04:05 [a.py:1] Initializing a V1 LLM engine (v0.1) with config: dtype=bf16\n")
-        f.seek(6 * 1024 ** 3)
+        f.seek(6 * 1024**3)
         f.write(b"\n" + HEADER.encode() + b"\n" + FRAME.encode() + b"\nValueError: the end\n")
     lines = logscan.read_lines(log)
     assert lines[0].startswith("INFO") and lines[-1] == "ValueError: the end"

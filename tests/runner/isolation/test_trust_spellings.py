@@ -22,8 +22,24 @@ SPELLINGS = ["--trust-remote-code", "--trust-remote", "--trust_remote_c", "--tru
 
 
 def _run(snippets, targets, work, env, *extra):
-    argv = run_argv(str(snippets), "--targets", str(targets), "--target", "nightly", "--tier", "start", "--jobs", "1",
-                    "--workdir", str(work), "--cache-dir", str(CACHE), "-o", str(work / "o.jsonl"), *extra)
+    argv = run_argv(
+        str(snippets),
+        "--targets",
+        str(targets),
+        "--target",
+        "nightly",
+        "--tier",
+        "start",
+        "--jobs",
+        "1",
+        "--workdir",
+        str(work),
+        "--cache-dir",
+        str(CACHE),
+        "-o",
+        str(work / "o.jsonl"),
+        *extra,
+    )
     return subprocess.run(argv, cwd=work, env=env, capture_output=True, text=True, timeout=900)
 
 
@@ -32,12 +48,17 @@ def spelled(tiny_models, tmp_path_factory):
     scratch = tmp_path_factory.mktemp("spellings")
     markers = scratch / "markers"
     markers.mkdir()
-    model = make(tiny_models["target"], scratch / "model", {"helper": ["marker"], "server": ["marker"]},
-                 {"marker_dir": str(markers)})
+    model = make(
+        tiny_models["target"],
+        scratch / "model",
+        {"helper": ["marker"], "server": ["marker"]},
+        {"marker_dir": str(markers)},
+    )
     targets = scratch / "targets.toml"
     targets.write_text(DEFAULT_CPU.read_text() + f'"org/remote" = "{model}"\n')
-    page = "# Remote code\n\n" + "".join(f"```bash\nvllm serve org/remote {s} --max-model-len 256\n```\n\n"
-                                          for s in SPELLINGS)
+    page = "# Remote code\n\n" + "".join(
+        f"```bash\nvllm serve org/remote {s} --max-model-len 256\n```\n\n" for s in SPELLINGS
+    )
     snippets, _ = catalog_of(docs_tree(scratch / "docs", page))
     # no sandbox here: bubblewrap hidden, the default `auto` mode
     env = {**os.environ, "DRIFTMATRIX_BWRAP": str(scratch / "no-bwrap"), "DRIFTMATRIX_SANDBOX": "auto"}
@@ -47,10 +68,24 @@ def spelled(tiny_models, tmp_path_factory):
     found = sorted(p.name for p in markers.iterdir())
     control = scratch / "control"
     control.mkdir()
-    allowed = _run(snippets, targets, control, env, "--unsandboxed", "--tier", "config", "--only",
-                   outcomes(work / "o.jsonl")[1].snippet_id)
-    return {"proc": proc, "outcomes": outcomes(work / "o.jsonl"), "markers_plain": found,
-            "control": allowed, "markers_control": sorted(p.name for p in markers.iterdir())}
+    allowed = _run(
+        snippets,
+        targets,
+        control,
+        env,
+        "--unsandboxed",
+        "--tier",
+        "config",
+        "--only",
+        outcomes(work / "o.jsonl")[1].snippet_id,
+    )
+    return {
+        "proc": proc,
+        "outcomes": outcomes(work / "o.jsonl"),
+        "markers_plain": found,
+        "control": allowed,
+        "markers_control": sorted(p.name for p in markers.iterdir()),
+    }
 
 
 def test_every_spelling_is_skipped_like_the_full_flag(spelled):
@@ -78,8 +113,24 @@ HONEST = "vllm serve org/plain --max-model-len 256 --no-such-flag 1"
 
 
 def _fake_run(snippets, targets, work, env, *extra):
-    argv = run_argv(str(snippets), "--targets", str(targets), "--target", "fake", "--tier", "config", "--jobs", "1",
-                    "--workdir", str(work), "--cache-dir", str(CACHE), "-o", str(work / "o.jsonl"), *extra)
+    argv = run_argv(
+        str(snippets),
+        "--targets",
+        str(targets),
+        "--target",
+        "fake",
+        "--tier",
+        "config",
+        "--jobs",
+        "1",
+        "--workdir",
+        str(work),
+        "--cache-dir",
+        str(CACHE),
+        "-o",
+        str(work / "o.jsonl"),
+        *extra,
+    )
     work.mkdir()
     return subprocess.run(argv, cwd=work, env=env, capture_output=True, text=True, timeout=600)
 
@@ -87,33 +138,46 @@ def _fake_run(snippets, targets, work, env, *extra):
 @pytest.fixture(scope="module")
 def aliased(tmp_path_factory):
     from fake_vllm import make_model, make_target
+
     scratch = tmp_path_factory.mktemp("aliased")
     markers = scratch / "markers"
     markers.mkdir()
     python = make_target(scratch / "fake-env")
-    models = {"org/alias": make_model(scratch / "models" / "alias", markers, remote=True),
-              "org/plain": make_model(scratch / "models" / "plain", markers, remote=False)}
+    models = {
+        "org/alias": make_model(scratch / "models" / "alias", markers, remote=True),
+        "org/plain": make_model(scratch / "models" / "plain", markers, remote=False),
+    }
     targets = scratch / "targets.toml"
-    targets.write_text(f'[targets.fake]\npython = "{python}"\n\n[models]\n'
-                       + "".join(f'"{m}" = "{p}"\n' for m, p in models.items()))
+    targets.write_text(
+        f'[targets.fake]\npython = "{python}"\n\n[models]\n' + "".join(f'"{m}" = "{p}"\n' for m, p in models.items())
+    )
     page = "# Aliased\n\n" + "".join(f"```bash\n{c}\n```\n\n" for c in (ALIASED, HONEST))
     snippets, _ = catalog_of(docs_tree(scratch / "docs", page))
     honest = next(s["id"] for s in json.loads(snippets.read_text())["snippets"] if "--no-such-flag" in s["argv"])
     contained = {**os.environ, "DRIFTMATRIX_SANDBOX": "required"}
     plain = {**os.environ, "DRIFTMATRIX_BWRAP": str(scratch / "no-bwrap"), "DRIFTMATRIX_SANDBOX": "auto"}
-    runs = {"together": _fake_run(snippets, targets, scratch / "together", contained),
-            "alone": _fake_run(snippets, targets, scratch / "alone", contained, "--only", honest),
-            "plain": _fake_run(snippets, targets, scratch / "plain", plain)}
-    return {"runs": runs, "honest": honest, "markers": sorted(p.name for p in markers.iterdir()),
-            "outcomes": {name: {o.snippet_id: o for o in outcomes(scratch / name / "o.jsonl")} for name in runs}}
+    runs = {
+        "together": _fake_run(snippets, targets, scratch / "together", contained),
+        "alone": _fake_run(snippets, targets, scratch / "alone", contained, "--only", honest),
+        "plain": _fake_run(snippets, targets, scratch / "plain", plain),
+    }
+    return {
+        "runs": runs,
+        "honest": honest,
+        "markers": sorted(p.name for p in markers.iterdir()),
+        "outcomes": {name: {o.snippet_id: o for o in outcomes(scratch / name / "o.jsonl")} for name in runs},
+    }
 
 
 def test_a_later_honest_command_gets_its_verdict_alone(aliased):
     together, alone = aliased["outcomes"]["together"], aliased["outcomes"]["alone"]
     honest = aliased["honest"]
     assert (alone[honest].verdict, alone[honest].stage) == ("FAIL", "parse"), alone[honest].reason
-    assert (together[honest].verdict, together[honest].stage, together[honest].reason) == \
-        (alone[honest].verdict, alone[honest].stage, alone[honest].reason)
+    assert (together[honest].verdict, together[honest].stage, together[honest].reason) == (
+        alone[honest].verdict,
+        alone[honest].stage,
+        alone[honest].reason,
+    )
 
 
 def test_the_parser_s_reading_replaces_the_shared_helper_and_gets_one_of_its_own(aliased):

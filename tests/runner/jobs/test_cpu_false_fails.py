@@ -48,9 +48,17 @@ def recorded() -> dict[str, Outcome]:
 
 def judged_with_log(o: Outcome) -> dict[str, str]:
     """{device: verdict} of a recorded FAIL by today's rules, its log excerpt read as the run reads it."""
-    return {device: judge_failure([copy.copy(t) for t in o.evidence.twins], o.stage, o.evidence.exception,
-                                  o.target.version, device, o.evidence.log_excerpt)[0].verdict
-            for device in ("cpu", "gpu")}
+    return {
+        device: judge_failure(
+            [copy.copy(t) for t in o.evidence.twins],
+            o.stage,
+            o.evidence.exception,
+            o.target.version,
+            device,
+            o.evidence.log_excerpt,
+        )[0].verdict
+        for device in ("cpu", "gpu")
+    }
 
 
 @pytest.mark.parametrize("arch", ["UnlimitedOCRForCausalLM", "DeepseekV4ForConditionalGeneration", "HYV4ForCausalLM"])
@@ -86,8 +94,9 @@ def test_a_weight_the_twin_model_lacks_is_the_twins_and_triton_on_cpu_is_cuda_on
     assert "triton" in mimo.evidence.exception.message and judged == {"cpu": "SKIP", "gpu": "FAIL"}
 
 
-@pytest.mark.parametrize("arch", ["Llama4ForConditionalGeneration", "MiniMaxM2ForCausalLM again",
-                                  "Ernie4_5_MoeForCausalLM"])
+@pytest.mark.parametrize(
+    "arch", ["Llama4ForConditionalGeneration", "MiniMaxM2ForCausalLM again", "Ernie4_5_MoeForCausalLM"]
+)
 def test_what_only_the_cpu_build_cannot_do_is_a_skip_on_cpu_only(recorded, arch):
     # multi-rank runs: Llama 4's image through vLLM's oneDNN matmul (non-contiguous), MiniMax-M2's sigmoid
     # routing against the CPU router's softmax-only assertion, ERNIE-4.5's fp8 op the CPU build stubs
@@ -104,11 +113,15 @@ def test_an_audio_model_is_not_sent_an_image(recorded, tmp_path):
     assert not probes.refuses_images(400, '{"error": {"message": "At most 1 image(s) may be provided"}}')
     # the served twin's config describes no image input; a vision-language twin's does
     (tmp_path / "asr").mkdir()
-    (tmp_path / "asr" / "config.json").write_text(json.dumps(
-        {"architectures": ["Qwen3ASRForConditionalGeneration"], "thinker_config": {"audio_config": {"d_model": 64}}}))
+    (tmp_path / "asr" / "config.json").write_text(
+        json.dumps(
+            {"architectures": ["Qwen3ASRForConditionalGeneration"], "thinker_config": {"audio_config": {"d_model": 64}}}
+        )
+    )
     (tmp_path / "vl").mkdir()
-    (tmp_path / "vl" / "config.json").write_text(json.dumps(
-        {"architectures": ["Qwen2VLForConditionalGeneration"], "vision_config": {"depth": 2}}))
+    (tmp_path / "vl" / "config.json").write_text(
+        json.dumps({"architectures": ["Qwen2VLForConditionalGeneration"], "vision_config": {"depth": 2}})
+    )
     assert not ModelResolver.takes_images(str(tmp_path / "asr"))
     assert ModelResolver.takes_images(str(tmp_path / "vl"))
 

@@ -87,8 +87,11 @@ def test_a_model_folder_vllm_could_not_see_is_ours_not_the_docs():
     as FAIL then; judged again by today's rules it is an ERROR (the runner's fault), never the docs'."""
     from driftmatrix.runner.jobs.tiers.state import judge_failure
 
-    recorded = [Outcome.from_dict(json.loads(ln))
-                for ln in (FIXTURES / "h100-sandbox-invisible-twin.jsonl").read_text().splitlines() if ln.strip()]
+    recorded = [
+        Outcome.from_dict(json.loads(ln))
+        for ln in (FIXTURES / "h100-sandbox-invisible-twin.jsonl").read_text().splitlines()
+        if ln.strip()
+    ]
     assert len(recorded) == 2 and all(o.verdict == "FAIL" and "H100" in o.host["gpus"][0] for o in recorded)
     for o in recorded:
         verdict, sig = judge_failure(o.evidence.twins, o.stage, o.evidence.exception, o.target.version, "gpu")

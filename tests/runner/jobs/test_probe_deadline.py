@@ -12,16 +12,20 @@ from driftmatrix.runner.outcomes.evidence_record import ProbeResult
 
 
 def probe(status, error) -> ProbeResult:
-    return ProbeResult.from_json({"name": "json_schema", "ok": False, "status": status, "duration_s": 30.0,
-                                  "detail": {"error": error}})
+    return ProbeResult.from_json(
+        {"name": "json_schema", "ok": False, "status": status, "duration_s": 30.0, "detail": {"error": error}}
+    )
 
 
-@pytest.mark.parametrize("result, ours", [
-    (probe(None, "ReadTimeout: timed out"), True),
-    (probe(None, "not run: the probes' deadline of 300 s had passed"), True),
-    (probe(500, "Internal Server Error"), False),  # the server answered: its answer is judged
-    (probe(None, "KeyError: 'choices'"), False),  # an answer without what the API promises
-    (probe(None, "RemoteProtocolError: Server disconnected without sending a response."), False),
-])
+@pytest.mark.parametrize(
+    "result, ours",
+    [
+        (probe(None, "ReadTimeout: timed out"), True),
+        (probe(None, "not run: the probes' deadline of 300 s had passed"), True),
+        (probe(500, "Internal Server Error"), False),  # the server answered: its answer is judged
+        (probe(None, "KeyError: 'choices'"), False),  # an answer without what the API promises
+        (probe(None, "RemoteProtocolError: Server disconnected without sending a response."), False),
+    ],
+)
 def test_only_our_deadline_is_ours(result, ours):
     assert deadline_missed(result) is ours

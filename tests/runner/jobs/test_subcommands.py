@@ -16,13 +16,13 @@ import pytest
 from runhelp import CACHE, catalog_of, docs_tree
 
 from driftmatrix.extractor.snippet_record import Catalog
-from driftmatrix.runner.run import shards
-from driftmatrix.runner.outcomes import subcommands
+from driftmatrix.runner.builds.targets import DEFAULT_CPU, load
 from driftmatrix.runner.jobs.execute import JobRunner
 from driftmatrix.runner.jobs.job import Job, RunContext
-from driftmatrix.runner.run.selection import RunOptions, select
 from driftmatrix.runner.models.resolution import ModelResolver
-from driftmatrix.runner.builds.targets import DEFAULT_CPU, load
+from driftmatrix.runner.outcomes import subcommands
+from driftmatrix.runner.run import shards
+from driftmatrix.runner.run.selection import RunOptions, select
 
 DOCS = """# Subcommands under test
 
@@ -96,13 +96,20 @@ def runs(subcommand_docs, cpu_envs, tmp_path_factory):
     must answer it and still answer everything after it."""
     _, by_anchor = subcommand_docs
     tfile = load(DEFAULT_CPU)
-    ctx = RunContext(resolver=ModelResolver(tfile.models, hub=False), workdir=tmp_path_factory.mktemp("subcommand-run"),
-                     base_env=tfile.env, cache_dir=CACHE)
+    ctx = RunContext(
+        resolver=ModelResolver(tfile.models, hub=False),
+        workdir=tmp_path_factory.mktemp("subcommand-run"),
+        base_env=tfile.env,
+        cache_dir=CACHE,
+    )
     runner = JobRunner(ctx)
     order = sorted(by_anchor, key=lambda a: a != "a-subcommand-no-build-has")
 
     def on(target: str) -> dict:
-        return {(a, target, tier): runner.run(Job(by_anchor[a], cpu_envs[target], tier)) for tier in TIERS for a in order}
+        return {
+            (a, target, tier): runner.run(Job(by_anchor[a], cpu_envs[target], tier)) for tier in TIERS for a in order
+        }
+
     try:
         with ThreadPoolExecutor(2) as pool:
             found = {k: v for part in pool.map(on, ("stable", "nightly")) for k, v in part.items()}
@@ -116,8 +123,12 @@ def test_extracted_as_subcommands(subcommand_docs):
     bench = s["bench-throughput-with-n-gram"]
     assert bench.kind == "subcommand" and bench.subcommand == ["bench", "throughput"]
     assert bench.model == "meta-llama/Meta-Llama-3-8B-Instruct"
-    assert bench.speculative_config == {"method": "ngram", "num_speculative_tokens": 5, "prompt_lookup_max": 5,
-                                        "prompt_lookup_min": 2}
+    assert bench.speculative_config == {
+        "method": "ngram",
+        "num_speculative_tokens": 5,
+        "prompt_lookup_max": 5,
+        "prompt_lookup_min": 2,
+    }
     assert s["batch-with-a-speculative-config"].subcommand == ["run-batch"]
     assert s["an-invalid-bench-value"].subcommand == ["bench", "latency"]
 
@@ -134,8 +145,9 @@ def test_bench_throughput_passes_its_own_parser_and_skips_the_rest(runs, subcomm
     deep = found[("bench-throughput-with-n-gram", target, "probe")]
     assert (deep.verdict, deep.stage, deep.tier) == ("SKIP", "config", "probe")
     assert deep.reason == subcommands.reason(["bench", "throughput"])
-    assert deep.reason.startswith("`vllm bench throughput` is an offline benchmark, not a server: checked with its "
-                                  "own argument parser only")
+    assert deep.reason.startswith(
+        "`vllm bench throughput` is an offline benchmark, not a server: checked with its own argument parser only"
+    )
     # no model was resolved or stood in for, no server started
     assert not deep.substitutions and not deep.stand_in and deep.evidence.server is None
     assert deep.evidence.effective_config == {} and deep.evidence.probes == []
@@ -197,17 +209,21 @@ def test_jobs_plan_and_variants(subcommand_docs, tmp_path):
     catalog, s = subcommand_docs
     bench = s["bench-throughput-with-n-gram"]
     assert shards.predicted_cost(bench, "perf") == shards.predicted_cost(bench, "parse")
-    pairs = select(catalog, RunOptions(snippets=tmp_path / "s.json", output=tmp_path / "o.jsonl",
-                                       variants=["no-spec", "self-spec"]))
+    pairs = select(
+        catalog,
+        RunOptions(snippets=tmp_path / "s.json", output=tmp_path / "o.jsonl", variants=["no-spec", "self-spec"]),
+    )
     assert pairs == [(snippet, None) for snippet in catalog.snippets]
 
 
 # --- the publisher ----------------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def published(runs, subcommand_docs):
     from driftmatrix.publisher.command_view import views_of
     from driftmatrix.publisher.results import merge
+
     found, _ = runs
     catalog, _ = subcommand_docs
     results = merge(catalog, [o for (_, _, tier), o in found.items() if tier == "probe"])
@@ -216,6 +232,7 @@ def published(runs, subcommand_docs):
 
 def test_command_text_is_the_subcommand(published, subcommand_docs):
     from driftmatrix.publisher import command_text, matrix_data, pages
+
     results, commands = published
     _, s = subcommand_docs
     bench = s["bench-throughput-with-n-gram"]
@@ -223,7 +240,8 @@ def test_command_text_is_the_subcommand(published, subcommand_docs):
     rebuilt = command_text.command(dataclasses.replace(bench, sources=[]))  # no source text: rebuilt from the record
     assert rebuilt.startswith("VLLM_WORKER_MULTIPROC_METHOD=spawn vllm bench throughput --dataset-name=hf ")
     assert command_text.command(dataclasses.replace(s["batch-with-a-speculative-config"], sources=[])).startswith(
-        "vllm run-batch -i ")
+        "vllm run-batch -i "
+    )
     assert pages.short_command(bench).startswith("VLLM_WORKER_MULTIPROC_METHOD=spawn \\ vllm bench throughput")
     rows = [row for g in matrix_data.build(commands)["groups"] for row in g[3]]
     row = next(r for r in rows if r[0] == bench.id)
@@ -232,6 +250,7 @@ def test_command_text_is_the_subcommand(published, subcommand_docs):
 
 def test_matrix_json_says_how_deep(published, subcommand_docs):
     from driftmatrix.publisher import matrix_json
+
     results, commands = published
     _, s = subcommand_docs
     doc = matrix_json.build(commands)
@@ -251,6 +270,7 @@ def test_matrix_json_says_how_deep(published, subcommand_docs):
 
 def test_command_page(published, subcommand_docs):
     from driftmatrix.publisher import pages, snippet_page
+
     results, commands = published
     _, s = subcommand_docs
     page = snippet_page.render(pages.environment(), commands, commands[s["bench-throughput-with-n-gram"].id])
@@ -266,14 +286,17 @@ def test_command_page(published, subcommand_docs):
 
 def test_doc_warning_for_a_failing_subcommand(published, subcommand_docs):
     from driftmatrix.publisher import annotate
+
     results, commands = published
     _, s = subcommand_docs
     typo = s["a-misspelled-bench-option"]
     kind, title, body = annotate.decision(commands[typo.id], typo.sources[0])
     assert kind == "warning" and title == "Is rejected by the argument parser of vLLM 0.20.1 and vLLM 0.32.0"
     assert "num-promts" in body and "vllm serve" not in body
-    assert annotate.decision(commands[s["bench-throughput-with-n-gram"].id],
-                             s["bench-throughput-with-n-gram"].sources[0]) is None
+    assert (
+        annotate.decision(commands[s["bench-throughput-with-n-gram"].id], s["bench-throughput-with-n-gram"].sources[0])
+        is None
+    )
 
 
 def test_published_site(runs, subcommand_docs, tmp_path):
@@ -282,14 +305,30 @@ def test_published_site(runs, subcommand_docs, tmp_path):
     import json
     import subprocess
     import sys
+
     found, _ = runs
     catalog, s = subcommand_docs
     catalog.write(tmp_path / "snippets.json")
-    (tmp_path / "outcomes.jsonl").write_text("".join(json.dumps(o.to_dict()) + "\n"
-                                                     for (_, _, tier), o in found.items() if tier == "probe"))
-    r = subprocess.run([sys.executable, "-m", "driftmatrix.cli", "publish", "--snippets", str(tmp_path / "snippets.json"),
-                        "--outcomes", str(tmp_path / "outcomes.jsonl"), "--site-dir", str(tmp_path / "site")],
-                       capture_output=True, text=True, cwd=tmp_path)
+    (tmp_path / "outcomes.jsonl").write_text(
+        "".join(json.dumps(o.to_dict()) + "\n" for (_, _, tier), o in found.items() if tier == "probe")
+    )
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "driftmatrix.cli",
+            "publish",
+            "--snippets",
+            str(tmp_path / "snippets.json"),
+            "--outcomes",
+            str(tmp_path / "outcomes.jsonl"),
+            "--site-dir",
+            str(tmp_path / "site"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     page = (tmp_path / "site" / "snippets" / f"{s['bench-throughput-with-n-gram'].id}.html").read_text()
     assert "vllm bench throughput" in page and "vllm serve" not in page

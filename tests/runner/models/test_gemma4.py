@@ -17,10 +17,9 @@ import pytest
 from runhelp import CACHE, outcomes, pick, run_argv, run_cli
 
 from driftmatrix.extractor.catalog import extract
-
 from driftmatrix.runner.builds.resolve import stable_pin
-from driftmatrix.runner.models import twins
 from driftmatrix.runner.builds.targets import DEFAULT_CPU
+from driftmatrix.runner.models import twins
 
 DOC = """# Gemma 4 under test
 
@@ -39,10 +38,19 @@ vllm serve google/gemma-4-E2B-it --max-model-len 2048 --speculative-config '{"mo
 # A text-only Gemma 4 (Gemma4ForCausalLM) as a plain draft model: the shape of a Gemma 4 text
 # config; the model map points at a dir holding only this config.json, so the twin is built from it.
 TEXT_DRAFT = {
-    "architectures": ["Gemma4ForCausalLM"], "model_type": "gemma4_text", "num_hidden_layers": 2,
-    "layer_types": ["sliding_attention", "full_attention"], "hidden_size": 1536, "head_dim": 256,
-    "global_head_dim": 512, "num_attention_heads": 8, "num_key_value_heads": 1, "vocab_size": 262144,
-    "sliding_window": 512, "hidden_size_per_layer_input": 0, "vocab_size_per_layer_input": 0,
+    "architectures": ["Gemma4ForCausalLM"],
+    "model_type": "gemma4_text",
+    "num_hidden_layers": 2,
+    "layer_types": ["sliding_attention", "full_attention"],
+    "hidden_size": 1536,
+    "head_dim": 256,
+    "global_head_dim": 512,
+    "num_attention_heads": 8,
+    "num_key_value_heads": 1,
+    "vocab_size": 262144,
+    "sliding_window": 512,
+    "hidden_size_per_layer_input": 0,
+    "vocab_size_per_layer_input": 0,
 }
 SLIDING, FULL = "sliding_attention", "full_attention"
 
@@ -56,10 +64,10 @@ def _int64_tensor(path: Path, name: str) -> list[int]:
     """One int64 tensor out of a safetensors file (8-byte header size, JSON header, raw data)."""
     raw = path.read_bytes()
     (size,) = struct.unpack("<Q", raw[:8])
-    meta = json.loads(raw[8:8 + size])[name]
+    meta = json.loads(raw[8 : 8 + size])[name]
     assert meta["dtype"] == "I64"
     start, end = meta["data_offsets"]
-    data = raw[8 + size + start:8 + size + end]
+    data = raw[8 + size + start : 8 + size + end]
     return list(struct.unpack(f"<{len(data) // 8}q", data))
 
 
@@ -87,8 +95,11 @@ def test_gemma4_twins_keep_the_structure(cpu_envs):
         assert text["hidden_size_per_layer_input"] > 0  # per-layer embeddings kept (E2B-shaped defaults)
         assert vision["model_type"] == "gemma4_vision" and vision["default_output_length"] == 70
         assert (vision["patch_size"], vision["pooling_kernel_size"]) == (16, 3)
-        assert (ids[cfg["image_token_id"]], ids[cfg["boi_token_id"]], ids[cfg["eoi_token_id"]]) == \
-            ("<|image|>", "<|image>", "<image|>")
+        assert (ids[cfg["image_token_id"]], ids[cfg["boi_token_id"]], ids[cfg["eoi_token_id"]]) == (
+            "<|image|>",
+            "<|image>",
+            "<image|>",
+        )
         assert {"<|turn>", "<|channel>", "<channel|>", "<|tool_call>", '<|"|>'} <= set(vocab)  # vLLM's parsers
         proc = json.loads((Path(target.dir) / "processor_config.json").read_text())
         assert proc["image_seq_length"] == 70 and proc["image_processor"]["max_soft_tokens"] == 70
@@ -100,12 +111,19 @@ def test_gemma4_twins_keep_the_structure(cpu_envs):
         assert a["text_config"]["layer_types"] == [SLIDING] * 3 + [FULL]  # the published assistants' pattern
         assert a["text_config"]["num_kv_shared_layers"] == 4  # every layer reads the target's KV cache
         assert a["backbone_hidden_size"] == text["hidden_size"]
-        assert (Path(assistant.dir) / "tokenizer.json").read_bytes() == (Path(target.dir) / "tokenizer.json").read_bytes()
+        assert (Path(assistant.dir) / "tokenizer.json").read_bytes() == (
+            Path(target.dir) / "tokenizer.json"
+        ).read_bytes()
         assert a["use_ordered_embeddings"] and len(vocab) % a["num_centroids"] == 0  # E2B: centroid LM head
         order = _int64_tensor(Path(assistant.dir) / "model.safetensors", "masked_embedding.token_ordering")
         assert sorted(order) == list(range(len(vocab)))
-    big = twins.ensure("google/gemma-4-31B-it-assistant", cpu_envs["nightly"], CACHE, layers=1,
-                          tokenizer_from=twins.ensure("google/gemma-4-31B-it", cpu_envs["nightly"], CACHE).dir)
+    big = twins.ensure(
+        "google/gemma-4-31B-it-assistant",
+        cpu_envs["nightly"],
+        CACHE,
+        layers=1,
+        tokenizer_from=twins.ensure("google/gemma-4-31B-it", cpu_envs["nightly"], CACHE).dir,
+    )
     b = _cfg(big)
     assert not b["use_ordered_embeddings"] and b["text_config"]["attention_k_eq_v"]
 
@@ -130,22 +148,53 @@ def gemma_run(corpus, tmp_path_factory):
     # Python) build the same twins (offline every gemma-4-*-it twin is E2B-shaped; 26B's assistant
     # facts are 31B's, E4B's are E2B's) and take the same vLLM paths, so they are not started again.
     keep = ("Google/Gemma4.md", "models/Google/gemma-4-31B-it.yaml", "models/Google/gemma-4-E2B-it.yaml")
-    recipes = [s for s in catalog.snippets if s.speculative_config and "E4B" not in (s.model or "")
-               and any(x.file in keep for x in s.sources)]
+    recipes = [
+        s
+        for s in catalog.snippets
+        if s.speculative_config and "E4B" not in (s.model or "") and any(x.file in keep for x in s.sources)
+    ]
     ours = {s.sources[0].anchor: s.id for s in catalog.snippets if s.sources[0].file.endswith("index.md")}
     ids = [s.id for s in recipes] + list(ours.values())
     # On 0.20.1 every draft of a multimodal Gemma 4 stops at the same raise (llm_base_proposer's
     # `_raise_if_multimodal`, checked on the 31B recipe); the E2B recipe and the plain text draft
     # reach it again, so 0.20.1 runs the others only. Both targets' runs go side by side.
-    seen_on_stable_already = {_recipe_id(recipes, "models/Google/gemma-4-E2B-it.yaml"),
-                              ours["gemma-4-with-a-text-only-draft-model"]}
+    seen_on_stable_already = {
+        _recipe_id(recipes, "models/Google/gemma-4-E2B-it.yaml"),
+        ours["gemma-4-with-a-text-only-draft-model"],
+    }
     common = ("--targets", str(targets), "--stand-ins")
     stable_ids = [i for i in ids if i not in seen_on_stable_already]
-    stable = subprocess.Popen(run_argv(str(work / "snippets.json"), *common, "--cache-dir", str(CACHE), "--jobs", "1",
-                                       "--target", "stable", "--only", *stable_ids, "-o", str(work / "stable.jsonl")),
-                              cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    run_cli(str(work / "snippets.json"), *common, "--target", "nightly", "--only", *ids,
-            "-o", str(work / "outcomes.jsonl"), cwd=work)
+    stable = subprocess.Popen(
+        run_argv(
+            str(work / "snippets.json"),
+            *common,
+            "--cache-dir",
+            str(CACHE),
+            "--jobs",
+            "1",
+            "--target",
+            "stable",
+            "--only",
+            *stable_ids,
+            "-o",
+            str(work / "stable.jsonl"),
+        ),
+        cwd=work,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    run_cli(
+        str(work / "snippets.json"),
+        *common,
+        "--target",
+        "nightly",
+        "--only",
+        *ids,
+        "-o",
+        str(work / "outcomes.jsonl"),
+        cwd=work,
+    )
     _, stderr = stable.communicate(timeout=3600)
     assert stable.returncode == 0, stderr[-3000:]
     with (work / "outcomes.jsonl").open("a") as fh:  # one outcomes file, as a workflow's merge would give
@@ -212,8 +261,10 @@ def test_a_plain_gemma4_draft_model(gemma_run):
     items, _, ours = gemma_run
     new = pick(items, ours["gemma-4-with-a-text-only-draft-model"], "nightly")
     assert new.evidence.effective_config["speculative_method"] == "draft_model"
-    assert any("does not fully support multimodal models yet. Proceeding with text-only speculative decoding" in m
-               for m in _feature_warnings(new))
+    assert any(
+        "does not fully support multimodal models yet. Proceeding with text-only speculative decoding" in m
+        for m in _feature_warnings(new)
+    )
     assert (new.verdict, new.stage) == ("FAIL", "start"), new.reason
     assert new.evidence.signature.id == "drafting-kv-cache-group"
     assert new.evidence.exception.type == "AssertionError"

@@ -37,8 +37,10 @@ def fake_repo(root, weights: dict[str, int] | None = None):
 
 @pytest.fixture
 def local_hub(tmp_path, monkeypatch):
-    repos = {"org/tiny": fake_repo(tmp_path / "repos" / "tiny"),
-             "org/big": fake_repo(tmp_path / "repos" / "big", {"model.safetensors": 900_000})}
+    repos = {
+        "org/tiny": fake_repo(tmp_path / "repos" / "tiny"),
+        "org/big": fake_repo(tmp_path / "repos" / "big", {"model.safetensors": 900_000}),
+    }
     with HubServer(repos, token=TOKEN, page_size=3) as server:
         monkeypatch.setenv("HF_ENDPOINT", server.url)
         monkeypatch.setenv("HF_TOKEN", TOKEN)
@@ -87,7 +89,8 @@ def test_weights_within_the_budget_only(local_hub, tmp_path, monkeypatch):
     assert hub.weights_on_disk(tmp_path / "hub") == 300_000
     big = hub.fetch_configs("org/big", tmp_path)  # 900 kB: fits 1 MB alone, not beside the 300 kB
     assert hub.fetch_weights("org/big", big, 1_000_000, tmp_path) == (
-        "weights 900 kB over the 1 MB budget, 300 kB of it taken by weights fetched before")
+        "weights 900 kB over the 1 MB budget, 300 kB of it taken by weights fetched before"
+    )
     monkeypatch.setattr(hub, "WEIGHTS_DISK_MARGIN_GB", 1e9)
     assert "do not fit the disk" in hub.fetch_weights("org/big", big, 10**9, tmp_path)
     downloads = len(local_hub.downloads)
@@ -96,8 +99,19 @@ def test_weights_within_the_budget_only(local_hub, tmp_path, monkeypatch):
 
 
 def test_untrusted_model_ids_are_refused(local_hub, tmp_path):
-    for model_id in ("../x", "http://evil/x", "/etc/passwd", "org/..", "org/x/../../y", "a/b/c", "org--x/y",
-                     "org/na me", "org/x?y", "~/x", ""):
+    for model_id in (
+        "../x",
+        "http://evil/x",
+        "/etc/passwd",
+        "org/..",
+        "org/x/../../y",
+        "a/b/c",
+        "org--x/y",
+        "org/na me",
+        "org/x?y",
+        "~/x",
+        "",
+    ):
         with pytest.raises(hub.HubError, match="not a hub model id"):
             hub.fetch_configs(model_id, tmp_path)
     assert local_hub.auth_seen == [] and not (tmp_path / "hub").exists()  # nothing asked, nothing written
@@ -166,9 +180,25 @@ vllm serve hubtest/qwen3-big --max-model-len 512
 
 
 def _run(snippets, work, env, *args):
-    return subprocess.Popen(run_argv(str(snippets), "--target", "nightly", "--cache-dir", str(CACHE),
-                                     "-o", str(work / "outcomes.jsonl"), "--workdir", str(work / "work"), *args),
-                            cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        run_argv(
+            str(snippets),
+            "--target",
+            "nightly",
+            "--cache-dir",
+            str(CACHE),
+            "-o",
+            str(work / "outcomes.jsonl"),
+            "--workdir",
+            str(work / "work"),
+            *args,
+        ),
+        cwd=work,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def _done(proc):
@@ -191,14 +221,20 @@ def test_runs_on_files_fetched_from_the_hub(tiny_models, tmp_path):
     with HubServer({"hubtest/qwen3-tiny": tiny, "hubtest/qwen3-big": big}, token=TOKEN) as server:
         runs = {}
         # the longest run (two servers) first; the config run's fetch step, awaited, last
-        for name, budget, args in (("stand-ins", "0.002", ("--tier", "start", "--stand-ins", "--jobs", "2")),
-                                   ("skip", "0.002", ("--tier", "start", "--only", large)),
-                                   ("config", "0.002", ("--tier", "config", "--only", small))):
+        for name, budget, args in (
+            ("stand-ins", "0.002", ("--tier", "start", "--stand-ins", "--jobs", "2")),
+            ("skip", "0.002", ("--tier", "start", "--only", large)),
+            ("config", "0.002", ("--tier", "config", "--only", small)),
+        ):
             work = tmp_path / name
             work.mkdir()
-            env = {**{k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE"}, "HF_ENDPOINT": server.url,
-                   "HF_TOKEN": TOKEN, "DRIFTMATRIX_HUB_DIR": str(work / "hub"),
-                   "DRIFTMATRIX_WEIGHTS_BUDGET_GB": budget}
+            env = {
+                **{k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE"},
+                "HF_ENDPOINT": server.url,
+                "HF_TOKEN": TOKEN,
+                "DRIFTMATRIX_HUB_DIR": str(work / "hub"),
+                "DRIFTMATRIX_WEIGHTS_BUDGET_GB": budget,
+            }
             if name == "config":  # the workflow's way: a fetch step with the token, a run step without
                 _done(_run(snippets, work, env, *args, "--fetch-only"))
                 env.pop("HF_TOKEN")  # the repo is gated: only the fetched folder can serve it now
@@ -212,8 +248,9 @@ def test_runs_on_files_fetched_from_the_hub(tiny_models, tmp_path):
     assert (o.verdict, o.stage) == ("PASS", "config") and not o.stand_in, o.reason
     assert o.substitutions == {"hubtest/qwen3-tiny": str(folder)} and o.argv[0] == str(folder)
     assert o.evidence.effective_config  # vLLM built its engine config from the fetched files
-    assert any(n.startswith("hubtest/qwen3-tiny: configuration and tokenizer files from the hub at")
-               for n in o.evidence.notes)
+    assert any(
+        n.startswith("hubtest/qwen3-tiny: configuration and tokenizer files from the hub at") for n in o.evidence.notes
+    )
     assert not [p for p in (runs["config"][0] / "hub").rglob("*") if p.name.endswith((".safetensors", ".bin"))]
 
     o = pick(started, small, "nightly")  # real (tiny) weights from the hub, within the budget

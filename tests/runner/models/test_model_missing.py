@@ -29,9 +29,14 @@ def repo_of(root, files: dict[str, bytes]):
     return root
 
 
-META = {"params.json": json.dumps({"dim": 4096, "multiple_of": 256, "n_heads": 32, "n_layers": 32,
-                                   "norm_eps": 1e-05, "vocab_size": -1}).encode(),
-        "consolidated.00.pth": os.urandom(2000), "tokenizer.model": b"sp", "LICENSE.txt": b"license"}
+META = {
+    "params.json": json.dumps(
+        {"dim": 4096, "multiple_of": 256, "n_heads": 32, "n_layers": 32, "norm_eps": 1e-05, "vocab_size": -1}
+    ).encode(),
+    "consolidated.00.pth": os.urandom(2000),
+    "tokenizer.model": b"sp",
+    "LICENSE.txt": b"license",
+}
 """The files of meta-llama/Llama-2-7b (its Llama-2-7b-hf twin is what vLLM loads)."""
 MISTRAL = {"params.json": b'{"dim": 64}', "consolidated.safetensors": os.urandom(2000), "tekken.json": b"{}"}
 TINY = {"config.json": b'{"model_type": "qwen3"}', "tokenizer.json": b"{}", "model.safetensors": os.urandom(2000)}
@@ -58,10 +63,12 @@ def test_a_command_that_reads_the_served_model_elsewhere_is_not_decided_by_main(
 
 @pytest.fixture
 def local_hub(tmp_path, monkeypatch):
-    repos = {"org/tiny": repo_of(tmp_path / "repos" / "tiny", TINY),
-             "org/Llama-2-7b": repo_of(tmp_path / "repos" / "llama", META),
-             "org/mistral": repo_of(tmp_path / "repos" / "mistral", MISTRAL),
-             "org/gguf": repo_of(tmp_path / "repos" / "gguf", GGUF)}
+    repos = {
+        "org/tiny": repo_of(tmp_path / "repos" / "tiny", TINY),
+        "org/Llama-2-7b": repo_of(tmp_path / "repos" / "llama", META),
+        "org/mistral": repo_of(tmp_path / "repos" / "mistral", MISTRAL),
+        "org/gguf": repo_of(tmp_path / "repos" / "gguf", GGUF),
+    }
     repos |= {"org/gated": repos["org/tiny"], "org/down": repos["org/tiny"]}
     with HubServer(repos, gated={"org/gated"}, down={"org/down"}) as server:
         monkeypatch.setenv("HF_ENDPOINT", server.url)
@@ -94,8 +101,10 @@ def test_the_resolver_says_what_the_hub_said_and_asks_once(local_hub, tmp_path):
 def test_a_later_step_without_the_token_keeps_the_answer_for_a_while(local_hub, tmp_path):
     """The workflow's fetch step (with the token) hears 404; its run step (without it) would hear 401,
     as the hub answers for a private repository: the kept answer stands, for MAX_AGE_S."""
-    assert set(ModelResolver({}).resolve(["org/absent", "org/Llama-2-7b"], tmp_path).unloadable) == \
-        {"org/absent", "org/Llama-2-7b"}
+    assert set(ModelResolver({}).resolve(["org/absent", "org/Llama-2-7b"], tmp_path).unloadable) == {
+        "org/absent",
+        "org/Llama-2-7b",
+    }
     local_hub.gated |= {"org/absent", "org/Llama-2-7b"}
     asked = list(local_hub.asked)
     res = ModelResolver({}).resolve(["org/absent", "org/Llama-2-7b"], tmp_path)  # another process
@@ -177,11 +186,31 @@ UNLOADABLE = ("cut-short", "cut-short-again", "not-converted", "draft-cut-short"
 
 def _run(snippets, work, endpoint):
     work.mkdir()
-    env = {**{k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "HF_TOKEN")},
-           "HF_ENDPOINT": endpoint, "DRIFTMATRIX_HUB_DIR": str(work / "hub")}
-    return subprocess.Popen(run_argv(str(snippets), "--target", "nightly", "--tier", "parse", "--cache-dir", str(CACHE),
-                                     "-o", str(work / "outcomes.jsonl"), "--workdir", str(work / "work")),
-                            cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    env = {
+        **{k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "HF_TOKEN")},
+        "HF_ENDPOINT": endpoint,
+        "DRIFTMATRIX_HUB_DIR": str(work / "hub"),
+    }
+    return subprocess.Popen(
+        run_argv(
+            str(snippets),
+            "--target",
+            "nightly",
+            "--tier",
+            "parse",
+            "--cache-dir",
+            str(CACHE),
+            "-o",
+            str(work / "outcomes.jsonl"),
+            "--workdir",
+            str(work / "work"),
+        ),
+        cwd=work,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def _done(proc):
@@ -197,12 +226,17 @@ def test_a_parse_run_fails_a_model_no_reader_can_load(tiny_models, tmp_path):
     hub listening: not one FAIL."""
     tiny = tmp_path / "repos" / "tiny"
     shutil.copytree(tiny_models["target"], tiny, ignore=shutil.ignore_patterns("driftmatrix-*"))
-    repos = {"hubtest/qwen3-tiny": tiny, "hubtest/gated": tiny,
-             "hubtest/Llama-2-7b": repo_of(tmp_path / "repos" / "llama", META)}
+    repos = {
+        "hubtest/qwen3-tiny": tiny,
+        "hubtest/gated": tiny,
+        "hubtest/Llama-2-7b": repo_of(tmp_path / "repos" / "llama", META),
+    }
     snippets, ids = catalog_of(docs_tree(tmp_path / "docs", DOC))
     with HubServer(repos, gated={"hubtest/gated"}) as server:
-        procs = [_run(snippets, tmp_path / "hub-run", server.url),
-                 _run(snippets, tmp_path / "no-hub", "http://127.0.0.1:9")]  # nothing listens there
+        procs = [
+            _run(snippets, tmp_path / "hub-run", server.url),
+            _run(snippets, tmp_path / "no-hub", "http://127.0.0.1:9"),
+        ]  # nothing listens there
         for proc in procs:
             _done(proc)
     ran, offline = outcomes(tmp_path / "hub-run" / "outcomes.jsonl"), outcomes(tmp_path / "no-hub" / "outcomes.jsonl")
@@ -228,7 +262,8 @@ def test_a_parse_run_fails_a_model_no_reader_can_load(tiny_models, tmp_path):
     by_id = {s.id: s for s in judge.results.snippets}
     cut_short = judge.of(by_id[ids["cut-short"][0]])
     assert cut_short.kind == "doc-drift", cut_short.summary
-    assert cut_short.summary.startswith("The model cannot be loaded as written (hubtest/Qwen3-235B-A22: no such "
-                                        "repository on the hub"), cut_short.summary
+    assert cut_short.summary.startswith(
+        "The model cannot be loaded as written (hubtest/Qwen3-235B-A22: no such repository on the hub"
+    ), cut_short.summary
     assert judge.of(by_id[ids["not-converted"][0]]).kind == "doc-drift"
     assert {judge.of(by_id[ids[a][0]]).kind for a in ("gated", "exists")} == {"ok"}

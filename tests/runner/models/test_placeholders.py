@@ -18,13 +18,12 @@ import pytest
 from runhelp import CACHE, outcomes, pick, run_cli
 
 from driftmatrix.extractor.catalog import extract
-
-from driftmatrix.runner.builds.resolve import stable_pin
 from driftmatrix.extractor.snippet_record import Catalog
 from driftmatrix.publisher import causes
 from driftmatrix.publisher.snippet_page import model_summary
-from driftmatrix.runner.models import placeholders
+from driftmatrix.runner.builds.resolve import stable_pin
 from driftmatrix.runner.builds.targets import DEFAULT_CPU
+from driftmatrix.runner.models import placeholders
 
 # (corpus page, line of the command) -> what the docs' placeholders are to the runner
 P2P = ("0.20.1", "docs/design/p2p_nccl_connector.md", 100)
@@ -62,8 +61,9 @@ def test_a_model_or_path_placeholder_gets_a_replacement_and_the_others_stay(page
     assert "<draft-model>" not in " ".join(placeholders.apply(found[SPEC].argv, spec))
 
     media = placeholders.plan(found[MEDIA])  # a real model; `--allowed-local-media-path /path/to/media`
-    assert [(s.placeholder, s.role, s.value) for s in media] == \
-        [("/path/to/media", "path", "/nonexistent/path/to/media")]
+    assert [(s.placeholder, s.role, s.value) for s in media] == [
+        ("/path/to/media", "path", "/nonexistent/path/to/media")
+    ]
     assert found[MEDIA].model and media[0].flags == ("--allowed-local-media-path",)
 
     cluster = found[CLUSTER]  # the model's path and the head node's address
@@ -75,8 +75,10 @@ def test_a_failure_is_the_replacements_only_where_it_names_it(pages):
     found, _ = pages
     stood = placeholders.plan(found[MEDIA])
     # vLLM 0.32.0's words on the p2p command (the run below gets them); the others: argparse's shape of them
-    kv = ("vllm serve: error: argument --kv-transfer-config: 1 validation error for KVTransferConfig\nkv_buffer_size\n"
-          "  Unexpected keyword argument [type=unexpected_keyword_argument, input_value='1e1', input_type=str]")
+    kv = (
+        "vllm serve: error: argument --kv-transfer-config: 1 validation error for KVTransferConfig\nkv_buffer_size\n"
+        "  Unexpected keyword argument [type=unexpected_keyword_argument, input_value='1e1', input_type=str]"
+    )
     media = "argument --allowed-local-media-path: Invalid `allowed_local_media_path`: /nonexistent/path/to/media"
     assert placeholders.blamed(kv, stood) is None
     assert placeholders.blamed(media, stood) == stood[0]
@@ -95,8 +97,23 @@ def ran(pages, cpu_envs):
     chosen = [found[P2P], found[KV_CACHE], found[CLUSTER]]
     path = work / "snippets.json"
     Catalog(chosen).write(path)
-    run_cli(str(path), "--targets", str(DEFAULT_CPU), "--target", "nightly", "--tier", "config", "--stand-ins",
-            "--jobs", "2", "-o", str(work / "outcomes.jsonl"), "--cache-dir", str(CACHE), cwd=work)
+    run_cli(
+        str(path),
+        "--targets",
+        str(DEFAULT_CPU),
+        "--target",
+        "nightly",
+        "--tier",
+        "config",
+        "--stand-ins",
+        "--jobs",
+        "2",
+        "-o",
+        str(work / "outcomes.jsonl"),
+        "--cache-dir",
+        str(CACHE),
+        cwd=work,
+    )
     return {s.id: pick(outcomes(work / "outcomes.jsonl"), s.id, "nightly") for s in chosen}, found, work
 
 
@@ -109,8 +126,9 @@ def test_a_failure_behind_a_placeholder_model_is_the_commands(ran):
     assert o.evidence.placeholders[0].placeholder == "{your model directory}"
     assert "model: placeholder `{your model directory}`, replaced by a stand-in" in " ".join(o.evidence.notes)
     assert "{your model directory}" not in o.argv
-    assert causes.placeholders_replaced(o)[0].startswith("model: placeholder `{your model directory}`, replaced by a "
-                                                        "stand-in")
+    assert causes.placeholders_replaced(o)[0].startswith(
+        "model: placeholder `{your model directory}`, replaced by a stand-in"
+    )
 
 
 def test_a_placeholder_model_has_its_config_built_on_a_twin(ran):
@@ -132,9 +150,23 @@ def test_other_placeholders_keep_todays_skip(ran):
 def test_the_command_page_says_what_was_a_placeholder(ran):
     """The real outcomes published: the p2p command's page has a Placeholders row and the run's note."""
     _, found, work = ran
-    proc = subprocess.run([sys.executable, "-m", "driftmatrix.cli", "publish", "--snippets",
-                           str(work / "snippets.json"), "--outcomes", str(work / "outcomes.jsonl"),
-                           "--site-dir", str(work / "site")], cwd=work, capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "driftmatrix.cli",
+            "publish",
+            "--snippets",
+            str(work / "snippets.json"),
+            "--outcomes",
+            str(work / "outcomes.jsonl"),
+            "--site-dir",
+            str(work / "site"),
+        ],
+        cwd=work,
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     page = html.unescape((work / "site" / "snippets" / f"{found[P2P].id}.html").read_text())
     row = "<th>Placeholders</th><td>model: placeholder <code>{your model directory}</code>, replaced by a stand-in"

@@ -8,15 +8,17 @@ import sys
 
 import pytest
 
-from driftmatrix.runner.models import twins, twin_cache
-from driftmatrix.runner.settings import twin_cache_bytes
+from driftmatrix.runner.models import twin_cache, twins
 from driftmatrix.runner.models.resolution import TWIN_MARKER
+from driftmatrix.runner.settings import twin_cache_bytes
 
 
 def _holder(use_file: str) -> subprocess.Popen:
     """Another process (a parallel job) using a twin: it holds the twin's lease until killed."""
-    code = ("import fcntl, sys, time; f = open(sys.argv[1], 'a'); fcntl.flock(f, fcntl.LOCK_SH); "
-            "print('held', flush=True); time.sleep(600)")
+    code = (
+        "import fcntl, sys, time; f = open(sys.argv[1], 'a'); fcntl.flock(f, fcntl.LOCK_SH); "
+        "print('held', flush=True); time.sleep(600)"
+    )
     proc = subprocess.Popen([sys.executable, "-c", code, use_file], stdout=subprocess.PIPE, text=True)
     assert proc.stdout.readline().strip() == "held"
     return proc
@@ -59,8 +61,20 @@ def test_no_limit_keeps_every_twin(cpu_envs, tmp_path, monkeypatch):
     assert len(list((cache / "standins").glob(f"*/{TWIN_MARKER}"))) == 2
 
 
-@pytest.mark.parametrize("raw, limit", [(None, None), ("", None), ("2", 2_000_000_000), ("0.5", 500_000_000),
-                                        ("2GB", 0), ("-1", 0), ("nan", 0), ("free", "free"), (" FREE ", "free")])
+@pytest.mark.parametrize(
+    "raw, limit",
+    [
+        (None, None),
+        ("", None),
+        ("2", 2_000_000_000),
+        ("0.5", 500_000_000),
+        ("2GB", 0),
+        ("-1", 0),
+        ("nan", 0),
+        ("free", "free"),
+        (" FREE ", "free"),
+    ],
+)
 def test_the_limit_a_variable_sets(raw, limit, monkeypatch):
     """Unset: every twin kept; a typo keeps only the twins in use rather than filling the disk."""
     if raw is None:
@@ -76,6 +90,7 @@ def test_free_keeps_what_leaves_the_reserve_free_on_the_disk(tmp_path, monkeypat
     import shutil
 
     from driftmatrix.runner.settings import TWIN_FREE_RESERVE_GB
+
     twins_dir = tmp_path / "cache" / "standins"
     monkeypatch.setenv("DRIFTMATRIX_TWIN_CACHE_GB", "free")
     free = shutil.disk_usage(tmp_path).free

@@ -42,24 +42,34 @@ out["markers"] = twin_build.parser_markers()
 print(json.dumps(out))
 """
 
-CASES = {"qwen3.5 defaults": ["Qwen3_5ForConditionalGeneration", {"tp": 2, "context": 262144}, None],
-         "qwen3.5 published": ["Qwen3_5ForConditionalGeneration", {"context": 262144},
-                               {"text_config": {"model_type": "qwen3_5_text", "max_position_embeddings": 32768}}],
-         "qwen3 short": ["Qwen3ForCausalLM", {"context": 2048}, None],
-         "hy3": ["HYV3ForCausalLM", {}, None],
-         "hy3 published": ["HYV3ForCausalLM", {}, {"model_type": "hy_v3"}],
-         "mimo": ["MiMoV2FlashForCausalLM", {"tp": 2}, None],
-         "minimax-m2": ["MiniMaxM2ForCausalLM", {}, None],
-         "deepseek-v3": ["DeepseekV3ForCausalLM", {}, None],
-         "gpt-oss": ["GptOssForCausalLM", {"tp": 2}, None],
-         "llama": ["LlamaForCausalLM", {}, None]}
+CASES = {
+    "qwen3.5 defaults": ["Qwen3_5ForConditionalGeneration", {"tp": 2, "context": 262144}, None],
+    "qwen3.5 published": [
+        "Qwen3_5ForConditionalGeneration",
+        {"context": 262144},
+        {"text_config": {"model_type": "qwen3_5_text", "max_position_embeddings": 32768}},
+    ],
+    "qwen3 short": ["Qwen3ForCausalLM", {"context": 2048}, None],
+    "hy3": ["HYV3ForCausalLM", {}, None],
+    "hy3 published": ["HYV3ForCausalLM", {}, {"model_type": "hy_v3"}],
+    "mimo": ["MiMoV2FlashForCausalLM", {"tp": 2}, None],
+    "minimax-m2": ["MiniMaxM2ForCausalLM", {}, None],
+    "deepseek-v3": ["DeepseekV3ForCausalLM", {}, None],
+    "gpt-oss": ["GptOssForCausalLM", {"tp": 2}, None],
+    "llama": ["LlamaForCausalLM", {}, None],
+}
 
 
 @pytest.fixture(scope="module")
 def fitted(cpu_envs) -> dict:
     env = cpu_envs["nightly"]
-    proc = subprocess.run([env.python, "-c", FITTED, str(runner.INTARGET), json.dumps(CASES)], capture_output=True,
-                          text=True, timeout=600, env={"PATH": "/usr/bin:/bin", **env.env})
+    proc = subprocess.run(
+        [env.python, "-c", FITTED, str(runner.INTARGET), json.dumps(CASES)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={"PATH": "/usr/bin:/bin", **env.env},
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -97,10 +107,18 @@ def test_the_generic_tokenizer_has_every_marker_the_parsers_spell_out(fitted):
     assert len(markers) == len(set(markers))
 
 
-@pytest.mark.parametrize("argv, expected", [
-    (["m", "--max-model-len", "262144"], 262144), (["m", "--max-model-len=128k"], 128000),
-    (["m", "--max_model_len", "128K"], 131072), (["m", "--max-model-len", "1M"], 1048576),
-    (["m", "--max-model-len", "auto"], None), (["m", "--max-model-len", "-1"], None), (["m"], None)])
+@pytest.mark.parametrize(
+    "argv, expected",
+    [
+        (["m", "--max-model-len", "262144"], 262144),
+        (["m", "--max-model-len=128k"], 128000),
+        (["m", "--max_model_len", "128K"], 131072),
+        (["m", "--max-model-len", "1M"], 1048576),
+        (["m", "--max-model-len", "auto"], None),
+        (["m", "--max-model-len", "-1"], None),
+        (["m"], None),
+    ],
+)
 def test_context_length_is_read_as_vllm_reads_it(argv, expected):
     assert context_length(argv) == expected
     assert twin_shape(argv).get("context") == expected and twin_shape(argv)["tp"] == 1

@@ -13,13 +13,18 @@ import jinja2
 from runhelp import HERE
 
 sys.path.insert(0, str(HERE.parent.parent / "runner" / "intarget"))
-import twin_build  # noqa: E402
-import twin_processor as sp  # noqa: E402
+import twin_build
+import twin_processor as sp
 
 
 def test_config_ids_name_the_tokens_by_their_keys():
-    cfg = {"image_token_id": 151655, "video_token_index": 151656, "vision_start_token_id": 151652,
-           "text_config": {"bos_token_id": 1, "vocab_size": 151936}, "vision_config": {"patch_size": 16}}
+    cfg = {
+        "image_token_id": 151655,
+        "video_token_index": 151656,
+        "vision_start_token_id": 151652,
+        "text_config": {"bos_token_id": 1, "vocab_size": 151936},
+        "vision_config": {"patch_size": 16},
+    }
     ids = sp.config_ids(cfg)
     assert ids["image_token"] == 151655 and ids["video_token"] == 151656 and ids["vision_start_token"] == 151652
     assert sp.named_id("<|vision_start|>", ids) == 151652 and sp.named_id("<|image_pad|>", ids) is None
@@ -39,9 +44,19 @@ def test_placeholder_tokens_take_the_padded_slots_at_the_configs_ids(tmp_path):
 
 def test_the_chat_template_renders_media_parts_as_vllms_placeholder():
     template = sp.with_media(twin_build.CHATML, {"image": "<|vision_start|><|image_pad|><|vision_end|>"})
-    text = jinja2.Template(template).render(messages=[{"role": "user", "content": [
-        {"type": "image"}, {"type": "image_url", "image_url": {"url": "x"}}, {"type": "text", "text": "what?"}]}],
-        add_generation_prompt=True)
+    text = jinja2.Template(template).render(
+        messages=[
+            {
+                "role": "user",
+                "content": [
+                    {"type": "image"},
+                    {"type": "image_url", "image_url": {"url": "x"}},
+                    {"type": "text", "text": "what?"},
+                ],
+            }
+        ],
+        add_generation_prompt=True,
+    )
     assert text.count("<|vision_start|><|image_pad|><|vision_end|>") == 2 and "what?" in text
 
 

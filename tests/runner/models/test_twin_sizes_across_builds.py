@@ -12,10 +12,16 @@ import subprocess
 from driftmatrix import runner
 
 # architectures both transformers releases know, with the split a documented command asks for
-CASES = {"Qwen3MoeForCausalLM": {"tp": 4, "ep": 4}, "DeepseekV3ForCausalLM": {"tp": 8},
-         "MixtralForCausalLM": {"tp": 2, "pp": 2}, "Ernie4_5_MoeForCausalLM": {"tp": 2},
-         "GptOssForCausalLM": {"tp": 8, "ep": 8}, "Glm4MoeForCausalLM": {"tp": 8, "pp": 2},
-         "Qwen2_5_VLForConditionalGeneration": {"tp": 2}, "Phi3ForCausalLM": {}}
+CASES = {
+    "Qwen3MoeForCausalLM": {"tp": 4, "ep": 4},
+    "DeepseekV3ForCausalLM": {"tp": 8},
+    "MixtralForCausalLM": {"tp": 2, "pp": 2},
+    "Ernie4_5_MoeForCausalLM": {"tp": 2},
+    "GptOssForCausalLM": {"tp": 8, "ep": 8},
+    "Glm4MoeForCausalLM": {"tp": 8, "pp": 2},
+    "Qwen2_5_VLForConditionalGeneration": {"tp": 2},
+    "Phi3ForCausalLM": {},
+}
 
 SIZES = """
 import json, sys
@@ -40,8 +46,13 @@ print(json.dumps(out))
 
 
 def sizes(env) -> dict:
-    proc = subprocess.run([env.python, "-c", SIZES, str(runner.INTARGET), json.dumps(CASES)], capture_output=True,
-                          text=True, timeout=600, env={"PATH": "/usr/bin:/bin", **env.env})
+    proc = subprocess.run(
+        [env.python, "-c", SIZES, str(runner.INTARGET), json.dumps(CASES)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={"PATH": "/usr/bin:/bin", **env.env},
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
 

@@ -19,12 +19,28 @@ REPO = HERE.parent.parent
 # The shape of meta-llama/Llama-3.1-8B-Instruct's published config.json (the input a twin
 # is made from when the hub or a local copy provides it).
 LLAMA31 = {
-    "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336,
-    "num_attention_heads": 32, "num_hidden_layers": 32, "num_key_value_heads": 8, "vocab_size": 128256,
-    "max_position_embeddings": 131072, "rms_norm_eps": 1e-05, "tie_word_embeddings": False,
-    "rope_theta": 500000.0, "rope_scaling": {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
-                                             "original_max_position_embeddings": 8192, "rope_type": "llama3"},
-    "bos_token_id": 128000, "eos_token_id": [128001, 128008, 128009], "torch_dtype": "bfloat16",
+    "architectures": ["LlamaForCausalLM"],
+    "model_type": "llama",
+    "hidden_size": 4096,
+    "intermediate_size": 14336,
+    "num_attention_heads": 32,
+    "num_hidden_layers": 32,
+    "num_key_value_heads": 8,
+    "vocab_size": 128256,
+    "max_position_embeddings": 131072,
+    "rms_norm_eps": 1e-05,
+    "tie_word_embeddings": False,
+    "rope_theta": 500000.0,
+    "rope_scaling": {
+        "factor": 8.0,
+        "low_freq_factor": 1.0,
+        "high_freq_factor": 4.0,
+        "original_max_position_embeddings": 8192,
+        "rope_type": "llama3",
+    },
+    "bos_token_id": 128000,
+    "eos_token_id": [128001, 128008, 128009],
+    "torch_dtype": "bfloat16",
 }
 
 
@@ -34,9 +50,23 @@ def sha(path):
 
 def test_cli_twin_from_transformers_defaults_is_deterministic(cpu_envs, tmp_path):
     for name in ("a", "b"):
-        proc = subprocess.run([sys.executable, "-m", "driftmatrix.cli", "standin", "Qwen/Qwen3-0.6B",
-                               "-o", str(tmp_path / name), "--target", "nightly", "--cache-dir", str(CACHE)],
-                              capture_output=True, text=True)
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "driftmatrix.cli",
+                "standin",
+                "Qwen/Qwen3-0.6B",
+                "-o",
+                str(tmp_path / name),
+                "--target",
+                "nightly",
+                "--cache-dir",
+                str(CACHE),
+            ],
+            capture_output=True,
+            text=True,
+        )
         assert proc.returncode == 0, proc.stderr
     record = json.loads(proc.stdout)
     assert record["family"] == "qwen3" and record["config_source"].startswith("transformers Qwen3Config() defaults")
@@ -72,14 +102,22 @@ def test_draft_twin_shares_the_tokenizer(cpu_envs, tmp_path):
 
 
 def test_a_model_without_any_configuration_is_refused(cpu_envs, tmp_path, corpus):
-    with pytest.raises(TwinError, match="no configuration for acme/unlisted-7B: .*not in docs/models/supported_models.md"):
-        build("acme/unlisted-7B", cpu_envs["nightly"], tmp_path / "x", cache=CACHE,
-              docs_root=corpus / "vllm-docs" / "0.33.0")
+    with pytest.raises(
+        TwinError, match="no configuration for acme/unlisted-7B: .*not in docs/models/supported_models.md"
+    ):
+        build(
+            "acme/unlisted-7B",
+            cpu_envs["nightly"],
+            tmp_path / "x",
+            cache=CACHE,
+            docs_root=corpus / "vllm-docs" / "0.33.0",
+        )
 
 
 def _safetensors_params(model_dir) -> int:
     """Parameter count from the safetensors headers (no torch in the test env)."""
     import struct
+
     total = 0
     for path in model_dir.glob("*.safetensors"):
         with open(path, "rb") as f:
@@ -98,11 +136,25 @@ def test_full_size_twin_keeps_the_real_sizes(cpu_envs, tmp_path):
     """`--full-size` (the perf tier's twins): the published Qwen3-0.6B sizes, a tokenizer padded
     to the full vocabulary so every id the random weights emit decodes to text."""
     source = json.loads((REPO / "benchmarks" / "gpu" / "configs" / "Qwen3-0.6B" / "config.json").read_text())
-    twin = build("Qwen/Qwen3-0.6B", cpu_envs["nightly"], tmp_path / "full", cache=CACHE,
-                 config_from=str(REPO / "benchmarks" / "gpu" / "configs" / "Qwen3-0.6B"), full_size=True)
+    twin = build(
+        "Qwen/Qwen3-0.6B",
+        cpu_envs["nightly"],
+        tmp_path / "full",
+        cache=CACHE,
+        config_from=str(REPO / "benchmarks" / "gpu" / "configs" / "Qwen3-0.6B"),
+        full_size=True,
+    )
     cfg = json.loads((tmp_path / "full" / "config.json").read_text())
-    for key in ("hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
-                "num_key_value_heads", "head_dim", "vocab_size", "tie_word_embeddings"):
+    for key in (
+        "hidden_size",
+        "intermediate_size",
+        "num_hidden_layers",
+        "num_attention_heads",
+        "num_key_value_heads",
+        "head_dim",
+        "vocab_size",
+        "tie_word_embeddings",
+    ):
         assert cfg[key] == source[key], key
     assert twin.full_size and twin.layers == source["num_hidden_layers"]
     vocab = json.loads((tmp_path / "full" / "tokenizer.json").read_text())["model"]["vocab"]
@@ -116,24 +168,59 @@ def test_full_size_twin_keeps_the_real_sizes(cpu_envs, tmp_path):
 def test_full_size_gemma4_twin_keeps_the_source_layout(cpu_envs, tmp_path):
     """The Gemma 4 path of `--full-size`: nothing shrunk — all layers of the pattern, head sizes,
     per-layer embeddings, KV sharing and the vision tower as the source config has them."""
-    text = {"model_type": "gemma4_text", "hidden_size": 128, "intermediate_size": 256, "num_hidden_layers": 6,
-            "layer_types": ["sliding_attention", "sliding_attention", "full_attention"] * 2,
-            "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 64, "global_head_dim": 128,
-            "hidden_size_per_layer_input": 32, "vocab_size_per_layer_input": 4096, "vocab_size": 4096,
-            "num_kv_shared_layers": 2, "sliding_window": 512}
-    vision = {"model_type": "gemma4_vision", "hidden_size": 96, "intermediate_size": 192, "num_hidden_layers": 3,
-              "num_attention_heads": 2, "num_key_value_heads": 2, "head_dim": 48}
+    text = {
+        "model_type": "gemma4_text",
+        "hidden_size": 128,
+        "intermediate_size": 256,
+        "num_hidden_layers": 6,
+        "layer_types": ["sliding_attention", "sliding_attention", "full_attention"] * 2,
+        "num_attention_heads": 2,
+        "num_key_value_heads": 1,
+        "head_dim": 64,
+        "global_head_dim": 128,
+        "hidden_size_per_layer_input": 32,
+        "vocab_size_per_layer_input": 4096,
+        "vocab_size": 4096,
+        "num_kv_shared_layers": 2,
+        "sliding_window": 512,
+    }
+    vision = {
+        "model_type": "gemma4_vision",
+        "hidden_size": 96,
+        "intermediate_size": 192,
+        "num_hidden_layers": 3,
+        "num_attention_heads": 2,
+        "num_key_value_heads": 2,
+        "head_dim": 48,
+    }
     (tmp_path / "src").mkdir()
-    (tmp_path / "src" / "config.json").write_text(json.dumps(
-        {"model_type": "gemma4", "architectures": ["Gemma4ForConditionalGeneration"], "text_config": text,
-         "vision_config": vision}))
+    (tmp_path / "src" / "config.json").write_text(
+        json.dumps(
+            {
+                "model_type": "gemma4",
+                "architectures": ["Gemma4ForConditionalGeneration"],
+                "text_config": text,
+                "vision_config": vision,
+            }
+        )
+    )
     env = cpu_envs["stable"]  # transformers 5.8: the layout with global_head_dim
-    twin = build("google/gemma-4-E2B-it", env, tmp_path / "t", cache=CACHE, config_from=str(tmp_path / "src"),
-                 full_size=True)
+    twin = build(
+        "google/gemma-4-E2B-it", env, tmp_path / "t", cache=CACHE, config_from=str(tmp_path / "src"), full_size=True
+    )
     cfg = json.loads((tmp_path / "t" / "config.json").read_text())
     built_text, built_vision = cfg["text_config"], cfg["vision_config"]
-    for key in ("hidden_size", "intermediate_size", "num_hidden_layers", "layer_types", "head_dim",
-                "global_head_dim", "hidden_size_per_layer_input", "num_kv_shared_layers", "vocab_size"):
+    for key in (
+        "hidden_size",
+        "intermediate_size",
+        "num_hidden_layers",
+        "layer_types",
+        "head_dim",
+        "global_head_dim",
+        "hidden_size_per_layer_input",
+        "num_kv_shared_layers",
+        "vocab_size",
+    ):
         assert built_text[key] == text[key], key
     for key in ("hidden_size", "num_hidden_layers", "head_dim"):
         assert built_vision[key] == vision[key], key

@@ -38,57 +38,158 @@ def mla() -> dict:  # DeepSeek's latent attention: q LoRA kept (shrunk); the hea
 
 # architecture -> (sub-config the checks read or None, the keys the twin's config must have)
 FROM_DEFAULTS = {
-    "DeepseekV3ForCausalLM": (None, {"num_hidden_layers": 2, "first_k_dense_replace": 1, **moe("n_routed_experts"),
-                                     "n_group": 1, "topk_group": 1, "n_shared_experts": 1, **mla(),
-                                     "num_nextn_predict_layers": 1, "moe_intermediate_size": 64,
-                                     # DeepseekV3Config() has no routing method; its model's router bias implies it
-                                     "topk_method": "noaux_tc", "scoring_func": "sigmoid"}),
+    "DeepseekV3ForCausalLM": (
+        None,
+        {
+            "num_hidden_layers": 2,
+            "first_k_dense_replace": 1,
+            **moe("n_routed_experts"),
+            "n_group": 1,
+            "topk_group": 1,
+            "n_shared_experts": 1,
+            **mla(),
+            "num_nextn_predict_layers": 1,
+            "moe_intermediate_size": 64,
+            # DeepseekV3Config() has no routing method; its model's router bias implies it
+            "topk_method": "noaux_tc",
+            "scoring_func": "sigmoid",
+        },
+    ),
     "MixtralForCausalLM": (None, {"num_hidden_layers": 2, **moe("num_local_experts"), "num_key_value_heads": 2}),
     # transformers 5.19's Qwen3MoeConfig names the expert count num_local_experts (published: num_experts)
-    "Qwen3MoeForCausalLM": (None, {"num_hidden_layers": 2, **moe("num_local_experts"), "moe_intermediate_size": 64,
-                                   "norm_topk_prob": False, "mlp_only_layers": []}),
-    "Qwen2_5_VLForConditionalGeneration": ("text_config", {"num_hidden_layers": 2, "layer_types": [FULL, FULL],
-                                                           "hidden_size": 128}),
-    "GptOssForCausalLM": (None, {"layer_types": [SLIDING, FULL], "num_hidden_layers": 2, **moe("num_local_experts"),
-                                 "sliding_window": 128, "head_dim": 32}),
-    "Glm4MoeForCausalLM": (None, {"num_hidden_layers": 2, "first_k_dense_replace": 1, **moe("n_routed_experts"),
-                                  "partial_rotary_factor": 0.5}),
+    "Qwen3MoeForCausalLM": (
+        None,
+        {
+            "num_hidden_layers": 2,
+            **moe("num_local_experts"),
+            "moe_intermediate_size": 64,
+            "norm_topk_prob": False,
+            "mlp_only_layers": [],
+        },
+    ),
+    "Qwen2_5_VLForConditionalGeneration": (
+        "text_config",
+        {"num_hidden_layers": 2, "layer_types": [FULL, FULL], "hidden_size": 128},
+    ),
+    "GptOssForCausalLM": (
+        None,
+        {
+            "layer_types": [SLIDING, FULL],
+            "num_hidden_layers": 2,
+            **moe("num_local_experts"),
+            "sliding_window": 128,
+            "head_dim": 32,
+        },
+    ),
+    "Glm4MoeForCausalLM": (
+        None,
+        {"num_hidden_layers": 2, "first_k_dense_replace": 1, **moe("n_routed_experts"), "partial_rotary_factor": 0.5},
+    ),
     "GraniteForCausalLM": (None, {"num_hidden_layers": 2, "hidden_size": 128, "num_attention_heads": 4}),
     "Phi3ForCausalLM": (None, {"num_hidden_layers": 2, "hidden_size": 128, "num_key_value_heads": 4}),
     # hybrids: one period of [linear x3, full]; one layer of each Nemotron-H block kind
-    "Qwen3NextForCausalLM": (None, {"layer_types": [LINEAR] * 3 + [FULL], "num_hidden_layers": 4,
-                                    "linear_num_key_heads": 2, "linear_num_value_heads": 4, **moe("num_experts"),
-                                    "linear_key_head_dim": 128}),  # vLLM's CPU DeltaNet kernel: 128 only
+    "Qwen3NextForCausalLM": (
+        None,
+        {
+            "layer_types": [LINEAR] * 3 + [FULL],
+            "num_hidden_layers": 4,
+            "linear_num_key_heads": 2,
+            "linear_num_value_heads": 4,
+            **moe("num_experts"),
+            "linear_key_head_dim": 128,
+        },
+    ),  # vLLM's CPU DeltaNet kernel: 128 only
     "NemotronHForCausalLM": (None, {"layers_block_type": [LINEAR, "moe", FULL, "mlp"], "mamba_num_heads": 8}),
 }
 
 # Trimmed from the published config.json files (deepseek-ai/DeepSeek-V3, Qwen/Qwen2.5-VL-7B-Instruct).
 DEEPSEEK_V3 = {
-    "architectures": ["DeepseekV3ForCausalLM"], "model_type": "deepseek_v3",
-    "auto_map": {"AutoConfig": "configuration_deepseek.DeepseekV3Config",
-                 "AutoModelForCausalLM": "modeling_deepseek.DeepseekV3ForCausalLM"},
-    "hidden_size": 7168, "intermediate_size": 18432, "moe_intermediate_size": 2048, "num_hidden_layers": 61,
-    "first_k_dense_replace": 3, "moe_layer_freq": 1, "num_attention_heads": 128, "num_key_value_heads": 128,
-    "n_routed_experts": 256, "n_shared_experts": 1, "num_experts_per_tok": 8, "n_group": 8, "topk_group": 4,
-    "topk_method": "noaux_tc", "scoring_func": "sigmoid", "norm_topk_prob": True, "routed_scaling_factor": 2.5,
-    "kv_lora_rank": 512, "q_lora_rank": 1536, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128,
-    "num_nextn_predict_layers": 1, "max_position_embeddings": 163840, "rope_theta": 10000,
-    "rope_scaling": {"beta_fast": 32, "beta_slow": 1, "factor": 40, "mscale": 1.0, "mscale_all_dim": 1.0,
-                     "original_max_position_embeddings": 4096, "type": "yarn"},
-    "quantization_config": {"activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8",
-                            "weight_block_size": [128, 128]},
-    "bos_token_id": 0, "eos_token_id": 1, "tie_word_embeddings": False, "vocab_size": 129280, "torch_dtype": "bfloat16",
+    "architectures": ["DeepseekV3ForCausalLM"],
+    "model_type": "deepseek_v3",
+    "auto_map": {
+        "AutoConfig": "configuration_deepseek.DeepseekV3Config",
+        "AutoModelForCausalLM": "modeling_deepseek.DeepseekV3ForCausalLM",
+    },
+    "hidden_size": 7168,
+    "intermediate_size": 18432,
+    "moe_intermediate_size": 2048,
+    "num_hidden_layers": 61,
+    "first_k_dense_replace": 3,
+    "moe_layer_freq": 1,
+    "num_attention_heads": 128,
+    "num_key_value_heads": 128,
+    "n_routed_experts": 256,
+    "n_shared_experts": 1,
+    "num_experts_per_tok": 8,
+    "n_group": 8,
+    "topk_group": 4,
+    "topk_method": "noaux_tc",
+    "scoring_func": "sigmoid",
+    "norm_topk_prob": True,
+    "routed_scaling_factor": 2.5,
+    "kv_lora_rank": 512,
+    "q_lora_rank": 1536,
+    "qk_nope_head_dim": 128,
+    "qk_rope_head_dim": 64,
+    "v_head_dim": 128,
+    "num_nextn_predict_layers": 1,
+    "max_position_embeddings": 163840,
+    "rope_theta": 10000,
+    "rope_scaling": {
+        "beta_fast": 32,
+        "beta_slow": 1,
+        "factor": 40,
+        "mscale": 1.0,
+        "mscale_all_dim": 1.0,
+        "original_max_position_embeddings": 4096,
+        "type": "yarn",
+    },
+    "quantization_config": {
+        "activation_scheme": "dynamic",
+        "fmt": "e4m3",
+        "quant_method": "fp8",
+        "weight_block_size": [128, 128],
+    },
+    "bos_token_id": 0,
+    "eos_token_id": 1,
+    "tie_word_embeddings": False,
+    "vocab_size": 129280,
+    "torch_dtype": "bfloat16",
 }
 QWEN25_VL = {
-    "architectures": ["Qwen2_5_VLForConditionalGeneration"], "model_type": "qwen2_5_vl",
-    "hidden_size": 3584, "intermediate_size": 18944, "num_attention_heads": 28, "num_hidden_layers": 28,
-    "num_key_value_heads": 4, "max_window_layers": 28, "max_position_embeddings": 128000, "rope_theta": 1000000.0,
-    "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 24]}, "vocab_size": 152064,
-    "bos_token_id": 151643, "eos_token_id": 151645, "vision_start_token_id": 151652, "vision_end_token_id": 151653,
-    "vision_token_id": 151654, "image_token_id": 151655, "video_token_id": 151656, "tie_word_embeddings": False,
-    "vision_config": {"depth": 32, "hidden_size": 1280, "intermediate_size": 3420, "num_heads": 16,
-                      "out_hidden_size": 3584, "patch_size": 14, "spatial_merge_size": 2, "temporal_patch_size": 2,
-                      "window_size": 112, "fullatt_block_indexes": [7, 15, 23, 31], "tokens_per_second": 2},
+    "architectures": ["Qwen2_5_VLForConditionalGeneration"],
+    "model_type": "qwen2_5_vl",
+    "hidden_size": 3584,
+    "intermediate_size": 18944,
+    "num_attention_heads": 28,
+    "num_hidden_layers": 28,
+    "num_key_value_heads": 4,
+    "max_window_layers": 28,
+    "max_position_embeddings": 128000,
+    "rope_theta": 1000000.0,
+    "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 24]},
+    "vocab_size": 152064,
+    "bos_token_id": 151643,
+    "eos_token_id": 151645,
+    "vision_start_token_id": 151652,
+    "vision_end_token_id": 151653,
+    "vision_token_id": 151654,
+    "image_token_id": 151655,
+    "video_token_id": 151656,
+    "tie_word_embeddings": False,
+    "vision_config": {
+        "depth": 32,
+        "hidden_size": 1280,
+        "intermediate_size": 3420,
+        "num_heads": 16,
+        "out_hidden_size": 3584,
+        "patch_size": 14,
+        "spatial_merge_size": 2,
+        "temporal_patch_size": 2,
+        "window_size": 112,
+        "fullatt_block_indexes": [7, 15, 23, 31],
+        "tokens_per_second": 2,
+    },
 }
 PUBLISHED = {"deepseek-v3": DEEPSEEK_V3, "qwen2.5-vl-7b": QWEN25_VL}
 
@@ -96,19 +197,25 @@ PUBLISHED = {"deepseek-v3": DEEPSEEK_V3, "qwen2.5-vl-7b": QWEN25_VL}
 def build(env, out, *args: str) -> tuple[subprocess.CompletedProcess, float]:
     """The builder in the target env, as runner/models/twins.build runs it; (process, seconds)."""
     t0 = time.monotonic()
-    proc = subprocess.run([env.python, str(BUILDER), "--family", "generic", "--out", str(out), *args],
-                          capture_output=True, text=True, timeout=900,
-                          env=without_secrets({**os.environ, **env.env}))
+    proc = subprocess.run(
+        [env.python, str(BUILDER), "--family", "generic", "--out", str(out), *args],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=without_secrets({**os.environ, **env.env}),
+    )
     return proc, time.monotonic() - t0
 
 
 def build_all(env, root, jobs: dict[str, list[str]]) -> dict[str, dict]:
     """{name: builder record + dir + seconds}, built two at a time."""
+
     def one(item):
         name, args = item
         proc, seconds = build(env, root / name, "--model-id", f"test/{name}", *args)
         assert proc.returncode == 0, f"{name}: {proc.stderr[-3000:]}"
         return name, {**json.loads(proc.stdout.strip().splitlines()[-1]), "seconds": round(seconds, 1)}
+
     with ThreadPoolExecutor(2) as pool:
         built = dict(pool.map(one, jobs.items()))
     version = env.info.get("transformers")
@@ -216,7 +323,11 @@ def test_twin_from_a_published_config_keeps_its_architecture_and_pattern(nightly
     # one dense layer, then MoE (source layers 0 and 3); routing and yarn as published
     assert ds["num_hidden_layers"] == 2 and ds["first_k_dense_replace"] == 1 and ds["moe_layer_freq"] == 1
     assert {k: ds[k] for k in ("topk_method", "scoring_func", "routed_scaling_factor", "norm_topk_prob")} == {
-        "topk_method": "noaux_tc", "scoring_func": "sigmoid", "routed_scaling_factor": 2.5, "norm_topk_prob": True}
+        "topk_method": "noaux_tc",
+        "scoring_func": "sigmoid",
+        "routed_scaling_factor": 2.5,
+        "norm_topk_prob": True,
+    }
     assert {k: ds[k] for k in mla()} == mla() and ds["n_routed_experts"] == 4 and ds["n_group"] == 1
     rope = ds.get("rope_parameters") or ds["rope_scaling"]
     assert rope["rope_type"] == "yarn" and rope["factor"] == 40 and ds["max_position_embeddings"] == 163840
@@ -247,7 +358,8 @@ def test_unknown_architecture_is_refused_in_one_line(cpu_envs, tmp_path):
     assert proc.returncode != 0
     assert proc.stderr.strip().splitlines()[-1] == (
         f"AcmeForCausalLM is not in transformers {env.info['transformers']} and vLLM {env.info['version']} "
-        "has no configuration class for it: no twin")
+        "has no configuration class for it: no twin"
+    )
 
 
 def test_layer_patterns_of_published_configs_keep_one_of_each_kind():
@@ -264,20 +376,44 @@ def test_layer_patterns_of_published_configs_keep_one_of_each_kind():
     nemotron = generic.shrink({"num_hidden_layers": len(pattern), "hybrid_override_pattern": pattern}, 2, notes)
     assert nemotron["hybrid_override_pattern"] == "M-*" and nemotron["num_hidden_layers"] == 3
     kinds = (["sliding_attention"] * 5 + ["full_attention"]) * 11
-    gemma = generic.shrink({"text_config": {"num_hidden_layers": 62, "layer_types": kinds[:62], "hidden_size": 5376},
-                            "vision_config": {"hidden_size": 1152, "num_hidden_layers": 27, "image_size": 896}},
-                           2, notes)
+    gemma = generic.shrink(
+        {
+            "text_config": {"num_hidden_layers": 62, "layer_types": kinds[:62], "hidden_size": 5376},
+            "vision_config": {"hidden_size": 1152, "num_hidden_layers": 27, "image_size": 896},
+        },
+        2,
+        notes,
+    )
     assert gemma["text_config"]["layer_types"] == kinds[:6] and gemma["text_config"]["num_hidden_layers"] == 6
     assert gemma["vision_config"] == {"hidden_size": 64, "num_hidden_layers": 2, "image_size": 896}
     # an MoE block every 2nd layer, layers 0 and 23 dense: source layers 0, 1, 2 and 23 are kept
-    moe_cfg = generic.shrink({"num_hidden_layers": 24, "decoder_sparse_step": 2, "mlp_only_layers": [0, 23],
-                              "num_experts": 60, "num_experts_per_tok": 4}, 2, notes)
+    moe_cfg = generic.shrink(
+        {
+            "num_hidden_layers": 24,
+            "decoder_sparse_step": 2,
+            "mlp_only_layers": [0, 23],
+            "num_experts": 60,
+            "num_experts_per_tok": 4,
+        },
+        2,
+        notes,
+    )
     assert {k: moe_cfg[k] for k in ("num_hidden_layers", "mlp_only_layers", "decoder_sparse_step")} == {
-        "num_hidden_layers": 4, "mlp_only_layers": [0, 3], "decoder_sparse_step": 2}
+        "num_hidden_layers": 4,
+        "mlp_only_layers": [0, 3],
+        "decoder_sparse_step": 2,
+    }
     assert not [n for n in notes if "could not be kept" in n]
-    phi = generic.shrink({"num_hidden_layers": 32, "hidden_size": 3072, "num_attention_heads": 32,
-                          "rope_scaling": {"type": "longrope", "short_factor": [1.0] * 48, "long_factor": [2.0] * 48}},
-                         2, notes)
+    phi = generic.shrink(
+        {
+            "num_hidden_layers": 32,
+            "hidden_size": 3072,
+            "num_attention_heads": 32,
+            "rope_scaling": {"type": "longrope", "short_factor": [1.0] * 48, "long_factor": [2.0] * 48},
+        },
+        2,
+        notes,
+    )
     assert len(phi["rope_scaling"]["long_factor"]) == 16  # one per rotary pair of a 32-wide head
 
 
@@ -319,14 +455,27 @@ def test_twins_split_by_the_command_tensor_parallel_size(cpu_envs, tmp_path):
     size divides (generic and family builders), so the config tier judges the command itself."""
 
     snippets, ids = catalog_of(docs_tree(tmp_path / "docs", TP_DOC))
-    run_cli(str(snippets), "--stand-ins", "--tier", "config", "--target", "nightly", "--jobs", "1",
-            "-o", str(tmp_path / "o.jsonl"), cwd=tmp_path)
+    run_cli(
+        str(snippets),
+        "--stand-ins",
+        "--tier",
+        "config",
+        "--target",
+        "nightly",
+        "--jobs",
+        "1",
+        "-o",
+        str(tmp_path / "o.jsonl"),
+        cwd=tmp_path,
+    )
     got = {o.snippet_id: o for o in outcomes(tmp_path / "o.jsonl")}
     for name in ("r1-on-eight-gpus", "qwen3-on-eight-gpus"):
         o = got[ids[name][0]]
         assert (o.verdict, o.stage) == ("PASS", "config"), o.reason
         assert o.evidence.effective_config["tensor_parallel_size"] == 8
-        assert any("num_attention_heads 4 -> 8: divisible by the command's tensor parallel size 8" in n
-                   for n in o.evidence.notes), o.evidence.notes
+        assert any(
+            "num_attention_heads 4 -> 8: divisible by the command's tensor parallel size 8" in n
+            for n in o.evidence.notes
+        ), o.evidence.notes
         twin = o.evidence.twins[0]
         assert twin.resolved_architecture == twin.published_architecture and twin.counts is True

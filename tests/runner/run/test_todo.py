@@ -13,8 +13,12 @@ SITE = HERE.parent / "fixtures" / "site"
 
 
 def plan(*args) -> dict:
-    out = subprocess.run([sys.executable, "-m", "driftmatrix.cli", "plan", str(SITE / "snippets.json"), *args],
-                         capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "driftmatrix.cli", "plan", str(SITE / "snippets.json"), *args],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return json.loads(out.stdout)
 
 
@@ -30,8 +34,11 @@ def test_a_deeper_tier_or_one_target_is_still_to_do():
     deeper = plan("--tier", "start", "--shards", "2", "--previous", str(SITE / "outcomes-cpu-parse.jsonl"))
     assert deeper["jobs"] > 0 and deeper["shards"]
     config = plan("--tier", "config", "--previous", str(SITE / "outcomes-cpu-config.jsonl"), "--target", "stable")
-    done = {json.loads(ln)["snippet_id"] for ln in (SITE / "outcomes-cpu-config.jsonl").read_text().splitlines()
-            if ln.strip() and json.loads(ln)["target"]["name"] == "stable" and json.loads(ln)["verdict"] != "ERROR"}
+    done = {
+        json.loads(ln)["snippet_id"]
+        for ln in (SITE / "outcomes-cpu-config.jsonl").read_text().splitlines()
+        if ln.strip() and json.loads(ln)["target"]["name"] == "stable" and json.loads(ln)["verdict"] != "ERROR"
+    }
     assert config["reused"] == len(done) and set(config["by_target"]) == {"stable"}
 
 
@@ -45,8 +52,11 @@ def test_merge_keeps_one_record_per_job(tmp_path):
     later["started"] = "2099-01-01T00:00:00Z"
     shard.write_text(parse.read_text() + json.dumps(later) + "\n")
     merged = tmp_path / "merged.jsonl"
-    subprocess.run([sys.executable, "-m", "driftmatrix.cli", "merge", str(parse), str(shard), "-o", str(merged)],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "driftmatrix.cli", "merge", str(parse), str(shard), "-o", str(merged)],
+        check=True,
+        capture_output=True,
+    )
     out = [json.loads(ln) for ln in merged.read_text().splitlines()]
     assert len(out) == len(lines)
     assert any(o["started"] == "2099-01-01T00:00:00Z" for o in out)

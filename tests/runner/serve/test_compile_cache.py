@@ -65,9 +65,12 @@ def test_a_gpu_run_makes_no_warm_up(tmp_path):
     assert sandbox.active(), sandbox.describe()  # where there is no sandbox there is no warm-up anyway
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "venv")], check=True)
     python = str(tmp_path / "venv" / "bin" / "python")
-    target = TargetEnv(Target("gpu", python=python), python, [python, "-m", "vllm.entrypoints.cli.main"],
-                       info={"version": "0.21.0"})
+    target = TargetEnv(
+        Target("gpu", python=python), python, [python, "-m", "vllm.entrypoints.cli.main"], info={"version": "0.21.0"}
+    )
     ctx = RunContext(ModelResolver({}), tmp_path / "work", gpus=1, devices=[0], cache_dir=tmp_path / "cache")
     assert compile_cache.warm(target, ctx) is None
-    assert not (tmp_path / "cache").exists() and str(compile_cache.folder(target, ctx.cache_dir)) \
-        not in compile_cache._failed
+    assert (
+        not (tmp_path / "cache").exists()
+        and str(compile_cache.folder(target, ctx.cache_dir)) not in compile_cache._failed
+    )

@@ -40,8 +40,19 @@ vllm serve stepfun-ai/Step-3.5-Flash --tensor-parallel-size 2 --max-model-len 51
 def ran(cpu_envs, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("ranks")
     snippets, ids = catalog_of(docs_tree(tmp / "docs", DOC))
-    run_cli(str(snippets), "--stand-ins", "--tier", "probe", "--target", "nightly", "--jobs", "1",
-            "-o", str(tmp / "o.jsonl"), cwd=tmp)
+    run_cli(
+        str(snippets),
+        "--stand-ins",
+        "--tier",
+        "probe",
+        "--target",
+        "nightly",
+        "--jobs",
+        "1",
+        "-o",
+        str(tmp / "o.jsonl"),
+        cwd=tmp,
+    )
     got = {o.snippet_id: o for o in outcomes(tmp / "o.jsonl")}
     return {name: got[sids[0]] for name, sids in ids.items() if sids and sids[0] in got}
 
@@ -51,8 +62,9 @@ def test_tensor_and_pipeline_parallel_run_as_cpu_ranks_through_the_probes(ran):
         o = ran[name]
         assert o.verdict in ("PASS", "WARN") and o.stage == "probe", o.reason
         if count == 4:  # vLLM's own words about pipeline parallelism, the only warning
-            assert o.verdict == "PASS" or all("pipeline parallel" in w.message for w in o.evidence.warnings
-                                              if w.feature), o.evidence.warnings
+            assert o.verdict == "PASS" or all(
+                "pipeline parallel" in w.message for w in o.evidence.warnings if w.feature
+            ), o.evidence.warnings
         r = o.evidence.server.ranks
         assert (r.count, r.device, r.tensor) == (count, "cpu", 2)
         if len(binding.split("|")) == count and o.host.get("cpus") == 2:  # cores as this machine has them
@@ -72,8 +84,10 @@ def test_data_and_expert_parallel_stops_where_vllms_cpu_build_does(ran):
     assert (dep.evidence.server.ranks.count, dep.evidence.server.ranks.expert) == (2, 2)
     assert dep.evidence.signature.id == "cpu-communicator-all-gatherv"
     loc = dep.evidence.exception.location
-    assert (loc.file, loc.function) == ("vllm/distributed/device_communicators/base_device_communicator.py",
-                                        "all_gatherv")
+    assert (loc.file, loc.function) == (
+        "vllm/distributed/device_communicators/base_device_communicator.py",
+        "all_gatherv",
+    )
     assert not any("n_routed_experts" in n for n in dep.evidence.notes)  # the twin's 4 experts already split by 2
 
 

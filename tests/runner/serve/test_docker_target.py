@@ -28,10 +28,10 @@ from pathlib import Path
 import pytest
 
 from driftmatrix import runner
+from driftmatrix.runner.isolation.unix_relay import UnixRelay
 from driftmatrix.runner.serve import docker_target
 from driftmatrix.runner.serve.docker_target import ContainerLimits
 from driftmatrix.runner.serve.server import free_port
-from driftmatrix.runner.isolation.unix_relay import UnixRelay
 
 IMAGE = "vllm/vllm-openai:v0.20.1"
 CANARY = "hf_canary_never_in_a_container"
@@ -40,6 +40,7 @@ needs_docker_cli = pytest.mark.skipif(shutil.which("docker") is None, reason="no
 
 
 # --- a fake Engine API ----------------------------------------------------------------------------
+
 
 class _Engine(http.server.BaseHTTPRequestHandler):
     """Answers the ping (so the CLI settles on API 1.45), records everything, creates nothing."""
@@ -136,8 +137,10 @@ def violations(body: dict, model_dirs: list[str], limits: ContainerLimits) -> li
         "HOME in /tmp": "HOME=/tmp" in env,
         "no host variable": not any(CANARY in e for e in env) and not any(e.startswith("HF_TOKEN") for e in env),
         "models read-only": all(f"{d}:{d}:ro" in binds for d in model_dirs),
-        "no other writable mount": all(b.endswith(":ro") or b.endswith(f":{docker_target.RELAY_MOUNT}:rw")
-                                       for b in binds) and not hc.get("Mounts"),
+        "no other writable mount": all(
+            b.endswith(":ro") or b.endswith(f":{docker_target.RELAY_MOUNT}:rw") for b in binds
+        )
+        and not hc.get("Mounts"),
     }
     return [name for name, ok in checks.items() if not ok]
 
@@ -145,42 +148,85 @@ def violations(body: dict, model_dirs: list[str], limits: ContainerLimits) -> li
 def _old_server_argv(gpu_ids: list[int]) -> list[str]:
     """The docker target's server argv before issue 30 (item 5), verbatim in behaviour."""
     gpus = ["--gpus", f'"device={",".join(map(str, gpu_ids))}"']
-    return ["docker", "run", "--rm", "--init", "--name", "dm-old", "--network", "host", "--ipc", "host", *gpus,
-            "-e", "HF_HOME=/h", "-v", "/m/target:/m/target:ro", IMAGE, "/m/target", "--port", "9"]
+    return [
+        "docker",
+        "run",
+        "--rm",
+        "--init",
+        "--name",
+        "dm-old",
+        "--network",
+        "host",
+        "--ipc",
+        "host",
+        *gpus,
+        "-e",
+        "HF_HOME=/h",
+        "-v",
+        "/m/target:/m/target:ro",
+        IMAGE,
+        "/m/target",
+        "--port",
+        "9",
+    ]
 
 
 # --- the create body --------------------------------------------------------------------------------
+
 
 @needs_docker_cli
 def test_server_container_is_contained(engine, tmp_path):
     create_body, records = engine
     relay_dir = tmp_path / "relay"
-    argv = docker_target.server_command(IMAGE, "dm-x", ["/m/target", "--host", "127.0.0.1", "--port", "9"],
-                                        {"HF_HOME": "/h", "VLLM_USE_DEEP_GEMM": "1", "HF_TOKEN": CANARY,
-                                         "HF_HUB_OFFLINE": "0", "VLLM_CACHE_ROOT": "/host/cache"},
-                                        ["/m/target", "/m/draft"], [2, 3], relay_dir=relay_dir, port=9)
+    argv = docker_target.server_command(
+        IMAGE,
+        "dm-x",
+        ["/m/target", "--host", "127.0.0.1", "--port", "9"],
+        {
+            "HF_HOME": "/h",
+            "VLLM_USE_DEEP_GEMM": "1",
+            "HF_TOKEN": CANARY,
+            "HF_HUB_OFFLINE": "0",
+            "VLLM_CACHE_ROOT": "/host/cache",
+        },
+        ["/m/target", "/m/draft"],
+        [2, 3],
+        relay_dir=relay_dir,
+        port=9,
+    )
     body = create_body(argv)
     assert violations(body, ["/m/target", "/m/draft"], docker_target.DEFAULT_LIMITS) == []
     hc, env = body["HostConfig"], body["Env"]
     assert f"{relay_dir.resolve()}:{docker_target.RELAY_MOUNT}:rw" in hc["Binds"]
-    assert hc["DeviceRequests"] == [{"Driver": "", "Count": 0, "DeviceIDs": ["2", "3"], "Capabilities": [["gpu"]],
-                                     "Options": {}}]
+    assert hc["DeviceRequests"] == [
+        {"Driver": "", "Count": 0, "DeviceIDs": ["2", "3"], "Capabilities": [["gpu"]], "Options": {}}
+    ]
     assert hc["Init"] is True and hc["AutoRemove"] is True
     assert "/tmp" in hc["Tmpfs"] and "exec" in hc["Tmpfs"]["/tmp"].split(",")  # compiled kernels load from it
     # ours over the caller's: host paths mean nothing inside; offline is not the caller's to undo
     assert "VLLM_CACHE_ROOT=/tmp/vllm-cache" in env and "HF_HOME=/tmp/hf" in env and "HF_HUB_OFFLINE=0" not in env
     assert "VLLM_USE_DEEP_GEMM=1" in env
     assert body["Entrypoint"] == ["python3"] and body["Image"] == IMAGE
-    assert body["Cmd"] == [f"{docker_target.INNER}/container_relay.py", f"{docker_target.RELAY_MOUNT}/s", "9", "--",
-                           "vllm", "serve", "/m/target", "--host", "127.0.0.1", "--port", "9"]
+    assert body["Cmd"] == [
+        f"{docker_target.INNER}/container_relay.py",
+        f"{docker_target.RELAY_MOUNT}/s",
+        "9",
+        "--",
+        "vllm",
+        "serve",
+        "/m/target",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "9",
+    ]
     assert any(r["path"].endswith("/containers/create?name=dm-x") for r in records)
 
 
 @needs_docker_cli
 def test_helper_container_is_contained_with_the_given_limits(engine):
     create_body, _ = engine
-    limits = ContainerLimits(memory_bytes=3 << 30, pids=321, file_bytes=5 << 20, tmp_bytes=7 << 20,
-                             shm_bytes=11 << 20)
+    limits = ContainerLimits(memory_bytes=3 << 30, pids=321, file_bytes=5 << 20, tmp_bytes=7 << 20, shm_bytes=11 << 20)
     argv = docker_target.helper_command(IMAGE, ["/m/target", "/cache/hub"], {"HF_TOKEN": "", "DM_X": "1"}, limits)
     body = create_body(argv)
     assert violations(body, ["/m/target", "/cache/hub"], limits) == []
@@ -190,10 +236,13 @@ def test_helper_container_is_contained_with_the_given_limits(engine):
 
 
 @needs_docker_cli
-@pytest.mark.parametrize("gpu_ids, request_", [
-    ([0], {"Count": 0, "DeviceIDs": ["0"]}),
-    ([], {"Count": -1, "DeviceIDs": None}),
-])
+@pytest.mark.parametrize(
+    "gpu_ids, request_",
+    [
+        ([0], {"Count": 0, "DeviceIDs": ["0"]}),
+        ([], {"Count": -1, "DeviceIDs": None}),
+    ],
+)
 def test_gpus_as_the_cli_reads_them(engine, tmp_path, gpu_ids, request_):
     create_body, _ = engine
     argv = docker_target.server_command(IMAGE, "dm-g", ["/m"], {}, ["/m"], gpu_ids, relay_dir=tmp_path, port=9)
@@ -214,8 +263,17 @@ def test_gpus_without_the_csv_quotes_would_ask_for_another_device(engine):
 def test_the_old_argv_breaks_the_promises(engine):
     create_body, _ = engine
     broken = violations(create_body(_old_server_argv([2, 3])), ["/m/target"], docker_target.DEFAULT_LIMITS)
-    assert {"network none", "private IPC", "all capabilities dropped", "no new privileges", "read-only root",
-            "non-root user", "pids limit", "memory limit, no swap", "offline"} <= set(broken)
+    assert {
+        "network none",
+        "private IPC",
+        "all capabilities dropped",
+        "no new privileges",
+        "read-only root",
+        "non-root user",
+        "pids limit",
+        "memory limit, no swap",
+        "offline",
+    } <= set(broken)
 
 
 def test_env_is_only_the_callers_and_ours():
@@ -228,6 +286,7 @@ def test_env_is_only_the_callers_and_ours():
 
 
 # --- our side of the relay ----------------------------------------------------------------------
+
 
 def _listening(path: Path) -> socket.socket:
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -247,7 +306,7 @@ def _tcp_roundtrip(port: int, data: bytes = b"ping") -> bytes:
             client.shutdown(socket.SHUT_WR)
             while chunk := client.recv(65536):
                 chunks.append(chunk)
-        except socket.timeout:
+        except TimeoutError:
             raise  # an answer that never comes is a failure, not a closed connection
         except OSError:
             pass
@@ -311,6 +370,7 @@ def test_relay_carries_a_real_socket(relay):
 
 
 # --- the container's side, run with this machine's python -------------------------------------------
+
 
 class _Health(http.server.BaseHTTPRequestHandler):
     def log_message(self, *args):

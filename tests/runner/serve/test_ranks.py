@@ -46,16 +46,26 @@ def test_a_twin_fits_every_split_its_command_asks_for():
     """One rule for every family: heads divide by TP (KV heads divide it or by it), a layer per PP
     stage with the kept layer pattern repeated, experts divide by EP; top-k never above the experts."""
     notes: list[str] = []
-    cfg = {"num_attention_heads": 4, "num_key_value_heads": 2, "hidden_size": 128, "head_dim": 32,
-           "num_hidden_layers": 2, "layer_types": ["sliding_attention", "full_attention"], "mlp_only_layers": [0],
-           "n_routed_experts": 4, "num_experts_per_tok": 2}
+    cfg = {
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "hidden_size": 128,
+        "head_dim": 32,
+        "num_hidden_layers": 2,
+        "layer_types": ["sliding_attention", "full_attention"],
+        "mlp_only_layers": [0],
+        "n_routed_experts": 4,
+        "num_experts_per_tok": 2,
+    }
     split.fit_parallel(cfg, {"tp": 8, "pp": 4, "ep": 8}, notes)
     assert cfg["num_attention_heads"] == 8 and cfg["num_key_value_heads"] == 2  # 8 % 2 == 0: replicated
     assert cfg["layer_types"] == ["sliding_attention", "full_attention"] * 2 and cfg["num_hidden_layers"] == 4
     assert cfg["mlp_only_layers"] == [0, 2] and cfg["n_routed_experts"] == 8 and cfg["num_experts_per_tok"] == 2
-    assert notes == ["num_attention_heads 4 -> 8: divisible by the command's tensor parallel size 8",
-                     "num_hidden_layers 2 -> 4: a layer per stage of the command's pipeline parallel size 4",
-                     "n_routed_experts 4 -> 8: enough for the command's expert parallel size 8"]
+    assert notes == [
+        "num_attention_heads 4 -> 8: divisible by the command's tensor parallel size 8",
+        "num_hidden_layers 2 -> 4: a layer per stage of the command's pipeline parallel size 4",
+        "n_routed_experts 4 -> 8: enough for the command's expert parallel size 8",
+    ]
     tp_only: list[str] = []
     moe = {"num_attention_heads": 4, "num_key_value_heads": 2, "hidden_size": 128, "moe_num_experts": 4}
     split.fit_parallel(moe, {"tp": 8}, tp_only)  # vLLM's older MoE blocks refuse fewer experts than TP ranks
@@ -66,12 +76,21 @@ def test_a_twin_fits_every_split_its_command_asks_for():
     assert three == {"num_attention_heads": 6, "num_key_value_heads": 3, "hidden_size": 192}  # head width kept
 
 
-@pytest.mark.parametrize("source", [
-    {"model_type": "ernie4_5_moe", "moe_num_experts": 64, "moe_k": 6},  # the H200 run's false FAIL: 6 of 4
-    {"model_type": "x", "num_local_experts": 8, "num_experts_per_tok": 8},
-    {"model_type": "step3p5", "moe_num_experts": 288, "moe_top_k": 8, "num_attention_groups": 8,
-     "num_attention_heads": 64, "share_expert_dim": 1280},
-])
+@pytest.mark.parametrize(
+    "source",
+    [
+        {"model_type": "ernie4_5_moe", "moe_num_experts": 64, "moe_k": 6},  # the H200 run's false FAIL: 6 of 4
+        {"model_type": "x", "num_local_experts": 8, "num_experts_per_tok": 8},
+        {
+            "model_type": "step3p5",
+            "moe_num_experts": 288,
+            "moe_top_k": 8,
+            "num_attention_groups": 8,
+            "num_attention_heads": 64,
+            "share_expert_dim": 1280,
+        },
+    ],
+)
 def test_top_k_never_above_the_experts_and_groups_divide_heads(source):
     cfg, _, _ = generic.twin_config({**source, "hidden_size": 4096, "num_hidden_layers": 4}, 2)
     experts = next(cfg[k] for k in generic.EXPERTS if k in cfg)

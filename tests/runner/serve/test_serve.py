@@ -93,11 +93,11 @@ def test_start_failure_carries_the_root_cause_from_the_server_log(served):
     assert o.evidence.server.state == "exited" and o.evidence.server.left_processes == 0
 
 
-def test_a_second_run_over_the_same_inputs_starts_no_server(served, docs, targets_toml, tiny_models,
-                                                               no_leftovers):
+def test_a_second_run_over_the_same_inputs_starts_no_server(served, docs, targets_toml, tiny_models, no_leftovers):
     """The scheduled workflow's incremental step: the same snippets, targets and tier against
     the outcomes file of the first run — every job is reused and no `vllm serve` starts."""
     from runhelp import run_cli
+
     items, ids, work, _ = served
     snippets, _ = docs
     logs = work / "driftmatrix-work" / "logs"
@@ -105,8 +105,20 @@ def test_a_second_run_over_the_same_inputs_starts_no_server(served, docs, target
     lines_before = (work / "outcomes.jsonl").read_text().count("\n")
     tools, ngram = ids["tools"][0], ids["n-gram-speculative-decoding"][0]
     lora = ids["a-lora-adapter-that-is-not-there"][0]
-    again = run_cli(str(snippets), "--targets", str(targets_toml), "--target", "nightly",
-                    "--only", tools, ngram, lora, "-o", str(work / "outcomes.jsonl"), cwd=work)
+    again = run_cli(
+        str(snippets),
+        "--targets",
+        str(targets_toml),
+        "--target",
+        "nightly",
+        "--only",
+        tools,
+        ngram,
+        lora,
+        "-o",
+        str(work / "outcomes.jsonl"),
+        cwd=work,
+    )
     assert "3 job(s) already in" in again.stderr
     after = sorted(p.name for p in logs.rglob("*") if p.is_file()) if logs.exists() else []
     assert after == before  # no server log: no server
@@ -116,8 +128,11 @@ def test_a_second_run_over_the_same_inputs_starts_no_server(served, docs, target
 
 # --- the server logs (runner/diagnosis/logscan.py on what the servers above wrote) ---
 
+
 def real_logs(work):
-    return {p.name: p.read_text(errors="replace").splitlines() for p in (work / "driftmatrix-work" / "logs").glob("*.log")}
+    return {
+        p.name: p.read_text(errors="replace").splitlines() for p in (work / "driftmatrix-work" / "logs").glob("*.log")
+    }
 
 
 def test_warnings_engine_config_and_no_tracebacks_before_ready(served):
@@ -170,6 +185,7 @@ def test_chained_traceback_from_logger_exception_lines(served):
 # --- the perf tier (CPU figures say nothing about GPU speed: what is checked is that the tier
 # measures what it says: every stream decodes max_tokens, the counters are the deltas of these
 # requests, and the target as its own draft has its drafts accepted under greedy decoding) ---
+
 
 def test_perf_tier_with_spec_no_spec_and_self_spec(served):
     items, ids, *_ = served
