@@ -14,6 +14,10 @@ HERE = Path(__file__).resolve().parent
 
 class BuildWithSiteSkeleton(build_py):
     def run(self):
+        if not getattr(self, "editable_mode", False):
+            # build/lib outlives a build: one made before a package moved would put its old copy in the
+            # wheel beside the new one (the six bare stage names, next to driftmatrix/).
+            shutil.rmtree(self.build_lib, ignore_errors=True)
         super().run()
         if getattr(self, "editable_mode", False):
             return
