@@ -233,12 +233,15 @@ def build_parser() -> argparse.ArgumentParser:
     from driftmatrix.flaghistory_cli import add_parser as add_history
     from driftmatrix.gate_head import add_parser as add_gate  # the gate's parser, with its modes
     from driftmatrix.pipeline import add_parser as add_pipeline
+    from driftmatrix.plan_cli import add_plan_parser, add_resolve_parser
     from driftmatrix.publish_cli import add_parsers
-    from driftmatrix.run_cli import add_parsers as add_run
+    from driftmatrix.run_cli import add_parser as add_run
     from driftmatrix.sandbox_cli import add_parser as add_sandbox
     from driftmatrix.state_branch import add_parser as add_state
 
+    add_resolve_parser(sub)
     add_run(sub, str(_cache_dir()))
+    add_plan_parser(sub)
     add_state(sub)
     add_ci(sub)
     add_gate(sub)

@@ -344,12 +344,12 @@ def cmd_gate(args) -> int:
     import sys
 
     from driftmatrix.common.step_summary import write
-    from driftmatrix.runner.isolation import sandbox
+    from driftmatrix.runner.isolation.sandbox import detection
 
     # a docs pull request is code from anyone: its commands run contained or not at all
     if not args.unsandboxed:
-        sandbox.set_mode("required", "driftmatrix gate")
-    if refused := sandbox.required_missing():
+        detection.set_mode("required", "driftmatrix gate")
+    if refused := detection.required_missing():
         print(
             f"driftmatrix gate: refused: {refused}; or run it with --unsandboxed (recorded in the outcomes)",
             file=sys.stderr,

@@ -18,45 +18,45 @@ def add_unsandboxed(parser: argparse.ArgumentParser) -> None:
 
 def apply_unsandboxed(args: argparse.Namespace) -> None:
     if getattr(args, "unsandboxed", False):
-        from driftmatrix.runner.isolation import sandbox
+        from driftmatrix.runner.isolation.sandbox import detection
 
-        sandbox.set_mode("off", "--unsandboxed")
+        detection.set_mode("off", "--unsandboxed")
 
 
 def banner() -> str:
     """One line for the start and end of a run: contained or not, and how to get it."""
-    from driftmatrix.runner.isolation import sandbox
+    from driftmatrix.runner.isolation.sandbox import detection
 
-    if sandbox.active():
-        return f"contained: code from the docs runs in a sandbox ({sandbox.describe()})"
-    chosen, why = sandbox.mode()
+    if detection.active():
+        return f"contained: code from the docs runs in a sandbox ({detection.describe()})"
+    chosen, why = detection.mode()
     if chosen == "required":
         return (
             f"NOT contained, and a sandbox is required ({why}): nothing from the docs runs — no environment "
             "query, stand-in build, option-history query, parse/config helper or server starts as a plain process "
-            f"({sandbox.describe()}); {sandbox.how_to_get()}"
+            f"({detection.describe()}); {detection.how_to_get()}"
         )
-    get = "" if chosen == "off" else f"; {sandbox.how_to_get()}"
+    get = "" if chosen == "off" else f"; {detection.how_to_get()}"
     return (
-        f"NOT contained: code from the docs runs as plain processes ({sandbox.describe()}); "
+        f"NOT contained: code from the docs runs as plain processes ({detection.describe()}); "
         f"`--trust-remote-code` commands are not started{get}"
         if chosen != "off"
-        else f"NOT contained, by request: code from the docs runs as plain processes ({sandbox.describe()})"
+        else f"NOT contained, by request: code from the docs runs as plain processes ({detection.describe()})"
     )
 
 
 def cmd_sandbox(args: argparse.Namespace) -> int:
-    from driftmatrix.runner.isolation import sandbox
+    from driftmatrix.runner.isolation.sandbox import detection
     from driftmatrix.runner.isolation.sandbox.limits import for_kind
 
     print(banner())
-    if sandbox.active():
+    if detection.active():
         print(f"limits per server: {for_kind('server').describe()}")
         print(
             "visible inside: /usr, a few files of /etc, the target's Python, driftmatrix's runner/intarget/, "
             "the job's models; private /tmp and /dev/shm; no /run, no home, no network but loopback"
         )
-    if args.check and not sandbox.active():
+    if args.check and not detection.active():
         return 1
     return 0
 

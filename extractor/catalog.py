@@ -15,7 +15,8 @@ from pathlib import Path
 
 from driftmatrix.extractor import release_files, sites
 from driftmatrix.extractor.bounds import read_head
-from driftmatrix.extractor.corpus import Result, SourceError, Tree, detect, extract_file, files_of, is_page, read_text
+from driftmatrix.extractor.corpus import Result, SourceError, Tree, detect, extract_file, files_of, is_page
+from driftmatrix.extractor.file_text import read_text
 from driftmatrix.extractor.html_source import extract_html
 from driftmatrix.extractor.markdown_sources import card_metadata, card_model_id
 from driftmatrix.extractor.release_files import ReleaseTrees

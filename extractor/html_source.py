@@ -8,7 +8,8 @@ import re
 from pathlib import Path
 
 from driftmatrix.extractor import markdown_sources, written_for
-from driftmatrix.extractor.corpus import Result, read_text, snippet_problems
+from driftmatrix.extractor.corpus import Result, snippet_problems
+from driftmatrix.extractor.file_text import read_text
 from driftmatrix.extractor.snippet_record import CorpusInfo, Diagnostic, WrittenFor
 
 

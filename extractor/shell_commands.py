@@ -2,9 +2,11 @@
 fragments in a piece of shell text (a fenced block, a YAML string, a recipe guide).
 
 The lexer gives words; here they are grouped into simple commands, env prefixes and
-wrapper programs are peeled off (extractor/wrappers.py), and `sh -c '…'` scripts and quoted
-commands (`--serve-cmd 'vllm serve …'`) are searched recursively. Other `vllm` subcommands
-that take a speculative config (`vllm bench throughput …`, `vllm run-batch …`) are found too.
+wrapper programs are peeled off (extractor/wrappers.py), the vLLM command told
+(extractor/vllm_commands.py) or `docker run` read (extractor/docker_run.py), and `sh -c '…'`
+scripts and quoted commands (`--serve-cmd 'vllm serve …'`) are searched recursively. Other `vllm`
+subcommands that take a speculative config (`vllm bench throughput …`, `vllm run-batch …`) are
+found too.
 """
 
 from __future__ import annotations
@@ -12,104 +14,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from driftmatrix.extractor.docker_run import docker_run
 from driftmatrix.extractor.shell_lexer import Operator, Word, lex
 from driftmatrix.extractor.snippet_record import Lint
-from driftmatrix.extractor.wrappers import peel, searches_text, split_at_vllm, texts, vllm_entry
+from driftmatrix.extractor.vllm_commands import VllmStarts, is_fragment, server_args, subcommand_args
+from driftmatrix.extractor.wrappers import peel, searches_text, split_at_vllm, texts
 
-_VLLM_SERVER_IMAGE = re.compile(r"^(docker\.io/)?vllm/vllm-(openai|tpu|omni)")
 _ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
 _PROMPT = re.compile(r"^([ \t]*)\$ (?=\S)", re.M)
-SPEC_FLAGS = ("--speculative-config", "--speculative_config", "-sc")
-
-# `docker run` options that take a value (the rest are booleans); from `docker run --help`.
-_DOCKER_VALUED = {
-    "-a",
-    "--attach",
-    "--add-host",
-    "--annotation",
-    "--blkio-weight",
-    "--cap-add",
-    "--cap-drop",
-    "--cgroup-parent",
-    "--cgroupns",
-    "--cidfile",
-    "--cpu-period",
-    "--cpu-quota",
-    "--cpu-shares",
-    "-c",
-    "--cpus",
-    "--cpuset-cpus",
-    "--cpuset-mems",
-    "--device",
-    "--device-cgroup-rule",
-    "--dns",
-    "--dns-option",
-    "--dns-search",
-    "--domainname",
-    "--entrypoint",
-    "-e",
-    "--env",
-    "--env-file",
-    "--expose",
-    "--gpus",
-    "--group-add",
-    "--health-cmd",
-    "--health-interval",
-    "--health-retries",
-    "--health-start-period",
-    "--health-timeout",
-    "-h",
-    "--hostname",
-    "--ip",
-    "--ip6",
-    "--ipc",
-    "--isolation",
-    "--kernel-memory",
-    "-l",
-    "--label",
-    "--label-file",
-    "--link",
-    "--log-driver",
-    "--log-opt",
-    "--mac-address",
-    "-m",
-    "--memory",
-    "--memory-reservation",
-    "--memory-swap",
-    "--memory-swappiness",
-    "--mount",
-    "--name",
-    "--network",
-    "--net",
-    "--network-alias",
-    "--oom-score-adj",
-    "--pid",
-    "--pids-limit",
-    "--platform",
-    "-p",
-    "--publish",
-    "--pull",
-    "--restart",
-    "--runtime",
-    "--security-opt",
-    "--shm-size",
-    "--stop-signal",
-    "--stop-timeout",
-    "--storage-opt",
-    "--sysctl",
-    "--tmpfs",
-    "--ulimit",
-    "-u",
-    "--user",
-    "--userns",
-    "--uts",
-    "-v",
-    "--volume",
-    "--volume-driver",
-    "--volumes-from",
-    "-w",
-    "--workdir",
-}
 
 
 @dataclass
@@ -214,120 +126,6 @@ def simple_commands(tokens: list[Word | Operator]) -> list[tuple[list[Word], int
     return commands
 
 
-_API_SERVER = "vllm.entrypoints.openai.api_server"
-
-
-def _server_args(cmd: list[Word]) -> tuple[list[Word], Lint | None] | None:
-    """The arguments after the vLLM server entry point, if `cmd` starts one."""
-    n = vllm_entry(cmd)
-    if n is None or not _serves(cmd, 0, n):
-        return None
-    if n == 3 and cmd[2].text == _API_SERVER:
-        return cmd[3:], Lint(
-            "legacy-entrypoint",
-            "`python -m vllm.entrypoints.openai.api_server` is the legacy entry point; "
-            "`vllm serve` is the documented one",
-        )
-    return cmd[n + 1 :], None
-
-
-def _serves(cmd: list[Word], k: int, n: int) -> bool:
-    """The vLLM CLI named by the `n` words at `cmd[k]` starts the server."""
-    return (n == 3 and cmd[k + 2].text == _API_SERVER) or (k + n < len(cmd) and cmd[k + n].text == "serve")
-
-
-def _subcommand_args(cmd: list[Word]) -> tuple[list[str], list[Word]] | None:
-    """(subcommand words, arguments) for `vllm bench throughput … --speculative-config …` or
-    `vllm run-batch … -sc …`: another vLLM subcommand given a speculative config."""
-    n = vllm_entry(cmd)
-    found = _subcommand_at(cmd, 0, n) if n is not None else None
-    if found is None or not any(_is_spec_flag(w) for w in cmd[found[1] :]):
-        return None
-    return found[0], cmd[found[1] :]
-
-
-def _subcommand_at(cmd: list[Word], k: int, n: int) -> tuple[list[str], int] | None:
-    """(subcommand words, where its arguments start) of the vLLM CLI named by the `n` words at
-    `cmd[k]`, when it names another subcommand than `serve` (whether a speculative config follows
-    is the caller's question)."""
-    if cmd[k + n - 1].text == _API_SERVER or len(cmd) <= k + n:
-        return None
-    sub = [cmd[k + n].text]
-    if sub[0] in ("serve", "--version") or sub[0].startswith("-"):
-        return None
-    if sub[0] == "bench" and len(cmd) > k + n + 1 and not cmd[k + n + 1].text.startswith("-"):
-        sub.append(cmd[k + n + 1].text)
-    return sub, k + n + len(sub)
-
-
-def _is_spec_flag(word: Word) -> bool:
-    return word.text.split("=", 1)[0].split(".", 1)[0] in SPEC_FLAGS
-
-
-def _is_fragment(words: list[Word]) -> bool:
-    """Bare server options shown without a command (`--max-num-seqs 32 --speculative-config '{…}'`):
-    options only, a speculative config among them."""
-    return words[0].text.startswith("-") and any(_is_spec_flag(w) for w in words)
-
-
-class _VllmStarts:
-    """`split_at_vllm`'s question, whether `cmd[k:]` is a vLLM command to read (`_server_args` or
-    `_subcommand_args` of it is not None), in constant time per place: the last speculative-config
-    flag of the command is found once, not searched for in the rest at every `vllm` in it."""
-
-    def __init__(self) -> None:
-        self.last_spec: int | None = None
-
-    def __call__(self, cmd: list[Word], k: int) -> bool:
-        n = vllm_entry(cmd, k)
-        if n is None:
-            return False
-        if _serves(cmd, k, n):
-            return True
-        found = _subcommand_at(cmd, k, n)
-        if found is None:
-            return False
-        if self.last_spec is None:
-            self.last_spec = max((i for i, w in enumerate(cmd) if _is_spec_flag(w)), default=-1)
-        return self.last_spec >= found[1]
-
-
-def _docker(cmd: list[Word]) -> tuple[Word, list[str], list[Word], list[Word], bool] | None:
-    """(image, docker options, env words, server args, whether the words after the image were
-    `vllm serve`) for `docker run … IMAGE args`."""
-    texts = [w.text for w in cmd]
-    if len(texts) < 2 or texts[0] not in ("docker", "podman"):
-        return None
-    i = 2 if texts[1] == "run" else 3 if texts[1:3] == ["container", "run"] else 0
-    if not i:
-        return None
-    options: list[str] = []
-    env: list[Word] = []
-    while i < len(cmd) and texts[i].startswith("-"):
-        opt = texts[i]
-        name = opt.split("=", 1)[0]
-        takes_value = "=" not in opt and name in _DOCKER_VALUED
-        value = cmd[i + 1] if takes_value and i + 1 < len(cmd) else None
-        options.append(opt)
-        if value is not None:
-            options.append(value.text)
-        if name in ("-e", "--env"):
-            if "=" in opt[len(name) :]:
-                env.append(Word(opt.split("=", 1)[1], cmd[i].line, cmd[i].expansions, cmd[i].quoted))
-            elif value is not None and "=" in value.text:
-                env.append(value)
-        i += 2 if value is not None else 1
-    if i >= len(cmd):
-        return None
-    image, args = cmd[i], cmd[i + 1 :]
-    serve = [w.text for w in args[:2]] == ["vllm", "serve"]
-    if serve:
-        args = args[2:]
-    elif not _VLLM_SERVER_IMAGE.match(image.text):
-        return None
-    return image, options, env, args, serve
-
-
 def _env_dict(words: list[Word]) -> dict[str, str]:
     out: dict[str, str] = {}
     for w in words:
@@ -402,7 +200,7 @@ def _invocations(peeled, start: int, end: int, depth: int) -> list[Invocation]:
     """The invocations one simple command is or holds."""
     env_words, rest = peeled.env, peeled.command
     env = _env_dict(env_words)
-    docker = _docker(rest)
+    docker = docker_run(rest)
     if docker is not None:
         return _docker_invocations(docker, peeled, start, end, depth)
     if searches_text(rest):  # `pgrep -f "vllm serve"`: a pattern, not a command (nor a quoted one)
@@ -413,20 +211,20 @@ def _invocations(peeled, start: int, end: int, depth: int) -> list[Invocation]:
             inv.env = env | inv.env
             inv.wrapper = texts(peeled.wrapper) + inv.wrapper
         return inner
-    peeled = split_at_vllm(peeled, _VllmStarts())
+    peeled = split_at_vllm(peeled, VllmStarts())
     env_words, rest, wrapper = peeled.env, peeled.command, texts(peeled.wrapper)
     env = _env_dict(env_words)
-    server = _server_args(rest)
+    server = server_args(rest)
     if server is not None:
         args, lint = server
         inv = Invocation("serve", args, env, env_words, start, end, wrapper=wrapper)
         if lint:
             inv.lints.append(Lint(lint.code, lint.message, start))
         return [inv]
-    sub = _subcommand_args(rest)
+    sub = subcommand_args(rest)
     if sub is not None:
         return [Invocation("subcommand", sub[1], env, env_words, start, end, wrapper=wrapper, subcommand=sub[0])]
-    if _is_fragment(rest):
+    if is_fragment(rest):
         return [Invocation("fragment", rest, env, env_words, start, end)]
     return _quoted_commands(rest, depth) if depth < 3 else []
 

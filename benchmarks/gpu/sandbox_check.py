@@ -12,6 +12,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from driftmatrix.runner.isolation import sandbox
+from driftmatrix.runner.isolation.sandbox import detection
 
 PROBE = r"""
 import json, os, socket, time
@@ -31,7 +32,7 @@ print(json.dumps(seen))
 
 
 def main() -> None:
-    usable, how = sandbox.detect()
+    usable, how = detection.detect()
     report = {"detect": how}
     if usable:
         proc, events = sandbox.run(

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-from driftmatrix.extractor.shell_commands import SPEC_FLAGS
 from driftmatrix.extractor.snippet_record import Snippet
+from driftmatrix.extractor.vllm_commands import SPEC_FLAGS
 
 VARIANTS = ("no-spec", "self-spec")
 FIX = "fix"

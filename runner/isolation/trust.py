@@ -23,7 +23,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 
 from driftmatrix.common.option_tokens import spelled_as, token
-from driftmatrix.runner.isolation import sandbox
+from driftmatrix.runner.isolation.sandbox import detection
 
 
 @dataclass(frozen=True)
@@ -92,16 +92,16 @@ def refusal(argv: list[str], options: Collection[str] | None = None, seen: Colle
     """Why this command's code-running tiers must not run here (no sandbox), or None. `seen`: code
     options the parser found that no token spells (the helper's namespace)."""
     code = sorted({*foreign_code(argv, options), *seen})
-    if not code or sandbox.active():
+    if not code or detection.active():
         return None
-    if sandbox.mode()[0] == "off":  # --unsandboxed or DRIFTMATRIX_SANDBOX=off: plain by request, recorded
+    if detection.mode()[0] == "off":  # --unsandboxed or DRIFTMATRIX_SANDBOX=off: plain by request, recorded
         return None
     why = "; ".join(
         f"{_as_written(argv, flag, options)} {BY_OPTION[flag].why if flag in BY_OPTION else 'loads code'}"
         for flag in code
     )
     return (
-        f"not run without a sandbox: {why}, and {sandbox.describe()}; {sandbox.how_to_get()}, or run with "
+        f"not run without a sandbox: {why}, and {detection.describe()}; {detection.how_to_get()}, or run with "
         "--unsandboxed to check it as plain processes anyway"
     )
 

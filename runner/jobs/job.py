@@ -15,7 +15,9 @@ from pathlib import Path
 from driftmatrix.common.redact import Redactor
 from driftmatrix.extractor.snippet_record import Snippet
 from driftmatrix.runner.builds.envs import TargetEnv
-from driftmatrix.runner.isolation import env_policy, sandbox
+from driftmatrix.runner.isolation import env_policy
+from driftmatrix.runner.isolation.sandbox import detection
+from driftmatrix.runner.isolation.sandbox.launch import Launch
 from driftmatrix.runner.models.resolution import ModelResolver
 from driftmatrix.runner.outcomes.outcome_record import JobKey
 from driftmatrix.runner.serve import compile_cache, docker_target, helper_client
@@ -131,9 +133,7 @@ class RunContext:
         command = docker_target.helper_command(
             target.target.docker, [*self.resolver.model_map.values(), str(hub_folder)], {**self.base_env, **target.env}
         )
-        return Helper(
-            lambda: sandbox.Launch(command, env_policy.docker_cli_env()), log, attempts=attempts, shared=shared
-        )
+        return Helper(lambda: Launch(command, env_policy.docker_cli_env()), log, attempts=attempts, shared=shared)
 
     def close(self, now: bool = False) -> None:
         """Close every helper; `now` (an interrupted run): killed, not left to finish a request."""
@@ -149,8 +149,8 @@ def _host_facts() -> dict:
         "hostname": socket.gethostname(),
         "cpus": os.cpu_count(),
         "platform": platform.platform(),
-        "sandbox": sandbox.describe(),
-        "contained": sandbox.active(),
+        "sandbox": detection.describe(),
+        "contained": detection.active(),
     }
     try:
         out = subprocess.run(

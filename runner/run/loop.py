@@ -24,7 +24,7 @@ from driftmatrix.runner.argv.parallel import ranks_of
 from driftmatrix.runner.argv.tier import deepest_tier
 from driftmatrix.runner.builds.envs import EnvError, TargetEnv, ensure
 from driftmatrix.runner.builds.targets import TargetConfigError, TargetsFile, default_path, gpu_devices, load
-from driftmatrix.runner.isolation import sandbox
+from driftmatrix.runner.isolation.sandbox import detection
 from driftmatrix.runner.jobs.execute import JobRunner
 from driftmatrix.runner.jobs.job import Job, RunContext, host_facts
 from driftmatrix.runner.jobs.target_check import build_of, helpers_start
@@ -145,7 +145,7 @@ def run(opts: RunOptions, console=None) -> int:
         jobs=opts.jobs or default_jobs(gpus) * share,
         declared_device=opts.declared_device,
     )
-    if refused := sandbox.required_missing():  # each job says so too (ERROR): nothing runs plainly
+    if refused := detection.required_missing():  # each job says so too (ERROR): nothing runs plainly
         console.print(f"[red]driftmatrix run: {refused}", soft_wrap=True)
     finished: list[Outcome] = []
     diagnostics: list[TargetDiagnostic] = []

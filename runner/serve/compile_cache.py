@@ -39,7 +39,8 @@ from pathlib import Path
 
 from driftmatrix.runner.builds.envs import TargetEnv
 from driftmatrix.runner.isolation import env_policy, sandbox
-from driftmatrix.runner.isolation.sandbox import output
+from driftmatrix.runner.isolation.sandbox import detection, output
+from driftmatrix.runner.isolation.sandbox.launch import Launch
 from driftmatrix.runner.models import twins
 from driftmatrix.runner.models.twin_cache import folder_bytes
 from driftmatrix.runner.serve.server import Server, free_port
@@ -80,7 +81,7 @@ def existing(target: TargetEnv, cache: Path) -> Path | None:
 def warm(target: TargetEnv, ctx) -> Path | None:
     """The target's warm compile cache (made by the warm-up the first time it is asked for), or None
     where there is none: jobs then start cold (no sandbox, a docker target, a GPU run: see above)."""
-    if target.target.docker or not sandbox.active() or ctx.gpus:
+    if target.target.docker or not detection.active() or ctx.gpus:
         return None
     final = folder(target, ctx.cache_dir)
     with _guard:
@@ -180,7 +181,7 @@ def staging(cache: Path) -> Path:
     return Path(tempfile.mkdtemp(dir=root))
 
 
-def keep(launch: sandbox.Launch, own: Path, cache: Path) -> None:
+def keep(launch: Launch, own: Path, cache: Path) -> None:
     """After the server is gone: the cache its init handed out becomes the command's own, if it holds
     only plain files and folders within the limits; then the oldest caches go past OWN_MAX_BYTES."""
     unpacked = staging(cache)

@@ -21,8 +21,9 @@ from typing import Literal
 from driftmatrix import runner
 from driftmatrix.runner.isolation import sandbox, trust
 from driftmatrix.runner.isolation.env_policy import runner_env, without_secrets
-from driftmatrix.runner.isolation.sandbox import Launch, limits
+from driftmatrix.runner.isolation.sandbox import detection, limits
 from driftmatrix.runner.isolation.sandbox.files import LineReader, ProtocolError, open_new, read_tail
+from driftmatrix.runner.isolation.sandbox.launch import Launch
 from driftmatrix.runner.settings import HELPER_ANSWER_S, HELPER_IMPORT_S
 
 HELPER = runner.INTARGET / "vllm_helper.py"
@@ -274,7 +275,7 @@ def contained(
         script, full["DRIFTMATRIX_DECLARED_DEVICE"] = DECLARED_HELPER, json.dumps(declared)
 
     def launch() -> Launch:
-        if refused := sandbox.required_missing():
+        if refused := detection.required_missing():
             raise HelperError(refused)
         vllm_cache = seed / "vllm-cache" if seed is not None and (seed / "vllm-cache").is_dir() else None
         return sandbox.contain(

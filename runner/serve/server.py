@@ -23,8 +23,8 @@ import httpx
 
 from driftmatrix.runner.argv.edit import without_options
 from driftmatrix.runner.diagnosis.logscan import read_lines
-from driftmatrix.runner.isolation.sandbox import Launch
 from driftmatrix.runner.isolation.sandbox.files import open_new
+from driftmatrix.runner.isolation.sandbox.launch import Launch
 from driftmatrix.runner.settings import STOP_GRACE_S
 
 HOST_FLAGS = {"--host", "--port", "--uds"}

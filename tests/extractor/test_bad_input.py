@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from driftmatrix.extractor.catalog import extract
-from driftmatrix.extractor.corpus import _markdown
+from driftmatrix.extractor.markdown_pages import markdown_snippets
 from driftmatrix.extractor.snippet_builder import Place
 from driftmatrix.runner.builds.resolve import stable_pin
 
@@ -131,7 +131,7 @@ def test_cli_reports_diagnostics_on_stderr_and_keeps_results(tmp_path):
     ).map("".join)
 )
 def test_markdown_fuzz_never_raises(text):
-    snippets, diagnostics = _markdown(text, Place("fuzz", "0", "f.md", 1, url="https://x/"), None)
+    snippets, diagnostics = markdown_snippets(text, Place("fuzz", "0", "f.md", 1, url="https://x/"), None)
     for snippet in snippets:
         assert snippet.id and snippet.sources[0].line >= 1
         json.dumps(snippet.to_dict())
@@ -141,5 +141,5 @@ def test_markdown_fuzz_never_raises(text):
 @settings(max_examples=200, deadline=None)
 @given(st.text(max_size=400))
 def test_arbitrary_text_never_raises(text):
-    snippets, diagnostics = _markdown("vllm\n" + text, Place("fuzz", "0", "f.md", 1), None)
+    snippets, diagnostics = markdown_snippets("vllm\n" + text, Place("fuzz", "0", "f.md", 1), None)
     assert all(d.code != "internal-error" for d in diagnostics), diagnostics

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from driftmatrix.extractor.corpus import _markdown
+from driftmatrix.extractor.markdown_pages import markdown_snippets
 from driftmatrix.extractor.snippet_builder import Place
 from driftmatrix.extractor.snippet_record import BREAKING_LINTS
 
@@ -40,7 +40,7 @@ PARSES_ONCE_DEDENTED = """# Offline inference
 
 
 def test_a_block_indented_wrong_inside_a_list_does_not_run_as_written():
-    (snippet,), diags = _markdown(BROKEN_IN_A_LIST, PLACE, None)
+    (snippet,), diags = markdown_snippets(BROKEN_IN_A_LIST, PLACE, None)
     assert diags == []  # the lint is the record; extract_file repeats it on stderr (test below)
     assert (snippet.kind, snippet.runnable, snippet.argv) == ("python", False, [])
     assert snippet.reason == "python-syntax: IndentationError: unexpected indent (line 2 of the block)"
@@ -53,7 +53,7 @@ def test_a_block_indented_wrong_inside_a_list_does_not_run_as_written():
 
 
 def test_a_block_that_parses_once_dedented_stays_a_normal_snippet():
-    (snippet,), diags = _markdown(PARSES_ONCE_DEDENTED, PLACE, None)
+    (snippet,), diags = markdown_snippets(PARSES_ONCE_DEDENTED, PLACE, None)
     assert diags == [] and snippet.runnable and snippet.lints == []
     assert snippet.python["call"] == "LLM" and snippet.model == "facebook/opt-125m"
     assert snippet.speculative_config == {"method": "ngram", "num_speculative_tokens": 3}
@@ -62,8 +62,8 @@ def test_a_block_that_parses_once_dedented_stays_a_normal_snippet():
 
 def test_two_broken_blocks_are_two_snippets():
     other = BROKEN_IN_A_LIST.replace("opt-125m", "opt-350m")
-    (a,), _ = _markdown(BROKEN_IN_A_LIST, PLACE, None)
-    (b,), _ = _markdown(other, PLACE, None)
+    (a,), _ = markdown_snippets(BROKEN_IN_A_LIST, PLACE, None)
+    (b,), _ = markdown_snippets(other, PLACE, None)
     assert a.id != b.id  # no argv was read: the id hashes the block, not an empty command
 
 
@@ -72,7 +72,7 @@ def test_a_repl_session_is_read_without_its_prompts():
         '```pycon\n>>> from vllm import LLM\n>>> llm = LLM(model="facebook/opt-125m",\n'
         '...           speculative_config={"method": "ngram", "num_speculative_tokens": 3})\n```\n'
     )
-    (snippet,), _ = _markdown(session, PLACE, None)
+    (snippet,), _ = markdown_snippets(session, PLACE, None)
     assert snippet.runnable and snippet.model == "facebook/opt-125m" and snippet.lints == []
 
 

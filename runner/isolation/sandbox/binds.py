@@ -34,6 +34,8 @@ from driftmatrix import runner
 INTARGET = runner.INTARGET
 """driftmatrix's scripts run by a target's interpreter (helper, builder, init): the one folder of
 ours a contained process sees."""
+INIT = INTARGET / "sandbox_init.py"
+"""The pid-1 init of ours every contained process runs under (runner/intarget/sandbox_init.py)."""
 SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt/rocm")
 """Programs and libraries (a merged-/usr system has the others as links to /usr)."""
 ETC = (

@@ -5,7 +5,7 @@ failed probe is judged by the server's own traceback when it logged one."""
 
 from __future__ import annotations
 
-from driftmatrix.extractor.shell_commands import SPEC_FLAGS
+from driftmatrix.extractor.vllm_commands import SPEC_FLAGS
 from driftmatrix.runner.diagnosis import classify, logscan
 from driftmatrix.runner.jobs.tiers.state import JobState, Verdict, crashed, error, fail, sandbox_limit
 from driftmatrix.runner.outcomes.evidence_record import ProbeResult, RaisedException

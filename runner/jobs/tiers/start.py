@@ -14,6 +14,7 @@ from driftmatrix.runner.argv.edit import without_options
 from driftmatrix.runner.argv.parallel import ranks_of
 from driftmatrix.runner.diagnosis import classify, logscan
 from driftmatrix.runner.isolation import env_policy, sandbox, trust, unix_relay
+from driftmatrix.runner.isolation.sandbox import detection
 from driftmatrix.runner.jobs.tiers.state import (
     JobState,
     Verdict,
@@ -34,7 +35,7 @@ from driftmatrix.runner.settings import SHARED_GPU_MEMORY, cpu_cores
 
 def start(state: JobState) -> Verdict | None:
     docker = bool(state.job.target.target.docker)  # a container keeps the same promises (runner/serve/docker_target.py)
-    refused = sandbox.required_missing()
+    refused = detection.required_missing()
     if refused and not docker:
         return error(refused, "start")
     if (unsafe := trust.refusal(state.argv, state.options, state.foreign)) and not docker:
@@ -155,7 +156,7 @@ def _server(state: JobState, env: dict[str, str], port: int) -> Server:
             shared_gpu=shared,
         )
     cmd = [*job.target.vllm, "serve", *serve_args(state.argv, port)]
-    if not sandbox.active():
+    if not detection.active():
         return Server(cmd, env, log, port, state.gpu_ids, shared_gpu=shared)
     listen = sandbox.listening_socket(port)  # OSError when the port was taken meanwhile: the caller retries
     warm, own = _compile_caches(state)

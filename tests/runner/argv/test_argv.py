@@ -101,7 +101,7 @@ def test_self_spec_variant_uses_the_served_model_as_draft():
     import pytest
 
     from driftmatrix.extractor.snippet_record import Snippet
-    from driftmatrix.run_cli import _variant_list
+    from driftmatrix.run_arg_types import variant_list
     from driftmatrix.runner.argv.edit import variant_argv
 
     argv = ["google/gemma-4-E2B-it", "--speculative-config", '{"model": "x-assistant", "num_speculative_tokens": 2}']
@@ -118,9 +118,9 @@ def test_self_spec_variant_uses_the_served_model_as_draft():
         "num_speculative_tokens": 2,
     }
     assert variant_argv(s, "no-spec") == ["google/gemma-4-E2B-it"] and variant_argv(s, None) == argv
-    assert _variant_list("no-spec,self-spec") == ["no-spec", "self-spec"]
+    assert variant_list("no-spec,self-spec") == ["no-spec", "self-spec"]
     with pytest.raises(argparse.ArgumentTypeError):
-        _variant_list("bogus")
+        variant_list("bogus")
 
 
 def test_a_package_the_build_lacks_is_not_the_docs_fault():

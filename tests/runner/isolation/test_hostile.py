@@ -23,7 +23,7 @@ from hostile_model import make, reports
 from runhelp import CACHE, catalog_of, docs_tree, outcomes, run_argv
 
 from driftmatrix.runner.builds.targets import DEFAULT_CPU
-from driftmatrix.runner.isolation import sandbox
+from driftmatrix.runner.isolation.sandbox import detection
 
 CANARIES = {
     "HF_TOKEN": "hf_canaryAAAA1111",
@@ -130,7 +130,7 @@ def _run(snippets, targets, work, env, only=None):
 
 @pytest.fixture(scope="module")
 def attacked(tiny_models, tmp_path_factory):
-    usable, how = sandbox.detect()
+    usable, how = detection.detect()
     assert usable, f"the hostile payloads run only in a working sandbox (tests/install_tools.sh): {how}"
     scratch = tmp_path_factory.mktemp("hostile")
     home = scratch / "home"

@@ -16,6 +16,7 @@ from runhelp import CACHE, catalog_of, docs_tree, outcomes, run_argv
 
 from driftmatrix.runner.builds.targets import TargetConfigError, load
 from driftmatrix.runner.isolation import sandbox
+from driftmatrix.runner.isolation.sandbox import detection
 
 REPO = Path(__file__).resolve().parents[3]
 H200 = REPO / "benchmarks" / "gpu" / "targets-h200.toml"
@@ -23,7 +24,7 @@ H200 = REPO / "benchmarks" / "gpu" / "targets-h200.toml"
 
 @pytest.fixture(scope="module")
 def contained():
-    usable, how = sandbox.detect()
+    usable, how = detection.detect()
     assert usable, f"bubblewrap must work here (tests/install_tools.sh): {how}"
 
 

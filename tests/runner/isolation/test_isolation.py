@@ -242,6 +242,7 @@ def test_required_means_no_process_kind_runs_plainly(tmp_path, monkeypatch):
     from driftmatrix.runner.builds import envs, history_agreement
     from driftmatrix.runner.builds.targets import Target
     from driftmatrix.runner.isolation import sandbox
+    from driftmatrix.runner.isolation.sandbox import detection
     from driftmatrix.runner.models import twins
     from driftmatrix.runner.serve import helper_client
 
@@ -250,7 +251,7 @@ def test_required_means_no_process_kind_runs_plainly(tmp_path, monkeypatch):
     python = str(make_target(tmp_path / "fake-env", markers))
     monkeypatch.setenv("DRIFTMATRIX_BWRAP", str(tmp_path / "no-bwrap"))
     monkeypatch.setenv("DRIFTMATRIX_SANDBOX", "required")
-    sandbox.detect.cache_clear()
+    detection.detect.cache_clear()
     try:
         with pytest.raises(envs.EnvError, match="a sandbox is required"):
             envs._query(python, {})
@@ -267,7 +268,7 @@ def test_required_means_no_process_kind_runs_plainly(tmp_path, monkeypatch):
             helper.start()
         assert not (tmp_path / "twin").exists()
     finally:
-        sandbox.detect.cache_clear()
+        detection.detect.cache_clear()
     assert list(markers.iterdir()) == []  # vLLM was never imported plainly
 
 

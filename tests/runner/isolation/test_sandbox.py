@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from driftmatrix.runner.isolation import sandbox
-from driftmatrix.runner.isolation.sandbox import cgroups, files, output
+from driftmatrix.runner.isolation.sandbox import cgroups, detection, files, output
+from driftmatrix.runner.isolation.sandbox.launch import Launch
 from driftmatrix.runner.isolation.sandbox.limits import for_kind
 
 REPO = Path(__file__).resolve().parents[3]
@@ -23,7 +24,7 @@ REPO = Path(__file__).resolve().parents[3]
 
 @pytest.fixture(scope="module")
 def python(cpu_envs):
-    usable, how = sandbox.detect()
+    usable, how = detection.detect()
     assert usable, f"bubblewrap must work here (tests/install_tools.sh): {how}"
     return cpu_envs["nightly"].python
 
@@ -241,7 +242,7 @@ def test_the_kernel_holds_the_tasks_where_a_cgroup_can_be_made():
     assert all(not d.exists() for d in group.dirs.values())
 
 
-def _server_like(python: str, code: str) -> sandbox.Launch:
+def _server_like(python: str, code: str) -> Launch:
     """A contained process with a server's compile cache (kept in its /tmp, watched, handed out at the
     end: runner/serve/compile_cache.py), run to its end."""
     from driftmatrix.runner.serve import compile_cache

@@ -12,7 +12,7 @@ import time
 
 from driftmatrix.runner.builds.envs import TargetEnv
 from driftmatrix.runner.builds.targets import Target
-from driftmatrix.runner.isolation import sandbox
+from driftmatrix.runner.isolation.sandbox import detection
 from driftmatrix.runner.jobs.job import RunContext
 from driftmatrix.runner.models.resolution import ModelResolver
 from driftmatrix.runner.serve import compile_cache
@@ -62,7 +62,7 @@ def test_pruning_while_another_server_writes_and_prunes(tmp_path, monkeypatch):
 def test_a_gpu_run_makes_no_warm_up(tmp_path):
     """The warm-up's server is contained without the GPU's devices: on a GPU run a CUDA build's would
     only fail, after a twin build, once per target and run (device time). None is made or tried."""
-    assert sandbox.active(), sandbox.describe()  # where there is no sandbox there is no warm-up anyway
+    assert detection.active(), detection.describe()  # where there is no sandbox there is no warm-up anyway
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "venv")], check=True)
     python = str(tmp_path / "venv" / "bin" / "python")
     target = TargetEnv(
