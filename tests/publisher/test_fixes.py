@@ -265,22 +265,41 @@ vllm serve google/gemma-4-E2B-it \\
 """
 
 
-def test_an_unknown_speculative_method_is_left_to_the_release(tmp_path):
+@pytest.fixture(scope="module")
+def small_pages(tmp_path_factory) -> dict:
+    """The three small pages below (SPEC_PAGE, DROP_PAGE, NEAR_PAGE), one tree, one pipeline: extracted,
+    run at the config tier with twins on both builds, fixes proposed, the fixes run (asked for the
+    probe tier: each stops at its own tier), the pages annotated. One run per step for the three (each
+    run starts a parse/config helper per build), where each page had runs of its own."""
+    work = tmp_path_factory.mktemp("small-pages")
+    (work / "docs" / "docs").mkdir(parents=True)
+    (work / "docs" / "mkdocs.yaml").write_text("site_name: small pages\n")
+    for name, page in (("spec.md", SPEC_PAGE), ("drop.md", DROP_PAGE), ("near.md", NEAR_PAGE)):
+        (work / "docs" / "docs" / name).write_text(page)
+    cache = ("--cache-dir", str(cache_dir()))
+    cli("extract", "-q", "--stable", stable_pin(), "docs", "-o", "snippets.json", cwd=work)
+    cli("run", "snippets.json", "--tier", "config", "--stand-ins", "-o", "outcomes.jsonl", *cache, cwd=work)
+    cli("fixes", "--snippets", "snippets.json", "--outcomes", "outcomes.jsonl", "-o", "fixes.json", cwd=work)
+    fixes: dict[str, list] = {}
+    for fix in Catalog.read(work / "fixes.json").snippets:
+        fixes.setdefault(Path(fix.sources[0].file).name, []).append(fix)
+    unverified = views_of(load(work / "snippets.json", [work / "outcomes.jsonl"], work / "fixes.json"))
+    cli("run", "fixes.json", "--tier", "probe", "--stand-ins", "-o", "outcomes.jsonl", *cache, cwd=work)
+    results = load(work / "snippets.json", [work / "outcomes.jsonl"], work / "fixes.json")
+    annotated = ann.annotate(results, work / "docs").patches
+    patches = {Path(p.file).name: p for p in annotated}
+    assert len(patches) == len(annotated) == 3, [p.file for p in annotated]  # one patch a page
+    return {"fixes": fixes, "unverified": unverified, "results": results, "patches": patches}
+
+
+def test_an_unknown_speculative_method_is_left_to_the_release(small_pages):
     """`"method": "mtp"` is refused by 0.20.1's engine config (Gemma 4 twins): the fix drops the
     method, both builds build the engine config with it, and the verification says what 0.20.1
     resolved for the assistant (draft_model) and 0.32.0 (mtp)."""
-    (tmp_path / "docs" / "docs").mkdir(parents=True)
-    (tmp_path / "docs" / "mkdocs.yaml").write_text("site_name: spec\n")
-    (tmp_path / "docs" / "docs" / "index.md").write_text(SPEC_PAGE)
-    cache = ("--cache-dir", str(cache_dir()))
-    cli("extract", "-q", "--stable", stable_pin(), "docs", "-o", "snippets.json", cwd=tmp_path)
-    cli("run", "snippets.json", "--tier", "config", "--stand-ins", "-o", "outcomes.jsonl", *cache, cwd=tmp_path)
-    cli("fixes", "--snippets", "snippets.json", "--outcomes", "outcomes.jsonl", "-o", "fixes.json", cwd=tmp_path)
-    (fix,) = Catalog.read(tmp_path / "fixes.json").snippets
+    (fix,) = small_pages["fixes"]["spec.md"]
     assert fix.speculative_config == {"model": "google/gemma-4-E2B-it-assistant", "num_speculative_tokens": 4}
     assert fix.fix["tier"] == "config"
-    cli("run", "fixes.json", "--tier", "probe", "--stand-ins", "-o", "outcomes.jsonl", *cache, cwd=tmp_path)
-    results = load(tmp_path / "snippets.json", [tmp_path / "outcomes.jsonl"], tmp_path / "fixes.json")
+    results = small_pages["results"]
     original = {c.version: results.cell(fix.id, c) for c in results.columns}
     assert (original["0.20.1"].verdict, original["0.20.1"].stage) == ("FAIL", "config")
     assert "Unsupported speculative method: 'mtp'" in original["0.20.1"].evidence.exception.message
@@ -290,7 +309,7 @@ def test_an_unknown_speculative_method_is_left_to_the_release(tmp_path):
         "0.32.0": ("PASS", "config"),
     }  # its tier, not probe
     assert fixed["0.20.1"].evidence.effective_config["speculative_method"] == "draft_model"
-    patch = ann.annotate(results, tmp_path / "docs").patches[0]
+    patch = small_pages["patches"]["spec.md"]
     assert patch.fixes and not patch.inserts
     assert '{"model": "google/gemma-4-E2B-it-assistant", "num_speculative_tokens": 4}' in patch.after
     assert "speculative method resolved: draft_model" in patch.fixes[0].checks[0][2]
@@ -307,22 +326,14 @@ vllm serve Qwen/Qwen3-0.6B \\
 """
 
 
-def test_options_vllm_says_have_no_effect_are_dropped_with_their_values(tmp_path):
+def test_options_vllm_says_have_no_effect_are_dropped_with_their_values(small_pages):
     """Both were removed in 0.10.0 after vLLM said setting them has no effect: the fix drops their
-    lines (the value too), and it parses on both builds."""
-    (tmp_path / "docs" / "docs").mkdir(parents=True)
-    (tmp_path / "docs" / "mkdocs.yaml").write_text("site_name: drop\n")
-    (tmp_path / "docs" / "docs" / "index.md").write_text(DROP_PAGE)
-    cache = ("--cache-dir", str(cache_dir()))
-    cli("extract", "-q", "--stable", stable_pin(), "docs", "-o", "snippets.json", cwd=tmp_path)
-    cli("run", "snippets.json", "--tier", "parse", "-o", "outcomes.jsonl", *cache, cwd=tmp_path)
-    cli("fixes", "--snippets", "snippets.json", "--outcomes", "outcomes.jsonl", "-o", "fixes.json", cwd=tmp_path)
-    (fix,) = Catalog.read(tmp_path / "fixes.json").snippets
+    lines (the value too), and it runs on both builds (the page's run goes to the config tier, beside
+    the other small pages: its fix is checked there, past the parser)."""
+    (fix,) = small_pages["fixes"]["drop.md"]
     assert fix.argv == ["Qwen/Qwen3-0.6B", "--max-model-len", "4096"]
     assert all("has no effect" in w or "will have no effect" in w for w in fix.fix["why"]), fix.fix["why"]
-    cli("run", "fixes.json", "--tier", "parse", "-o", "outcomes.jsonl", *cache, cwd=tmp_path)
-    results = load(tmp_path / "snippets.json", [tmp_path / "outcomes.jsonl"], tmp_path / "fixes.json")
-    (patch,) = ann.annotate(results, tmp_path / "docs").patches
+    patch = small_pages["patches"]["drop.md"]
     assert patch.after == patch.before.replace("    --use-v2-block-manager \\\n    --tokenizer-pool-size 4 \\\n", "")
 
 
@@ -339,33 +350,24 @@ vllm serve Qwen/Qwen3-0.6B --speculative-config '{"model": "Qwen/Qwen3-0.6B", "n
 """
 
 
-def test_the_nearest_name_is_a_fix_once_it_runs(tmp_path):
+def test_the_nearest_name_is_a_fix_once_it_runs(small_pages):
     """Issue 46, point 2: an option (argparse refuses it) and a speculative config key (the engine
     config refuses it) that no release has; each one's single clear nearest name is the candidate, labelled
     a guess; run on both builds as deep as the original was run (config), it is verified, and annotate
     puts it in the page."""
-    (tmp_path / "docs" / "docs").mkdir(parents=True)
-    (tmp_path / "docs" / "mkdocs.yaml").write_text("site_name: near\n")
-    (tmp_path / "docs" / "docs" / "index.md").write_text(NEAR_PAGE)
-    cache = ("--cache-dir", str(cache_dir()))
-    cli("extract", "-q", "--stable", stable_pin(), "docs", "-o", "snippets.json", cwd=tmp_path)
-    cli("run", "snippets.json", "--tier", "config", "--stand-ins", "-o", "outcomes.jsonl", *cache, cwd=tmp_path)
-    cli("fixes", "--snippets", "snippets.json", "--outcomes", "outcomes.jsonl", "-o", "fixes.json", cwd=tmp_path)
-    found = {s.fix["edits"][0][0]: s for s in Catalog.read(tmp_path / "fixes.json").snippets}
+    found = {s.fix["edits"][0][0]: s for s in small_pages["fixes"]["near.md"]}
     option, key = found["--tool-call-parser-plugin"], found['"num_spec_tokens"']
     assert option.argv == ["Qwen/Qwen3-0.6B", "--tool-parser-plugin", "my_parser.py"]
     assert key.speculative_config == {"model": "Qwen/Qwen3-0.6B", "num_speculative_tokens": 3}
     assert all("(a guess from its spelling: only the runs show it works)" in s.fix["why"][0] for s in found.values())
-    results = load(tmp_path / "snippets.json", [tmp_path / "outcomes.jsonl"], tmp_path / "fixes.json")
-    commands = views_of(results)
+    commands = small_pages["unverified"]
     assert commands[option.id].fix is None and commands[key.id].fix is None  # not run yet: not verified
-    cli("run", "fixes.json", "--tier", "config", "--stand-ins", "-o", "outcomes.jsonl", *cache, cwd=tmp_path)
-    results = load(tmp_path / "snippets.json", [tmp_path / "outcomes.jsonl"], tmp_path / "fixes.json")
+    results = small_pages["results"]
     originals = {(s.id, c.version): results.cell(s.id, c) for s in found.values() for c in results.columns}
     assert {(o.verdict, o.stage) for o in originals.values()} >= {("FAIL", "parse"), ("FAIL", "config")}
     commands = views_of(results)
     for s in found.values():
         assert [c[1] for c in commands[s.id].fix.checks] == ["0.20.1", "0.32.0"], s.id
-    (patch,) = ann.annotate(results, tmp_path / "docs").patches
+    patch = small_pages["patches"]["near.md"]
     assert len(patch.fixes) == 2 and not patch.inserts
     assert "    --tool-parser-plugin my_parser.py" in patch.after and '"num_speculative_tokens": 3' in patch.after

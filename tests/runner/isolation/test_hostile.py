@@ -166,7 +166,9 @@ def attacked(tiny_models, tmp_path_factory):
     together, alone = scratch / "together", scratch / "alone"
     together.mkdir()
     alone.mkdir()
-    runs = [_run(snippets, targets, together, env), _run(snippets, targets, alone, env, list(ids.values()))]
+    # alone: the honest command that fails at parse, by itself (its reason is compared); the one that
+    # starts is not started a second time: a PASS carries no reason, so its verdict and stage say it all
+    runs = [_run(snippets, targets, together, env), _run(snippets, targets, alone, env, [ids[HONEST["bad-flag"]]])]
     finished = [p.communicate(timeout=1200) for p in runs]
     listeners.close()
     yield {
@@ -205,17 +207,21 @@ def test_the_run_finishes_and_every_hostile_command_is_stopped(attacked):
 
 
 def test_the_honest_commands_get_the_verdicts_they_get_alone(attacked):
+    """After the hostile commands, in the same run, with the same helper: the command that starts
+    PASSes at start (with no reason, as a PASS alone has), the one with a bad flag FAILs at parse
+    exactly as it does alone."""
     together = {o.snippet_id: o for o in outcomes(attacked["together"] / "o.jsonl")}
     alone = {o.snippet_id: o for o in outcomes(attacked["alone"] / "o.jsonl")}
     starts, bad = attacked["ids"][HONEST["starts"]], attacked["ids"][HONEST["bad-flag"]]
-    assert (alone[starts].verdict, alone[starts].stage) == ("PASS", "start"), alone[starts].reason
-    assert (alone[bad].verdict, alone[bad].stage) == ("FAIL", "parse"), alone[bad].reason
-    for sid in (starts, bad):  # after the hostile commands, in the same run, with the same helper
-        assert (together[sid].verdict, together[sid].stage, together[sid].reason) == (
-            alone[sid].verdict,
-            alone[sid].stage,
-            alone[sid].reason,
-        )
+    assert (together[starts].verdict, together[starts].stage, together[starts].reason) == ("PASS", "start", None), (
+        together[starts].reason
+    )
+    assert set(alone) == {bad} and (alone[bad].verdict, alone[bad].stage) == ("FAIL", "parse"), alone[bad].reason
+    assert (together[bad].verdict, together[bad].stage, together[bad].reason) == (
+        alone[bad].verdict,
+        alone[bad].stage,
+        alone[bad].reason,
+    )
 
 
 def test_nothing_reached_the_host(attacked):

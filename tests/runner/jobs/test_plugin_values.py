@@ -7,6 +7,8 @@ there — the false alarm the rule keeps from the plugin's docs — so the test 
 
 from __future__ import annotations
 
+import copy
+import hashlib
 import json
 import subprocess
 from pathlib import Path
@@ -48,45 +50,49 @@ def test_a_plugin_value_is_not_decided_by_a_build_without_the_plugin(corpus):
 
 @pytest.fixture(scope="module")
 def ran(tiny_models, tmp_path_factory, corpus):
+    """The page's command and its control in one run (one helper): the control is the same command
+    with its page's plugin forgotten, under an id of its own (outcomes are keyed by snippet id)."""
     work = tmp_path_factory.mktemp("plugin-values")
     catalog, snippet = _page_command(corpus)
     catalog.snippets = [snippet]
     catalog.write(work / "plugin.json")
     data = json.loads((work / "plugin.json").read_text())
-    for src in data["snippets"][0]["sources"]:
+    forgotten = copy.deepcopy(data["snippets"][0])
+    forgotten["id"] = "s-" + hashlib.sha256(f"{snippet.id} forgotten".encode()).hexdigest()[:12]
+    for src in forgotten["sources"]:
         src["plugin"] = ""  # the control: the same command, its page's plugin forgotten
-    (work / "forgotten.json").write_text(json.dumps(data))
+    data["snippets"].append(forgotten)
+    (work / "both.json").write_text(json.dumps(data))
     targets = work / "targets.toml"
     targets.write_text(DEFAULT_CPU.read_text() + f'"{snippet.model}" = "{tiny_models["target"]}"\n')
-    runs = {}
-    for name in ("plugin", "forgotten"):
-        out = work / f"{name}.jsonl"
-        proc = subprocess.run(
-            run_argv(
-                str(work / f"{name}.json"),
-                "--targets",
-                str(targets),
-                "--target",
-                "nightly",
-                "--tier",
-                "config",
-                "--jobs",
-                "1",
-                "--workdir",
-                str(work),
-                "--cache-dir",
-                str(CACHE),
-                "-o",
-                str(out),
-            ),
-            cwd=work,
-            capture_output=True,
-            text=True,
-            timeout=900,
-        )
-        assert proc.returncode in (0, 1), proc.stderr[-3000:]
-        [runs[name]] = outcomes(out)
-    return runs
+    out = work / "both.jsonl"
+    proc = subprocess.run(
+        run_argv(
+            str(work / "both.json"),
+            "--targets",
+            str(targets),
+            "--target",
+            "nightly",
+            "--tier",
+            "config",
+            "--jobs",
+            "1",
+            "--workdir",
+            str(work),
+            "--cache-dir",
+            str(CACHE),
+            "-o",
+            str(out),
+        ),
+        cwd=work,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert proc.returncode in (0, 1), proc.stderr[-3000:]
+    by_id = {o.snippet_id: o for o in outcomes(out)}
+    assert len(by_id) == 2, by_id
+    return {"plugin": by_id[snippet.id], "forgotten": by_id[forgotten["id"]]}
 
 
 def test_the_page_command_is_parsed_then_skipped_registered_by_a_plugin(ran):

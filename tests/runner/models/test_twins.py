@@ -92,12 +92,12 @@ def test_twin_from_a_real_config_keeps_its_structure(cpu_envs, tmp_path):
         assert cfg["hidden_size"] == 64 and cfg["vocab_size"] == 2000
 
 
-def test_draft_twin_shares_the_tokenizer(cpu_envs, tmp_path):
-    env = cpu_envs["nightly"]
-    build("Qwen/Qwen3-8B", env, tmp_path / "t", cache=CACHE)
-    build("Qwen/Qwen3-0.6B", env, tmp_path / "d", cache=CACHE, layers=1, tokenizer_from=str(tmp_path / "t"))
-    assert sha(tmp_path / "t" / "tokenizer.json") == sha(tmp_path / "d" / "tokenizer.json")
-    t, d = (json.loads((tmp_path / x / "config.json").read_text()) for x in ("t", "d"))
+def test_draft_twin_shares_the_tokenizer(tiny_models):
+    """The session's Qwen3 twin and its 1-layer draft (tests/runner/conftest.py: built by the same
+    `build(..., layers=1, tokenizer_from=...)`, through the twin cache, for the served tests)."""
+    t_dir, d_dir = tiny_models["target"], tiny_models["draft"]
+    assert sha(t_dir / "tokenizer.json") == sha(d_dir / "tokenizer.json")
+    t, d = (json.loads((x / "config.json").read_text()) for x in (t_dir, d_dir))
     assert t["vocab_size"] == d["vocab_size"] and d["num_hidden_layers"] == 1
 
 

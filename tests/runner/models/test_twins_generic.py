@@ -9,19 +9,24 @@ training, one core each); their build times are printed (`pytest -s`)."""
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import json
 import os
 import re
+import shutil
 import struct
 import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
-from runhelp import HERE, catalog_of, docs_tree, outcomes, run_cli
+from runhelp import CACHE, HERE, catalog_of, docs_tree, outcomes, run_cli
 
 from driftmatrix.runner.isolation.env_policy import without_secrets
+from driftmatrix.runner.models.twins import BUILDER_FILES
 from driftmatrix.runner.serve.helper_client import contained
 
 BUILDER = HERE.parent.parent / "runner" / "intarget" / "twin_build.py"
@@ -208,29 +213,71 @@ def build(env, out, *args: str) -> tuple[subprocess.CompletedProcess, float]:
 
 
 def build_all(env, root, jobs: dict[str, list[str]]) -> dict[str, dict]:
-    """{name: builder record + dir + seconds}, built two at a time."""
+    """{name: builder record + dir + seconds}, built two at a time; a twin built before from the same
+    inputs (builder files, arguments and config files, the env) is taken from the cache."""
 
     def one(item):
         name, args = item
-        proc, seconds = build(env, root / name, "--model-id", f"test/{name}", *args)
-        assert proc.returncode == 0, f"{name}: {proc.stderr[-3000:]}"
-        return name, {**json.loads(proc.stdout.strip().splitlines()[-1]), "seconds": round(seconds, 1)}
+        return name, cached_build(env, name, ["--model-id", f"test/{name}", *args])
 
     with ThreadPoolExecutor(2) as pool:
         built = dict(pool.map(one, jobs.items()))
     version = env.info.get("transformers")
-    print("\n" + "\n".join(f"twin build, transformers {version}, {n}: {b['seconds']} s" for n, b in built.items()))
+    print(
+        "\n"
+        + "\n".join(
+            f"twin build, transformers {version}, {n}: "
+            + (f"{b['seconds']} s" if b["seconds"] is not None else "cached")
+            for n, b in built.items()
+        )
+    )
     return built
 
 
-def config_tier(env, log, dirs: dict[str, str]) -> dict[str, tuple]:
-    """{name: (HelperAnswer, architectures vLLM logged as resolved)}: one helper process for all."""
+def cached_build(env, name: str, args: list[str]) -> dict:
+    """The builder's record of the twin of `args` (dir, seconds: None when cached). Kept in the driftmatrix
+    cache under a key of everything the twin is made from, as the runner keeps its twins
+    (runner/models/twins.ensure): another session builds it only when the builder or the env changed."""
+    inputs = [a if not Path(a).is_file() else hashlib.sha256(Path(a).read_bytes()).hexdigest() for a in args]
+    key = hashlib.sha256(
+        json.dumps(
+            {
+                "args": inputs,
+                "python": env.python,
+                "env": env.info,
+                "builder": [hashlib.sha256(f.read_bytes()).hexdigest() for f in BUILDER_FILES if f.exists()],
+            },
+            sort_keys=True,
+            default=str,
+        ).encode()
+    ).hexdigest()[:16]
+    out = CACHE / "test-twins" / f"{name}-{key}"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with open(f"{out}.lock", "w") as lock:  # another xdist worker may want the same twin
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        record = out / "test-record.json"
+        if not record.exists():
+            for stale in out.parent.glob(f"{name}-*/test-record.json"):  # other builders' twins, a week unused
+                if time.time() - stale.stat().st_mtime > 7 * 86400:
+                    shutil.rmtree(stale.parent, ignore_errors=True)
+            proc, seconds = build(env, out, *args)
+            assert proc.returncode == 0, f"{name}: {proc.stderr[-3000:]}"
+            built = {**json.loads(proc.stdout.strip().splitlines()[-1]), "seconds": round(seconds, 1)}
+            record.write_text(json.dumps(built))
+            return built
+        os.utime(record)  # its last use
+    return {**json.loads(record.read_text()), "seconds": None}
+
+
+def config_tier(env, log, dirs: dict[str, str], then: dict[str, list[str]] | None = None) -> dict[str, tuple]:
+    """{name: (HelperAnswer, architectures vLLM logged as resolved)}: one helper process for all, asked
+    each twin's config, then the commands `then` ({name: argv}) in order."""
     helper = contained(env.python, env.env, log, [str(p) for p in dirs.values()])
     found = {}
     try:
-        for name, path in dirs.items():
+        for name, argv in [*((n, [p]) for n, p in dirs.items()), *(then or {}).items()]:
             seen = log.stat().st_size if log.exists() else 0
-            answer = helper.ask([path], "config")
+            answer = helper.ask(argv, "config")
             logged = log.read_bytes()[seen:].decode(errors="replace")
             found[name] = (answer, re.findall(r"Resolved architecture: (\S+)", logged))
     finally:
@@ -240,7 +287,9 @@ def config_tier(env, log, dirs: dict[str, str]) -> dict[str, tuple]:
 
 @pytest.fixture(scope="module")
 def nightly(cpu_envs, tmp_path_factory):
-    """Every twin of this module built with the nightly env, then its config tier run on each."""
+    """Every twin of this module built with the nightly env, then its config tier run on each, in one
+    helper; the same helper is then asked the two commands of
+    test_a_command_leaves_nothing_behind_for_the_next_in_the_helper (one helper start less)."""
     env = cpu_envs["nightly"]
     root = tmp_path_factory.mktemp("generic-twins")
     for name, config in PUBLISHED.items():
@@ -248,7 +297,11 @@ def nightly(cpu_envs, tmp_path_factory):
     jobs = {arch: ["--architecture", arch] for arch in FROM_DEFAULTS}
     jobs |= {name: ["--config-json", str(root / f"{name}.json")] for name in PUBLISHED}
     twins = build_all(env, root, jobs)
-    checked = config_tier(env, root / "helper.log", {name: t["dir"] for name, t in twins.items()})
+    then = {
+        "routed-experts": [twins["Qwen3MoeForCausalLM"]["dir"], "--enable-return-routed-experts"],
+        "plain-after-it": [twins["Phi3ForCausalLM"]["dir"]],
+    }
+    checked = config_tier(env, root / "helper.log", {name: t["dir"] for name, t in twins.items()}, then)
     return env, twins, checked
 
 
@@ -417,18 +470,13 @@ def test_layer_patterns_of_published_configs_keep_one_of_each_kind():
     assert len(phi["rope_scaling"]["long_factor"]) == 16  # one per rotary pair of a 32-wide head
 
 
-def test_a_command_leaves_nothing_behind_for_the_next_in_the_helper(nightly, tmp_path):
+def test_a_command_leaves_nothing_behind_for_the_next_in_the_helper(nightly):
     """One helper process answers every command of a target; an option vLLM applies by mutating a
     shared default (0.32.0: `--enable-return-routed-experts` on the parser's AuxOutputConfig) must not
-    reach the next command, which a fresh `vllm serve` would run without it."""
-    env, twins, _ = nightly
-    helper = contained(env.python, env.env, tmp_path / "helper.log", [t["dir"] for t in twins.values()])
-    try:
-        plain = [twins["Phi3ForCausalLM"]["dir"]]
-        first = helper.ask([twins["Qwen3MoeForCausalLM"]["dir"], "--enable-return-routed-experts"], "config")
-        after = helper.ask(plain, "config")
-    finally:
-        helper.shutdown()
+    reach the next command, which a fresh `vllm serve` would run without it. (Asked of the `nightly`
+    fixture's helper, right after each twin's own config tier.)"""
+    _, _, checked = nightly
+    (first, _), (after, _) = checked["routed-experts"], checked["plain-after-it"]
     assert first.result == "failed" and "AuxOutput" in first.error.get("message", ""), first.error
     assert after.result == "ok", after.error  # as it is alone (test_twin_from_defaults_passes_the_config_tier)
 

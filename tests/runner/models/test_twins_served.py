@@ -7,6 +7,7 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
 from runhelp import CACHE, catalog_of, docs_tree, outcomes, pick, run_argv, run_cli
 
 DOC = """# Stand-ins
@@ -37,13 +38,15 @@ vllm serve acme/unlisted-7B --max-model-len 1024
 """
 
 
-def test_run_with_twins_on_both_targets(cpu_envs, tmp_path):
-    """Both targets' runs side by side. The Qwen3 command with its draft runs on 0.20.1 only: on
-    0.32.0 the same server (a Qwen3 twin from transformers' defaults, offline, and a 1-layer draft
-    twin sharing its tokenizer) is the served tests' draft-model command (test_serve.py)."""
-    snippets, ids = catalog_of(docs_tree(tmp_path / "docs", DOC))
+@pytest.fixture(scope="module")
+def stand_in_runs(cpu_envs, tmp_path_factory):
+    """Both targets' runs side by side, over one page (DOC and VL_DOC): stable runs the Qwen3 command
+    with its draft, Llama and the unknown family; nightly runs Llama, the unknown family, GLM and the
+    Qwen VL command (one nightly run for all four: one helper, where the VL command had a run of its own)."""
+    work = tmp_path_factory.mktemp("stand-ins")
+    snippets, ids = catalog_of(docs_tree(work / "docs", DOC + VL_DOC.split("\n", 1)[1]))
     qwen, llama, unknown = ids["qwen3-with-a-draft"][0], ids["llama"][0], ids["unknown-family"][0]
-    glm = ids["glm-with-its-parsers"][0]
+    glm, vl = ids["glm-with-its-parsers"][0], ids["qwen-vl"][0]
     stable = subprocess.Popen(
         run_argv(
             str(snippets),
@@ -59,9 +62,9 @@ def test_run_with_twins_on_both_targets(cpu_envs, tmp_path):
             "--cache-dir",
             str(CACHE),
             "-o",
-            str(tmp_path / "stable.jsonl"),
+            str(work / "stable.jsonl"),
         ),
-        cwd=tmp_path,
+        cwd=work,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -77,13 +80,23 @@ def test_run_with_twins_on_both_targets(cpu_envs, tmp_path):
         llama,
         unknown,
         glm,
+        vl,
         "-o",
-        str(tmp_path / "nightly.jsonl"),
-        cwd=tmp_path,
+        str(work / "nightly.jsonl"),
+        cwd=work,
     )
     _, stderr = stable.communicate(timeout=3600)
     assert stable.returncode == 0, stderr[-3000:]
-    items = outcomes(tmp_path / "stable.jsonl") + outcomes(tmp_path / "nightly.jsonl")
+    return outcomes(work / "stable.jsonl") + outcomes(work / "nightly.jsonl"), ids
+
+
+def test_run_with_twins_on_both_targets(stand_in_runs):
+    """The Qwen3 command with its draft runs on 0.20.1 only: on 0.32.0 the same server (a Qwen3 twin
+    from transformers' defaults, offline, and a 1-layer draft twin sharing its tokenizer) is the served
+    tests' draft-model command (test_serve.py)."""
+    items, ids = stand_in_runs
+    qwen, llama, unknown = ids["qwen3-with-a-draft"][0], ids["llama"][0], ids["unknown-family"][0]
+    glm = ids["glm-with-its-parsers"][0]
     for target in ("stable", "nightly"):
         o = pick(items, llama, target)
         assert (o.verdict, o.stage) == ("PASS", "probe") and o.stand_in, o.reason
@@ -124,7 +137,7 @@ vllm serve Qwen/Qwen3-VL-30B-A3B-Instruct --max-model-len 2048
 """
 
 
-def test_a_multimodal_twin_answers_an_image_with_its_processor_files(cpu_envs, tmp_path):
+def test_a_multimodal_twin_answers_an_image_with_its_processor_files(stand_in_runs):
     """Qwen3-VL-MoE from its configuration class's defaults, every rule a multimodal MoE twin needs:
     the processor vLLM loads at start, built from transformers' class defaults with the placeholder
     tokens at the config's ids, vLLM's own placeholder strings in the chat template and the patch grid
@@ -133,21 +146,8 @@ def test_a_multimodal_twin_answers_an_image_with_its_processor_files(cpu_envs, t
     twin SKIPped at start on the H200 (processor, then norm_topk_prob), then on CPU (the experts'
     orientation); with a template dropping image parts the image probe failed "Failed to apply
     prompt replacement", with 14-pixel patches for a 16-pixel tower in the patch embedding."""
-    snippets, ids = catalog_of(docs_tree(tmp_path / "docs", VL_DOC))
-    run_cli(
-        str(snippets),
-        "--stand-ins",
-        "--target",
-        "nightly",
-        "--jobs",
-        "1",
-        "--only",
-        ids["qwen-vl"][0],
-        "-o",
-        str(tmp_path / "vl.jsonl"),
-        cwd=tmp_path,
-    )
-    o = pick(outcomes(tmp_path / "vl.jsonl"), ids["qwen-vl"][0], "nightly")
+    items, ids = stand_in_runs
+    o = pick(items, ids["qwen-vl"][0], "nightly")
     assert (o.verdict, o.stage) == ("PASS", "probe") and o.stand_in, o.reason
     twin = o.evidence.twins[0]
     assert twin.resolved_architecture == "Qwen3VLMoeForConditionalGeneration" and twin.counts is True
