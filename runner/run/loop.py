@@ -32,7 +32,7 @@ from driftmatrix.runner.models.resolution import ModelResolver
 from driftmatrix.runner.outcomes import store
 from driftmatrix.runner.outcomes.outcome_record import JobKey, Outcome
 from driftmatrix.runner.outcomes.target_diagnostic import TargetDiagnostic
-from driftmatrix.runner.outcomes.vocabulary import TIERS, VERDICTS
+from driftmatrix.runner.outcomes.vocabulary import TIERS
 from driftmatrix.runner.run import deadline as leg_deadline
 from driftmatrix.runner.run import junit, planning, run_summary
 from driftmatrix.runner.run.selection import RunOptions, select
@@ -169,7 +169,7 @@ def run(opts: RunOptions, console=None) -> int:
     if opts.junit:
         junit.write(finished, opts.junit)
     if opts.fmt != "json":
-        _summary(finished, console, opts.tier)
+        run_summary.print_table(finished, console, opts.tier)
     step_summary.write(
         run_summary.run_markdown(finished, opts.tier, skipped_done, opts.shard)
         + "".join(f"\n\n**{step_summary.escape(d.line(), 600)}**" for d in diagnostics),
@@ -405,22 +405,3 @@ def _interleaved(jobs: list[Job]) -> list[Job]:
         by_target.setdefault(job.target.target.name, []).append(job)
     queues = list(by_target.values())
     return [q[i] for i in range(max((len(q) for q in queues), default=0)) for q in queues if i < len(q)]
-
-
-def _summary(outcomes: list[Outcome], console, tier: str) -> None:
-    from rich.table import Table
-
-    if not outcomes:
-        return
-    table = Table(title=f"driftmatrix run — tiers up to {tier}")
-    table.add_column("target")
-    verdicts = VERDICTS
-    for v in verdicts:
-        table.add_column(v, justify="right")
-    by_target: dict[str, dict[str, int]] = {}
-    for o in outcomes:
-        row = by_target.setdefault(f"{o.target.name} {o.target.version}", dict.fromkeys(verdicts, 0))
-        row[o.verdict] += 1
-    for name, row in by_target.items():
-        table.add_row(name, *(str(row[v]) for v in verdicts))
-    console.print(table)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from driftmatrix.common.inert import code_span
+from driftmatrix.common.inert import code_span, terminal
 from driftmatrix.common.step_summary import escape
 from driftmatrix.runner.outcomes.outcome_record import Outcome
 from driftmatrix.runner.outcomes.vocabulary import VERDICTS
@@ -19,6 +19,29 @@ def verdict_table(outcomes: list[Outcome]) -> str:
     lines = ["| build | " + " | ".join(VERDICTS) + " |", "|---" * (len(VERDICTS) + 1) + "|"]
     lines += [f"| {escape(name)} | " + " | ".join(str(c[v]) for v in VERDICTS) + " |" for name, c in rows.items()]
     return "\n".join(lines)
+
+
+def print_table(outcomes: list[Outcome], console, tier: str) -> None:
+    """The terminal's summary: verdict counts per build, then each ERROR with its reason, so a log
+    (a CI job's, a test's failure message) says what went wrong without the outcomes file."""
+    from rich.table import Table
+
+    if not outcomes:
+        return
+    table = Table(title=f"driftmatrix run — tiers up to {tier}")
+    table.add_column("target")
+    for v in VERDICTS:
+        table.add_column(v, justify="right")
+    rows: dict[str, Counter] = {}
+    for o in outcomes:
+        rows.setdefault(f"{o.target.name} {o.target.version}", Counter())[o.verdict] += 1
+    for name, row in rows.items():
+        table.add_row(name, *(str(row[v]) for v in VERDICTS))
+    console.print(table)
+    for o in [o for o in outcomes if o.verdict == "ERROR"][:10]:
+        at = f" at {o.stage}" if o.stage else ""
+        line = f"ERROR {o.snippet_id}{' (' + o.variant + ')' if o.variant else ''} on {o.target.name}{at}: {o.reason}"
+        console.print(terminal(line), style="red", soft_wrap=True, markup=False)  # the reason may quote vLLM's log
 
 
 def run_heading(tier: str, shard: str | None) -> str:

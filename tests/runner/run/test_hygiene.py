@@ -137,6 +137,8 @@ def test_killed_runner_keeps_finished_outcomes_and_rerun_skips_them(targets_toml
     assert "**1 ERROR**" in text and "this job is red" in text and "| nightly · vLLM" in text
     o = outcomes(out)[-1]
     assert (o.verdict, o.stage) == ("ERROR", "start") and "deadline" in o.reason
+    why = f"ERROR {o.snippet_id} on nightly at start: no /health 200 within our deadline"
+    assert why in proc.stderr, proc.stderr[-2000:]  # the log says why, not only how many
     assert o.evidence.server.state == "timeout" and o.evidence.server.left_processes == 0
     assert not mentioning(str(tmp_path)), "the deadline left server processes behind"
 
