@@ -132,7 +132,7 @@ def judge_failure(
     excerpt: str | None = None,
     frames: str | None = None,
 ) -> tuple[Verdict, classify.Signature | None]:
-    """The verdict on a failure and the signature it matched: raised where vLLM loads a twin
+    """The verdict on a failure and the signature it matched: raised where vLLM loads the
     twin's own parts it is the twin's (SKIP, runner/jobs/tiers/twin_artefacts.py); a known signature may
     say it is the machine's (ERROR) or something that cannot be had here (SKIP); else FAIL. Pure, so
     a recorded outcome can be judged again by today's rules."""
