@@ -30,6 +30,7 @@ SLOWEST_FIRST = (
     "test_hostile.py",
     "test_fixes.py",
     "test_twins_served.py",
+    "test_cpu_ranks_served.py",
     "test_hub.py",
     "test_twins.py",
     "test_twins_generic.py",

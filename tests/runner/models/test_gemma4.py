@@ -17,6 +17,7 @@ import pytest
 from runhelp import CACHE, outcomes, pick, run_argv, run_cli
 
 from driftmatrix.extractor.catalog import extract
+from driftmatrix.runner.argv.parallel import ranks_of
 from driftmatrix.runner.builds.resolve import stable_pin
 from driftmatrix.runner.builds.targets import DEFAULT_CPU
 from driftmatrix.runner.models import twins
@@ -142,8 +143,9 @@ def gemma_run(corpus, tmp_path_factory):
     catalog, unusable = extract(stable=stable_pin(), sources=[corpus / "recipes" / "8959cf6", work / "docs"])
     assert not unusable
     catalog.write(work / "snippets.json")
-    # One command per distinct path: the recipe page's own 31B command (two devices: SKIP before
-    # start), the 31B recipe (a K=V assistant: mtp on 0.32.0) and the E2B recipe (a centroid-head
+    # One command per distinct path: the recipe page's own 31B command (two devices: CPU ranks would
+    # start it, at config tier here: nothing asserts its server, and two 2-rank servers were the
+    # module's dearest jobs), the 31B recipe (a K=V assistant: mtp on 0.32.0) and the E2B recipe (a centroid-head
     # assistant: CUDA graphs on 0.32.0). The 12B/26B-A4B/E4B commands (recipes, and the page's E4B
     # Python) build the same twins (offline every gemma-4-*-it twin is E2B-shaped; 26B's assistant
     # facts are 31B's, E4B's are E2B's) and take the same vLLM paths, so they are not started again.
@@ -162,6 +164,12 @@ def gemma_run(corpus, tmp_path_factory):
         _recipe_id(recipes, "models/Google/gemma-4-E2B-it.yaml"),
         ours["gemma-4-with-a-text-only-draft-model"],
     }
+    ranked = {s.id for s in recipes if ranks_of(s.argv).world > 1}
+    assert ranked  # the recipe page's `-tp 2` command
+
+    def picks(wanted: list[str]) -> list[str]:
+        return [f"{i}:{'config' if i in ranked else 'probe'}" for i in wanted]
+
     common = ("--targets", str(targets), "--stand-ins")
     stable_ids = [i for i in ids if i not in seen_on_stable_already]
     stable = subprocess.Popen(
@@ -174,8 +182,8 @@ def gemma_run(corpus, tmp_path_factory):
             "1",
             "--target",
             "stable",
-            "--only",
-            *stable_ids,
+            "--pick",
+            *picks(stable_ids),
             "-o",
             str(work / "stable.jsonl"),
         ),
@@ -189,8 +197,8 @@ def gemma_run(corpus, tmp_path_factory):
         *common,
         "--target",
         "nightly",
-        "--only",
-        *ids,
+        "--pick",
+        *picks(ids),
         "-o",
         str(work / "outcomes.jsonl"),
         cwd=work,
