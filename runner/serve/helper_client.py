@@ -21,7 +21,7 @@ from typing import Literal
 from driftmatrix import runner
 from driftmatrix.runner.isolation import sandbox, trust
 from driftmatrix.runner.isolation.env_policy import runner_env, without_secrets
-from driftmatrix.runner.isolation.sandbox import detection, limits
+from driftmatrix.runner.isolation.sandbox import detection, limits, spawner
 from driftmatrix.runner.isolation.sandbox.files import LineReader, ProtocolError, open_new, read_tail
 from driftmatrix.runner.isolation.sandbox.launch import Launch
 from driftmatrix.runner.settings import HELPER_ANSWER_S, HELPER_IMPORT_S
@@ -120,7 +120,7 @@ class Helper:
         if self._err is None:
             self._err = open_new(self.log_path)
         self.launch = launch = self.launcher()
-        self.proc = subprocess.Popen(
+        self.proc = spawner.spawn(  # forked by a thread that outlives this one: it dies with the runner only
             launch.argv,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,

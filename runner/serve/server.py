@@ -23,6 +23,7 @@ import httpx
 
 from driftmatrix.runner.argv.edit import without_options
 from driftmatrix.runner.diagnosis.logscan import read_lines
+from driftmatrix.runner.isolation.sandbox import spawner
 from driftmatrix.runner.isolation.sandbox.files import open_new
 from driftmatrix.runner.isolation.sandbox.launch import Launch
 from driftmatrix.runner.settings import STOP_GRACE_S
@@ -152,7 +153,7 @@ class Server:
                 launch.preexec()
 
         # An argv list, never a shell: `;`, `&&`, `$(...)` in a snippet stay literal arguments.
-        self.proc = subprocess.Popen(
+        self.proc = spawner.spawn(  # forked by a thread that outlives a job's (runner/isolation/sandbox/spawner.py)
             self.cmd,
             stdout=self._log,
             stderr=subprocess.STDOUT,
