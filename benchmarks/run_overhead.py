@@ -63,6 +63,7 @@ def main() -> None:
             [sys.executable, "-m", "driftmatrix.cli", "extract", "-q", "docs", "-o", str(snippets)],
             cwd=work,
             check=True,
+            stdout=subprocess.DEVNULL,
         )
         for i in range(1, args.repeats + 1):
             wall, helpers = one_run(work, snippets)
