@@ -11,13 +11,21 @@ from driftmatrix.runner.outcomes.outcome_record import Outcome
 from driftmatrix.runner.outcomes.vocabulary import VERDICTS
 
 
+def _counts_per_build(outcomes: list[Outcome]) -> dict[tuple[str, str], Counter]:
+    """{(target name, vLLM version): verdict counts}, in the order the builds first appear."""
+    rows: dict[tuple[str, str], Counter] = {}
+    for o in outcomes:
+        rows.setdefault((o.target.name, o.target.version), Counter())[o.verdict] += 1
+    return rows
+
+
 def verdict_table(outcomes: list[Outcome]) -> str:
     """Verdict counts per build (target name and vLLM version)."""
-    rows: dict[str, Counter] = {}
-    for o in outcomes:
-        rows.setdefault(f"{o.target.name} · vLLM {o.target.version}", Counter())[o.verdict] += 1
     lines = ["| build | " + " | ".join(VERDICTS) + " |", "|---" * (len(VERDICTS) + 1) + "|"]
-    lines += [f"| {escape(name)} | " + " | ".join(str(c[v]) for v in VERDICTS) + " |" for name, c in rows.items()]
+    lines += [
+        f"| {escape(f'{name} · vLLM {version}')} | " + " | ".join(str(c[v]) for v in VERDICTS) + " |"
+        for (name, version), c in _counts_per_build(outcomes).items()
+    ]
     return "\n".join(lines)
 
 
@@ -32,11 +40,8 @@ def print_table(outcomes: list[Outcome], console, tier: str) -> None:
     table.add_column("target")
     for v in VERDICTS:
         table.add_column(v, justify="right")
-    rows: dict[str, Counter] = {}
-    for o in outcomes:
-        rows.setdefault(f"{o.target.name} {o.target.version}", Counter())[o.verdict] += 1
-    for name, row in rows.items():
-        table.add_row(name, *(str(row[v]) for v in VERDICTS))
+    for (name, version), row in _counts_per_build(outcomes).items():
+        table.add_row(f"{name} {version}", *(str(row[v]) for v in VERDICTS))
     console.print(table)
     for o in [o for o in outcomes if o.verdict == "ERROR"][:10]:
         at = f" at {o.stage}" if o.stage else ""

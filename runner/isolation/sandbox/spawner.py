@@ -1,4 +1,4 @@
-"""Every contained process (a helper, a server, its watchdog) is forked by one long-lived thread.
+"""Every process that must die with the runner (a helper, a server) is forked by one long-lived thread.
 
 Why: a child that must die with the runner asks the kernel for SIGKILL when its parent dies
 (PR_SET_PDEATHSIG; bubblewrap's `--die-with-parent` sets it too). The kernel's "parent" there is

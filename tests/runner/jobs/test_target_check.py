@@ -31,8 +31,8 @@ def test_helpers_started_side_by_side_live_on_for_the_jobs(cpu_envs, tmp_path):
 
 
 def test_a_server_started_in_a_thread_outlives_the_thread(tmp_path):
-    """The same for a server: a job's thread may hand it on (the perf tier after probe); it is stopped
-    by the runner, not by the end of the thread that started it."""
+    """The same for a server: it is stopped by the runner, never by the end of the thread that
+    started it."""
     server = Server(["sleep", "60"], {}, tmp_path / "server.log", port=1)
     thread = threading.Thread(target=server.start)
     thread.start()
