@@ -57,6 +57,11 @@ TABLE: dict[str, Where] = {
     "AsyncEngineArgs": Where(("vllm.engine.arg_utils",)),
     "UsageContext": Where(("vllm.usage.usage_lib",)),
     "ModelRegistry": Where(("vllm.model_executor.models.registry", "vllm.model_executor.models")),
+    "models_registry": Where(
+        ("vllm.model_executor.models.registry:",),
+        absent="no registry module: each helper and server inspects the architectures it meets itself",
+    ),
+    "load_general_plugins": Where(("vllm.plugins",), absent="the release loads no plugins: none to load first"),
     # the value names and config classes serve_values.py reads (issue 34): a release without one
     # answers "unknown" for that domain
     "ToolParserManager": Where(

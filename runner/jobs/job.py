@@ -20,7 +20,7 @@ from driftmatrix.runner.isolation.sandbox import detection
 from driftmatrix.runner.isolation.sandbox.launch import Launch
 from driftmatrix.runner.models.resolution import ModelResolver
 from driftmatrix.runner.outcomes.outcome_record import JobKey
-from driftmatrix.runner.serve import compile_cache, docker_target, helper_client
+from driftmatrix.runner.serve import docker_target, helper_client, model_infos
 from driftmatrix.runner.serve.helper_client import Helper
 from driftmatrix.runner.settings import DECLARED_DEVICE, START_TIMEOUT_S, cache_dir, hub_dir
 
@@ -124,7 +124,7 @@ class RunContext:
                 gpu=self.gpus > 0,
                 jobs=self.jobs,
                 attempts=attempts,
-                seed=compile_cache.existing(target, self.cache_dir),
+                vllm_cache=lambda: model_infos.ensure(target, self),
                 declared=self.declared_device if declared else None,
                 shared=shared,
             )

@@ -70,14 +70,6 @@ def folder(target: TargetEnv, cache: Path) -> Path:
     return cache / "compile-cache" / f"{target.target.name}-{target.version}-{recipe}"
 
 
-def existing(target: TargetEnv, cache: Path) -> Path | None:
-    """The target's warm cache if a warm-up made it already (none is started for it): what a helper
-    is seeded with — vLLM's inspections of the warm-up's architecture (`modelinfos`), which it would
-    otherwise redo in a subprocess (~6 s on a CPU)."""
-    final = folder(target, cache)
-    return final if (final / "READY").is_file() else None
-
-
 def warm(target: TargetEnv, ctx) -> Path | None:
     """The target's warm compile cache (made by the warm-up the first time it is asked for), or None
     where there is none: jobs then start cold (no sandbox, a docker target, a GPU run: see above)."""

@@ -259,15 +259,16 @@ def contained(
     gpu: bool = False,
     jobs: int = 1,
     attempts: int = 2,
-    seed: Path | None = None,
+    vllm_cache: Callable[[], Path | None] | None = None,
     declared: dict | None = None,
     shared: bool = True,
 ) -> Helper:
     """A helper run by the target interpreter `python` in the sandbox (plainly where there is none
     and none is required), seeing `readable` (the model folders it will be asked about); `env`, the targets
     file's for this target (whose PYTHONPATH folders it sees: runner/isolation/sandbox `contain`), is laid
-    over an allow-list of ours (runner/isolation/env_policy.py); `seed`: the target's trusted warm compile cache
-    (runner/serve/compile_cache.py), of which it gets vLLM's model inspections; `declared`: the CUDA device
+    over an allow-list of ours (runner/isolation/env_policy.py); `vllm_cache`: gives, when the helper starts
+    (side by side with the other targets' helpers), the target's trusted folder of vLLM's model inspections
+    (runner/serve/model_infos.py) or None, copied into its private /tmp as its VLLM_CACHE_ROOT; `declared`: the CUDA device
     to declare (runner/intarget/declared_device.py) — that helper instead of the plain one."""
     full = {**runner_env(), **without_secrets(env), "HF_HUB_OFFLINE": "1"}
     script = HELPER
@@ -277,7 +278,7 @@ def contained(
     def launch() -> Launch:
         if refused := detection.required_missing():
             raise HelperError(refused)
-        vllm_cache = seed / "vllm-cache" if seed is not None and (seed / "vllm-cache").is_dir() else None
+        seed = vllm_cache() if vllm_cache is not None else None
         return sandbox.contain(
             [python, str(script)],
             python=python,
@@ -287,7 +288,7 @@ def contained(
             readable=list(readable),
             gpu=gpu,
             operator_env=env,
-            seeds=[(vllm_cache, "/tmp/vllm-cache")] if vllm_cache else [],
+            seeds=[(seed, "/tmp/vllm-cache")] if seed is not None and seed.is_dir() else [],
         )
 
     return Helper(launch, log_path, attempts=attempts, shared=shared)

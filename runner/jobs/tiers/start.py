@@ -28,7 +28,7 @@ from driftmatrix.runner.jobs.tiers.state import (
 )
 from driftmatrix.runner.models.resolution import estimated_bytes
 from driftmatrix.runner.outcomes.evidence_record import RaisedException, RankRun, ServerRun
-from driftmatrix.runner.serve import compile_cache, docker_target, ranks
+from driftmatrix.runner.serve import compile_cache, docker_target, model_infos, ranks
 from driftmatrix.runner.serve.server import Server, free_port, serve_args
 from driftmatrix.runner.settings import SHARED_GPU_MEMORY, cpu_cores
 
@@ -160,6 +160,7 @@ def _server(state: JobState, env: dict[str, str], port: int) -> Server:
         return Server(cmd, env, log, port, state.gpu_ids, shared_gpu=shared)
     listen = sandbox.listening_socket(port)  # OSError when the port was taken meanwhile: the caller retries
     warm, own = _compile_caches(state)
+    infos = model_infos.ensure(job.target, ctx)
     # its compile cache lives in its private /tmp while it runs (held to the disk limits there), and is
     # handed out by its init once every process is gone: no folder of the runner's disk is writable to it
     launch = sandbox.contain(
@@ -173,7 +174,11 @@ def _server(state: JobState, env: dict[str, str], port: int) -> Server:
         gpu=bool(state.gpu_ids),
         listen=listen,
         port=port,
-        seeds=[*([(warm, "/tmp")] if warm else []), *([(own, "/tmp/vllm-cache")] if own.is_dir() else [])],
+        seeds=[
+            *([(warm, "/tmp")] if warm else []),
+            *([(infos, "/tmp/vllm-cache")] if infos else []),  # vLLM's inspections: runner/serve/model_infos.py
+            *([(own, "/tmp/vllm-cache")] if own.is_dir() else []),
+        ],
         watched=[compile_cache.INSIDE],
         export=[compile_cache.INSIDE],
         operator_env={**ctx.base_env, **job.target.env},

