@@ -50,9 +50,10 @@ def docs_tokens(catalog) -> list[str]:
     return sorted(found)
 
 
-def ask_parser(python: str, tokens: list[str], env: dict | None = None) -> dict:
-    """The real build's answers: {options, allow_abbrev, accepts: {token: bool}}."""
-    return ask_in_target(python, SCRIPT, tokens, env)
+def ask_parser(python: str, tokens: list[str], env: dict | None = None, probes: list[str] | None = None) -> dict:
+    """The real build's answers: {options, allow_abbrev, accepts: {token: bool}}, and with `probes` (PROBES)
+    also `arguments` (compare_arguments), in the same query: one vLLM import."""
+    return ask_in_target(python, SCRIPT, tokens if probes is None else {"tokens": tokens, "probes": probes}, env)
 
 
 def ask_in_target(python: str, script, query, env: dict | None = None) -> dict:
@@ -129,10 +130,6 @@ class ArgumentAgreement:
     """Options whose spec the history does not know there, or probes its spec does not answer."""
     disagreements: list[dict] = field(default_factory=list)
     """{option, probe (None: arity), history, build}."""
-
-
-def ask_arguments(python: str, env: dict | None = None) -> dict:
-    return ask_in_target(python, SCRIPT, {"tokens": [], "probes": PROBES}, env)
 
 
 def compare_arguments(history: FlagHistory, version: str, answers: dict) -> ArgumentAgreement:

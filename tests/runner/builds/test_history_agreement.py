@@ -11,7 +11,7 @@ from driftmatrix.extractor.catalog import extract
 from driftmatrix.flaghistory.history import SHIPPED, FlagHistory
 from driftmatrix.runner.builds.envs import ensure
 from driftmatrix.runner.builds.history_agreement import (
-    ask_arguments,
+    PROBES,
     ask_parser,
     compare,
     compare_arguments,
@@ -34,14 +34,33 @@ def tokens(corpus: Path) -> list[str]:
     return found
 
 
+def _asked(tokens: list[str]) -> list[str]:
+    """The docs' tokens and, beyond the docs, every option of every release and its underscore spelling."""
+    extra = [f for f in FlagHistory.load(SHIPPED).flags if f.startswith("--")]
+    return sorted({*tokens, *extra, *(f.replace("-", "_").replace("__", "--", 1) for f in extra)})
+
+
+@pytest.fixture(scope="module")
+def parser_answers(tokens):
+    """Each build's serve parser asked once for both checks below: serve_options.py answers the tokens
+    and the probe words in one query (one vLLM import per build, not two)."""
+    answered: dict[str, dict] = {}
+
+    def ask(target: str) -> dict:
+        if target not in answered:
+            env = ensure(next(t for t in load(DEFAULT_CPU).targets if t.name == target), cache_dir())
+            answered[target] = ask_parser(env.python, _asked(tokens), probes=PROBES)
+        return answered[target]
+
+    return ask
+
+
 @pytest.mark.parametrize("target", [t.name for t in load(DEFAULT_CPU).targets])
-def test_the_history_answers_like_the_builds_own_parser(target, tokens):
+def test_the_history_answers_like_the_builds_own_parser(target, tokens, parser_answers):
     history = FlagHistory.load(SHIPPED)
     env = ensure(next(t for t in load(DEFAULT_CPU).targets if t.name == target), cache_dir())
-    # beyond the docs: every option of every release, and its underscore spelling
-    extra = [f for f in history.flags if f.startswith("--")]
-    asked = sorted({*tokens, *extra, *(f.replace("-", "_").replace("__", "--", 1) for f in extra)})
-    result = compare(history, env.version, ask_parser(env.python, asked, env=None))
+    asked = _asked(tokens)
+    result = compare(history, env.version, parser_answers(target))
     assert result.tokens == len(asked)
     assert result.disagreements == [], result.disagreements
     assert (result.only_in_parser, result.only_in_history) == ([], [])
@@ -106,14 +125,14 @@ def test_the_history_names_values_and_keys_like_the_build(target, value_catalog)
 
 
 @pytest.mark.parametrize("target", [t.name for t in load(DEFAULT_CPU).targets])
-def test_the_history_types_options_like_the_builds_parser(target):
+def test_the_history_types_options_like_the_builds_parser(target, parser_answers):
     """Every long option of the build's serve parser: what the history says it takes after it (none, one,
     an optional word, several) is its action's nargs, and for every probe word (`two`, `32k`, `1.5K`,
     `{level:3}`, `None` …) the history's yes/no is the build's own type function's (argparse's
     `_get_value`); where the history cannot say it is counted apart, never as agreement."""
     history = FlagHistory.load()
     env = ensure(next(t for t in load(DEFAULT_CPU).targets if t.name == target), cache_dir())
-    result = compare_arguments(history, env.version, ask_arguments(env.python))
+    result = compare_arguments(history, env.version, parser_answers(target))
     assert result.disagreements == [], result.disagreements
     assert result.options > 300 and result.takes_agree > 0.9 * result.options, result
     assert result.types_judged > 1000, result  # int, float, human_readable_int, JSON: most options are typed
