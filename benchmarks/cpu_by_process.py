@@ -77,7 +77,7 @@ def classify(procs: list[Proc]) -> tuple[collections.Counter, collections.Counte
             kind = "vLLM servers (all their processes)"
         elif p.comm == "python" and p.ppid in workers:
             kind = "driftmatrix CLI processes"
-        elif p.comm == "python" and p.cpu_s >= BIG_S and parent and parent.comm == "python" and parent.cpu_s >= BIG_S:
+        elif p.comm == "python" and p.cpu_s >= BIG_S and _imports_vllm(parent, workers):
             kind = "vLLM's registry subprocess (inspections)"
         elif p.comm == "python" and p.cpu_s >= BIG_S:
             kind = "helpers, twin builds, in-target queries (>= 4 CPU s)"
@@ -90,6 +90,11 @@ def classify(procs: list[Proc]) -> tuple[collections.Counter, collections.Counte
         cpu[kind] += p.cpu_s
         count[kind] += 1
     return cpu, count
+
+
+def _imports_vllm(parent: Proc | None, workers: set[int]) -> bool:
+    """A big Python process (a helper, an API server: not a pytest worker) started this one."""
+    return parent is not None and parent.pid not in workers and parent.comm == "python" and parent.cpu_s >= BIG_S
 
 
 def main() -> None:

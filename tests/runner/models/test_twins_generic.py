@@ -26,7 +26,10 @@ import pytest
 from runhelp import CACHE, HERE, catalog_of, docs_tree, outcomes, run_cli
 
 from driftmatrix.runner.isolation.env_policy import without_secrets
+from driftmatrix.runner.jobs.job import RunContext
+from driftmatrix.runner.models.resolution import ModelResolver
 from driftmatrix.runner.models.twins import BUILDER_FILES
+from driftmatrix.runner.serve import model_infos
 from driftmatrix.runner.serve.helper_client import contained
 
 BUILDER = HERE.parent.parent / "runner" / "intarget" / "twin_build.py"
@@ -271,8 +274,12 @@ def cached_build(env, name: str, args: list[str]) -> dict:
 
 def config_tier(env, log, dirs: dict[str, str], then: dict[str, list[str]] | None = None) -> dict[str, tuple]:
     """{name: (HelperAnswer, architectures vLLM logged as resolved)}: one helper process for all, asked
-    each twin's config, then the commands `then` ({name: argv}) in order."""
-    helper = contained(env.python, env.env, log, [str(p) for p in dirs.values()])
+    each twin's config, then the commands `then` ({name: argv}) in order; seeded, as a run's helpers are,
+    with vLLM's inspections of its architectures (runner/serve/model_infos.py: no registry subprocess each)."""
+    ctx = RunContext(ModelResolver({}, hub=False), log.parent, cache_dir=CACHE)
+    helper = contained(
+        env.python, env.env, log, [str(p) for p in dirs.values()], vllm_cache=lambda: model_infos.ensure(env, ctx)
+    )
     found = {}
     try:
         for name, argv in [*((n, [p]) for n, p in dirs.items()), *(then or {}).items()]:
