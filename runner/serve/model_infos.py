@@ -20,6 +20,7 @@ cannot be made, helpers start as they did. One that failed is not tried again in
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import shutil
@@ -48,9 +49,15 @@ _failed: dict[str, str] = {}
 def folder(target: TargetEnv, cache: Path) -> Path:
     """Where the target's inspections live (a `vllm-cache` folder inside, as VLLM_CACHE_ROOT holds them)."""
     recipe = hashlib.sha256(
-        json.dumps([target.target.key(), target.version, RECIPE, SCRIPT.read_text()]).encode()
+        json.dumps([target.target.key(), target.version, RECIPE, _script_text()]).encode()
     ).hexdigest()[:12]
     return cache / "model-infos" / f"{target.target.name}-{target.version}-{recipe}"
+
+
+@functools.cache
+def _script_text() -> str:
+    """The in-target script, read once per process (every helper and server start asks for the folder)."""
+    return SCRIPT.read_text()
 
 
 def ensure(target: TargetEnv, ctx) -> Path | None:
@@ -78,6 +85,21 @@ def _make(target: TargetEnv, ctx, final: Path) -> str | None:
     shutil.rmtree(staging, ignore_errors=True)
     (staging / "vllm-cache").mkdir(parents=True)
     t0 = time.monotonic()
+    counts, why = _inspect(target, ctx, staging)
+    if counts is None:
+        shutil.rmtree(staging, ignore_errors=True)
+        return why
+    try:
+        output.accept(staging, final, MAX_BYTES)
+    except (output.UntrustedOutput, OSError) as err:
+        return f"the inspections were refused: {err}"
+    (final / "READY").write_text(json.dumps({**counts, "seconds": round(time.monotonic() - t0, 1)}))
+    return None
+
+
+def _inspect(target: TargetEnv, ctx, staging: Path) -> tuple[dict | None, str]:
+    """(the script's counts, "") when vLLM inspected at least one architecture into `staging`, else
+    (None, why not)."""
     operator_env = {**ctx.base_env, **target.env}
     try:
         proc, _ = sandbox.run(
@@ -91,18 +113,14 @@ def _make(target: TargetEnv, ctx, final: Path) -> str | None:
             jobs=ctx.jobs,
             operator_env=operator_env,
         )
-        counts = json.loads(proc.stdout.strip().splitlines()[-1]) if proc.returncode == 0 else None
-    except (subprocess.TimeoutExpired, sandbox.SandboxError, OSError, ValueError, IndexError) as err:
-        counts, proc = None, None
-        why = f"the inspection did not finish: {err}"
-    if counts is None or not counts.get("inspected"):
-        shutil.rmtree(staging, ignore_errors=True)
-        if counts is not None:
-            return counts.get("why") or "vLLM inspected no architecture"
-        return why if proc is None else f"the inspection exited {proc.returncode}: {proc.stderr[-500:]}"
+    except (subprocess.TimeoutExpired, sandbox.SandboxError, OSError) as err:
+        return None, f"the inspection did not finish: {err}"
+    if proc.returncode:
+        return None, f"the inspection exited {proc.returncode}: {proc.stderr[-500:]}"
     try:
-        output.accept(staging, final, MAX_BYTES)
-    except (output.UntrustedOutput, OSError) as err:
-        return f"the inspections were refused: {err}"
-    (final / "READY").write_text(json.dumps({**counts, "seconds": round(time.monotonic() - t0, 1)}))
-    return None
+        counts = json.loads(proc.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        return None, f"the inspection answered no counts: {proc.stdout[-500:]}"
+    if not counts.get("inspected"):
+        return None, counts.get("why") or "vLLM inspected no architecture"
+    return counts, ""
