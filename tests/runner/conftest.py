@@ -81,8 +81,10 @@ def config_run(docs, targets_toml, tmp_path_factory):
 @pytest.fixture(scope="session")
 def served(docs, targets_toml, tmp_path_factory):
     """Real servers (one per command, shared by all its assertions): the slow cases, run once.
-    The nightly probe run and the stable one go side by side; then the draft-model command at the
-    perf tier with its variants (no-spec: without its draft; self-spec: the model as its own draft)."""
+    The nightly run and the stable one go side by side. The nightly run takes its commands at two
+    tiers (`--pick`, as a plan leg does): three at the probe tier, and the draft-model command at the
+    perf tier with its variants (no-spec: without its draft; self-spec: the model as its own draft),
+    so one helper serves them all and no server waits for a round of its own."""
     snippets, ids = docs
     work = tmp_path_factory.mktemp("served")
     out = work / "outcomes.jsonl"
@@ -96,45 +98,31 @@ def served(docs, targets_toml, tmp_path_factory):
         stderr=subprocess.PIPE,
         text=True,
     )
-    first = run_cli(
+    picks = [f"{sid}:probe" for sid in (tools, ngram, lora)]
+    picks += [f"{draft}:perf", f"{draft}+no-spec:perf", f"{draft}+self-spec:perf"]
+    nightly = run_cli(
         str(snippets),
         "--targets",
         str(targets_toml),
         "--target",
         "nightly",
-        "--only",
-        tools,
-        ngram,
-        lora,
-        "--jobs",
-        "2",
-        "-o",
-        str(out),
-        cwd=work,
-    )
-    stdout, stderr = stable.communicate(timeout=1800)
-    assert stable.returncode == 0, stderr[-3000:]
-    perf = run_cli(
-        str(snippets),
-        "--targets",
-        str(targets_toml),
-        "--target",
-        "nightly",
-        "--only",
-        draft,
-        "--tier",
-        "perf",
         "--variants",
         "no-spec,self-spec",
+        "--pick",
+        *picks,
+        "--jobs",
+        "2",
         "-o",
         str(out),
         "--format",
         "json",
         cwd=work,
     )
+    stdout, stderr = stable.communicate(timeout=1800)
+    assert stable.returncode == 0, stderr[-3000:]
     with out.open("a") as fh:  # one outcomes file, as a workflow's merge would give
         fh.write((work / "stable.jsonl").read_text())
-    return outcomes(out), ids, work, (first, perf, stderr)
+    return outcomes(out), ids, work, (nightly, stderr)
 
 
 @pytest.fixture(scope="session")
