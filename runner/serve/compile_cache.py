@@ -28,13 +28,10 @@ kernels) is not what a GPU start compiles.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import shutil
 import tempfile
-import threading
-import time
 from pathlib import Path
 
 from driftmatrix.runner.builds.envs import TargetEnv
@@ -43,6 +40,7 @@ from driftmatrix.runner.isolation.sandbox import detection, output
 from driftmatrix.runner.isolation.sandbox.launch import Launch
 from driftmatrix.runner.models import twins
 from driftmatrix.runner.models.twin_cache import folder_bytes
+from driftmatrix.runner.serve import made_once
 from driftmatrix.runner.serve.server import Server, free_port
 
 INSIDE = "/tmp/vllm-cache"
@@ -56,10 +54,6 @@ WARM_MAX_BYTES = 4 * 2**30
 WARMUP_S = 900.0
 OWN_MAX_BYTES = 4 * 2**30
 """All commands' own compile caches together (a CPU build writes ~2-5 MB per command)."""
-_locks: dict[str, threading.Lock] = {}
-_guard = threading.Lock()
-_failed: dict[str, str] = {}
-"""Warm-ups that failed in this process (why): not tried again by every job of the run."""
 
 
 def folder(target: TargetEnv, cache: Path) -> Path:
@@ -76,26 +70,12 @@ def warm(target: TargetEnv, ctx) -> Path | None:
     if target.target.docker or not detection.active() or ctx.gpus:
         return None
     final = folder(target, ctx.cache_dir)
-    with _guard:
-        lock = _locks.setdefault(str(final), threading.Lock())
-    with lock:
-        if (final / "READY").is_file():
-            return final
-        if str(final) in _failed:
-            return None
-        final.parent.mkdir(parents=True, exist_ok=True)
-        with open(f"{final}.lock", "w") as fh:
-            fcntl.flock(fh, fcntl.LOCK_EX)  # runs side by side (shards on one machine) warm up once
-            if not (final / "READY").is_file():
-                _warm_up(target, ctx, final)
-        return final if (final / "READY").is_file() else None
+    return final if made_once.ensure(final, lambda staging: _warm_up(target, ctx, staging), WARM_MAX_BYTES) else None
 
 
-def _warm_up(target: TargetEnv, ctx, final: Path) -> None:
-    staging = final.parent / f".{final.name}.warming"
-    shutil.rmtree(staging, ignore_errors=True)
-    t0 = time.monotonic()
-    why, leases = None, []
+def _warm_up(target: TargetEnv, ctx, staging: Path) -> dict | str:
+    """Serve the tiny twin once with `staging` as its caches: {} (nothing to add to READY), or why not."""
+    leases = []
     try:
         twin = twins.ensure("Qwen/Qwen3-0.6B", target, ctx.cache_dir, leases=leases)
         why = _serve(target, ctx, twin.dir, staging)
@@ -104,19 +84,7 @@ def _warm_up(target: TargetEnv, ctx, final: Path) -> None:
     finally:
         for held in leases:
             held.close()
-    if why is None:
-        try:
-            output.accept(staging, final, WARM_MAX_BYTES)
-            (final / "READY").write_text(json.dumps({"seconds": round(time.monotonic() - t0, 1)}))
-            for older in final.parent.glob(f"{target.target.name}-{target.version}-*"):  # an earlier recipe's
-                if older.is_dir() and older != final:
-                    shutil.rmtree(older, ignore_errors=True)
-                    Path(f"{older}.lock").unlink(missing_ok=True)
-            return
-        except (output.UntrustedOutput, OSError) as err:
-            why = f"the warm cache was refused: {err}"
-    shutil.rmtree(staging, ignore_errors=True)
-    _failed[str(final)] = why[:2000]
+    return {} if why is None else why
 
 
 def _serve(target: TargetEnv, ctx, model: str, staging: Path) -> str | None:

