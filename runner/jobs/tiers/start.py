@@ -55,7 +55,10 @@ def start(state: JobState) -> Verdict | None:
             return None
         if verdict != "port taken":
             return verdict
-        state.outcome.evidence.notes.append(f"port {state.outcome.evidence.server.port} was taken; retried on another")
+        # the relay may refuse the port before any server record exists (`_server`): no port to name then
+        taken = state.outcome.evidence.server
+        port = f"port {taken.port}" if taken else "the server's port"
+        state.outcome.evidence.notes.append(f"{port} was taken; retried on another")
     raise AssertionError("unreachable: the second attempt decides")
 
 
