@@ -367,7 +367,7 @@ def answer(req, parser, serve_cmd, no_device):
                 result["foreign"] = foreign_code(args, parser, req.get("code"))
                 # the long-lived helper runs nothing after argparse for such a command: vLLM's
                 # validation and its config run in a helper of the command's own (or not at all)
-                result["validated"] = not (result["foreign"] and req.get("shared"))
+                result["validated"] = not ((result["foreign"] and req.get("shared")) or req.get("argparse_only"))
                 if result["validated"]:
                     with cli_argv(
                         [*words, *req["argv"]]

@@ -115,6 +115,7 @@ DOCS_DENIED = {
     "VLLM_USE_MODELSCOPE": "fetches models from another hub",
     "VLLM_ASSETS_CACHE": "a path: our cache location",
     "VLLM_HOST_IP": "the docs author's machine",
+    "VLLM_LOGGING_PREFIX": "a prefix on every line vLLM logs: it can forge the levels the log scanner reads",
 }
 """Allowed by prefix but not passed, with why (names the word rule below does not catch)."""
 DOCS_DENIED_WORDS = {
@@ -144,6 +145,7 @@ DOCS_DENIED_WORDS = {
     "ENDPOINT": "another host",
     "SERVER": "another host",
     "SERVERS": "other hosts",
+    "CACHE": "a folder vLLM creates and prunes",
 }
 """A word of the name (split at `_`) says the value is code to load, a path to read or write, or an
 address: VLLM_NCCL_SO_PATH and NCCL_NET_PLUGIN load libraries, VLLM_LOGGING_CONFIG_PATH a logging
@@ -158,9 +160,14 @@ DOCS_DENIED_VALUES = (
         re.compile(r"^\s*(?:\d{1,3}(?:\.\d{1,3}){3}|\[?[0-9A-Fa-f]*:[0-9A-Fa-f:]*:[0-9A-Fa-f:.]*\]?)\s*$"),
         "its value is an IP address: another host",
     ),
+    (
+        re.compile(r"^\s*(?:/|~|\.\.?(?:/|$))|/\.\.(?:/|$)"),
+        "its value is a path of this machine (vLLM reads it, creates it or prunes it)",
+    ),
 )
 """What a documented value may not be, whatever its name (VLLM_LOGGING_STREAM=ext://pkg.mod imports a
-module; VLLM_USAGE_STATS_SERVER a URL; NCCL_COMM_ID=host:port another machine): the rule, each with why."""
+module; VLLM_USAGE_STATS_SERVER a URL; NCCL_COMM_ID=host:port another machine; VLLM_HUMMING_*_QUANT_CONFIG=/x
+is opened, VLLM_MEDIA_CACHE=/x created and pruned): the rule, each with why."""
 NEEDED_FOR_MEANING = frozenset(
     {"PYTHONPATH", "PYTHONHOME", "AWS_ENDPOINT_URL", "MOONCAKE_CONFIG_PATH", "VLLM_PLUGINS", "VLLM_USE_MODELSCOPE"}
 )

@@ -19,10 +19,13 @@ second reading, which also sees what no token spells (a `--config` file's keys).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Collection
 from dataclasses import dataclass
 
 from driftmatrix.common.option_tokens import spelled_as, token
+from driftmatrix.flaghistory.commands import shipped
+from driftmatrix.runner.isolation import inert_args
 from driftmatrix.runner.isolation.sandbox import detection
 
 
@@ -88,25 +91,66 @@ def from_namespace(dests: list[str]) -> list[str]:
     return sorted({BY_DEST[d].option if d in BY_DEST else d for d in dests})
 
 
-def refusal(argv: list[str], options: Collection[str] | None = None, seen: Collection[str] = ()) -> str | None:
-    """Why this command's code-running tiers must not run here (no sandbox), or None. `seen`: code
-    options the parser found that no token spells (the helper's namespace)."""
-    code = sorted({*foreign_code(argv, options), *seen})
-    if not code or detection.active():
+def refusal(
+    argv: list[str],
+    options: Collection[str] | None = None,
+    seen: Collection[str] = (),
+    *,
+    env: dict[str, str] | None = None,
+    version: str | None = None,
+    ours: Collection[str] = (),
+) -> str | None:
+    """Why this command must not run past argparse here, or None: without a sandbox only what is known
+    to be inert runs (runner/isolation/inert_args.py, an allow-list); `seen`: code options the parser
+    found that no token spells (the helper's namespace); `env`: the docs' env that would be passed;
+    `version`: the build's, for the option history's release; `ours`: values driftmatrix put in."""
+    if detection.active() or detection.mode()[0] == "off":  # off: --unsandboxed, plain by request, recorded
         return None
-    if detection.mode()[0] == "off":  # --unsandboxed or DRIFTMATRIX_SANDBOX=off: plain by request, recorded
+    code = [  # first: what loads code, by any spelling or by what the parser read
+        inert_args.NotInert(_as_written(argv, flag, options), _why(flag))
+        for flag in sorted({*foreign_code(argv, options), *seen})
+    ]
+    found = inert_args.not_inert(argv, env or {}, inert_args.Reading.of(_history(), version or ""), ours)
+    items = [*code, *(i for i in found if not any(i.what.startswith(c.what.split(" ")[0]) for c in code))]
+    if not items:
         return None
-    why = "; ".join(
-        f"{_as_written(argv, flag, options)} {BY_OPTION[flag].why if flag in BY_OPTION else 'loads code'}"
-        for flag in code
-    )
+    listed = "; ".join(item.text() for item in items[:4])
+    more = f"; and {len(items) - 4} more" if len(items) > 4 else ""
     return (
-        f"not run without a sandbox: {why}, and {detection.describe()}; {detection.how_to_get()}, or run with "
-        "--unsandboxed to check it as plain processes anyway"
+        f"{NOT_RUN}{listed}{more}; {detection.describe()}; {detection.how_to_get()}, or run "
+        "with --unsandboxed to check it as plain processes anyway"
+    )
+
+
+NOT_RUN = "not run without a sandbox: "
+"""How every reason of plain mode's refusal starts."""
+
+
+@functools.cache
+def _history():
+    """The shipped option history, read once (what the allow-list knows of each release)."""
+    return shipped()
+
+
+def _why(flag: str) -> str:
+    return BY_OPTION[flag].why if flag in BY_OPTION else "vLLM's parser read it as loading code"
+
+
+def parse_refusal(argv: list[str]) -> str | None:
+    """Why not even vLLM's parser may read this command here (it reads a file the docs name), or None."""
+    if detection.active() or detection.mode()[0] == "off":
+        return None
+    read = [o for o in inert_args.PARSER_READS if o in {a.split("=", 1)[0] for a in argv}]
+    if not read:
+        return None
+    return (
+        f"not parsed without a sandbox: {', '.join(f'`{o}` ({inert_args.PARSER_READS[o]})' for o in read)}; "
+        f"{detection.describe()}; {detection.how_to_get()}"
     )
 
 
 def _as_written(argv: list[str], flag: str, options: Collection[str] | None) -> str:
     """`flag`, and how the docs spelled it where that differs (`--trust-remote`, read as …)."""
     spelled = {argv[i].split("=", 1)[0] for i in spelled_as(argv, flag, options)} - {flag}
-    return f"{flag} (written {', '.join(sorted(spelled))})" if spelled else flag
+    written = f" (written `{', '.join(sorted(spelled))}`)" if spelled else ""
+    return f"`{flag}`{written}"

@@ -193,16 +193,19 @@ class Helper:
         timeout: float = HELPER_ANSWER_S,
         env: dict[str, str] | None = None,
         subcommand: list[str] | None = None,
+        argparse_only: bool = False,
     ) -> HelperAnswer:
         """Run the parse (or parse+config) tier on `argv`; restarts a dead helper once.
         `subcommand` (`["bench", "throughput"]`): `argv` is that `vllm` subcommand's, checked by its
-        own parser only (the parse stage, whatever `tier` says)."""
+        own parser only (the parse stage, whatever `tier` says). `argparse_only`: nothing after argparse
+        runs (a command not known to be inert, without a sandbox: runner/isolation/trust.py)."""
         request = {
             "argv": argv,
-            "tier": "parse" if subcommand else tier,
+            "tier": "parse" if subcommand or argparse_only else tier,
             "env": env or {},
             "code": trust.namespace_table(),
             "shared": self.shared,
+            "argparse_only": argparse_only,
         }
         if subcommand:
             request["subcommand"] = list(subcommand)

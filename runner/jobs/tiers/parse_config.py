@@ -30,8 +30,11 @@ from driftmatrix.runner.serve.helper_client import HelperAnswer
 def parse_config(state: JobState) -> Verdict | None:
     job, out = state.job, state.outcome
     sub = subcommands.words(job.snippet)
-    if (unsafe := trust.refusal(state.argv, state.options)) and not job.target.target.docker:
-        state.skip_at.setdefault("config", unsafe)  # no sandbox: the model's code never runs plainly
+    docker = bool(job.target.target.docker)  # a container keeps the same promises
+    if not docker and (unread := trust.parse_refusal(state.argv)):
+        return skip(unread, "parse")  # no sandbox: not even the parser reads a file the docs name
+    if (unsafe := state.plain_refusal()) and not docker:
+        state.skip_at.setdefault("config", unsafe)  # no sandbox: only what is known to be inert runs plainly
     if refused := plugins.refusal(job.snippet, state.argv, job.target.target):
         tier, why = refused  # a plugin's value: this build does not decide it
         if tier == "parse":
@@ -103,7 +106,10 @@ def _ask(state: JobState, tier: str, sub: list[str] | None) -> HelperAnswer:
     job, ctx = state.job, state.ctx
     shared = ctx.helper(job.target)
     spelled = trust.foreign_code(state.argv, state.options)
-    answer = shared.ask(state.argv, "parse" if spelled else tier, env=literal_env(job), subcommand=sub)
+    plain = bool(state.plain_refusal()) and not job.target.target.docker  # argparse only, nothing after it
+    answer = shared.ask(
+        state.argv, "parse" if spelled else tier, env=literal_env(job), subcommand=sub, argparse_only=plain
+    )
     state.foreign = sorted({*spelled, *answer.foreign})
     if unseen := sorted(set(answer.foreign) - set(spelled)):
         shared.close()  # the parser read code our reading of the argv did not: that process is not reused
@@ -115,10 +121,12 @@ def _ask(state: JobState, tier: str, sub: list[str] | None) -> HelperAnswer:
         return _with_device(state, tier, sub, answer, lambda declared: ctx.helper(job.target, declared=declared))
     if answer.result == "failed" or answer.result == "skipped":  # argparse refused it: no code ran, no own helper
         return answer
-    if (unsafe := trust.refusal(state.argv, state.options, state.foreign)) and not job.target.target.docker:
-        state.skip_at.setdefault("config", unsafe)
+    unsafe = None if job.target.target.docker else state.plain_refusal()  # with what the parser read too
+    if unsafe:
+        earlier = state.skip_at.get("config", unsafe)
+        state.skip_at["config"] = unsafe if earlier.startswith(trust.NOT_RUN) else earlier
         state.outcome.evidence.notes.append(
-            "parsed by argparse only: vLLM's own validation of a command that loads code runs in a sandbox only"
+            "parsed by argparse only: vLLM's own validation of a command not known to be inert runs in a sandbox only"
         )
         return answer
     name = f"{job.snippet.id}-{job.variant or 'doc'}-{job.target.target.name}"

@@ -13,7 +13,7 @@ from driftmatrix.extractor.shell_commands import option_value
 from driftmatrix.runner.argv.edit import without_options
 from driftmatrix.runner.argv.parallel import ranks_of
 from driftmatrix.runner.diagnosis import classify, logscan
-from driftmatrix.runner.isolation import env_policy, sandbox, trust, unix_relay
+from driftmatrix.runner.isolation import env_policy, sandbox, unix_relay
 from driftmatrix.runner.isolation.sandbox import detection
 from driftmatrix.runner.jobs.tiers.state import (
     JobState,
@@ -38,7 +38,7 @@ def start(state: JobState) -> Verdict | None:
     refused = detection.required_missing()
     if refused and not docker:
         return error(refused, "start")
-    if (unsafe := trust.refusal(state.argv, state.options, state.foreign)) and not docker:
+    if (unsafe := state.plain_refusal()) and not docker:
         return skip(unsafe, "start")
     if "start" in state.skip_at:  # e.g. weights left on the hub (over the budget) and no twin
         return skip(state.skip_at["start"], "start")

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from driftmatrix.runner.diagnosis import classify, logscan
-from driftmatrix.runner.isolation import env_policy
+from driftmatrix.runner.isolation import env_policy, trust
 from driftmatrix.runner.isolation.sandbox import limits
 from driftmatrix.runner.jobs.job import Job, RunContext
 from driftmatrix.runner.jobs.tiers import twin_artefacts
@@ -84,6 +84,14 @@ class JobState:
     def placeholders(self) -> list[str]:
         """The placeholders still in the command: those not replaced (runner/models/placeholders.py)."""
         return placeholders.kept(self.job.snippet, self.stood_in)
+
+    def plain_refusal(self) -> str | None:
+        """Why, without a sandbox, this command runs no further than argparse (runner/isolation/trust.py:
+        only what is known to be inert runs plainly); None: it may run."""
+        ours = [*self.outcome.substitutions.values(), *(s.value for s in self.stood_in)]
+        return trust.refusal(
+            self.argv, self.options, self.foreign, env=literal_env(self.job), version=self.job.target.version, ours=ours
+        )
 
     def close(self) -> None:
         """Stop the server if one runs, read its log into the evidence, and let go of its twins."""

@@ -93,7 +93,7 @@ def test_every_spelling_is_skipped_like_the_full_flag(spelled):
     assert len(spelled["outcomes"]) == len(SPELLINGS), [o.argv for o in spelled["outcomes"]]
     for o in spelled["outcomes"]:
         assert (o.verdict, o.stage) == ("SKIP", "config"), (o.argv, o.verdict, o.stage, o.reason)
-        assert o.reason.startswith("not run without a sandbox: --trust-remote-code"), o.reason
+        assert o.reason.startswith("not run without a sandbox: `--trust-remote-code`"), o.reason
         assert "--trust-remote-code" in o.argv  # what the parser reads, whatever the page wrote
 
 
@@ -191,5 +191,5 @@ def test_the_parser_s_reading_replaces_the_shared_helper_and_gets_one_of_its_own
 def test_without_a_sandbox_the_parser_s_reading_is_refused_too(aliased):
     remote = next(o for sid, o in aliased["outcomes"]["plain"].items() if sid != aliased["honest"])
     assert (remote.verdict, remote.stage) == ("SKIP", "config"), remote.reason
-    assert remote.reason.startswith("not run without a sandbox: --trust-remote-code"), remote.reason
+    assert remote.reason.startswith("not run without a sandbox: `--trust-remote-code`"), remote.reason
     assert aliased["markers"] == []
