@@ -40,7 +40,8 @@ if not __package__:  # run by path (a target's Python, `-I`): PEP 366, as the pa
     sys.path.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     __package__ = os.path.basename(os.path.dirname(os.path.abspath(__file__)))
 
-from .vllm_paths import relative as rel  # noqa: E402  (next to this file)
+from .fork_server import ForkServer  # noqa: E402  (next to this file)
+from .vllm_paths import relative as rel  # noqa: E402
 from .vllm_symbols import FOUND, find  # noqa: E402
 
 
@@ -365,9 +366,8 @@ def answer(req, parser, serve_cmd, no_device):
                 else:
                     args = own_values(parser.parse_args(["serve", *req["argv"]]))
                 result["foreign"] = foreign_code(args, parser, req.get("code"))
-                # the long-lived helper runs nothing after argparse for such a command: vLLM's
-                # validation and its config run in a helper of the command's own (or not at all)
-                result["validated"] = not ((result["foreign"] and req.get("shared")) or req.get("argparse_only"))
+                # without a sandbox nothing after argparse runs for such a command (runner/isolation/trust.py)
+                result["validated"] = not ((result["foreign"] and req.get("fail_closed")) or req.get("argparse_only"))
                 if result["validated"]:
                     with cli_argv(
                         [*words, *req["argv"]]
@@ -443,11 +443,8 @@ def main():
         )
         + "\n"
     )
-    for line in sys.stdin:
-        if not line.strip():
-            continue
-        req = json.loads(line)
-        PROTO.write(json.dumps(answer(req, parser, serve_cmd, no_device), default=str) + "\n")
+    # every request in a child of its own, forked from this process: nothing a command loads outlives it
+    ForkServer(lambda req: answer(req, parser, serve_cmd, no_device), PROTO).serve(sys.stdin)
     return 0
 
 

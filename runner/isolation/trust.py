@@ -104,7 +104,7 @@ def refusal(
     to be inert runs (runner/isolation/inert_args.py, an allow-list); `seen`: code options the parser
     found that no token spells (the helper's namespace); `env`: the docs' env that would be passed;
     `version`: the build's, for the option history's release; `ours`: values driftmatrix put in."""
-    if detection.active() or detection.mode()[0] == "off":  # off: --unsandboxed, plain by request, recorded
+    if not fail_closed():  # a sandbox, or --unsandboxed (plain by request, recorded)
         return None
     code = [  # first: what loads code, by any spelling or by what the parser read
         inert_args.NotInert(_as_written(argv, flag, options), _why(flag))
@@ -126,6 +126,11 @@ NOT_RUN = "not run without a sandbox: "
 """How every reason of plain mode's refusal starts."""
 
 
+def fail_closed() -> bool:
+    """Only what is known to be inert may run here: no sandbox, and plain processes not asked for."""
+    return not detection.active() and detection.mode()[0] != "off"
+
+
 @functools.cache
 def _history():
     """The shipped option history, read once (what the allow-list knows of each release)."""
@@ -138,7 +143,7 @@ def _why(flag: str) -> str:
 
 def parse_refusal(argv: list[str]) -> str | None:
     """Why not even vLLM's parser may read this command here (it reads a file the docs name), or None."""
-    if detection.active() or detection.mode()[0] == "off":
+    if not fail_closed():
         return None
     read = [o for o in inert_args.PARSER_READS if o in {a.split("=", 1)[0] for a in argv}]
     if not read:

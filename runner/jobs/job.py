@@ -89,19 +89,6 @@ class RunContext:
                 )
             return self.helpers[name]
 
-    def own_helper(self, target: TargetEnv, job_name: str, readable: list[str], declared: bool = False) -> Helper:
-        """A helper for one command whose config tier runs code that is not vLLM's (runner/isolation/trust.py):
-        nothing it loads outlives it. Shut down by the caller."""
-        suffix = "-declared" if declared else ""
-        return self._new_helper(
-            target,
-            self.workdir / "logs" / f"{job_name}-helper{suffix}.log",
-            readable,
-            attempts=1,
-            declared=declared,
-            shared=False,
-        )
-
     def _new_helper(
         self,
         target: TargetEnv,
@@ -109,7 +96,6 @@ class RunContext:
         readable: list[str],
         attempts: int = 2,
         declared: bool = False,
-        shared: bool = True,
     ) -> Helper:
         """Offline always, whether the hub answers or not: every model vLLM is given is a local folder
         (model map, twin, or fetched from the hub beforehand by runner/models/hub.py), so the config tier
@@ -126,14 +112,13 @@ class RunContext:
                 attempts=attempts,
                 vllm_cache=lambda: model_infos.ensure(target, self),
                 declared=self.declared_device if declared else None,
-                shared=shared,
             )
         hub_folder = hub_dir(self.cache_dir)  # models fetched later in the run are mounted too
         hub_folder.mkdir(parents=True, exist_ok=True)
         command = docker_target.helper_command(
             target.target.docker, [*self.resolver.model_map.values(), str(hub_folder)], {**self.base_env, **target.env}
         )
-        return Helper(lambda: Launch(command, env_policy.docker_cli_env()), log, attempts=attempts, shared=shared)
+        return Helper(lambda: Launch(command, env_policy.docker_cli_env()), log, attempts=attempts)
 
     def close(self, now: bool = False) -> None:
         """Close every helper; `now` (an interrupted run): killed, not left to finish a request."""

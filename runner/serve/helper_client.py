@@ -1,5 +1,6 @@
-"""The driftmatrix side of `vllm_helper.py`: one long-lived helper per target env, and a fresh
-one for each command whose config tier runs code that is not vLLM's (runner/isolation/trust.py).
+"""The driftmatrix side of `vllm_helper.py`: one long-lived helper per target env, a fork server that
+answers each command in a fresh child of its own (runner/intarget/fork_server.py): whatever a command
+loads dies with its child, and no command pays vLLM's import again.
 
 Every answer is read within a deadline and a size (runner/isolation/sandbox/files.py): a half line, a flood
 or silence from the helper is a HelperError for that request (ERROR, ours), and the helper is
@@ -59,7 +60,8 @@ class HelperAnswer:
     foreign: list[str] = field(default_factory=list)
     """The code options (runner/isolation/trust.py) the parsed namespace holds, however the argv spelled them."""
     validated: bool = True
-    """False: the long-lived helper stopped after argparse because of `foreign` (nothing else ran)."""
+    """False: the command's process stopped after argparse (not known to be inert, or `foreign`, without
+    a sandbox: nothing else ran)."""
 
     @classmethod
     def from_json(cls, data: dict) -> HelperAnswer:
@@ -83,6 +85,10 @@ class HelperError(RuntimeError):
     """The helper died or stopped answering: our side's fault (ERROR), with its stderr tail."""
 
 
+class CommandCrashed(HelperError):
+    """The command's own process ended without an answer (the fork server is fine: not restarted)."""
+
+
 class Helper:
     """One helper process at a time (restarted when it dies). `launcher` makes a fresh Launch for each
     start (runner/sandbox: the sandbox's argv, env, handed-in descriptors); `env` is its whole
@@ -94,13 +100,9 @@ class Helper:
         log_path: Path,
         import_timeout: float = HELPER_IMPORT_S,
         attempts: int = 2,
-        shared: bool = True,
     ):
         self.launcher, self.log_path, self.attempts = launcher, log_path, attempts
-        """A long-lived helper that died is started again once (attempts=2); a helper of one command's
-        own is not: what stopped it (its own code, a limit) would stop it again."""
-        self.shared = shared
-        """Serves many commands: it stops after argparse for a command that loads code (runner/isolation/trust.py)."""
+        """A helper that died is started again once (attempts=2)."""
         self.options: list[str] | None = None
         """The release's `vllm serve` option strings, as its parser has them (None until it started)."""
         self.allow_abbrev = True
@@ -204,7 +206,7 @@ class Helper:
             "tier": "parse" if subcommand or argparse_only else tier,
             "env": env or {},
             "code": trust.namespace_table(),
-            "shared": self.shared,
+            "fail_closed": trust.fail_closed(),
             "argparse_only": argparse_only,
         }
         if subcommand:
@@ -220,7 +222,11 @@ class Helper:
                     answer = self._read(timeout)
                     if answer.get("id") not in (None, self._seq):
                         raise HelperError(f"helper answered request {answer.get('id')!r}, not {self._seq}")
+                    if answer.get("crashed"):
+                        raise CommandCrashed(str(answer["crashed"])[:2000])
                     return HelperAnswer.from_json(answer)
+                except CommandCrashed:
+                    raise  # asking again would run the same command to the same end
                 except (HelperError, BrokenPipeError, OSError) as err:
                     self.close()
                     if attempt == self.attempts:
@@ -264,7 +270,6 @@ def contained(
     attempts: int = 2,
     vllm_cache: Callable[[], Path | None] | None = None,
     declared: dict | None = None,
-    shared: bool = True,
 ) -> Helper:
     """A helper run by the target interpreter `python` in the sandbox (plainly where there is none
     and none is required), seeing `readable` (the model folders it will be asked about); `env`, the targets
@@ -294,7 +299,7 @@ def contained(
             seeds=[(seed, "/tmp/vllm-cache")] if seed is not None and seed.is_dir() else [],
         )
 
-    return Helper(launch, log_path, attempts=attempts, shared=shared)
+    return Helper(launch, log_path, attempts=attempts)
 
 
 def _with_limit(message: str, events: list[dict]) -> str:

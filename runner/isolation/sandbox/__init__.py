@@ -49,11 +49,13 @@ INSIDE_ENV = {
     "VLLM_NO_USAGE_STATS": "1",
     "DO_NOT_TRACK": "1",
     "VLLM_CACHE_ROOT": "/tmp/vllm-cache",
+    "DRIFTMATRIX_CONTAINED": "1",
     "TORCHINDUCTOR_CACHE_DIR": "/tmp/vllm-cache/torchinductor",
     "TRITON_CACHE_DIR": "/tmp/vllm-cache/triton",
 }
 """Inside: home, caches and remote code's module cache in the private /tmp; nothing to download; no
-usage reports. Torch keeps its precompiled headers in /tmp/torchinductor_<user> whatever it is told."""
+usage reports; DRIFTMATRIX_CONTAINED tells the helper's fork server (runner/intarget/fork_server.py) that
+its pid, IPC and scratch are the sandbox's own to sweep. Torch keeps its precompiled headers in /tmp/torchinductor_<user> whatever it is told."""
 CACHE_DIRS = ("vllm-cache", f"torchinductor_{binds.USER}")
 """The folders of the private /tmp that make a start warm (runner/serve/compile_cache.py)."""
 

@@ -99,28 +99,19 @@ def _feature(state: JobState, message: str) -> bool:
 
 
 def _ask(state: JobState, tier: str, sub: list[str] | None) -> HelperAnswer:
-    """The helper's answer: the target's long-lived helper, or — when the command loads code that is
-    not vLLM's (runner/isolation/trust.py), by any spelling or by what the parser made of it — that
-    helper for argparse only, then a helper of this command's own for the rest, closed after it, so
-    nothing that code does outlives it."""
+    """The helper's answer, from a process of this command's own forked by the target's fork server
+    (runner/intarget/fork_server.py): whatever the command loads dies with it. Without a sandbox, a
+    command not known to be inert — by its argv, or by what the parser read (a code option no token
+    spells) — gets argparse only (runner/isolation/trust.py)."""
     job, ctx = state.job, state.ctx
-    shared = ctx.helper(job.target)
     spelled = trust.foreign_code(state.argv, state.options)
     plain = bool(state.plain_refusal()) and not job.target.target.docker  # argparse only, nothing after it
-    answer = shared.ask(
-        state.argv, "parse" if spelled else tier, env=literal_env(job), subcommand=sub, argparse_only=plain
-    )
+    answer = ctx.helper(job.target).ask(state.argv, tier, env=literal_env(job), subcommand=sub, argparse_only=plain)
     state.foreign = sorted({*spelled, *answer.foreign})
     if unseen := sorted(set(answer.foreign) - set(spelled)):
-        shared.close()  # the parser read code our reading of the argv did not: that process is not reused
         state.outcome.evidence.notes.append(
-            f"vLLM's parser read {', '.join(unseen)} where no option of the command "
-            "spells it; the shared helper stopped after argparse and was replaced"
+            f"vLLM's parser read {', '.join(unseen)} where no option of the command spells it"
         )
-    if not state.foreign:
-        return _with_device(state, tier, sub, answer, lambda declared: ctx.helper(job.target, declared=declared))
-    if answer.result == "failed" or answer.result == "skipped":  # argparse refused it: no code ran, no own helper
-        return answer
     unsafe = None if job.target.target.docker else state.plain_refusal()  # with what the parser read too
     if unsafe:
         earlier = state.skip_at.get("config", unsafe)
@@ -129,42 +120,17 @@ def _ask(state: JobState, tier: str, sub: list[str] | None) -> HelperAnswer:
             "parsed by argparse only: vLLM's own validation of a command not known to be inert runs in a sandbox only"
         )
         return answer
-    name = f"{job.snippet.id}-{job.variant or 'doc'}-{job.target.target.name}"
-    state.outcome.stage = "config" if tier == "config" else "parse"  # what stops this helper stops this tier
-    state.outcome.evidence.notes.append(
-        f"checked in a helper process of its own: it runs code that is not vLLM's ({', '.join(state.foreign)})"
-    )
-    return _with_device(
-        state, tier, sub, None, lambda declared: ctx.own_helper(job.target, name, _readable(state), declared=declared)
-    )
+    return _with_device(state, tier, sub, answer, lambda declared: ctx.helper(job.target, declared=declared))
 
 
-def _with_device(
-    state: JobState, tier: str, sub: list[str] | None, answer: HelperAnswer | None, helper_for
-) -> HelperAnswer:
-    """`answer` (asked of `helper_for(False)` when None); a CUDA build's config tier without a device is
-    asked again of `helper_for(True)`, over the declared device. A helper of a command's own is shut
-    down after its answer."""
-    job = state.job
-    for declared in (False, True):
-        if answer is None:
-            helper = helper_for(declared)
-            try:
-                answer = helper.ask(state.argv, tier, env=literal_env(job), subcommand=sub)
-            finally:
-                if not helper.shared:
-                    helper.shutdown()
-        if declared or not (answer.no_device and tier == "config"):
-            return answer
-        if why := _no_declaration(state):
-            return HelperAnswer("skipped", "config", skip=why, warnings=answer.warnings)
-        answer = None
-    raise AssertionError("unreachable")
-
-
-def _readable(state: JobState) -> list[str]:
-    """The folders a helper of this command's own may read: the models substituted, a placeholder's twin."""
-    return [*state.outcome.substitutions.values(), *(s.value for s in state.stood_in if s.twin)]
+def _with_device(state: JobState, tier: str, sub: list[str] | None, answer: HelperAnswer, helper_for) -> HelperAnswer:
+    """`answer`; a CUDA build's config tier without a device is asked again of `helper_for(True)`, over
+    the declared device."""
+    if not (answer.no_device and tier == "config"):
+        return answer
+    if why := _no_declaration(state):
+        return HelperAnswer("skipped", "config", skip=why, warnings=answer.warnings)
+    return helper_for(True).ask(state.argv, tier, env=literal_env(state.job), subcommand=sub)
 
 
 def _no_declaration(state: JobState) -> str | None:

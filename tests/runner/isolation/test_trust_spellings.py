@@ -180,11 +180,12 @@ def test_a_later_honest_command_gets_its_verdict_alone(aliased):
     )
 
 
-def test_the_parser_s_reading_replaces_the_shared_helper_and_gets_one_of_its_own(aliased):
+def test_the_parser_s_reading_is_noted_and_its_code_ran_in_its_own_process(aliased):
+    """The alias's model code rewires the parser of the process that imports it (tests/runner/fake_vllm.py):
+    it ran in the command's own forked process, so the honest command after it is judged as alone."""
     remote = next(o for sid, o in aliased["outcomes"]["together"].items() if sid != aliased["honest"])
     notes = " ".join(remote.evidence.notes)
-    assert "read --trust-remote-code where no option of the command spells it" in notes and "replaced" in notes
-    assert "checked in a helper process of its own" in notes, notes
+    assert "read --trust-remote-code where no option of the command spells it" in notes, notes
     assert (remote.verdict, remote.stage) == ("PASS", "config"), remote.reason
 
 

@@ -1,0 +1,329 @@
+"""A clean process for every command, in milliseconds: the helper's requests each answered by a fresh
+child forked from the process that imported vLLM once (the zygote / multiprocessing `forkserver`
+pattern). Run in the target environment, stdlib only.
+
+Why: whatever a command makes vLLM load — a model repository's code, a plugin file, a class override
+that replaces vLLM's model registry, a patch of its parser — lives in the child and dies with it; the
+parent (the fork server) never parses, validates or configures a documented command, so no command
+can change how a later one is judged, and none pays vLLM's import again.
+
+What keeps the children apart from the parent and from each other:
+- the parent is not dumpable: a child (same user, no capability) can neither trace it nor open its
+  /proc files (its memory, its descriptors: the protocol pipe);
+- a child holds no descriptor of the protocol: its stdin is /dev/null and the answer pipe is its only
+  way back; the parent reads one bounded answer from it and writes it on as one line, with the id it
+  asked for — extra lines, a flood or a forged id never reach the runner;
+- when the child has ended, its process group is killed; inside a sandbox (DRIFTMATRIX_CONTAINED:
+  a pid, IPC and mount namespace of the helper's own) so is every other process but the parent and
+  its ancestors, every SysV shared memory segment is removed, and the private /tmp and /dev/shm are
+  put back exactly as they were when the parent was ready (held in the parent's memory) wherever a
+  child changed them: a file one command plants is never there for the next.
+"""
+
+import gc
+import json
+import os
+import select
+import shutil
+import signal
+import stat
+
+ANSWER_MAX = 64 * 2**20
+"""The longest answer a child may give (the runner's own cap on a protocol line)."""
+SCRATCH = ("/tmp", "/dev/shm")
+"""What a contained child may write: the sandbox's private tmpfs mounts."""
+SNAPSHOT_MAX = 256 * 2**20
+"""The most the parent holds in memory to put the scratch back (a warm vLLM cache is a few MB)."""
+PR_SET_DUMPABLE = 4
+
+
+def contained():
+    """Inside a sandbox of the helper's own (set by runner/isolation/sandbox for every contained process):
+    only then may the parent sweep processes and scratch — outside, they are the host's."""
+    return os.environ.get("DRIFTMATRIX_CONTAINED") == "1"
+
+
+def not_dumpable():
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+class ForkServer:
+    """Answers each request in a child of its own; `answer(req)` is what the child runs. The next child
+    is forked as soon as the last one is swept, and waits for its request: the fork (tens of ms for a
+    process that imported torch) overlaps the runner's own work instead of adding to each answer."""
+
+    def __init__(self, answer, proto):
+        self.answer, self.proto = answer, proto
+        not_dumpable()
+        self.snapshot = snapshot() if contained() else None
+        gc.collect()
+        gc.freeze()  # the import's objects: no collection in a child walks (and so copies) their pages
+
+    def serve(self, lines):
+        child = self.fork()
+        try:
+            for line in lines:
+                if not line.strip():
+                    continue
+                req = json.loads(line)
+                data, status = child.ask(line)
+                if status is None and not _answer(data, req.get("id")):
+                    status = child.wait()
+                self.proto.write(json.dumps(parsed(data, status, req.get("id")), default=str) + "\n")
+                self.proto.flush()
+                self.sweep(child)  # before the next child exists: nothing of this one is left for it
+                child = self.fork()
+        finally:
+            self.sweep(child)
+
+    def fork(self):
+        requests, answers = os.pipe(), os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: never returns
+            os.close(requests[1])
+            os.close(answers[0])
+            self._child(requests[0], answers[1])
+        os.close(requests[0])
+        os.close(answers[1])
+        return Child(pid, requests[1], answers[0])
+
+    def _child(self, request_fd, answer_fd):
+        code = 0
+        try:
+            os.setpgid(0, 0)
+            devnull = os.open(os.devnull, os.O_RDONLY)
+            os.dup2(devnull, 0)
+            os.close(self.proto.fileno())  # the protocol is the parent's: the answer pipe is the only way back
+            with os.fdopen(request_fd, "rb") as fh:
+                req = json.loads(fh.read(ANSWER_MAX))
+            data = (json.dumps(self.answer(req), default=str) + "\n").encode()
+            view = memoryview(data)
+            while view:
+                view = view[os.write(answer_fd, view[: 1 << 16]) :]
+            os.close(answer_fd)  # the parent answers now, while this process is torn down
+        except BaseException:  # the parent answers for a child that gave nothing
+            code = 70
+        finally:
+            os._exit(code)
+
+    def sweep(self, child):
+        """Nothing of the child outlives its answer (see the module's docstring)."""
+        child.kill()
+        if contained():
+            kill_all_but_us()
+            remove_shm_segments()
+            if self.snapshot is not None and fingerprint() != self.snapshot.prints:
+                self.snapshot.restore()
+        reap()
+
+
+class Child:
+    """A forked child waiting for its one request."""
+
+    def __init__(self, pid, request_fd, answer_fd):
+        self.pid, self.request_fd, self.answer_fd, self.status = pid, request_fd, answer_fd, None
+
+    def ask(self, line):
+        """(what it answered, its wait status or None while it is still ending)."""
+        try:
+            os.write(self.request_fd, line.encode() if isinstance(line, str) else line)
+        except OSError:
+            pass  # it is gone: its status says why
+        finally:
+            os.close(self.request_fd)
+            self.request_fd = None
+        data, self.status = relay(self.answer_fd, self.pid)
+        return data, self.status
+
+    def wait(self):
+        if self.status is None:
+            self.status = os.waitpid(self.pid, 0)[1]
+        return self.status
+
+    def kill(self):
+        try:
+            os.killpg(self.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            self.wait()
+        except ChildProcessError:
+            pass
+        for fd in (self.request_fd, self.answer_fd):
+            if fd is not None:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        self.request_fd = self.answer_fd = None
+
+
+def relay(fd, pid):
+    """(what the child wrote, its wait status, or None when it closed the pipe and is still ending):
+    read while it runs, so an answer larger than a pipe's buffer never blocks it; stops at end of
+    file, at the cap, or once the child is gone and nothing is pending (a grandchild holding the pipe
+    open does not hold the parent)."""
+    data, status = bytearray(), None
+    while len(data) <= ANSWER_MAX:
+        ready = select.select([fd], [], [], 0.05)[0]
+        if ready:
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                break
+            data += chunk
+            continue
+        if status is not None:
+            break
+        done, code = os.waitpid(pid, os.WNOHANG)
+        if done:
+            status = code
+    return bytes(data), status
+
+
+def _answer(data, wanted_id):
+    line = data.split(b"\n", 1)[0]
+    try:
+        answer = json.loads(line) if line else None
+    except ValueError:
+        return None
+    return answer if isinstance(answer, dict) and answer.get("id") == wanted_id and len(data) <= ANSWER_MAX else None
+
+
+def parsed(data, status, wanted_id):
+    """The child's answer as the runner may read it: one object with the id asked, else what went wrong."""
+    answer = _answer(data, wanted_id)
+    if answer is not None:
+        return answer
+    if len(data) > ANSWER_MAX:
+        why = f"its answer was longer than {ANSWER_MAX // 2**20} MiB"
+    elif status is not None and os.WIFSIGNALED(status):
+        why = f"it was killed by signal {os.WTERMSIG(status)}"
+    elif data:
+        why = "it wrote something that is not its answer"
+    else:
+        code = os.waitstatus_to_exitcode(status) if status is not None else "unknown"
+        why = f"it exited with status {code} without an answer"
+    return {"id": wanted_id, "crashed": f"the command's process ended without an answer: {why}"}
+
+
+def reap():
+    """Collect every child that ended (the parent may be a namespace's reaper of orphans)."""
+    while True:
+        try:
+            done, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if not done:
+            return
+
+
+def _ancestors():
+    found, pid = {os.getpid()}, os.getpid()
+    while pid > 1:
+        try:
+            with open(f"/proc/{pid}/status") as fh:
+                pid = next(int(ln.split()[1]) for ln in fh if ln.startswith("PPid:"))
+        except (OSError, StopIteration, ValueError):
+            break
+        found.add(pid)
+    return found | {1}
+
+
+def kill_all_but_us():
+    """Every process of the sandbox's pid namespace but the parent and its ancestors (a daemon a child
+    left, whatever group or session it made)."""
+    keep = _ancestors()
+    for name in os.listdir("/proc"):
+        if name.isdigit() and int(name) not in keep:
+            try:
+                os.kill(int(name), signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+
+def remove_shm_segments():
+    """SysV shared memory outlives its processes in the sandbox's own IPC namespace: remove it all."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        with open("/proc/sysvipc/shm") as fh:
+            ids = [int(ln.split()[1]) for ln in list(fh)[1:] if ln.strip()]
+    except (OSError, ValueError, IndexError):
+        return
+    for shmid in ids:
+        libc.shmctl(shmid, 0, None)  # IPC_RMID
+
+
+def fingerprint():
+    """What the scratch holds, by path: (kind, mode, size, mtime) — any change a child makes shows."""
+    prints = {}
+    for top in SCRATCH:
+        for root, dirs, files in os.walk(top):
+            for name in dirs + files:
+                path = os.path.join(root, name)
+                try:
+                    st = os.lstat(path)
+                except OSError:
+                    continue
+                prints[path] = (stat.S_IFMT(st.st_mode), st.st_mode, st.st_size, st.st_mtime_ns)
+    return prints
+
+
+class Snapshot:
+    """The scratch as the parent left it, in the parent's memory (no child can reach it)."""
+
+    def __init__(self, entries, prints):
+        self.entries, self.prints = entries, prints
+
+    def restore(self):
+        for top in SCRATCH:
+            for name in os.listdir(top):
+                path = os.path.join(top, name)
+                if os.path.isdir(path) and not os.path.islink(path):
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    try:
+                        os.unlink(path)
+                    except OSError:
+                        pass
+        for path, (kind, _, content) in self.entries:
+            if kind == "dir":
+                os.makedirs(path, mode=0o700, exist_ok=True)
+            elif kind == "link":
+                os.symlink(content, path)
+            else:
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+                with os.fdopen(fd, "wb") as fh:
+                    fh.write(content)
+        for path, (kind, mode, _) in reversed(self.entries):  # a folder's own mode last: it may forbid writing
+            if kind != "link":
+                os.chmod(path, stat.S_IMODE(mode), follow_symlinks=False)
+        self.prints = fingerprint()  # mtimes are new: what the next child must leave as it found
+
+
+def snapshot():
+    """The scratch now, or None where it is too large to hold (then it is not put back)."""
+    entries, size = [], 0
+    for top in SCRATCH:
+        for root, dirs, files in os.walk(top):
+            for name in sorted(dirs) + sorted(files):
+                path = os.path.join(root, name)
+                st = os.lstat(path)
+                if stat.S_ISLNK(st.st_mode):
+                    entries.append((path, ("link", st.st_mode, os.readlink(path))))
+                elif stat.S_ISDIR(st.st_mode):
+                    entries.append((path, ("dir", st.st_mode, None)))
+                elif stat.S_ISREG(st.st_mode):
+                    size += st.st_size
+                    if size > SNAPSHOT_MAX:
+                        return None
+                    with open(path, "rb") as fh:
+                        entries.append((path, ("file", st.st_mode, fh.read())))
+    entries.sort(key=lambda e: e[0].count("/"))  # folders before what they hold
+    return Snapshot(entries, fingerprint())
