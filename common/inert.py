@@ -22,6 +22,20 @@ guard in common/inert_stdio.py), and every Markdown text above is first stripped
 characters (`strip_controls`): an ESC sequence or a BEL from the docs or from vLLM neither
 recolours, retitles or rewrites a terminal nor reaches a page, a PR body or a step summary.
 
+`strip_controls` also shows the invisible format characters escaped, as Python's `ascii()` writes
+them (`\\u202e`): the bidi controls (U+202A–U+202E, U+2066–U+2069, U+061C, U+200E, U+200F), which
+make a line read in another order than it runs ("Trojan Source"), and the zero-width ones (U+200B–
+U+200D, U+2060–U+2064, U+FEFF, the tag characters U+E0000–U+E007F), which make two different
+commands, names or flags look the same. The rule is Unicode's whole category Cf, and the line and
+paragraph separators U+2028 and U+2029 (a line break to some readers, none to others), with no
+exception: ZWJ and ZWNJ (U+200D, U+200C) are needed in some scripts and emoji sequences, but these
+texts are commands, flags, file names, headings and messages, where a visible `\\u200d` costs
+little and a hidden one can pass one command off as another. Only driftmatrix's own word joiners
+stay (`WORD_JOINER`, where `defuse` and `defuse_commands` put them: after `@`, between `:` and `:`,
+…), so that the rules can be applied twice; one the docs wrote in such a place stays too, where it
+is one driftmatrix would have put. Variation selectors and fillers (not format characters) are left
+as they are.
+
 GitHub Actions reads every line a step writes to stdout or stderr as a possible workflow command
 (actions/runner, src/Runner.Common/ActionCommand.cs): `TryParseV2` trims leading whitespace
 (.NET's `TrimStart`) and takes a line that then starts with `::` as `::name props::data`, and the
@@ -65,6 +79,21 @@ so that no stray parameters are shown. A string control ends at its terminator o
 (a terminal would swallow the lines after an unterminated one; here they stay)."""
 _CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 """C0 but tab and newline, DEL, C1: what a terminal acts on instead of showing."""
+_INVISIBLE = re.compile(
+    "[\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e\u200b-\u200f\u2028-\u202e"
+    "\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f"
+    "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f]"
+)
+"""Unicode's format characters (category Cf, as of Unicode 15: bidi controls, zero-width spaces and
+joiners, invisible operators, tags, …) and the line and paragraph separators (Zl, Zp): shown
+escaped by `strip_controls` (tests/common/test_inert.py holds this list against Python's
+`unicodedata`)."""
+_OWN_JOINER = re.compile(
+    r"(?<=#)\u2060(?=\[)|(?<=:)\u2060(?=:|//)|(?<=[@#])\u2060(?=\w)|(?i:(?<=\bwww)\u2060(?=\.)|(?<=\bgh-)\u2060(?=\d))"
+)
+"""A word joiner where `defuse` or `defuse_commands` puts one: between `:` and `:` or `#` and `[` (not
+only at a line's start, nor only after `##`: rich may wrap or fold a line there), after `@` or `#`,
+inside `://`, `www.` and `GH-1`."""
 _LINE_COMMAND = re.compile(r"^([^\S\n]*:)(?=:)", re.MULTILINE)
 """A line's leading `::` after any whitespace (Python's whitespace is a superset of .NET's
 `char.IsWhiteSpace`, which `TrimStart` trims)."""
@@ -77,12 +106,38 @@ _DEFUSE = re.compile(r"(?<=[@#])(?=\w)|(?<=:)(?=//)|(?i:(?<=\bwww)(?=\.)|(?<=\bg
 _FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})(.*)$")
 
 
-def strip_controls(text: object) -> str:
+def strip_controls(text: object, before: str = "") -> str:
     """`text` without escape sequences (CSI, OSC, …, in their ESC and C1 forms), without the other
     C0 and C1 control characters and DEL; `\\r\\n` and a lone `\\r` become `\\n` (a lone `\\r`
     ends a line for the Actions runner and for Markdown, and lets a terminal overwrite one); tabs
-    and newlines stay. For every text from the docs or from vLLM, wherever it is shown."""
-    return _CONTROLS.sub("", _ESCAPES.sub("", _NEWLINES.sub("\n", str(text))))
+    and newlines stay; format characters shown escaped (`shown_invisible`; `before`: its context).
+    For every text from the docs or from vLLM, wherever it is shown. Idempotent."""
+    return shown_invisible(_CONTROLS.sub("", _ESCAPES.sub("", _NEWLINES.sub("\n", str(text)))), before)
+
+
+def _escaped_char(char: str) -> str:
+    return ascii(char)[1:-1]  # `\\u202e`, `\\U000e0041`, `\\xad`
+
+
+def shown_invisible(text: str, before: str = "") -> str:
+    """`text` with every format character (bidi control, zero-width character: `_INVISIBLE`) written
+    as Python's `ascii()` writes it, `\\u202e`: seen, and acting on nothing. driftmatrix's own word
+    joiners stay (`_OWN_JOINER`); `before`: the inert text written right before `text` (a stream's
+    last characters), which decides a joiner at its start."""
+    if not _INVISIBLE.search(text):
+        return text
+    own = set()
+    if WORD_JOINER in text:
+        whole = before[-4:] + text  # the longest look-behind: `\bwww`
+        own = {m.start() - (len(whole) - len(text)) for m in _OWN_JOINER.finditer(whole)}
+    return _INVISIBLE.sub(lambda m: m[0] if m.start() in own else _escaped_char(m[0]), text)
+
+
+def json_text(text: str) -> str:
+    """JSON text (`json.dumps`, `ensure_ascii=False`) with every format character written as its
+    JSON escape (`\\u202e`; astral ones as a surrogate pair): the same data, no invisible character
+    in the file. Outside its strings JSON has none to escape."""
+    return _INVISIBLE.sub(lambda m: json.dumps(m[0]).strip('"'), text)
 
 
 def strip_controls_in(value: object) -> object:

@@ -5,8 +5,9 @@ that is not a terminal (a pipe, a file, GitHub's runner reading a step) is wrapp
 written through it — by `print`, by rich (after rich wrapped or folded a long text, which can move
 a `::` to the start of a line), by a library — leaves with its control characters stripped and its
 workflow commands defused (common/inert.py `strip_controls`, `defuse_commands`), as the runner will
-split it. The texts printed are made inert where they are printed too (`inert.terminal`,
-`inert.console_markup`): on a terminal, where the guard stays out of the way of rich's own colours
+split it, and its format characters (bidi controls, zero-width characters) shown escaped
+(`inert.shown_invisible`). The texts printed are made inert where they are printed too
+(`inert.terminal`, `inert.console_markup`): on a terminal, where the guard stays out of the way of rich's own colours
 and live progress, that is what keeps an ESC sequence from the docs off the screen.
 
 driftmatrix's own workflow commands (`inert.workflow_command`) pass the guard through `emit`.
@@ -20,23 +21,34 @@ import sys
 from collections.abc import Iterator
 from typing import TextIO
 
-from driftmatrix.common.inert import defuse_commands, strip_controls
+from driftmatrix.common.inert import WORD_JOINER, defuse_commands, strip_controls
 
 
 class InertStream:
-    """A text stream in front of `raw` that writes every line inert. Nothing is held back: a joiner
-    goes right before the character that completes `::` or `##[`, so a line can be written in
-    pieces (rich writes a line's segments, `print` its newline apart) and flushed at any time."""
+    """A text stream in front of `raw` that writes every line inert. Nothing is held back but a
+    word joiner that ends a piece (the next character decides whether it is driftmatrix's own or
+    shown escaped, `inert.shown_invisible`; it is zero-width): a joiner goes right before the
+    character that completes `::` or `##[`, so a line can be written in pieces (rich writes a
+    line's segments, `print` its newline apart) and flushed at any time."""
 
     def __init__(self, raw: TextIO):
         self.raw = raw
         self._line = ""
         """The current line as written so far; once its start is decided only its last two characters
         (all that `##[` needs), behind two placeholder ones that cannot start a command."""
+        self._tail = ""
+        """The last characters written (what decides a word joiner at the start of the next piece)."""
+        self._held = ""
 
     def write(self, text: str) -> int:
+        written = len(text)
+        text, self._held = self._held + text, ""
+        if text.endswith(WORD_JOINER):
+            text, self._held = text[:-1], WORD_JOINER
+        shown = strip_controls(text, self._tail)
+        self._tail = (self._tail + shown)[-4:]
         out = []
-        for i, part in enumerate(strip_controls(text).split("\n")):
+        for i, part in enumerate(shown.split("\n")):
             if i:
                 out.append("\n")
                 self._line = ""
@@ -44,7 +56,14 @@ class InertStream:
             out.append(defuse_commands(line, len(self._line)))
             self._line = line if len(line.lstrip()) < 2 else "xx" + line[-2:]
         self.raw.write("".join(out))
-        return len(text)
+        return written
+
+    def finish(self) -> None:
+        """Write a word joiner still held (nothing came after it: shown escaped)."""
+        if self._held:
+            self._held, held = "", self._held
+            self.raw.write(strip_controls(held, self._tail))
+            self._tail = ""
 
     def writelines(self, lines) -> None:
         for line in lines:
@@ -52,8 +71,9 @@ class InertStream:
 
     def own_line(self, line: str) -> None:
         """One of driftmatrix's own lines (a workflow command), as is, on a line of its own."""
+        self.finish()
         self.raw.write(("\n" if self._line else "") + line + "\n")
-        self._line = ""
+        self._line, self._tail = "", "\n"
         self.raw.flush()
 
     def flush(self) -> None:
@@ -90,6 +110,8 @@ def guard_stdio() -> Iterator[None]:
     finally:
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(Exception):
+                if isinstance(stream, InertStream):
+                    stream.finish()
                 stream.flush()
         sys.stdout, sys.stderr = old
 

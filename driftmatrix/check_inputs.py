@@ -6,6 +6,7 @@ the extractor exactly as a pipeline run reads them, so a command's id is the mat
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 from dataclasses import dataclass, field
@@ -61,25 +62,56 @@ def _command_snippets(text: str, stable: str) -> list:
     raise CheckInputError(f"no vllm command in {text[:120]!r}")
 
 
-def _page_root(page: Path, docs: str | None) -> Path:
-    """The tree the page belongs to: --docs, else its git checkout, else the nearest folder above it
-    that is a docs tree or a project's repository (extractor/sites.py), else its own folder."""
-    if docs:
-        return Path(docs).resolve()
-    from driftmatrix.common.git import run_git
+def _as_written(path: Path) -> Path:
+    """`path` absolute, its links not followed."""
+    return Path(os.path.abspath(path))
 
-    try:
-        top = run_git(page.parent, "rev-parse", "--show-toplevel", timeout=10)
-        if top.returncode == 0 and top.stdout.strip():
-            return Path(top.stdout.strip()).resolve()
-    except OSError:
-        pass
+
+def _tree_as_written(page: Path, docs: str | None) -> Path:
+    """The tree the page belongs to, found from its path as written (a link on the way is not
+    followed: git, asked inside a linked folder, would answer for the folder's target): --docs, else
+    the nearest folder above it, not itself a link, that is a git checkout, else the nearest that is
+    a docs tree or a project's repository (extractor/sites.py), else its own folder."""
+    if docs:
+        return _as_written(Path(docs))
+    above = [folder for folder in _as_written(page).parents if not folder.is_symlink()]
+    for folder in above:
+        if (folder / ".git").exists():  # a checkout's folder, or a worktree's or submodule's file
+            return folder
     from driftmatrix.extractor.sites import MKDOCS_CONFIGS, is_repository
 
-    for folder in page.resolve().parents:
+    for folder in above:
         if any((folder / n).is_file() for n in MKDOCS_CONFIGS) or is_repository(folder):
             return folder
-    return page.parent.resolve()
+    return _as_written(page).parent
+
+
+def _page_root(page: Path, docs: str | None) -> Path:
+    """The root of the tree the page belongs to (`_tree_as_written`), its links resolved."""
+    return _tree_as_written(page, docs).resolve()
+
+
+def _out_of_tree(page: Path, docs: str | None) -> str | None:
+    """Why a page is not read, or None: it is not a file, or it resolves outside the tree it belongs
+    to (a link out of the tree, a page reached through a linked folder, a page outside --docs). The
+    page is named relative to its tree, or by its file name: no host path in the message."""
+    tree = _tree_as_written(page, docs)
+    try:
+        shown = _as_written(page).relative_to(tree).as_posix()
+    except ValueError:
+        shown = page.name
+    try:
+        if not page.is_file():
+            return f"{shown}: not read: not a readable page (a link to nothing, or a link loop?)"
+        page.resolve(strict=True).relative_to(tree.resolve(strict=True))
+    except ValueError:
+        return (
+            f"{shown}: not read: it resolves outside the tree it belongs to (a link out of the tree, "
+            "or a page reached through a linked folder)"
+        )
+    except (OSError, RuntimeError):  # a link loop (RuntimeError before Python 3.13), a folder gone
+        return f"{shown}: not read: its path cannot be resolved (a link loop?)"
+    return None
 
 
 def _page_snippets(roots: dict[Path, Path], stable: str) -> tuple[list, list[str]]:
@@ -122,14 +154,17 @@ def _at_line(here: list[tuple], page: Path, line: int) -> list[tuple]:
 def gather(args: argparse.Namespace, history, stable: str) -> tuple[list[Checked], list[str]]:
     """What to check, in the order given, and the inputs that could not be read (each said, the others
     still checked). The pages are read together: each tree once."""
-    inputs = list(args.input) + changed_pages(args.changed) if args.changed else list(args.input) or ["-"]
+    changed = changed_pages(args.changed) if args.changed else []
+    inputs = [*args.input, *changed] if args.changed else list(args.input) or ["-"]
     read: list[list[Checked] | tuple[Path, int | None]] = []
     problems: list[str] = []
     for text in inputs:
         try:
             if text == "-":
                 text = _stdin()
-            page = _page_input(text)
+            page = _page_input(text, text in changed)
+            if page and (why := _out_of_tree(page[0], args.docs)):
+                raise CheckInputError(why)  # this page only: the others are still checked
             read.append(
                 page
                 if page
@@ -174,10 +209,12 @@ def _stdin() -> str:
     return text
 
 
-def _page_input(text: str) -> tuple[Path, int | None] | None:
-    """(page, line or None) for PAGE or PAGE:LINE; None for a command."""
+def _page_input(text: str, changed: bool = False) -> tuple[Path, int | None] | None:
+    """(page, line or None) for PAGE or PAGE:LINE, or a page `--changed` found; None for a command."""
     found = PAGE_LINE.match(text)
     page = Path(found["page"] if found else text)
+    if changed:
+        return page, None  # a page even when it is no file (a link to nothing): `_out_of_tree` says so
     if not (found or (page.suffix.lower() in PAGE_SUFFIXES and page.is_file())):
         return None
     if not page.is_file():

@@ -16,6 +16,7 @@ import json
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 
+from driftmatrix.common.inert import one_line
 from driftmatrix.extractor.snippet_record import Snippet
 from driftmatrix.publisher import (
     addresses,
@@ -71,9 +72,10 @@ def _legend() -> Markup:
 
 
 def _front_matter(title: str) -> Markup:
-    """The page's `title:` front matter: one line, HTML-escaped (the theme inserts it unescaped),
-    as a YAML double-quoted string (JSON's string syntax is YAML's)."""
-    return Markup(f"---\ntitle: {json.dumps(html.escape(' '.join(str(title).split())), ensure_ascii=False)}\n---\n")
+    """The page's `title:` front matter: one line, inert (`one_line`: a bidi control shown `\\u202e`
+    before the string is made, else YAML would read that escape back), HTML-escaped (the theme inserts
+    it unescaped), as a YAML double-quoted string (JSON's string syntax is YAML's)."""
+    return Markup(f"---\ntitle: {json.dumps(html.escape(one_line(title)), ensure_ascii=False)}\n---\n")
 
 
 def environment() -> Environment:

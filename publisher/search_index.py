@@ -10,6 +10,8 @@ import json
 import re
 from pathlib import Path
 
+from driftmatrix.common.inert import json_text
+
 TRIMMED = ("snippets/", "pages/", "annotated/")
 """Generated pages, one per command or doc page: one entry each, title + opening only."""
 TEXT_CHARS = 200
@@ -47,6 +49,6 @@ def trim(site_dir: Path) -> dict[str, int]:
         entry.pop("_sections")
         entry["text"] = _clip(entry["text"])
     index["docs"] = kept
-    text = json.dumps(index, ensure_ascii=False, separators=(",", ":"))
+    text = json_text(json.dumps(index, ensure_ascii=False, separators=(",", ":")))  # no format character raw
     path.write_text(text, encoding="utf-8")
     return {"before": len(raw.encode()), "after": len(text.encode())}

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from driftmatrix.common.inert import strip_controls
+from driftmatrix.common.inert import json_text, strip_controls
 from driftmatrix.publisher import annotate as ann
 from driftmatrix.publisher import matrix_json, pages, public, run_history, search_index
 from driftmatrix.publisher.command_view import views_of
@@ -115,7 +115,7 @@ def build_site(
         search_index.trim(site_dir)
     t2 = time.monotonic()
     doc.pop("previous", None)
-    text = json.dumps(doc, indent=1, ensure_ascii=False)
+    text = json_text(json.dumps(doc, indent=1, ensure_ascii=False))  # the same data, no bidi control raw
     (site_dir / "matrix.json").write_text(text, encoding="utf-8")
     if history_dir is not None:
         _keep(text, doc, history_dir)
@@ -150,4 +150,4 @@ def snapshot(results: Results, history_dir: Path) -> Path:
     the scheduled workflow's save-state job keeps the day's history even where the site then fails
     to build, and renders nothing while it holds write access. The same document as `build_site`'s."""
     doc = matrix_json.build(_commands(results, history_dir)[1])
-    return _keep(json.dumps(doc, indent=1, ensure_ascii=False), doc, history_dir)
+    return _keep(json_text(json.dumps(doc, indent=1, ensure_ascii=False)), doc, history_dir)

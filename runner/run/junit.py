@@ -1,4 +1,9 @@
-"""JUnit XML for CI dashboards: one testsuite per target, one testcase per job."""
+"""JUnit XML for CI dashboards: one testsuite per target, one testcase per job.
+
+A dashboard or a test reporter may print these names and messages into a CI log, and XML 1.0 has no
+place for most control characters: every text from the docs or from vLLM (the command's id and
+variant, the reason, a traceback's file) is `inert.terminal`'s, as on stdout — no control character,
+a format character (bidi, zero-width) shown escaped, no line that starts with `::` or holds `##[`."""
 
 from __future__ import annotations
 
@@ -6,6 +11,7 @@ import xml.etree.ElementTree as ET
 from collections import defaultdict
 from pathlib import Path
 
+from driftmatrix.common.inert import terminal
 from driftmatrix.runner.outcomes.outcome_record import Outcome
 
 
@@ -28,21 +34,23 @@ def write(outcomes: list[Outcome], path: Path) -> None:
             case = ET.SubElement(
                 suite,
                 "testcase",
-                classname=o.target.name,
-                name=f"{o.snippet_id}{'/' + o.variant if o.variant else ''}",
+                classname=terminal(o.target.name),
+                name=terminal(f"{o.snippet_id}{'/' + o.variant if o.variant else ''}"),
                 time=str(o.duration_s),
             )
-            detail = o.reason or ""
+            reason = terminal(o.reason or "")
+            detail = reason
             loc = o.evidence.exception and o.evidence.exception.location
             if loc:
-                detail += f"\n  at {loc.file}:{loc.line}"
+                detail += terminal(f"\n  at {loc.file}:{loc.line}")
+            message = reason[:500]  # a joiner goes before the `[` or `:` it defuses: any cut stays defused
             if o.verdict == "FAIL":
-                ET.SubElement(case, "failure", message=(o.reason or "")[:500], type=o.stage).text = detail
+                ET.SubElement(case, "failure", message=message, type=o.stage).text = detail
             elif o.verdict == "ERROR":
-                ET.SubElement(case, "error", message=(o.reason or "")[:500]).text = detail
+                ET.SubElement(case, "error", message=message).text = detail
             elif o.verdict == "SKIP":
-                ET.SubElement(case, "skipped", message=(o.reason or "")[:500])
+                ET.SubElement(case, "skipped", message=message)
             elif o.verdict == "WARN":
-                ET.SubElement(case, "system-out").text = f"WARN: {o.reason}"
+                ET.SubElement(case, "system-out").text = f"WARN: {reason}"
     path.parent.mkdir(parents=True, exist_ok=True)
     ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)

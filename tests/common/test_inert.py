@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import unicodedata
 
 import actions_log
 import mdcheck
@@ -113,18 +114,24 @@ def _para(text: str) -> mdcheck.Rendered:
     return mdcheck.render(f"before {text} after")
 
 
+def _seen(text: str) -> str:
+    """`text` as every rule shows it: its format characters escaped (held against Unicode itself by
+    `test_format_characters_are_shown_escaped`)."""
+    return inert.shown_invisible(text)
+
+
 @given(TRICKY)
 @settings(max_examples=300, deadline=None)
 def test_a_code_span_holds_any_text_exactly(text):
     r = _para(inert.code_span(text))
-    shown = mdcheck.collapsed(text)
+    shown = mdcheck.collapsed(_seen(text))
     assert r.code == ([shown] if shown else []) and not (r.links or r.images or r.html)
     assert "".join(r.prose) == "before  after"
 
 
 def test_code_span_samples_and_limit():
     for text in SAMPLES:
-        assert _para(inert.code_span(text)).code == [mdcheck.collapsed(text)], text
+        assert _para(inert.code_span(text)).code == [mdcheck.collapsed(_seen(text))], text
     assert _para(inert.code_span("x" * 50, limit=10)).code == ["x" * 9 + "…"]
     assert inert.code_span("") == "" and inert.code_span(None) == "`None`"
 
@@ -134,7 +141,7 @@ def test_code_span_samples_and_limit():
 def test_a_table_cell_holds_any_text_and_stays_one_cell(text):
     table = f"| a | b |\n|---|---|\n| {inert.table_cell(text)} | z |\n"
     r = mdcheck.render(table)
-    shown = mdcheck.collapsed(text)
+    shown = mdcheck.collapsed(_seen(text))
     assert mdcheck.table_cells(table) == [2, 2]
     assert r.code == ([shown] if shown else []) and not (r.links or r.images or r.html)
 
@@ -143,7 +150,7 @@ def test_a_table_cell_holds_any_text_and_stays_one_cell(text):
 @settings(max_examples=300, deadline=None)
 def test_a_code_block_holds_any_text_and_nothing_after_it_is_inside(text):
     r = mdcheck.render(inert.code_block(text, "bash") + "\n\nafter")
-    body = text.replace("\r\n", "\n").replace("\r", "\n").rstrip()
+    body = _seen(text.replace("\r\n", "\n").replace("\r", "\n")).rstrip()
     assert r.code == [body + "\n"] and r.prose == ["after"] and not r.html
 
 
@@ -165,7 +172,7 @@ def test_prose_is_escaped_and_defused(text):
     assert not (r.links or r.images or r.html or r.code)
     prose = "".join(r.prose)
     wj = inert.WORD_JOINER
-    assert prose.replace(wj, "") == f"before {mdcheck.collapsed(text)} after".replace(wj, "")
+    assert prose.replace(wj, "") == f"before {mdcheck.collapsed(_seen(text))} after".replace(wj, "")
     assert "\n" not in shown and "|" not in shown.replace("\\|", "")
 
 
@@ -303,3 +310,51 @@ def test_rich_markup_from_outside_is_shown_as_typed():
     text = out.getvalue()
     assert "[bold]x[/] [link=https://evil.example]y[/link] [/]" in text
     assert "]8;" not in text and "\x1b[1m" not in text  # no hyperlink, no bold: only driftmatrix's red
+
+
+# -- format characters: bidi controls, zero-width characters ----------------------------------------
+FORMAT = [chr(c) for c in range(0x110000) if unicodedata.category(chr(c)) in ("Cf", "Zl", "Zp")]
+"""Every format character of this Python's Unicode, and the line and paragraph separators."""
+
+
+def test_format_characters_are_shown_escaped():
+    """Each, after a letter (where driftmatrix never puts a joiner of its own), in every rule: gone
+    raw, there as Python's `ascii()` writes it; the rest of the text as it was; idempotent."""
+    assert len(FORMAT) > 150 and "\u202e" in FORMAT and "\u2066" in FORMAT and "\ufeff" in FORMAT
+    text = "".join(f"a{c}" for c in FORMAT)
+    seen = inert.strip_controls(text)
+    assert seen == "".join(f"a{ascii(c)[1:-1]}" for c in FORMAT) and seen.isascii()
+    assert inert.strip_controls(seen) == seen and inert.terminal(inert.terminal(text)) == inert.terminal(text)
+    for shown in (
+        inert.code_span(text),
+        inert.table_cell(text),
+        inert.plain(text),
+        inert.code_block(text),
+        inert.terminal(text),
+        inert.console_markup(text),
+        inert.one_line(text),
+        inert.workflow_command("warning", text, file=text),
+        json.dumps(inert.strip_controls_in({text: [text]}), ensure_ascii=False),
+    ):
+        assert not [c for c in shown if c in FORMAT], repr(shown)
+    assert (
+        inert.strip_controls("admin\u202e\u2066 // \u2069\u2066nimda") == "admin\\u202e\\u2066 // \\u2069\\u2066nimda"
+    )
+
+
+def test_driftmatrix_s_own_word_joiners_stay():
+    """The joiners `defuse` and `defuse_commands` put in stay when the text is made inert again (the
+    stream guard, a Markdown printed to a log); a joiner anywhere else is shown."""
+    wj = inert.WORD_JOINER
+    for own in (
+        inert.terminal("::error::x\n  ::add-mask::y ##[error]z"),
+        inert.plain("@team #12 https://x www.x GH-1"),
+    ):
+        assert wj in own and inert.strip_controls(own) == own and inert.terminal(own) == own
+    assert inert.strip_controls(f"a{wj}b {wj}::x #{wj} :{wj}") == "a\\u2060b \\u2060::x #\\u2060 :\\u2060"
+
+
+def test_json_text_is_the_same_data_without_a_format_character_raw():
+    value = {"title\u202e": ["a\u200bb", "\U000e0041\u2028", "plain — text"]}
+    text = inert.json_text(json.dumps(value, ensure_ascii=False, indent=1))
+    assert json.loads(text) == value and not [c for c in text if c in FORMAT] and "plain — text" in text

@@ -50,9 +50,10 @@ def _written(text: str, cuts: list[int]) -> str:
     at = 0
     for cut in sorted(cuts):
         stream.write(text[at:cut])
-        stream.flush()  # nothing is held back: what is out is out
+        stream.flush()  # nothing is held back but a trailing word joiner: what is out is out
         at = max(at, cut)
     stream.write(text[at:])
+    stream.finish()  # as `guard_stdio` does on the way out
     return out.getvalue()
 
 
