@@ -51,6 +51,8 @@ def parse_config(state: JobState) -> Verdict | None:
     out.evidence.warnings.extend(
         LoggedWarning.from_json({**w, "feature": _feature(state, w["message"])}) for w in answer.warnings
     )
+    if answer.warnings_left_out:
+        out.evidence.notes.append(f"{answer.warnings_left_out} more warnings of vLLM's left out")
     out.evidence.effective_config.update(answer.effective_config)
     if answer.depth:
         out.evidence.notes.append(answer.depth)
@@ -146,10 +148,14 @@ def _with_device(
             finally:
                 if not helper.shared:
                     helper.shutdown()
+            if not helper.shared:  # stopped at a limit after it answered (its log, a thread): no verdict
+                helper.raise_on_limit("the helper of this command's own was stopped after it answered")
         if declared or not (answer.no_device and tier == "config"):
             return answer
         if why := _no_declaration(state):
-            return HelperAnswer("skipped", "config", skip=why, warnings=answer.warnings)
+            return HelperAnswer(
+                "skipped", "config", skip=why, warnings=answer.warnings, warnings_left_out=answer.warnings_left_out
+            )
         answer = None
     raise AssertionError("unreachable")
 
