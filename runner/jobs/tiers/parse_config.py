@@ -54,6 +54,8 @@ def parse_config(state: JobState) -> Verdict | None:
     out.evidence.warnings.extend(
         LoggedWarning.from_json({**w, "feature": _feature(state, w["message"])}) for w in answer.warnings
     )
+    if answer.warnings_left_out:
+        out.evidence.notes.append(f"{answer.warnings_left_out} more warnings of vLLM's left out")
     out.evidence.effective_config.update(answer.effective_config)
     if answer.depth:
         out.evidence.notes.append(answer.depth)
@@ -129,7 +131,9 @@ def _with_device(state: JobState, tier: str, sub: list[str] | None, answer: Help
     if not (answer.no_device and tier == "config"):
         return answer
     if why := _no_declaration(state):
-        return HelperAnswer("skipped", "config", skip=why, warnings=answer.warnings)
+        return HelperAnswer(
+            "skipped", "config", skip=why, warnings=answer.warnings, warnings_left_out=answer.warnings_left_out
+        )
     return helper_for(True).ask(state.argv, tier, env=literal_env(state.job), subcommand=sub)
 
 
