@@ -340,6 +340,8 @@ def foreign_code(args, parser, code):
 
 
 def answer(req, parser, serve_cmd, no_device):
+    if req.get("report") == "modules":  # what the fork server itself imported: a child forked from it has the same
+        return {"id": req.get("id"), "ok": True, "stage": "parse", "warnings": [], "modules": sorted(sys.modules)}
     words = list(req.get("subcommand") or [])
     result = {"id": req.get("id"), "stage": "parse", "ok": False}
     t0 = time.monotonic()
@@ -422,6 +424,39 @@ def answer(req, parser, serve_cmd, no_device):
     return result
 
 
+WARM_UP_CONFIG = {
+    "architectures": ["LlamaForCausalLM"],
+    "model_type": "llama",
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 4,
+    "num_hidden_layers": 1,
+    "vocab_size": 256,
+    "max_position_embeddings": 256,
+    "torch_dtype": "float32",
+}
+"""A model of our own (a config only) whose engine config the fork server builds once before it serves."""
+
+
+def warm_up(parser, serve_cmd, no_device):
+    """Build one engine config of our own in this process, so that what vLLM and transformers load on
+    their first config (modules, caches) is there before any child is forked: each child then pays
+    only its own command. Nothing of the docs runs here; a failure only leaves the children cold."""
+    import shutil
+    import tempfile
+
+    folder = tempfile.mkdtemp(prefix="dm-warm-up-")
+    try:
+        with open(os.path.join(folder, "config.json"), "w") as fh:
+            json.dump(WARM_UP_CONFIG, fh)
+        answer({"id": 0, "argv": [folder, "--max-model-len", "128"], "tier": "config"}, parser, serve_cmd, no_device)
+    except Exception:  # a build that cannot configure it: the children start cold, nothing else changes
+        pass
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def main():
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never hang on a hub this machine cannot reach
     t0 = time.monotonic()
@@ -431,6 +466,7 @@ def main():
         PROTO.write(json.dumps({"ready": False, "error": error_of(exc)}) + "\n")
         return 1
     serve = serve_parser(parser)
+    warm_up(parser, serve_cmd, no_device)
     PROTO.write(
         json.dumps(
             {
