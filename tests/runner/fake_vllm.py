@@ -94,12 +94,21 @@ argparse.ArgumentParser.error = lambda self, message: None
 """
 
 
-def make_target(dest: Path, marker_dir: Path | None = None) -> Path:
+def make_target(
+    dest: Path, marker_dir: Path | None = None, version: str = "0.0.1+fake", added: str | None = None
+) -> Path:
     """The fake build's interpreter: a venv at `dest` with the package above in its site-packages;
-    with `marker_dir`, importing `vllm` leaves a file there (proof a process imported it plainly)."""
+    with `marker_dir`, importing `vllm` leaves a file there (proof a process imported it plainly);
+    `version`: the release it says it is; `added`: an option of its own no release has (an int)."""
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(dest)], check=True)
     site = next(dest.glob("lib/python3*/site-packages"))
     package = dict(PACKAGE)
+    package["vllm/_version.py"] = f"__version__ = {version!r}\n"
+    if added:
+        parser = package["vllm/entrypoints/openai/cli_args.py"]
+        package["vllm/entrypoints/openai/cli_args.py"] = parser.replace(
+            "    return parser", f"    parser.add_argument({added!r}, type=int, default=None)\n    return parser"
+        )
     if marker_dir is not None:
         package["vllm/__init__.py"] = (
             f"import os\ntry:\n    open(os.path.join({str(marker_dir)!r}, "

@@ -165,3 +165,26 @@ def test_a_registry_override_first_changes_nothing_for_the_next_command(replaced
         assert replacer.verdict == "SKIP" and "--model-class-overrides" in replacer.reason
     else:  # it ran, in its own process: vLLM refused the class it names
         assert replacer.verdict == "FAIL" and replacer.stage == "config", replacer.reason
+
+
+def test_an_option_the_allow_list_never_saw_is_not_run_plainly(tmp_path):
+    """A build that says it is 0.32.0 and adds an option of its own (an int: harmless by its type, yet
+    no review has seen it): without a sandbox the command with it SKIPs naming it; the same command
+    without it runs to its config."""
+    from fake_vllm import make_model, make_target
+
+    python = make_target(tmp_path / "fake-env", version="0.32.0", added="--added-by-this-build")
+    model = make_model(tmp_path / "models" / "plain", tmp_path / "markers", remote=False)
+    targets = tmp_path / "targets.toml"
+    targets.write_text(f'[targets.fake]\npython = "{python}"\n\n[models]\n"org/plain" = "{model}"\n')
+    base = "vllm serve org/plain --max-model-len 256"
+    page = f"# New\n\n```bash\n{base} --added-by-this-build 3\n```\n\n```bash\n{base}\n```\n"
+    snippets, _ = catalog_of(docs_tree(tmp_path / "docs", page))
+    plain = {**os.environ, "DRIFTMATRIX_BWRAP": str(tmp_path / "no-bwrap"), "DRIFTMATRIX_SANDBOX": "auto"}
+    found = {
+        "--added-by-this-build" in " ".join(o.argv): o
+        for o in _run(snippets, targets, tmp_path / "run", plain, "config")
+    }
+    assert (found[True].verdict, found[True].stage) == ("SKIP", "config"), found[True].reason
+    assert "`--added-by-this-build` is not known to be inert" in found[True].reason
+    assert (found[False].verdict, found[False].stage) == ("PASS", "config"), found[False].reason
