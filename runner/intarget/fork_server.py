@@ -129,9 +129,10 @@ class ForkServer:
         code = 0
         try:
             os.setpgid(0, 0)
-            devnull = os.open(os.devnull, os.O_RDONLY)
+            devnull = os.open(os.devnull, os.O_RDWR)
             os.dup2(devnull, 0)
-            os.close(self.proto.fileno())  # the protocol is the parent's: the answer pipe is the only way back
+            # the protocol is the parent's: written to here, it leads nowhere; the answer pipe is the only way back
+            os.dup2(devnull, self.proto.fileno())
             with os.fdopen(request_fd, "rb") as fh:
                 req = json.loads(fh.read(ANSWER_MAX))
             data = (json.dumps(self.answer(req), default=str) + "\n").encode()

@@ -1,20 +1,19 @@
-"""Which documented commands make vLLM run code that is not vLLM's, and what that requires.
+"""What may run without a sandbox, and which documented commands make vLLM run code that is not vLLM's.
 
-A model repository's Python (`--trust-remote-code`) or a plugin file or class the docs name runs
-with whatever the process can reach. Such a command
-- has nothing after argparse run for it in the long-lived helper: that helper reads the parsed
-  namespace first and stops there (runner/intarget/vllm_helper.py `foreign_code`); vLLM's validation
-  and the config tier run in a helper of the command's own (runner/jobs/tiers/parse_config.py), so
-  its code cannot stay behind and change how later commands are parsed or configured;
-- runs only in a sandbox: without one, its config tier and beyond SKIP with the reason (fail
-  closed), unless the run was started `--unsandboxed` or with DRIFTMATRIX_SANDBOX=off (said in every
-  outcome).
+Without a working sandbox (auto mode where bubblewrap is missing; `--unsandboxed` aside) only a command
+known to be inert runs past argparse (`refusal`, over the allow-list in runner/isolation/inert_args.py);
+anything else SKIPs from the config tier on, naming what is not known to be inert, and a command whose
+file vLLM's parser itself reads (`--config`) is not even parsed (`parse_refusal`). With a sandbox every
+command runs to the tier asked, each in a process of its own (runner/intarget/fork_server.py).
 
-"Asks for" means what vLLM's parser makes of the argv, never how the docs spell it: every spelling
-argparse accepts counts (`--trust-remote`, `--trust_remote_c`: common/option_tokens.py), read with
-the target release's own option strings where the helper gave them, and otherwise as any `--`
-prefix of a code option (erring on the side of seeing it). The helper's parsed namespace is the
-second reading, which also sees what no token spells (a `--config` file's keys).
+The code options below are not what decides that (the allow-list does); they name, first and by their
+own words, what a refused command asks for (`--trust-remote-code` "runs the model repository's own
+Python code"), and the helper reads them in the parsed namespace too: a code option the parser read
+where no token of the command spells it (a `--config` file's keys) is noted on the outcome and, without
+a sandbox, stops the command after argparse. "Asks for" means what vLLM's parser makes of the argv,
+never how the docs spell it: every spelling argparse accepts counts (`--trust-remote`,
+`--trust_remote_c`: common/option_tokens.py), read with the target release's own option strings where
+the helper gave them, and otherwise as any `--` prefix of a code option (erring on the side of seeing it).
 """
 
 from __future__ import annotations

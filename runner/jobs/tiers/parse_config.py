@@ -108,6 +108,8 @@ def _ask(state: JobState, tier: str, sub: list[str] | None) -> HelperAnswer:
     job, ctx = state.job, state.ctx
     spelled = trust.foreign_code(state.argv, state.options)
     plain = bool(state.plain_refusal()) and not job.target.target.docker  # argparse only, nothing after it
+    if spelled and tier == "config" and not plain:  # its code runs while its config is built: what stops
+        state.outcome.stage = "config"  # its process (a limit, a hang) stops that tier
     answer = ctx.helper(job.target).ask(state.argv, tier, env=literal_env(job), subcommand=sub, argparse_only=plain)
     state.foreign = sorted({*spelled, *answer.foreign})
     if unseen := sorted(set(answer.foreign) - set(spelled)):
