@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
+import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -121,8 +122,12 @@ def read_release(release: Release, cache: Path, client: httpx.Client) -> Release
     except Exception as err:  # noqa: BLE001 - sources it cannot follow: that release's diagnostic, never a crash
         return ReleaseRead(release.version, diagnostics=[f"reader failed: {type(err).__name__}: {err}"])
     for stale in tree.glob("options-*.json"):  # what an older reader made
-        stale.unlink(missing_ok=True)
-    result.write_text(json.dumps(asdict(read)))
+        if stale != result:
+            stale.unlink(missing_ok=True)
+    # whole or not at all: another process (a test worker beside this one) may read it meanwhile
+    partial = result.with_name(f"{result.name}.{os.getpid()}.part")
+    partial.write_text(json.dumps(asdict(read)))
+    os.replace(partial, result)
     return read
 
 

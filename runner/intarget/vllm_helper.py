@@ -316,8 +316,9 @@ def answer(req, parser, serve_cmd, no_device):
 
 
 WARM_UP_CONFIG = {
-    "architectures": ["LlamaForCausalLM"],
-    "model_type": "llama",
+    "architectures": ["Qwen3ForCausalLM"],
+    "model_type": "qwen3",
+    "head_dim": 16,
     "hidden_size": 64,
     "intermediate_size": 128,
     "num_attention_heads": 4,
@@ -338,13 +339,21 @@ def warm_up(parser, serve_cmd, no_device):
     import tempfile
 
     folder = tempfile.mkdtemp(prefix="dm-warm-up-")
+    saved = [os.dup(1), os.dup(2)]  # what vLLM logs of our own model is no command's: not in the helper's log
+    devnull = os.open(os.devnull, os.O_WRONLY)
     try:
+        os.dup2(devnull, 1)
+        os.dup2(devnull, 2)
         with open(os.path.join(folder, "config.json"), "w") as fh:
             json.dump(WARM_UP_CONFIG, fh)
         answer({"id": 0, "argv": [folder, "--max-model-len", "128"], "tier": "config"}, parser, serve_cmd, no_device)
     except Exception:  # a build that cannot configure it: the children start cold, nothing else changes
         pass
     finally:
+        for fd, was in zip((1, 2), saved):
+            os.dup2(was, fd)
+            os.close(was)
+        os.close(devnull)
         shutil.rmtree(folder, ignore_errors=True)
 
 
