@@ -43,6 +43,7 @@ SLOWEST_FIRST = (
     "test_history_agreement.py",
     "test_matrix_page.py",
     "test_trust_spellings.py",
+    "test_plain_mode.py",
     "test_inert_output.py",
     "test_gate.py",
     "test_gate_head.py",
