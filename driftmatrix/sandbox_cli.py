@@ -38,8 +38,8 @@ def banner() -> str:
         )
     get = "" if chosen == "off" else f"; {detection.how_to_get()}"
     return (
-        f"NOT contained: code from the docs runs as plain processes ({detection.describe()}); "
-        f"`--trust-remote-code` commands are not started{get}"
+        f"NOT contained: vLLM runs as plain processes ({detection.describe()}), so only commands known to be "
+        f"inert run past argparse (no path, module, plugin or remote code: docs/guide/security.md){get}"
         if chosen != "off"
         else f"NOT contained, by request: code from the docs runs as plain processes ({detection.describe()})"
     )
