@@ -12,16 +12,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from git_identity import GIT_ENV
 
 REPO = Path(__file__).resolve().parents[2]
 PAGE = "# {title}\n\n```bash\nvllm serve Qwen/Qwen3-0.6B --max-model-len 4096\n```\n"
-GIT_ENV = {
-    "GIT_AUTHOR_NAME": "t",
-    "GIT_AUTHOR_EMAIL": "t@t",
-    "GIT_COMMITTER_NAME": "t",
-    "GIT_COMMITTER_EMAIL": "t@t",
-    "PATH": "/usr/bin:/bin",
-}
 REFUSED = "not read: it resolves outside the tree it belongs to"
 
 

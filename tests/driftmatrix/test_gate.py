@@ -8,14 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from git_identity import GIT_ENV
+
 REPO = Path(__file__).resolve().parents[2]
-GIT_ENV = {
-    "GIT_AUTHOR_NAME": "t",
-    "GIT_AUTHOR_EMAIL": "t@t",
-    "GIT_COMMITTER_NAME": "t",
-    "GIT_COMMITTER_EMAIL": "t@t",
-    "PATH": "/usr/bin:/bin",
-}
 OLD_DRIFT = "```bash\nvllm serve Qwen/Qwen3-0.6B --disable-log-requests\n```\n"
 UNTOUCHED = "```bash\nvllm serve Qwen/Qwen3-0.6B --no-such-option-anywhere\n```\n"
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from git_identity import GIT_IDENTITY
 
 from driftmatrix.flaghistory.build import read_sources
 from driftmatrix.flaghistory.head_sources import at_worktree
@@ -26,7 +27,6 @@ from driftmatrix.flaghistory.sources import fetch_sources, list_releases
 from driftmatrix.runner.settings import cache_dir
 
 REPO = Path(__file__).resolve().parents[2]
-GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
 NEW_PAGE = """# Scheduling
 
 The batch size:
@@ -62,7 +62,7 @@ pytestmark = pytest.mark.network  # the two sdists, once (cached under the drift
 
 def git(repo: Path, *args: str) -> str:
     return subprocess.run(
-        ["git", "-C", str(repo), *args], check=True, capture_output=True, text=True, env={**os.environ, **GIT_ENV}
+        ["git", "-C", str(repo), *args], check=True, capture_output=True, text=True, env={**os.environ, **GIT_IDENTITY}
     ).stdout.strip()
 
 

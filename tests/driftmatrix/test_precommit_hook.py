@@ -8,15 +8,16 @@ import subprocess
 import sys
 from pathlib import Path
 
+from git_identity import GIT_IDENTITY
+
 REPO = Path(__file__).resolve().parents[2]
-GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
 GOOD = "# Good\n\n```bash\nvllm serve Qwen/Qwen3-0.6B --max-model-len 4096\n```\n"
 REMOVED = "# Old\n\nStart it:\n\n```bash\nvllm serve Qwen/Qwen3-0.6B \\\n  --swap-space 4\n```\n"
 WORKFLOW = "on: push\njobs: {}\n"  # YAML that is no docs page: not read
 
 
 def git(repo: Path, *args: str) -> None:
-    subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, env={**os.environ, **GIT_ENV})
+    subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, env={**os.environ, **GIT_IDENTITY})
 
 
 def docs_change(tmp_path: Path) -> Path:
@@ -35,7 +36,7 @@ def docs_change(tmp_path: Path) -> Path:
 
 def test_the_hook_under_pre_commit_fails_a_removed_option_with_its_line(tmp_path):
     repo = docs_change(tmp_path)
-    env = {**os.environ, "PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home"), **GIT_ENV}
+    env = {**os.environ, "PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home"), **GIT_IDENTITY}
     done = subprocess.run(
         [sys.executable, "-m", "pre_commit", "try-repo", str(REPO), "driftmatrix-check"],
         cwd=repo,
