@@ -55,7 +55,7 @@ class Use:
         return f"{self.written} {self.value}"
 
 
-def _value_after(argv: list[str], i: int) -> str | None:
+def value_after(argv: list[str], i: int) -> str | None:
     """The value of the option at argv[i]: after `=`, else the next word unless it is an option."""
     head, eq, inline = argv[i].partition("=")
     if eq:
@@ -100,7 +100,7 @@ def uses_of(history: FlagHistory, argv: list[str]) -> list[Use]:
         found.append(Use("option", option, written))
         if parsed.syntax == "-O<level>":
             continue  # `-O3`: the value is glued to the option, rewritten before argparse
-        value = _value_after(argv, i)
+        value = value_after(argv, i)
         dotted = written.partition(".")[2] if parsed.syntax == "--option.key" else ""
         if value is not None:
             found += _value_uses(history, option, written, value, dotted)

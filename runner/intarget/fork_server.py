@@ -46,6 +46,8 @@ def contained():
 
 
 def not_dumpable():
+    """This process: neither traced nor its /proc files opened by one of the same user without a
+    capability (a child of the fork server, a command beside the sandbox's init)."""
     try:
         import ctypes
 
@@ -103,10 +105,9 @@ class ForkServer:
                     continue
                 req = json.loads(line)
                 self.sweep(ended, child)  # what the last command left is gone before this one reads its request
-                data, status = child.ask(line)
-                if status is None and not _answer(data, req.get("id")):
-                    status = child.wait()
-                self.proto.write(json.dumps(parsed(data, status, req.get("id")), default=str) + "\n")
+                data = child.ask(line)
+                answer = _answer(data, req.get("id")) or crashed(data, child.wait(), req.get("id"))
+                self.proto.write(json.dumps(answer, default=str) + "\n")
                 self.proto.flush()
                 child.signal()  # killed now, torn down and swept while the runner reads the answer
                 ended, child = child, self.fork()
@@ -156,7 +157,7 @@ class ForkServer:
             if self.snapshot is not None and (changed := _changes(self.snapshot.prints, fingerprint())):
                 print(f"fork server: the last command changed {changed}: the scratch is put back", file=sys.stderr)
                 self.snapshot.restore()
-        reap(spare=waiting.pid if waiting is not None else None)
+        reap()
 
 
 class Child:
@@ -166,7 +167,7 @@ class Child:
         self.pid, self.request_fd, self.answer_fd, self.status = pid, request_fd, answer_fd, None
 
     def ask(self, line):
-        """(what it answered, its wait status or None while it is still ending)."""
+        """What it answered (its wait status kept when it ended before closing the pipe)."""
         try:
             os.write(self.request_fd, line.encode() if isinstance(line, str) else line)
         except OSError:
@@ -175,7 +176,7 @@ class Child:
             os.close(self.request_fd)
             self.request_fd = None
         data, self.status = relay(self.answer_fd, self.pid)
-        return data, self.status
+        return data
 
     def wait(self):
         if self.status is None:
@@ -235,33 +236,28 @@ def _answer(data, wanted_id):
     return answer if isinstance(answer, dict) and answer.get("id") == wanted_id and len(data) <= ANSWER_MAX else None
 
 
-def parsed(data, status, wanted_id):
-    """The child's answer as the runner may read it: one object with the id asked, else what went wrong."""
-    answer = _answer(data, wanted_id)
-    if answer is not None:
-        return answer
+def crashed(data, status, wanted_id):
+    """The answer for a child that gave none the runner may read: what went wrong."""
     if len(data) > ANSWER_MAX:
         why = f"its answer was longer than {ANSWER_MAX // 2**20} MiB"
-    elif status is not None and os.WIFSIGNALED(status):
+    elif os.WIFSIGNALED(status):
         why = f"it was killed by signal {os.WTERMSIG(status)}"
     elif data:
         why = "it wrote something that is not its answer"
     else:
-        code = os.waitstatus_to_exitcode(status) if status is not None else "unknown"
-        why = f"it exited with status {code} without an answer"
+        why = f"it exited with status {os.waitstatus_to_exitcode(status)} without an answer"
     return {"id": wanted_id, "crashed": f"the command's process ended without an answer: {why}"}
 
 
-def reap(spare=None):
-    """Collect every child that ended (the parent may be a namespace's reaper of orphans), but `spare`."""
+def reap():
+    """Collect every child that ended (the parent may be a namespace's reaper of orphans); a child
+    collected here before its own wait() is answered for there."""
     while True:
         try:
             done, _ = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
             return
         if not done:
-            return
-        if done == spare:  # cannot happen while it waits for its request; kept for its own wait()
             return
 
 

@@ -44,13 +44,13 @@ if not __package__:  # run by path (a target's Python, `-I`): PEP 366, as the pa
     sys.path.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     __package__ = os.path.basename(os.path.dirname(os.path.abspath(__file__)))
 from . import (
+    fork_server,
     sandbox_export,
     sandbox_memory,
     sandbox_nest,
 )
 
 TICK_S = 0.1
-PR_SET_DUMPABLE = 4
 
 
 def parse(argv):
@@ -64,16 +64,6 @@ def parse(argv):
             opts[name] = value
         i += 2
     return opts, argv[i + 1 :]
-
-
-def not_dumpable():
-    """Neither ptrace nor /proc/1/mem for the contained processes (same uid, no capabilities)."""
-    try:
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
-    except (OSError, AttributeError):
-        pass
 
 
 def seed(src, dest="/tmp"):
@@ -258,7 +248,7 @@ def main():
         except OSError:
             pass
 
-    not_dumpable()
+    fork_server.not_dumpable()  # neither ptrace nor /proc/1/mem for the contained processes
     os.makedirs("/tmp/home", exist_ok=True)
     for spec in opts["seed"]:  # SRC:DEST, in order (the later ones add to the earlier)
         src, _, dest = spec.partition(":")

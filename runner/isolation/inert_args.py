@@ -33,6 +33,7 @@ from packaging.version import Version
 
 from driftmatrix.common.option_tokens import token
 from driftmatrix.flaghistory.history import FlagHistory
+from driftmatrix.flaghistory.uses import value_after
 
 REVIEWED_THROUGH = "0.34.0"
 """The newest release whose options, keys and values were reviewed for this list: anything the history
@@ -193,20 +194,10 @@ def not_inert(
             continue
         option = reading.history.canonical(parsed.name)
         switch = reading.history.arg_spec(option, reading.release) == "none" and "=" not in word
-        value, i = (None, i + 1) if switch or parsed.syntax == "-O<level>" else _value(argv, i)
+        value = None if switch or parsed.syntax == "-O<level>" else value_after(argv, i)
+        i += 1 if value is None or "=" in word else 2
         found += _option(option, word, value, reading, ours)
     return list(dict.fromkeys(found))
-
-
-def _value(argv: list[str], i: int) -> tuple[str | None, int]:
-    """The option at argv[i]'s value and the index after it."""
-    head, eq, inline = argv[i].partition("=")
-    if eq:
-        return inline, i + 1
-    nxt = argv[i + 1] if i + 1 < len(argv) else None
-    if nxt is not None and token(nxt) is None:
-        return nxt, i + 2
-    return None, i + 1
 
 
 def _option(option: str, word: str, value: str | None, reading: Reading, ours: Collection[str]) -> list[NotInert]:
