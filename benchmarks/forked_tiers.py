@@ -6,6 +6,10 @@
 2. The config tier per command on tiny twins, answered by forked children, beside the same requests
    asked of the parent's own process (what the shared helper did before): goal within 2x.
 
+3. The config tier of real docs commands: the first 150 runnable `vllm serve` commands of vLLM 0.33.0's
+   docs without --trust-remote-code (those had a helper of their own before), on the nightly build,
+   with twins (`--stand-ins`), this checkout against an older one: wall time, mean and median config job.
+
     python benchmarks/forked_tiers.py [CORPUS_DIR] [--skip-parse] [--baseline=OLD_CHECKOUT/runner/intarget]
         [--older-python=OLD_CHECKOUT/.venv/bin/python]
 """
@@ -110,17 +114,44 @@ def config_run(cli: list[str], twin: Path, work: Path, count: int = 30) -> float
     return durations[len(durations) // 2] if durations else float("nan")
 
 
+def config_corpus(cli: list[str], corpus: Path, work: Path, count: int = 150) -> dict:
+    """The config tier of `count` real docs commands (see the module's docstring) through `cli`'s run."""
+    work.mkdir(parents=True)
+    snippets = work / "snippets.json"
+    subprocess.run([*cli, "extract", "-q", "-o", str(snippets), str(corpus / "vllm-docs" / "0.33.0")], check=True)
+    data = json.loads(snippets.read_text())
+    data["snippets"] = [
+        s for s in data["snippets"] if s["kind"] == "serve" and s["runnable"] and "--trust-remote-code" not in s["argv"]
+    ][:count]
+    snippets.write_text(json.dumps(data))
+    out = work / "o.jsonl"
+    t0 = time.monotonic()
+    run = [*cli, "run", str(snippets), "--tier", "config", "--target", "nightly", "--stand-ins", "-o", str(out)]
+    subprocess.run(run, check=True, capture_output=True, cwd=work)
+    wall = time.monotonic() - t0
+    outcomes = [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
+    jobs = sorted(o["duration_s"] for o in outcomes if o["stage"] == "config")
+    found = {"wall": wall, "mean": sum(jobs) / len(jobs), "median": jobs[len(jobs) // 2], "jobs": len(jobs)}
+    found["verdicts"] = {o["snippet_id"]: (o["stage"], o["verdict"]) for o in outcomes}
+    print(
+        f"  {cli[0]}: {len(outcomes)} outcomes, {len(jobs)} config jobs: wall {wall:.1f} s, "
+        f"mean {found['mean'] * 1000:.0f} ms, median {found['median'] * 1000:.0f} ms"
+    )
+    return found
+
+
 def main() -> None:
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     corpus = Path(args[0]) if args else Path(__file__).resolve().parents[2] / "shared" / "corpus"
     with tempfile.TemporaryDirectory() as tmp:
         if "--skip-parse" not in sys.argv:
             parse_tier(corpus, Path(tmp))
-    twins = sorted((cache_dir() / "standins").glob("*/config.json"))
+    # the same architecture every time (the cache's first folder changes as twins are made): a text model
+    twins = [c for c in sorted((cache_dir() / "standins").glob("*/config.json")) if "Qwen3ForCausalLM" in c.read_text()]
     baseline = next((Path(a.split("=", 1)[1]) for a in sys.argv if a.startswith("--baseline=")), None)
+    older = next((a.split("=", 1)[1] for a in sys.argv if a.startswith("--older-python=")), None)
     if twins:
         config_per_command([str(twins[0].parent)], baseline=baseline)
-        older = next((a.split("=", 1)[1] for a in sys.argv if a.startswith("--older-python=")), None)
         with tempfile.TemporaryDirectory() as tmp:
             now = config_run(CLI, twins[0].parent, Path(tmp) / "now")
             print(f"config job in a run, median: {now * 1000:.0f} ms (this checkout)")
@@ -131,6 +162,16 @@ def main() -> None:
                 )
     else:
         print("config tier: no twin in the cache to configure (run the tests or the pipeline first)")
+    with tempfile.TemporaryDirectory() as tmp:
+        print("config tier of 150 docs commands (vLLM 0.33.0, no --trust-remote-code), nightly, with twins:")
+        now = config_corpus(CLI, corpus, Path(tmp) / "now")
+        if older:
+            before = config_corpus([older, "-m", "driftmatrix.cli"], corpus, Path(tmp) / "before")
+            same = now["verdicts"] == before["verdicts"]
+            print(
+                f"  ratio: wall {now['wall'] / before['wall']:.2f}x, mean {now['mean'] / before['mean']:.2f}x, "
+                f"median {now['median'] / before['median']:.1f}x; every stage and verdict the same: {same}"
+            )
 
 
 if __name__ == "__main__":

@@ -17,25 +17,40 @@ What keeps the children apart from the parent and from each other:
   a pid, IPC and mount namespace of the helper's own) so is every other process but the parent and
   its ancestors, every SysV shared memory segment is removed, and the private /tmp and /dev/shm are
   put back exactly as they were when the parent was ready (held in the parent's memory) wherever a
-  child changed them: a file one command plants is never there for the next.
+  child changed them: a file one command plants is never there for the next (fork_sweep.py);
+- a child closes every pipe end the process that forked it holds but its own: no child can write a
+  request to, or read an answer from, another.
+
+A config request that names its model's folder (`warm`, set by the runner) is answered by a child of
+that model's zygote (fork_zygote.py), which has configured the model alone; the others by a child of the
+parent's own.
 """
 
 import gc
 import json
 import os
 import select
-import shutil
 import signal
-import stat
 import sys
-import time
+
+try:  # a module of the helper's package (vllm_helper.py), or a file on sys.path (the tests' stand-in)
+    from . import fork_sweep as sweeping
+    from .fork_zygote import Zygote
+except ImportError:
+    import fork_sweep as sweeping
+    from fork_zygote import Zygote
 
 ANSWER_MAX = 64 * 2**20
 """The longest answer a child may give (the runner's own cap on a protocol line)."""
-SCRATCH = ("/tmp", "/dev/shm")
-"""What a contained child may write: the sandbox's private tmpfs mounts."""
-SNAPSHOT_MAX = 256 * 2**20
-"""The most the parent holds in memory to put the scratch back (a warm vLLM cache is a few MB)."""
+ZYGOTES_MAX = 2
+"""Models kept warm at once, least recently used dropped first: a zygote holds its model's tokenizer
+and caches (tens of MB), and an undumpable process is counted whole by the sandbox's memory limit."""
+ZYGOTE_WARM_S = 60.0
+"""The longest a model's warm-up may take; past it, its commands are answered cold."""
+ZYGOTE_WORTH_S = 0.05
+"""A model gets a zygote at its second config request when its first, answered cold, took longer
+than this in its child: a tokenizer or a processor to load (0.3-0.6 s); a text model's config (~10 ms)
+costs less than making the zygote."""
 PR_SET_DUMPABLE = 4
 
 
@@ -86,54 +101,177 @@ def huge_pages():
 
 class ForkServer:
     """Answers each request in a child of its own; `answer(req)` is what the child runs. The next child
-    is forked as soon as the last one is swept, and waits for its request: the fork (tens of ms for a
-    process that imported torch) overlaps the runner's own work instead of adding to each answer."""
+    is forked, and the last one swept, as soon as an answer is written: the fork and the sweep overlap
+    the runner's own work instead of adding to each answer.
 
-    def __init__(self, answer, proto):
-        self.answer, self.proto = answer, proto
-        not_dumpable()
-        self.snapshot = snapshot() if contained() else None
+    `warm(model)`: builds the engine config of `model` (a folder) alone, True when it could — run in a
+    zygote of that model, never in this process. `root`: the helper's fork server (the sweep of the
+    whole sandbox, the scratch's snapshot, huge pages), not a zygote. `owned`: descriptors of this
+    process that no child of it may hold (a zygote's request pipe). `prepare()`: run by each child
+    before it reads its request (a zygote's children configure its model once more, off the clock:
+    the pages a config writes are the child's own before its command needs them)."""
+
+    def __init__(self, answer, proto, warm=None, root=True, owned=(), prepare=None):
+        self.answer, self.proto, self.warm, self.root, self.prepare = answer, proto, warm, root, prepare
+        self.owned = set(owned)
+        self.zygotes, self.cold = {}, set()  # model -> Zygote (least recently used first); models without one
+        self.cost = {}  # model -> seconds its first config took in a child of this process's own
+        self.snapshot = None
+        if root:
+            not_dumpable()  # a zygote inherits it
+            self.snapshot = sweeping.snapshot() if contained() else None
         gc.collect()
         gc.freeze()  # the import's objects: no collection in a child walks (and so copies) their pages
-        huge_pages()
+        if root:
+            huge_pages()  # not in a zygote: collapsing would copy the pages it shares with the parent
 
     def serve(self, lines):
-        child, ended = self.fork(), None
+        child = self.fork()
+        if not self.root:  # a zygote: the fork server spares the child it keeps for its next command
+            self.write({"waiting": child.pid})
         try:
             for line in lines:
                 if not line.strip():
                     continue
                 req = json.loads(line)
-                self.sweep(ended, child)  # what the last command left is gone before this one reads its request
+                zygote = self.zygote_for(req)
+                data = zygote.ask(line) if zygote is not None else None
+                if data is not None:
+                    answer = _answer(data, req.get("id")) or {"id": req.get("id"), "crashed": "no answer relayed"}
+                    self.write({**answer, "zygote": True})  # for the record: a child of the model's zygote
+                    self.after(None, child)
+                    continue
+                if zygote is not None:  # gone before it answered (a command killed it): asked cold
+                    self.drop(req["warm"])
+                if not child.alive():  # killed while it waited (by a command, as any process of its user)
+                    child = self.fork()
                 data = child.ask(line)
                 answer = _answer(data, req.get("id")) or crashed(data, child.wait(), req.get("id"))
-                self.proto.write(json.dumps(answer, default=str) + "\n")
-                self.proto.flush()
-                child.signal()  # killed now, torn down and swept while the runner reads the answer
+                child.signal()  # nothing of the command runs once the runner has its answer
+                self.cost.setdefault(
+                    req.get("warm"), answer.get("duration_s") if answer.get("stage") == "config" else 0
+                )
+                self.write(answer)
                 ended, child = child, self.fork()
+                self.after(ended, child)
         finally:
-            self.sweep(ended, None)
-            self.sweep(child, None)
+            for model in list(self.zygotes):
+                self.drop(model)
+            child.kill()
+            self.sweep(None, None)
+
+    def write(self, answer):
+        self.proto.write(json.dumps(answer, default=str) + "\n")
+        self.proto.flush()
+
+    def after(self, ended, waiting):
+        """Between two requests, while the runner reads the answer: the last command swept away; a
+        zygote says which child it keeps for its next command."""
+        if self.root:
+            self.sweep(ended, waiting)
+            return
+        if ended is not None:
+            ended.kill()
+        sweeping.reap()
+        self.write({"waiting": waiting.pid})
+
+    def zygote_for(self, req):
+        """The zygote of the request's model (started now if need be), or None: not a config request
+        that names its model's folder, a model whose warm-up failed, or no `warm` here."""
+        model = req.get("warm")
+        if not (self.warm and isinstance(model, str) and req.get("tier") == "config") or model in self.cold:
+            return None
+        if model not in self.zygotes and not _number(self.cost.get(model)) > ZYGOTE_WORTH_S:
+            return None  # its first config is answered cold: it tells what a zygote would save
+        if req.get("argparse_only") or req.get("subcommand"):
+            return None
+        zygote = self.zygotes.pop(model, None)
+        if zygote is not None and not zygote.settle():
+            zygote.stop()
+            zygote = None
+        if zygote is None:
+            while len(self.zygotes) >= ZYGOTES_MAX:
+                self.drop(next(iter(self.zygotes)))
+            zygote = self.start_zygote(model)
+            if zygote is None:
+                self.cold.add(model)
+                return None
+        self.zygotes[model] = zygote  # the most recently used last
+        return zygote
+
+    def drop(self, model):
+        zygote = self.zygotes.pop(model, None)
+        if zygote is not None:
+            zygote.stop()
+            self.owned -= {zygote.request_fd, zygote.answer_fd}
+
+    def start_zygote(self, model):
+        requests, answers = self.pipe(), self.pipe()
+        pid = os.fork()
+        if pid == 0:  # the zygote: never returns
+            self._zygote(model, requests[0], answers[1])
+        self.unpipe(requests[0], answers[1])
+        zygote = Zygote(pid, requests[1], answers[0])
+        if zygote.ready(ZYGOTE_WARM_S):
+            return zygote
+        zygote.stop()
+        self.owned -= {requests[1], answers[0]}
+        return None
+
+    def _zygote(self, model, request_fd, answer_fd):
+        code = 0
+        try:
+            out = os.fdopen(answer_fd, "w", buffering=1)
+            self._leave_parent(keep={request_fd, answer_fd})
+            ready = bool(self.warm(model))
+            out.write(json.dumps({"ready": ready}) + "\n")
+            if ready:
+                ForkServer(self.answer, out, root=False, owned={request_fd}, prepare=lambda: self.warm(model)).serve(
+                    os.fdopen(request_fd, "rb")
+                )
+        except BaseException:  # the fork server answers that model's commands cold
+            code = 70
+        finally:
+            os._exit(code)
+
+    def pipe(self):
+        ends = os.pipe()
+        self.owned.update(ends)
+        return ends
+
+    def unpipe(self, *ends):
+        for fd in ends:
+            os.close(fd)
+            self.owned.discard(fd)
 
     def fork(self):
-        requests, answers = os.pipe(), os.pipe()
+        requests, answers = self.pipe(), self.pipe()
         pid = os.fork()
         if pid == 0:  # the child: never returns
-            os.close(requests[1])
-            os.close(answers[0])
             self._child(requests[0], answers[1])
-        os.close(requests[0])
-        os.close(answers[1])
-        return Child(pid, requests[1], answers[0])
+        self.unpipe(requests[0], answers[1])
+        return Child(pid, requests[1], answers[0], self.owned)
+
+    def _leave_parent(self, keep):
+        """In a process just forked: a group of its own, stdin and the protocol leading nowhere, and no
+        pipe end of the process that forked it but `keep`."""
+        os.setpgid(0, 0)
+        devnull = os.open(os.devnull, os.O_RDWR)
+        os.dup2(devnull, 0)
+        os.dup2(devnull, self.proto.fileno())  # written to here, the protocol leads nowhere
+        os.close(devnull)
+        for fd in self.owned - set(keep):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
 
     def _child(self, request_fd, answer_fd):
         code = 0
         try:
-            os.setpgid(0, 0)
-            devnull = os.open(os.devnull, os.O_RDWR)
-            os.dup2(devnull, 0)
-            # the protocol is the parent's: written to here, it leads nowhere; the answer pipe is the only way back
-            os.dup2(devnull, self.proto.fileno())
+            self._leave_parent(keep={request_fd, answer_fd})
+            if self.prepare is not None:
+                self.prepare()
             with os.fdopen(request_fd, "rb") as fh:
                 req = json.loads(fh.read(ANSWER_MAX))
             data = (json.dumps(self.answer(req), default=str) + "\n").encode()
@@ -148,23 +286,45 @@ class ForkServer:
 
     def sweep(self, ended, waiting):
         """Nothing of the command that `ended` outlives it (see the module's docstring); `waiting`, the
-        child forked for the next command, is spared: it has run nothing yet."""
+        child forked for the next command, and each zygote with its own waiting child, are spared:
+        they have run nothing of any command."""
         if ended is not None:
             ended.kill()
-        if contained():
-            kill_all_but_us(spare={waiting.pid} if waiting is not None else set())
-            remove_shm_segments()
-            if self.snapshot is not None and (changed := _changes(self.snapshot.prints, fingerprint())):
+        if self.root and contained():
+            spare = {waiting.pid} if waiting is not None else set()
+            for model, zygote in list(self.zygotes.items()):
+                if zygote.settle():
+                    spare |= zygote.spared()
+                else:
+                    self.drop(model)
+            sweeping.kill_all_but_us(spare=spare)
+            sweeping.remove_shm_segments()
+            if self.snapshot is not None and (
+                changed := sweeping.changes(self.snapshot.prints, sweeping.fingerprint())
+            ):
                 print(f"fork server: the last command changed {changed}: the scratch is put back", file=sys.stderr)
                 self.snapshot.restore()
-        reap()
+        sweeping.reap()
 
 
 class Child:
     """A forked child waiting for its one request."""
 
-    def __init__(self, pid, request_fd, answer_fd):
+    def __init__(self, pid, request_fd, answer_fd, owned):
         self.pid, self.request_fd, self.answer_fd, self.status = pid, request_fd, answer_fd, None
+        self.owned = owned  # the fork server's set: the ends closed here leave it
+
+    def alive(self):
+        """Not ended while it waited for its request."""
+        if self.status is not None:
+            return False
+        try:
+            done, status = os.waitpid(self.pid, os.WNOHANG)
+        except ChildProcessError:  # collected by a sweep: it ended
+            done, status = self.pid, signal.SIGKILL
+        if done:
+            self.status = status
+        return not done
 
     def ask(self, line):
         """What it answered (its wait status kept when it ended before closing the pipe)."""
@@ -173,9 +333,10 @@ class Child:
         except OSError:
             pass  # it is gone: its status says why
         finally:
-            os.close(self.request_fd)
+            self.close(self.request_fd)
             self.request_fd = None
-        data, self.status = relay(self.answer_fd, self.pid)
+        data, status = relay(self.answer_fd, self.pid)
+        self.status = self.status if status is None else status
         return data
 
     def wait(self):
@@ -198,11 +359,15 @@ class Child:
         self.wait()
         for fd in (self.request_fd, self.answer_fd):
             if fd is not None:
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
+                self.close(fd)
         self.request_fd = self.answer_fd = None
+
+    def close(self, fd):
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+        self.owned.discard(fd)
 
 
 def relay(fd, pid):
@@ -227,6 +392,10 @@ def relay(fd, pid):
     return bytes(data), status
 
 
+def _number(value):
+    return value if isinstance(value, (int, float)) else 0
+
+
 def _answer(data, wanted_id):
     line = data.split(b"\n", 1)[0]
     try:
@@ -247,144 +416,3 @@ def crashed(data, status, wanted_id):
     else:
         why = f"it exited with status {os.waitstatus_to_exitcode(status)} without an answer"
     return {"id": wanted_id, "crashed": f"the command's process ended without an answer: {why}"}
-
-
-def reap():
-    """Collect every child that ended (the parent may be a namespace's reaper of orphans); a child
-    collected here before its own wait() is answered for there."""
-    while True:
-        try:
-            done, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if not done:
-            return
-
-
-def _ancestors():
-    found, pid = {os.getpid()}, os.getpid()
-    while pid > 1:
-        try:
-            with open(f"/proc/{pid}/status") as fh:
-                pid = next(int(ln.split()[1]) for ln in fh if ln.startswith("PPid:"))
-        except (OSError, StopIteration, ValueError):
-            break
-        found.add(pid)
-    return found | {1}
-
-
-def kill_all_but_us(spare=frozenset()):
-    """Every process of the sandbox's pid namespace but the parent, its ancestors and `spare` (a daemon
-    a child left, whatever group or session it made), and wait (at most 2 s) until each has ended: a
-    killed process may still be exiting — it runs nothing more, but its writes are not over."""
-    keep = _ancestors() | set(spare)
-    victims = [int(name) for name in os.listdir("/proc") if name.isdigit() and int(name) not in keep]
-    for pid in victims:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-    deadline = time.monotonic() + 2
-    while victims and time.monotonic() < deadline:
-        reap()
-        victims = [pid for pid in victims if _running(pid)]
-        if victims:
-            time.sleep(0.005)
-
-
-def _running(pid):
-    """Not yet ended: neither gone nor a zombie (the state field of /proc/PID/stat)."""
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False
-
-
-def remove_shm_segments():
-    """SysV shared memory outlives its processes in the sandbox's own IPC namespace: remove it all."""
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        with open("/proc/sysvipc/shm") as fh:
-            ids = [int(ln.split()[1]) for ln in list(fh)[1:] if ln.strip()]
-    except (OSError, ValueError, IndexError):
-        return
-    for shmid in ids:
-        libc.shmctl(shmid, 0, None)  # IPC_RMID
-
-
-def _changes(before, now):
-    """A few of the paths that differ (for the log)."""
-    paths = sorted(p for p in before.keys() | now.keys() if before.get(p) != now.get(p))
-    return ", ".join(paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
-
-
-def fingerprint():
-    """What the scratch holds, by path: (kind, mode, size, mtime) — any change a child makes shows."""
-    prints = {}
-    for top in SCRATCH:
-        for root, dirs, files in os.walk(top):
-            for name in dirs + files:
-                path = os.path.join(root, name)
-                try:
-                    st = os.lstat(path)
-                except OSError:
-                    continue
-                prints[path] = (stat.S_IFMT(st.st_mode), st.st_mode, st.st_size, st.st_mtime_ns)
-    return prints
-
-
-class Snapshot:
-    """The scratch as the parent left it, in the parent's memory (no child can reach it)."""
-
-    def __init__(self, entries, prints):
-        self.entries, self.prints = entries, prints
-
-    def restore(self):
-        for top in SCRATCH:
-            for name in os.listdir(top):
-                path = os.path.join(top, name)
-                if os.path.isdir(path) and not os.path.islink(path):
-                    shutil.rmtree(path, ignore_errors=True)
-                else:
-                    try:
-                        os.unlink(path)
-                    except OSError:
-                        pass
-        for path, (kind, _, content) in self.entries:
-            if kind == "dir":
-                os.makedirs(path, mode=0o700, exist_ok=True)
-            elif kind == "link":
-                os.symlink(content, path)
-            else:
-                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-                with os.fdopen(fd, "wb") as fh:
-                    fh.write(content)
-        for path, (kind, mode, _) in reversed(self.entries):  # a folder's own mode last: it may forbid writing
-            if kind != "link":
-                os.chmod(path, stat.S_IMODE(mode), follow_symlinks=False)
-        self.prints = fingerprint()  # mtimes are new: what the next child must leave as it found
-
-
-def snapshot():
-    """The scratch now, or None where it is too large to hold (then it is not put back)."""
-    entries, size = [], 0
-    for top in SCRATCH:
-        for root, dirs, files in os.walk(top):
-            for name in sorted(dirs) + sorted(files):
-                path = os.path.join(root, name)
-                st = os.lstat(path)
-                if stat.S_ISLNK(st.st_mode):
-                    entries.append((path, ("link", st.st_mode, os.readlink(path))))
-                elif stat.S_ISDIR(st.st_mode):
-                    entries.append((path, ("dir", st.st_mode, None)))
-                elif stat.S_ISREG(st.st_mode):
-                    size += st.st_size
-                    if size > SNAPSHOT_MAX:
-                        return None
-                    with open(path, "rb") as fh:
-                        entries.append((path, ("file", st.st_mode, fh.read())))
-    entries.sort(key=lambda e: e[0].count("/"))  # folders before what they hold
-    return Snapshot(entries, fingerprint())

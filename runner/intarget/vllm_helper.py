@@ -339,22 +339,46 @@ def warm_up(parser, serve_cmd, no_device):
     import tempfile
 
     folder = tempfile.mkdtemp(prefix="dm-warm-up-")
-    saved = [os.dup(1), os.dup(2)]  # what vLLM logs of our own model is no command's: not in the helper's log
+    try:
+        with open(os.path.join(folder, "config.json"), "w") as fh:
+            json.dump(WARM_UP_CONFIG, fh)
+        configured(folder, parser, serve_cmd, no_device)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def configured(model, parser, serve_cmd, no_device):
+    """Whether the engine config of `model` (a folder the runner or we chose) alone could be built here:
+    run before serving (our own model) and in a model's zygote (runner/intarget/fork_zygote.py), never
+    with an option of any command. What vLLM logs meanwhile is no command's (not in the helper's log),
+    and what it logs once per process is forgotten: a command that gives the same warning still has it."""
+    saved = [os.dup(1), os.dup(2)]
     devnull = os.open(os.devnull, os.O_WRONLY)
     try:
         os.dup2(devnull, 1)
         os.dup2(devnull, 2)
-        with open(os.path.join(folder, "config.json"), "w") as fh:
-            json.dump(WARM_UP_CONFIG, fh)
-        answer({"id": 0, "argv": [folder, "--max-model-len", "128"], "tier": "config"}, parser, serve_cmd, no_device)
-    except Exception:  # a build that cannot configure it: the children start cold, nothing else changes
-        pass
+        result = answer({"id": 0, "argv": [model], "tier": "config"}, parser, serve_cmd, no_device)
+        return result.get("ok") is True and result.get("stage") == "config"
+    except Exception:  # a build that cannot configure it: its commands start cold, nothing else changes
+        return False
     finally:
         for fd, was in zip((1, 2), saved):
             os.dup2(was, fd)
             os.close(was)
         os.close(devnull)
-        shutil.rmtree(folder, ignore_errors=True)
+        forget_once()
+
+
+def forget_once():
+    """vLLM logs some messages once per process (functools.lru_cache over the message: vllm/logger.py
+    `_print_warning_once`, ...): those a warm-up gave ("Triton is not installed", "NIXL is not
+    available") would be missing from every command that gives them too."""
+    for name in ("vllm.logger", "vllm.utils"):
+        module = sys.modules.get(name)
+        for attr in dir(module) if module is not None else ():
+            found = getattr(module, attr, None)
+            if attr.endswith("_once") and callable(getattr(found, "cache_clear", None)):
+                found.cache_clear()
 
 
 def main():
@@ -379,8 +403,13 @@ def main():
         )
         + "\n"
     )
-    # every request in a child of its own, forked from this process: nothing a command loads outlives it
-    ForkServer(lambda req: answer(req, parser, serve_cmd, no_device), PROTO).serve(sys.stdin)
+    # every request in a child of its own, forked from this process (or from its model's zygote):
+    # nothing a command loads outlives it
+    ForkServer(
+        lambda req: answer(req, parser, serve_cmd, no_device),
+        PROTO,
+        warm=lambda model: configured(model, parser, serve_cmd, no_device),
+    ).serve(sys.stdin)
     return 0
 
 

@@ -233,11 +233,14 @@ class Helper:
         env: dict[str, str] | None = None,
         subcommand: list[str] | None = None,
         argparse_only: bool = False,
+        warm: str | None = None,
     ) -> HelperAnswer:
         """Run the parse (or parse+config) tier on `argv`; restarts a dead helper once.
         `subcommand` (`["bench", "throughput"]`): `argv` is that `vllm` subcommand's, checked by its
         own parser only (the parse stage, whatever `tier` says). `argparse_only`: nothing after argparse
-        runs (a command not known to be inert, without a sandbox: runner/isolation/trust.py)."""
+        runs (a command not known to be inert, without a sandbox: runner/isolation/trust.py). `warm`: the
+        folder of the served model, one the runner resolved (never one the docs name): a config request
+        is answered by a child of that model's zygote (runner/intarget/fork_zygote.py)."""
         request = {
             "argv": argv,
             "tier": "parse" if subcommand or argparse_only else tier,
@@ -246,6 +249,8 @@ class Helper:
             "fail_closed": trust.fail_closed(),
             "argparse_only": argparse_only,
         }
+        if warm and request["tier"] == "config":
+            request["warm"] = warm
         if subcommand:
             request["subcommand"] = list(subcommand)
         with self.lock:

@@ -89,3 +89,15 @@ def rejudged(o: Outcome, device: str = "gpu") -> str:
         return o.verdict
     twins = [copy.copy(t) for t in o.evidence.twins]  # reason() marks a twin as not counting: not the record's
     return judge_failure(twins, o.stage, o.evidence.exception, o.target.version, device)[0].verdict
+
+
+def raw_answer(helper, request: dict, timeout: float = 60) -> dict:
+    """The helper's answer to `request` (given an id here) as it wrote it: the client's HelperAnswer
+    keeps only vLLM's fields, and the fork server's tests read more (a stand-in's, `zygote`)."""
+    with helper.lock:
+        if helper.proc is None:
+            helper._start()
+        helper._seq += 1
+        helper.proc.stdin.write((json.dumps({"id": helper._seq, **request}) + "\n").encode())
+        helper.proc.stdin.flush()
+        return helper._read(timeout)

@@ -110,7 +110,10 @@ def _ask(state: JobState, tier: str, sub: list[str] | None) -> HelperAnswer:
     plain = bool(state.plain_refusal()) and not job.target.target.docker  # argparse only, nothing after it
     if spelled and tier == "config" and not plain:  # its code runs while its config is built: what stops
         state.outcome.stage = "config"  # its process (a limit, a hang) stops that tier
-    answer = ctx.helper(job.target).ask(state.argv, tier, env=literal_env(job), subcommand=sub, argparse_only=plain)
+    warm = state.outcome.substitutions.get(job.snippet.model or "")  # a folder we resolved, never one the docs name
+    answer = ctx.helper(job.target).ask(
+        state.argv, tier, env=literal_env(job), subcommand=sub, argparse_only=plain, warm=warm
+    )
     state.foreign = sorted({*spelled, *answer.foreign})
     if unseen := sorted(set(answer.foreign) - set(spelled)):
         state.outcome.evidence.notes.append(
