@@ -16,7 +16,7 @@ from driftmatrix.extractor.markdown_sources import is_relative_model
 from driftmatrix.extractor.serve_args import AMBIENT_VARS, ServeArgs, parse_serve_args, placeholders_in
 from driftmatrix.extractor.shell_commands import Invocation, ShellScan, assigned_names, scan
 from driftmatrix.extractor.shell_lexer import Word
-from driftmatrix.extractor.snippet_record import Lint, Snippet, SnippetKind, Source
+from driftmatrix.extractor.snippet_record import LEGACY_SERVER, Lint, Snippet, SnippetKind, Source
 
 
 @dataclass(frozen=True)
@@ -148,7 +148,13 @@ def build(
 
     return Snippet(
         # the env as written: a command keeps its id whatever is dropped from the record's env
-        id=snippet_id("serve" if fragment else kind, [*(subcommand or []), *parsed.canonical()], written_env, image),
+        # the legacy entry point is another command than `vllm serve` with the same words (its own parser)
+        id=snippet_id(
+            "serve" if fragment else kind,
+            [*(subcommand or []), *_entry(all_lints), *parsed.canonical()],
+            written_env,
+            image,
+        ),
         kind=kind,
         argv=list(argv),
         env=dict(env),
@@ -167,6 +173,11 @@ def build(
         subcommand=subcommand,
         wrapper=wrapper,
     )
+
+
+def _entry(lints: list[Lint]) -> list[str]:
+    """The entry point's words that make a command another one (Snippet.entry_point)."""
+    return [LEGACY_SERVER] if any(lint.code == "legacy-entrypoint" for lint in lints) else []
 
 
 def _without_ambient_placeholders(env: dict[str, str], expansions: dict[str, list[str]]) -> dict[str, str]:

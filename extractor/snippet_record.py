@@ -15,6 +15,9 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal, get_args
 
+LEGACY_SERVER = "vllm.entrypoints.openai.api_server"
+"""The legacy entry point of vLLM's OpenAI server (`python -m …`), read as the server."""
+
 SCHEMA = 2
 READS = (1, 2)
 """Schemas this driftmatrix reads (1: before `written_for`; a 1-only reader refuses 2 clearly)."""
@@ -189,6 +192,13 @@ class Snippet:
     `{"of": the documented snippet's id, "edits": [[old text, new text], ...] on its source text,
     "why": [...], "tier": the tier its original was run with, "text": the fixed command}`; its
     outcomes are variant `fix`."""
+
+    @property
+    def entry_point(self) -> str | None:
+        """The module the docs start the server with instead of `vllm serve` (LEGACY_SERVER, marked by
+        its `legacy-entrypoint` lint), or None: such a command is parsed and run as that module is —
+        its own parser, without `vllm serve`'s positional model rule."""
+        return LEGACY_SERVER if any(lint.code == "legacy-entrypoint" for lint in self.lints) else None
 
     def to_dict(self) -> dict[str, Any]:
         return {k: v for k, v in asdict(self).items() if v is not None or k in _ALWAYS}

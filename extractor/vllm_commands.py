@@ -6,12 +6,10 @@ server options shown without a command (a fragment)."""
 from __future__ import annotations
 
 from driftmatrix.extractor.shell_lexer import Word
-from driftmatrix.extractor.snippet_record import Lint
+from driftmatrix.extractor.snippet_record import LEGACY_SERVER, Lint
 from driftmatrix.extractor.wrappers import vllm_entry
 
 SPEC_FLAGS = ("--speculative-config", "--speculative_config", "-sc")
-
-_API_SERVER = "vllm.entrypoints.openai.api_server"
 
 
 def server_args(cmd: list[Word]) -> tuple[list[Word], Lint | None] | None:
@@ -19,7 +17,7 @@ def server_args(cmd: list[Word]) -> tuple[list[Word], Lint | None] | None:
     n = vllm_entry(cmd)
     if n is None or not _serves(cmd, 0, n):
         return None
-    if n == 3 and cmd[2].text == _API_SERVER:
+    if n == 3 and cmd[2].text == LEGACY_SERVER:
         return cmd[3:], Lint(
             "legacy-entrypoint",
             "`python -m vllm.entrypoints.openai.api_server` is the legacy entry point; "
@@ -30,7 +28,7 @@ def server_args(cmd: list[Word]) -> tuple[list[Word], Lint | None] | None:
 
 def _serves(cmd: list[Word], k: int, n: int) -> bool:
     """The vLLM CLI named by the `n` words at `cmd[k]` starts the server."""
-    return (n == 3 and cmd[k + 2].text == _API_SERVER) or (k + n < len(cmd) and cmd[k + n].text == "serve")
+    return (n == 3 and cmd[k + 2].text == LEGACY_SERVER) or (k + n < len(cmd) and cmd[k + n].text == "serve")
 
 
 def subcommand_args(cmd: list[Word]) -> tuple[list[str], list[Word]] | None:
@@ -47,7 +45,7 @@ def _subcommand_at(cmd: list[Word], k: int, n: int) -> tuple[list[str], int] | N
     """(subcommand words, where its arguments start) of the vLLM CLI named by the `n` words at
     `cmd[k]`, when it names another subcommand than `serve` (whether a speculative config follows
     is the caller's question)."""
-    if cmd[k + n - 1].text == _API_SERVER or len(cmd) <= k + n:
+    if cmd[k + n - 1].text == LEGACY_SERVER or len(cmd) <= k + n:
         return None
     sub = [cmd[k + n].text]
     if sub[0] in ("serve", "--version") or sub[0].startswith("-"):

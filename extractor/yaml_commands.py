@@ -21,7 +21,7 @@ from driftmatrix.extractor.serve_args import placeholders_in
 from driftmatrix.extractor.shell_commands import ShellScan, assigned_names, assigns, scan
 from driftmatrix.extractor.shell_lexer import Word
 from driftmatrix.extractor.snippet_builder import Place, build, from_shell_text
-from driftmatrix.extractor.snippet_record import Diagnostic, Lint, Snippet
+from driftmatrix.extractor.snippet_record import LEGACY_SERVER, Diagnostic, Lint, Snippet
 from driftmatrix.extractor.wrappers import vllm_entry
 
 _VLLM_IMAGE = re.compile(r"^(docker\.io/)?vllm/vllm-(openai|tpu|omni)")
@@ -35,7 +35,6 @@ _SHELL_VAR = re.compile(r"^\$(?:([A-Za-z_][A-Za-z0-9_]*)|\{([A-Za-z_][A-Za-z0-9_
 _SECRET = re.compile(r"(^|_)(TOKEN|KEY|SECRET|PASSWORD|PASSWD|CREDENTIALS?)(_|$)", re.I)
 _SHELLS = ("sh", "bash", "/bin/sh", "/bin/bash")
 _SHELL_C = re.compile(r"^-[a-z]*c[a-z]*$")  # `-c`, `-lc`, `-exc`: the shell runs the next word as a script
-_API_SERVER = "vllm.entrypoints.openai.api_server"
 
 Env = dict[str, str | None]
 """Variables a YAML mapping sets for what runs under it; None: named but unset (its value comes from
@@ -199,7 +198,7 @@ def _server_prefix(texts: list[str]) -> tuple[int, list[Lint]] | None:
     serve`, `python3 -m vllm.entrypoints.openai.api_server`), with the lint the legacy one gets as in a
     shell block; None when it is not the server."""
     n = vllm_entry([Word(t, 0) for t in texts[:3]])
-    if n == 3 and texts[2] == _API_SERVER:
+    if n == 3 and texts[2] == LEGACY_SERVER:
         return 3, [
             Lint(
                 "legacy-entrypoint",

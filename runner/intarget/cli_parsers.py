@@ -5,6 +5,7 @@ target's own Python beside vllm_helper.py (stdlib and vLLM only)."""
 import ast
 import contextlib
 import importlib
+import importlib.util
 import sys
 
 from .vllm_symbols import find
@@ -116,3 +117,37 @@ def subcommand_parser(words):
         return why
     SUBCOMMANDS[name] = (parser, found)
     return SUBCOMMANDS[name]
+
+
+# --- the legacy entry point `python -m vllm.entrypoints.openai.api_server`: its own parser ---------
+
+LEGACY_MODULES = ("vllm.entrypoints.openai.api_server",)
+"""The legacy entry points read (importing a name only to look for it would run its packages)."""
+LEGACY = {}
+"""The module's name -> its parser, or the reason this build has none (a str); built on first use."""
+
+
+def legacy_parser(module):
+    """The parser `python -m MODULE` builds in its `__main__` (vLLM's FlexibleArgumentParser given
+    make_arg_parser's options): the arguments come without a `serve` word, so none of `vllm serve`'s
+    own rules apply (its positional model, "`model` should be provided as the first positional
+    argument when using `vllm serve`"); the model is `--model` or the module's default."""
+    if module not in LEGACY:
+        LEGACY[module] = _build_legacy(module)
+    return LEGACY[module]
+
+
+def _build_legacy(module):
+    if module not in LEGACY_MODULES:
+        return f"{module} is not an entry point driftmatrix reads"
+    try:
+        if importlib.util.find_spec(module) is None:
+            return f"this build has no {module} (the legacy entry point the docs start)"
+    except (ImportError, ValueError) as exc:
+        return f"this build has no {module}: {type(exc).__name__}: {exc}"
+    try:
+        make_arg_parser, flexible = find("make_arg_parser"), find("FlexibleArgumentParser")
+        with device_patch():
+            return make_arg_parser(flexible(description="vLLM OpenAI-Compatible RESTful API server."))
+    except Exception as exc:  # a layout the symbol table does not know: said, not a crash of the command
+        return f"this build's {module} parser could not be built: {type(exc).__name__}: {exc}"

@@ -38,7 +38,7 @@ if not __package__:  # run by path (a target's Python, `-I`): PEP 366, as the pa
     sys.path.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     __package__ = os.path.basename(os.path.dirname(os.path.abspath(__file__)))
 
-from .cli_parsers import cli_argv, device_patch, subcommand_parser  # noqa: E402
+from .cli_parsers import cli_argv, device_patch, legacy_parser, subcommand_parser  # noqa: E402
 from .fork_server import ForkServer  # noqa: E402  (next to this file)
 from .vllm_paths import relative as rel  # noqa: E402
 from .vllm_symbols import FOUND, find  # noqa: E402
@@ -243,6 +243,10 @@ def answer(req, parser, serve_cmd, no_device):
             result.update(ok=None, skip=built, warnings=[], duration_s=round(time.monotonic() - t0, 3))
             return result
         parser, cmd = built
+    legacy = legacy_parser(req["entry"]) if req.get("entry") and not words else None
+    if isinstance(legacy, str):  # the legacy module is not in this build: nothing to judge it by
+        result.update(ok=None, skip=legacy, warnings=[], duration_s=round(time.monotonic() - t0, 3))
+        return result
     collector = Collector()
     root = logging.getLogger("vllm")
     root.addHandler(collector)
@@ -256,6 +260,8 @@ def answer(req, parser, serve_cmd, no_device):
                 if words:  # the parse stage only: these are not servers, no engine config is built
                     with cli_argv([*words, *req["argv"]]), device_patch():
                         args = parser.parse_args([*words, *req["argv"]])
+                elif legacy is not None:  # `python -m vllm.entrypoints.openai.api_server ARGS`, as that module parses
+                    args = own_values(legacy.parse_args(list(req["argv"])))
                 else:
                     args = own_values(parser.parse_args(["serve", *req["argv"]]))
                 result["foreign"] = foreign_code(args, parser, req.get("code"))

@@ -38,9 +38,12 @@ TABLE: dict[str, Where] = {
         ("vllm.entrypoints.cli.serve:cmd_init",),
         absent="the serve parser as vllm/scripts.py built it (make_arg_parser on a `serve` subparser)",
     ),
-    "make_arg_parser": Where(("vllm.entrypoints.openai.cli_args",), instead_of="serve_cmd_init"),
+    "make_arg_parser": Where(
+        ("vllm.entrypoints.openai.cli_args", "vllm.entrypoints.launchers.cli_args"), instead_of="serve_cmd_init"
+    ),
     "validate_parsed_serve_args": Where(
-        ("vllm.entrypoints.openai.cli_args",), absent="the release validated nothing after parsing"
+        ("vllm.entrypoints.openai.cli_args", "vllm.entrypoints.launchers.cli_args"),
+        absent="the release validated nothing after parsing",
     ),
     "cli_main": Where(
         ("vllm.entrypoints.cli.main:",), absent="the release's CLI has no subcommands other than vllm/scripts.py's"

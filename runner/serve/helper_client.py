@@ -234,13 +234,15 @@ class Helper:
         subcommand: list[str] | None = None,
         argparse_only: bool = False,
         warm: str | None = None,
+        entry: str | None = None,
     ) -> HelperAnswer:
         """Run the parse (or parse+config) tier on `argv`; restarts a dead helper once.
         `subcommand` (`["bench", "throughput"]`): `argv` is that `vllm` subcommand's, checked by its
         own parser only (the parse stage, whatever `tier` says). `argparse_only`: nothing after argparse
         runs (a command not known to be inert, without a sandbox: runner/isolation/trust.py). `warm`: the
         folder of the served model, one the runner resolved (never one the docs name): a config request
-        is answered by a child of that model's zygote (runner/intarget/fork_zygote.py)."""
+        is answered by a child of that model's zygote (runner/intarget/fork_zygote.py). `entry`: the
+        legacy module the docs start the server with (Snippet.entry_point), parsed as it parses."""
         request = {
             "argv": argv,
             "tier": "parse" if subcommand or argparse_only else tier,
@@ -251,6 +253,8 @@ class Helper:
         }
         if warm and request["tier"] == "config":
             request["warm"] = warm
+        if entry and not subcommand:
+            request["entry"] = entry
         if subcommand:
             request["subcommand"] = list(subcommand)
         with self.lock:

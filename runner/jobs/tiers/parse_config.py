@@ -112,7 +112,13 @@ def _ask(state: JobState, tier: str, sub: list[str] | None) -> HelperAnswer:
         state.outcome.stage = "config"  # its process (a limit, a hang) stops that tier
     warm = state.outcome.substitutions.get(job.snippet.model or "")  # a folder we resolved, never one the docs name
     answer = ctx.helper(job.target).ask(
-        state.argv, tier, env=literal_env(job), subcommand=sub, argparse_only=plain, warm=warm
+        state.argv,
+        tier,
+        env=literal_env(job),
+        subcommand=sub,
+        argparse_only=plain,
+        warm=warm,
+        entry=job.snippet.entry_point,
     )
     state.foreign = sorted({*spelled, *answer.foreign})
     if unseen := sorted(set(answer.foreign) - set(spelled)):
@@ -139,7 +145,8 @@ def _with_device(state: JobState, tier: str, sub: list[str] | None, answer: Help
         return HelperAnswer(
             "skipped", "config", skip=why, warnings=answer.warnings, warnings_left_out=answer.warnings_left_out
         )
-    return helper_for(True).ask(state.argv, tier, env=literal_env(state.job), subcommand=sub)
+    entry = state.job.snippet.entry_point
+    return helper_for(True).ask(state.argv, tier, env=literal_env(state.job), subcommand=sub, entry=entry)
 
 
 def _no_declaration(state: JobState) -> str | None:

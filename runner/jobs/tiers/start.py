@@ -158,7 +158,12 @@ def _server(state: JobState, env: dict[str, str], port: int) -> Server:
             relay=relay,
             shared_gpu=shared,
         )
-    cmd = [*job.target.vllm, "serve", *serve_args(state.argv, port)]
+    # the docs' own entry point: the legacy module runs as `python -m` does (its parser passed at parse)
+    entry = [*job.target.vllm, "serve"]
+    if job.snippet.entry_point:
+        entry = [job.target.python, "-m", job.snippet.entry_point]
+        state.outcome.evidence.notes.append(f"started as the page starts it: python -m {job.snippet.entry_point}")
+    cmd = [*entry, *serve_args(state.argv, port)]
     if not detection.active():
         return Server(cmd, env, log, port, state.gpu_ids, shared_gpu=shared)
     listen = sandbox.listening_socket(port)  # OSError when the port was taken meanwhile: the caller retries
