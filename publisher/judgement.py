@@ -208,6 +208,8 @@ def judge(results: Results, snippet: Snippet, wf: WrittenFor, source: Source | N
         _history_verdict(j, snippet, spec, checks)
     elif j.kind in ("ok", "needs-newer"):
         _history_past_the_builds(j, snippet, spec, checks)
+    if j.kind == "needs-newer" and not goods and not (j.works_from or j.options_from or j.decided_by == "history"):
+        _unshown(j, older)  # older builds fail, and nothing shows it working on the page's versions
     j.summary = j.summary or _summary(j, spec, older)
     return _with_defects(j, found, source) if found else j
 
@@ -261,6 +263,18 @@ def _history_past_the_builds(j: Judgement, snippet: Snippet, spec: SpecifierSet,
         f"The builds of the page's versions that ran ({ran}) stopped before vLLM checks "
         f"{', '.join(said.options)}; per the option history the versions it is written for do not have it "
         f"(removed by vLLM {said.release}): " + "; ".join(said.notes) + "."
+    )
+
+
+def _unshown(j: Judgement, older: list[Check]) -> None:
+    """needs-newer needs its evidence (issue 58): a build of the page's versions or a newer one that
+    runs it, or the option history's first release with all it gives. Older builds failing alone show
+    only that those builds lack something — maybe something no release has: unknown, said so."""
+    wf = f"{j.written_for.spec or 'any version'} — {j.written_for.origin}"
+    j.kind = "unknown"
+    j.summary = (
+        f"Fails on {_versions(older)}, older than the page's versions ({wf}); no build of those versions "
+        "or newer ran it, and the option history does not show what it needs there: not judged."
     )
 
 
