@@ -34,6 +34,7 @@ from packaging.version import Version
 
 from driftmatrix.common.versions import parse_version
 from driftmatrix.common.vllm_plugins import INSTALL
+from driftmatrix.extractor import build_statements
 from driftmatrix.extractor.snippet_record import Snippet, WrittenFor
 
 
@@ -142,8 +143,9 @@ _OR_LATER = re.compile(
     r"and\s+(?:later|newer|above))",
     re.I,
 )
+_PROSE_REQUIREMENT = re.compile(rf"(?<![\w/.-])vllm\s*(?:>=|==|~=|>)\s*{_VER}(?:\s*,\s*{_OP}\s*{_VER})*", re.I)
 _REQUIRES = re.compile(
-    rf"\b(?:requires?|required|needs?|minimum|at\s+least|supported\s+(?:in|on|since|from)|"
+    rf"\b(?:requires?|required|needs?|minimum|at\s+least|since|starting\s+(?:from|with)|supported\s+(?:in|on|since|from)|"
     rf"available\s+(?:in|on|since|from))\b[^.\n]{{0,40}}?\bvLLM\s*(?:version\s*)?({_OP})?\s*v?"
     rf"(\d+\.\d+(?:\.\d+)?)",
     re.I,
@@ -189,6 +191,8 @@ def _line_statement(text: str, stable: str, where: str) -> WrittenFor | None:
         )
     if _IMAGE_KEY.match(text) and (inside := _other_image(text, where)):
         return inside  # a manifest's container image: the command under it runs that image
+    if inside := build_statements.fork_statement(text, where):
+        return inside  # a fork's install (before its image or "vllm>=" words: what the reader runs is the fork)
     m = _MAIN.search(text)
     if m:
         return nightly(stable, f'the page says ({where}): "{m.group(0)}"')
@@ -199,17 +203,30 @@ def _line_statement(text: str, stable: str, where: str) -> WrittenFor | None:
     if m:
         op = m.group(1) or ">="
         return WrittenFor(f"{op}{m.group(2)}", f'the page says ({where}): "{m.group(0)}"', "page")
-    return None
+    m = _PROSE_REQUIREMENT.search(text)
+    if m and (found := _install_statement(m.group(0), stable, where)):
+        # "`vllm>=0.21` is recommended": a requirement quoted in prose says the same as an install line
+        return WrittenFor(found.spec, f'the page says ({where}): "{m.group(0)}"', "page")
+    return build_statements.chinese(text, where)
 
 
-def _other_image(text: str, where: str) -> WrittenFor | None:
+_ANY_IMAGE = re.compile(r"^((?:[\w.-]+/)*[\w.-]+):([A-Za-z0-9_][\w.-]{0,127})$")
+
+
+def _other_image(text: str, where: str, runs_vllm: bool = False) -> WrittenFor | None:
     """Another project's vLLM image pinned to a tag that names no version (`lmcache/vllm-openai:2025-05-05-v1`,
     `rocm/vllm:instinct_main`): the vLLM inside it, `===<tag>` — no build of a version is it, so its
     command is not judged on one; `latest`, `nightly…`, `main` state nothing, and so does vLLM's own
     image under a model's tag (`vllm/vllm-openai:gemma`): the page's statements decide."""
     m = _OTHER_IMAGE.search(text)
+    if not m and runs_vllm and (any_image := _ANY_IMAGE.match(text.strip())):
+        # an image of any name that runs `vllm serve`: only a tag that says `vllm-vX` names its vLLM
+        # (`nvcr.io/nvidia/pytorch:24.01-py3` names PyTorch's release, not vLLM's)
+        return build_statements.vendor_image(any_image.group(1), any_image.group(2), text.strip(), where, True)
     if not m or _TAG_STATES_NOTHING.match(m.group(2)) or _OFFICIAL.match(m.group(1)):
         return None
+    if versioned := build_statements.vendor_image(m.group(1), m.group(2), m.group(0), where):
+        return versioned
     return WrittenFor(
         f"==={m.group(2)}",
         f"the vLLM inside the image `{m.group(0)}` ({where}), whose tag names no "
@@ -223,9 +240,13 @@ def statements(text: str, stable: str, file: str) -> list[Statement]:
     out = []
     if "vllm" not in text.lower():
         return out
-    for n, line in enumerate(text.split("\n"), 1):
+    lines = text.split("\n")
+    for n, line in enumerate(lines, 1):
         if "vllm" in line.lower():
-            found = _line_statement(line, stable, f"{file}:{n}")
+            # a checkout of vLLM's source, installed a few lines on, is read before the line's other words
+            found = build_statements.from_source(lines, n - 1, stable, f"{file}:{n}") or _line_statement(
+                line, stable, f"{file}:{n}"
+            )
             if found:
                 out.append(Statement(n, found))
     return out
@@ -293,7 +314,7 @@ def _image_of(snippet: Snippet, facts: PageFacts) -> WrittenFor | None:
     where = f"the image it runs, {facts.file}"
     if _IMAGE.search(snippet.image) or _PLUGIN_IMAGE.search(snippet.image):
         return _line_statement(snippet.image, facts.stable, where)
-    return _other_image(snippet.image, where)
+    return _other_image(snippet.image, where, runs_vllm=True)  # `docker run IMAGE vllm serve`: whatever its name
 
 
 def _recipe_of(snippet: Snippet, facts: PageFacts) -> WrittenFor | None:
