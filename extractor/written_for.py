@@ -15,11 +15,19 @@ Decided per source, first rule that applies:
    index or `--pre`), a vLLM image tag (`vllm/vllm-openai:v0.21.0`, `:nightly`,
    `vllm/vllm-tpu:nightly-…`), a plugin's image named after the vLLM it carries
    (`…/habanalabs/vllm-0.26.0-ptupstream-…`), a sentence ("requires vLLM 0.21 or later", "vLLM
-   v0.21.0+", "built from vLLM's main branch": nightly) — on another project's site read after its
-   mkdocs variables are filled in (`vllm=={{ pip_vllm_version }}`, extractor/sites.py);
-5. another project's own word about itself: its README's "built on vLLM X" (its newest
+   v0.21.0+", "built from vLLM's main branch": nightly), in the page's language too ("`vllm>=0.21` is recommended", "since vLLM X", "需要 vLLM 0.21 或更高
+   版本"); a vendor's image whose tag names the vLLM inside (`acme/vllm-openai:v0.22.0-cu129`: `==0.22.0`);
+   vLLM built from its source (`git clone …/vllm-project/vllm` + `pip install -e .`): the main branch, i.e.
+   the nightly builds (a `git checkout vX` there: X), whatever a base image above said; a fork or a
+   vendor's own build of vLLM (`…/HabanaAI/vllm-fork`, "the Acme build of vLLM"): that build,
+   `===fork:<name>` (extractor/build_statements.py) — on a site read after its mkdocs variables or
+   Sphinx substitutions are filled in (`vllm=={{ pip_vllm_version }}`: extractor/sites.py, conf.py's
+   `myst_substitutions` and `rst_prolog`: extractor/side_files.py);
+5. a `vllm` requirement in the `requirements*.txt` / `pyproject.toml` of the page's README folder;
+6. another project's own word about itself: a plugin's Docusaurus versioned docs
+   (`versioned_docs/version-X/`: X's release line), its README's "built on vLLM X" (its newest
    release), X's release line (a plugin is released in step with vLLM);
-6. otherwise today's stable release and everything newer (the CLI passes the newest release the
+7. otherwise today's stable release and everything newer (the CLI passes the newest release the
    option history holds, or the run's resolved stable: never a pin shipped long ago).
 """
 
@@ -144,6 +152,9 @@ _OR_LATER = re.compile(
     re.I,
 )
 _PROSE_REQUIREMENT = re.compile(rf"(?<![\w/.-])vllm\s*(?:>=|==|~=|>)\s*{_VER}(?:\s*,\s*{_OP}\s*{_VER})*", re.I)
+# "With vLLM >= 0.11.1, compatibility has been improved …", "before vllm==0.20": what some other version
+# does, not what the page's reader runs
+_CONDITIONAL = re.compile(r"\b(?:with|in|on|before|until|prior\s+to|below|older\s+than|if)\s*\**`?\s*$", re.I)
 _REQUIRES = re.compile(
     rf"\b(?:requires?|required|needs?|minimum|at\s+least|since|starting\s+(?:from|with)|supported\s+(?:in|on|since|from)|"
     rf"available\s+(?:in|on|since|from))\b[^.\n]{{0,40}}?\bvLLM\s*(?:version\s*)?({_OP})?\s*v?"
@@ -204,7 +215,7 @@ def _line_statement(text: str, stable: str, where: str) -> WrittenFor | None:
         op = m.group(1) or ">="
         return WrittenFor(f"{op}{m.group(2)}", f'the page says ({where}): "{m.group(0)}"', "page")
     m = _PROSE_REQUIREMENT.search(text)
-    if m and (found := _install_statement(m.group(0), stable, where)):
+    if m and not _CONDITIONAL.search(text[: m.start()]) and (found := _install_statement(m.group(0), stable, where)):
         # "`vllm>=0.21` is recommended": a requirement quoted in prose says the same as an install line
         return WrittenFor(found.spec, f'the page says ({where}): "{m.group(0)}"', "page")
     return build_statements.chinese(text, where)
@@ -277,6 +288,9 @@ class PageFacts:
     text: str = ""
     """The page's text (statements are read from it when nothing above applies)."""
     file: str = ""
+    beside: WrittenFor | None = None
+    """A `vllm` requirement in the requirements.txt / pyproject.toml of the page's README folder
+    (extractor/side_files.py): after the page's own statements, before its site's word."""
     fallback: WrittenFor | None = None
     """A page that states nothing: what its site says of itself (extractor/sites.py built_on), else
     the default (the current stable release and newer)."""
@@ -301,7 +315,9 @@ def assign(snippets: list[Snippet], facts: PageFacts) -> None:
                 if found is None:
                     found = statements(facts.text, facts.stable, facts.file)
                 end = source.line + source.text.count("\n")
-                source.written_for = from_statements(found, end) or facts.fallback or default(facts.stable)
+                source.written_for = (
+                    from_statements(found, end) or facts.beside or facts.fallback or default(facts.stable)
+                )
 
 
 def _image_of(snippet: Snippet, facts: PageFacts) -> WrittenFor | None:

@@ -85,6 +85,8 @@ def test_chinese_and_english_prose_state_versions():
     assert _said("vLLM v0.22.0 及以上版本支持该功能").spec == ">=0.22.0"
     assert _said("We recommend `vllm>=0.21` for this guide.").spec == ">=0.21"
     assert _said("Supported since vLLM 0.18.0.").spec == ">=0.18.0"
+    # a note about what another version does is not what the reader runs
+    assert statements("**Note: With vLLM >= 0.11.1, compatibility has been improved.**", "0.34.0", "p") == []
     assert "需要 vLLM 0.21" in _said("需要 vLLM 0.21 或更高版本。").origin
 
 
