@@ -127,12 +127,25 @@ def fork(name: str, origin: str) -> WrittenFor:
     )
 
 
-def fork_statement(text: str, where: str) -> WrittenFor | None:
+def fork_statement(text: str, stable: str, where: str) -> WrittenFor | None:
     """A line telling the reader to install a fork: `pip install git+https://github.com/HabanaAI/vllm-fork`,
-    "install the latest [vllm-fork](https://github.com/HabanaAI/vllm-fork…)", "the Acme build of vLLM"."""
+    "install the latest [vllm-fork](https://github.com/HabanaAI/vllm-fork…)", "the Acme build of vLLM";
+    or vLLM's own source by pip (`git+https://github.com/vllm-project/vllm`: main, `@v0.9.2`: that release)."""
     m = _PIP_GIT.search(text)
     if m and _is_fork_repo(m.group(1), m.group(2)):
         return fork(f"{m.group(1)}/{m.group(2)}", f"{where}: `{m.group(0)}`")
+    if m and _is_vllm_source(m.group(1), m.group(2)):
+        ref = m.group(3) or ""
+        tagged = re.fullmatch(_VERSION, ref)
+        if tagged:
+            return WrittenFor(f"=={tagged.group(1)}", f"vLLM installed from its source at {ref} ({where})", "page")
+        return WrittenFor(
+            f">{stable}",
+            f"vLLM installed from its source ({where}: `{m.group(0)}`): "
+            + (f"`{ref}`, a branch or commit, read as" if ref else "its main branch, i.e.")
+            + f" the nightly builds, newer than the stable release {stable}",
+            "nightly",
+        )
     if _INSTALL_WORDS.search(text):
         for link in _FORK_LINK.finditer(text):
             if _is_fork_repo(link.group(1), link.group(2)):

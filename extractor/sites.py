@@ -204,9 +204,12 @@ def yaml_file(text: str, place) -> tuple[list, list]:
 def mark_plugins(found: list, site: Site | None, text: str, markdown: bool) -> None:
     """The plugin each command of a page is written for (common/vllm_plugins.py): its site's, else the
     one its image carries (`vllm/vllm-tpu`), else one a Markdown page installs. A page that only names
-    a plugin — a recipe's hardware list — marks nothing: its other commands are for stock vLLM."""
+    a plugin — a recipe's hardware list — marks nothing: its other commands are for stock vLLM. A page
+    written for a fork (written_for basis `fork`) marks nothing either: a plugin extends stock vLLM, a fork
+    replaces it, and its reader runs the fork."""
     page = site.plugin if site else (vllm_plugins.of_install(text) if markdown else None)
     for snippet in found:
         plugin = page or vllm_plugins.of_image(snippet.image)
         for source in snippet.sources if plugin else ():
-            source.plugin = plugin.name
+            if source.written_for is None or source.written_for.basis != "fork":
+                source.plugin = plugin.name

@@ -5,15 +5,12 @@ that said so as its origin."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 from packaging.specifiers import SpecifierSet
 
 from driftmatrix.extractor.catalog import extract
 from driftmatrix.extractor.written_for import statements
-from driftmatrix.publisher.judgement import Judge
-from driftmatrix.publisher.results import load
 
 
 def _folder(root: Path, page: str) -> Path:
@@ -75,6 +72,9 @@ def test_a_source_checkout_at_a_tag_is_that_release_and_a_clone_not_installed_sa
     pinned = "git clone https://github.com/vllm-project/vllm\ncd vllm\ngit checkout v0.9.2\npip install -e .\n"
     assert _said(pinned).spec == "==0.9.2"
     assert statements("git clone https://github.com/vllm-project/vllm\nls vllm/examples\n", "0.34.0", "p") == []
+    # pip straight from vLLM's repository: its main branch, or the tag it names
+    assert _said("pip install git+https://github.com/vllm-project/vllm.git").spec == ">0.34.0"
+    assert _said("pip install git+https://github.com/vllm-project/vllm.git@v0.9.2").spec == "==0.9.2"
     # a plugin's repository is not vLLM's source
     assert statements("git clone https://github.com/vllm-project/vllm-gaudi\npip install -e .\n", "0.34.0", "p") == []
 
@@ -102,32 +102,10 @@ def test_a_forks_page_is_written_for_the_fork():
     assert statements("the latest nightly build of vLLM", "0.34.0", "p")[0].written_for.basis == "nightly"
 
 
-def test_a_forks_page_gets_no_alarm_where_stock_vllms_history_would_give_one(corpus, tmp_path):
-    """`--swap-space` (removed from stock vLLM in 0.18.0) on the plugin's site: doc-drift by the history
-    on a page for stock vLLM, but the page that installs the Habana fork is the fork's: unknown."""
-    site = tmp_path / "gaudi"
-    (site / "docs").mkdir(parents=True)
-    gaudi = next((corpus / "thirdparty").glob("vllm-gaudi-*"))
-    for name in ("mkdocs.yaml", "README.md", "LICENSE"):
-        shutil.copy(gaudi / name, site / name)
-    cmd = "```bash\nvllm serve org/m --swap-space 4\n```\n"
-    (site / "docs" / "stock.md").write_text(f"# Stock\n\n{cmd}")
-    (site / "docs" / "fork.md").write_text(
-        f"# Fork\n\nInstall the [vllm-fork](https://github.com/HabanaAI/vllm-fork) first.\n\n{cmd}"
-    )
-    catalog, _ = extract([site], stable="0.34.0")
-    catalog.write(tmp_path / "snippets.json")
-    (tmp_path / "none.jsonl").write_text("")
-    results = load(tmp_path / "snippets.json", [tmp_path / "none.jsonl"])
-    judge = Judge(results)
-    got = {src.file: judge.of_source(s, src) for s in results.snippets for src in s.sources}
-    assert got["docs/stock.md"].kind == "doc-drift"
-    fork = got["docs/fork.md"]
-    assert (fork.kind, fork.written_for.basis) == ("unknown", "fork"), fork.summary
-    assert "non-stock build" in fork.summary and "HabanaAI/vllm-fork" in fork.summary
-
-
 def test_the_real_gaudi_site_has_one_fork_page(corpus):
     catalog, _ = extract([next((corpus / "thirdparty").glob("vllm-gaudi-*"))], stable="0.34.0")
-    forks = {src.file for s in catalog.snippets for src in s.sources if src.written_for.basis == "fork"}
-    assert forks == {"docs/configuration/multi_node.md"}  # "install the latest [vllm-fork](…HabanaAI/vllm-fork…)"
+    forks = {(src.file, src.plugin) for s in catalog.snippets for src in s.sources if src.written_for.basis == "fork"}
+    # "install the latest [vllm-fork](…HabanaAI/vllm-fork…)": the fork, not stock vLLM with the site's plugin
+    assert forks == {("docs/configuration/multi_node.md", "")}
+    others = {src.plugin for s in catalog.snippets for src in s.sources if src.written_for.basis != "fork"}
+    assert others == {"vllm-gaudi"}
