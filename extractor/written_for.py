@@ -203,7 +203,7 @@ def _line_statement(text: str, stable: str, where: str) -> WrittenFor | None:
     if _IMAGE_KEY.match(text) and (inside := _other_image(text, where)):
         return inside  # a manifest's container image: the command under it runs that image
     if inside := build_statements.fork_statement(text, stable, where):
-        return inside  # a fork's install (before its image or "vllm>=" words: what the reader runs is the fork)
+        return inside  # a fork's install, before any prose: what its reader runs is the fork
     m = _MAIN.search(text)
     if m:
         return nightly(stable, f'the page says ({where}): "{m.group(0)}"')
