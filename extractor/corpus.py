@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from driftmatrix.common.git import run_git
-from driftmatrix.extractor import bounds, markdown_sources, sites, written_for
+from driftmatrix.extractor import bounds, markdown_sources, side_files, sites, written_for
 from driftmatrix.extractor.file_text import read_text
 from driftmatrix.extractor.markdown_pages import markdown_snippets, recipe_markdown
 from driftmatrix.extractor.recipes_yaml import from_recipe
@@ -211,11 +211,11 @@ def extract_file(tree: Tree, path: Path) -> tuple[list[Snippet], list[Diagnostic
         model_id=tree.model_id,
         placeholder_models=tree.placeholder_models,
     )
-    if tree.site is not None:
-        text = sites.render(text, tree.site.variables)  # as the site shows it: `vllm=={{ pip_vllm_version }}`
-    facts = written_for.PageFacts(
-        tree.stable, tree.written_for, text=text, file=rel, fallback=tree.site.built_on if tree.site else None
-    )
+    if tree.site is not None:  # as the site shows it: `vllm=={{ pip_vllm_version }}`, `|vllm_version|`
+        text = sites.render(text, tree.site.variables, tree.site.rst_substitutions)
+    facts = written_for.PageFacts(tree.stable, tree.written_for, text=text, file=rel, fallback=_fallback(tree, rel))
+    if tree.written_for is None and path.suffix.lower() in markdown_sources.MARKDOWN_SUFFIXES:
+        facts.beside = side_files.beside(path, tree.root)
     try:
         if path.suffix.lower() in markdown_sources.MARKDOWN_SUFFIXES:
             found, diags = markdown_snippets(text, place, tree.root)
@@ -245,6 +245,15 @@ def extract_file(tree: Tree, path: Path) -> tuple[list[Snippet], list[Diagnostic
     if any(d.code == "line-too-long" for d in diagnostics):
         found = [s for s in found if not _holds_left_out_line(s)]
     return found, diagnostics + diags + snippet_problems(found)
+
+
+def _fallback(tree: Tree, rel: str) -> WrittenFor | None:
+    """A page that states nothing: a plugin's versioned docs (`versioned_docs/version-0.26.0/`), else what
+    its site says of itself (its README's "built on vLLM X")."""
+    if tree.site is None:
+        return None
+    site = tree.site
+    return side_files.versioned_docs(rel, site.plugin is not None, site.name) or site.built_on
 
 
 def _holds_left_out_line(snippet: Snippet) -> bool:

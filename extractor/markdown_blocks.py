@@ -328,6 +328,12 @@ def _fence_at_line_end(content: list[str], marker: str, closed: bool) -> int | N
     return None
 
 
+_MYST_CODE = frozenset({"code-block", "code", "sourcecode"})
+"""MyST directives that show code (a Sphinx site's Markdown): their argument is the language."""
+_MYST_OPTIONS = re.compile(r"\A(?:[ \t]*:[\w-]+:[^\n]*\n)+")
+# their `:substitutions:` / `:caption:` option lines, blanked (not dropped: the lines below keep their numbers)
+
+
 def _walk(text: str, offset: int, anchors: Headings, container: str, depth: int) -> Iterator[CodeBlock]:
     tokens = _PARSER.parse(text)
     inner = container
@@ -342,6 +348,10 @@ def _walk(text: str, offset: int, anchors: Headings, container: str, depth: int)
         elif tok.type == "fence" and tok.map:
             info = tok.info.strip().lstrip("{").lstrip(".")
             lang = re.split(r"[\s{}]", info, maxsplit=1)[0].lower() if info else ""
+            body = tok.content
+            if lang in _MYST_CODE:  # MyST's ```{code-block} bash: the language after the directive
+                lang = (re.split(r"[\s{}]+", info.strip(), maxsplit=2)[1:2] or [""])[0].lower()
+                body = _MYST_OPTIONS.sub(lambda m: "\n" * m.group(0).count("\n"), body)
             lines = lines or text.split("\n")
             indent = 0
             if tok.level == 0 and depth == 0:
@@ -349,10 +359,10 @@ def _walk(text: str, offset: int, anchors: Headings, container: str, depth: int)
             last = _QUOTE_MARKERS.sub("", lines[tok.map[1] - 1]).strip() if tok.map[1] - 1 > tok.map[0] else ""
             closed = bool(last) and last.startswith(tok.markup) and set(last) == {tok.markup[0]}
             first = offset + tok.map[0] + 2
-            content = tok.content.removesuffix("\n").split("\n")
+            content = body.removesuffix("\n").split("\n")
             cut = _fence_at_line_end(content, tok.markup, closed)
             if cut is None:
-                yield CodeBlock(lang, tok.content, first, anchors.current, inner, indent, not closed, anchors.text)
+                yield CodeBlock(lang, body, first, anchors.current, inner, indent, not closed, anchors.text)
                 continue
             meant = "\n".join(content[:cut] + [content[cut].rstrip()[: -len(tok.markup)].rstrip()]) + "\n"
             yield CodeBlock(lang, meant, first, anchors.current, inner, indent, False, anchors.text, first + cut)

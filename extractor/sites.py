@@ -19,7 +19,7 @@ import yaml
 
 from driftmatrix.common import vllm_plugins
 from driftmatrix.common.vllm_plugins import Plugin
-from driftmatrix.extractor import bounds, yaml_nodes
+from driftmatrix.extractor import bounds, side_files, yaml_nodes
 from driftmatrix.extractor.snippet_record import WrittenFor
 from driftmatrix.extractor.written_for import release
 
@@ -47,7 +47,10 @@ class Site:
     docs_dir: str = "docs"
     """The mkdocs `docs_dir`: a page's address is its path under it."""
     variables: dict[str, str] = field(default_factory=dict)
-    """The mkdocs `extra:` scalars its pages are rendered with (`{{ pip_vllm_version }}`)."""
+    """The mkdocs `extra:` scalars, else the Sphinx conf.py's `myst_substitutions`, its pages are rendered
+    with (`{{ pip_vllm_version }}`)."""
+    rst_substitutions: dict[str, str] = field(default_factory=dict)
+    """The Sphinx conf.py's reST substitutions (`rst_prolog`'s `|vllm_version|`, `|version|`)."""
     plugin: Plugin | None = None
     """The vLLM plugin the site documents (its repository, its name), or None."""
     built_on: WrittenFor | None = None
@@ -109,6 +112,8 @@ def read(root: Path, url_base: str = "") -> Site:
         docs_dir=str(config.get("docs_dir") or "docs").strip("/"),
         variables=_scalars(config.get("extra")),
     )
+    myst, site.rst_substitutions = side_files.sphinx_config(root)
+    site.variables = {**myst, **site.variables}  # a site with both: mkdocs renders its pages
     readme = _readme(root)
     site.plugin = (
         vllm_plugins.of_repository(repo) or vllm_plugins.of_text(site.name) or vllm_plugins.of_text(readme[:4000])
@@ -128,10 +133,11 @@ def _scalars(extra) -> dict[str, str]:
     }
 
 
-def render(text: str, variables: dict[str, str]) -> str:
-    """The page as its site renders it: `{{ NAME }}` of a known variable replaced by its value (one
-    line stays one line: a value with a line break is never read into `variables`). Unknown names stay
-    as written — a placeholder for the reader."""
+def render(text: str, variables: dict[str, str], rst: dict[str, str] | None = None) -> str:
+    """The page as its site renders it: `{{ NAME }}` of a known variable replaced by its value, and
+    `|name|` of a known reST substitution (one line stays one line: a value with a line break is never
+    read into either). Unknown names stay as written — a placeholder for the reader."""
+    text = side_files.render_rst(text, rst or {})
     if not variables or "{{" not in text:
         return text
     return _VAR.sub(lambda m: variables.get(m.group(1), m.group(0)), text)
@@ -198,9 +204,12 @@ def yaml_file(text: str, place) -> tuple[list, list]:
 def mark_plugins(found: list, site: Site | None, text: str, markdown: bool) -> None:
     """The plugin each command of a page is written for (common/vllm_plugins.py): its site's, else the
     one its image carries (`vllm/vllm-tpu`), else one a Markdown page installs. A page that only names
-    a plugin — a recipe's hardware list — marks nothing: its other commands are for stock vLLM."""
+    a plugin — a recipe's hardware list — marks nothing: its other commands are for stock vLLM. A page
+    written for a fork (written_for basis `fork`) marks nothing either: a plugin extends stock vLLM, a fork
+    replaces it, and its reader runs the fork."""
     page = site.plugin if site else (vllm_plugins.of_install(text) if markdown else None)
     for snippet in found:
         plugin = page or vllm_plugins.of_image(snippet.image)
         for source in snippet.sources if plugin else ():
-            source.plugin = plugin.name
+            if source.written_for is None or source.written_for.basis != "fork":
+                source.plugin = plugin.name

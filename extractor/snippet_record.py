@@ -70,7 +70,9 @@ Every hit in the corpora was read (issue 32: 0.20.1 and 0.33.0 docs, the recipes
 `comment-hides-continuation` has no hit; it is the same defect (bash ends the command there)."""
 
 
-WrittenForBasis = Literal["release", "nightly", "recipe", "page", "image", "site", "default", "override", "unrecorded"]
+WrittenForBasis = Literal[
+    "release", "nightly", "recipe", "page", "image", "fork", "site", "default", "override", "unrecorded"
+]
 
 
 @dataclass(frozen=True)
@@ -88,7 +90,8 @@ class WrittenFor:
     basis: WrittenForBasis = "default"
     """`release` (versioned docs), `nightly` (docs of main), `recipe` (its `min_vllm_version`),
     `page` (a statement on the page), `image` (the vLLM inside a pinned image whose tag names no
-    version: `===<tag>`, no build of a version is it), `site` (a site's own word: its README's "built on
+    version: `===<tag>`, no build of a version is it), `fork` (a fork's or a vendor's own build of vLLM that
+    the page installs: `===fork:<name>`, no stock build or release history speaks for it), `site` (a site's own word: its README's "built on
     vLLM X"), `default` (today's stable and newer), `override` (`extract --written-for`), `unrecorded`
     (a snippets.json written before this field)."""
 

@@ -15,11 +15,19 @@ Decided per source, first rule that applies:
    index or `--pre`), a vLLM image tag (`vllm/vllm-openai:v0.21.0`, `:nightly`,
    `vllm/vllm-tpu:nightly-…`), a plugin's image named after the vLLM it carries
    (`…/habanalabs/vllm-0.26.0-ptupstream-…`), a sentence ("requires vLLM 0.21 or later", "vLLM
-   v0.21.0+", "built from vLLM's main branch": nightly) — on another project's site read after its
-   mkdocs variables are filled in (`vllm=={{ pip_vllm_version }}`, extractor/sites.py);
-5. another project's own word about itself: its README's "built on vLLM X" (its newest
+   v0.21.0+", "built from vLLM's main branch": nightly), in the page's language too ("`vllm>=0.21` is recommended", "since vLLM X", "需要 vLLM 0.21 或更高
+   版本"); a vendor's image whose tag names the vLLM inside (`acme/vllm-openai:v0.22.0-cu129`: `==0.22.0`);
+   vLLM built from its source (`git clone …/vllm-project/vllm` + `pip install -e .`): the main branch, i.e.
+   the nightly builds (a `git checkout vX` there: X), whatever a base image above said; a fork or a
+   vendor's own build of vLLM (`…/HabanaAI/vllm-fork`, "the Acme build of vLLM"): that build,
+   `===fork:<name>` (extractor/build_statements.py) — on a site read after its mkdocs variables or
+   Sphinx substitutions are filled in (`vllm=={{ pip_vllm_version }}`: extractor/sites.py, conf.py's
+   `myst_substitutions` and `rst_prolog`: extractor/side_files.py);
+5. a `vllm` requirement in the `requirements*.txt` / `pyproject.toml` of the page's README folder;
+6. another project's own word about itself: a plugin's Docusaurus versioned docs
+   (`versioned_docs/version-X/`: X's release line), its README's "built on vLLM X" (its newest
    release), X's release line (a plugin is released in step with vLLM);
-6. otherwise today's stable release and everything newer (the CLI passes the newest release the
+7. otherwise today's stable release and everything newer (the CLI passes the newest release the
    option history holds, or the run's resolved stable: never a pin shipped long ago).
 """
 
@@ -34,6 +42,7 @@ from packaging.version import Version
 
 from driftmatrix.common.versions import parse_version
 from driftmatrix.common.vllm_plugins import INSTALL
+from driftmatrix.extractor import build_statements
 from driftmatrix.extractor.snippet_record import Snippet, WrittenFor
 
 
@@ -142,8 +151,12 @@ _OR_LATER = re.compile(
     r"and\s+(?:later|newer|above))",
     re.I,
 )
+_PROSE_REQUIREMENT = re.compile(rf"(?<![\w/.-])vllm\s*(?:>=|==|~=|>)\s*{_VER}(?:\s*,\s*{_OP}\s*{_VER})*", re.I)
+# "With vLLM >= 0.11.1, compatibility has been improved …", "before vllm==0.20": what some other version
+# does, not what the page's reader runs
+_CONDITIONAL = re.compile(r"\b(?:with|in|on|before|until|prior\s+to|below|older\s+than|if)\s*\**`?\s*$", re.I)
 _REQUIRES = re.compile(
-    rf"\b(?:requires?|required|needs?|minimum|at\s+least|supported\s+(?:in|on|since|from)|"
+    rf"\b(?:requires?|required|needs?|minimum|at\s+least|since|starting\s+(?:from|with)|supported\s+(?:in|on|since|from)|"
     rf"available\s+(?:in|on|since|from))\b[^.\n]{{0,40}}?\bvLLM\s*(?:version\s*)?({_OP})?\s*v?"
     rf"(\d+\.\d+(?:\.\d+)?)",
     re.I,
@@ -189,6 +202,8 @@ def _line_statement(text: str, stable: str, where: str) -> WrittenFor | None:
         )
     if _IMAGE_KEY.match(text) and (inside := _other_image(text, where)):
         return inside  # a manifest's container image: the command under it runs that image
+    if inside := build_statements.fork_statement(text, stable, where):
+        return inside  # a fork's install, before any prose: what its reader runs is the fork
     m = _MAIN.search(text)
     if m:
         return nightly(stable, f'the page says ({where}): "{m.group(0)}"')
@@ -199,17 +214,30 @@ def _line_statement(text: str, stable: str, where: str) -> WrittenFor | None:
     if m:
         op = m.group(1) or ">="
         return WrittenFor(f"{op}{m.group(2)}", f'the page says ({where}): "{m.group(0)}"', "page")
-    return None
+    m = _PROSE_REQUIREMENT.search(text)
+    if m and not _CONDITIONAL.search(text[: m.start()]) and (found := _install_statement(m.group(0), stable, where)):
+        # "`vllm>=0.21` is recommended": a requirement quoted in prose says the same as an install line
+        return WrittenFor(found.spec, f'the page says ({where}): "{m.group(0)}"', "page")
+    return build_statements.chinese(text, where)
 
 
-def _other_image(text: str, where: str) -> WrittenFor | None:
+_ANY_IMAGE = re.compile(r"^((?:[\w.-]+/)*[\w.-]+):([A-Za-z0-9_][\w.-]{0,127})$")
+
+
+def _other_image(text: str, where: str, runs_vllm: bool = False) -> WrittenFor | None:
     """Another project's vLLM image pinned to a tag that names no version (`lmcache/vllm-openai:2025-05-05-v1`,
     `rocm/vllm:instinct_main`): the vLLM inside it, `===<tag>` — no build of a version is it, so its
     command is not judged on one; `latest`, `nightly…`, `main` state nothing, and so does vLLM's own
     image under a model's tag (`vllm/vllm-openai:gemma`): the page's statements decide."""
     m = _OTHER_IMAGE.search(text)
+    if not m and runs_vllm and (any_image := _ANY_IMAGE.match(text.strip())):
+        # an image of any name that runs `vllm serve`: only a tag that says `vllm-vX` names its vLLM
+        # (`nvcr.io/nvidia/pytorch:24.01-py3` names PyTorch's release, not vLLM's)
+        return build_statements.vendor_image(any_image.group(1), any_image.group(2), text.strip(), where, True)
     if not m or _TAG_STATES_NOTHING.match(m.group(2)) or _OFFICIAL.match(m.group(1)):
         return None
+    if versioned := build_statements.vendor_image(m.group(1), m.group(2), m.group(0), where):
+        return versioned
     return WrittenFor(
         f"==={m.group(2)}",
         f"the vLLM inside the image `{m.group(0)}` ({where}), whose tag names no "
@@ -223,9 +251,13 @@ def statements(text: str, stable: str, file: str) -> list[Statement]:
     out = []
     if "vllm" not in text.lower():
         return out
-    for n, line in enumerate(text.split("\n"), 1):
+    lines = text.split("\n")
+    for n, line in enumerate(lines, 1):
         if "vllm" in line.lower():
-            found = _line_statement(line, stable, f"{file}:{n}")
+            # a checkout of vLLM's source, installed a few lines on, is read before the line's other words
+            found = build_statements.from_source(lines, n - 1, stable, f"{file}:{n}") or _line_statement(
+                line, stable, f"{file}:{n}"
+            )
             if found:
                 out.append(Statement(n, found))
     return out
@@ -256,6 +288,9 @@ class PageFacts:
     text: str = ""
     """The page's text (statements are read from it when nothing above applies)."""
     file: str = ""
+    beside: WrittenFor | None = None
+    """A `vllm` requirement in the requirements.txt / pyproject.toml of the page's README folder
+    (extractor/side_files.py): after the page's own statements, before its site's word."""
     fallback: WrittenFor | None = None
     """A page that states nothing: what its site says of itself (extractor/sites.py built_on), else
     the default (the current stable release and newer)."""
@@ -280,7 +315,9 @@ def assign(snippets: list[Snippet], facts: PageFacts) -> None:
                 if found is None:
                     found = statements(facts.text, facts.stable, facts.file)
                 end = source.line + source.text.count("\n")
-                source.written_for = from_statements(found, end) or facts.fallback or default(facts.stable)
+                source.written_for = (
+                    from_statements(found, end) or facts.beside or facts.fallback or default(facts.stable)
+                )
 
 
 def _image_of(snippet: Snippet, facts: PageFacts) -> WrittenFor | None:
@@ -293,7 +330,7 @@ def _image_of(snippet: Snippet, facts: PageFacts) -> WrittenFor | None:
     where = f"the image it runs, {facts.file}"
     if _IMAGE.search(snippet.image) or _PLUGIN_IMAGE.search(snippet.image):
         return _line_statement(snippet.image, facts.stable, where)
-    return _other_image(snippet.image, where)
+    return _other_image(snippet.image, where, runs_vllm=True)  # `docker run IMAGE vllm serve`: whatever its name
 
 
 def _recipe_of(snippet: Snippet, facts: PageFacts) -> WrittenFor | None:

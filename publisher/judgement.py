@@ -20,6 +20,8 @@ Two kinds of evidence judge besides the builds (`Judgement.decided_by`):
   (extractor/snippet_record.py BREAKING_LINTS, matched to the page by publisher/defects.py) is doc-drift
   on every build, whatever the builds say of the argv the author meant — they checked a command
   the reader does not run;
+- a page written for a fork or a vendor's own build of vLLM (basis `fork`) is `unknown`: stock builds
+  and stock vLLM's history cannot speak for what its reader runs (no alarm);
 - the option history (`history`), only where no build of the page's versions was checked
   (publisher/option_verdict.py): an option removed before every version of the page is doc-drift,
   one added after every checked build needs-newer.
@@ -164,6 +166,9 @@ def judge(results: Results, snippet: Snippet, wf: WrittenFor, source: Source | N
         j = Judgement("unknown", wf, summary=f"The page's versions cannot be read: {err}.")
         return _with_defects(j, found, source) if found else j
     checks = [Check(c, o, scope(spec, c.version)) for c in results.columns if (o := results.cell(snippet.id, c))]
+    if wf.basis == "fork":
+        j = _fork(wf, checks)
+        return _with_defects(j, found, source) if found else j
     real = [k for k in checks if k.outcome.verdict in REAL]
     inside = [k for k in real if k.scope == "in"]
     fails = [k for k in real if k.outcome.verdict == "FAIL"]
@@ -212,6 +217,19 @@ def judge(results: Results, snippet: Snippet, wf: WrittenFor, source: Source | N
         _unshown(j, older)  # older builds fail, and nothing shows it working on the page's versions
     j.summary = j.summary or _summary(j, spec, older)
     return _with_defects(j, found, source) if found else j
+
+
+def _fork(wf: WrittenFor, checks: list[Check]) -> Judgement:
+    """A page written for a fork or a vendor's own build: stock builds ran another vLLM than its reader's,
+    and stock vLLM's history is not the fork's, so neither says anything of the page (no alarm)."""
+    checked = _versions([k for k in checks if k.outcome.verdict in REAL])
+    return Judgement(
+        "unknown",
+        wf,
+        checks,
+        summary=f"The page is written for a non-stock build of vLLM ({wf.origin}); no build of it was checked"
+        + (f" (stock {checked} ran, but cannot speak for it)." if checked else "."),
+    )
 
 
 def _with_defects(j: Judgement, found: list[Lint], source: Source) -> Judgement:
