@@ -121,9 +121,10 @@ def _first_read(history: FlagHistory, use) -> str | None:
 
 def _removed(history: FlagHistory, use, view: list[str], given: frozenset[str], built: list):
     """(use, the release that removed it, vLLM's words) when every release of the page's lacks it."""
-    gone = parse_version((record_of(history, use) or {}).get("removed") or "")
-    # a release that takes it, or of which the history cannot say (FlagHistory.twin_may_take: a
-    # `--disable-x` beside an `--enable-x`), keeps it from judging
+    # removed by the page's first release (for good, or in a gap before it came back: 0.33.0's
+    # `--disable-log-requests`); a release of the page's that takes it, or of which the history
+    # cannot say, keeps it from judging
+    gone = parse_version(history.removal(record_of(history, use), view[0]) or "")
     if gone is None or gone > Version(view[0]) or any(history.accepts_use(use, r, given) is not False for r in view):
         return None
     if any(v >= gone and _parsed(k) for k, v in built):

@@ -150,12 +150,13 @@ def test_a_history_contradicted_by_a_build_judges_nothing(corpus, tmp_path):
     )
     j = Judge(results).of_source(s, src)
     assert (j.kind, j.decided_by) == ("needs-newer", "builds")  # the builds' reading, as before
-    # a history that does not pair --disable-log-requests with --enable-log-requests (as a release
-    # whose pairs it misread would): only a build at or after the removal that parsed it stops it
+    # a history that does not pair --disable-log-requests with --enable-log-requests (as one read
+    # before the reader knew vLLM's EnableDisableAction): only a build at or after the removal that
+    # parsed it stops it
     history = shipped()
-    unpaired = FlagHistory(
-        {**history.data, "flags": {k: v for k, v in history.flags.items() if k != "--enable-log-requests"}}
-    )
+    gone = {k: v for k, v in history.flags["--disable-log-requests"].items() if k != "gaps"} | {"removed": "0.17.0"}
+    unpaired = FlagHistory({**history.data, "flags": {**history.flags, "--disable-log-requests": gone}})
+    assert unpaired.accepts("--disable-log-requests", "0.34.0") is False
     spec = specifier(j.written_for.spec)
     args = (unpaired, s, spec, lower_bound(spec))
     said = option_verdict.verdict(*args, j.checks)
@@ -167,7 +168,8 @@ def test_a_history_contradicted_by_a_build_judges_nothing(corpus, tmp_path):
         ("0.34.0", "PASS", "parse"),
     ]
     assert option_verdict.verdict(*args, checks) is None  # vLLM 0.34.0 parsed it: the history is wrong here
-    assert history.record("--disable-log-requests")["removed"] == "0.17.0"  # what the shipped history says
+    # what the shipped history says: removed in 0.17.0, taken again from 0.33.0 (vLLM's EnableDisableAction)
+    assert history.record("--disable-log-requests")["gaps"] == [["0.17.0", "0.32.0"]]
 
 
 def test_the_option_history_judges_a_config_key_too(tmp_path):
