@@ -96,3 +96,28 @@ def test_only_some_of_the_page_s_releases_refusing_it_stays_a_warning(tmp_path):
     code, out, err = check(f"{page}:12")
     assert code == 0, err
     assert "⚠ parses on some, not all, of 0.10.0–0.34.0" in out
+
+
+def test_the_judgement_reads_the_gap_too():
+    """The publisher's history verdict: `--disable-log-requests` on a page written for 0.20.1 is
+    doc-drift (removed in 0.17.0, vLLM's words), on a page written for 0.34.0 nothing (vLLM 0.34.0 takes it)."""
+    from driftmatrix.extractor.snippet_record import Snippet
+    from driftmatrix.extractor.written_for import specifier
+    from driftmatrix.flaghistory.history import SHIPPED, FlagHistory
+    from driftmatrix.publisher.option_verdict import lower_bound, verdict
+
+    history = FlagHistory.load(SHIPPED)
+    snippet = Snippet(
+        id="s-test",
+        kind="serve",
+        argv=["Qwen/Qwen3-0.6B", "--disable-log-requests"],
+        env={},
+        model=None,
+        speculative_config=None,
+    )
+    old = specifier("==0.20.1")
+    said = verdict(history, snippet, old, lower_bound(old), [])
+    assert said is not None and (said.kind, said.options) == ("doc-drift", ["--disable-log-requests"])
+    assert said.notes[0].startswith("--disable-log-requests was removed in vLLM 0.17.0; vLLM 0.10.1 deprecated it")
+    new = specifier(">=0.34.0")
+    assert verdict(history, snippet, new, lower_bound(new), []) is None
