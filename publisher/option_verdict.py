@@ -5,9 +5,9 @@ first of them, makes the page doc-drift — with the release that removed it and
 versions have, makes it needs-newer, from the release that added it (publisher/judgement.py
 takes that only where an older build's failure does not already say needs-newer).
 
-The history is read statically from each release's source and can be wrong (vLLM 0.34.0 accepts
-`--disable-log-requests` again, which the history has removed in 0.17.0: a `--disable-x` whose
-`--enable-x` the page's releases have is never judged by it), and a checked build at or
+The history is read statically from each release's source and can be wrong (until it read vLLM's
+EnableDisableAction, it had `--disable-log-requests` removed in 0.17.0 for good, though 0.33.0 takes it
+again; an option that left and came back is removed only within its gap), and a checked build at or
 after the removal whose parser accepted the command's options (PASS or WARN, or any verdict past
 the parser), or one before the addition that did, contradicts it for that option, which then
 judges nothing. A build of the page's versions, when one was checked, always decides instead
