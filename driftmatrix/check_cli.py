@@ -7,8 +7,9 @@ through the tiers.
 Inputs: a command (`vllm serve …`, a `docker run …`, or just its options), `-` for stdin,
 `PAGE:LINE` (the command at that line of a docs page), or PAGE (every command on it: what the
 pre-commit hook passes). The releases asked: `--version X`, else the versions a page is written
-for, else today's stable release. Exit status: 0 parses on every release asked, 1 does not (or a
---run failed), 2 an input could not be read or a release asked is not in the history.
+for, else today's stable release. Exit status: 0 parses on every release asked (a page's command: on
+at least one of the page's releases — only some refusing it is a warning), 1 does not (or a --run
+failed), 2 an input could not be read or a release asked is not in the history.
 """
 
 from __future__ import annotations
@@ -28,15 +29,30 @@ def rejected_everywhere(c: Checked) -> list:
     return [a for a in c.check.uses if c.asked and all(a.on.get(r) is False for r in c.asked)]
 
 
+def parses_nowhere(c: Checked) -> bool:
+    """No asked release the history read parses the whole command — each lacks some part of it, not
+    necessarily the same part (an option gone in 0.17.0 beside one added in 0.20.0: every release of a
+    `>=0.10.0` page refuses the command, though each option exists on some of them)."""
+    read = [r for r in c.asked if r not in c.check.unread]
+    return bool(read) and all(c.check.parses_on(r) is False for r in read)
+
+
+def page_fails(c: Checked) -> bool:
+    """The hook's rule for a page's command: an error when it works on none of the releases the page is
+    written for (its reader runs one of them, and it fails there whichever); a warning when only some
+    refuse it (the reader may run one that takes it)."""
+    return bool(rejected_everywhere(c)) or parses_nowhere(c)
+
+
 def failed(c: Checked) -> bool:
-    """A page's command fails when something in it exists in none of the page's releases; a command
-    given alone, when it does not parse on every release asked."""
-    return bool(rejected_everywhere(c)) if c.page else not c.check.ok
+    """A page's command fails when it parses on none of the page's releases; a command given alone,
+    when it does not parse on every release asked."""
+    return page_fails(c) if c.page else not c.check.ok
 
 
 def rejected(c: Checked) -> bool:
     """A release asked rejects part of it (not merely: the history read no such release)."""
-    return bool(rejected_everywhere(c)) if c.page else any(c.check.parses_on(r) is False for r in c.asked)
+    return page_fails(c) if c.page else any(c.check.parses_on(r) is False for r in c.asked)
 
 
 def finding(c: Checked) -> bool:

@@ -265,8 +265,7 @@ def static_rejections(snippets: list, targets: list) -> dict[str, dict[str, list
     """{target: {snippet id: why}} for the commands the option history says a build rejects — an
     option, value or key that release no longer or not yet has, in vLLM's words — which then are
     not started there (the judgement reads the history for them, as for any build not checked). A
-    name no release ever had is left to the build (the history may have missed a way vLLM takes it), and
-    so is a `--disable-x` whose `--enable-x` the release has (the history cannot say: twin_may_take)."""
+    name no release ever had is left to the build (the history may have missed a way vLLM takes it)."""
     from driftmatrix.flaghistory.commands import explain_use, record_of, shipped
     from driftmatrix.flaghistory.uses import uses_of
     from driftmatrix.publisher.option_verdict import JUDGED_KINDS

@@ -32,6 +32,7 @@ SCHEMA = 1
 READER_FILES = (
     "pyindex.py",
     "reader.py",
+    "action_pairs.py",
     "arg_types.py",
     "dataclass_fields.py",
     "deprecations.py",

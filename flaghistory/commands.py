@@ -100,6 +100,15 @@ def vllm_said(record: dict) -> str:
     return said + (f" (vLLM's text names {record['replacement']} instead)" if record.get("replacement") else "")
 
 
+def _back(history: FlagHistory, record: dict, version: str) -> str:
+    """Where a removed name came back after `version` (the end of the gap holding it)."""
+    wanted = Version(version)
+    for _, last in record.get("gaps", []):
+        if wanted <= Version(last) and last in history.releases[:-1]:
+            return f"; taken again from vLLM {history.releases[history.releases.index(last) + 1]}"
+    return ""
+
+
 def explain(history: FlagHistory, option: str, version: str) -> str | None:
     """Why `version` rejects the option, from the history; None when the history says it accepts it."""
     if history.accepts(option, version) is not False:
@@ -112,8 +121,8 @@ def explain(history: FlagHistory, option: str, version: str) -> str | None:
         )
     if said := head_words(history, record, option, version):  # the change's own head: its words
         return said
-    if record.get("removed") and Version(version) >= Version(record["removed"]):
-        return f"{option} was removed in vLLM {record['removed']}{vllm_said(record)}"
+    if gone := history.removal(record, version):  # removed, or a gap before it came back
+        return f"{option} was removed in vLLM {gone}{vllm_said(record)}{_back(history, record, version)}"
     if Version(version) < Version(record["added"]):
         unread = unread_before(history, record["added"])
         return (
@@ -213,8 +222,8 @@ def explain_use(history: FlagHistory, use, version: str) -> str | None:
         )
     if said := head_words(history, record, shown, version, names):
         return said
-    if record.get("removed") and Version(version) >= Version(record["removed"]):
-        return f"{shown} was removed from {names} in vLLM {record['removed']}{vllm_said(record)}"
+    if gone := history.removal(record, version):
+        return f"{shown} was removed from {names} in vLLM {gone}{vllm_said(record)}{_back(history, record, version)}"
     if Version(version) < Version(record["added"]):
         return f"{shown} is known from vLLM {record['added']} ({names})"
     return f"{shown} is not in {names} of vLLM {version}"
@@ -243,4 +252,6 @@ def deprecation_of(history: FlagHistory, use, version: str) -> dict | None:
     since = (record or {}).get("deprecated")
     if not since or Version(version) < Version(since):
         return None
+    if any(Version(since) <= Version(a) and Version(b) < Version(version) for a, b in record.get("gaps", [])):
+        return None  # removed after that deprecation and taken again since (0.33.0's `--disable-log-requests`)
     return {"since": since, "text": record.get("deprecation"), "replacement": record.get("replacement")}

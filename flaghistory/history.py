@@ -177,8 +177,7 @@ class FlagHistory:
         value is a placeholder, a plugin option in the command can add names, the option's type admits
         any string (`open`), or vLLM ignores a key it lacks. Whether a known value *works* with the command's model is never answered here."""
         if use.kind == "option":
-            said = self.accepts(use.written, version)
-            return None if said is False and self.twin_may_take(use.option, version) else said
+            return self.accepts(use.written, version)
         if use.kind == "argument":
             answer = self.argument(use, version)
             return answer.ok if answer else None
@@ -201,13 +200,18 @@ class FlagHistory:
             return None
         return None if command_options & set(domain.get("open_with") or ()) else False
 
-    def twin_may_take(self, option: str, version: str) -> bool:
-        """`--disable-x` where the release has `--enable-x`: its parser may make the one of the other
-        (0.34.0's does for `--enable-log-requests`), which the history, read statically, does not see —
-        it has `--disable-log-requests` removed in 0.17.0, and vLLM 0.34.0 accepts it. Not a "no"."""
-        return option.startswith("--disable-") and bool(
-            self.accepts("--enable-" + option[len("--disable-") :], version)
-        )
+    def removal(self, record: dict | None, version: str) -> str | None:
+        """The release that removed it as `version` sees it: the record's `removed` at or before
+        `version`, or the first release of the gap holding `version` (`--disable-log-requests`: removed
+        in 0.17.0, taken again from 0.33.0 by vLLM's own action, flaghistory/action_pairs.py). None where
+        `version` has it, is older than it, or is not a version."""
+        wanted = parse_version(version)
+        if not record or wanted is None:
+            return None
+        wanted = Version(wanted.public)  # `0.20.1+cpu`: the release it was built from
+        if record.get("removed") and wanted >= _version(record["removed"]):
+            return record["removed"]
+        return next((a for a, b in record.get("gaps", []) if _version(a) <= wanted <= _version(b)), None)
 
     def value_record(self, use) -> dict | None:
         """The span (and vLLM's words) of a value or a key; None: no release read has it."""

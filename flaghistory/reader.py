@@ -4,7 +4,8 @@ Starting where the release builds its `serve` sub-parser (`ServeSubcommand.subpa
 since 0.7, `vllm/scripts.py` before), the reader follows the calls that add arguments —
 `make_arg_parser`, `FrontendArgs.add_cli_args`, `AsyncEngineArgs.add_cli_args`, `super()` —
 and records every option string given to `add_argument`: literal names, names built from a
-loop over `get_kwargs(SomeConfig)` (one per dataclass field), `--no-…` twins of boolean pairs,
+loop over `get_kwargs(SomeConfig)` (one per dataclass field), `--no-…` twins of boolean pairs
+(and the `--disable-…`/`--enable-…` inverse vLLM's own action adds, flaghistory/action_pairs.py),
 and `deprecated=True` markers with their help text. Branches are all taken (an option added
 under any condition counts). What it cannot read is a diagnostic, never a crash.
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
+from driftmatrix.flaghistory.action_pairs import inverse_prefixes, inverses
 from driftmatrix.flaghistory.arg_types import TypeRule, TypeText, call_spec
 from driftmatrix.flaghistory.dataclass_fields import BoolRule, FieldInfo, FieldKw, KwargsOf, bool_rule, fields_of
 from driftmatrix.flaghistory.pyindex import BOOLEAN_OPTIONAL, UNKNOWN, Index, Module, evaluate
@@ -74,6 +76,8 @@ class Reader:
         self.types = TypeRule(index)
         self.result = ReleaseOptions(version)
         self.visited: set[tuple[int, str]] = set()
+        self.pairs, notes = inverse_prefixes(index)  # vLLM's own action: `--enable-x` also `--disable-x`
+        self.result.diagnostics += notes
 
     # -- entry -------------------------------------------------------------------------
     def read(self) -> ReleaseOptions:
@@ -350,8 +354,10 @@ class Reader:
                 elif v.startswith("-"):
                     names.append(v)
         keywords = self._keywords(call, frame, where)
+        made: list[str] = []  # what the action adds: argparse's `--no-x`, then vLLM's inverse (action_pairs.py)
         if keywords.get("action") == BOOLEAN_OPTIONAL:
-            names += ["--no-" + n[2:] for n in names if n.startswith("--")]
+            made = ["--no-" + n[2:] for n in names if n.startswith("--")] + inverses(names, self.pairs)
+        names += made
         helptext = keywords.get("help") if isinstance(keywords.get("help"), str) else ""
         deprecated = keywords.get("deprecated") is True or help_says_deprecated(helptext)
         choices = next(((frame.module, kw.value, dict(frame.env)) for kw in call.keywords if kw.arg == "choices"), None)
@@ -371,9 +377,7 @@ class Reader:
             found.choices = found.choices or choices
             found.source_field = found.source_field or spread
             found.type_text = found.type_text or type_text
-            found.arg = found.arg or (
-                "none" if name.startswith("--no-") and keywords.get("action") == BOOLEAN_OPTIONAL else arg
-            )
+            found.arg = found.arg or ("none" if name in made else arg)
 
     def _keywords(self, call: ast.Call, frame: Frame, where: str) -> dict:
         """The call's argparse keywords, `**kwargs["field"]` spread in as get_kwargs makes them."""

@@ -29,8 +29,6 @@ import json
 import re
 from dataclasses import dataclass, replace
 
-from packaging.version import Version
-
 from driftmatrix.extractor.snippet_builder import Place, from_shell_text
 from driftmatrix.extractor.snippet_record import Snippet
 from driftmatrix.flaghistory.commands import refused_uses, rejected_options, rejected_tokens, shipped
@@ -60,30 +58,26 @@ def _option_edits(history: FlagHistory, j: Judgement, s: Snippet) -> tuple[list[
             if record is None and (near := nearest_fix.option_edit(history, option, _versions(j))):
                 edits, why = (edits, why) if near[0] in edits else (edits + [near[0]], why + [near[1]])
                 continue
-            if (
-                record is None
-                or not record.get("removed")
-                or release is None
-                or Version(release) < Version(record["removed"])
-            ):
+            gone = history.removal(record, release) if release else None  # for good, or in a gap
+            if record is None or gone is None:
                 return None  # not a removal the history can vouch for on this build
             values = _values_after(option, rejected)
             if given := _already_given(option, record, values, s.argv):
                 edits.append([" ".join([option, *values]), ""])
                 why.append(
-                    f"{option} was removed in vLLM {record['removed']}; vLLM named {record['replacement']} "
+                    f"{option} was removed in vLLM {gone}; vLLM named {record['replacement']} "
                     f"instead, and the command already gives {given}; vLLM said: “{record['deprecation']}”"
                 )
             elif replacement := _replacement(history, option, record, k.version, values):
                 edits.append([option, replacement])
                 why.append(
-                    f"{option} was removed in vLLM {record['removed']}; vLLM's deprecation names "
+                    f"{option} was removed in vLLM {gone}; vLLM's deprecation names "
                     f"{record['replacement']} instead"
                     + (f" (so {replacement}, the same meaning)" if replacement != record["replacement"] else "")
                 )
             elif NO_EFFECT.search(record.get("deprecation") or ""):
                 edits.append([" ".join([option, *values]), ""])
-                why.append(f"{option} was removed in vLLM {record['removed']}; vLLM said: “{record['deprecation']}”")
+                why.append(f"{option} was removed in vLLM {gone}; vLLM said: “{record['deprecation']}”")
             else:
                 return None
     return edits, why
@@ -104,7 +98,8 @@ def _value_edits(history: FlagHistory, j: Judgement, s: Snippet) -> tuple[list[l
                 return None  # a config key vLLM moved: editing JSON is not a mechanical swap
             record, release = history.value_record(use), history.release_for(k.version)
             new = (record or {}).get("replacement")
-            if not new or not record.get("removed") or release is None or Version(release) < Version(record["removed"]):
+            gone = history.removal(record, release) if release else None
+            if not new or gone is None:
                 return None
             if history.accepts_use(replace(use, value=new), k.version) is not True:
                 return None
@@ -113,7 +108,7 @@ def _value_edits(history: FlagHistory, j: Judgement, s: Snippet) -> tuple[list[l
             if edit not in edits:
                 edits.append(edit)
                 why.append(
-                    f"{use.text()} was removed in vLLM {record['removed']}; vLLM's text names {new} instead"
+                    f"{use.text()} was removed in vLLM {gone}; vLLM's text names {new} instead"
                     + (f": “{record['deprecation']}”" if record.get("deprecation") else "")
                 )
     return edits, why

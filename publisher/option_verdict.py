@@ -5,16 +5,16 @@ first of them, makes the page doc-drift — with the release that removed it and
 versions have, makes it needs-newer, from the release that added it (publisher/judgement.py
 takes that only where an older build's failure does not already say needs-newer).
 
-The history is read statically from each release's source and can be wrong (vLLM 0.34.0 accepts
-`--disable-log-requests` again, which the history has removed in 0.17.0: a `--disable-x` whose
-`--enable-x` the page's releases have is never judged by it), and a checked build at or
+The history is read statically from each release's source and can be wrong (until it read vLLM's
+EnableDisableAction, it had `--disable-log-requests` removed in 0.17.0 for good, though 0.33.0 takes it
+again; an option that left and came back is removed only within its gap), and a checked build at or
 after the removal that checked the use and took it (PASS or WARN at or past the tier where vLLM checks
 it — the parser for an option, a value or a config key, the server's start for a parser name from a
-registry — or any verdict past that tier), or one before the addition that did,
-contradicts it for that use, which then judges nothing. A build of the page's versions decides
-instead wherever it checked: publisher/judgement.py asks the history when none was checked, and,
-for doc-drift only, when those that were stopped before the tier that checks what the history says
-is gone (issue 58: a removed tool-call parser behind a parse-tier PASS)."""
+registry — or any verdict past that tier), or one before the addition that did, contradicts it for
+that use, which then judges nothing. A build of the page's versions decides instead wherever it
+checked: publisher/judgement.py asks the history when none was checked, and, for doc-drift only, when
+those that were stopped before the tier that checks what the history says is gone (issue 58: a
+removed tool-call parser behind a parse-tier PASS)."""
 
 from __future__ import annotations
 
@@ -134,9 +134,10 @@ def _first_read(history: FlagHistory, use) -> str | None:
 
 def _removed(history: FlagHistory, use, view: list[str], given: frozenset[str], built: list):
     """(use, the release that removed it, vLLM's words) when every release of the page's lacks it."""
-    gone = parse_version((record_of(history, use) or {}).get("removed") or "")
-    # a release that takes it, or of which the history cannot say (FlagHistory.twin_may_take: a
-    # `--disable-x` beside an `--enable-x`), keeps it from judging
+    # removed by the page's first release (for good, or in a gap before it came back: 0.33.0's
+    # `--disable-log-requests`); a release of the page's that takes it, or of which the history
+    # cannot say, keeps it from judging
+    gone = parse_version(history.removal(record_of(history, use), view[0]) or "")
     if gone is None or gone > Version(view[0]) or any(history.accepts_use(use, r, given) is not False for r in view):
         return None
     if any(v >= gone and checked(k, history, use) for k, v in built):

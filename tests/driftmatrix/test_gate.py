@@ -11,7 +11,7 @@ from pathlib import Path
 from git_identity import GIT_ENV
 
 REPO = Path(__file__).resolve().parents[2]
-OLD_DRIFT = "```bash\nvllm serve Qwen/Qwen3-0.6B --disable-log-requests\n```\n"
+OLD_DRIFT = "```bash\nvllm serve Qwen/Qwen3-0.6B --log-requests-never\n```\n"
 UNTOUCHED = "```bash\nvllm serve Qwen/Qwen3-0.6B --no-such-option-anywhere\n```\n"
 
 
@@ -59,7 +59,7 @@ def test_only_new_doc_drift_fails(tmp_path):
     # touches a page that already drifts (not this change's drift) ...
     (repo / "docs" / "a.md").write_text(f"# A\n\nSome words.\n\n{OLD_DRIFT}")
     # ... and adds a page with a command that cannot run, hidden from `git archive` to no avail
-    (repo / "docs" / "b.md").write_text("# B\n\n```bash\nvllm serve Qwen/Qwen3-1.7B --disable-log-requests\n```\n")
+    (repo / "docs" / "b.md").write_text("# B\n\n```bash\nvllm serve Qwen/Qwen3-1.7B --log-requests-never\n```\n")
     (repo / "docs" / ".gitattributes").write_text("b.md export-ignore\n")
     # ... and one whose option the history says every checked build lacks: reported, no build started
     (repo / "docs" / "c.md").write_text("# C\n\n```bash\nvllm serve Qwen/Qwen3-1.7B --swap-space 4\n```\n")
@@ -71,7 +71,7 @@ def test_only_new_doc_drift_fails(tmp_path):
     by_file = {f["file"]: f for f in result["findings"]}
     assert by_file["docs/a.md"]["judgement"] == "doc-drift" and by_file["docs/a.md"]["new"] is False
     new = by_file["docs/b.md"]
-    assert new["new"] is True and new["line"] == 4 and "--disable-log-requests" in new["why"]
+    assert new["new"] is True and new["line"] == 4 and "--log-requests-never" in new["why"]
     # not started anywhere: judged from the history (removed before every version the page is for)
     skipped = by_file["docs/c.md"]
     assert set(result["static"]) == {"stable", "nightly"}

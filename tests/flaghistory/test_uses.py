@@ -83,16 +83,22 @@ def test_runs_of_releases():
     assert runs_of(["a"], [False]) == []
 
 
-def test_a_disable_option_beside_its_enable_twin_is_not_a_no(history):
-    """vLLM 0.34.0 takes `--disable-log-requests` again beside `--enable-log-requests` (a parser rule the
-    static reading cannot see): where a release has the `--enable-` twin, the history cannot say."""
-    newest = history.releases[-1]
-    assert history.accepts("--disable-log-requests", newest) is False  # what the sources read say
-    check = check_argv(history, ["m", "--disable-log-requests"], [newest])
-    assert check.ok and check.uses[0].on == {newest: None}
-    before = history.flags["--enable-log-requests"]["added"]
-    older = history.releases[history.releases.index(before) - 1]
-    assert history.accepts_use(check.uses[0].use, older) is True  # before the twin: the history answers
+def test_a_disable_option_beside_its_enable_twin_is_answered_per_release(history):
+    """vLLM's EnableDisableAction (0.33.0 on) makes `--disable-log-requests` of `--enable-log-requests`
+    again, after the option of its own went in 0.17.0: the history, read from the sources, answers no
+    on 0.17.0–0.32.0 and yes on 0.33.0–0.34.0 — not "cannot say"."""
+    check = check_argv(history, ["m", "--disable-log-requests"], ["0.16.0", "0.17.0", "0.32.0", "0.33.0", "0.34.0"])
+    assert check.uses[0].on == {"0.16.0": True, "0.17.0": False, "0.32.0": False, "0.33.0": True, "0.34.0": True}
+    assert check.uses[0].accepted == [["0.6.0", "0.16.0"], ["0.33.0", history.releases[-1]]]
+    assert check.uses[0].unanswered == []
+    assert "was removed in vLLM 0.17.0" in check.uses[0].why["0.32.0"]
+    assert check.uses[0].why["0.32.0"].endswith("taken again from vLLM 0.33.0")
+    assert history.removal(history.record("--disable-log-requests"), "0.20.1+cpu") == "0.17.0"
+    assert history.removal(history.record("--disable-log-requests"), "0.34.0") is None
+    # vLLM 0.10.1's deprecation belongs to the option that went; the pair's inverse is not deprecated
+    newest = check_argv(history, ["m", "--disable-log-requests"], ["0.34.0"])
+    assert newest.uses[0].deprecated is None
+    assert check_argv(history, ["m", "--disable-log-requests"], ["0.16.0"]).uses[0].deprecated["since"] == "0.10.1"
 
 
 def test_flags_valid_names_what_no_release_has(history):

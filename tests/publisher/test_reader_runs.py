@@ -149,16 +149,16 @@ def test_a_history_contradicted_by_a_build_judges_nothing(corpus, tmp_path):
         (x, y) for x in results.snippets for y in x.sources if (y.file, y.line) == ("moonshotai/Kimi-K2.md", 30)
     )
     j = Judge(results).of_source(s, src)
-    # an older build's failure alone is no evidence that the page's versions run it (issue 58): not
-    # needs-newer from nothing, and not the history's doc-drift either
-    assert (j.kind, j.decided_by) == ("unknown", "builds"), j.summary
-    assert "no build of those versions or newer ran it" in j.summary
-    # a history that does not pair --disable-log-requests with --enable-log-requests (as a release
-    # whose pairs it misread would): only a build at or after the removal that parsed it stops it
+    # needs-newer with its evidence (issue 58): the history's first release with all it gives, 0.33.0
+    # (EnableDisableAction's --disable-log-requests), not an older build's failure alone
+    assert (j.kind, j.decided_by, j.options_from) == ("needs-newer", "builds", "0.33.0"), j.summary
+    # a history that does not pair --disable-log-requests with --enable-log-requests (as one read
+    # before the reader knew vLLM's EnableDisableAction): only a build at or after the removal that
+    # parsed it stops it
     history = shipped()
-    unpaired = FlagHistory(
-        {**history.data, "flags": {k: v for k, v in history.flags.items() if k != "--enable-log-requests"}}
-    )
+    gone = {k: v for k, v in history.flags["--disable-log-requests"].items() if k != "gaps"} | {"removed": "0.17.0"}
+    unpaired = FlagHistory({**history.data, "flags": {**history.flags, "--disable-log-requests": gone}})
+    assert unpaired.accepts("--disable-log-requests", "0.34.0") is False
     spec = specifier(j.written_for.spec)
     args = (unpaired, s, spec, lower_bound(spec))
     said = option_verdict.verdict(*args, j.checks)
@@ -170,7 +170,8 @@ def test_a_history_contradicted_by_a_build_judges_nothing(corpus, tmp_path):
         ("0.34.0", "PASS", "parse"),
     ]
     assert option_verdict.verdict(*args, checks) is None  # vLLM 0.34.0 parsed it: the history is wrong here
-    assert history.record("--disable-log-requests")["removed"] == "0.17.0"  # what the shipped history says
+    # what the shipped history says: removed in 0.17.0, taken again from 0.33.0 (vLLM's EnableDisableAction)
+    assert history.record("--disable-log-requests")["gaps"] == [["0.17.0", "0.32.0"]]
 
 
 def test_the_option_history_judges_a_config_key_too(tmp_path):
