@@ -22,7 +22,7 @@ from driftmatrix.runner.argv.shape import twin_shape
 from driftmatrix.runner.builds import source_trees
 from driftmatrix.runner.isolation import env_policy
 from driftmatrix.runner.jobs.tiers.state import JobState, Verdict, skip
-from driftmatrix.runner.models import draft_kinds, hub_answer, placeholders, twins
+from driftmatrix.runner.models import draft_kinds, hub_answer, missing_files, placeholders, twins
 from driftmatrix.runner.models.resolution import Resolution, has_weights, needed_models, substitute
 from driftmatrix.runner.outcomes import subcommands
 from driftmatrix.runner.outcomes.evidence_record import TwinNote
@@ -73,6 +73,7 @@ def prepare(state: JobState) -> Verdict | None:
         state.report("stand-in")
         missing = _build_twins(state, models, subs, missing, configs_only, res.no_weights)
     subs.update(_source_files(state, argv))
+    _missing_files(state, argv, subs)
     stood = _placeholder_twin(state, stood, argv)
     state.argv = placeholders.apply(substitute(argv, subs), stood)
     if state.weightless:  # vLLM initialises the weights itself: the command's own load format cannot apply
@@ -263,6 +264,15 @@ def _source_files(state: JobState, argv: list[str]) -> dict[str, str]:
             f"{', '.join(files)}: taken from the vllm {target.version} sdist (the docs assume a vLLM checkout)"
         )
     return files
+
+
+def _missing_files(state: JobState, argv: list[str], subs: dict[str, str]) -> None:
+    """A file the command names that is not here hides nothing else: stood in (subs), the server not
+    started on it (runner/models/missing_files.py)."""
+    for gone in missing_files.missing(argv, subs):
+        subs[gone.value] = missing_files.stand_in(state.ctx.cache_dir)
+        state.skip_at.setdefault("start", gone.skip_reason())
+        state.outcome.evidence.notes.append(gone.note())
 
 
 def _build_twins(
