@@ -126,6 +126,14 @@ class CommandCrashed(HelperError):
     """The command's own process ended without an answer (the fork server is fine: not restarted)."""
 
 
+class LogPastLimit(HelperError):
+    """The helper's log grew past the sandbox's log limit while it answered (`hit`: the limit event)."""
+
+    def __init__(self, hit: dict):
+        super().__init__(f"its log grew past {hit['max']} MiB")
+        self.hit = hit
+
+
 class Helper:
     """One helper process at a time (restarted when it dies). `launcher` makes a fresh Launch for each
     start (runner/sandbox: the sandbox's argv, env, handed-in descriptors); `env` is its whole
@@ -219,6 +227,18 @@ class Helper:
             raise HelperError(f"helper sent something that is not an answer: {line[:200]!r}")
         return answer
 
+    def _log_past_limit(self) -> dict | None:
+        """The helper's log as the kernel counts it (its size or its allocated blocks), measured right
+        after each answer: the command that flooded it gets the ERROR — the sandbox's own measure runs
+        on a tick, which a quick flood and answer can beat (a limit event as the init reports one)."""
+        cap = getattr(getattr(self.launch, "limits", None), "log_mib", None)
+        try:
+            st = os.stat(self.log_path)
+        except OSError:
+            return None
+        held = max(st.st_size, st.st_blocks * 512)
+        return {"limit": "log_mib", "max": cap, "value": held // 2**20} if cap and held > cap * 2**20 else None
+
     def stderr_tail(self, n: int = 8) -> str:
         try:
             return "\n".join(read_tail(self.log_path, 64 * 1024).decode(errors="replace").splitlines()[-n:])
@@ -278,9 +298,16 @@ class Helper:
                         raise HelperError(f"helper answered request {answer.get('id')!r}, not {self._seq}")
                     if answer.get("crashed"):
                         raise CommandCrashed(str(answer["crashed"])[:2000])
+                    if hit := self._log_past_limit():
+                        raise LogPastLimit(hit)
                     return HelperAnswer.from_json(answer)
                 except CommandCrashed:
                     raise  # asking again would run the same command to the same end
+                except LogPastLimit as past:  # this command's ERROR, not the next one's: never retried
+                    self.kill()
+                    self.close()
+                    self.sandbox_events = [past.hit]
+                    self.raise_on_limit("the helper's log grew past its limit while it answered")
                 except (HelperError, BrokenPipeError, OSError) as err:
                     self.close()
                     self.raise_on_limit(str(err))  # a limit would stop it again: never retried
