@@ -148,9 +148,9 @@ class ForkServer:
                 data = child.ask(line)
                 answer = _answer(data, req.get("id")) or crashed(data, child.wait(), req.get("id"))
                 child.signal()  # nothing of the command runs once the runner has its answer
-                self.cost.setdefault(
-                    req.get("warm"), answer.get("duration_s") if answer.get("stage") == "config" else 0
-                )
+                if req.get("warm"):  # what its first config cost: whether a zygote is worth making
+                    spent = answer.get("duration_s") if answer.get("stage") == "config" else 0
+                    self.cost.setdefault(req["warm"], spent)
                 self.write(answer)
                 ended, child = child, self.fork()
                 self.after(ended, child)

@@ -101,3 +101,15 @@ def raw_answer(helper, request: dict, timeout: float = 60) -> dict:
         helper.proc.stdin.write((json.dumps({"id": helper._seq, **request}) + "\n").encode())
         helper.proc.stdin.flush()
         return helper._read(timeout)
+
+
+def run_judged(snippets: Path, targets: Path, tier: str, target: str, cwd: Path):
+    """`driftmatrix run` of `snippets` at `tier` on one target of `targets`, then the publisher's reading
+    of it: (outcomes, Results, Judge)."""
+    from driftmatrix.publisher.judgement import Judge
+    from driftmatrix.publisher.results import load
+
+    out = cwd / "outcomes.jsonl"
+    run_cli(str(snippets), "--targets", str(targets), "--tier", tier, "--target", target, "-o", str(out), cwd=cwd)
+    results = load(snippets, [out])
+    return outcomes(out), results, Judge(results)

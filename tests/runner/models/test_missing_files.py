@@ -6,10 +6,7 @@ and the SKIP says what the file is."""
 
 from __future__ import annotations
 
-from runhelp import catalog_of, docs_tree, outcomes, pick, run_cli
-
-from driftmatrix.publisher.judgement import Judge
-from driftmatrix.publisher.results import load
+from runhelp import catalog_of, docs_tree, pick, run_judged
 
 PAGE = """# Templates
 
@@ -48,20 +45,7 @@ def test_a_missing_template_is_stood_in_and_hides_nothing_else(targets_toml, tmp
             "a-template-in-a-container-an-option-no-release-has",
         )
     )
-    out = tmp_path / "outcomes.jsonl"
-    run_cli(
-        str(snippets),
-        "--targets",
-        str(targets_toml),
-        "--tier",
-        "start",
-        "--target",
-        "nightly",
-        "-o",
-        str(out),
-        cwd=tmp_path,
-    )
-    found = outcomes(out)
+    found, results, judge = run_judged(snippets, targets_toml, "start", "nightly", tmp_path)
     mine = pick(found, own, "nightly")
     assert (mine.verdict, mine.stage) == ("SKIP", "start"), (mine.verdict, mine.stage, mine.reason)
     assert "./my_template.jinja is the reader's own file" in mine.reason
@@ -69,8 +53,6 @@ def test_a_missing_template_is_stood_in_and_hides_nothing_else(targets_toml, tmp
     refused = pick(found, container, "nightly")  # vLLM's parser speaks for the rest: not hidden by the file
     assert refused.verdict == "FAIL" and "--no-such-option" in str(refused.evidence.exception), refused.reason
     assert any("a path on the reader's machine or in their container" in n for n in refused.evidence.notes)
-    results = load(snippets, [out])
-    judge = Judge(results)
     removed = next(s for s in results.snippets if s.id == parser)
     assert pick(found, parser, "nightly").verdict == "SKIP"  # parse and config took the stand-in; start: the file
     j = judge.of(removed)

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from runhelp import HERE, docs_tree, run_cli
+from runhelp import HERE, docs_tree, run_cli, run_judged
 
 from driftmatrix.extractor.catalog import extract
 from driftmatrix.extractor.written_for import override
@@ -214,21 +214,7 @@ def test_a_removed_tool_parser_is_doc_drift_behind_a_build_that_never_checks_it(
     catalog, _ = extract(stable=stable_pin(), sources=[root], written_for=override("==0.32.*"))
     snippets = root / "snippets.json"
     catalog.write(snippets)
-    out = tmp_path / "outcomes.jsonl"
-    run_cli(
-        str(snippets),
-        "--targets",
-        str(targets_toml),
-        "--tier",
-        "config",
-        "--target",
-        "nightly",
-        "-o",
-        str(out),
-        cwd=tmp_path,
-    )
-    results = load(snippets, [out])
-    judge = Judge(results)
+    _, results, judge = run_judged(snippets, targets_toml, "config", "nightly", tmp_path)
     by_anchor = {s.sources[0].anchor: s for s in results.snippets}
     removed, kept = by_anchor["a-parser-vllm-removed"], by_anchor["a-parser-vllm-has"]
     took = [results.cell(removed.id, c) for c in results.columns]
