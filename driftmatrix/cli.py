@@ -88,11 +88,12 @@ def cmd_twin(args: argparse.Namespace) -> int:
     import json
 
     from driftmatrix.runner.builds.envs import EnvError, ensure
-    from driftmatrix.runner.builds.targets import TargetConfigError, default_path, load
+    from driftmatrix.runner.builds.resolve import pinned_at_start
+    from driftmatrix.runner.builds.targets import TargetConfigError
     from driftmatrix.runner.models.twins import TwinError, build
 
     try:
-        tfile = load(Path(args.targets) if args.targets else default_path())
+        tfile = pinned_at_start(Path(args.targets) if args.targets else None)[0]
         target = next((t for t in tfile.targets if t.name == args.target), None) if args.target else tfile.targets[-1]
         if target is None:
             raise TargetConfigError(f"no target named {args.target}")

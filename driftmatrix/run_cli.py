@@ -95,6 +95,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         pick=_picks(args.pick),
         stop_after=args.stop_after,
         started_at=args.started_at,
+        for_pages=args.for_pages,
         declared_device=args.declared_device,
     )
     if args.fetch_only:
@@ -134,7 +135,17 @@ def add_parser(sub, cache: str) -> None:
         help="fetch the models the jobs need from the hub (configs; weights within the budget) and run "
         "nothing: the workflow's step that holds the HF token",
     )
-    r.add_argument("--targets", help="targets TOML (default: the shipped config for this machine, CPU or GPU)")
+    r.add_argument(
+        "--targets",
+        help="targets TOML (default: this machine's: today's stable and, without a GPU, the newest CPU build; "
+        "open builds are pinned at the start as `driftmatrix resolve` pins them)",
+    )
+    r.add_argument(
+        "--for-pages",
+        action="store_true",
+        help="also run each page's commands on the newest release its versions allow where no target "
+        "covers them (installed on first use; without a GPU its CUDA wheel, parse and config)",
+    )
     r.add_argument("--target", action="append", metavar="NAME", help="only these targets of the config (repeatable)")
     r.add_argument(
         "--tier",

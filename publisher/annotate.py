@@ -134,7 +134,7 @@ def decision(view: CommandView, source: Source) -> tuple[str, str, str] | None:
         title = verdict_words.title("FAIL", first.stage, list(dict.fromkeys(k.version for k in j.failing)))
         body = []
     else:  # the option history: no build of the page's versions was checked
-        title = f"Not an option of the vLLM versions this page is written for (removed by vLLM {j.history_release})"
+        title = f"Not an option of the vLLM versions this page is written for ({j.history_why})"
         body = []
     why = list(dict.fromkeys(causes.cause(k.outcome) for k in j.failing if causes.cause(k.outcome)))
     # vLLM's own words as code: no link, image, mention or HTML from a message (common/inert.py)

@@ -105,6 +105,9 @@ class Judgement:
     """This page's breaking lints (what the shell runs is not what the author meant), line order."""
     history_release: str | None = None
     """decided by the history: the release that removed (doc-drift) or added (needs-newer) its option."""
+    history_why: str | None = None
+    """decided by the history, doc-drift: why, in a few words (`removed by vLLM 0.18.0`, `there only from
+    vLLM 0.33.0` for a page pinned before it): titles and tables say it."""
 
     @property
     def working(self) -> list[Check]:
@@ -252,12 +255,10 @@ def _history_verdict(j: Judgement, snippet: Snippet, spec: SpecifierSet, checks:
     j.kind, j.decided_by, j.history_release = said.kind, "history", said.release
     wf = f"{j.written_for.spec or 'any version'} — {j.written_for.origin}"
     if said.kind == "doc-drift":
-        j.option_notes = said.notes
+        j.option_notes, j.history_why = said.notes, said.why
         j.summary = (
             f"No build the page is written for ({wf}) was checked; per the option history, the versions "
-            f"it is written for do not have {', '.join(said.options)} (removed by vLLM {said.release}): "
-            + "; ".join(said.notes)
-            + "."
+            f"it is written for do not have {', '.join(said.options)} ({said.why}): " + "; ".join(said.notes) + "."
         )
     else:
         checked = _versions([k for k in j.checks if k.outcome.verdict in REAL])
@@ -277,10 +278,11 @@ def _history_past_the_builds(j: Judgement, snippet: Snippet, spec: SpecifierSet,
         return
     ran = _versions([k for k in j.checks if k.scope == "in" and k.outcome.verdict in REAL])
     j.kind, j.decided_by, j.history_release, j.option_notes = "doc-drift", "history", said.release, said.notes
+    j.history_why = said.why
     j.summary = (
         f"The builds of the page's versions that ran ({ran}) stopped before vLLM checks "
         f"{', '.join(said.options)}; per the option history the versions it is written for do not have it "
-        f"(removed by vLLM {said.release}): " + "; ".join(said.notes) + "."
+        f"({said.why}): " + "; ".join(said.notes) + "."
     )
 
 

@@ -67,6 +67,7 @@ def _judgement(j: Judgement) -> dict:
         "decided_by": j.decided_by,
         "defects": [{"code": d.code, "line": d.line, "message": d.message} for d in j.defects],
         "history_release": j.history_release,
+        "history_why": j.history_why,
     }
 
 

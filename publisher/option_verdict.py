@@ -44,9 +44,18 @@ class HistoryVerdict:
     """What decides it, as the command gives it (`--swap-space`, `--tool-call-parser qwen3_xml`): removed
     before the page's versions, or added after every build."""
     release: str
-    """doc-drift: the latest release that removed one of them; needs-newer: the latest that added one."""
+    """doc-drift: the latest release that removed one of them (or, `came_later`, the first that has
+    it); needs-newer: the latest that added one."""
     notes: list[str] = field(default_factory=list)
-    """doc-drift: vLLM's own words per option (removed when, deprecated with which text)."""
+    """doc-drift: vLLM's own words per option (removed when, deprecated with which text; added when)."""
+    came_later: bool = False
+    """doc-drift because the page's versions predate it (a page pinned to 0.20.1 giving an option of
+    0.33.0), not because vLLM removed it before them."""
+
+    @property
+    def why(self) -> str:
+        """The history's reason in a few words, for titles and tables (`removed by vLLM 0.18.0`)."""
+        return f"there only from vLLM {self.release}" if self.came_later else f"removed by vLLM {self.release}"
 
 
 def lower_bound(spec: SpecifierSet) -> Version | None:
@@ -110,12 +119,14 @@ def verdict(
     given = frozenset(u.option for u in uses)
     built = [(k, v) for k in checks if k.outcome.verdict in REAL and (v := parse_version(k.version)) is not None]
     removed = [found for use in uses if (found := _removed(history, use, view, given, built))]
-    if removed:
+    later = [] if removed else [found for use in uses if (found := _not_yet(history, use, view, given, built))]
+    if removed or later:
         return HistoryVerdict(
             "doc-drift",
-            [u.text() for u, _, _ in removed],
-            str(max(g for _, g, _ in removed)),
-            [note for _, _, note in removed if note],
+            [u.text() for u, _, _ in removed or later],
+            str(max(g for _, g, _ in removed or later)),
+            [note for _, _, note in removed or later if note],
+            came_later=not removed,
         )
     newest = max((v for _, v in built), default=None)
     added = [found for use in uses if (found := _added(history, use, view, given, built, newest))]
@@ -143,6 +154,19 @@ def _removed(history: FlagHistory, use, view: list[str], given: frozenset[str], 
     if any(v >= gone and checked(k, history, use) for k, v in built):
         return None  # a build at or after the removal checked it and took it: the history is wrong here
     return use, gone, explain_use(history, use, view[0])
+
+
+def _not_yet(history: FlagHistory, use, view: list[str], given: frozenset[str], built: list):
+    """(use, the release that added it, vLLM's words) when it came after the page's last release and
+    every release of the page's lacks it (a page pinned to 0.20.1 giving 0.33.0's option)."""
+    first = parse_version((record_of(history, use) or {}).get("added") or "")
+    if first is None or first <= Version(view[-1]) or record_of(history, use)["added"] == _first_read(history, use):
+        return None
+    if any(history.accepts_use(use, r, given) is not False for r in view):
+        return None
+    if any(v < first and checked(k, history, use) for k, v in built):
+        return None  # a build before the addition checked it and took it: the history is wrong here
+    return use, first, explain_use(history, use, view[-1])
 
 
 def _added(history: FlagHistory, use, view: list[str], given: frozenset[str], built: list, newest):

@@ -110,7 +110,7 @@ def _evidence_rows(j, command: str, where: str) -> list[str]:
     if j.decided_by == "history":
         return [
             f"| {command} | {table_cell(where)} | {table_cell(j.written_for.spec)} | the option history | "
-            f"removed by vLLM {plain(j.history_release or '')} | {table_cell(note[:200])} |"
+            f"{plain(j.history_why or '')} | {table_cell(note[:200])} |"
             for note in j.option_notes
         ]
     return []

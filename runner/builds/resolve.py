@@ -210,11 +210,34 @@ def dump(tfile: TargetsFile, path: Path, source: Path | None = None) -> None:
     path.write_text("\n".join(lines), encoding="utf-8")
 
 
+def _open(tfile: TargetsFile) -> list[str]:
+    return [t.name for t in tfile.targets if t.pip and (t.pinned_version() is None or t.pre)]
+
+
 def check_exact(tfile: TargetsFile) -> None:
     """Refuse a file with an open build (what a shard must never install)."""
-    open_ = [t.name for t in tfile.targets if t.pip and (t.pinned_version() is None or t.pre)]
-    if open_:
+    if open_ := _open(tfile):
         raise TargetConfigError(f"{tfile.path}: targets {', '.join(open_)} are not pinned; run `driftmatrix resolve`")
+
+
+def pinned_at_start(path: Path | None) -> tuple[TargetsFile, str | None]:
+    """(the targets file PATH names, or this machine's default, with every open build pinned as
+    `driftmatrix resolve` pins it; why a pin could not be made, or None). A run installs and records
+    the build it names, so `run` without a targets file checks today's stable, not a seed's pins.
+    Where the index cannot be asked, the open builds stay open (installed as pip resolves them, or
+    found in the cache) and the reason is said. Asked once per process and file."""
+    return _pinned(str(path or default_path()))
+
+
+@functools.lru_cache(maxsize=8)
+def _pinned(path: str) -> tuple[TargetsFile, str | None]:
+    tfile = load(Path(path))
+    if not _open(tfile):
+        return tfile, None
+    try:
+        return resolve(tfile), None
+    except ResolveError as err:
+        return tfile, f"{tfile.path}: open builds not pinned ({err})"
 
 
 def stable_pin(path: Path | None = None) -> str:

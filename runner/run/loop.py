@@ -23,7 +23,8 @@ from driftmatrix.extractor.snippet_record import Catalog
 from driftmatrix.runner.argv.parallel import ranks_of
 from driftmatrix.runner.argv.tier import deepest_tier
 from driftmatrix.runner.builds.envs import EnvError, TargetEnv, ensure
-from driftmatrix.runner.builds.targets import TargetConfigError, TargetsFile, default_path, gpu_devices, load
+from driftmatrix.runner.builds.resolve import ResolveError, pinned_at_start
+from driftmatrix.runner.builds.targets import TargetConfigError, gpu_devices
 from driftmatrix.runner.isolation.sandbox import detection
 from driftmatrix.runner.jobs.execute import JobRunner
 from driftmatrix.runner.jobs.job import Job, RunContext, host_facts
@@ -34,7 +35,7 @@ from driftmatrix.runner.outcomes.outcome_record import JobKey, Outcome
 from driftmatrix.runner.outcomes.target_diagnostic import TargetDiagnostic
 from driftmatrix.runner.outcomes.vocabulary import TIERS
 from driftmatrix.runner.run import deadline as leg_deadline
-from driftmatrix.runner.run import junit, planning, run_summary
+from driftmatrix.runner.run import junit, page_builds, planning, run_summary
 from driftmatrix.runner.run.selection import RunOptions, select
 from driftmatrix.runner.serve import ranks
 from driftmatrix.runner.settings import cpu_slots, default_jobs
@@ -85,10 +86,10 @@ class GpuPool:
 def listing(opts: RunOptions) -> list[JobKey]:
     """The jobs `run` would still do with these options, decided as `plan` decides them (by the
     versions the targets pin; the outcomes file given as output counts as done)."""
-    tfile = load(opts.targets or default_path())
+    tfile = pinned_at_start(opts.targets)[0]
     pairs = select(Catalog.read(opts.snippets), opts)
     done = planning.done_by_version(store.read(opts.output)[0]) if opts.output.exists() else set()
-    targets = [t for t in tfile.targets if not opts.target_names or t.name in opts.target_names]
+    targets = page_builds.run_targets(tfile, pairs, opts, len(gpu_devices()))
     return [key for t in targets for key in planning.pending(pairs, t, opts.tier, done, opts.pick)[0]]
 
 
@@ -98,10 +99,12 @@ def run(opts: RunOptions, console=None) -> int:
     console = console or Console(stderr=True)
     deadline = leg_deadline.monotonic_deadline(opts.stop_after, opts.started_at)
     try:
-        tfile: TargetsFile = load(opts.targets or default_path())
+        tfile, unpinned = pinned_at_start(opts.targets)
     except TargetConfigError as err:
         console.print(f"[red]driftmatrix run: {console_markup(err)}", soft_wrap=True)
         return 2
+    if unpinned:
+        console.print(f"[yellow]driftmatrix run: {console_markup(unpinned)}", soft_wrap=True)
     try:
         catalog = Catalog.read(opts.snippets)
     except (OSError, ValueError, KeyError, TypeError) as err:
@@ -116,7 +119,6 @@ def run(opts: RunOptions, console=None) -> int:
     if unknown:
         console.print(f"[red]driftmatrix run: {tfile.path} has no target {', '.join(unknown)}", soft_wrap=True)
         return 2
-    targets = [t for t in tfile.targets if not opts.target_names or t.name in opts.target_names]
     if leg_deadline.passed(deadline):  # set-up took the leg's time: installing now would only delay the upload
         return _too_late(opts, console)
     devices = gpu_devices()
@@ -125,6 +127,11 @@ def run(opts: RunOptions, console=None) -> int:
         unlisted = not devices and "CUDA_VISIBLE_DEVICES" not in os.environ
         devices = list(range(opts.gpus)) if unlisted else devices[: opts.gpus]
     gpus = len(devices)
+    try:
+        targets = page_builds.run_targets(tfile, pairs, opts, gpus)
+    except ResolveError as err:
+        console.print(f"[red]driftmatrix run --for-pages: {console_markup(err)}", soft_wrap=True)
+        return 2
     out_store = store.Store(opts.output)
     for problem in out_store.problems:
         console.print(f"[yellow]{console_markup(problem)}", soft_wrap=True)
@@ -231,7 +238,7 @@ def _jobs(
         except (EnvError, OSError) as err:
             unusable(target, "install", str(err), len(pairs))
             continue
-        for snippet, variant in pairs:
+        for snippet, variant in filter(lambda pair: page_builds.covers(target, pair[0]), pairs):
             tier = deepest_tier(snippet, target, opts.asked_tier(snippet.id, variant))
             job = Job(snippet, envs[target.name], tier, variant)
             if job.key() in out_store.done:

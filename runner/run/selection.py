@@ -45,6 +45,9 @@ class RunOptions:
     stop_after: float | None = None
     """Seconds after which no job starts (a leg's deadline before the CI job's limit); the jobs in
     flight finish, the rest are left for the next run."""
+    for_pages: bool = False
+    """Also run each page's commands on the release it is written for where no target covers it
+    (runner/run/page_builds.py), installed on first use."""
     started_at: float | None = None
     """When the CI job started (Unix seconds, `--started-at`): `stop_after` counts from then, not
     from this run's start (runner/run/deadline.py)."""

@@ -94,6 +94,7 @@ def test_the_summary_says_the_nearest_name(tmp_path):
     from driftmatrix.extractor.snippet_record import Catalog
     from driftmatrix.gate import GateResult, judge_change, markdown
     from driftmatrix.runner.builds.resolve import stable_pin
+    from driftmatrix.runner.builds.targets import SEED_CPU
     from driftmatrix.runner.outcomes.evidence_record import RaisedException
     from driftmatrix.runner.outcomes.outcome_record import Evidence, Outcome, TargetRef
 
@@ -102,7 +103,7 @@ def test_the_summary_says_the_nearest_name(tmp_path):
     (tmp_path / "docs" / "docs" / "tools.md").write_text(
         "# Tools\n\n```bash\nvllm serve Qwen/Qwen3-0.6B --tool-call-parser-plugin my_parser.py\n```\n"
     )
-    head, _ = extract([tmp_path / "docs"], stable=stable_pin())
+    head, _ = extract([tmp_path / "docs"], stable=stable_pin(SEED_CPU))
     head.write(tmp_path / "head.json")
     Catalog(snippets=[]).write(tmp_path / "base.json")
     message = "vllm: error: unrecognized arguments: --tool-call-parser-plugin my_parser.py"

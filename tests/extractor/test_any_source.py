@@ -10,6 +10,7 @@ from pathlib import Path
 
 from driftmatrix.extractor.catalog import extract
 from driftmatrix.runner.builds.resolve import stable_pin
+from driftmatrix.runner.builds.targets import SEED_CPU
 
 CARD = """---
 license: apache-2.0
@@ -44,7 +45,7 @@ def test_a_model_card_serves_its_own_model(tmp_path):
     card = tmp_path / "acme-tiny" / "README.md"
     card.parent.mkdir()
     card.write_text(CARD.format(extra=""))
-    catalog, unusable = extract(stable=stable_pin(), sources=[card], model_id="acme/tiny-0.1")
+    catalog, unusable = extract(stable=stable_pin(SEED_CPU), sources=[card], model_id="acme/tiny-0.1")
     assert unusable == []
     info = catalog.corpora[0]
     assert (info.name, info.layout, info.snippets) == ("model-card", "model-card", 3)
@@ -64,12 +65,12 @@ def test_a_card_names_its_model_in_front_matter_or_says_it_cannot(tmp_path):
     named.mkdir()
     (named / "README.md").write_text(CARD.format(extra="model-index:\n- name: acme/tiny-0.2\n  results: []\n"))
     (named / "config.json").write_text("{}")
-    catalog, _ = extract(stable=stable_pin(), sources=[named])
+    catalog, _ = extract(stable=stable_pin(SEED_CPU), sources=[named])
     assert catalog.corpora[0].layout == "model-repo"
     assert {s.model for s in catalog.snippets} == {"acme/tiny-0.2", "Qwen/Qwen3-0.6B"}
     bare = tmp_path / "bare.md"
     bare.write_text(CARD.format(extra=""))
-    catalog, _ = extract(stable=stable_pin(), sources=[bare])
+    catalog, _ = extract(stable=stable_pin(SEED_CPU), sources=[bare])
     assert [d.code for d in catalog.diagnostics] == ["card-without-model-id"]
     first = next(s for s in catalog.snippets if s.sources[0].line == 13)
     assert first.model == "."  # left as written: the reader's own directory
@@ -86,7 +87,7 @@ def test_a_plain_folder_of_pages_with_a_url_base(tmp_path):
     (root / "node_modules").mkdir()
     (root / "node_modules" / "x.md").write_text("```bash\nvllm serve skipped/model\n```\n")
     catalog, unusable = extract(
-        stable=stable_pin(), sources=[root], url_base="https://github.com/acme/runbooks/blob/main"
+        stable=stable_pin(SEED_CPU), sources=[root], url_base="https://github.com/acme/runbooks/blob/main"
     )
     assert unusable == [] and (catalog.corpora[0].name, catalog.corpora[0].layout) == ("markdown", "markdown-folder")
     [s] = catalog.snippets
@@ -99,7 +100,7 @@ def test_a_plain_folder_of_pages_with_a_url_base(tmp_path):
     )
     assert src.url == "https://github.com/acme/runbooks/blob/main/gpu/Serving Qwen.md?plain=1#L6"
     assert s.wrapper == ["numactl", "--cpunodebind=0"] and s.model == "Qwen/Qwen3-0.6B"
-    catalog, _ = extract(stable=stable_pin(), sources=[root], url_base="https://runbooks.example.org/pages")
+    catalog, _ = extract(stable=stable_pin(SEED_CPU), sources=[root], url_base="https://runbooks.example.org/pages")
     assert (
         catalog.snippets[0].sources[0].url == "https://runbooks.example.org/pages/gpu/Serving Qwen.md#start-the-server"
     )
@@ -125,7 +126,7 @@ subprocess.run(["vllm", "serve", "Qwen/Qwen3-0.6B", "--port", "8001"])
 def test_a_blog_page_of_any_site(tmp_path):
     page = tmp_path / "qwen3-spec.html"
     page.write_text(BLOG)
-    catalog, unusable = extract(stable=stable_pin(), sources=[page], url_base="https://blog.example.org/posts")
+    catalog, unusable = extract(stable=stable_pin(SEED_CPU), sources=[page], url_base="https://blog.example.org/posts")
     assert unusable == []
     by_model = {s.model: s for s in catalog.snippets}
     assert set(by_model) == {"Qwen/Qwen3-8B", "facebook/opt-125m", "Qwen/Qwen3-0.6B"}
@@ -144,7 +145,7 @@ def test_another_projects_latest_docs_are_not_vllm_nightly(tmp_path):
         '</head><body><article><h1>Quick start</h1><pre><code class="language-bash">vllm serve Qwen/Qwen3-0.6B'
         "</code></pre></article></body></html>"
     )
-    catalog, _ = extract(stable=stable_pin(), sources=[page])
+    catalog, _ = extract(stable=stable_pin(SEED_CPU), sources=[page])
     [s] = catalog.snippets
     assert s.sources[0].version == ""
     assert "nightly" not in (s.sources[0].written_for.origin or "")

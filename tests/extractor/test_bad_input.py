@@ -12,6 +12,7 @@ from driftmatrix.extractor.catalog import extract
 from driftmatrix.extractor.markdown_pages import markdown_snippets
 from driftmatrix.extractor.snippet_builder import Place
 from driftmatrix.runner.builds.resolve import stable_pin
+from driftmatrix.runner.builds.targets import SEED_CPU
 
 GOOD = "# Good\n\n```bash\nvllm serve good/model --port 8001\n```\n"
 YAML_BOMB = 'a: &a ["x","x","x","x","x","x","x","x","x"]\n' + "".join(
@@ -40,7 +41,7 @@ def make_tree(root: Path) -> Path:
 
 
 def test_every_bad_file_is_diagnosed_and_nothing_else_is_lost(tmp_path):
-    catalog, unusable = extract(stable=stable_pin(), sources=[make_tree(tmp_path / "tree")])
+    catalog, unusable = extract(stable=stable_pin(SEED_CPU), sources=[make_tree(tmp_path / "tree")])
     assert unusable == []
     by_model = {s.model: s for s in catalog.snippets}
     assert by_model["good/model"].runnable

@@ -16,6 +16,7 @@ import yaml
 from driftmatrix.extractor import bounds, yaml_nodes
 from driftmatrix.extractor.catalog import extract
 from driftmatrix.runner.builds.resolve import stable_pin
+from driftmatrix.runner.builds.targets import SEED_CPU
 
 GOOD_RECIPE = "model:\n  model_id: org/good\n  base_args: [--max-model-len, '4096']\n"
 GOOD_PAGE = "# Good\n\n```bash\nvllm serve good/model --port 8001\n```\n"
@@ -88,7 +89,7 @@ def test_alias_bombs_in_markdown_are_refused_per_block(tmp_path):
     front = "---\n" + alias_bomb(6, "title: *top\n") + "---\n"
     block = "```yaml\n" + alias_bomb(6, "args: [vllm serve bomb/model, *top]\n") + "```\n"
     page.write_text(front + "\n" + GOOD_PAGE + "\n" + block)
-    catalog, _ = extract(stable=stable_pin(), sources=[tmp_path])
+    catalog, _ = extract(stable=stable_pin(SEED_CPU), sources=[tmp_path])
     assert [s.model for s in catalog.snippets] == ["good/model"]
     assert len(catalog.snippets[0].sources[0].title) < 100  # the front matter's bomb is no title
     diag = next(d for d in catalog.diagnostics if d.code == "yaml-alias-expansion")
@@ -115,7 +116,7 @@ def test_an_oversized_page_and_a_long_line_are_diagnosed_and_the_rest_is_read(tm
         f"```bash\nvllm serve long/model --x {long_word}\n```\n\n"  # the long line is line 8
         f"```bash\nvllm serve cut/model \\\n  --x {long_word} \\\n  --port 1\n```\n"
     )  # no command cut short
-    catalog, _ = extract(stable=stable_pin(), sources=[tmp_path])
+    catalog, _ = extract(stable=stable_pin(SEED_CPU), sources=[tmp_path])
     assert {s.model for s in catalog.snippets} == {"good/model", "kept/model"}
     diags = {(d.file, d.code, d.line) for d in catalog.diagnostics}
     assert ("docs/big.md", "too-large", None) in diags
@@ -130,7 +131,7 @@ def test_commands_sharing_a_line_are_bounded_and_said(tmp_path):
     (tmp_path / "mkdocs.yaml").write_text("site_name: t\n")
     line = "; ".join(f"vllm serve org/m{i}" for i in range(2000))
     (docs / "many.md").write_text(f"# Many\n\n```bash\n{line}\n```\n\n```bash\nvllm serve a/b; vllm serve c/d\n```\n")
-    catalog, _ = extract(stable=stable_pin(), sources=[tmp_path])
+    catalog, _ = extract(stable=stable_pin(SEED_CPU), sources=[tmp_path])
     models = [s.model for s in catalog.snippets]
     assert len(models) == bounds.MAX_COMMANDS_PER_LINE + 2 and {"a/b", "c/d"} <= set(models)
     said = [lint for s in catalog.snippets for lint in s.lints if lint.code == "commands-left-out"]
@@ -151,7 +152,7 @@ def test_a_recipe_whose_commands_multiply_its_lines_is_refused(tmp_path):
     (models / "big.yaml").write_text(yaml.safe_dump(recipe))
     (models / "ok.yaml").write_text(yaml.safe_dump({"model": {"model_id": "org/ok"}}))
     (tmp_path / "taxonomy.yaml").write_text("{}\n")
-    catalog, _ = extract(stable=stable_pin(), sources=[tmp_path])
+    catalog, _ = extract(stable=stable_pin(SEED_CPU), sources=[tmp_path])
     assert [s.model for s in catalog.snippets] == ["org/ok"]
     assert any(d.code == "recipe-shape" and "more than" in d.message for d in catalog.diagnostics)
 

@@ -194,10 +194,11 @@ def test_placeholder_words_are_not_models(snippets_from, file, word):
 def test_more_placeholder_words_can_be_given(tmp_path):
     from driftmatrix.extractor.catalog import extract
     from driftmatrix.runner.builds.resolve import stable_pin
+    from driftmatrix.runner.builds.targets import SEED_CPU
 
     page = tmp_path / "runbook.md"
     page.write_text("# Runbook\n\n```bash\nvllm serve the-model-you-picked --port 8000\n```\n")
-    catalog, _ = extract(stable=stable_pin(), sources=[page], placeholder_models=["the-model-you-picked"])
+    catalog, _ = extract(stable=stable_pin(SEED_CPU), sources=[page], placeholder_models=["the-model-you-picked"])
     [s] = catalog.snippets
     assert s.model is None and s.placeholders == ["the-model-you-picked"] and not s.runnable
 
@@ -207,16 +208,17 @@ def test_more_placeholder_words_add_to_the_shipped_ones_for_that_run_only(tmp_pa
     and stayed for every later extraction in the process: the words are now an argument of the run."""
     from driftmatrix.extractor.catalog import extract
     from driftmatrix.runner.builds.resolve import stable_pin
+    from driftmatrix.runner.builds.targets import SEED_CPU
 
     page = tmp_path / "runbook.md"
     page.write_text(
         "# Runbook\n\n```bash\nvllm serve the-model-you-picked --port 8000\n```\n\n"
         "```bash\nvllm serve my-model --port 8000\n```\n"
     )
-    given, _ = extract(stable=stable_pin(), sources=[page], placeholder_models=["the-model-you-picked"])
+    given, _ = extract(stable=stable_pin(SEED_CPU), sources=[page], placeholder_models=["the-model-you-picked"])
     assert sorted(p for s in given.snippets for p in s.placeholders) == ["my-model", "the-model-you-picked"]
     assert all(s.model is None and not s.runnable for s in given.snippets)
-    plain, _ = extract(stable=stable_pin(), sources=[page])
+    plain, _ = extract(stable=stable_pin(SEED_CPU), sources=[page])
     [chosen] = [s for s in plain.snippets if "the-model-you-picked" in s.argv]
     assert chosen.model == "the-model-you-picked" and chosen.placeholders == []
 

@@ -11,6 +11,7 @@ import pytest
 
 from driftmatrix.extractor.catalog import extract
 from driftmatrix.runner.builds.resolve import stable_pin
+from driftmatrix.runner.builds.targets import SEED_CPU
 
 PAGES = [
     "benchmarking/cli.md",
@@ -60,11 +61,11 @@ def built_site(tmp_path_factory, corpus: Path) -> tuple[Path, Path]:
 
 def test_html_page_gives_the_same_snippets_as_its_markdown(built_site):
     tree, site = built_site
-    markdown, _ = extract(stable=stable_pin(), sources=[tree])
+    markdown, _ = extract(stable=stable_pin(SEED_CPU), sources=[tree])
     assert markdown.corpora[0].version == "0.33.0"
     for page in PAGES:
         html_path = site / page.removesuffix(".md").removesuffix("README") / "index.html"
-        html, _ = extract(stable=stable_pin(), sources=[html_path])
+        html, _ = extract(stable=stable_pin(SEED_CPU), sources=[html_path])
         assert html.corpora[0].version == "0.33.0" and html.corpora[0].layout == "html-page"
         # A fence mkdocs renders as text is not code on the page: linted, absent from the HTML.
         want = {
@@ -82,7 +83,7 @@ def test_html_page_gives_the_same_snippets_as_its_markdown(built_site):
 
 def test_the_stray_indented_fence_in_speculative_decoding_readme_is_linted(built_site):
     tree, _ = built_site
-    markdown, _ = extract(stable=stable_pin(), sources=[tree])
+    markdown, _ = extract(stable=stable_pin(SEED_CPU), sources=[tree])
     lints = [x for s in markdown.snippets for x in s.lints if x.code == "fence-not-rendered"]
     assert [(x.file, x.line) for x in lints] == [("docs/features/speculative_decoding/README.md", 166)]
 
@@ -94,7 +95,7 @@ def test_script_in_a_page_is_not_a_problem(tmp_path):
         '<article><h2 id="run">Run</h2><div class="language-bash highlight"><pre><code>'
         "vllm serve m --served-model-name &lt;script&gt;</code></pre></div></article></body></html>"
     )
-    result, _ = extract(stable=stable_pin(), sources=[page])
+    result, _ = extract(stable=stable_pin(SEED_CPU), sources=[page])
     (snippet,) = result.snippets
     assert snippet.argv == ["m", "--served-model-name", "<script>"]
     assert snippet.sources[0].url == "https://docs.vllm.ai/en/latest/x/#run"

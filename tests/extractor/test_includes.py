@@ -5,6 +5,7 @@ from pathlib import Path
 
 from driftmatrix.extractor.catalog import extract
 from driftmatrix.runner.builds.resolve import stable_pin
+from driftmatrix.runner.builds.targets import SEED_CPU
 
 
 def test_included_example_is_extracted_and_missing_one_is_reported(tmp_path: Path, corpus: Path):
@@ -21,7 +22,7 @@ def test_included_example_is_extracted_and_missing_one_is_reported(tmp_path: Pat
         '# Spec\n\n??? code\n\n    ```python\n    --8<-- "examples/offline_inference/spec_decode.py"\n    ```\n\n'
         '--8<-- "examples/offline_inference/missing.py"\n'
     )
-    result, _ = extract(stable=stable_pin(), sources=[tree])
+    result, _ = extract(stable=stable_pin(SEED_CPU), sources=[tree])
     (snippet,) = result.snippets
     assert snippet.kind == "python" and snippet.speculative_config["method"] == "eagle3"
     assert snippet.model == "meta-llama/Llama-3.1-8B-Instruct"

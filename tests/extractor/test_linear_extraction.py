@@ -22,6 +22,7 @@ from driftmatrix.extractor.catalog import extract, merge
 from driftmatrix.extractor.release_files import CODE, ReleaseTrees
 from driftmatrix.extractor.snippet_record import Lint, Snippet, Source
 from driftmatrix.runner.builds.resolve import stable_pin
+from driftmatrix.runner.builds.targets import SEED_CPU
 
 CMD = "vllm serve org/m --max-model-len 256"
 LINEAR = 2.2
@@ -95,7 +96,7 @@ def growth(make: Callable[[Path, int], Path], folder: Path, n: int, **options) -
     def extraction(size: int) -> int:
         (folder / str(size)).mkdir(parents=True)
         source = make(folder / str(size), size)
-        return work(lambda: extract([source], workers=1, stable=stable_pin(), **options))
+        return work(lambda: extract([source], workers=1, stable=stable_pin(SEED_CPU), **options))
 
     extraction(2)  # imports, compiled regexes and caches: the first extraction's own
     small, middle, large = (extraction(size) for size in (n, 2 * n, 4 * n))
@@ -114,16 +115,16 @@ def test_files_named_by_repeated_commands_are_checked_in_linear_work(tmp_path):
     (tree / "examples").mkdir(parents=True)
     (tree / "docs").mkdir()
     make = markdown(lambda n: f"```bash\n{CMD} --chat-template examples/missing.jinja\n```\n\n" * n)
-    trees = ReleaseTrees(tmp_path / "cache", [stable_pin()], local={stable_pin(): tree})
+    trees = ReleaseTrees(tmp_path / "cache", [stable_pin(SEED_CPU)], local={stable_pin(SEED_CPU): tree})
     assert growth(make, tmp_path / "pages", 100, release_trees=trees) <= LINEAR
-    catalog, _ = extract([make(tmp_path, 3)], workers=1, stable=stable_pin(), release_trees=trees)
+    catalog, _ = extract([make(tmp_path, 3)], workers=1, stable=stable_pin(SEED_CPU), release_trees=trees)
     assert [(lint.code, lint.line) for lint in catalog.snippets[0].lints] == [(CODE, 4), (CODE, 8), (CODE, 12)]
 
 
 @pytest.mark.parametrize("shape", ["a command per block", "commands in one block"])
 def test_repeats_merge_into_one_snippet_with_every_source_in_page_order(shape, tmp_path):
     n = 500
-    catalog, _ = extract([SHAPES[shape](tmp_path, n)], workers=1, stable=stable_pin())
+    catalog, _ = extract([SHAPES[shape](tmp_path, n)], workers=1, stable=stable_pin(SEED_CPU))
     [snippet] = catalog.snippets
     lines = [source.line for source in snippet.sources]
     first, step = (4, 4) if shape == "a command per block" else (4, 1)

@@ -13,6 +13,7 @@ from driftmatrix.extractor.python_calls import from_python
 from driftmatrix.extractor.snippet_builder import Place, from_shell_text
 from driftmatrix.extractor.snippet_record import Catalog
 from driftmatrix.runner.builds.resolve import stable_pin
+from driftmatrix.runner.builds.targets import SEED_CPU
 
 
 def at(catalog: Catalog, file: str, line: int, version: str | None = None):
@@ -100,7 +101,7 @@ def test_a_closing_fence_on_the_command_line(real_catalog):
 def test_only_the_command_on_the_fence_line_is_linted_and_the_rest_is_markdown_again(tmp_path):
     page = tmp_path / "page.md"
     page.write_text("# T\n\n```bash\nvllm serve a\nvllm serve b ```\n\n## After\n\n```bash\nvllm serve c\n```\n")
-    catalog, _ = extract(stable=stable_pin(), sources=[page])
+    catalog, _ = extract(stable=stable_pin(SEED_CPU), sources=[page])
     lints = {s.argv[0]: [(x.code, x.line) for x in s.lints] for s in catalog.snippets}
     assert lints == {"a": [], "b": [("fence-on-command-line", 5)], "c": []}
     [c] = [s for s in catalog.snippets if s.argv == ["c"]]

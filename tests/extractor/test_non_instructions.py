@@ -14,6 +14,7 @@ from driftmatrix.extractor.serve_args import parse_serve_args, placeholders_in
 from driftmatrix.extractor.shell_commands import blank_log_lines
 from driftmatrix.extractor.snippet_builder import Place, from_shell_text
 from driftmatrix.runner.builds.resolve import stable_pin
+from driftmatrix.runner.builds.targets import SEED_CPU
 
 CORPUS = Path(__file__).parents[2].parent / "shared" / "corpus"
 PRODUCTION_STACK = CORPUS / "thirdparty" / "production-stack-a6c01db"
@@ -21,7 +22,7 @@ PRODUCTION_STACK = CORPUS / "thirdparty" / "production-stack-a6c01db"
 
 def _page(path: Path):
     """The catalog of one Markdown page (or folder) and its diagnostics."""
-    catalog, unusable = extract(sources=[path], stable=stable_pin(), workers=1)
+    catalog, unusable = extract(sources=[path], stable=stable_pin(SEED_CPU), workers=1)
     assert unusable == []
     return catalog
 

@@ -68,8 +68,9 @@ def test_not_a_recipe_is_a_warning():
 def test_flag_and_value_in_one_args_item_is_split(corpus):
     from driftmatrix.extractor.catalog import extract
     from driftmatrix.runner.builds.resolve import stable_pin
+    from driftmatrix.runner.builds.targets import SEED_CPU
 
-    catalog, _ = extract(stable=stable_pin(), sources=[corpus / "vllm-docs" / "0.33.0"])
+    catalog, _ = extract(stable=stable_pin(SEED_CPU), sources=[corpus / "vllm-docs" / "0.33.0"])
     mimo = [s for s in catalog.snippets if s.model == "XiaomiMiMo/MiMo-V2.5-Pro" and s.kind == "recipe"]
     assert mimo and all("--max-model-len auto" not in s.argv for s in mimo)
     assert all(s.argv[s.argv.index("--max-model-len") + 1] == "auto" for s in mimo)

@@ -13,6 +13,7 @@ from driftmatrix.extractor.snippet_record import BREAKING_LINTS
 from driftmatrix.extractor.written_for import override
 from driftmatrix.runner.builds import source_trees
 from driftmatrix.runner.builds.resolve import stable_pin
+from driftmatrix.runner.builds.targets import SEED_CPU
 from driftmatrix.runner.settings import cache_dir
 
 CLI_PAGE = "docs/benchmarking/cli.md"
@@ -35,7 +36,7 @@ def test_a_chat_template_the_release_does_not_have(corpus, trees):
     0.20.1's tree has it at examples/pooling/embed/template/vlm2vec_phi3v.jinja. Before: the runner found no
     such file in the build's sdist and SKIPped (`file-from-source-tree`: unknown). Now the page has the
     breaking lint, with its evidence; every other file the 0.20.1 docs' commands name is there: no lint."""
-    catalog, _ = extract(stable=stable_pin(), sources=[corpus / "vllm-docs" / "0.20.1"], release_trees=trees)
+    catalog, _ = extract(stable=stable_pin(SEED_CPU), sources=[corpus / "vllm-docs" / "0.20.1"], release_trees=trees)
     ((snippet, lint),) = _lints(catalog)
     assert MOVED in named_paths(snippet) and CODE in BREAKING_LINTS
     assert (lint.file, lint.line, lint.corpus, lint.version) == (CLI_PAGE, 1174, "vllm-docs", "0.20.1")
@@ -55,7 +56,7 @@ def test_a_range_is_drift_only_when_no_release_looked_at_has_the_file(corpus, tr
     `examples/pooling/score/template/zerank2.jinja` is not in 0.20.1 but is in 0.32.0: nothing said.
     The 0.20.1 docs read as `>=0.20.0`: neither release has the old VLM2Vec path: the lint, saying so."""
     newer, _ = extract(
-        stable=stable_pin(),
+        stable=stable_pin(SEED_CPU),
         sources=[corpus / "vllm-docs" / "0.33.0"],
         written_for=override(">=0.20.0"),
         release_trees=trees,
@@ -64,7 +65,7 @@ def test_a_range_is_drift_only_when_no_release_looked_at_has_the_file(corpus, tr
     assert zerank and not (trees.tree("0.20.1") / "examples/pooling/score/template/zerank2.jinja").exists()
     assert _lints(newer) == []
     older, _ = extract(
-        stable=stable_pin(),
+        stable=stable_pin(SEED_CPU),
         sources=[corpus / "vllm-docs" / "0.20.1"],
         written_for=override(">=0.20.0"),
         release_trees=trees,
@@ -81,18 +82,18 @@ def test_a_file_the_page_writes_and_an_offline_index(corpus, trees, tmp_path, mo
     (docs / "mkdocs.yaml").write_text("site_name: vLLM\n")
     text = (corpus / "vllm-docs" / "0.20.1" / CLI_PAGE).read_text()
     shutil.copy(corpus / "vllm-docs" / "0.20.1" / CLI_PAGE, docs / CLI_PAGE)
-    catalog, _ = extract(stable=stable_pin(), sources=[docs], release_trees=trees)
+    catalog, _ = extract(stable=stable_pin(SEED_CPU), sources=[docs], release_trees=trees)
     assert len(_lints(catalog)) == 1  # the copy is the page: the lint
     writes = f"cat > {MOVED} <<'EOF'\n{{{{ messages }}}}\nEOF\n"
     (docs / CLI_PAGE).write_text(
         text.replace("# Run this in another process", writes + "# Run this in another process", 1)
     )
-    catalog, _ = extract(stable=stable_pin(), sources=[docs], release_trees=trees)
+    catalog, _ = extract(stable=stable_pin(SEED_CPU), sources=[docs], release_trees=trees)
     assert _lints(catalog) == []
     monkeypatch.setenv("DRIFTMATRIX_INDEX_URL", "http://127.0.0.1:9/simple")
     shutil.copy(corpus / "vllm-docs" / "0.20.1" / CLI_PAGE, docs / CLI_PAGE)
     catalog, _ = extract(
-        stable=stable_pin(), sources=[docs], release_trees=ReleaseTrees(tmp_path / "empty-cache", ["0.32.0"])
+        stable=stable_pin(SEED_CPU), sources=[docs], release_trees=ReleaseTrees(tmp_path / "empty-cache", ["0.32.0"])
     )
     assert _lints(catalog) == []
     (diag,) = [d for d in catalog.diagnostics if d.code == "release-tree-unavailable"]

@@ -20,6 +20,7 @@ from driftmatrix.common.package_index import PackageIndexError
 from driftmatrix.extractor.catalog import extract
 from driftmatrix.extractor.sdist import fetch_docs
 from driftmatrix.runner.builds.resolve import stable_pin
+from driftmatrix.runner.builds.targets import SEED_CPU
 
 
 def _sdist(corpus: Path, out: Path, version: str = "0.20.1") -> bytes:
@@ -75,8 +76,8 @@ def test_fetched_docs_extract_like_the_tree(index, tmp_path, corpus):
     tree = fetch_docs("0.20.1", tmp_path / "cache", index=url)
     assert (tree / "PKG-INFO").is_file() and not (tree / "vllm").exists()
     assert not (tree / "docs" / "link.md").exists() and not (tmp_path / "evil.md").exists()
-    fetched, _ = extract(stable=stable_pin(), sources=[tree])
-    direct, _ = extract(stable=stable_pin(), sources=[corpus / "vllm-docs" / "0.20.1"])
+    fetched, _ = extract(stable=stable_pin(SEED_CPU), sources=[tree])
+    direct, _ = extract(stable=stable_pin(SEED_CPU), sources=[corpus / "vllm-docs" / "0.20.1"])
     assert (fetched.corpora[0].version, fetched.corpora[0].layout) == ("0.20.1", "sdist")
     assert direct.corpora[0].layout == "docs-tree"
 
@@ -140,8 +141,8 @@ def test_real_pypi_sdist_matches_the_corpus(tmp_path, corpus):
     except httpx.HTTPError as err:
         pytest.skip(f"PyPI not reachable: {err}")
     tree = fetch_docs("0.20.1", tmp_path / "cache")
-    fetched, _ = extract(stable=stable_pin(), sources=[tree])
-    direct, _ = extract(stable=stable_pin(), sources=[corpus / "vllm-docs" / "0.20.1"])
+    fetched, _ = extract(stable=stable_pin(SEED_CPU), sources=[tree])
+    direct, _ = extract(stable=stable_pin(SEED_CPU), sources=[corpus / "vllm-docs" / "0.20.1"])
     assert {s.id for s in direct.snippets} <= {s.id for s in fetched.snippets}
     assert (tree / "examples").is_dir()
 

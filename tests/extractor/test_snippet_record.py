@@ -5,10 +5,11 @@ import pytest
 from driftmatrix.extractor.catalog import extract
 from driftmatrix.extractor.snippet_record import SCHEMA, SNIPPET_KINDS, Catalog, Snippet
 from driftmatrix.runner.builds.resolve import stable_pin
+from driftmatrix.runner.builds.targets import SEED_CPU
 
 
 def test_catalog_round_trip_and_schema(tmp_path, corpus):
-    catalog, _ = extract(stable=stable_pin(), sources=[corpus / "recipes" / "8959cf6"])
+    catalog, _ = extract(stable=stable_pin(SEED_CPU), sources=[corpus / "recipes" / "8959cf6"])
     path = tmp_path / "snippets.json"
     catalog.write(path)
     data = json.loads(path.read_text())
@@ -67,7 +68,7 @@ def test_catalog_round_trip_and_schema(tmp_path, corpus):
 
 def test_identical_invocations_are_merged(corpus):
     catalog, _ = extract(
-        stable=stable_pin(), sources=[corpus / "vllm-docs" / "0.20.1", corpus / "vllm-docs" / "0.33.0"]
+        stable=stable_pin(SEED_CPU), sources=[corpus / "vllm-docs" / "0.20.1", corpus / "vllm-docs" / "0.33.0"]
     )
     ids = [s.id for s in catalog.snippets]
     assert len(ids) == len(set(ids))
@@ -78,7 +79,9 @@ def test_identical_invocations_are_merged(corpus):
 def test_every_kind_written_is_a_snippet_kind_and_an_unknown_one_is_read(corpus):
     """`Snippet.kind` is a SnippetKind; a later extractor's kind is read as it is (never an error), as
     before the Literal: readers compare kinds by value."""
-    catalog, _ = extract(stable=stable_pin(), sources=[corpus / "vllm-docs" / "0.20.1", corpus / "recipes" / "8959cf6"])
+    catalog, _ = extract(
+        stable=stable_pin(SEED_CPU), sources=[corpus / "vllm-docs" / "0.20.1", corpus / "recipes" / "8959cf6"]
+    )
     assert {s.kind for s in catalog.snippets} <= set(SNIPPET_KINDS)
     data = catalog.snippets[0].to_dict() | {"kind": "notebook"}
     assert Snippet.from_dict(data).kind == "notebook" and Snippet.from_dict(data).to_dict() == data

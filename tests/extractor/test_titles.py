@@ -18,6 +18,7 @@ from driftmatrix.extractor.catalog import extract
 from driftmatrix.extractor.markdown_blocks import code_blocks, plain_text, title_from_file
 from driftmatrix.extractor.snippet_record import Catalog, Source
 from driftmatrix.runner.builds.resolve import stable_pin
+from driftmatrix.runner.builds.targets import SEED_CPU
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "site" / "snippets.json"
 
@@ -76,7 +77,7 @@ def extract_page(text: str, name: str = "page.md") -> Catalog:
         (tree / "mkdocs.yaml").write_text("site_name: x\n")
         (tree / "docs" / name).parent.mkdir(parents=True, exist_ok=True)
         (tree / "docs" / name).write_text(text)
-        catalog, _ = extract(stable=stable_pin(), sources=[tree])
+        catalog, _ = extract(stable=stable_pin(SEED_CPU), sources=[tree])
     return catalog
 
 
@@ -205,10 +206,10 @@ def test_saved_html_pages_give_the_titles_and_headings_mkdocs_renders(tmp_path, 
         check=True,
         capture_output=True,
     )
-    markdown, _ = extract(stable=stable_pin(), sources=[tree])
+    markdown, _ = extract(stable=stable_pin(SEED_CPU), sources=[tree])
     for page in [*PAGES, "tricky.md"]:
         html_path = tmp_path / "site" / page.removesuffix(".md").removesuffix("README") / "index.html"
-        html, _ = extract(stable=stable_pin(), sources=[html_path])
+        html, _ = extract(stable=stable_pin(SEED_CPU), sources=[html_path])
         want = {
             (s.id, src.title, src.heading)
             for s in markdown.snippets

@@ -20,6 +20,7 @@ from driftmatrix.publisher import annotate as ann
 from driftmatrix.publisher.judgement import Judge
 from driftmatrix.publisher.results import load
 from driftmatrix.runner.builds.resolve import stable_pin
+from driftmatrix.runner.builds.targets import SEED_CPU
 
 HERE = Path(__file__).resolve().parent
 
@@ -180,7 +181,7 @@ def sample(site_inputs, tmp_path_factory):
             str(tree),
             "-q",
             "--stable",
-            stable_pin(),
+            stable_pin(SEED_CPU),
             "-o",
             str(snippets),
         ],
@@ -386,7 +387,7 @@ def test_symlinks_are_neither_read_nor_written_through(site_inputs, tmp_path):
             str(tree),
             "-q",
             "--stable",
-            stable_pin(),
+            stable_pin(SEED_CPU),
             "-o",
             str(snippets),
         ],

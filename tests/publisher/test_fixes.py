@@ -22,6 +22,7 @@ from driftmatrix.publisher.command_view import views_of
 from driftmatrix.publisher.pull_request import body
 from driftmatrix.publisher.results import load
 from driftmatrix.runner.builds.resolve import stable_pin
+from driftmatrix.runner.builds.targets import SEED_CPU
 from driftmatrix.runner.outcomes import store
 from driftmatrix.runner.settings import cache_dir
 
@@ -67,7 +68,7 @@ def work(corpus: Path, tmp_path_factory) -> Path:
         "extract",
         "-q",
         "--stable",
-        stable_pin(),
+        stable_pin(SEED_CPU),
         "docs-0.20.1",
         "recipes",
         "reasoning",
@@ -77,7 +78,7 @@ def work(corpus: Path, tmp_path_factory) -> Path:
     )
     ids = ids_at(Catalog.read(work / "snippets.json"), PLACES)
     assert len(ids) == len(PLACES), ids
-    cache = ("--cache-dir", str(cache_dir()))
+    cache = ("--cache-dir", str(cache_dir()), "--targets", str(SEED_CPU))
     cli("run", "snippets.json", "--tier", "parse", "--only", *ids.values(), "-o", "outcomes.jsonl", *cache, cwd=work)
     cli("fixes", "--snippets", "snippets.json", "--outcomes", "outcomes.jsonl", "-o", "fixes.json", cwd=work)
     fixed = [s.id for s in Catalog.read(work / "fixes.json").snippets if s.id in ids.values()]
@@ -224,7 +225,7 @@ def test_a_fixed_command_page_shows_its_fix(work, annotated):
 
 
 def test_the_patched_pages_extract_to_commands_that_parse(work, annotated):
-    catalog, _ = extract(stable=stable_pin(), sources=[work / "patched-docs-0.20.1", work / "patched-recipes"])
+    catalog, _ = extract(stable=stable_pin(SEED_CPU), sources=[work / "patched-docs-0.20.1", work / "patched-recipes"])
     wanted = {
         ("recipes", "Ernie/Ernie4.5-VL.md", 60),
         ("vllm-docs", "docs/benchmarking/cli.md", 969),
@@ -247,6 +248,8 @@ def test_the_patched_pages_extract_to_commands_that_parse(work, annotated):
         *ids.values(),
         "-o",
         "again.jsonl",
+        "--targets",
+        str(SEED_CPU),
         "--cache-dir",
         str(cache_dir()),
         cwd=work,
@@ -276,8 +279,8 @@ def small_pages(tmp_path_factory) -> dict:
     (work / "docs" / "mkdocs.yaml").write_text("site_name: small pages\n")
     for name, page in (("spec.md", SPEC_PAGE), ("drop.md", DROP_PAGE), ("near.md", NEAR_PAGE)):
         (work / "docs" / "docs" / name).write_text(page)
-    cache = ("--cache-dir", str(cache_dir()))
-    cli("extract", "-q", "--stable", stable_pin(), "docs", "-o", "snippets.json", cwd=work)
+    cache = ("--cache-dir", str(cache_dir()), "--targets", str(SEED_CPU))
+    cli("extract", "-q", "--stable", stable_pin(SEED_CPU), "docs", "-o", "snippets.json", cwd=work)
     cli("run", "snippets.json", "--tier", "config", "--stand-ins", "-o", "outcomes.jsonl", *cache, cwd=work)
     cli("fixes", "--snippets", "snippets.json", "--outcomes", "outcomes.jsonl", "-o", "fixes.json", cwd=work)
     fixes: dict[str, list] = {}

@@ -20,6 +20,7 @@ from driftmatrix.publisher.command_view import views_of
 from driftmatrix.publisher.judgement import Judge
 from driftmatrix.publisher.results import load
 from driftmatrix.runner.builds.resolve import stable_pin
+from driftmatrix.runner.builds.targets import SEED_CPU
 from driftmatrix.runner.outcomes.evidence_record import RaisedException
 from driftmatrix.runner.outcomes.outcome_record import Evidence, Outcome, TargetRef
 
@@ -58,7 +59,7 @@ def write_inputs(tmp: Path, page: str, message: str) -> tuple[Path, Path, str]:
     (tree / "docs").mkdir(parents=True)
     (tree / "mkdocs.yaml").write_text("site_name: docs\n")
     (tree / "docs" / "tools.md").write_text(page)
-    catalog, unusable = extract(stable=stable_pin(), sources=[tree], written_for=override(">=0.20"))
+    catalog, unusable = extract(stable=stable_pin(SEED_CPU), sources=[tree], written_for=override(">=0.20"))
     assert not unusable and len(catalog.snippets) == 1
     catalog.write(tmp / "snippets.json")
     sid = catalog.snippets[0].id

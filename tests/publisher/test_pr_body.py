@@ -21,6 +21,7 @@ from driftmatrix.publisher import pr_body, public
 from driftmatrix.publisher.command_view import views_of
 from driftmatrix.publisher.results import load
 from driftmatrix.runner.builds.resolve import stable_pin
+from driftmatrix.runner.builds.targets import SEED_CPU
 
 RUNS = Path(__file__).resolve().parents[1] / "fixtures" / "stable-text"
 PAGE = "docs/benchmarking/cli.md"
@@ -36,7 +37,7 @@ def tree_and_snippets(corpus, tmp_path_factory):
     (tree / PAGE).parent.mkdir(parents=True)
     shutil.copy(corpus / "vllm-docs" / "0.33.0" / "mkdocs.yaml", tree / "mkdocs.yaml")
     shutil.copy(corpus / "vllm-docs" / "0.33.0" / PAGE, tree / PAGE)
-    catalog, _ = extract(stable=stable_pin(), sources=[tree], written_for=override(">=0.32.0"))
+    catalog, _ = extract(stable=stable_pin(SEED_CPU), sources=[tree], written_for=override(">=0.32.0"))
     catalog.write(root / "snippets.json")
     assert FAILING in {s.id for s in catalog.snippets}
     return tree, root / "snippets.json"

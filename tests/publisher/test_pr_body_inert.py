@@ -20,6 +20,7 @@ from driftmatrix.publisher import pr_body, public
 from driftmatrix.publisher.command_view import views_of
 from driftmatrix.publisher.results import load
 from driftmatrix.runner.builds.resolve import stable_pin
+from driftmatrix.runner.builds.targets import SEED_CPU
 from driftmatrix.runner.outcomes.evidence_record import RaisedException
 from driftmatrix.runner.outcomes.outcome_record import Evidence, Outcome, TargetRef
 
@@ -65,7 +66,7 @@ def _fail(sid, target, message, log=None):
 def inputs(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("pr-inert")
     tree = _docs(tmp)
-    catalog, unusable = extract(stable=stable_pin(), sources=[tree], written_for=override(">=0.19"))
+    catalog, unusable = extract(stable=stable_pin(SEED_CPU), sources=[tree], written_for=override(">=0.19"))
     assert not unusable and len(catalog.snippets) == 2
     catalog.write(tmp / "snippets.json")
     drift, regression = sorted(catalog.snippets, key=lambda s: s.sources[0].line)

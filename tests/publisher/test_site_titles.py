@@ -19,6 +19,7 @@ from driftmatrix.publisher.results import load
 from driftmatrix.publisher.site import build_site
 from driftmatrix.publisher.titles import snippet_title
 from driftmatrix.runner.builds.resolve import stable_pin
+from driftmatrix.runner.builds.targets import SEED_CPU
 
 SITE_NAME = "driftmatrix — the vLLM docs, run"
 PAGE = """# Speculative `<target-model>` decoding & more
@@ -67,7 +68,7 @@ def site(tmp_path_factory):
     (tree / "mkdocs.yaml").write_text("site_name: vLLM\n")
     (tree / "docs" / "features" / "spec.md").write_text(PAGE)
     (tree / "docs" / "features" / "hostile.md").write_text(HOSTILE_PAGE)
-    catalog, _ = extract(stable=stable_pin(), sources=[tree])
+    catalog, _ = extract(stable=stable_pin(SEED_CPU), sources=[tree])
     catalog.write(root / "snippets.json")
     results = load(root / "snippets.json", [])
     assert {snippet_title(s) for s in results.snippets} == WANT

@@ -12,14 +12,14 @@ import pytest
 from runhelp import CACHE, HERE, catalog_of, docs_tree, once_per_session, outcomes, run_argv, run_cli
 
 from driftmatrix.runner.builds.envs import ensure
-from driftmatrix.runner.builds.targets import DEFAULT_CPU, load
+from driftmatrix.runner.builds.targets import SEED_CPU, load
 
 
 @pytest.fixture(scope="session")
 def cpu_envs():
     """{name: TargetEnv} for the shipped CPU config (minutes the first time, then cached).
     Installed side by side: each is mostly waiting on downloads, and each has its own lock."""
-    targets = load(DEFAULT_CPU).targets
+    targets = load(SEED_CPU).targets
     with ThreadPoolExecutor(len(targets)) as pool:
         return dict(zip((t.name for t in targets), pool.map(lambda t: ensure(t, CACHE), targets)))
 
@@ -42,7 +42,7 @@ def targets_toml(tiny_models, tmp_path_factory):
     """The shipped CPU targets (same envs) plus a model map onto the tiny models."""
     path = tmp_path_factory.mktemp("config") / "driftmatrix.toml"
     path.write_text(
-        DEFAULT_CPU.read_text() + f'"Qwen/Qwen3-0.6B" = "{tiny_models["target"]}"\n'
+        SEED_CPU.read_text() + f'"Qwen/Qwen3-0.6B" = "{tiny_models["target"]}"\n'
         f'"Qwen/Qwen3-0.6B-draft" = "{tiny_models["draft"]}"\n'
     )
     return path

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from driftmatrix.extractor.catalog import extract
 from driftmatrix.runner.builds.resolve import stable_pin
+from driftmatrix.runner.builds.targets import SEED_CPU
 from driftmatrix.runner.outcomes.outcome_record import Outcome
 from driftmatrix.runner.settings import cache_dir
 
@@ -30,7 +31,7 @@ def docs_tree(root: Path, markdown: str) -> Path:
 
 def catalog_of(root: Path) -> tuple[Path, dict[str, list[str]]]:
     """Extract with the real extractor; return snippets.json and {heading anchor: [ids]}."""
-    catalog, unusable = extract(stable=stable_pin(), sources=[root])
+    catalog, unusable = extract(stable=stable_pin(SEED_CPU), sources=[root])
     assert not unusable
     path = root / "snippets.json"
     catalog.write(path)

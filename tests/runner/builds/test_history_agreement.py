@@ -18,7 +18,7 @@ from driftmatrix.runner.builds.history_agreement import (
     docs_tokens,
 )
 from driftmatrix.runner.builds.resolve import stable_pin
-from driftmatrix.runner.builds.targets import DEFAULT_CPU, load
+from driftmatrix.runner.builds.targets import SEED_CPU, load
 from driftmatrix.runner.builds.value_agreement import ask_build, compare_values, docs_uses
 from driftmatrix.runner.settings import cache_dir
 
@@ -26,7 +26,7 @@ from driftmatrix.runner.settings import cache_dir
 @pytest.fixture(scope="module")
 def tokens(corpus: Path) -> list[str]:
     catalog, _ = extract(
-        stable=stable_pin(),
+        stable=stable_pin(SEED_CPU),
         sources=[corpus / "vllm-docs" / "0.20.1", corpus / "vllm-docs" / "0.33.0", corpus / "recipes" / "8959cf6"],
     )
     found = docs_tokens(catalog)
@@ -48,17 +48,17 @@ def parser_answers(tokens):
 
     def ask(target: str) -> dict:
         if target not in answered:
-            env = ensure(next(t for t in load(DEFAULT_CPU).targets if t.name == target), cache_dir())
+            env = ensure(next(t for t in load(SEED_CPU).targets if t.name == target), cache_dir())
             answered[target] = ask_parser(env.python, _asked(tokens), probes=PROBES)
         return answered[target]
 
     return ask
 
 
-@pytest.mark.parametrize("target", [t.name for t in load(DEFAULT_CPU).targets])
+@pytest.mark.parametrize("target", [t.name for t in load(SEED_CPU).targets])
 def test_the_history_answers_like_the_builds_own_parser(target, tokens, parser_answers):
     history = FlagHistory.load(SHIPPED)
-    env = ensure(next(t for t in load(DEFAULT_CPU).targets if t.name == target), cache_dir())
+    env = ensure(next(t for t in load(SEED_CPU).targets if t.name == target), cache_dir())
     asked = _asked(tokens)
     result = compare(history, env.version, parser_answers(target))
     assert result.tokens == len(asked)
@@ -83,20 +83,20 @@ KNOWN_DISAGREEMENTS: dict[str, list[str]] = {
 @pytest.fixture(scope="module")
 def value_catalog(corpus: Path):
     catalog, _ = extract(
-        stable=stable_pin(),
+        stable=stable_pin(SEED_CPU),
         sources=[corpus / "vllm-docs" / "0.20.1", corpus / "vllm-docs" / "0.33.0", corpus / "recipes" / "8959cf6"],
     )
     return catalog
 
 
-@pytest.mark.parametrize("target", [t.name for t in load(DEFAULT_CPU).targets])
+@pytest.mark.parametrize("target", [t.name for t in load(SEED_CPU).targets])
 def test_the_history_names_values_and_keys_like_the_build(target, value_catalog):
     """Every value and JSON key the docs use (`--tool-call-parser qwen3_xml`, `--speculative-config`'s
     `method: eagle3`): the history's True/False is the build's own (one sandboxed query per target,
     runner/intarget/serve_values.py); where the history cannot say, it says why."""
     history = FlagHistory.load()  # the shipped file, or the fresher one DRIFTMATRIX_FLAG_HISTORY names
     uses = docs_uses(value_catalog, history)
-    env = ensure(next(t for t in load(DEFAULT_CPU).targets if t.name == target), cache_dir())
+    env = ensure(next(t for t in load(SEED_CPU).targets if t.name == target), cache_dir())
     answers = ask_build(env.python, uses)
     result = compare_values(history, env.version, answers, uses)
     assert [d["use"] for d in result.disagreements] == KNOWN_DISAGREEMENTS[target], result.disagreements
@@ -124,14 +124,14 @@ def test_the_history_names_values_and_keys_like_the_build(target, value_catalog)
 # -- issue 46: what an option takes after it, and its type -------------------------------------------
 
 
-@pytest.mark.parametrize("target", [t.name for t in load(DEFAULT_CPU).targets])
+@pytest.mark.parametrize("target", [t.name for t in load(SEED_CPU).targets])
 def test_the_history_types_options_like_the_builds_parser(target, parser_answers):
     """Every long option of the build's serve parser: what the history says it takes after it (none, one,
     an optional word, several) is its action's nargs, and for every probe word (`two`, `32k`, `1.5K`,
     `{level:3}`, `None` …) the history's yes/no is the build's own type function's (argparse's
     `_get_value`); where the history cannot say it is counted apart, never as agreement."""
     history = FlagHistory.load()
-    env = ensure(next(t for t in load(DEFAULT_CPU).targets if t.name == target), cache_dir())
+    env = ensure(next(t for t in load(SEED_CPU).targets if t.name == target), cache_dir())
     result = compare_arguments(history, env.version, parser_answers(target))
     assert result.disagreements == [], result.disagreements
     assert result.options > 300 and result.takes_agree > 0.9 * result.options, result

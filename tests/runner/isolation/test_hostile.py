@@ -22,7 +22,7 @@ import pytest
 from hostile_model import make, reports
 from runhelp import CACHE, catalog_of, docs_tree, outcomes, run_argv
 
-from driftmatrix.runner.builds.targets import DEFAULT_CPU
+from driftmatrix.runner.builds.targets import SEED_CPU
 from driftmatrix.runner.isolation.sandbox import detection
 
 CANARIES = {
@@ -152,7 +152,7 @@ def attacked(tiny_models, tmp_path_factory):
     for name, attacks in HOSTILE.items():
         models[f"org/h-{name}"] = str(make(tiny_models["target"], scratch / "models" / name, attacks, host))
     targets = scratch / "targets.toml"
-    targets.write_text(DEFAULT_CPU.read_text() + "".join(f'"{m}" = "{p}"\n' for m, p in models.items()))
+    targets.write_text(SEED_CPU.read_text() + "".join(f'"{m}" = "{p}"\n' for m, p in models.items()))
     hostile = [f"vllm serve org/h-{n} {SPELLED.get(n, '--trust-remote-code')} --max-model-len 256" for n in HOSTILE]
     # the parser-patching one first, the honest ones right after it (in the same helper, were it shared),
     # then those that end their process

@@ -11,7 +11,7 @@ import sys
 import pytest
 from runhelp import CACHE, catalog_of, docs_tree, outcomes, run_argv
 
-from driftmatrix.runner.builds.targets import DEFAULT_CPU
+from driftmatrix.runner.builds.targets import SEED_CPU
 from driftmatrix.runner.isolation import env_policy
 
 CANARIES = {
@@ -173,7 +173,7 @@ def test_without_bubblewrap_remote_code_and_the_gate_refuse(tiny_models, tmp_pat
     outright. The model is our own tiny twin: nothing hostile runs even if a refusal failed."""
     env = {**os.environ, "DRIFTMATRIX_BWRAP": str(tmp_path / "no-bwrap")}
     targets = tmp_path / "targets.toml"
-    targets.write_text(DEFAULT_CPU.read_text() + f'"org/tiny" = "{tiny_models["target"]}"\n')
+    targets.write_text(SEED_CPU.read_text() + f'"org/tiny" = "{tiny_models["target"]}"\n')
     snippets, _ = catalog_of(
         docs_tree(
             tmp_path / "docs",

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from runhelp import CACHE, catalog_of, docs_tree, outcomes, run_argv
 
-from driftmatrix.runner.builds.targets import DEFAULT_CPU
+from driftmatrix.runner.builds.targets import SEED_CPU
 
 PLUGIN = """
 import os
@@ -95,7 +95,7 @@ def red_team(tiny_models, tmp_path_factory):
     scratch = tmp_path_factory.mktemp("red-team")
     docs, markers = _page(scratch)
     targets = scratch / "targets.toml"
-    targets.write_text(DEFAULT_CPU.read_text() + f'"org/tiny" = "{tiny_models["target"]}"\n')
+    targets.write_text(SEED_CPU.read_text() + f'"org/tiny" = "{tiny_models["target"]}"\n')
     snippets, _ = catalog_of(docs)
     plain = {**os.environ, "DRIFTMATRIX_BWRAP": str(scratch / "no-bwrap"), "DRIFTMATRIX_SANDBOX": "auto"}
     contained = {**os.environ, "DRIFTMATRIX_SANDBOX": "required"}
@@ -137,7 +137,7 @@ HONEST = "vllm serve org/tiny --max-model-len 300"
 def replaced(tiny_models, tmp_path_factory):
     scratch = tmp_path_factory.mktemp("replaced")
     targets = scratch / "targets.toml"
-    targets.write_text(DEFAULT_CPU.read_text() + f'"org/tiny" = "{tiny_models["target"]}"\n')
+    targets.write_text(SEED_CPU.read_text() + f'"org/tiny" = "{tiny_models["target"]}"\n')
     snippets, _ = catalog_of(
         docs_tree(scratch / "docs", f"# R\n\n```bash\n{REPLACER}\n```\n\n```bash\n{HONEST}\n```\n")
     )

@@ -15,7 +15,7 @@ import pytest
 from hostile_model import make
 from runhelp import CACHE, catalog_of, docs_tree, outcomes, run_argv
 
-from driftmatrix.runner.builds.targets import DEFAULT_CPU
+from driftmatrix.runner.builds.targets import SEED_CPU
 
 SPELLINGS = ["--trust-remote-code", "--trust-remote", "--trust_remote_c", "--trust-rem", "--trust-remote-cod"]
 """Each a spelling vLLM 0.32.0's parser takes for --trust-remote-code (`--trust` alone is ambiguous there)."""
@@ -55,7 +55,7 @@ def spelled(tiny_models, tmp_path_factory):
         {"marker_dir": str(markers)},
     )
     targets = scratch / "targets.toml"
-    targets.write_text(DEFAULT_CPU.read_text() + f'"org/remote" = "{model}"\n')
+    targets.write_text(SEED_CPU.read_text() + f'"org/remote" = "{model}"\n')
     page = "# Remote code\n\n" + "".join(
         f"```bash\nvllm serve org/remote {s} --max-model-len 256\n```\n\n" for s in SPELLINGS
     )

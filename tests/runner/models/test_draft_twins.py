@@ -15,6 +15,7 @@ from driftmatrix.extractor.catalog import extract
 from driftmatrix.extractor.snippet_record import Catalog
 from driftmatrix.runner.builds import source_trees
 from driftmatrix.runner.builds.resolve import stable_pin
+from driftmatrix.runner.builds.targets import SEED_CPU
 from driftmatrix.runner.models import draft_kinds, twins
 from driftmatrix.runner.models.resolution import needed_models
 
@@ -23,7 +24,7 @@ from driftmatrix.runner.models.resolution import needed_models
 def pages(corpus):
     """{(page, line): snippet} of the 0.33.0 docs + recipes and the 0.20.1 MLP speculator page."""
     catalog, _ = extract(
-        stable=stable_pin(),
+        stable=stable_pin(SEED_CPU),
         sources=[
             corpus / "vllm-docs" / "0.33.0",
             corpus / "vllm-docs" / "0.20.1" / "docs" / "features" / "speculative_decoding",
@@ -94,6 +95,8 @@ def mlp_run(pages, cpu_envs, tmp_path_factory):
     Catalog([snippet]).write(work / "snippets.json")
     run_cli(
         str(work / "snippets.json"),
+        "--targets",
+        str(SEED_CPU),
         "--stand-ins",
         "--tier",
         "config",

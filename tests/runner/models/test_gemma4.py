@@ -19,7 +19,7 @@ from runhelp import CACHE, outcomes, pick, run_argv, run_cli
 from driftmatrix.extractor.catalog import extract
 from driftmatrix.runner.argv.parallel import ranks_of
 from driftmatrix.runner.builds.resolve import stable_pin
-from driftmatrix.runner.builds.targets import DEFAULT_CPU
+from driftmatrix.runner.builds.targets import SEED_CPU
 from driftmatrix.runner.models import twins
 
 DOC = """# Gemma 4 under test
@@ -139,8 +139,8 @@ def gemma_run(corpus, tmp_path_factory):
     (work / "text-draft").mkdir()
     (work / "text-draft" / "config.json").write_text(json.dumps(TEXT_DRAFT))
     targets = work / "targets.toml"
-    targets.write_text(DEFAULT_CPU.read_text() + f'"example/gemma-4-text-draft" = "{work / "text-draft"}"\n')
-    catalog, unusable = extract(stable=stable_pin(), sources=[corpus / "recipes" / "8959cf6", work / "docs"])
+    targets.write_text(SEED_CPU.read_text() + f'"example/gemma-4-text-draft" = "{work / "text-draft"}"\n')
+    catalog, unusable = extract(stable=stable_pin(SEED_CPU), sources=[corpus / "recipes" / "8959cf6", work / "docs"])
     assert not unusable
     catalog.write(work / "snippets.json")
     # One command per distinct path: the recipe page's own 31B command (two devices: CPU ranks would

@@ -22,7 +22,7 @@ from driftmatrix.extractor.snippet_record import Catalog
 from driftmatrix.publisher import causes
 from driftmatrix.publisher.snippet_page import model_summary
 from driftmatrix.runner.builds.resolve import stable_pin
-from driftmatrix.runner.builds.targets import DEFAULT_CPU
+from driftmatrix.runner.builds.targets import SEED_CPU
 from driftmatrix.runner.models import placeholders
 
 # (corpus page, line of the command) -> what the docs' placeholders are to the runner
@@ -38,7 +38,7 @@ def pages(corpus, tmp_path_factory):
     """{(version, page, line): snippet} for the pages above, extracted by the real extractor."""
     found = {}
     for version, page, _line in (P2P, SPEC, MEDIA, CLUSTER, KV_CACHE):
-        catalog, _ = extract(stable=stable_pin(), sources=[corpus / "vllm-docs" / version / page])
+        catalog, _ = extract(stable=stable_pin(SEED_CPU), sources=[corpus / "vllm-docs" / version / page])
         for s in catalog.snippets:
             found[(version, page, s.sources[0].line)] = s
     out = tmp_path_factory.mktemp("placeholders")
@@ -100,7 +100,7 @@ def ran(pages, cpu_envs):
     run_cli(
         str(path),
         "--targets",
-        str(DEFAULT_CPU),
+        str(SEED_CPU),
         "--target",
         "nightly",
         "--tier",

@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 from runhelp import CACHE, HERE, catalog_of, docs_tree, outcomes, run_cli
 
+from driftmatrix.runner.builds.targets import SEED_CPU
 from driftmatrix.runner.isolation.env_policy import without_secrets
 from driftmatrix.runner.jobs.job import RunContext
 from driftmatrix.runner.models.resolution import ModelResolver
@@ -512,6 +513,8 @@ def test_twins_split_by_the_command_tensor_parallel_size(cpu_envs, tmp_path):
     snippets, ids = catalog_of(docs_tree(tmp_path / "docs", TP_DOC))
     run_cli(
         str(snippets),
+        "--targets",
+        str(SEED_CPU),
         "--stand-ins",
         "--tier",
         "config",

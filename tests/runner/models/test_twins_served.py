@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 from runhelp import CACHE, catalog_of, docs_tree, outcomes, pick, run_argv, run_cli
 
+from driftmatrix.runner.builds.targets import SEED_CPU
+
 DOC = """# Stand-ins
 
 ## Qwen3 with a draft
@@ -71,6 +73,8 @@ def stand_in_runs(cpu_envs, tmp_path_factory):
     )
     run_cli(
         str(snippets),
+        "--targets",
+        str(SEED_CPU),
         "--stand-ins",
         "--target",
         "nightly",

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from runhelp import CACHE, catalog_of, docs_tree
 
-from driftmatrix.runner.builds.targets import DEFAULT_CPU
+from driftmatrix.runner.builds.targets import SEED_CPU
 
 DOCS = "# Two\n\n" + "\n".join(
     f"## C{i}\n\n```bash\nvllm serve Qwen/Qwen3-0.6B --max-num-seqs {i + 1}\n```\n" for i in range(2)
@@ -49,7 +49,7 @@ def test_a_deadline_past_at_start_starts_nothing_and_a_start_now_runs_as_before(
     args = [
         snippets,
         "--targets",
-        DEFAULT_CPU,
+        SEED_CPU,
         "--target",
         "nightly",
         "--tier",
@@ -75,7 +75,7 @@ def test_a_deadline_past_at_start_starts_nothing_and_a_start_now_runs_as_before(
 
 def test_a_start_in_the_future_or_not_a_number_is_refused(tmp_path):
     snippets, _ = catalog_of(docs_tree(tmp_path / "docs", DOCS))
-    args = [snippets, "--targets", DEFAULT_CPU, "--target", "nightly", "--tier", "parse", "--stop-after", 60, "--list"]
+    args = [snippets, "--targets", SEED_CPU, "--target", "nightly", "--tier", "parse", "--stop-after", 60, "--list"]
     for bad, why in (
         (f"{time.time() + 600:.0f}", "in the future"),
         ("yesterday", "not a time in Unix seconds"),

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from runhelp import CACHE, catalog_of, docs_tree, run_argv
 
-from driftmatrix.runner.builds.targets import DEFAULT_CPU, load
+from driftmatrix.runner.builds.targets import SEED_CPU, load
 from driftmatrix.runner.outcomes.store import read
 from driftmatrix.runner.run.loop import EXIT_INTERRUPTED
 
@@ -65,7 +65,7 @@ def _as_in_a_terminal() -> None:
 
 def test_ctrl_c_stops_within_seconds_and_keeps_what_finished(cpu_envs, tmp_path):
     snippets = catalog_of(docs_tree(tmp_path / "docs", DOCS))[0]
-    nightly = load(DEFAULT_CPU).targets[1]
+    nightly = load(SEED_CPU).targets[1]
     targets = tmp_path / "targets.toml"
     targets.write_text(f'[targets.nightly]\npip = "{nightly.pip}"\n\n[env]\nVLLM_CPU_KVCACHE_SPACE = "1"\n')
     out = tmp_path / "outcomes.jsonl"

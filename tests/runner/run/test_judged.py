@@ -18,14 +18,14 @@ from driftmatrix.publisher import annotate as ann
 from driftmatrix.publisher.judgement import Judge
 from driftmatrix.publisher.results import load
 from driftmatrix.runner.builds.resolve import stable_pin
-from driftmatrix.runner.builds.targets import DEFAULT_CPU
+from driftmatrix.runner.builds.targets import SEED_CPU
 
 ADDED, REMOVED = "a-flag-added-after-0201", "a-removed-flag"
 
 
 def _judged(root: Path, config_run, **extract_kw):
     """Extract the docs under test at `root`, judge the config run's outcomes against them."""
-    catalog, _ = extract(stable=stable_pin(), sources=[root], **extract_kw)
+    catalog, _ = extract(stable=stable_pin(SEED_CPU), sources=[root], **extract_kw)
     snippets = root / "snippets.json"
     catalog.write(snippets)
     outcomes, ids, work, _ = config_run
@@ -79,7 +79,7 @@ def nightly_moved(docs, cpu_envs, tmp_path_factory):
     0.32.0. Published with a history after each run."""
     snippets, ids = docs
     work = tmp_path_factory.mktemp("nightly-moved")
-    stable = DEFAULT_CPU.read_text().split("[targets.nightly]")[0].split("[targets.stable]")[1]
+    stable = SEED_CPU.read_text().split("[targets.nightly]")[0].split("[targets.stable]")[1]
     old = work / "old.toml"
     old.write_text("[targets.nightly]" + stable + '\n[env]\nVLLM_CPU_KVCACHE_SPACE = "1"\n')
     new = work / "new.toml"
@@ -211,7 +211,7 @@ def test_a_removed_tool_parser_is_doc_drift_behind_a_build_that_never_checks_it(
     history has removed in 0.24.0, so the page written for 0.32 is doc-drift, decided by the history;
     a parser 0.32.0 has stays ok."""
     root = docs_tree(tmp_path / "docs", TOOLS_PAGE)
-    catalog, _ = extract(stable=stable_pin(), sources=[root], written_for=override("==0.32.*"))
+    catalog, _ = extract(stable=stable_pin(SEED_CPU), sources=[root], written_for=override("==0.32.*"))
     snippets = root / "snippets.json"
     catalog.write(snippets)
     _, results, judge = run_judged(snippets, targets_toml, "config", "nightly", tmp_path)

