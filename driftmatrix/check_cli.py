@@ -369,7 +369,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         metavar="SIZE",
         help="with --run: twins for models that cannot be had",
     )
-    c.add_argument("--targets", help="with --run: targets TOML (default: the shipped config)")
+    c.add_argument(
+        "--targets", help="with --run: targets TOML (default: this machine's: today's stable and the newest CPU build)"
+    )
     c.add_argument(
         "--changed",
         nargs="?",

@@ -200,7 +200,10 @@ def build_parser() -> argparse.ArgumentParser:
     st = sub.add_parser("standin", help="build a tiny architecture-preserving twin of a model")
     st.add_argument("model", metavar="MODEL_OR_CONFIG", help="model id, local model dir, or a config.json")
     st.add_argument("-o", "--output", required=True, help="directory to write (replaced)")
-    st.add_argument("--targets", help="targets TOML (default: the shipped config for this machine)")
+    st.add_argument(
+        "--targets",
+        help="targets TOML (default: this machine's: today's stable and the newest CPU build, or the GPU file)",
+    )
     st.add_argument("--target", help="build with this target's env (its transformers); default: the last one")
     st.add_argument("--layers", type=int, default=2, help="decoder layers (default: %(default)s)")
     st.add_argument("--tokenizer-from", metavar="DIR", help="share this twin's tokenizer (for a draft model)")

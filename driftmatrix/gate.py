@@ -395,7 +395,10 @@ def add_parser(sub) -> None:
         default=["docs", "examples", "models", "recipes"],
         help="docs paths to look at (default: %(default)s)",
     )
-    g.add_argument("--targets", help="targets TOML (default: the shipped CPU builds of the pinned versions)")
+    g.add_argument(
+        "--targets",
+        help="targets TOML (default: this machine's: today's stable and the newest CPU build, pinned at the start)",
+    )
     g.add_argument("--tier", choices=["parse", "config"], default="config")
     g.add_argument("--written-for", metavar="SPEC", help="versions every changed page is written for (override)")
     g.add_argument("--stable", metavar="X", help="the stable release (default: the targets file's stable pin)")

@@ -17,16 +17,17 @@ from driftmatrix.runner.run.budget import GITHUB_JOB_LIMIT_H, LEG_HOURS, MAX_LEG
 def cmd_plan(args: argparse.Namespace) -> int:
     from dataclasses import asdict
 
-    from driftmatrix.runner.builds.resolve import check_exact
+    from driftmatrix.runner.builds.resolve import check_exact, pinned_at_start
     from driftmatrix.runner.builds.targets import TargetConfigError, default_path, load
     from driftmatrix.runner.outcomes import store
     from driftmatrix.runner.run.planning import LegBudget, todo
 
     path = Path(args.targets) if args.targets else default_path()
     try:
-        tfile = load(path)
-        if args.require_pinned:
-            check_exact(tfile)
+        if args.require_pinned:  # the workflow's shards: the extract job pinned them once
+            check_exact(tfile := load(path))
+        else:  # as `run` would: its open builds pinned now
+            tfile = pinned_at_start(path)[0]
     except TargetConfigError as err:
         print(f"driftmatrix plan: {err}", file=sys.stderr)
         return 2
@@ -125,7 +126,10 @@ def cmd_resolve(args: argparse.Namespace) -> int:
 
 def add_resolve_parser(sub) -> None:
     rs = sub.add_parser("resolve", help="pin every target once (stable: newest release; nightly: one commit)")
-    rs.add_argument("--targets", help="targets TOML (default: the shipped config for this machine)")
+    rs.add_argument(
+        "--targets",
+        help="targets TOML (default: this machine's: today's stable and the newest CPU build, or the GPU file)",
+    )
     rs.add_argument("--stable", metavar="X", help="pin the stable target to this release (the repository's pin)")
     rs.add_argument("-o", "--output", required=True, help="the resolved targets file to write")
     rs.set_defaults(func=cmd_resolve)
@@ -134,7 +138,10 @@ def add_resolve_parser(sub) -> None:
 def add_plan_parser(sub) -> None:
     pl = sub.add_parser("plan", help="what a scheduled run still has to do (JSON: jobs, the run matrix)")
     pl.add_argument("snippets", help="snippets.json")
-    pl.add_argument("--targets", help="targets TOML (default: the shipped config for this machine)")
+    pl.add_argument(
+        "--targets",
+        help="targets TOML (default: this machine's: today's stable and the newest CPU build, or the GPU file)",
+    )
     pl.add_argument("--target", action="append", metavar="NAME", help="only these targets (repeatable)")
     pl.add_argument("--tier", choices=TIERS, default="probe")
     pl.add_argument(

@@ -26,6 +26,9 @@ _VERSION = r"v?(\d+\.\d+(?:\.\d+)?(?:rc\d+)?)"
 # vendor's release, not vLLM's: still read as naming none.
 _TAG_VERSION = re.compile(rf"^{_VERSION}(?![\d])|(?<![\w])vllm-{_VERSION}(?![\d])", re.I)
 _TAG_VLLM_VERSION = re.compile(rf"(?<![\w])vllm-{_VERSION}(?![\d])", re.I)
+_COMMIT_IN_TAG = re.compile(r"[-_.](?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,40}(?![\w])", re.I)
+"""A git commit among the vendor's parts (`aibrix/vllm-openai:v0.6.1-edb07092-20250118`): built from that
+commit, which may be past the release the tag starts with, so the tag names no release: read as none."""
 _OWN_RELEASE_TAGS = re.compile(r"^(?:[\w.-]+\.[a-z]{2,}/)?lmcache/", re.I)
 """Images tagged by their project's own release, not vLLM's: `lmcache/vllm-openai:v0.3.7` is LMCache
 0.3.7 (with whichever vLLM it pinned), so its tag names no vLLM version."""
@@ -37,7 +40,7 @@ def vendor_image(repository: str, tag: str, quoted: str, where: str, named: bool
     if _OWN_RELEASE_TAGS.match(repository):
         return None
     m = (_TAG_VLLM_VERSION if named else _TAG_VERSION).search(tag)
-    if not m:
+    if not m or _COMMIT_IN_TAG.search(tag[m.end() :]):
         return None
     version = next(g for g in m.groups() if g)
     return WrittenFor(

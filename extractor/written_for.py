@@ -106,15 +106,19 @@ def of_recipe(min_version: str | None, nightly_required: bool, where: str, stabl
         return WrittenFor(
             f">={v.base_version}.dev0",
             f"{where}: min_vllm_version {min_version} with nightly_required (its nightly builds and later)",
-            "recipe",
+            "nightly",
         )
     return WrittenFor(f">={v}", f"{where}: min_vllm_version {min_version}", "recipe")
 
 
 def narrowed(outer: WrittenFor, inner: WrittenFor | None) -> WrittenFor:
-    """Both at once (a recipe inside a versioned docs tree): the specifiers intersected."""
+    """Both at once (a recipe inside a versioned docs tree): the specifiers intersected — except a
+    recipe that says it needs the nightly builds: its reader installs one, not the tree's release
+    (0.33.0's tree holds MiniMax-M3.1-Flash, `nightly_required`, which gives a key of 0.34.0)."""
     if inner is None:
         return outer
+    if inner.basis == "nightly":
+        return WrittenFor(inner.spec, f"{inner.origin}, over {outer.origin}", "nightly")
     return WrittenFor(f"{outer.spec},{inner.spec}", f"{outer.origin}; and {inner.origin}", outer.basis)
 
 

@@ -39,10 +39,11 @@ TABLE: dict[str, Where] = {
         absent="the serve parser as vllm/scripts.py built it (make_arg_parser on a `serve` subparser)",
     ),
     "make_arg_parser": Where(
-        ("vllm.entrypoints.openai.cli_args", "vllm.entrypoints.launchers.cli_args"), instead_of="serve_cmd_init"
+        ("vllm.entrypoints.common.cli_args", "vllm.entrypoints.openai.cli_args", "vllm.entrypoints.launchers.cli_args"),
+        instead_of="serve_cmd_init",
     ),
     "validate_parsed_serve_args": Where(
-        ("vllm.entrypoints.openai.cli_args", "vllm.entrypoints.launchers.cli_args"),
+        ("vllm.entrypoints.common.cli_args", "vllm.entrypoints.openai.cli_args", "vllm.entrypoints.launchers.cli_args"),
         absent="the release validated nothing after parsing",
     ),
     "cli_main": Where(

@@ -56,6 +56,14 @@ def test_a_tag_that_names_another_projects_release_still_names_no_vllm_version()
     assert _said("    image: acme/vllm-openai:v0.8.5").spec == "==0.8.5"  # a manifest's image line too
 
 
+def test_a_tag_that_names_a_commit_names_no_release():
+    """aibrix's vineyard samples run `aibrix/vllm-openai:v0.6.1-edb07092-20250118` (a build of a commit, with
+    `--disable-fastapi-docs`, which 0.6.2 added): read as 0.6.1 the option history called it doc-drift."""
+    said = _said("          image: aibrix/vllm-openai:v0.6.1-edb07092-20250118")
+    assert (said.spec, said.basis) == ("===v0.6.1-edb07092-20250118", "image")
+    assert _said("          image: aibrix/vllm-openai:v0.6.1-20250118").spec == "==0.6.1"  # a date is no commit
+
+
 def test_building_from_source_means_the_main_branch_not_the_base_images_tag(tmp_path):
     page = (
         "# From source\n\n```bash\ndocker run -it vllm/vllm-openai:v0.20.1 bash\n"

@@ -59,6 +59,14 @@ def test_recipes_are_written_for_their_min_vllm_version(real_catalog):
         if src.corpus == "vllm-docs" and src.file == "recipes/models/Google/gemma-4-E2B-it.yaml"
     }
     assert inside == {"==0.33.*,>=0.19.1"}
+    # ... unless it says it needs the nightly builds: its reader installs one, whatever the tree's release
+    nightly = {
+        (src.written_for.spec, src.written_for.basis)
+        for s in real_catalog.snippets
+        for src in s.sources
+        if src.corpus == "vllm-docs" and src.file == "recipes/models/MiniMaxAI/MiniMax-M3.1-Flash.yaml"
+    }
+    assert nightly == {(">=0.33.0.dev0", "nightly")}
 
 
 def test_a_recipe_page_that_installs_the_nightly_is_written_for_nightly(real_catalog):

@@ -47,6 +47,11 @@ def test_the_table_finds_the_moves_it_was_written_for(every_release):
     assert homes["0.11.1"]["FlexibleArgumentParser"] == "vllm.utils.argparse_utils"
     assert homes["0.7.2"]["serve_cmd_init"] == "absent" and homes["0.7.2"]["make_arg_parser"] != "absent"
     assert homes["0.7.3"]["serve_cmd_init"] == "vllm.entrypoints.cli.serve:cmd_init"
+    # the legacy `python -m vllm.entrypoints.openai.api_server`'s parser: 0.34.0 moved it to common/ (aibrix's
+    # pages run that module: without this home every one of their commands SKIPped at parse on 0.34.0)
+    assert homes["0.34.0"]["make_arg_parser"] == homes["0.34.0"]["validate_parsed_serve_args"]
+    assert homes["0.34.0"]["make_arg_parser"] == "vllm.entrypoints.common.cli_args"
+    assert homes["0.32.0"]["make_arg_parser"] != "absent"
 
 
 def test_scripts_import_vllm_only_through_the_table():

@@ -41,6 +41,12 @@ vllm serve Qwen/Qwen3-0.6B --enable-auto-tool-choice --tool-call-parser minimax
 ```bash
 vllm serve Qwen/Qwen3-0.6B --max-model-len 512
 ```
+
+## Legacy
+
+```bash
+python -m vllm.entrypoints.openai.api_server --model Qwen/Qwen3-0.6B --max-model-len 512
+```
 """
 
 PINNED = "# Old\n\n```bash\npip install vllm==0.20.1\n```\n\n" + TODAY.split("# Serving\n", 1)[1]
@@ -82,6 +88,8 @@ def test_a_page_without_versions_is_checked_on_todays_stable(newest, tmp_path):
     parser = judge.of(by_anchor["a-parser-vllm-removed"])  # the parse tier takes any parser name
     assert (parser.kind, parser.decided_by) == ("doc-drift", "history"), parser.summary
     assert judge.of(by_anchor["plain"]).kind == "ok"
+    # the legacy module's own parser, where 0.34.0 keeps it (vllm.entrypoints.common.cli_args)
+    assert judge.of(by_anchor["legacy"]).kind == "ok", judge.of(by_anchor["legacy"]).summary
     for snippet in results.snippets:  # nothing is needs-newer without a newer build that PASSes it
         if judge.of(snippet).kind == "needs-newer":
             passed = [c.version for c in results.columns if (o := results.cell(snippet.id, c)) and o.verdict == "PASS"]
@@ -100,7 +108,7 @@ def test_for_pages_adds_the_release_a_page_is_written_for(newest, tmp_path):
     items, results, judge, by_anchor = _run(tmp_path / "for-pages", PINNED, "--for-pages", other=today)
     page = [o for o in items if o.target.name == "page-0.20.1"]
     pinned = {s.id for s in results.snippets if s.sources[0].written_for.spec == "==0.20.1"}
-    assert len(pinned) == 4 and {o.snippet_id for o in page} == pinned and len(page) == 4
+    assert len(pinned) == 5 and {o.snippet_id for o in page} == pinned and len(page) == 5
     assert {(o.target.version, o.target.distribution) for o in page} == {("0.20.1", "vllm")}
     assert judge.of(by_anchor["plain"]).kind == "ok"
     newer = judge.of(by_anchor["an-option-newer-than-the-cpu-build"])
