@@ -56,6 +56,13 @@ UNRECORDED = WrittenFor(
 )
 Scope = Literal["in", "older", "newer", "unknown"]
 DecidedBy = Literal["builds", "shell", "python", "tree", "history"]
+SPOKE: dict[str, str] = {
+    "shell": "the shell (how it reads the command as written)",
+    "python": "Python's parser (the block as a reader pastes it)",
+    "tree": "the release's source tree (a file the command names)",
+    "history": "the option history (no build ran as far as vLLM's check)",
+}
+"""What `Judgement.evidence` says of each decider other than the builds."""
 
 
 @dataclass
@@ -113,6 +120,19 @@ class Judgement:
     def working(self) -> list[Check]:
         """Where it runs, on builds the page is written for or newer."""
         return [k for k in self.checks if k.outcome.verdict in GOOD and k.scope in ("in", "newer")]
+
+    @property
+    def evidence(self) -> str:
+        """Which evidence spoke, in words for the matrix (issue 58): the builds that decided it and how far
+        each went, or the option history, the shell, Python's parser, the release's tree; "" when none did."""
+        if self.decided_by != "builds":
+            return SPOKE[self.decided_by]
+        checks = {
+            "doc-drift": self.failing,
+            "vllm-regression": list(self.regression or ()),
+        }.get(self.kind, self.working if self.kind in ("ok", "needs-newer") else [])
+        ran = dict.fromkeys(f"vLLM {k.version} at {k.outcome.stage}" for k in checks)
+        return f"the builds: {', '.join(ran)}" if ran else ""
 
     @property
     def depth(self) -> str | None:

@@ -65,6 +65,7 @@ def _judgement(j: Judgement) -> dict:
         "failing": [k.column.key for k in j.failing],
         "regression": [k.column.key for k in j.regression] if j.regression else None,
         "decided_by": j.decided_by,
+        "evidence": j.evidence,
         "defects": [{"code": d.code, "line": d.line, "message": d.message} for d in j.defects],
         "history_release": j.history_release,
         "history_why": j.history_why,

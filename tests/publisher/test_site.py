@@ -275,6 +275,9 @@ def test_the_seed_case_on_the_h200_site(tmp_path):
     assert doc["snippets"]["s-0d08c55297cd"]["judgements"][0]["depth"] == "probe"
     shown = page(tmp_path / "site" / "snippets" / "s-9ac554db7c65.html")
     assert shown.select_one("table.dm-judgements .dm-j").get_text() == "doc-drift"
+    # which evidence spoke (issue 58): the build whose FAIL made it doc-drift, and how far it went
+    assert j["evidence"] == "the builds: vLLM 0.20.1 at start"
+    assert shown.select_one("table.dm-judgements td[data-label='Decided by']").get_text() == j["evidence"]
     assert "with a warning" in shown.select_one("table.dm-judgements").get_text()
     overview = page(tmp_path / "site" / "index.html")
     assert "docs/index.md" in overview.select_one("table.dm-offenders").get_text()

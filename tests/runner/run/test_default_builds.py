@@ -87,6 +87,9 @@ def test_a_page_without_versions_is_checked_on_todays_stable(newest, tmp_path):
     assert not newer.failing
     parser = judge.of(by_anchor["a-parser-vllm-removed"])  # the parse tier takes any parser name
     assert (parser.kind, parser.decided_by) == ("doc-drift", "history"), parser.summary
+    assert (
+        parser.evidence.startswith("the option history") and removed.evidence == f"the builds: vLLM {stable} at parse"
+    )
     assert judge.of(by_anchor["plain"]).kind == "ok"
     # the legacy module's own parser, where 0.34.0 keeps it (vllm.entrypoints.common.cli_args)
     assert judge.of(by_anchor["legacy"]).kind == "ok", judge.of(by_anchor["legacy"]).summary
