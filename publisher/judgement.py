@@ -127,10 +127,12 @@ class Judgement:
         each went, or the option history, the shell, Python's parser, the release's tree; "" when none did."""
         if self.decided_by != "builds":
             return SPOKE[self.decided_by]
-        checks = {
-            "doc-drift": self.failing,
-            "vllm-regression": list(self.regression or ()),
-        }.get(self.kind, self.working if self.kind in ("ok", "needs-newer") else [])
+        if self.kind == "doc-drift":
+            checks = self.failing
+        elif self.kind == "vllm-regression":
+            checks = list(self.regression or ())
+        else:  # ok and needs-newer rest on where it runs; unknown on nothing
+            checks = self.working if self.kind in ("ok", "needs-newer") else []
         ran = dict.fromkeys(f"vLLM {k.version} at {k.outcome.stage}" for k in checks)
         return f"the builds: {', '.join(ran)}" if ran else ""
 
