@@ -22,6 +22,7 @@ from driftmatrix.extractor import bounds, markdown_sources, side_files, sites, w
 from driftmatrix.extractor.file_text import read_text
 from driftmatrix.extractor.markdown_pages import markdown_snippets, recipe_markdown
 from driftmatrix.extractor.recipes_yaml import from_recipe
+from driftmatrix.extractor.rst_pages import included_written_for, rst_snippets
 from driftmatrix.extractor.snippet_builder import Place
 from driftmatrix.extractor.snippet_record import CorpusInfo, Diagnostic, Snippet, WrittenFor
 
@@ -136,7 +137,7 @@ def detect(path: Path) -> Tree:
                 _git_ref(path) or "",
                 "model-repo" if card else "markdown-folder",
             )
-    elif path.suffix.lower() in markdown_sources.MARKDOWN_SUFFIXES:
+    elif path.suffix.lower() in markdown_sources.PAGE_SUFFIXES:
         card = markdown_sources.is_card(path)
         return Tree(
             "model-card" if card else "markdown",
@@ -167,14 +168,14 @@ def files_of(tree: Tree) -> Iterator[Path]:
 
 
 def is_page(tree: Tree, path: Path) -> bool:
-    """A file of the tree the extractor reads: Markdown, and a recipes tree's model YAML."""
+    """A file of the tree the extractor reads: Markdown (reST outside vLLM's docs), and a recipes tree's model YAML."""
     if tree.kind in ("markdown", "model-card"):
-        return path.suffix.lower() in markdown_sources.MARKDOWN_SUFFIXES
+        return path.suffix.lower() in markdown_sources.PAGE_SUFFIXES
     rel = path.relative_to(tree.root)
     if tree.kind == "site":  # read whole: its charts and manifests too (not its mkdocs config)
         if path.suffix.lower() in (".yaml", ".yml"):
             return rel.as_posix() not in sites.MKDOCS_CONFIGS and not sites.is_chart_template(path)
-        return path.suffix.lower() in markdown_sources.MARKDOWN_SUFFIXES
+        return path.suffix.lower() in markdown_sources.PAGE_SUFFIXES
     return path.suffix == ".md" or (path.suffix in (".yaml", ".yml") and "models" in rel.parts[:-1])
 
 
@@ -214,10 +215,14 @@ def extract_file(tree: Tree, path: Path) -> tuple[list[Snippet], list[Diagnostic
     if tree.site is not None:  # as the site shows it: `vllm=={{ pip_vllm_version }}`, `|vllm_version|`
         text = sites.render(text, tree.site.variables, tree.site.rst_substitutions)
     facts = written_for.PageFacts(tree.stable, tree.written_for, text=text, file=rel, fallback=_fallback(tree, rel))
-    if tree.written_for is None and path.suffix.lower() in markdown_sources.MARKDOWN_SUFFIXES:
+    page = path.suffix.lower() in markdown_sources.PAGE_SUFFIXES
+    if tree.written_for is None and page:
         facts.beside = side_files.beside(path, tree.root)
     try:
-        if path.suffix.lower() in markdown_sources.MARKDOWN_SUFFIXES:
+        rst = path.suffix.lower() in markdown_sources.RST_SUFFIXES
+        if rst:
+            found, diags = rst_snippets(text, place, tree.root, path)
+        elif page:
             found, diags = markdown_snippets(text, place, tree.root)
         elif tree.kind == "site":
             found, diags = sites.yaml_file(text, place)
@@ -231,7 +236,9 @@ def extract_file(tree: Tree, path: Path) -> tuple[list[Snippet], list[Diagnostic
                     claim.get("min_vllm_version"), bool(claim.get("nightly_required")), f"recipe {rel}", tree.stable
                 )
         written_for.assign(found, facts)
-        sites.mark_plugins(found, tree.site, text, path.suffix.lower() in markdown_sources.MARKDOWN_SUFFIXES)
+        if rst:  # a `literalinclude`d file's own statements (its image tag)
+            included_written_for(found, facts, tree.root)
+        sites.mark_plugins(found, tree.site, text, page)
     except RecursionError:
         found, diags = (
             [],

@@ -18,6 +18,9 @@ from driftmatrix.extractor import bounds
 from driftmatrix.extractor.markdown_blocks import _FRONT_MATTER
 
 MARKDOWN_SUFFIXES = (".md", ".markdown")
+RST_SUFFIXES = (".rst",)
+PAGE_SUFFIXES = MARKDOWN_SUFFIXES + RST_SUFFIXES
+"""The pages read: Markdown, and reStructuredText (a Sphinx site's, extractor/rst_pages.py)."""
 # Front-matter keys the Hugging Face hub reads from a model card (its "model card metadata").
 _CARD_KEYS = {
     "license",
@@ -69,12 +72,12 @@ def is_card(path: Path, root: Path | None = None) -> bool:
 
 
 def markdown_files(root: Path, skip_dirs: set[str]) -> list[Path]:
-    """The Markdown pages of a folder (or the one page), in path order, with the links among them
+    """The Markdown and reST pages of a folder (or the one page), in path order, with the links among them
     that lead out of the folder (never read: the reader reports them)."""
     if root.is_file():
         return [root]
     files, escapes = bounds.walk(root, root, skip_dirs)
-    return sorted(p for p in files + escapes if p.suffix.lower() in MARKDOWN_SUFFIXES or (p in escapes and p.is_dir()))
+    return sorted(p for p in files + escapes if p.suffix.lower() in PAGE_SUFFIXES or (p in escapes and p.is_dir()))
 
 
 def page_link(url_base: str, rel: str) -> str | None:
