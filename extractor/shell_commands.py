@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from driftmatrix.extractor.docker_run import docker_run
+from driftmatrix.extractor.docker_run import ContainerRun, container_run, is_server_image
 from driftmatrix.extractor.shell_lexer import Operator, Word, lex
 from driftmatrix.extractor.snippet_record import Lint
 from driftmatrix.extractor.vllm_commands import VllmStarts, is_fragment, server_args, subcommand_args
@@ -200,9 +200,11 @@ def _invocations(peeled, start: int, end: int, depth: int) -> list[Invocation]:
     """The invocations one simple command is or holds."""
     env_words, rest = peeled.env, peeled.command
     env = _env_dict(env_words)
-    docker = docker_run(rest)
-    if docker is not None:
-        return _docker_invocations(docker, peeled, start, end, depth)
+    run = container_run(rest)
+    if run is not None:
+        found = _container_invocations(run, peeled, start, end, depth)
+        if found or is_server_image(run.image.text):
+            return found
     if searches_text(rest):  # `pgrep -f "vllm serve"`: a pattern, not a command (nor a quoted one)
         return []
     if rest[0].text in _SHELLS and depth < 3:
@@ -229,51 +231,72 @@ def _invocations(peeled, start: int, end: int, depth: int) -> list[Invocation]:
     return _quoted_commands(rest, depth) if depth < 3 else []
 
 
-def _docker_invocations(docker, peeled, start: int, end: int, depth: int) -> list[Invocation]:
-    image_word, options, denv, args, serve = docker
-    image = image_word.text
-    env_words = peeled.env
-    env = _env_dict(env_words) | _env_dict(denv)
-    wrapper = texts(peeled.wrapper)
-    entrypoint = option_value(options, "--entrypoint")
-    # `--entrypoint=""` clears the image's entrypoint: the words after the image are the command.
-    if entrypoint is None or entrypoint in ("vllm", "vllm serve") or (entrypoint == "" and serve):
-        return [
-            Invocation(
-                "docker",
-                args,
-                env,
-                env_words + denv,
-                start,
-                end,
-                image,
-                options,
-                wrapper=wrapper,
-                image_expansions=image_word.expansions,
-            )
-        ]
-    if depth >= 3:
+def _container_invocations(run: ContainerRun, peeled, start: int, end: int, depth: int) -> list[Invocation]:
+    """The vLLM servers a container started on a shell line runs (`docker run`, `podman run`, `kubectl
+    run`): see container_invocations; the shell line's own env prefix and wrappers are the command's too."""
+    found = container_invocations(run, start, end, depth)
+    for inv in found:
+        inv.env = _env_dict(peeled.env) | inv.env
+        inv.env_words = peeled.env + inv.env_words
+        inv.wrapper = texts(peeled.wrapper)
+    return found
+
+
+def container_invocations(
+    run: ContainerRun, start: int, end: int, depth: int = 0, own_lines: bool = False
+) -> list[Invocation]:
+    """The vLLM servers a container runs, each a `docker` invocation of its image: the image's own
+    entry point when it is vLLM's server (`vllm/vllm-openai:v0.8.5 --model X`: the words after the
+    image are the server's arguments), else the program it is given (`--entrypoint python3 IMAGE -m
+    vllm.entrypoints.openai.api_server …`, `--entrypoint vllm IMAGE serve …`, `IMAGE vllm serve …`,
+    kubectl's `--command -- vllm serve …`) or a shell script that program runs (`--entrypoint bash
+    IMAGE -lc "… vllm serve …"`). Also a compose service's (extractor/compose_files.py). Each is at the
+    container's lines (`start`, `end`), or with `own_lines` a server in a script at its own."""
+    program = _program(run)
+    if program is None:
+        return [_in_container(run, run.args, start, end, [])]
+    server = server_args(program)
+    if server is not None:
+        args, lint = server
+        return [_in_container(run, args, start, end, [Lint(lint.code, lint.message, start)] if lint else [])]
+    if depth >= 3 or not program:
         return []
     # `--entrypoint bash IMAGE -lc "… vllm serve …"` (or `--entrypoint="" IMAGE bash -lc "…"`): the server
     # starts inside.
-    program = args if entrypoint == "" else [Word(entrypoint, start), *args]
     return [
-        Invocation(
-            "docker",
-            inv.args,
-            env | inv.env,
-            env_words + denv + inv.env_words,
-            start,
-            end,
-            image,
-            options,
-            inv.lints,
-            wrapper=wrapper,
-            image_expansions=image_word.expansions,
-        )
-        for inv in (_shell_c(program, depth) if program else [])
+        _in_container(run, inv.args, *((inv.line, inv.end_line) if own_lines else (start, end)), inv.lints, inv)
+        for inv in _shell_c(program, depth)
         if inv.kind == "serve"
     ]
+
+
+def _program(run: ContainerRun) -> list[Word] | None:
+    """What the container runs, from its program name on; None when it is the image's own server entry
+    point, given the words after the image as its arguments."""
+    if run.entry is not None:
+        return run.entry + run.args
+    if [w.text for w in run.args[:2]] == ["vllm", "serve"] or not is_server_image(run.image.text):
+        return run.args
+    return None
+
+
+def _in_container(
+    run: ContainerRun, args: list[Word], start: int, end: int, lints: list[Lint], inside: Invocation | None = None
+) -> Invocation:
+    """A `docker` invocation of the container's image; `inside`: the server a script in it starts (its
+    own env assignments added to the container's)."""
+    return Invocation(
+        "docker",
+        args,
+        _env_dict(run.env) | (inside.env if inside else {}),
+        [*run.env, *(inside.env_words if inside else [])],
+        start,
+        end,
+        run.image.text,
+        run.options,
+        lints,
+        image_expansions=run.image.expansions,
+    )
 
 
 def _quoted_commands(words: list[Word], depth: int) -> list[Invocation]:

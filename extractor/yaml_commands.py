@@ -16,7 +16,8 @@ import re
 
 import yaml
 
-from driftmatrix.extractor import yaml_nodes
+from driftmatrix.extractor import compose_files, yaml_nodes
+from driftmatrix.extractor.docker_run import is_server_image
 from driftmatrix.extractor.serve_args import placeholders_in
 from driftmatrix.extractor.shell_commands import ShellScan, assigned_names, assigns, scan
 from driftmatrix.extractor.shell_lexer import Word
@@ -24,7 +25,6 @@ from driftmatrix.extractor.snippet_builder import Place, build, from_shell_text
 from driftmatrix.extractor.snippet_record import LEGACY_SERVER, Diagnostic, Lint, Snippet
 from driftmatrix.extractor.wrappers import vllm_entry
 
-_VLLM_IMAGE = re.compile(r"^(docker\.io/)?vllm/vllm-(openai|tpu|omni)")
 _K8S_VAR = re.compile(r"(?<!\$)\$\(([A-Za-z_][A-Za-z0-9_]*)\)")  # k8s substitutes $(VAR) in command/args
 _ENV_KEYS = ("env", "envs", "environment")
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -79,10 +79,14 @@ def from_yaml_block(text: str, place: Place) -> tuple[list[Snippet], list[Diagno
     consumed: set[int] = set()
     relay = yaml_nodes.Relaid(text, roots)  # the block's lines and re-laid scalars, made once for all its commands
     for root in roots:
+        if compose_files.is_compose(root):  # a service is read as compose runs it, not as a k8s container
+            snippets += compose_files.from_compose(root, relay, place, consumed)
         for node, env in yaml_nodes.walk_scoped(root, _scope, {}):
+            if id(node) in consumed:
+                continue
             if isinstance(node, yaml.MappingNode):
                 snippets += _container(node, relay, place, env, consumed)
-            elif isinstance(node, yaml.ScalarNode) and id(node) not in consumed and isinstance(node.value, str):
+            elif isinstance(node, yaml.ScalarNode) and isinstance(node.value, str):
                 if "vllm serve" in node.value or "vllm/vllm-" in node.value:
                     snippets += _script(node, relay, place, env)
     return snippets, []
@@ -168,7 +172,7 @@ def _container(
         )
     prefix = _server_prefix(texts)
     serve = prefix is not None
-    entrypoint = not command and image and _VLLM_IMAGE.match(image)  # the image's entrypoint is the server
+    entrypoint = not command and image and is_server_image(image)  # the image's entrypoint is the server
     if not serve and not entrypoint:
         return []
     consumed.update(id(w) for w in words)

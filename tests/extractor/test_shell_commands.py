@@ -1,4 +1,7 @@
+from driftmatrix.extractor.markdown_pages import markdown_snippets
 from driftmatrix.extractor.shell_commands import scan
+from driftmatrix.extractor.snippet_builder import Place
+from driftmatrix.extractor.written_for import PageFacts, assign
 
 
 def one(text):
@@ -76,3 +79,100 @@ def test_arguments_after_an_ended_command_are_linted_not_fragments():
     found = scan("vllm serve m\n  --speculative-config '{}'\n  --port 1").invocations
     assert len(found) == 1 and args(found[0]) == ["m"]
     assert [lint.code for lint in found[0].lints] == ["orphan-arguments", "orphan-arguments"]
+
+
+# --- every way a shell line starts a container that runs vLLM (issue 59 point 4) -----------------
+
+
+def test_docker_entrypoint_python3_runs_the_legacy_server():
+    inv = one(
+        "docker run --gpus all --entrypoint python3 vllm/vllm-openai:v0.6.6 "
+        "-m vllm.entrypoints.openai.api_server --model facebook/opt-125m --port 8000"
+    )
+    assert (inv.kind, inv.image) == ("docker", "vllm/vllm-openai:v0.6.6")
+    assert args(inv) == ["--model", "facebook/opt-125m", "--port", "8000"]
+    assert [lint.code for lint in inv.lints] == ["legacy-entrypoint"]
+    # `--entrypoint=python3` in an image of any name: the program says it runs vLLM's server
+    inv = one(
+        "docker run --entrypoint=python3 ghcr.io/acme/serving:1.2 -m vllm.entrypoints.openai.api_server --model m"
+    )
+    assert (inv.image, args(inv), [lint.code for lint in inv.lints]) == (
+        "ghcr.io/acme/serving:1.2",
+        ["--model", "m"],
+        ["legacy-entrypoint"],
+    )
+
+
+def test_docker_entrypoint_vllm_with_serve_after_the_image():
+    inv = one("docker run --entrypoint vllm vllm/vllm-openai:v0.9.1 serve Qwen/Qwen3-0.6B --port 8000")
+    assert args(inv) == ["Qwen/Qwen3-0.6B", "--port", "8000"] and inv.lints == []
+    inv = one('docker run --entrypoint "vllm serve" vllm/vllm-openai:v0.9.1 Qwen/Qwen3-0.6B')
+    assert args(inv) == ["Qwen/Qwen3-0.6B"]
+    # `--entrypoint python3` running something else starts no server
+    assert scan("docker run --entrypoint python3 vllm/vllm-openai:v0.9.1 -c 'import vllm'").invocations == []
+
+
+def test_podman_run_is_docker_run():
+    inv = one(
+        "podman run --device nvidia.com/gpu=all -e HF_HOME=/data --security-opt=label=disable "
+        "vllm/vllm-openai:v0.8.5 --model Qwen/Qwen3-0.6B"
+    )
+    assert (inv.kind, inv.image, args(inv), inv.env) == (
+        "docker",
+        "vllm/vllm-openai:v0.8.5",
+        ["--model", "Qwen/Qwen3-0.6B"],
+        {"HF_HOME": "/data"},
+    )
+
+
+def test_kubectl_run_args_and_command():
+    inv = one(
+        "kubectl run vllm --image=vllm/vllm-openai:v0.8.5 --env=HF_HOME=/data --port=8000 -- --model Qwen/Qwen3-0.6B"
+    )
+    assert (inv.kind, inv.image, args(inv), inv.env) == (
+        "docker",
+        "vllm/vllm-openai:v0.8.5",
+        ["--model", "Qwen/Qwen3-0.6B"],
+        {"HF_HOME": "/data"},
+    )
+    inv = one(
+        "kubectl run vllm --image ghcr.io/acme/serving:1.2 --restart=Never --command -- vllm serve Qwen/Qwen3-0.6B"
+    )
+    assert (inv.image, args(inv)) == ("ghcr.io/acme/serving:1.2", ["Qwen/Qwen3-0.6B"])
+    assert scan("kubectl run shell --image=busybox -- sleep 3600").invocations == []
+
+
+def test_args_after_a_vllm_server_image_are_the_servers():
+    inv = one("docker run --rm vllm/vllm-openai:v0.8.5 --model Qwen/Qwen3-0.6B --max-model-len 4096")
+    assert (inv.kind, args(inv), inv.lints) == ("docker", ["--model", "Qwen/Qwen3-0.6B", "--max-model-len", "4096"], [])
+
+
+CONTAINERS_PAGE = """\
+# Start the server in a container
+
+```bash
+docker run --gpus all \\
+    --entrypoint python3 \\
+    vllm/vllm-openai:v0.6.6 \\
+    -m vllm.entrypoints.openai.api_server --model facebook/opt-125m
+podman run --device nvidia.com/gpu=all vllm/vllm-openai:v0.8.5 --model Qwen/Qwen3-0.6B
+sudo docker run --entrypoint=vllm vllm/vllm-openai:v0.9.1 serve Qwen/Qwen3-0.6B
+kubectl run vllm --image=vllm/vllm-openai:v0.10.1 \\
+    --command -- vllm serve Qwen/Qwen3-0.6B --port 8000
+```
+"""
+
+
+def test_container_commands_of_a_page_at_their_lines(tmp_path):
+    snippets, _ = markdown_snippets(CONTAINERS_PAGE, Place("markdown", "x", "containers.md", 1), tmp_path)
+    assign(snippets, PageFacts("0.34.0", None, text=CONTAINERS_PAGE, file="containers.md"))
+    got = [
+        (s.sources[0].line, s.kind, s.image, s.model, s.entry_point, s.sources[0].written_for.spec) for s in snippets
+    ]
+    assert got == [
+        (4, "docker", "vllm/vllm-openai:v0.6.6", "facebook/opt-125m", "vllm.entrypoints.openai.api_server", "==0.6.6"),
+        (8, "docker", "vllm/vllm-openai:v0.8.5", "Qwen/Qwen3-0.6B", None, "==0.8.5"),
+        (9, "docker", "vllm/vllm-openai:v0.9.1", "Qwen/Qwen3-0.6B", None, "==0.9.1"),
+        (10, "docker", "vllm/vllm-openai:v0.10.1", "Qwen/Qwen3-0.6B", None, "==0.10.1"),
+    ]
+    assert snippets[2].wrapper == ["sudo"]
