@@ -10,6 +10,8 @@ from pathlib import Path
 
 from git_identity import GIT_ENV
 
+from driftmatrix.runner.builds.targets import SEED_CPU
+
 REPO = Path(__file__).resolve().parents[2]
 OLD_DRIFT = "```bash\nvllm serve Qwen/Qwen3-0.6B --log-requests-never\n```\n"
 UNTOUCHED = "```bash\nvllm serve Qwen/Qwen3-0.6B --no-such-option-anywhere\n```\n"
@@ -32,6 +34,8 @@ def gate(repo: Path, work: Path, base: str = "main") -> tuple[int, dict, str]:
             base,
             "--tier",
             "parse",
+            "--targets",
+            str(SEED_CPU),
             "--workdir",
             str(work),
             "--summary",
@@ -94,7 +98,6 @@ def test_the_summary_says_the_nearest_name(tmp_path):
     from driftmatrix.extractor.snippet_record import Catalog
     from driftmatrix.gate import GateResult, judge_change, markdown
     from driftmatrix.runner.builds.resolve import stable_pin
-    from driftmatrix.runner.builds.targets import SEED_CPU
     from driftmatrix.runner.outcomes.evidence_record import RaisedException
     from driftmatrix.runner.outcomes.outcome_record import Evidence, Outcome, TargetRef
 

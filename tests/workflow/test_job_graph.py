@@ -105,7 +105,7 @@ def plan(tmp_path: Path, previous: list[str]) -> dict[str, str]:
             "plan",
             str(SITE / "snippets.json"),
             "--targets",
-            str(REPO / "runner/data/targets-cpu.toml"),
+            str(REPO / "runner/data/targets-seed-cpu.toml"),
             "--tier",
             "parse",
             "--shards",

@@ -13,6 +13,7 @@ import pytest
 from hubserver import HubServer
 from runhelp import CACHE, catalog_of, docs_tree, outcomes, pick, run_argv
 
+from driftmatrix.runner.builds.targets import SEED_CPU
 from driftmatrix.runner.models import hub
 from driftmatrix.runner.models.resolution import ModelResolver
 from driftmatrix.runner.settings import weights_budget_bytes
@@ -183,6 +184,8 @@ def _run(snippets, work, env, *args):
     return subprocess.Popen(
         run_argv(
             str(snippets),
+            "--targets",
+            str(SEED_CPU),
             "--target",
             "nightly",
             "--cache-dir",

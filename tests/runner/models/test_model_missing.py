@@ -18,6 +18,7 @@ from runhelp import CACHE, catalog_of, docs_tree, outcomes, pick, run_argv
 
 from driftmatrix.publisher.judgement import Judge
 from driftmatrix.publisher.results import load
+from driftmatrix.runner.builds.targets import SEED_CPU
 from driftmatrix.runner.models import hub, hub_answer
 from driftmatrix.runner.models.resolution import ModelResolver
 
@@ -194,6 +195,8 @@ def _run(snippets, work, endpoint):
     return subprocess.Popen(
         run_argv(
             str(snippets),
+            "--targets",
+            str(SEED_CPU),
             "--target",
             "nightly",
             "--tier",

@@ -12,6 +12,7 @@ import sys
 import pytest
 from runhelp import CACHE, HERE
 
+from driftmatrix.runner.builds.targets import SEED_CPU
 from driftmatrix.runner.models.twins import TwinError, build
 
 REPO = HERE.parent.parent
@@ -59,6 +60,8 @@ def test_cli_twin_from_transformers_defaults_is_deterministic(cpu_envs, tmp_path
                 "Qwen/Qwen3-0.6B",
                 "-o",
                 str(tmp_path / name),
+                "--targets",
+                str(SEED_CPU),
                 "--target",
                 "nightly",
                 "--cache-dir",

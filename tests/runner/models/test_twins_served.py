@@ -52,6 +52,8 @@ def stand_in_runs(cpu_envs, tmp_path_factory):
     stable = subprocess.Popen(
         run_argv(
             str(snippets),
+            "--targets",
+            str(SEED_CPU),
             "--stand-ins",
             "--target",
             "stable",

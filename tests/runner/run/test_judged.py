@@ -151,6 +151,8 @@ def test_merge_and_the_site_count_the_same_outcome(cpu_envs, tmp_path):
     today = tmp_path / "today.jsonl"
     run_cli(
         str(site / "snippets.json"),
+        "--targets",
+        str(SEED_CPU),
         "--tier",
         "config",
         "--target",

@@ -9,12 +9,23 @@ import sys
 
 from runhelp import HERE
 
+from driftmatrix.runner.builds.targets import SEED_CPU
+
 SITE = HERE.parent / "fixtures" / "site"
 
 
 def plan(*args) -> dict:
     out = subprocess.run(
-        [sys.executable, "-m", "driftmatrix.cli", "plan", str(SITE / "snippets.json"), *args],
+        [
+            sys.executable,
+            "-m",
+            "driftmatrix.cli",
+            "plan",
+            str(SITE / "snippets.json"),
+            "--targets",
+            str(SEED_CPU),
+            *args,
+        ],
         capture_output=True,
         text=True,
         check=True,
