@@ -17,7 +17,7 @@ from pathlib import Path
 from driftmatrix.extractor import bounds
 from driftmatrix.extractor.markdown_blocks import _FRONT_MATTER
 
-MARKDOWN_SUFFIXES = (".md", ".markdown")
+MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdx")  # .mdx: Docusaurus (extractor/mdx.py)
 # Front-matter keys the Hugging Face hub reads from a model card (its "model card metadata").
 _CARD_KEYS = {
     "license",
