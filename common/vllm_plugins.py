@@ -132,6 +132,31 @@ def of_image(image: str | None) -> Plugin | None:
     return next((p for p in KNOWN if image and any(image.startswith(i) for i in p.images)), None) if image else None
 
 
+_RUN = re.compile(r"\b(?:docker|podman)\s+(?:container\s+)?run\b(?:\\\n|[^\n])*")
+_ASSIGNED = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*)=[\"']?([\w./:@-]+)")
+
+
+def of_run(text: str) -> Plugin | None:
+    """The plugin whose image a page runs (`docker run … quay.io/ascend/vllm-ascend:v0.9.1 bash`, continued
+    lines included; `docker run … $IMAGE` of an `IMAGE=…` the page sets): the commands it then shows run
+    inside that container. A page that only names an image (a table of images) is not written for it."""
+    if "docker" not in text and "podman" not in text:
+        return None
+    runs = [m.group(0) for m in _RUN.finditer(text)]
+    if not runs:
+        return None
+    names = {m.group(1): m.group(2) for m in _ASSIGNED.finditer(text) if of_image(m.group(2))}
+    for run in runs:
+        words = run.replace("\\\n", " ").split()
+        for word in words:
+            word = word.strip("\"'")
+            var = re.fullmatch(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?", word)
+            found = of_image(names.get(var.group(1)) if var else word)
+            if found:
+                return found
+    return None
+
+
 def of_options(argv: list[str]) -> Plugin | None:
     """The plugin whose own `vllm serve` option the command gives (`--omni`)."""
     given = {a.split("=", 1)[0] for a in argv if a.startswith("--")}

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from driftmatrix.common.git import run_git
-from driftmatrix.extractor import bounds, markdown_sources, side_files, sites, written_for
+from driftmatrix.extractor import bounds, markdown_sources, mdx, side_files, sites, written_for
 from driftmatrix.extractor.file_text import read_text
 from driftmatrix.extractor.markdown_pages import markdown_snippets, recipe_markdown
 from driftmatrix.extractor.recipes_yaml import from_recipe
@@ -127,7 +127,9 @@ def detect(path: Path) -> Tree:
             return Tree("vllm-docs", path, path.name.removeprefix("vllm-"), "docs-tree")
         if (path / "models").is_dir() and ((path / "taxonomy.yaml").is_file() or (path / "strategies").is_dir()):
             return Tree("recipes", path, _git_ref(path) or path.name, "recipes-repo")
-        if sites.is_repository(path) and not markdown_sources.is_card(path / "README.md", path):
+        if (sites.is_repository(path) or sites.is_docusaurus(path)) and not markdown_sources.is_card(
+            path / "README.md", path
+        ):
             return Tree("site", path, _git_ref(path) or path.name, "repository")
         if markdown_sources.markdown_files(path, _SKIP_DIRS):
             card = (path / "README.md").is_file() and markdown_sources.is_card(path / "README.md", path)
@@ -201,9 +203,11 @@ def extract_file(tree: Tree, path: Path) -> tuple[list[Snippet], list[Diagnostic
     if text is None:
         return [], diagnostics
     url = page_url(tree, rel)
+    # a page of a Docusaurus versioned tree is that site version's page (`versioned_docs/version-0.3/…`: 0.3)
+    page_version = side_files.docusaurus_version(rel) if tree.kind not in ("vllm-docs", "recipes") else None
     place = Place(
         tree.kind,
-        tree.version,
+        page_version or tree.version,
         rel,
         1,
         None,
@@ -214,6 +218,8 @@ def extract_file(tree: Tree, path: Path) -> tuple[list[Snippet], list[Diagnostic
     )
     if tree.site is not None:  # as the site shows it: `vllm=={{ pip_vllm_version }}`, `|vllm_version|`
         text = sites.render(text, tree.site.variables, tree.site.rst_substitutions)
+    if mdx.is_mdx(rel, tree.site is not None and tree.site.docusaurus):  # JSX, imports, `:::note` blanked
+        text = mdx.as_markdown(text)
     facts = written_for.PageFacts(tree.stable, tree.written_for, text=text, file=rel, fallback=_fallback(tree, rel))
     page = path.suffix.lower() in markdown_sources.PAGE_SUFFIXES
     if tree.written_for is None and page:

@@ -369,13 +369,54 @@ def from_yaml_file(text: str, place: Place) -> tuple[list[Snippet], list[Diagnos
     Not read: files under a dot-folder (`.buildkite/`, `.github/`, `.jenkins/`: CI configuration,
     not instructions to readers) and Helm templates (`{{ .Values… }}`: not YAML until rendered; their
     commands are composed from the values files, read here)."""
-    if is_ci_path(place.file) or is_helm_template(text):
+    if is_ci_path(place.file):
         return [], []
+    skipped: list[Diagnostic] = []
+    if is_helm_template(text):
+        text, skipped = _without_templates(text, place)
+        if not text.strip():  # a template as a whole (every document): nothing to say
+            return [], []
     if is_helm_values(text):
         snippets, diagnostics = from_helm_values(text, place)
         if snippets or diagnostics:
-            return snippets, diagnostics
-    return from_yaml_block(_without_schemas(text), place)
+            return snippets, skipped + diagnostics
+    snippets, diagnostics = from_yaml_block(_without_schemas(text), place)
+    return snippets, skipped + diagnostics
+
+
+_DOCUMENT_START = re.compile(r"^(?:---|\.\.\.)(?:[ \t]|$)")
+
+
+def _without_templates(text: str, place: Place) -> tuple[str, list[Diagnostic]]:
+    """The text with each document that is a template blanked (its lines kept empty, so the others keep
+    their numbers), and a diagnostic per such document at its first line (wanted only when another
+    document is left to read). A multi-document manifest whose
+    ConfigMap holds a chat template (`{{ bos_token }}` lines) is not a Helm template as a whole: its
+    Deployment is still read."""
+    lines = text.split("\n")
+    starts = [0] + [n for n, line in enumerate(lines) if n and _DOCUMENT_START.match(line)]
+    diagnostics = []
+    for first, end in zip(starts, [*starts[1:], len(lines)], strict=True):
+        document = "\n".join(lines[first:end])
+        if not is_helm_template(document):
+            continue
+        action = first + document.count("\n", 0, _TEMPLATE_ACTION.search(document).start())
+        head = first + 1 if first and lines[first].strip() in ("---", "...") else first  # its first line after `---`
+        lines[first:end] = [""] * (end - first)
+        diagnostics.append(
+            Diagnostic(
+                "info",
+                "yaml-template-document",
+                f"the YAML document at line {place.line + head} is a template (line {place.line + action} "
+                "starts with `{{`: a Helm chart's template, or a Jinja template such as a chat template held "
+                "in a ConfigMap): not read; the file's other documents are",
+                place.corpus,
+                place.version,
+                place.file,
+                place.line + head,
+            )
+        )
+    return "\n".join(lines), diagnostics
 
 
 def _without_schemas(text: str) -> str:

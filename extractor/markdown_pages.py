@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 from driftmatrix.extractor import bounds
-from driftmatrix.extractor.code_blocks import snippets_from_block
+from driftmatrix.extractor.code_blocks import may_hold_snippet, snippets_from_block
 from driftmatrix.extractor.file_text import read_text
 from driftmatrix.extractor.markdown_blocks import Headings, code_blocks, title_from_file
 from driftmatrix.extractor.python_calls import from_python
@@ -21,19 +21,7 @@ from driftmatrix.extractor.snippet_record import Diagnostic, Lint, Snippet
 
 _INCLUDE = re.compile(r"""^[ \t]*-{1,3}8<-{1,3}[ \t]+["']([^"'\n]+)["']""", re.M)
 _SKIP_DIRS = {".git", "node_modules", ".next", "public", "site", "__pycache__"}
-# A page without any of these cannot hold a snippet (a serve command, a vLLM image, a
-# speculative config, an argv list, an include): skip parsing it — a third of the docs.
-_PAGE_HINTS = (
-    "vllm serve",
-    "speculative",
-    "vllm.entrypoints",
-    "vllm/vllm-",
-    "--8<--",
-    '"vllm"',
-    "'vllm'",
-    "- vllm",
-    "-sc ",
-)
+_INCLUDE_MARK = "--8<--"
 
 
 def markdown_snippets(
@@ -42,7 +30,7 @@ def markdown_snippets(
     """Snippets of a Markdown page (or a recipe guide starting at `line_offset`: `place.title` is its recipe's)."""
     snippets: list[Snippet] = []
     diagnostics: list[Diagnostic] = []
-    if not any(h in text for h in _PAGE_HINTS):
+    if not may_hold_snippet(text) and _INCLUDE_MARK not in text:  # no reader could find anything: not parsed
         return snippets, diagnostics
     headings = Headings()
     for block in code_blocks(text, headings):
@@ -82,7 +70,7 @@ def markdown_snippets(
                 )
         snippets += found
         diagnostics += diags
-    if tree_root is not None and "--8<--" in text:
+    if tree_root is not None and _INCLUDE_MARK in text:
         s, d = _includes(text, place, tree_root, line_offset)
         snippets += s
         diagnostics += d

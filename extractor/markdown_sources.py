@@ -17,10 +17,10 @@ from pathlib import Path
 from driftmatrix.extractor import bounds
 from driftmatrix.extractor.markdown_blocks import _FRONT_MATTER
 
-MARKDOWN_SUFFIXES = (".md", ".markdown")
+MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdx")  # .mdx: Docusaurus (extractor/mdx.py)
 RST_SUFFIXES = (".rst",)
 PAGE_SUFFIXES = MARKDOWN_SUFFIXES + RST_SUFFIXES
-"""The pages read: Markdown, and reStructuredText (a Sphinx site's, extractor/rst_pages.py)."""
+"""The pages read: Markdown (and MDX), and reStructuredText (a Sphinx site's, extractor/rst_pages.py)."""
 # Front-matter keys the Hugging Face hub reads from a model card (its "model card metadata").
 _CARD_KEYS = {
     "license",

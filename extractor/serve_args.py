@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from driftmatrix.extractor.placeholder_text import CJK_BRACKETED, LETTER
 from driftmatrix.extractor.snippet_record import Lint
 
 # Short aliases vLLM registers, expanded so `-tp 2` and `--tensor-parallel-size 2` share an id.
@@ -31,8 +32,9 @@ SPEC_FLAG = "--speculative-config"
 AMBIENT_VARS = {"HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_HOME", "HOME", "USER", "PWD"}
 
 _PLACEHOLDER_TEXT = re.compile(
-    r"<[A-Za-z][^<>\n]{0,80}?>"  # <MODEL>, <draft-model>
-    r"|(?<!\$)\{[A-Za-z_][^{}\n\"':,]{0,80}\}"  # {your model directory}, not ${VAR}
+    rf"<{LETTER}[^<>\n]{{0,80}}?>"  # <MODEL>, <draft-model>, <你的模型路径> (extractor/placeholder_text.py)
+    rf"|{CJK_BRACKETED}"  # 〈模型〉, 「モデル」, ＜模型路径＞
+    rf"|(?<!\$)\{{(?:{LETTER}|_)[^{{}}\n\"':,]{{0,80}}\}}"  # {your model directory}, not ${VAR}
     r"|(?<![\w.])/path/to/[^\s\"',}]*"  # /path/to/model
     r"|<(?:\.\.\.|…)>|(?<![\w.])(?:\.\.\.|…)(?![\w.])"  # an elision: `<...>`, `...`, `'{…}'`, `'{..., "k": 1}'`
     r"|(?i:\byour[-_][\w-]+)"  # your-huggingface-token, YOUR_API_KEY

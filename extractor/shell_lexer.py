@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from driftmatrix.extractor.placeholder_text import LETTER
 from driftmatrix.extractor.snippet_record import Lint
 
 # Operators that end a simple command.
@@ -21,7 +22,9 @@ CONTROL_OPERATORS = ("&&", "||", ";;", "|&", ";", "&", "|", "(", ")", "\n")
 REDIRECTIONS = ("<<-", "<<<", "<<", ">>", "&>>", "&>", ">&", "<&", ">|", "<>", ">", "<")
 
 # `<MODEL>`, `<...>` (an elided value), `{your model dir}`.
-_PLACEHOLDER = re.compile(r"<(?:[A-Za-z][^<>\n=]{0,80}?|\.\.\.|…)>|\{[A-Za-z_][^{}\n\"':,]{0,80}\}")
+_PLACEHOLDER = re.compile(
+    rf"<(?:{LETTER}[^<>\n=]{{0,80}}?|\.\.\.|…)>|\{{(?:{LETTER}|_)[^{{}}\n\"':,]{{0,80}}\}}"
+)  # `<你的模型路径>` too: a letter of any script (extractor/placeholder_text.py)
 _PLAIN = re.compile(r"[^ \t\r\n\\'\"$`<>;&|()]+")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SPECIAL_PARAM = re.compile(r"[0-9@*#?$!-]")

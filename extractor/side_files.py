@@ -7,7 +7,8 @@ page's own lines):
   read with `ast`, never run: it is another project's code;
 - `requirements*.txt` / `pyproject.toml` in the folder of a README: a `vllm` requirement is what a
   reader of that folder installs (`vllm>=0.21`, `vllm==0.20.1`);
-- a Docusaurus versioned tree (`versioned_docs/version-X/…`): the docs as of the project's release X.
+- a Docusaurus versioned tree (`versioned_docs/version-X/…`, its translations under
+  `i18n/<lang>/docusaurus-plugin-content-docs/version-X/…`): the docs as of the project's release X.
 """
 
 from __future__ import annotations
@@ -161,20 +162,30 @@ def _pyproject_requirements(text: str) -> list[str]:
 
 # --- Docusaurus versioned docs --------------------------------------------------------------
 
-_VERSIONED = re.compile(r"(?:^|/)versioned_docs/version-([^/]+)/")
+_VERSIONED = re.compile(
+    r"(?:^|/)(?:versioned_docs|i18n/[^/]+/docusaurus-plugin-content-docs)/version-([^/]+)/"
+)  # `versioned_docs/version-0.3/…` and its translations, `i18n/zh/docusaurus-plugin-content-docs/version-0.3/…`
+
+
+def docusaurus_version(rel: str) -> str | None:
+    """The site version a page of a Docusaurus versioned tree belongs to (`0.3` for
+    `versioned_docs/version-0.3/…` and `i18n/<lang>/docusaurus-plugin-content-docs/version-0.3/…`); None
+    for the current docs (`docs/…`, `i18n/<lang>/docusaurus-plugin-content-docs/current/…`) and any other page."""
+    m = _VERSIONED.search(rel)
+    return m.group(1) if m else None
 
 
 def versioned_docs(rel: str, in_step_with_vllm: bool, project: str) -> WrittenFor | None:
     """A page of a Docusaurus versioned tree: for a vLLM plugin (released in step with vLLM, as vllm-gaudi
     0.26.0 is built on vLLM 0.26.0) that vLLM's release line; another project's release number says
     nothing of vLLM's, so None (its page's own statements, or the site's, decide)."""
-    m = _VERSIONED.search(rel)
-    v = release(m.group(1)) if m and in_step_with_vllm else None
+    version = docusaurus_version(rel)
+    v = release(version) if version and in_step_with_vllm else None
     if v is None:
         return None
     return WrittenFor(
         f"=={v.major}.{v.minor}.*",
-        f"{rel}: the docs of {project} {m.group(1)} (versioned_docs), a plugin released in step with vLLM: "
+        f"{rel}: the docs of {project} {version} (versioned_docs), a plugin released in step with vLLM: "
         f"the vLLM {v.major}.{v.minor} release line",
         "site",
     )

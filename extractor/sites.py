@@ -53,6 +53,8 @@ class Site:
     """The Sphinx conf.py's reST substitutions (`rst_prolog`'s `|vllm_version|`, `|version|`)."""
     plugin: Plugin | None = None
     """The vLLM plugin the site documents (its repository, its name), or None."""
+    docusaurus: bool = False
+    """A Docusaurus site: its `.md` pages are read as MDX too (extractor/mdx.py)."""
     built_on: WrittenFor | None = None
     """The vLLM its newest release is built on, as its README says: the versions a page that states
     nothing is written for."""
@@ -95,6 +97,15 @@ def is_repository(path: Path) -> bool:
     return "README.MD" in names and any(n.startswith(("LICENSE", "LICENCE", "COPYING")) for n in names)
 
 
+DOCUSAURUS_CONFIGS = tuple(f"{d}docusaurus.config.{e}" for d in ("", "website/") for e in ("js", "ts", "mjs", "cjs"))
+"""A Docusaurus site's config, at the root or in the conventional `website/` folder."""
+
+
+def is_docusaurus(root: Path) -> bool:
+    """A Docusaurus site (its pages are MDX: extractor/mdx.py; its versions are `versioned_docs/version-X/`)."""
+    return root.is_dir() and any((root / n).is_file() for n in DOCUSAURUS_CONFIGS)
+
+
 def is_chart_template(path: Path) -> bool:
     """A Helm chart's template (`<chart>/templates/*.yaml` beside `Chart.yaml`): Go template text the
     chart renders from its values, not YAML; its commands are read from the values (helm_values)."""
@@ -119,6 +130,7 @@ def read(root: Path, url_base: str = "") -> Site:
         vllm_plugins.of_repository(repo) or vllm_plugins.of_text(site.name) or vllm_plugins.of_text(readme[:4000])
     )
     site.built_on = built_on(readme)
+    site.docusaurus = is_docusaurus(root)
     return site
 
 
@@ -207,9 +219,18 @@ def mark_plugins(found: list, site: Site | None, text: str, markdown: bool) -> N
     a plugin — a recipe's hardware list — marks nothing: its other commands are for stock vLLM. A page
     written for a fork (written_for basis `fork`) marks nothing either: a plugin extends stock vLLM, a fork
     replaces it, and its reader runs the fork."""
-    page = site.plugin if site else (vllm_plugins.of_install(text) if markdown else None)
+    page = site.plugin if site else (_page_plugin(text) if markdown else None)
     for snippet in found:
-        plugin = page or vllm_plugins.of_image(snippet.image)
-        for source in snippet.sources if plugin else ():
-            if source.written_for is None or source.written_for.basis != "fork":
-                source.plugin = plugin.name
+        image = vllm_plugins.of_image(snippet.image)
+        for source in snippet.sources:
+            # the command's own image first (`docker run quay.io/ascend/vllm-ascend:…`, a manifest's
+            # `image:` above it: yaml_commands marks that source), then the page's
+            plugin = image or vllm_plugins.named(source.plugin) or page
+            forked = source.written_for is not None and source.written_for.basis == "fork"
+            source.plugin = plugin.name if plugin and not forked else ""
+
+
+def _page_plugin(text: str) -> Plugin | None:
+    """The plugin a Markdown page installs (`pip install vllm-gaudi`) or runs the image of (`docker run …
+    quay.io/ascend/vllm-ascend:v0.9.1 bash`, then `vllm serve` inside it)."""
+    return vllm_plugins.of_install(text) or vllm_plugins.of_run(text)

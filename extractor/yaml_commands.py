@@ -16,6 +16,7 @@ import re
 
 import yaml
 
+from driftmatrix.common import vllm_plugins
 from driftmatrix.extractor import compose_files, yaml_nodes
 from driftmatrix.extractor.docker_run import is_server_image
 from driftmatrix.extractor.serve_args import placeholders_in
@@ -165,11 +166,12 @@ def _container(
         # `bash -c -- 'script'`: `--` ends bash's options; the script is the next word
         at = 3 if texts[2:3] == ["--"] else 2
         script = words[at] if len(words) > at else None
-        return (
+        found = (
             []
             if script is None
             else _script(script, relay, place.at(place.line, context="yaml:container"), env, k8s=True)
         )
+        return _in_image(found, image)
     prefix = _server_prefix(texts)
     serve = prefix is not None
     entrypoint = not command and image and is_server_image(image)  # the image's entrypoint is the server
@@ -182,19 +184,33 @@ def _container(
     source.context = "yaml:container"
     skip, lints = prefix if serve else (0, [])
     argv = texts[skip:]
-    return [
-        build(
-            "serve" if serve else "docker",
-            argv,
-            _recorded(env),
-            source,
-            lints=lints,
-            expansions=[[m[0] for m in _K8S_VAR.finditer(a)] for a in argv],
-            image=None if serve else image,
-            docker_options=None if serve else [],
-            placeholder_models=place.placeholder_models,
-        )
-    ]
+    return _in_image(
+        [
+            build(
+                "serve" if serve else "docker",
+                argv,
+                _recorded(env),
+                source,
+                lints=lints,
+                expansions=[[m[0] for m in _K8S_VAR.finditer(a)] for a in argv],
+                image=None if serve else image,
+                docker_options=None if serve else [],
+                placeholder_models=place.placeholder_models,
+            )
+        ],
+        image,
+    )
+
+
+def _in_image(found: list[Snippet], image: str | None) -> list[Snippet]:
+    """The container's commands, each source marked with the vLLM plugin its image carries
+    (`image: quay.io/ascend/vllm-ascend:…` above `command: [vllm, serve, …]`: the snippet is `serve`,
+    its image is not in it; extractor/sites.py mark_plugins keeps this mark)."""
+    plugin = vllm_plugins.of_image(image)
+    for snippet in found if plugin else ():
+        for source in snippet.sources:
+            source.plugin = plugin.name
+    return found
 
 
 def _server_prefix(texts: list[str]) -> tuple[int, list[Lint]] | None:

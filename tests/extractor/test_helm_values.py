@@ -241,3 +241,60 @@ def test_fence_without_helm_values_still_reads_kubernetes_containers():
     text = "containers:\n- name: v\n  command: [vllm, serve, facebook/opt-125m]\n"
     [s], _ = from_yaml_fence(text, place("x.md", 5))
     assert s.argv == ["facebook/opt-125m"] and s.sources[0].line == 7
+
+
+# --- templates, one YAML document at a time (issue 59 point 6) ------------------------------------
+
+CHAT_TEMPLATE_MANIFEST = """\
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: chat-template
+data:
+  template.j2: |
+    {{ bos_token }}
+    {% for message in messages %}
+    {{ message['content'] }}
+    {% endfor %}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: opt
+spec:
+  template:
+    spec:
+      containers:
+      - name: vllm
+        image: vllm/vllm-openai:v0.10.0
+        command: ["vllm", "serve", "facebook/opt-125m", "--chat-template", "/t/template.j2"]
+"""
+
+
+def test_a_manifest_skips_only_its_template_document_and_says_so():
+    found, diagnostics = from_yaml_file(CHAT_TEMPLATE_MANIFEST, place("deploy/opt.yaml"))
+    [snippet] = found
+    assert snippet.model == "facebook/opt-125m" and "--chat-template" in snippet.argv
+    assert snippet.sources[0].line == 22
+    [note] = diagnostics
+    assert (note.code, note.file, note.line) == ("yaml-template-document", "deploy/opt.yaml", 1)
+    assert "line 7 starts with `{{`" in note.message
+    # the Deployment first, the template after `---`: the template's line is the one after the marker
+    swapped = CHAT_TEMPLATE_MANIFEST.split("---\n")
+    found, diagnostics = from_yaml_file(swapped[1] + "---\n" + swapped[0], place("deploy/opt.yaml"))
+    assert [s.sources[0].line for s in found] == [11]
+    assert [(d.code, d.line) for d in diagnostics] == [("yaml-template-document", 13)]  # `---` is line 12
+
+
+def test_the_real_macos_deployment_with_a_chat_template_configmap_is_read(corpus):
+    root = next((corpus / "thirdparty").glob("aibrix-*"))
+    rel = "development/vllm/macos/deployment.yaml"
+    text, lines = read(root, rel)
+    found, diagnostics = from_yaml_file(text, place(rel))
+    [snippet] = found
+    assert snippet.argv[snippet.argv.index("--model") + 1] == "facebook/opt-125m"
+    assert "--chat-template" in snippet.argv and "--device" in snippet.argv
+    assert lines[snippet.sources[0].line - 1].strip() == "- vllm"
+    [note] = diagnostics
+    assert note.code == "yaml-template-document"
+    assert lines[note.line - 1] == "apiVersion: v1" and lines[note.line] == "kind: ConfigMap"

@@ -144,3 +144,45 @@ def test_a_command_in_a_pinned_image_is_written_for_the_vllm_inside_it(site):
     assert (latest.spec, latest.basis) == (">=0.34.0", "default"), latest
     manifest = at[("src/gateway_inference_extension/configs/vllm/gpu-deployment.yaml", 19)]  # its container's image
     assert (manifest.spec, manifest.basis) == ("===2025-05-05-v1", "image"), manifest
+
+
+# --- a plugin's image marks the commands that run it (issue 59 point 8) ---------------------------
+
+
+def test_a_docker_command_in_a_plugins_image_is_written_for_that_plugin(tmp_path):
+    page = tmp_path / "ascend.md"
+    page.write_text(
+        "# Ascend\n\n```bash\ndocker run --rm -it --device /dev/davinci0 quay.io/ascend/vllm-ascend:v0.9.1 \\\n"
+        "  vllm serve Qwen/Qwen3-8B --port 8000\n```\n"
+    )
+    catalog, _ = extract([page], stable="0.34.0")
+    [snippet] = catalog.snippets
+    assert snippet.kind == "docker" and snippet.image == "quay.io/ascend/vllm-ascend:v0.9.1"
+    assert [src.plugin for src in snippet.sources] == ["vllm-ascend"]
+
+
+def test_a_page_that_runs_a_plugins_image_then_serves_in_it(tmp_path):
+    (tmp_path / "run.md").write_text(
+        "# Run\n\n```bash\nexport IMAGE=quay.io/ascend/vllm-ascend:v0.9.1\ndocker run --rm \\\n"
+        "  --device /dev/davinci0 \\\n  -it $IMAGE bash\n```\n\nInside it:\n\n"
+        "```bash\nvllm serve Qwen/Qwen3-8B --port 8000\n```\n"
+    )
+    (tmp_path / "table.md").write_text(  # names the image, runs stock vLLM: not written for the plugin
+        "# Images\n\n| plugin | image |\n|---|---|\n| Ascend | `quay.io/ascend/vllm-ascend:v0.9.1` |\n\n"
+        "```bash\nvllm serve Qwen/Qwen3-8B --port 8001\n```\n"
+    )
+    catalog, _ = extract([tmp_path], stable="0.34.0")
+    marks = {(src.file, src.line): src.plugin for s in catalog.snippets for src in s.sources}
+    assert marks == {("run.md", 13): "vllm-ascend", ("table.md", 8): ""}
+
+
+@pytest.mark.parametrize(
+    ("rel", "plugin"),
+    [("samples/vllm-ascend/job.yaml", "vllm-ascend"), ("samples/vllm_omni/qwen2-5-omni-7b.yaml", "vllm-omni")],
+)
+def test_a_manifests_plugin_image_marks_its_container_command(rel, plugin, site):
+    """aibrix's manifests: `image: quay.io/ascend/vllm-ascend:…` above `vllm serve` in a `bash -c` script,
+    `image: vllm/vllm-omni:…` above an exec-form `vllm serve`."""
+    catalog, _ = extract([site("aibrix")], stable="0.34.0")
+    marks = [(s.kind, src.plugin) for s in catalog.snippets for src in s.sources if src.file == rel]
+    assert marks == [("serve", plugin)]
