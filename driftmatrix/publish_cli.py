@@ -87,6 +87,7 @@ def cmd_publish(args: argparse.Namespace) -> int:
             Path(args.site_dir),
             history_dir=Path(args.run_history) if args.run_history else None,
             docs=[Path(d) for d in args.docs or []],
+            unsaved=_unsaved_note(args.state_unsaved),
         )
     except PublishError as err:
         console.print(f"[red]driftmatrix publish: {console_markup(err)}", soft_wrap=True)  # mkdocs' words
@@ -103,6 +104,24 @@ def cmd_publish(args: argparse.Namespace) -> int:
 
     write(publish_summary(done, args.site_url), full=PUBLISH_FULL)
     return 0
+
+
+def _unsaved_note(path: str | None) -> dict | None:
+    """`--state-unsaved FILE`: the note `state save --unsaved-note` wrote (date, run, why); a note that
+    is not that JSON is shown as its text, one that cannot be read says so: the site is built either way."""
+    if not path:
+        return None
+    import json
+
+    try:
+        text = Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError as err:
+        return {"why": f"the note {path} could not be read ({err.strerror or type(err).__name__})"}
+    try:
+        note = json.loads(text)
+    except ValueError:
+        note = None
+    return note if isinstance(note, dict) else {"why": text}
 
 
 def _snapshot(results, args: argparse.Namespace, console) -> int:
@@ -279,6 +298,12 @@ def add_parsers(sub) -> None:
         help="only add this run's matrix.json to --run-history, build no site (the workflow's save-state job)",
     )
     p.add_argument("--site-dir", default="site", help="where the built site goes (default: %(default)s)")
+    p.add_argument(
+        "--state-unsaved",
+        metavar="FILE",
+        help="this run's state was not saved: the note `driftmatrix state save --unsaved-note` wrote, "
+        "said on the front page",
+    )
     p.add_argument("--site-url", help="where the site will be served, for links in the CI summary")
     p.add_argument(
         "--docs",

@@ -198,7 +198,13 @@ def _uncontained(commands: CommandViews) -> dict[str, int]:
 
 
 def render(
-    commands: CommandViews, doc: dict, changes: list[Change], *, had_history: bool, annotated: dict | None = None
+    commands: CommandViews,
+    doc: dict,
+    changes: list[Change],
+    *,
+    had_history: bool,
+    annotated: dict | None = None,
+    unsaved: dict | None = None,
 ) -> dict[str, str]:
     env = environment()
     results = commands.results
@@ -230,6 +236,7 @@ def render(
             problems=results.problems,
             uncontained=_uncontained(commands),
             unchecked=results.unchecked,
+            unsaved=unsaved,
             **common,
         ),
         "matrix.md": env.get_template("matrix.md.j2").render(total=len(results.snippets), **common),

@@ -68,9 +68,12 @@ def build_site(
     docs: list[Path] | None = None,
     annotated: dict | None = None,
     project: Path | None = None,
+    unsaved: dict | None = None,
 ) -> Published:
     """The site from `results`; `docs`: docs trees to annotate too (their patched pages are shown);
-    `annotated`: what `annotate.for_site` made of annotations done elsewhere (instead of `docs`)."""
+    `annotated`: what `annotate.for_site` made of annotations done elsewhere (instead of `docs`);
+    `unsaved`: this run's state was not saved (`state save --unsaved-note`: date, run, why), said on
+    the front page."""
     t0 = time.monotonic()
     project = project or skeleton()
     past, commands = _commands(results, history_dir)
@@ -82,7 +85,11 @@ def build_site(
     if past.previous:
         doc["previous"] = past.previous.get("generated")
     changes = run_history.changes(past.previous, doc)
-    generated = pages.render(commands, doc, changes, had_history=history_dir is not None, annotated=annotated)
+    if unsaved:
+        unsaved = {k: public.public_text(str(unsaved.get(k) or "")) for k in ("date", "run", "why")}
+    generated = pages.render(
+        commands, doc, changes, had_history=history_dir is not None, annotated=annotated, unsaved=unsaved
+    )
     t1 = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="driftmatrix-site-") as tmp:
         stage = Path(tmp)

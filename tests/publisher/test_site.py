@@ -281,3 +281,51 @@ def test_the_seed_case_on_the_h200_site(tmp_path):
     assert "with a warning" in shown.select_one("table.dm-judgements").get_text()
     overview = page(tmp_path / "site" / "index.html")
     assert "docs/index.md" in overview.select_one("table.dm-offenders").get_text()
+
+
+def test_a_day_whose_state_was_not_saved_says_so_on_the_front_page(published, site_inputs, tmp_path):
+    """`--state-unsaved NOTE` (the workflow passes the note `state save --unsaved-note` left when the save
+    was refused or failed): the front page says the state was not saved that day and why, every word of
+    the note escaped (it holds git's words); a site without a note says nothing of the kind."""
+    root, _, second = published
+    assert second.returncode == 0
+    assert page(root / "site2" / "index.html").select_one(".dm-unsaved") is None
+    note = tmp_path / "state-unsaved.json"
+    why = (
+        "driftmatrix-state moved since this run loaded it (1a2b -> 3c4d) <script>alert(1)</script> "
+        "[x](javascript:alert(2)) <img src=x onerror=alert(3)> in /tmp/tmpabc123/clone"
+    )
+    note.write_text(json.dumps({"date": "2026-12-08<b>", "run": "202", "why": why}))
+    r = publish(
+        "--snippets",
+        site_inputs["snippets"],
+        "--outcomes",
+        site_inputs["parse"],
+        "--site-dir",
+        tmp_path / "site",
+        "--state-unsaved",
+        note,
+    )
+    assert r.returncode == 0, r.stderr
+    front = page(tmp_path / "site" / "index.html")
+    line = front.select_one(".dm-unsaved")
+    text = " ".join(line.get_text().split())
+    assert text.startswith("The state was not saved on 2026-12-08<b> (run 202): driftmatrix-state moved since")
+    assert "<script>alert(1)</script>" in text and "<img src=x onerror=alert(3)>" in text  # shown, as text
+    assert not line.find_all(["script", "img", "a", "b"]) and not front.select("a[href^=javascript]")
+    assert "/tmp/tmpabc123" not in text  # no host path
+    # a note that is not the JSON `state save` writes is shown as its text; the site is built all the same
+    note.write_text("push refused <i>")
+    r = publish(
+        "--snippets",
+        site_inputs["snippets"],
+        "--outcomes",
+        site_inputs["parse"],
+        "--site-dir",
+        tmp_path / "site-b",
+        "--state-unsaved",
+        note,
+    )
+    assert r.returncode == 0, r.stderr
+    line = page(tmp_path / "site-b" / "index.html").select_one(".dm-unsaved")
+    assert "push refused <i>" in line.get_text() and not line.find_all("i")

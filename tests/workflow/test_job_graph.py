@@ -448,3 +448,48 @@ def test_the_runner_count_for_the_plan(monkeypatch):
         assert bad.returncode == 2 and "DRIFTMATRIX_GPU_RUNNERS" in bad.stdout + bad.stderr
     finally:
         server.close()
+
+
+def _save_state_steps(tmp_path: Path, **scenario) -> dict:
+    """Which of save-state's steps run (GitHub's evaluator, tests/workflow/steprun.mjs) on the default branch."""
+    from test_hosted_details import steps_run
+
+    needs = {"extract": {"result": "success", "outputs": {"publish": "true"}}}
+    return steps_run(
+        WORKFLOW,
+        {"job": "save-state", "needs": needs, "outputs": {"python": {"own": "false"}}, **scenario},
+        tmp_path,
+    )
+
+
+def test_a_rerun_of_a_failed_leg_saves(tmp_path, first_run_plan):
+    """ "Re-run failed jobs": attempt 2 keeps attempt 1's extract (its outputs, its `state` artifact) and
+    re-runs the failed leg and everything after it; save-state runs its save step (which merges onto
+    attempt 1's save of the same run: tests/workflow/test_save_state.py), and publish follows."""
+    out = extract_outputs(inputs_for(SCHEDULE), choose(None)[0], first_run_plan)
+    attempt2 = {**SCHEDULE, "github": {"run_id": "101", "run_attempt": "2"}, "outputs": {"extract": out}}
+    jobs = graph(tmp_path, attempt2)
+    assert jobs["run"]["result"] == "success"  # the re-run leg
+    published_everywhere(jobs)
+    ran = _save_state_steps(tmp_path, github={"run_id": "101", "run_attempt": "2"})
+    assert ran["result"] == "success"
+    assert {s["id"]: s["ran"] for s in ran["steps"] if s["id"] in ("merge", "save")} == {"merge": True, "save": True}
+
+
+def test_a_refused_save_fails_save_state_and_publish_still_runs(tmp_path, first_run_plan):
+    """A refused state save fails its step and so save-state (no `continue-on-error`); `merged` (with the
+    note of why) is still uploaded, and publish, deploy and the PR job run on what was merged."""
+    ran = _save_state_steps(tmp_path, outcomes={"save": "failure"})
+    assert ran["result"] == "failure"
+    save = next(s for s in ran["steps"] if s["id"] == "save")
+    assert save["ran"] and save["outcome"] == "failure"
+    upload = ran["steps"][-1]
+    assert upload["ran"] and "steps.merge.outcome" in upload["if"]  # the `merged` artifact, after the save
+    out = extract_outputs(inputs_for(SCHEDULE), choose(None)[0], first_run_plan)
+    jobs = graph(tmp_path, {**SCHEDULE, "outputs": {"extract": out}, "results": {"save-state": "failure"}})
+    assert jobs["save-state"]["result"] == "failure"
+    assert jobs["publish"]["result"] == jobs["deploy"]["result"] == jobs["pull-requests"]["result"] == "success"
+    # a merge that failed leaves nothing to publish from: no upload (publish's download then fails it too)
+    broken = _save_state_steps(tmp_path, outcomes={"merge": "failure"})
+    assert broken["result"] == "failure" and not broken["steps"][-1]["ran"]
+    assert not next(s for s in broken["steps"] if s["id"] == "save")["ran"]

@@ -101,7 +101,13 @@ def test_pipeline_jobs(wf):
     assert save_job["needs"] == ["extract", "run", "verify-fixes"] and "publish" not in str(save_job["if"])
     save = next(s for s in save_job["steps"] if "driftmatrix state save" in s.get("run", ""))
     assert save["if"] == "needs.extract.outputs.publish == 'true'"  # only the default branch writes the state
-    assert save["continue-on-error"] is True and save_job["steps"][-1] is save  # never blocks Pages/PRs
+    # a refused save fails the job (never green while the state did not advance); `merged` is uploaded after it,
+    # whatever it did, with the note of a failed save for publish's front page (tests/workflow/test_save_state.py)
+    assert "continue-on-error" not in save and "--unsaved-note merged/state-unsaved.json" in save["run"]
+    upload = save_job["steps"][-1]
+    assert upload["uses"].startswith("actions/upload-artifact@") and upload["with"]["name"] == "merged"
+    assert upload["if"] == "always() && steps.merge.outcome == 'success'"
+    assert "needs.save-state.result == 'failure'" in jobs["publish"]["if"]  # publish runs after a refused save
     assert "publish --snapshot-only" in "\n".join(s.get("run", "") for s in save_job["steps"])  # renders nothing
     publish = "\n".join(s.get("run", "") for s in jobs["publish"]["steps"])
     assert "driftmatrix publish" in publish and "--run-history merged/history" in publish
