@@ -2,9 +2,12 @@
 can be tested, and handed to the workflow as `$GITHUB_OUTPUT` lines.
 
 - `inputs`: the dispatch inputs arrive through `env:` (never interpolated into a script) and are
-  validated here; also decided here: whether this run publishes (the default branch: a scheduled
-  run always runs on it, and its event has no `repository` to compare with) and whether the
-  doc-fix PRs are pushed (`--apply`) or only shown (dry run).
+  validated here; also decided here: whether this run publishes (PUBLISHING_EVENTS only — a scheduled
+  run, which always runs on the default branch and whose event has no `repository` to compare with,
+  or a dispatch of the default branch; never `pull_request_target`, `issue_comment` or `workflow_run`,
+  which GitHub also runs with the base or default branch's ref), whether the doc-fix PRs are pushed
+  (`--apply`) or only shown (dry run), and to which repositories (`vars.DRIFTMATRIX_PR_REPOS`, opt-in:
+  none unless named).
 - `runner`: where the run jobs go. GPU runners only when one with the labels is online, asked of
   the GitHub API (a token that may list the repository's or organisation's runners), waiting at
   most `--wait` minutes; otherwise the CPU fallback on GitHub's runners (HOSTED_RUNNER). A job sent
@@ -29,6 +32,11 @@ if TYPE_CHECKING:
     import httpx
 
 _NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
+_REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+PUBLISHING_EVENTS = ("schedule", "workflow_dispatch")
+"""The only events whose runs publish (state, Pages, PRs, self-hosted runners), on the default branch.
+The ref alone cannot tell: GitHub runs `pull_request_target` with GITHUB_REF the base branch and
+`issue_comment` / `workflow_run` with the default branch, so a ref check would let those publish."""
 MAX_SHARDS = 32
 HOSTED_RUNNER = "ubuntu-24.04"
 """The image of every GitHub-hosted job of the scheduled workflow, named (`ubuntu-latest` moved to 26.04
@@ -80,12 +88,15 @@ def decide_inputs(env: dict[str, str]) -> dict[str, str]:
     if stable and not re.fullmatch(r"[0-9]+(\.[0-9]+){1,3}([a-z0-9.+-]*)", stable):
         raise InputError(f"vars.DRIFTMATRIX_STABLE: not a version, got {stable!r}")
     default_branch = env.get("DEFAULT_BRANCH", "")
-    on_default = event == "schedule" or (bool(default_branch) and env.get("REF") == f"refs/heads/{default_branch}")
+    on_default = event == "schedule" or (
+        event in PUBLISHING_EVENTS and bool(default_branch) and env.get("REF") == f"refs/heads/{default_branch}"
+    )
     # self-hosted runners take the default branch's runs only: a run of another branch's workflow
     # file would leave whatever it likes on a runner that later scheduled runs trust
     wanted = _flag("gpu", env.get("IN_GPU", ""), default=True) if event == "workflow_dispatch" else True
     gpu = on_default and wanted
     apply_prs = _flag("apply_prs", env.get("IN_APPLY_PRS", ""), default=False)
+    repos = pr_repos(env.get("PR_REPOS", ""))
     return {
         "targets": ",".join(targets),
         "tier": tier,
@@ -96,7 +107,20 @@ def decide_inputs(env: dict[str, str]) -> dict[str, str]:
         "gpu": str(gpu).lower(),
         "publish": str(on_default).lower(),
         "apply_prs": str(on_default and (event == "schedule" or apply_prs)).lower(),
+        # the PR job's matrix: one empty entry when none is named (an empty matrix fails a job), which
+        # says so in its summary and succeeds
+        "pr_repos": json.dumps(repos or [""]),
     }
+
+
+def pr_repos(text: str) -> list[str]:
+    """`vars.DRIFTMATRIX_PR_REPOS`: the repositories the doc-fix PRs go to (`owner/name`, separated by
+    commas or spaces), none when unset: opening pull requests upstream is opt-in."""
+    names = [n for n in re.split(r"[\s,]+", text.strip()) if n]
+    bad = [n for n in names if not _REPO.match(n) or any(part in (".", "..") for part in n.split("/"))]
+    if bad:
+        raise InputError(f"vars.DRIFTMATRIX_PR_REPOS: not owner/name repositories: {bad!r}")
+    return list(dict.fromkeys(names))
 
 
 def labelled_runners(repo: str, labels: list[str], token: str, api: str, client: httpx.Client) -> list[dict]:

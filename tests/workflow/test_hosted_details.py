@@ -1,5 +1,6 @@
 """Issue 31, point 6 (hosted-runner details), on the scheduled workflow and the docs-gate template:
-which Python a job uses (a self-hosted runner's own 3.10+, else setup-python), artifact retention
+which Python a job uses (a self-hosted runner's own when it meets pyproject.toml's requires-python, else
+setup-python), artifact retention
 and the state travelling once, the PR job's summary when `driftmatrix pr` fails, and the docs gate
 as a required check (every PR and merge-queue entry, green at once when no docs changed).
 
@@ -62,7 +63,7 @@ def tools(bin_dir: Path, *names: str) -> None:
         (bin_dir / name).symlink_to(shutil.which(name))
 
 
-# ---- 1. Python: a self-hosted runner's own 3.10+, else setup-python ----
+# ---- 1. Python: a self-hosted runner's own when it meets requires-python, else setup-python ----
 
 _PYTHONISH = re.compile(r"(?<![\w/.-])(pip|python3?|driftmatrix)(?![\w-])|\.venv/bin/")
 
@@ -94,11 +95,20 @@ def test_every_job_that_runs_python_picks_it_first():
     assert len(scripts) == 1  # a fix to one is a fix to all
 
 
-def _choose_python(tmp_path: Path, runner: str | None, version: tuple | None, venv: bool = True) -> tuple[str, str]:
+def _choose_python(
+    tmp_path: Path,
+    runner: str | None,
+    version: tuple | None,
+    venv: bool = True,
+    pyproject: str | None = "repo",
+    path: Path = SCHEDULED,
+) -> tuple[str, str]:
     """Run the choice on a machine whose python3 is `version` (None: none) and can (`venv`) or cannot
-    (Debian without python3-venv) make a venv. The fake python3 is the real interpreter reporting
-    that version; PATH holds only it and mktemp/rm."""
-    script = next(s["run"] for s in workflow(SCHEDULED)["jobs"][0]["steps"] if s.get("id") == "python")
+    (Debian without python3-venv) make a venv, in a workspace holding `pyproject` (this repository's
+    pyproject.toml, a given text, or None: none, as in the docs gate). The fake python3 is the real
+    interpreter reporting that version; PATH holds only it and mktemp/rm. PYTHON_VERSION is the
+    workflow's own `env`, as GitHub gives it to every step."""
+    script = next(s["run"] for s in workflow(path)["jobs"][0]["steps"] if s.get("id") == "python")
     bin_dir = tmp_path / "bin"
     tools(bin_dir, "mktemp", "rm")
     if version is not None:
@@ -118,15 +128,22 @@ else:
     os.execv({real!r}, [{real!r}, *args])
 """)
         (bin_dir / "python3").chmod(0o755)
+    work = tmp_path / "work"
+    work.mkdir()
+    if pyproject == "repo":
+        shutil.copy(REPO / "pyproject.toml", work / "pyproject.toml")
+    elif pyproject is not None:
+        (work / "pyproject.toml").write_text(pyproject)
     env = {
         "PATH": str(bin_dir),
         "GITHUB_OUTPUT": str(tmp_path / "output"),
         "HOME": str(tmp_path),
         "TMPDIR": str(tmp_path),
+        "PYTHON_VERSION": str(workflow(path)["env"]["PYTHON_VERSION"]),
     }
     if runner is not None:
         env["RUNNER_ENVIRONMENT"] = runner
-    out = bash_step(script, tmp_path, env, tmp_path)
+    out = bash_step(script, work, env, tmp_path)
     assert out.returncode == 0, out.stdout + out.stderr
     return (tmp_path / "output").read_text().strip(), out.stdout
 
@@ -135,20 +152,89 @@ else:
     "runner,version,venv,own",
     [
         ("self-hosted", (3, 11, 2), True, True),  # Debian 12's own Python
-        (None, (3, 10, 0), True, True),  # a runner too old to say what it is: its Python when it has one
+        (None, (3, 11, 0), True, True),  # a runner too old to say what it is: its Python when it meets requires-python
+        ("self-hosted", (3, 10, 12), True, False),  # Ubuntu 22.04's: below requires-python (pip would refuse it)
+        (None, (3, 10, 0), True, False),
         ("self-hosted", (3, 9, 2), True, False),  # too old: setup-python
         ("self-hosted", (3, 11, 2), False, False),  # no python3-venv: setup-python
         ("self-hosted", None, True, False),  # none at all
         ("github-hosted", (3, 12, 3), True, False),  # GitHub's image: the pinned version, not the image's
     ],
-    ids=["debian-3.11", "unknown-runner-3.10", "3.9", "no-venv", "no-python", "github-hosted"],
+    ids=[
+        "debian-3.11",
+        "unknown-runner-3.11",
+        "ubuntu-3.10",
+        "unknown-runner-3.10",
+        "3.9",
+        "no-venv",
+        "no-python",
+        "github-hosted",
+    ],
 )
 def test_which_python(tmp_path, runner, version, venv, own):
     output, log = _choose_python(tmp_path, runner, version, venv)
     assert output == f"own={'true' if own else 'false'}", log
     if own:
         assert "the runner's own Python " + ".".join(map(str, version)) in log
+    elif version is not None and version < (3, 11):
+        assert f"does not meet requires-python {_requires_python()} (pyproject.toml)" in log, log
     assert not list(tmp_path.glob("tmp.*"))  # the probe venv is gone
+
+
+def _requires_python() -> str:
+    import tomllib
+
+    return tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["requires-python"]
+
+
+def test_requires_python_is_what_the_probe_holds_a_runner_to():
+    """The floor is pyproject.toml's (the one place), and setup-python's pinned version meets it."""
+    spec = _requires_python()
+    assert spec == ">=3.11"  # a 3.10 runner gets setup-python (test_which_python), not a refused `pip install`
+    floor = tuple(int(x) for x in spec.removeprefix(">=").split("."))
+    for path in WORKFLOWS:
+        assert tuple(int(x) for x in str(workflow(path)["env"]["PYTHON_VERSION"]).split(".")) >= floor, path.name
+
+
+@pytest.mark.parametrize(
+    "pyproject,version,own,said",
+    [
+        ('[project]\nname = "x"\nrequires-python = ">=3.11, <3.13"\n', (3, 12, 1), True, "meets"),
+        ('[project]\nname = "x"\nrequires-python = ">=3.11, <3.13"\n', (3, 13, 0), False, "does not meet"),
+        ("[project]\nrequires-python = '>=3.10.4'\n", (3, 10, 4), True, "meets"),
+        ('[project]\nrequires-python = "~=3.11"\n', (3, 11, 2), False, "cannot read requires-python"),
+        # another table's key is not the project's: the floor is then PYTHON_VERSION (3.11)
+        ('[tool.x]\nrequires-python = ">=3.8"\n[project]\nname = "x"\n', (3, 10, 0), False, "(PYTHON_VERSION)"),
+        (None, (3, 10, 0), False, "does not meet requires-python >=3.11 (PYTHON_VERSION)"),  # the docs gate
+        (None, (3, 11, 4), True, "meets requires-python >=3.11 (PYTHON_VERSION)"),
+    ],
+    ids=["upper-bound-in", "upper-bound-out", "single-quotes", "unreadable", "other-table", "gate-3.10", "gate-3.11"],
+)
+def test_the_probe_reads_requires_python(tmp_path, pyproject, version, own, said):
+    """requires-python read and compared by the runner's own python3 (no tomllib, no packaging: it runs
+    before anything is installed); anything it cannot read means setup-python. Without a pyproject.toml
+    (the docs gate installs a pinned commit) it holds the runner to the workflow's PYTHON_VERSION."""
+    path = GATE if pyproject is None else SCHEDULED
+    output, log = _choose_python(tmp_path, "self-hosted", version, pyproject=pyproject, path=path)
+    assert output == f"own={'true' if own else 'false'}" and said in log, log
+
+
+@pytest.mark.parametrize("version,setup", [((3, 10, 12), True), ((3, 11, 2), False)], ids=["3.10", "3.11"])
+def test_a_310_runner_gets_setup_python(tmp_path, version, setup):
+    """The probe run for real on a self-hosted runner whose python3 is `version`, then GitHub's evaluator
+    on the job's steps with that output: setup-python runs for 3.10 (below requires-python), not for 3.11;
+    the same in the docs gate."""
+    output, _ = _choose_python(tmp_path, "self-hosted", version)
+    own = output.removeprefix("own=")
+    for path, job, before in (
+        (SCHEDULED, "extract", {}),
+        (GATE, "gate", {"changes": {"docs": "true", "mode": "head"}}),
+    ):
+        ran = steps_run(path, {"job": job, "outputs": {**before, "python": {"own": own}}}, tmp_path)
+        step = next(
+            s for s, raw in zip(ran["steps"], workflow(path)["jobs"][0]["steps"]) if uses(raw, "actions/setup-python@")
+        )
+        assert step["ran"] is setup, (path.name, ran["steps"])
 
 
 # ---- 4. retention, and the state travelling once ----
@@ -241,16 +327,92 @@ def _pr_steps() -> tuple[dict, dict]:
 def test_the_pr_summary_step_runs_after_a_failure(tmp_path):
     ran = steps_run(
         SCHEDULED,
-        {"job": "pull-requests", "outputs": {"python": {"own": "false"}}, "outcomes": {"pr": "failure"}},
+        {
+            "job": "pull-requests",
+            "outputs": {"target": {"open": "true"}, "python": {"own": "false"}},
+            "outcomes": {"pr": "failure"},
+        },
         tmp_path,
     )
     outcome = {s["id"]: s["outcome"] for s in ran["steps"]}
     _, summary = _pr_steps()
     assert outcome["pr"] == "failure" and outcome[summary["id"]] == "success" and ran["result"] == "failure"
     ran = steps_run(
-        SCHEDULED, {"job": "pull-requests", "outcomes": {"__actions_download-artifact": "failure"}}, tmp_path
+        SCHEDULED,
+        {
+            "job": "pull-requests",
+            "outputs": {"target": {"open": "true"}},
+            "outcomes": {"__actions_download-artifact": "failure"},
+        },
+        tmp_path,
     )
     assert {s["id"]: s["outcome"] for s in ran["steps"]}[summary["id"]] == "skipped"  # no PR step, no summary
+
+
+def _target_step() -> dict:
+    job = next(j for j in workflow(SCHEDULED)["jobs"] if j["id"] == "pull-requests")
+    assert job["steps"][0]["id"] == "target"  # first: nothing is checked out or installed before it
+    return job["steps"][0]
+
+
+@pytest.mark.parametrize(
+    "repo,apply,token,rc,open_,said",
+    [
+        ("", "true", "true", 0, None, "opt-in"),  # no DRIFTMATRIX_PR_REPOS: the job says so and succeeds
+        ("", "false", "false", 0, None, "opt-in"),
+        ("vllm-project/vllm", "true", "false", 1, None, "::error::DRIFTMATRIX_PR_REPOS names vllm-project/vllm"),
+        ("vllm-project/vllm", "false", "false", 0, "true", "::warning::"),  # a dry run needs no token
+        ("vllm-project/vllm", "true", "true", 0, "true", ""),
+    ],
+    ids=["unset", "unset-dry-run", "no-token", "no-token-dry-run", "opted-in"],
+)
+def test_pull_requests_are_opt_in(tmp_path, repo, apply, token, rc, open_, said):
+    """Issue 60: opening PRs upstream is opt-in. The PR job's first step run for real (its script in bash)
+    and then GitHub's evaluator on the job's steps with its outcome: without vars.DRIFTMATRIX_PR_REPOS
+    (one matrix entry, no repository) the summary says so, nothing else runs and the job succeeds;
+    with it and no PR token, a run that pushes fails with one message and nothing else runs."""
+    step = _target_step()
+    summary = tmp_path / "summary.md"
+    env = {
+        "PATH": os.environ["PATH"],
+        "REPO": repo,
+        "APPLY": apply,
+        "HAS_TOKEN": token,
+        "GITHUB_OUTPUT": str(tmp_path / "output"),
+        "GITHUB_STEP_SUMMARY": str(summary),
+    }
+    out = bash_step(step["run"], tmp_path, env, tmp_path)
+    assert out.returncode == rc, out.stdout + out.stderr
+    assert said in out.stdout + (summary.read_text() if summary.exists() else "")
+    errors = [line for line in out.stdout.splitlines() if line.startswith("::error::")]
+    assert len(errors) == (1 if rc else 0)  # one clear message
+    if rc:
+        assert "DRIFTMATRIX_PR_TOKEN" in errors[0] and "driftmatrix-prs" in errors[0]
+    if not repo:
+        assert "DRIFTMATRIX_PR_REPOS" in summary.read_text()
+    written = dict(x.split("=", 1) for x in (tmp_path / "output").read_text().split()) if rc == 0 else {}
+    assert written.get("open") == (open_ or ("false" if rc == 0 else None))
+    ran = steps_run(
+        SCHEDULED,
+        {
+            "job": "pull-requests",
+            "outputs": {"target": written, "python": {"own": "false"}},
+            "outcomes": {"target": "failure" if rc else "success"},
+        },
+        tmp_path,
+    )
+    later = ran["steps"][1:]
+    assert ran["result"] == ("failure" if rc else "success")
+    assert all(s["ran"] for s in later if s["id"] != "__actions_setup-python") == (open_ == "true")
+    assert any(s["ran"] for s in later) == (open_ == "true")
+
+
+def test_the_pr_token_is_only_asked_about(tmp_path):
+    """HAS_TOKEN as GitHub's evaluator computes it: whether the environment's secret is set, never its value."""
+    expression = re.fullmatch(r"\$\{\{(.*)\}\}", _target_step()["env"]["HAS_TOKEN"].strip()).group(1)
+    assert _evaluate(expression, {"secrets": {}}, tmp_path) == "false"
+    assert _evaluate(expression, {"secrets": {"DRIFTMATRIX_PR_TOKEN": "ghp_x"}}, tmp_path) == "true"
+    assert "ghp_x" not in _evaluate(expression, {"secrets": {"DRIFTMATRIX_PR_TOKEN": "ghp_x"}}, tmp_path)
 
 
 def test_a_failing_pr_keeps_its_failure_and_gets_its_summary(tmp_path):

