@@ -297,3 +297,20 @@ def test_every_import_a_script_makes_exists(path):
         mod = importlib.import_module(module)
         for name in (n.strip() for n in names.split(",")):
             assert hasattr(mod, name), f"{path.name}: {module} has no {name}"
+
+
+def test_the_set_up_page_names_everything_the_workflow_reads():
+    """The guide's set-up section, followed literally, misses no setting: every secret, variable and
+    environment the workflow reads is named there (a new `vars.X` without its line fails here)."""
+    text = WORKFLOW.read_text()
+    guide = (REPO / "docs" / "guide" / "workflow.md").read_text()
+    setup = guide.split("## Install it in a repository", 1)[1].split("\n## ", 1)[0]
+    read = set(re.findall(r"\b(?:secrets|vars)\.([A-Z][A-Z0-9_]+)", text)) - {"GITHUB_TOKEN"}
+    environments = {
+        e if isinstance(e, str) else e["name"]
+        for job in yaml.safe_load(text)["jobs"].values()
+        if (e := job.get("environment"))
+    }
+    assert len(read) >= 10 and environments
+    missing = sorted(name for name in read | environments if f"`{name}`" not in setup)
+    assert not missing, f"the set-up page does not name: {missing}"
