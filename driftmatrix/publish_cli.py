@@ -9,6 +9,8 @@ from pathlib import Path
 from urllib.parse import quote
 
 from driftmatrix.common.inert import code_span, console_markup, terminal
+from driftmatrix.publisher.run_history import DEFAULT_KEEP_SNAPSHOTS
+from driftmatrix.runner.outcomes.retention import DEFAULT_KEEP_NIGHTLIES
 
 
 def _load(args):
@@ -88,6 +90,7 @@ def cmd_publish(args: argparse.Namespace) -> int:
             history_dir=Path(args.run_history) if args.run_history else None,
             docs=[Path(d) for d in args.docs or []],
             unsaved=_unsaved_note(args.state_unsaved),
+            keep_snapshots=args.keep_snapshots,
         )
     except PublishError as err:
         console.print(f"[red]driftmatrix publish: {console_markup(err)}", soft_wrap=True)  # mkdocs' words
@@ -131,7 +134,7 @@ def _snapshot(results, args: argparse.Namespace, console) -> int:
     if not args.run_history:
         console.print("[red]driftmatrix publish: --snapshot-only needs --run-history DIR", soft_wrap=True)
         return 2
-    path = snapshot(results, Path(args.run_history))
+    path = snapshot(results, Path(args.run_history), args.keep_snapshots)
     console.print(
         f"{len(results.snippets)} commands x {len(results.columns)} targets: this run's matrix.json kept "
         f"as {console_markup(path.name)} in the run history (no site built)"
@@ -247,28 +250,34 @@ def cmd_pr(args: argparse.Namespace) -> int:
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
-    """Outcome files (the previous state, every shard) into one, one record per job key:
-    shards start from a copy of the previous state, so plain concatenation would grow daily."""
-    import json
+    """Outcome files (the previous state, every leg's new records) into one, one record per job key,
+    compacted: the newest --keep-nightlies nightly builds of each build line, every release and the
+    newest verdict of every job on each line (runner/outcomes/retention.py, the one rule). Each record is
+    written as it was read."""
+    from driftmatrix.runner.outcomes import retention
 
-    from driftmatrix.runner.outcomes import counts, store
-
-    jobs: dict = {}
-    for path in args.outcomes:
-        found, problems = store.read(Path(path))
-        for problem in problems:
-            print(f"driftmatrix merge: {terminal(problem)}", file=sys.stderr)
-        for o in found:
-            jobs.setdefault(o.key(), []).append(o)
-    latest = {key: counts.best(found) for key, found in jobs.items()}  # the outcome that counts
+    paths = [Path(p) for p in args.outcomes]
+    merged, problems = retention.merge(paths, args.keep_nightlies)
+    for problem in problems:
+        print(f"driftmatrix merge: {terminal(problem)}", file=sys.stderr)
     out = Path(args.output)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(
-        "".join(json.dumps(o.to_dict(), ensure_ascii=False, default=str) + "\n" for o in latest.values()),
-        encoding="utf-8",
+    retention.write(merged.kept, paths, out)
+    dropped = (
+        f"; {merged.dropped_records} record(s) of {len(merged.dropped_builds)} superseded nightly build(s) compacted"
+        if merged.dropped_records
+        else ""
     )
-    print(f"{len(latest)} outcome(s) -> {out}")
+    print(f"{len(merged.kept)} outcome(s) -> {out}{dropped}")
     return 0
+
+
+def _keep_count(text: str) -> int | None:
+    if text == "all":
+        return None
+    n = _count(text)
+    if n < 1:
+        raise argparse.ArgumentTypeError("at least 1, or `all`")
+    return n
 
 
 def add_parsers(sub) -> None:
@@ -291,6 +300,15 @@ def add_parsers(sub) -> None:
     )
     p.add_argument(
         "--fixes", metavar="FIXES", help="fix candidates (`driftmatrix fixes`); their outcomes in --outcomes"
+    )
+    p.add_argument(
+        "--keep-snapshots",
+        type=_count,
+        default=DEFAULT_KEEP_SNAPSHOTS,
+        metavar="K",
+        help="full matrix.json documents kept in --run-history, the newest K; every run keeps its summary "
+        "(summary-<stamp>.json.gz: each cell's status and stage), which is all a later run reads of it "
+        "(default: %(default)s)",
     )
     p.add_argument(
         "--snapshot-only",
@@ -375,4 +393,12 @@ def add_parsers(sub) -> None:
     m = sub.add_parser("merge", help="outcome files -> one, a record per (snippet, variant, build, tier)")
     m.add_argument("outcomes", nargs="+", metavar="OUT", help="outcomes.jsonl files (missing ones are named, skipped)")
     m.add_argument("-o", "--output", required=True, help="the merged file")
+    m.add_argument(
+        "--keep-nightlies",
+        type=_keep_count,
+        default=DEFAULT_KEEP_NIGHTLIES,
+        metavar="N",
+        help="keep the N newest nightly builds of each build line (target, release line), every release, "
+        "and the newest verdict of every job on each line; `all`: no compaction (default: %(default)s)",
+    )
     m.set_defaults(func=cmd_merge)

@@ -97,6 +97,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         started_at=args.started_at,
         for_pages=args.for_pages,
         declared_device=args.declared_device,
+        previous=[Path(p) for p in args.previous or []],
     )
     if args.fetch_only:
         from driftmatrix.runner.run.prefetch import prefetch
@@ -120,6 +121,13 @@ def add_parser(sub, cache: str) -> None:
         "--output",
         default="outcomes.jsonl",
         help="outcomes file, appended to; finished jobs in it are not re-run (default: %(default)s)",
+    )
+    r.add_argument(
+        "--previous",
+        action="append",
+        metavar="OUT",
+        help="outcomes of earlier runs (the state's outcomes.jsonl), read only: their finished jobs are not "
+        "re-run, and only this run's records go to --output (what a CI leg hands in; repeatable)",
     )
     r.add_argument(
         "--plan",

@@ -1,11 +1,15 @@
-"""Earlier publishes: `--run-history DIR` holds the `matrix.json` of every previous run
-(`matrix-<UTC stamp>.json`, written there by each publish). From them: what changed since
-the previous run, and per snippet the first and last vLLM version (and date) it was seen
-passing — the `version_added` / `version_removed` of matrix.json.
+"""Earlier publishes: `--run-history DIR` holds, per previous run, a summary
+(`summary-<UTC stamp>.json.gz`: each cell's status and stage on the builds that run checked, and those
+builds) and, for the newest K runs only, the full `matrix.json` (`matrix-<UTC stamp>.json`), both written
+there by each publish (`keep`; `--keep-snapshots K`). From them: what changed since the previous run,
+and per snippet the first and last vLLM version (and date) it was seen passing — the `version_added` /
+`version_removed` of matrix.json. A summary is a matrix.json with only what these read, so every
+reader takes either; where a run has both, its full document is read.
 """
 
 from __future__ import annotations
 
+import gzip
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -65,20 +69,106 @@ class History:
         return self.snapshots[-1] if self.snapshots else None
 
 
+DEFAULT_KEEP_SNAPSHOTS = 3
+"""Full matrix.json documents kept in the run history (`publish --keep-snapshots`); every run keeps its summary.
+A later run reads only the newest in full (the changes since it); a full document holds every build still in
+the state, retired ones too (some 170 MB after a year: benchmarks/state_year.py), so few are kept."""
+_TARGET_FIELDS = ("name", "version", "commit", "distribution", "date")
+_CELL_FIELDS = ("status", "stage")
+
+
+def _read(path: Path) -> dict:
+    raw = gzip.decompress(path.read_bytes()) if path.name.endswith(".gz") else path.read_bytes()
+    doc = json.loads(raw.decode("utf-8"))
+    if not isinstance(doc, dict) or not isinstance(doc.get("snippets"), dict):
+        raise ValueError("no snippets object")
+    return doc
+
+
 def load(directory: Path | None) -> History:
     hist = History()
     if directory is None or not directory.is_dir():
         return hist
-    for path in sorted(directory.glob("matrix-*.json")):
+    by_run: dict[str, dict] = {}
+    full = sorted(directory.glob("matrix-*.json"))
+    for path in [*full, *sorted(directory.glob("summary-*.json.gz"))]:  # a run's full document first
         try:
-            doc = json.loads(path.read_text(encoding="utf-8"))
-            if not isinstance(doc, dict) or not isinstance(doc.get("snippets"), dict):
-                raise ValueError("no snippets object")
-            hist.snapshots.append(doc)
-        except (OSError, ValueError) as err:
-            hist.problems.append(f"{path}: not a matrix.json snapshot, ignored ({err})")
-    hist.snapshots.sort(key=lambda d: d.get("generated", ""))
+            doc = _read(path)
+        except (OSError, ValueError, EOFError) as err:
+            hist.problems.append(f"{path}: not a matrix.json snapshot or summary, ignored ({err})")
+            continue
+        by_run.setdefault(doc.get("generated") or path.name, doc)
+    hist.snapshots = sorted(by_run.values(), key=lambda d: d.get("generated", ""))
     return hist
+
+
+def summary(doc: dict) -> dict:
+    """What a later run reads of a matrix.json (`changes`, `seen`, ranges.runs): its builds still current
+    (a retired build's cells are in the summaries of the runs it was current in) and each cell's status
+    and stage — a few percent of the document."""
+    targets = {
+        key: {f: t.get(f) for f in _TARGET_FIELDS}
+        for key, t in (doc.get("targets") or {}).items()
+        if isinstance(t, dict) and not t.get("retired")
+    }
+    snippets = {}
+    for sid, entry in (doc.get("snippets") or {}).items():
+        support = {
+            key: {f: cell.get(f) for f in _CELL_FIELDS}
+            for key, cell in ((entry or {}).get("support") or {}).items()
+            if key in targets and isinstance(cell, dict)
+        }
+        if support:
+            snippets[sid] = {"support": support}
+    return {
+        "schema": doc.get("schema"),
+        "summary": True,
+        "generated": doc.get("generated"),
+        "targets": targets,
+        "snippets": snippets,
+    }
+
+
+def _stamp(doc: dict) -> str:
+    return str(doc["generated"]).replace(":", "").replace("-", "")
+
+
+def _write_summary(doc: dict, directory: Path) -> Path:
+    path = directory / f"summary-{_stamp(doc)}.json.gz"
+    text = json.dumps(summary(doc), ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+    path.write_bytes(gzip.compress(text.encode("utf-8"), compresslevel=9, mtime=0))  # the same run, the same bytes
+    return path
+
+
+def keep(text: str, doc: dict, directory: Path, keep_full: int = DEFAULT_KEEP_SNAPSHOTS) -> Path:
+    """This run's matrix.json (`text`, the document `doc`) and its summary into the history, then only the
+    newest `keep_full` full documents kept (`prune`). The path of the full document."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"matrix-{_stamp(doc)}.json"
+    path.write_text(text, encoding="utf-8")
+    _write_summary(doc, directory)
+    prune(directory, keep_full)
+    return path
+
+
+def prune(directory: Path, keep_full: int = DEFAULT_KEEP_SNAPSHOTS) -> list[Path]:
+    """Removes the full matrix.json of every run but the newest `keep_full` (by its stamp), after writing
+    its summary where it has none (a history written before summaries); one that cannot be read is left
+    as it is (`load` names it). The paths removed."""
+    removed = []
+    full = sorted(directory.glob("matrix-*.json"), reverse=True)
+    for path in full[keep_full:]:
+        if not (directory / f"summary-{path.name[len('matrix-') : -len('.json')]}.json.gz").exists():
+            try:
+                doc = _read(path)
+                if not doc.get("generated"):
+                    raise ValueError("no generated")
+                _write_summary(doc, directory)
+            except (OSError, ValueError, EOFError):
+                continue  # kept, and named by `load`
+        path.unlink()
+        removed.append(path)
+    return removed
 
 
 @dataclass(frozen=True)

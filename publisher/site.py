@@ -69,11 +69,13 @@ def build_site(
     annotated: dict | None = None,
     project: Path | None = None,
     unsaved: dict | None = None,
+    keep_snapshots: int = run_history.DEFAULT_KEEP_SNAPSHOTS,
 ) -> Published:
     """The site from `results`; `docs`: docs trees to annotate too (their patched pages are shown);
     `annotated`: what `annotate.for_site` made of annotations done elsewhere (instead of `docs`);
     `unsaved`: this run's state was not saved (`state save --unsaved-note`: date, run, why), said on
-    the front page."""
+    the front page; `keep_snapshots`: full matrix.json documents kept in `history_dir` (every run keeps
+    its summary)."""
     t0 = time.monotonic()
     project = project or skeleton()
     past, commands = _commands(results, history_dir)
@@ -125,7 +127,7 @@ def build_site(
     text = json_text(json.dumps(doc, indent=1, ensure_ascii=False))  # the same data, no bidi control raw
     (site_dir / "matrix.json").write_text(text, encoding="utf-8")
     if history_dir is not None:
-        _keep(text, doc, history_dir)
+        run_history.keep(text, doc, history_dir, keep_snapshots)
     return Published(
         site_dir,
         len(generated),
@@ -144,17 +146,9 @@ def _commands(results: Results, history_dir: Path | None) -> tuple[run_history.H
     return past, views_of(public.public_results(results), past.snapshots)
 
 
-def _keep(text: str, doc: dict, history_dir: Path) -> Path:
-    """This run's matrix.json into the history folder, named by when it was generated."""
-    history_dir.mkdir(parents=True, exist_ok=True)
-    path = history_dir / f"matrix-{doc['generated'].replace(':', '').replace('-', '')}.json"
-    path.write_text(text, encoding="utf-8")
-    return path
-
-
-def snapshot(results: Results, history_dir: Path) -> Path:
+def snapshot(results: Results, history_dir: Path, keep_snapshots: int = run_history.DEFAULT_KEEP_SNAPSHOTS) -> Path:
     """This run's matrix.json into the history folder without the site (`publish --snapshot-only`):
     the scheduled workflow's save-state job keeps the day's history even where the site then fails
     to build, and renders nothing while it holds write access. The same document as `build_site`'s."""
     doc = matrix_json.build(_commands(results, history_dir)[1])
-    return _keep(json_text(json.dumps(doc, indent=1, ensure_ascii=False)), doc, history_dir)
+    return run_history.keep(json_text(json.dumps(doc, indent=1, ensure_ascii=False)), doc, history_dir, keep_snapshots)

@@ -54,11 +54,17 @@ def read_records(path: Path, kind: str) -> list[dict]:
 
 
 class Store:
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, previous: list[Path] | tuple[Path, ...] = ()):
+        """`previous`: outcome files of earlier runs, read only: their finished jobs count as done, as the
+        output's own do, but none of their records is copied into it (a CI leg hands in only what it wrote)."""
         self.path = path
         self.lock = threading.Lock()
         existing, self.problems = read(path)
         self.done = {o.key() for o in existing if counts.is_done(o)}  # ERRORs are retried
+        for earlier in previous:
+            found, problems = read(earlier)
+            self.problems += problems
+            self.done.update(o.key() for o in found if counts.is_done(o))
         path.parent.mkdir(parents=True, exist_ok=True)
         self._fh = path.open("a", encoding="utf-8")
         if path.stat().st_size and not path.read_bytes().endswith(b"\n"):

@@ -85,10 +85,10 @@ class GpuPool:
 
 def listing(opts: RunOptions) -> list[JobKey]:
     """The jobs `run` would still do with these options, decided as `plan` decides them (by the
-    versions the targets pin; the outcomes file given as output counts as done)."""
+    versions the targets pin; the outcomes file given as output and the `--previous` ones count as done)."""
     tfile = pinned_at_start(opts.targets)[0]
     pairs = select(Catalog.read(opts.snippets), opts)
-    done = planning.done_by_version(store.read(opts.output)[0]) if opts.output.exists() else set()
+    done = planning.done_by_version(o for path in [opts.output, *opts.previous] for o in store.read(path)[0])
     targets = page_builds.run_targets(tfile, pairs, opts, len(gpu_devices()))
     return [key for t in targets for key in planning.pending(pairs, t, opts.tier, done, opts.pick)[0]]
 
@@ -132,7 +132,7 @@ def run(opts: RunOptions, console=None) -> int:
     except ResolveError as err:
         console.print(f"[red]driftmatrix run --for-pages: {console_markup(err)}", soft_wrap=True)
         return 2
-    out_store = store.Store(opts.output)
+    out_store = store.Store(opts.output, opts.previous)
     for problem in out_store.problems:
         console.print(f"[yellow]{console_markup(problem)}", soft_wrap=True)
     workdir = opts.workdir or opts.output.parent / "driftmatrix-work"
@@ -246,7 +246,8 @@ def _jobs(
                 continue
             by_target.setdefault(target.name, []).append(job)
     if skipped_done:
-        console.print(f"{skipped_done} job(s) already in {opts.output}: reused, not re-run")
+        where = f"{opts.output}" + (" or --previous" if opts.previous else "")
+        console.print(f"{skipped_done} job(s) already in {where}: reused, not re-run")
     # every job asks the target's helper first (parse): started here, side by side, once per target
     broken = helpers_start([envs[name] for name in by_target], ctx)
     for name, why in broken.items():

@@ -48,6 +48,9 @@ class RunOptions:
     for_pages: bool = False
     """Also run each page's commands on the release it is written for where no target covers it
     (runner/run/page_builds.py), installed on first use."""
+    previous: list[Path] = field(default_factory=list)
+    """Outcome files of earlier runs (`--previous`): their finished jobs are not run again, and none of
+    their records is written to `output` (store.Store)."""
     started_at: float | None = None
     """When the CI job started (Unix seconds, `--started-at`): `stop_after` counts from then, not
     from this run's start (runner/run/deadline.py)."""
