@@ -37,6 +37,7 @@ NAMED_PATH = re.compile(
 NOT_OURS = {
     "driftmatrix/doc-warnings": "the doc-fix PR's branch name",
     "docs/models/supported_models.md": "a file of vLLM's own tree",
+    ".github/CODEOWNERS": "a file of the repository that installs the docs gate",
 }
 OUTSIDE = re.compile(r"\.\./shared\b|\b(?:DESIGN|GPU|VLLM-CPU)\.md\b")
 """A pointer out of the repository: the folder beside it, or the notes that used to live there."""
